@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Install every Debian/Ubuntu package that pyprofd needs to build and test.
+# Idempotent: when everything is already installed it does nothing, quickly
+# and silently. Works on Debian 12+ and Ubuntu 22.04+.
+set -euo pipefail
+
+# Everything the project needs, by purpose. Keep this the only list.
+PACKAGES=(
+	# build
+	gcc
+	g++
+	make
+	cmake
+	pkg-config
+	clang
+	libclang-rt-dev # libFuzzer and sanitizer runtimes for clang
+	# libraries
+	libcurl4-openssl-dev
+	libprotobuf-c-dev
+	protobuf-c-compiler
+	zlib1g-dev
+	libyaml-dev
+	libcmocka-dev
+	libmicrohttpd-dev
+	libpcre2-dev
+	libjson-c-dev
+	# tooling
+	clang-format
+	clang-tidy
+	cppcheck
+	shellcheck
+	# test rootfs (scripts/python-rootfs.sh, scripts/run-target.sh)
+	debootstrap
+	util-linux # unshare, setsid
+	procps
+	ca-certificates
+	debian-archive-keyring
+)
+
+prog=bootstrap
+
+usage() {
+	cat <<EOF
+usage: scripts/bootstrap.sh [--check] [-v]
+
+Install the Debian packages pyprofd needs to build and test (as root).
+
+  --check    only report missing packages; exit 1 if any are missing
+  -v         say so when everything is already installed
+  -h, --help show this help
+EOF
+}
+
+die() {
+	printf '%s: %s\n' "$prog" "$*" >&2
+	exit 1
+}
+
+check_only=0
+verbose=0
+while (($#)); do
+	case $1 in
+	--check) check_only=1 ;;
+	-v | --verbose) verbose=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		usage >&2
+		die "unknown argument: $1"
+		;;
+	esac
+	shift
+done
+
+# Ask dpkg once for all packages (much faster than one call per package).
+# Unknown packages make dpkg-query complain and exit 1: that just means
+# "not installed". A package can be listed once per architecture.
+declare -A installed=()
+while read -r pkg status; do
+	if [[ $status == installed ]]; then
+		installed[${pkg%%:*}]=1
+	fi
+done < <(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+	if [[ -z ${installed[$pkg]:-} ]]; then
+		missing+=("$pkg")
+	fi
+done
+
+if ((${#missing[@]} == 0)); then
+	if ((verbose)); then
+		printf '%s: all %d packages are installed\n' "$prog" "${#PACKAGES[@]}" >&2
+	fi
+	exit 0
+fi
+
+if ((check_only)); then
+	die "missing packages: ${missing[*]}"
+fi
+
+if ((EUID != 0)); then
+	die "cannot install missing packages: ${missing[*]}: not root; run scripts/bootstrap.sh as root (e.g. with sudo)"
+fi
+
+printf '%s: installing %s\n' "$prog" "${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get -q update >&2 ||
+	die "cannot run apt-get update: exit status $?"
+apt-get -q install -y --no-install-recommends "${missing[@]}" >&2 ||
+	die "cannot install packages with apt-get: exit status $?: ${missing[*]}"
+printf '%s: installed %d packages\n' "$prog" "${#missing[@]}" >&2

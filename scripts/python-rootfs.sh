@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Build once, then reuse, a minimal Debian root filesystem holding CPython
+# 3.13, 3.14 and 3.15 (from Debian testing), so that tests can profile real
+# interpreters. Prints the rootfs path on stdout: root=$(scripts/python-rootfs.sh)
+set -euo pipefail
+
+prog=python-rootfs
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source_tree=$(dirname "$script_dir")
+
+# Bump RECIPE_VERSION whenever the way the rootfs is built changes, so that
+# existing rootfs directories get rebuilt.
+RECIPE_VERSION=1
+PYTHON_VERSIONS=(3.13 3.14 3.15)
+SUITE=${PYPROFD_DEBIAN_SUITE:-forky}
+MIRROR=${PYPROFD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+STAMP_NAME=.pyprofd-rootfs
+
+INCLUDE=()
+for v in "${PYTHON_VERSIONS[@]}"; do
+	INCLUDE+=("python$v" "libpython$v" "python$v-dev")
+done
+include_list=$(IFS=,; echo "${INCLUDE[*]}")
+RECIPE="pyprofd-rootfs recipe=$RECIPE_VERSION variant=minbase suite=$SUITE include=$include_list"
+
+usage() {
+	cat <<EOF
+usage: scripts/python-rootfs.sh [--print-path | --rebuild]
+
+Build (once, as root, about a minute) or reuse a Debian $SUITE rootfs with
+CPython ${PYTHON_VERSIONS[*]}, and print its path on stdout.
+
+  --print-path  print the rootfs path without building anything
+  --rebuild     rebuild the rootfs even if it is up to date
+  -h, --help    show this help
+
+environment:
+  PYPROFD_ROOTFS         rootfs directory (default: \$PYPROFD_CACHE_DIR/rootfs-$SUITE)
+  PYPROFD_CACHE_DIR      cache directory (default: \${XDG_CACHE_HOME:-\$HOME/.cache}/pyprofd)
+  PYPROFD_DEBIAN_SUITE   Debian suite (default: forky)
+  PYPROFD_DEBIAN_MIRROR  Debian mirror (default: http://deb.debian.org/debian)
+EOF
+}
+
+die() {
+	printf '%s: %s\n' "$prog" "$*" >&2
+	exit 1
+}
+
+say() {
+	printf '%s: %s\n' "$prog" "$*" >&2
+}
+
+print_path=0
+rebuild=0
+while (($#)); do
+	case $1 in
+	--print-path) print_path=1 ;;
+	--rebuild) rebuild=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		usage >&2
+		die "unknown argument: $1"
+		;;
+	esac
+	shift
+done
+
+if [[ -n ${PYPROFD_ROOTFS:-} ]]; then
+	rootfs=$PYPROFD_ROOTFS
+else
+	cache_dir=${PYPROFD_CACHE_DIR:-}
+	if [[ -z $cache_dir ]]; then
+		cache_home=${XDG_CACHE_HOME:-}
+		if [[ -z $cache_home ]]; then
+			[[ -n ${HOME:-} ]] ||
+				die "cannot choose a rootfs directory: HOME is not set (set PYPROFD_ROOTFS or PYPROFD_CACHE_DIR)"
+			cache_home=$HOME/.cache
+		fi
+		cache_dir=$cache_home/pyprofd
+	fi
+	rootfs=$cache_dir/rootfs-$SUITE
+fi
+rootfs=$(realpath -m -- "$rootfs")
+case $rootfs/ in
+"$source_tree"/*) die "refusing to use $rootfs: it is inside the source tree $source_tree" ;;
+esac
+[[ $rootfs != / ]] || die "refusing to use / as the rootfs"
+
+if ((print_path)); then
+	printf '%s\n' "$rootfs"
+	exit 0
+fi
+
+# True when the rootfs exists, was built by the current recipe and has every
+# interpreter. Only bash builtins and tests: this is the fast path.
+rootfs_is_current() {
+	local stamp=$rootfs/$STAMP_NAME v
+	[[ -f $stamp && $(<"$stamp") == "$RECIPE" ]] || return 1
+	for v in "${PYTHON_VERSIONS[@]}"; do
+		[[ -x $rootfs/usr/bin/python$v ]] || return 1
+	done
+}
+
+# Directories left by builds that were killed (SIGKILL skips our traps).
+have_leftovers() {
+	local d
+	for d in "$rootfs".tmp.* "$rootfs".old.*; do
+		[[ -d $d ]] && return 0
+	done
+	return 1
+}
+
+if ((!rebuild)) && rootfs_is_current; then
+	# Fast path. Only when there is something to clean up, and only if
+	# nobody is building right now, go on to the (slower) locked path below.
+	if ! have_leftovers || ((EUID != 0)) || ! flock --nonblock "$rootfs.lock" true 2>/dev/null; then
+		printf '%s\n' "$rootfs"
+		exit 0
+	fi
+fi
+
+((EUID == 0)) ||
+	die "cannot build $rootfs: must run as root (debootstrap and chroot need it)"
+
+# Print the mount points at or below $1, deepest first.
+mounts_under() {
+	local dir=$1 mnt
+	# Field 5 of mountinfo is the mount point, with space, tab, newline and
+	# backslash written as octal escapes.
+	while read -r _ _ _ _ mnt _; do
+		[[ $mnt != *\\* ]] || mnt=$(printf '%b' "$mnt")
+		if [[ $mnt == "$dir" || $mnt == "$dir"/* ]]; then
+			printf '%s\n' "$mnt"
+		fi
+	done </proc/self/mountinfo | sort -r
+}
+
+# Unmount whatever is mounted at or below $1; fail if anything stays mounted.
+unmount_under() {
+	local dir=$1 mnt left
+	while IFS= read -r mnt; do
+		say "unmounting leftover mount $mnt"
+		umount -- "$mnt" 2>/dev/null || umount --lazy -- "$mnt" ||
+			say "cannot unmount $mnt"
+	done < <(mounts_under "$dir")
+	left=$(mounts_under "$dir")
+	[[ -z $left ]] || die "cannot remove $dir: still mounted: $(echo "$left" | tr '\n' ' ')"
+}
+
+# Print the PIDs of processes whose root directory is at or below $1
+# (targets started by scripts/run-target.sh, in either mode).
+processes_rooted_in() {
+	local dir=$1 pids
+	# find fails on processes that exit meanwhile: ignore that.
+	pids=$({ find /proc/[0-9]*/root -maxdepth 0 \( -lname "$dir" -o -lname "$dir/*" \) 2>/dev/null || true; } |
+		while IFS=/ read -r _ _ p _; do
+			printf '%s ' "$p"
+		done)
+	printf '%s' "${pids% }"
+}
+
+# Safely delete a rootfs (or a half-built one): never through a mount.
+remove_tree() {
+	local dir=$1
+	[[ -e $dir ]] || return 0
+	unmount_under "$dir"
+	rm -rf --one-file-system -- "$dir" || die "cannot remove $dir"
+}
+
+parent=$(dirname "$rootfs")
+mkdir -p -- "$parent" || die "cannot create $parent"
+
+# Make sure debootstrap and friends are installed.
+"$script_dir/bootstrap.sh" || die "cannot install the packages needed to build the rootfs (scripts/bootstrap.sh failed)"
+
+# Serialise concurrent runs; whoever waited re-checks the stamp afterwards.
+lock=$rootfs.lock
+exec {lock_fd}>"$lock" || die "cannot open lock file $lock"
+if ! flock --nonblock "$lock_fd"; then
+	say "waiting for another python-rootfs.sh run to finish (lock $lock)..."
+	flock "$lock_fd" || die "cannot lock $lock"
+fi
+
+if ((!rebuild)) && rootfs_is_current && ! have_leftovers; then
+	printf '%s\n' "$rootfs"
+	exit 0
+fi
+
+# Directories left by runs that were killed (we hold the lock, so nobody is
+# building right now), unless a target still runs in an old rootfs.
+for stale in "$rootfs".tmp.* "$rootfs".old.*; do
+	[[ -d $stale && -z $(processes_rooted_in "$stale") ]] || continue
+	say "removing leftover $stale"
+	remove_tree "$stale"
+done
+
+if ((!rebuild)) && rootfs_is_current; then
+	printf '%s\n' "$rootfs"
+	exit 0
+fi
+
+if [[ -e $rootfs ]]; then
+	busy=$(processes_rooted_in "$rootfs")
+	[[ -z $busy ]] ||
+		die "cannot replace $rootfs: processes still run in it (stop them first): $busy"
+fi
+
+tmp=$(mktemp -d "$rootfs.tmp.XXXXXX") || die "cannot create a temporary directory next to $rootfs"
+chmod 755 "$tmp"
+log=$rootfs.log
+cleanup() {
+	if [[ -n ${tmp:-} && -e $tmp ]]; then
+		remove_tree "$tmp"
+	fi
+}
+build_pgid=
+# On SIGINT/SIGTERM stop debootstrap and everything it started (its own
+# process group) before the EXIT trap removes the half-built tree.
+on_signal() {
+	local i
+	if [[ -n $build_pgid ]]; then
+		kill -TERM -- "-$build_pgid" 2>/dev/null || true
+		for ((i = 0; i < 100; i++)); do
+			kill -0 -- "-$build_pgid" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -KILL -- "-$build_pgid" 2>/dev/null || true
+	fi
+	say "interrupted"
+	exit "$1"
+}
+trap cleanup EXIT
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+
+script=/usr/share/debootstrap/scripts/$SUITE
+[[ -e $script ]] || script=/usr/share/debootstrap/scripts/sid
+debootstrap_args=(--variant=minbase "--include=$include_list")
+# Explicit keyring, so that this also works on Ubuntu hosts.
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+[[ -f $keyring ]] && debootstrap_args+=("--keyring=$keyring")
+
+say "building Debian $SUITE rootfs with CPython $(IFS=/; echo "${PYTHON_VERSIONS[*]}") in $rootfs (about a minute, once)..."
+start=$SECONDS
+# In the background (so that signals reach our traps at once) and in its own
+# process group (so that on_signal can stop all of it). A background child of
+# a non-interactive shell is no process group leader: setsid does not fork.
+setsid debootstrap "${debootstrap_args[@]}" "$SUITE" "$tmp" "$MIRROR" "$script" </dev/null >"$log" 2>&1 &
+build_pgid=$!
+status=0
+wait "$build_pgid" || status=$?
+build_pgid=
+if ((status != 0)); then
+	say "cannot run debootstrap: exit status $status; last lines of $log:"
+	tail -n 25 "$log" >&2 || true
+	if [[ -f $tmp/debootstrap/debootstrap.log ]]; then
+		say "last lines of debootstrap.log:"
+		tail -n 25 "$tmp/debootstrap/debootstrap.log" >&2 || true
+	fi
+	exit 1
+fi
+# debootstrap may leave its bind mounts behind on some hosts.
+unmount_under "$tmp"
+
+for v in "${PYTHON_VERSIONS[@]}"; do
+	out=$(chroot "$tmp" "/usr/bin/python$v" -c \
+		'import sys; print("%d.%d" % sys.version_info[:2], hex(sys.hexversion))' 2>&1) ||
+		die "cannot run python$v in the new rootfs: $out"
+	[[ $out == "$v "* ]] || die "python$v in the new rootfs reports the wrong version: $out"
+	say "python$v: hexversion ${out#* }"
+done
+
+# Downloaded .deb files are not needed any more (about 100 MB).
+rm -f "$tmp"/var/cache/apt/archives/*.deb
+mkdir -p "$tmp/pyprofd-targets"
+printf '%s\n' "$RECIPE" >"$tmp/$STAMP_NAME"
+
+if [[ -e $rootfs ]]; then
+	old=$(mktemp -d "$rootfs.old.XXXXXX")
+	unmount_under "$rootfs"
+	mv -T -- "$rootfs" "$old" || die "cannot move the old rootfs $rootfs out of the way"
+	mv -T -- "$tmp" "$rootfs" || die "cannot move the new rootfs into place at $rootfs"
+	tmp=
+	busy=$(processes_rooted_in "$old")
+	if [[ -z $busy ]]; then
+		say "removing the old rootfs"
+		remove_tree "$old"
+	else
+		say "keeping the old rootfs in $old for now: processes still run in it: $busy"
+	fi
+else
+	mv -T -- "$tmp" "$rootfs" || die "cannot move the new rootfs into place at $rootfs"
+	tmp=
+fi
+rm -f -- "$log"
+say "rootfs ready in $((SECONDS - start)) s: $rootfs"
+printf '%s\n' "$rootfs"
