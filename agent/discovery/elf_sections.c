@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * elf_sections.c: bounded ELF64 header reader (see elf_sections.h). Reads go
+ * through one helper that checks every (offset, length) against the file size,
+ * so the parser above it never has to think about reading out of bounds.
+ */
+#include "base/compat.h"
+
+#include <elf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "discovery/elf_sections.h"
+
+struct elf_file {
+    uint16_t type;
+    bool has_load;
+    uint64_t load_base;
+    size_t nsections;
+    Elf64_Shdr *sections;
+    size_t shstrtab_len;
+    char *shstrtab;
+};
+
+/* Where the bytes come from: a buffer or a file descriptor. */
+struct elf_src {
+    const unsigned char *buf;
+    int fd;
+    uint64_t size;
+};
+
+static int elf_src_read(const struct elf_src *src, uint64_t off, void *dst, size_t len)
+{
+    if (off > src->size || len > src->size - off)
+        return -ENOEXEC; /* the file claims data it does not have */
+    if (src->buf) {
+        memcpy(dst, src->buf + off, len);
+        return 0;
+    }
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(src->fd, (char *)dst + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -EIO; /* the file shrank under us */
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads @count entries of @entsize bytes at @off into a new array. */
+static int elf_src_read_array(const struct elf_src *src, uint64_t off, size_t count, size_t entsize,
+                              void **out)
+{
+    *out = NULL;
+    if (count == 0)
+        return 0;
+    void *arr = alloc_calloc(count, entsize);
+    if (!arr)
+        return -ENOMEM;
+    int err = elf_src_read(src, off, arr, count * entsize);
+    if (err) {
+        alloc_free(arr);
+        return err;
+    }
+    *out = arr;
+    return 0;
+}
+
+static int elf_parse_program_headers(const struct elf_src *src, const Elf64_Ehdr *eh,
+                                     struct elf_file *ef)
+{
+    if (eh->e_phnum == 0)
+        return 0;
+    if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum > ELF_MAX_SEGMENTS)
+        return -ENOEXEC;
+    Elf64_Phdr *ph = NULL;
+    int err = elf_src_read_array(src, eh->e_phoff, eh->e_phnum, sizeof(*ph), (void **)&ph);
+    if (err)
+        return err;
+    for (size_t i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD)
+            continue;
+        uint64_t align = ph[i].p_align;
+        /* p_align is 0, 1 or a power of two by the ELF spec; others are malformed */
+        if (align > 1 && (align & (align - 1)) != 0) {
+            err = -ENOEXEC;
+            break;
+        }
+        ef->load_base = align > 1 ? ph[i].p_vaddr - (ph[i].p_vaddr % align) : ph[i].p_vaddr;
+        ef->has_load = true;
+        break;
+    }
+    alloc_free(ph);
+    return err;
+}
+
+static int elf_parse_section_headers(const struct elf_src *src, const Elf64_Ehdr *eh,
+                                     struct elf_file *ef)
+{
+    if (eh->e_shoff == 0)
+        return 0; /* stripped of section headers: nothing to find */
+    if (eh->e_shentsize != sizeof(Elf64_Shdr))
+        return -ENOEXEC;
+
+    size_t nsec = eh->e_shnum;
+    size_t shstrndx = eh->e_shstrndx;
+    if (nsec == 0 || shstrndx == SHN_XINDEX) {
+        /* extended numbering: the real values live in section header 0 */
+        Elf64_Shdr first;
+        int err = elf_src_read(src, eh->e_shoff, &first, sizeof(first));
+        if (err)
+            return err;
+        if (nsec == 0)
+            nsec = first.sh_size > ELF_MAX_SECTIONS ? ELF_MAX_SECTIONS + 1 : (size_t)first.sh_size;
+        if (shstrndx == SHN_XINDEX)
+            shstrndx = first.sh_link;
+    }
+    if (nsec > ELF_MAX_SECTIONS || shstrndx >= nsec)
+        return -ENOEXEC;
+
+    int err =
+        elf_src_read_array(src, eh->e_shoff, nsec, sizeof(Elf64_Shdr), (void **)&ef->sections);
+    if (err)
+        return err;
+    ef->nsections = nsec;
+
+    const Elf64_Shdr *strsec = &ef->sections[shstrndx];
+    if (strsec->sh_type == SHT_NOBITS || strsec->sh_size == 0 || strsec->sh_size > ELF_MAX_SHSTRTAB)
+        return -ENOEXEC;
+    ef->shstrtab_len = (size_t)strsec->sh_size;
+    ef->shstrtab = alloc_malloc(ef->shstrtab_len + 1);
+    if (!ef->shstrtab)
+        return -ENOMEM;
+    err = elf_src_read(src, strsec->sh_offset, ef->shstrtab, ef->shstrtab_len);
+    if (err)
+        return err;
+    ef->shstrtab[ef->shstrtab_len] = '\0'; /* names at the end stay terminated */
+    return 0;
+}
+
+static int elf_parse(const struct elf_src *src, struct elf_file **out)
+{
+    Elf64_Ehdr eh;
+    int err = elf_src_read(src, 0, &eh, sizeof(eh));
+    if (err)
+        return err;
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_ident[EI_VERSION] != EV_CURRENT)
+        return -ENOEXEC;
+
+    struct elf_file *ef = alloc_calloc(1, sizeof(*ef));
+    if (!ef)
+        return -ENOMEM;
+    ef->type = eh.e_type;
+    err = elf_parse_program_headers(src, &eh, ef);
+    if (!err)
+        err = elf_parse_section_headers(src, &eh, ef);
+    if (err) {
+        elf_file_free(ef);
+        return err;
+    }
+    *out = ef;
+    return 0;
+}
+
+int elf_file_open_fd(int fd, struct elf_file **out)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -ENOEXEC;
+    struct elf_src src = {.buf = NULL, .fd = fd, .size = (uint64_t)st.st_size};
+    return elf_parse(&src, out);
+}
+
+int elf_file_parse(const void *buf, size_t len, struct elf_file **out)
+{
+    struct elf_src src = {.buf = buf, .fd = -1, .size = len};
+    return elf_parse(&src, out);
+}
+
+int elf_file_find_section(const struct elf_file *ef, const char *name, struct elf_section *out)
+{
+    size_t want = strlen(name);
+    for (size_t i = 0; i < ef->nsections; i++) {
+        const Elf64_Shdr *sh = &ef->sections[i];
+        if (sh->sh_name >= ef->shstrtab_len)
+            continue; /* a name outside the table names nothing */
+        const char *have = ef->shstrtab + sh->sh_name;
+        if (strnlen(have, ef->shstrtab_len - sh->sh_name) != want || memcmp(have, name, want))
+            continue;
+        out->addr = sh->sh_addr;
+        out->offset = sh->sh_offset;
+        out->size = sh->sh_size;
+        out->type = sh->sh_type;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int elf_file_load_base(const struct elf_file *ef, uint64_t *out)
+{
+    if (!ef->has_load)
+        return -ENOENT;
+    *out = ef->load_base;
+    return 0;
+}
+
+uint16_t elf_file_type(const struct elf_file *ef)
+{
+    return ef->type;
+}
+
+void elf_file_free(struct elf_file *ef)
+{
+    if (!ef)
+        return;
+    alloc_free(ef->sections);
+    alloc_free(ef->shstrtab);
+    alloc_free(ef);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * elf_sections.h: the little ELF reading discovery needs: find a section by
+ * name (".PyRuntime", later ".AsyncioDebug") and the load base of the file, so
+ * the section's address in a process can be computed from where the file is
+ * mapped:
+ *
+ *     runtime_raddr = lowest_mapping_start + section.addr - load_base
+ *
+ * where load_base is the first PT_LOAD segment's p_vaddr rounded down to its
+ * alignment (0 for shared objects and PIE executables, typically 0x400000 for
+ * a non-PIE executable).
+ *
+ * ELF files are untrusted input: only 64-bit little-endian files are
+ * accepted; every header count, entry size, offset and name is checked against
+ * the file size and the caps below before use. Malformed files fail with
+ * -ENOEXEC; nothing reads outside the file.
+ *
+ * Ownership: struct elf_file owns copies of the headers it needs and keeps no
+ * reference to the fd or buffer it was parsed from.
+ *
+ * Thread safety: an elf_file is immutable after parsing.
+ */
+#ifndef PYPROFD_DISCOVERY_ELF_SECTIONS_H
+#define PYPROFD_DISCOVERY_ELF_SECTIONS_H
+
+#include "base/compat.h"
+
+/** Caps on what a file may declare; real binaries are far below them. */
+#define ELF_MAX_SECTIONS 65535u
+#define ELF_MAX_SEGMENTS 4096u
+#define ELF_MAX_SHSTRTAB (1u << 20)
+
+/** A section header, reduced to what callers use. */
+struct elf_section {
+    uint64_t addr;   /* sh_addr: virtual address in the file's own address space */
+    uint64_t offset; /* sh_offset: position in the file */
+    uint64_t size;   /* sh_size */
+    uint32_t type;   /* sh_type (SHT_PROGBITS, SHT_NOBITS, ...) */
+};
+
+struct elf_file;
+
+/**
+ * Reads the ELF header, program headers, section headers and section-name
+ * table from @a fd (borrowed; not kept) with pread. Returns 0 and the result in
+ * @a out (caller owns it; elf_file_free()), -ENOEXEC if the file is not a
+ * well-formed 64-bit little-endian ELF file, -EIO/-errno on read errors,
+ * -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int elf_file_open_fd(int fd, struct elf_file **out);
+
+/** Same as elf_file_open_fd() over the @a len bytes at @a buf (borrowed; not kept). */
+PYPROFD_WARN_UNUSED int elf_file_parse(const void *buf, size_t len, struct elf_file **out);
+
+/**
+ * Finds the first section called @a name (e.g. ".PyRuntime"). Returns 0 and
+ * fills @a out, or -ENOENT.
+ */
+PYPROFD_WARN_UNUSED int elf_file_find_section(const struct elf_file *ef, const char *name,
+                                              struct elf_section *out);
+
+/**
+ * The load base: the first PT_LOAD's p_vaddr rounded down to its p_align.
+ * Returns 0, or -ENOENT when the file has no PT_LOAD segment.
+ */
+PYPROFD_WARN_UNUSED int elf_file_load_base(const struct elf_file *ef, uint64_t *out);
+
+/** e_type: ET_EXEC for a non-PIE executable, ET_DYN for shared objects and PIE. */
+uint16_t elf_file_type(const struct elf_file *ef);
+
+/** Frees; NULL is a no-op. */
+void elf_file_free(struct elf_file *ef);
+
+#endif /* PYPROFD_DISCOVERY_ELF_SECTIONS_H */

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyruntime.c: locate .PyRuntime in a live process (see pyruntime.h).
+ */
+#include "base/compat.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "discovery/elf_sections.h"
+#include "discovery/proc_maps.h"
+#include "discovery/pyruntime.h"
+
+/* Outcome of looking at one candidate file. */
+enum pyruntime_candidate {
+    PYRUNTIME_FOUND,
+    PYRUNTIME_SKIP, /* not this one; the reason is in why */
+    PYRUNTIME_FATAL,
+};
+
+static bool pyruntime_name_matches(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    return strstr(base ? base + 1 : path, "python") != NULL;
+}
+
+/* Opens the file behind mapping @e of @pid as the target sees it. */
+static int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_map_entry *e,
+                                 const char **via)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, proc_root, (int)pid,
+             e->start, e->end);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        *via = "map_files";
+        return fd;
+    }
+    if (e->deleted)
+        return -ENOENT; /* only map_files can still reach a deleted file */
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (attempt == 0)
+            snprintf(path, sizeof(path), "%s/%d/root%s", proc_root, (int)pid, e->path);
+        else
+            snprintf(path, sizeof(path), "%s", e->path);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == e->inode) {
+            *via = attempt == 0 ? "root" : "path";
+            return fd;
+        }
+        close(fd); /* same name, another file: the chroot pitfall */
+    }
+    return -ENOENT;
+}
+
+static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, struct memread *mr,
+                                              const struct proc_map_entry *e, struct pyruntime *out,
+                                              int *err, char *why, size_t why_len)
+{
+    const char *via = NULL;
+    int fd = pyruntime_open_mapped(proc_root, pid, e, &via);
+    if (fd < 0) {
+        snprintf(why, why_len, "cannot open '%s' as mapped by pid %d", e->path, (int)pid);
+        return PYRUNTIME_SKIP;
+    }
+    struct elf_file *ef = NULL;
+    int rc = elf_file_open_fd(fd, &ef);
+    close(fd);
+    if (rc == -ENOMEM) {
+        *err = rc;
+        return PYRUNTIME_FATAL;
+    }
+    if (rc) {
+        snprintf(why, why_len, "cannot read ELF headers of '%s': %s", e->path, strerror(-rc));
+        return PYRUNTIME_SKIP;
+    }
+
+    enum pyruntime_candidate result = PYRUNTIME_SKIP;
+    struct elf_section sec;
+    uint64_t load_base;
+    if (elf_file_find_section(ef, ".PyRuntime", &sec)) {
+        snprintf(why, why_len, "'%s' has no .PyRuntime section (not CPython 3.13+?)", e->path);
+        goto out;
+    }
+    if (elf_file_load_base(ef, &load_base) || e->offset != 0 || sec.addr < load_base ||
+        sec.size < PYVERSION_HEADER_SIZE) {
+        snprintf(why, why_len, "cannot place .PyRuntime of '%s' in memory", e->path);
+        goto out;
+    }
+
+    uint64_t raddr = e->start + (sec.addr - load_base);
+    unsigned char header[PYVERSION_HEADER_SIZE];
+    rc = memread_read(mr, raddr, header, sizeof(header));
+    if (rc == -ESRCH || rc == -EPERM) {
+        snprintf(why, why_len, "cannot read memory of pid %d: %s", (int)pid, memread_strerror(rc));
+        *err = rc;
+        result = PYRUNTIME_FATAL;
+        goto out;
+    }
+    if (rc) {
+        snprintf(why, why_len, "cannot read .PyRuntime of '%s' at 0x%" PRIx64 ": %s", e->path,
+                 raddr, memread_strerror(rc));
+        goto out;
+    }
+    rc = pyversion_decode(header, sizeof(header), &out->version);
+    if (rc == -ENOENT) {
+        snprintf(why, why_len, "'%s' has .PyRuntime but no 'xdebugpy' cookie (not initialised?)",
+                 e->path);
+        goto out;
+    }
+    if (rc) {
+        snprintf(why, why_len, "'%s' has a debug table with an implausible version word", e->path);
+        *err = rc;
+        result = PYRUNTIME_FATAL;
+        goto out;
+    }
+    out->raddr = raddr;
+    out->section_size = sec.size;
+    out->map_start = e->start;
+    snprintf(out->path, sizeof(out->path), "%s", e->path);
+    out->deleted = e->deleted;
+    out->opened_via = via;
+    result = PYRUNTIME_FOUND;
+out:
+    elf_file_free(ef);
+    return result;
+}
+
+/* A zombie's maps read as empty; so do a kernel thread's. Tell them apart. */
+static bool pyruntime_is_dead(const char *proc_root, pid_t pid)
+{
+    char path[PATH_MAX], buf[512];
+    snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the command name may contain ") " */
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struct pyruntime *out,
+                     char *why, size_t why_len)
+{
+    struct proc_maps *maps = NULL;
+    int err = proc_maps_read(proc_root, pid, &maps);
+    if (err) {
+        snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid, strerror(-err));
+        return err == -EACCES ? -EPERM : err;
+    }
+
+    if (proc_maps_count(maps) == 0 && pyruntime_is_dead(proc_root, pid)) {
+        snprintf(why, why_len, "pid %d has exited", (int)pid);
+        proc_maps_free(maps);
+        return -ESRCH;
+    }
+
+    uint64_t exe_ino = 0;
+    char exe[PATH_MAX + 32];
+    snprintf(exe, sizeof(exe), "%s/%d/exe", proc_root, (int)pid);
+    struct stat st;
+    if (stat(exe, &st) == 0)
+        exe_ino = (uint64_t)st.st_ino;
+
+    uint64_t seen[PYRUNTIME_MAX_CANDIDATES];
+    size_t nseen = 0;
+    err = -ENOENT;
+    snprintf(why, why_len, "no python executable or libpython mapped by pid %d", (int)pid);
+    for (size_t i = 0; i < proc_maps_count(maps) && nseen < PYRUNTIME_MAX_CANDIDATES; i++) {
+        const struct proc_map_entry *e = proc_maps_get(maps, i);
+        if (!proc_map_is_file(e) || e->inode == 0)
+            continue;
+        if (!pyruntime_name_matches(e->path) && e->inode != exe_ino)
+            continue;
+        bool dup = false;
+        for (size_t j = 0; j < nseen; j++)
+            dup |= seen[j] == e->inode;
+        if (dup)
+            continue; /* only the lowest mapping of a file places it */
+        seen[nseen++] = e->inode;
+
+        enum pyruntime_candidate c = pyruntime_try(proc_root, pid, mr, e, out, &err, why, why_len);
+        if (c == PYRUNTIME_FOUND) {
+            err = 0;
+            why[0] = '\0';
+            break;
+        }
+        if (c == PYRUNTIME_FATAL)
+            break;
+        err = -ENOENT;
+    }
+    proc_maps_free(maps);
+    return err;
+}

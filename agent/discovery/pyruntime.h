@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyruntime.h: find a process's CPython runtime (discovery, stage 1).
+ *
+ * A process is a CPython 3.13+ target when one of the ELF files it maps (the
+ * python executable, a libpython shared object, or any executable that embeds
+ * the interpreter) has a .PyRuntime section whose first bytes, read live from
+ * the process, are the "xdebugpy" cookie. Process and file names are only used
+ * to pick which mapped files to open; the cookie decides.
+ *
+ * Candidates, in map order: every mapped file whose name contains "python"
+ * (python3.X, libpython3.X.so.1.0) and the main executable, whatever it is
+ * called. Each file is opened as the target sees it: /proc/PID/map_files/
+ * first (always the mapped file, even inside a chroot or another mount
+ * namespace, or deleted), then /proc/PID/root/<path>, then <path>; the last two
+ * only if the inode matches the mapping, since a chroot target's maps path is
+ * relative to the reader's root. Every candidate's cookie is checked and the
+ * first good one wins, so a second, uninitialised libpython (dlopen'ed by
+ * ctypes, say) is skipped.
+ *
+ * Errors are returned, never logged. Thread safety: reentrant.
+ */
+#ifndef PYPROFD_DISCOVERY_PYRUNTIME_H
+#define PYPROFD_DISCOVERY_PYRUNTIME_H
+
+#include "base/compat.h"
+
+#include <limits.h>
+#include <sys/types.h>
+
+#include "memread/memread.h"
+#include "python/pyversion.h"
+
+/** At most this many candidate files are opened per process. */
+#define PYRUNTIME_MAX_CANDIDATES 16
+
+/** Where a process's runtime is. */
+struct pyruntime {
+    uint64_t raddr;         /* address of _PyRuntime, i.e. of the _Py_DebugOffsets table */
+    uint64_t section_size;  /* size of the .PyRuntime section */
+    uint64_t map_start;     /* start of the lowest mapping of the file holding it */
+    char path[PATH_MAX];    /* that file, as /proc/PID/maps names it */
+    bool deleted;           /* the file was deleted after it was mapped */
+    const char *opened_via; /* "map_files", "root" or "path" (static string) */
+    struct py_version version;
+};
+
+/**
+ * Locates the runtime of @a pid, reading its maps under @a proc_root (usually
+ * "/proc") and its memory through @a mr (borrowed). Returns 0 and fills
+ * @a out; otherwise a negative errno and a one-line reason in @a why:
+ *  -ESRCH   the process is gone;
+ *  -EPERM   its maps or memory may not be read (needs root/CAP_SYS_PTRACE);
+ *  -ENOENT  no mapped file holds an initialised CPython 3.13+ runtime (a
+ *           non-Python process, Python <= 3.12, or a runtime not set up yet);
+ *  -EPROTO  a cookie matched but the version word is implausible;
+ *  -ENOMEM.
+ * Whether the version is supported is the caller's decision
+ * (pyversion_check_supported()).
+ */
+PYPROFD_WARN_UNUSED int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr,
+                                         struct pyruntime *out, char *why, size_t why_len);
+
+#endif /* PYPROFD_DISCOVERY_PYRUNTIME_H */

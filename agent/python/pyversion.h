@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyversion.h: the header of a target's _Py_DebugOffsets table: cookie,
+ * version word and free-threaded flag, and the decision whether pyprofd
+ * supports that interpreter.
+ *
+ * The table starts at the _PyRuntime structure (the start of the .PyRuntime
+ * ELF section):
+ *
+ *   pos 0   char     cookie[8]      "xdebugpy", no terminator
+ *   pos 8   uint64_t version        PY_VERSION_HEX
+ *   pos 16  uint64_t free_threaded  1 for Py_GIL_DISABLED builds
+ *
+ * PY_VERSION_HEX is (major << 24) | (minor << 16) | (micro << 8) |
+ * (level << 4) | serial, with level 0xA alpha, 0xB beta, 0xC candidate,
+ * 0xF final.
+ *
+ * The bytes come from another process and are untrusted: decoding checks the
+ * cookie and that the version word is plausible; support is a separate,
+ * explicit decision with a message that names the version.
+ *
+ * Thread safety: pure functions.
+ */
+#ifndef PYPROFD_PYTHON_PYVERSION_H
+#define PYPROFD_PYTHON_PYVERSION_H
+
+#include "base/compat.h"
+
+/** The cookie that opens every _Py_DebugOffsets table. */
+#define PYVERSION_COOKIE     "xdebugpy"
+#define PYVERSION_COOKIE_LEN 8
+/** Bytes of the table header decoded here. */
+#define PYVERSION_HEADER_SIZE 24
+
+enum py_release_level {
+    PY_RELEASE_ALPHA = 0xA,
+    PY_RELEASE_BETA = 0xB,
+    PY_RELEASE_CANDIDATE = 0xC,
+    PY_RELEASE_FINAL = 0xF,
+};
+
+/** A decoded table header. */
+struct py_version {
+    uint64_t hex; /* the raw version word */
+    unsigned major;
+    unsigned minor;
+    unsigned micro;
+    unsigned level; /* enum py_release_level */
+    unsigned serial;
+    bool free_threaded;
+};
+
+/**
+ * Decodes the @a len bytes at @a header (a copy of the start of a remote
+ * _PyRuntime). Returns 0; -EAGAIN when @a len < PYVERSION_HEADER_SIZE;
+ * -ENOENT when the cookie is not "xdebugpy" (not a CPython 3.13+ runtime, or
+ * not initialised yet); -EPROTO when the cookie matches but the version word
+ * or free-threaded flag is implausible (major not 3, unknown release level,
+ * bits above the low 32, a flag other than 0/1).
+ */
+PYPROFD_WARN_UNUSED int pyversion_decode(const void *header, size_t len, struct py_version *out);
+
+/**
+ * Decides whether pyprofd can profile this interpreter. Returns 0, or
+ * -ENOTSUP with a one-line reason in @a why (always NUL-terminated when
+ * @a why_len > 0), e.g. "CPython 3.16.0 is not supported yet (supported:
+ * 3.13, 3.14, 3.15)", "CPython 3.15.0b1 is a pre-release; only final
+ * releases are supported", "free-threaded CPython 3.14.8 is not supported
+ * yet".
+ */
+PYPROFD_WARN_UNUSED int pyversion_check_supported(const struct py_version *v, char *why,
+                                                  size_t why_len);
+
+/**
+ * Formats @a v as "3.14.8", "3.15.0b1" or "3.14.8t" (free-threaded, as
+ * CPython spells it) into @a buf. Returns @a buf.
+ */
+const char *pyversion_format(const struct py_version *v, char *buf, size_t len);
+
+#endif /* PYPROFD_PYTHON_PYVERSION_H */

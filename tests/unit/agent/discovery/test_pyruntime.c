@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for agent/discovery/pyruntime.c against live processes: the fake
+ * python programs of tests/support are real ELF executables (and a shared
+ * object) with a .PyRuntime section, and print the address where the runtime
+ * should be found, so the address arithmetic is checked against the truth.
+ */
+#include "base/compat.h"
+
+#include <unistd.h>
+
+#include "cmocka_wrap.h"
+
+#include "discovery/pyruntime.h"
+#include "memread/memread.h"
+#include "test_util.h"
+
+struct located {
+    int err;
+    struct pyruntime rt;
+    char why[512];
+    uint64_t expected_raddr;
+};
+
+/* Starts fake program @name, locates its runtime, kills it. */
+static void locate_fake(const char *name, struct located *out)
+{
+    char path[4096], line[128];
+    char *argv[] = {(char *)test_fake_path(name, path, sizeof(path)), NULL};
+    pid_t pid = test_spawn(argv, line, sizeof(line));
+    assert_true(pid > 0);
+    unsigned long addr = 0;
+    assert_int_equal(sscanf(line, "ready 0x%lx", &addr), 1);
+    out->expected_raddr = addr;
+
+    struct memread *mr = NULL;
+    assert_int_equal(memread_open(pid, MEMREAD_AUTO, &mr), 0);
+    out->err = pyruntime_locate("/proc", pid, mr, &out->rt, out->why, sizeof(out->why));
+    memread_free(mr);
+    test_kill_child(pid);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void test_pyruntime__finds_runtime_in_executable(void **state)
+{
+    (void)state;
+    struct located l;
+    locate_fake("fake-python3.14", &l);
+    assert_int_equal(l.err, 0);
+    assert_string_equal(l.why, "");
+    assert_true(l.rt.raddr == l.expected_raddr);
+    assert_true(ends_with(l.rt.path, "/fake-python3.14"));
+    assert_int_equal(l.rt.version.minor, 14);
+    assert_int_equal(l.rt.version.micro, 8);
+    assert_true(l.rt.version.hex == 0x030e08f0);
+    assert_true(l.rt.section_size >= PYVERSION_HEADER_SIZE);
+    /* root opens the mapped file itself; others fall back to an inode-checked path */
+    assert_string_equal(l.rt.opened_via, geteuid() == 0 ? "map_files" : "root");
+}
+
+static void test_pyruntime__finds_embedded_libpython(void **state)
+{
+    (void)state;
+    struct located l;
+    locate_fake("fake-embedder", &l);
+    assert_int_equal(l.err, 0);
+    assert_true(l.rt.raddr == l.expected_raddr);
+    assert_true(ends_with(l.rt.path, "/libpython3.14-fake.so"));
+}
+
+static void test_pyruntime__skips_candidate_without_cookie(void **state)
+{
+    (void)state;
+    struct located l;
+    locate_fake("fake-python-stale", &l);
+    assert_int_equal(l.err, 0);
+    assert_true(l.rt.raddr == l.expected_raddr);
+    assert_true(ends_with(l.rt.path, "/libpython3.14-fake.so"));
+}
+
+static void test_pyruntime__uninitialised_runtime_is_enoent(void **state)
+{
+    (void)state;
+    struct located l;
+    locate_fake("fake-python-nocookie", &l);
+    assert_int_equal(l.err, -ENOENT);
+    assert_non_null(strstr(l.why, "has .PyRuntime but no 'xdebugpy' cookie"));
+}
+
+static void test_pyruntime__no_section_is_enoent(void **state)
+{
+    (void)state;
+    struct located l;
+    locate_fake("fake-python-none", &l);
+    assert_int_equal(l.err, -ENOENT);
+    assert_non_null(strstr(l.why, "has no .PyRuntime section"));
+}
+
+static void test_pyruntime__implausible_version_is_eproto(void **state)
+{
+    (void)state;
+    struct located l;
+    locate_fake("fake-python-garbage", &l);
+    assert_int_equal(l.err, -EPROTO);
+    assert_non_null(strstr(l.why, "implausible version word"));
+}
+
+static void test_pyruntime__unsupported_versions_are_found_then_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *why;
+    } cases[] = {
+        {"fake-python3.16", "CPython 3.16.0 is not supported yet (supported: 3.13, 3.14, 3.15)"},
+        {"fake-python3.15b1", "CPython 3.15.0b1 is a pre-release; only final releases are "
+                              "supported (pre-release table layouts change)"},
+        {"fake-python3.14t", "free-threaded CPython 3.14.8t is not supported yet"},
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
+        struct located l;
+        locate_fake(cases[i].name, &l);
+        assert_int_equal(l.err, 0);
+        char why[200];
+        assert_int_equal(pyversion_check_supported(&l.rt.version, why, sizeof(why)), -ENOTSUP);
+        assert_string_equal(why, cases[i].why);
+    }
+}
+
+static void test_pyruntime__exited_process_is_esrch(void **state)
+{
+    (void)state;
+    char path[4096], line[128];
+    char *argv[] = {(char *)test_fake_path("fake-python3.14", path, sizeof(path)), NULL};
+    pid_t pid = test_spawn(argv, line, sizeof(line));
+    assert_true(pid > 0);
+    struct memread *mr = NULL;
+    assert_int_equal(memread_open(pid, MEMREAD_AUTO, &mr), 0);
+    test_kill_child(pid);
+    struct pyruntime rt;
+    char why[256];
+    assert_int_equal(pyruntime_locate("/proc", pid, mr, &rt, why, sizeof(why)), -ESRCH);
+    assert_non_null(strstr(why, "cannot read '/proc/"));
+    memread_free(mr);
+}
+
+static void test_pyruntime__deleted_executable_via_map_files(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* /proc/PID/map_files needs CAP_SYS_ADMIN */
+    char src[4096], copy[] = "/tmp/pyprofd-test-python-XXXXXX";
+    int fd = mkstemp(copy);
+    assert_true(fd >= 0);
+    char cmd[8300], out[64];
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 755 '%s'",
+             test_fake_path("fake-python3.14", src, sizeof(src)), copy, copy);
+    close(fd);
+    assert_int_equal(test_run(cmd, out, sizeof(out)), 0);
+    char line[128];
+    char *argv[] = {copy, NULL};
+    pid_t pid = test_spawn(argv, line, sizeof(line));
+    assert_true(pid > 0);
+    unlink(copy);
+    struct memread *mr = NULL;
+    assert_int_equal(memread_open(pid, MEMREAD_AUTO, &mr), 0);
+    struct pyruntime rt;
+    char why[256];
+    /* The name no longer contains a hint, but it is the main executable. */
+    assert_int_equal(pyruntime_locate("/proc", pid, mr, &rt, why, sizeof(why)), 0);
+    assert_true(rt.deleted);
+    assert_string_equal(rt.opened_via, "map_files");
+    assert_string_equal(rt.path, copy);
+    memread_free(mr);
+    test_kill_child(pid);
+}
+
+static void test_pyruntime__non_python_process_is_enoent(void **state)
+{
+    (void)state;
+    char line[64];
+    char sh[] = "/bin/sh", opt[] = "-c", script[] = "echo ready; exec sleep 30";
+    char *argv[] = {sh, opt, script, NULL};
+    pid_t pid = test_spawn(argv, line, sizeof(line));
+    assert_true(pid > 0);
+    usleep(100 * 1000); /* let the exec of sleep happen */
+    struct memread *mr = NULL;
+    assert_int_equal(memread_open(pid, MEMREAD_AUTO, &mr), 0);
+    struct pyruntime rt;
+    char why[256];
+    assert_int_equal(pyruntime_locate("/proc", pid, mr, &rt, why, sizeof(why)), -ENOENT);
+    assert_non_null(strstr(why, "has no .PyRuntime section"));
+    memread_free(mr);
+    test_kill_child(pid);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pyruntime__finds_runtime_in_executable),
+        cmocka_unit_test(test_pyruntime__finds_embedded_libpython),
+        cmocka_unit_test(test_pyruntime__skips_candidate_without_cookie),
+        cmocka_unit_test(test_pyruntime__uninitialised_runtime_is_enoent),
+        cmocka_unit_test(test_pyruntime__no_section_is_enoent),
+        cmocka_unit_test(test_pyruntime__implausible_version_is_eproto),
+        cmocka_unit_test(test_pyruntime__unsupported_versions_are_found_then_refused),
+        cmocka_unit_test(test_pyruntime__exited_process_is_esrch),
+        cmocka_unit_test(test_pyruntime__deleted_executable_via_map_files),
+        cmocka_unit_test(test_pyruntime__non_python_process_is_enoent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

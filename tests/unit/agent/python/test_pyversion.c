@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests for agent/python/pyversion.c: header decoding and the support decision. */
+#include "base/compat.h"
+
+#include "cmocka_wrap.h"
+
+#include "python/pyversion.h"
+
+static void make_header(unsigned char *h, const char *cookie, uint64_t version, uint64_t ft)
+{
+    memcpy(h, cookie, 8);
+    memcpy(h + 8, &version, 8);
+    memcpy(h + 16, &ft, 8);
+}
+
+static void test_pyversion__decodes_debian_versions(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t hex;
+        unsigned minor, micro;
+        const char *name;
+    } cases[] = {
+        {0x030d0ff0, 13, 15, "3.13.15"},
+        {0x030e08f0, 14, 8, "3.14.8"},
+        {0x030f00f0, 15, 0, "3.15.0"},
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
+        unsigned char h[PYVERSION_HEADER_SIZE];
+        make_header(h, "xdebugpy", cases[i].hex, 0);
+        struct py_version v;
+        assert_int_equal(pyversion_decode(h, sizeof(h), &v), 0);
+        assert_int_equal(v.major, 3);
+        assert_int_equal(v.minor, cases[i].minor);
+        assert_int_equal(v.micro, cases[i].micro);
+        assert_int_equal(v.level, PY_RELEASE_FINAL);
+        assert_false(v.free_threaded);
+        char buf[32];
+        assert_string_equal(pyversion_format(&v, buf, sizeof(buf)), cases[i].name);
+        char why[128] = "unchanged";
+        assert_int_equal(pyversion_check_supported(&v, why, sizeof(why)), 0);
+        assert_string_equal(why, "");
+    }
+}
+
+static void test_pyversion__rejects_bad_cookie_and_short_header(void **state)
+{
+    (void)state;
+    unsigned char h[PYVERSION_HEADER_SIZE];
+    struct py_version v;
+    make_header(h, "xdebugpz", 0x030e08f0, 0);
+    assert_int_equal(pyversion_decode(h, sizeof(h), &v), -ENOENT);
+    make_header(h, "xdebugpy", 0x030e08f0, 0);
+    assert_int_equal(pyversion_decode(h, 23, &v), -EAGAIN);
+}
+
+static void test_pyversion__rejects_implausible_words(void **state)
+{
+    (void)state;
+    unsigned char h[PYVERSION_HEADER_SIZE];
+    struct py_version v;
+    make_header(h, "xdebugpy", 0x020700f0, 0); /* Python 2 */
+    assert_int_equal(pyversion_decode(h, sizeof(h), &v), -EPROTO);
+    make_header(h, "xdebugpy", 0x1030e08f0ull, 0); /* high bits */
+    assert_int_equal(pyversion_decode(h, sizeof(h), &v), -EPROTO);
+    make_header(h, "xdebugpy", 0x030e0830, 0); /* release level 3 */
+    assert_int_equal(pyversion_decode(h, sizeof(h), &v), -EPROTO);
+    make_header(h, "xdebugpy", 0x030e08f0, 7); /* free-threaded flag 7 */
+    assert_int_equal(pyversion_decode(h, sizeof(h), &v), -EPROTO);
+}
+
+static void test_pyversion__unsupported_versions_are_named(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t hex, ft;
+        const char *why;
+    } cases[] = {
+        {0x031000f0, 0, "CPython 3.16.0 is not supported yet (supported: 3.13, 3.14, 3.15)"},
+        {0x030c07f0, 0, "CPython 3.12.7 is not supported yet (supported: 3.13, 3.14, 3.15)"},
+        {0x030f00b1, 0,
+         "CPython 3.15.0b1 is a pre-release; only final releases are supported "
+         "(pre-release table layouts change)"},
+        {0x030f00c2, 0,
+         "CPython 3.15.0rc2 is a pre-release; only final releases are supported "
+         "(pre-release table layouts change)"},
+        {0x030e08f0, 1, "free-threaded CPython 3.14.8t is not supported yet"},
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
+        unsigned char h[PYVERSION_HEADER_SIZE];
+        make_header(h, "xdebugpy", cases[i].hex, cases[i].ft);
+        struct py_version v;
+        assert_int_equal(pyversion_decode(h, sizeof(h), &v), 0);
+        char why[160];
+        assert_int_equal(pyversion_check_supported(&v, why, sizeof(why)), -ENOTSUP);
+        assert_string_equal(why, cases[i].why);
+    }
+}
+
+static void test_pyversion__formats_alpha(void **state)
+{
+    (void)state;
+    struct py_version v = {.major = 3, .minor = 16, .micro = 0, .level = 0xA, .serial = 2};
+    char buf[32];
+    assert_string_equal(pyversion_format(&v, buf, sizeof(buf)), "3.16.0a2");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pyversion__decodes_debian_versions),
+        cmocka_unit_test(test_pyversion__rejects_bad_cookie_and_short_header),
+        cmocka_unit_test(test_pyversion__rejects_implausible_words),
+        cmocka_unit_test(test_pyversion__unsupported_versions_are_named),
+        cmocka_unit_test(test_pyversion__formats_alpha),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
