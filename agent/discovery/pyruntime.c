@@ -25,6 +25,40 @@ static bool pyruntime_name_matches(const char *path)
     return strstr(base ? base + 1 : path, "python") != NULL;
 }
 
+/* The minor version in a name like "python3.11" or "libpython3.12.so.1.0", or 0. */
+static unsigned pyruntime_name_minor(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    const char *p = strstr(base ? base + 1 : path, "python3.");
+    if (!p)
+        return 0;
+    p += strlen("python3.");
+    unsigned minor = 0;
+    for (int i = 0; i < 3 && *p >= '0' && *p <= '9'; i++, p++)
+        minor = minor * 10 + (unsigned)(*p - '0');
+    return minor;
+}
+
+/*
+ * Whether the runtime at @raddr has an interpreter. The runtime_state entries
+ * sit at the same table positions (24, 32, 40) in every version pyprofd
+ * knows; for others the question is left to the unwinder (assume yes).
+ */
+static bool pyruntime_initialized(struct memread *mr, uint64_t raddr, const struct py_version *v)
+{
+    if (v->major != 3 || v->minor < 13 || v->minor > 15)
+        return true;
+    uint64_t entries[3]; /* runtime size, finalizing offset, interpreters_head offset */
+    if (memread_read(mr, raddr + 24, entries, sizeof(entries)))
+        return true;
+    if (entries[2] > entries[0] || entries[0] - entries[2] < 8)
+        return true; /* a bad table: the unwinder's validation will say so */
+    uint64_t head = 0;
+    if (memread_read(mr, raddr + entries[2], &head, sizeof(head)))
+        return true;
+    return head != 0;
+}
+
 /* Opens the file behind mapping @e of @pid as the target sees it. */
 static int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_map_entry *e,
                                  const char **via)
@@ -66,6 +100,7 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
     int fd = pyruntime_open_mapped(proc_root, pid, e, &via);
     if (fd < 0) {
         snprintf(why, why_len, "cannot open '%s' as mapped by pid %d", e->path, (int)pid);
+        out->miss = PYRUNTIME_MISS_UNREADABLE;
         return PYRUNTIME_SKIP;
     }
     struct elf_file *ef = NULL;
@@ -77,6 +112,7 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
     }
     if (rc) {
         snprintf(why, why_len, "cannot read ELF headers of '%s': %s", e->path, strerror(-rc));
+        out->miss = PYRUNTIME_MISS_UNREADABLE;
         return PYRUNTIME_SKIP;
     }
 
@@ -85,6 +121,8 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
     uint64_t load_base;
     if (elf_file_find_section(ef, ".PyRuntime", &sec)) {
         snprintf(why, why_len, "'%s' has no .PyRuntime section (not CPython 3.13+?)", e->path);
+        if (out->miss < PYRUNTIME_MISS_NO_SECTION)
+            out->miss = PYRUNTIME_MISS_NO_SECTION;
         goto out;
     }
     if (elf_file_load_base(ef, &load_base) || e->offset != 0 || sec.addr < load_base ||
@@ -105,12 +143,15 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
     if (rc) {
         snprintf(why, why_len, "cannot read .PyRuntime of '%s' at 0x%" PRIx64 ": %s", e->path,
                  raddr, memread_strerror(rc));
+        out->miss = PYRUNTIME_MISS_UNREADABLE;
         goto out;
     }
     rc = pyversion_decode(header, sizeof(header), &out->version);
     if (rc == -ENOENT) {
-        snprintf(why, why_len, "'%s' has .PyRuntime but no 'xdebugpy' cookie (not initialised?)",
+        snprintf(why, why_len,
+                 "'%s' has .PyRuntime but no 'xdebugpy' cookie (CPython older than 3.13?)",
                  e->path);
+        out->miss = PYRUNTIME_MISS_NO_COOKIE;
         goto out;
     }
     if (rc) {
@@ -125,6 +166,7 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
     snprintf(out->path, sizeof(out->path), "%s", e->path);
     out->deleted = e->deleted;
     out->opened_via = via;
+    out->initialized = pyruntime_initialized(mr, raddr, &out->version);
     result = PYRUNTIME_FOUND;
 out:
     elf_file_free(ef);
@@ -171,6 +213,9 @@ int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struc
     if (stat(exe, &st) == 0)
         exe_ino = (uint64_t)st.st_ino;
 
+    struct pyruntime cand, fallback;
+    bool have_fallback = false;
+    memset(out, 0, sizeof(*out));
     uint64_t seen[PYRUNTIME_MAX_CANDIDATES];
     size_t nseen = 0;
     err = -ENOENT;
@@ -188,15 +233,31 @@ int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struc
             continue; /* only the lowest mapping of a file places it */
         seen[nseen++] = e->inode;
 
-        enum pyruntime_candidate c = pyruntime_try(proc_root, pid, mr, e, out, &err, why, why_len);
-        if (c == PYRUNTIME_FOUND) {
+        if (!out->name_minor)
+            out->name_minor = pyruntime_name_minor(e->path);
+        memset(&cand, 0, sizeof(cand));
+        enum pyruntime_candidate c =
+            pyruntime_try(proc_root, pid, mr, e, &cand, &err, why, why_len);
+        if (c == PYRUNTIME_FOUND && cand.initialized) {
+            *out = cand;
+            have_fallback = false;
             err = 0;
             why[0] = '\0';
             break;
         }
+        if (c == PYRUNTIME_FOUND && !have_fallback) {
+            fallback = cand; /* set up but never started: keep looking */
+            have_fallback = true;
+        }
         if (c == PYRUNTIME_FATAL)
             break;
+        out->miss = cand.miss > out->miss ? cand.miss : out->miss;
         err = -ENOENT;
+    }
+    if (have_fallback && err == -ENOENT) {
+        *out = fallback;
+        err = 0;
+        why[0] = '\0';
     }
     proc_maps_free(maps);
     return err;

@@ -15,8 +15,10 @@
  * namespace, or deleted), then /proc/PID/root/<path>, then <path>; the last two
  * only if the inode matches the mapping, since a chroot target's maps path is
  * relative to the reader's root. Every candidate's cookie is checked and the
- * first good one wins, so a second, uninitialised libpython (dlopen'ed by
- * ctypes, say) is skipped.
+ * first good one wins. A second libpython that was mapped but never started
+ * (dlopen'ed by ctypes, say) carries the cookie too, since the table is static
+ * data; so for the versions pyprofd knows, a runtime whose interpreter list is
+ * still empty is kept only as a fallback when no initialised one exists.
  *
  * Errors are returned, never logged. Thread safety: reentrant.
  */
@@ -34,6 +36,14 @@
 /** At most this many candidate files are opened per process. */
 #define PYRUNTIME_MAX_CANDIDATES 16
 
+/** Why no runtime was found (when pyruntime_locate() fails with -ENOENT). */
+enum pyruntime_miss {
+    PYRUNTIME_MISS_NO_CANDIDATE, /* nothing python-like is mapped */
+    PYRUNTIME_MISS_NO_SECTION,   /* python files without a .PyRuntime section */
+    PYRUNTIME_MISS_NO_COOKIE,    /* .PyRuntime without the cookie: < 3.13, or not set up */
+    PYRUNTIME_MISS_UNREADABLE,   /* candidates could not be opened or read */
+};
+
 /** Where a process's runtime is. */
 struct pyruntime {
     uint64_t raddr;         /* address of _PyRuntime, i.e. of the _Py_DebugOffsets table */
@@ -43,6 +53,15 @@ struct pyruntime {
     bool deleted;           /* the file was deleted after it was mapped */
     const char *opened_via; /* "map_files", "root" or "path" (static string) */
     struct py_version version;
+    /*
+     * The runtime has an interpreter (runtime_state.interpreters_head set).
+     * False only when no candidate had one: an initialised runtime is
+     * preferred over a second libpython that was mapped but never started.
+     */
+    bool initialized;
+    /* On failure: why, and the minor version a file name suggests (0 if none). */
+    enum pyruntime_miss miss;
+    unsigned name_minor;
 };
 
 /**

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attach.c: the shared front half of every command that reads a process:
+ * open its memory, find the runtime, decide support, build the unwinder; each
+ * failure becomes one message a user can act on.
+ */
+#include "base/compat.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/strnum.h"
+#include "cli/cli.h"
+
+int cli_parse_pid(const char *arg, pid_t *out)
+{
+    int64_t pid;
+    if (strnum_parse_i64(arg, 1, INT32_MAX, &pid)) {
+        log_error("'%s' is not a process id", arg);
+        return -EINVAL;
+    }
+    *out = (pid_t)pid;
+    return 0;
+}
+
+int cli_parse_backend(const char *arg, enum memread_backend *out)
+{
+    if (strcmp(arg, "auto") == 0)
+        *out = MEMREAD_AUTO;
+    else if (strcmp(arg, "vm") == 0)
+        *out = MEMREAD_VM;
+    else if (strcmp(arg, "procmem") == 0)
+        *out = MEMREAD_PROCMEM;
+    else {
+        log_error("unknown backend '%s' (use auto, vm or procmem)", arg);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* kernel.yama.ptrace_scope, or -1 when the Yama LSM is absent. */
+static int cli_ptrace_scope(void)
+{
+    char buf[16] = "";
+    int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return n > 0 && buf[0] >= '0' && buf[0] <= '3' ? buf[0] - '0' : -1;
+}
+
+static void cli_permission_denied(pid_t pid)
+{
+    int scope = cli_ptrace_scope();
+    if (scope > 0)
+        log_error("cannot read process %d: permission denied (needs root or CAP_SYS_PTRACE; "
+                  "kernel.yama.ptrace_scope is %d)",
+                  (int)pid, scope);
+    else
+        log_error("cannot read process %d: permission denied (needs root or CAP_SYS_PTRACE)",
+                  (int)pid);
+}
+
+static void cli_not_python(pid_t pid, const struct pyruntime *rt, const char *why)
+{
+    if (rt->name_minor && rt->name_minor < 13 &&
+        (rt->miss == PYRUNTIME_MISS_NO_COOKIE || rt->miss == PYRUNTIME_MISS_NO_SECTION))
+        log_error("process %d runs Python 3.%u, which is too old: pyprofd needs CPython 3.13 or "
+                  "newer (it has no debug offsets table)",
+                  (int)pid, rt->name_minor);
+    else if (rt->miss == PYRUNTIME_MISS_NO_COOKIE)
+        log_error("process %d has a Python runtime without a debug offsets table: CPython older "
+                  "than 3.13, or not initialized yet (%s)",
+                  (int)pid, why);
+    else
+        log_error("process %d is not a Python process (%s)", (int)pid, why);
+}
+
+int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_target *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->pid = pid;
+    char why[512];
+    int err = memread_open(pid, backend, &t->mr);
+    if (err == -ESRCH) {
+        log_error("no such process: %d", (int)pid);
+        return CLI_EXIT_FAIL;
+    }
+    if (err == -EPERM) {
+        cli_permission_denied(pid);
+        return CLI_EXIT_FAIL;
+    }
+    if (err) {
+        log_error("cannot open process %d: %s", (int)pid, memread_strerror(err));
+        return CLI_EXIT_FAIL;
+    }
+    err = pyruntime_locate("/proc", pid, t->mr, &t->rt, why, sizeof(why));
+    switch (err) {
+    case 0:
+        break;
+    case -ESRCH:
+        log_error("no such process: %d (it exited)", (int)pid);
+        return CLI_EXIT_FAIL;
+    case -EPERM:
+    case -EACCES:
+        cli_permission_denied(pid);
+        return CLI_EXIT_FAIL;
+    case -ENOENT:
+        cli_not_python(pid, &t->rt, why);
+        return CLI_EXIT_FAIL;
+    default:
+        log_error("cannot find the Python runtime of process %d: %s", (int)pid, why);
+        return CLI_EXIT_FAIL;
+    }
+    if (pyversion_check_supported(&t->rt.version, why, sizeof(why))) {
+        log_error("process %d: %s", (int)pid, why);
+        return CLI_EXIT_FAIL;
+    }
+    if (!unwind)
+        return CLI_EXIT_OK;
+    err = unwinder_new(t->mr, &t->rt, &t->unwinder, why, sizeof(why));
+    if (err == -ESRCH) {
+        log_error("no such process: %d (it exited)", (int)pid);
+        return CLI_EXIT_FAIL;
+    }
+    if (err == -EPERM) {
+        cli_permission_denied(pid);
+        return CLI_EXIT_FAIL;
+    }
+    if (err) {
+        log_error("cannot profile process %d: %s", (int)pid, why);
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+void cli_detach(struct cli_target *t)
+{
+    unwinder_free(t->unwinder);
+    memread_free(t->mr);
+    memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.h: the pyprofd subcommands and what they share: attaching to a process
+ * with user-facing error messages. Each command takes (argc, argv) with
+ * argv[0] the command name and returns the process exit status.
+ *
+ * Exit statuses: 0 success, 1 the target could not be profiled (the message
+ * says why), 2 usage errors.
+ */
+#ifndef PYPROFD_CLI_CLI_H
+#define PYPROFD_CLI_CLI_H
+
+#include "base/compat.h"
+
+#include <sys/types.h>
+
+#include "discovery/pyruntime.h"
+#include "memread/memread.h"
+#include "unwind/unwind.h"
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+
+/** An attached process. */
+struct cli_target {
+    pid_t pid;
+    struct memread *mr;
+    struct pyruntime rt;
+    struct unwinder *unwinder; /* NULL for cli_attach(..., false) */
+};
+
+/**
+ * Opens @a pid, finds its runtime, checks the version is supported and, if
+ * @a unwind, validates its tables and builds an unwinder. On failure logs one
+ * clear line (no such process; permission denied and what is needed; not a
+ * Python process; Python too old; unsupported version; malformed table) and
+ * returns CLI_EXIT_FAIL. @a t must be released with cli_detach().
+ */
+int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_target *t);
+void cli_detach(struct cli_target *t);
+
+/** Parses a PID argument; logs and returns -EINVAL when it is not one. */
+int cli_parse_pid(const char *arg, pid_t *out);
+/** Parses --backend auto|vm|procmem. */
+int cli_parse_backend(const char *arg, enum memread_backend *out);
+
+int cli_probe(int argc, char **argv);
+int cli_dump(int argc, char **argv);
+
+#endif /* PYPROFD_CLI_CLI_H */

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe.c: `pyprofd probe PID...`: where each process's CPython runtime is and
+ * which version it is, read live from its memory.
+ */
+#include "base/compat.h"
+
+#include <getopt.h>
+
+#include "base/log.h"
+#include "cli/cli.h"
+
+static void probe_usage(FILE *out)
+{
+    fputs("usage: pyprofd probe [--backend auto|vm|procmem] PID...\n", out);
+}
+
+static int probe_one(pid_t pid, enum memread_backend backend)
+{
+    struct cli_target t;
+    int status = cli_attach(pid, backend, true, &t);
+    if (status != CLI_EXIT_OK) {
+        cli_detach(&t);
+        return status;
+    }
+    char ver[32];
+    const struct pyruntime *rt = &t.rt;
+    const struct py_layout *l = unwinder_layout(t.unwinder);
+    printf("pid %d: CPython %s\n", (int)pid, pyversion_format(&rt->version, ver, sizeof(ver)));
+    printf("  runtime   0x%" PRIx64 " (.PyRuntime, %" PRIu64 " bytes)\n", rt->raddr,
+           rt->section_size);
+    printf("  file      %s%s (mapped at 0x%" PRIx64 ", opened via %s)\n", rt->path,
+           rt->deleted ? " (deleted)" : "", rt->map_start, rt->opened_via);
+    printf("  table     cookie xdebugpy, version word 0x%08" PRIx64 ", %zu bytes, validated\n",
+           rt->version.hex, l->table_size);
+    printf("  layout    thread state %u B, frame %u B, code object %u B%s%s\n", l->ts_size,
+           l->fr_size, l->co_size, l->has_base_frame ? ", base frame" : "",
+           l->has_code_generation ? ", code generation counter" : "");
+    printf("  reader    %s\n", memread_backend_name(t.mr));
+    printf("  supported yes\n");
+    cli_detach(&t);
+    return CLI_EXIT_OK;
+}
+
+int cli_probe(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"backend", required_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    enum memread_backend backend = MEMREAD_AUTO;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "b:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (cli_parse_backend(optarg, &backend))
+                return CLI_EXIT_USAGE;
+            break;
+        case 'h':
+            probe_usage(stdout);
+            return CLI_EXIT_OK;
+        default:
+            probe_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        log_error("probe needs at least one PID");
+        probe_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    int status = CLI_EXIT_OK;
+    for (int i = optind; i < argc; i++) {
+        pid_t pid;
+        if (cli_parse_pid(argv[i], &pid))
+            return CLI_EXIT_USAGE;
+        if (probe_one(pid, backend) != CLI_EXIT_OK)
+            status = CLI_EXIT_FAIL;
+    }
+    return status;
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyabi.c: schema selection and validation of a target's _Py_DebugOffsets
+ * table (see pyabi.h). Validation happens once, at attach; every check names
+ * the entry that failed, so a bad table is diagnosable from one log line.
+ */
+#include "base/compat.h"
+
+#include "python/pyabi.h"
+
+static const char *const pyabi_names[PYOFF_COUNT] = {
+#define PYOFF(id, name) [PYOFF_##id] = (name), /* NOLINT(bugprone-macro-parentheses) */
+#include "python/debug_offsets.def"
+#undef PYOFF
+};
+
+const char *pyabi_entry_name(enum pyoff_id id)
+{
+    return (unsigned)id < PYOFF_COUNT ? pyabi_names[id] : "?";
+}
+
+const struct pyabi_schema *pyabi_schema_for(unsigned minor)
+{
+    switch (minor) {
+    case 13:
+        return &pyabi_schema_3_13;
+    case 14:
+        return &pyabi_schema_3_14;
+    case 15:
+        return &pyabi_schema_3_15;
+    default:
+        return NULL;
+    }
+}
+
+/* Validation state: the table, its schema, and the first error. */
+struct pyabi_check {
+    const unsigned char *table;
+    const struct pyabi_schema *schema;
+    char *why;
+    size_t why_len;
+    bool failed;
+};
+
+static bool pyabi_has(const struct pyabi_check *c, enum pyoff_id id)
+{
+    return c->schema->pos[id] != 0;
+}
+
+static uint64_t pyabi_raw(const struct pyabi_check *c, enum pyoff_id id)
+{
+    uint64_t v;
+    memcpy(&v, c->table + c->schema->pos[id], sizeof(v));
+    return v;
+}
+
+static void pyabi_fail(struct pyabi_check *c, enum pyoff_id id, uint64_t value, const char *what,
+                       uint64_t bound)
+{
+    if (c->failed)
+        return;
+    c->failed = true;
+    snprintf(c->why, c->why_len, "debug offsets: '%s' = %" PRIu64 " %s %" PRIu64,
+             pyabi_entry_name(id), value, what, bound);
+}
+
+/* A section size: non-zero and at most @cap bytes. */
+static uint32_t pyabi_size(struct pyabi_check *c, enum pyoff_id id, uint64_t cap)
+{
+    uint64_t v = pyabi_raw(c, id);
+    if (v == 0)
+        pyabi_fail(c, id, v, "is not a size larger than", 0);
+    else if (v > cap)
+        pyabi_fail(c, id, v, "exceeds pyprofd's limit of", cap);
+    return c->failed ? 0 : (uint32_t)v;
+}
+
+/* A field of @width bytes at @base + entry, inside a section of @size bytes. */
+static uint32_t pyabi_field_at(struct pyabi_check *c, enum pyoff_id id, uint64_t base,
+                               uint64_t size, unsigned width)
+{
+    uint64_t v = pyabi_raw(c, id);
+    unsigned align = width > 8 ? 8 : width; /* a two-pointer field is pointer-aligned */
+    if (v > UINT32_MAX || base + v + width > size)
+        pyabi_fail(c, id, v, "+ field width is outside its section of size", size - base);
+    else if ((base + v) % align != 0)
+        pyabi_fail(c, id, v, "is not aligned to", align);
+    return c->failed ? 0 : (uint32_t)(base + v);
+}
+
+static uint32_t pyabi_field(struct pyabi_check *c, enum pyoff_id id, uint64_t size, unsigned width)
+{
+    return pyabi_field_at(c, id, 0, size, width);
+}
+
+/* A fact pyprofd ships (not from the table) must still fit the reported size. */
+static uint32_t pyabi_fixed(struct pyabi_check *c, enum pyoff_id section, uint32_t off,
+                            uint64_t size, unsigned width)
+{
+    if ((uint64_t)off + width > size)
+        pyabi_fail(c, section, size, "is too small for a known field at", off);
+    return off;
+}
+
+int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
+                      struct py_layout *out, char *why, size_t why_len)
+{
+    char name[32];
+    const struct pyabi_schema *s = pyabi_schema_for(v->major == 3 ? v->minor : 0);
+    if (!s) {
+        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.13, 3.14, 3.15)",
+                 pyversion_format(v, name, sizeof(name)));
+        return -ENOTSUP;
+    }
+    if (v->free_threaded) {
+        snprintf(why, why_len, "free-threaded CPython %s is not supported yet",
+                 pyversion_format(v, name, sizeof(name)));
+        return -ENOTSUP;
+    }
+    if (len < s->table_size) {
+        snprintf(why, why_len, "debug offsets: table of %zu bytes is shorter than %zu", len,
+                 s->table_size);
+        return -EPROTO;
+    }
+
+    struct pyabi_check c = {.table = table, .schema = s, .why = why, .why_len = why_len};
+    struct py_layout l = {.version = *v, .table_size = s->table_size, .tag_mask = s->tag_mask};
+    const unsigned P = sizeof(uint64_t); /* pointers and ssize_t */
+
+    uint64_t rt_size = pyabi_size(&c, PYOFF_RUNTIME_SIZE, PYABI_MAX_RUNTIME);
+    l.rt_finalizing = pyabi_field(&c, PYOFF_RUNTIME_FINALIZING, rt_size, P);
+    l.rt_interpreters_head = pyabi_field(&c, PYOFF_RUNTIME_INTERPRETERS_HEAD, rt_size, P);
+
+    uint64_t in_size = pyabi_size(&c, PYOFF_INTERP_SIZE, PYABI_MAX_INTERP);
+    l.in_id = pyabi_field(&c, PYOFF_INTERP_ID, in_size, 8);
+    l.in_next = pyabi_field(&c, PYOFF_INTERP_NEXT, in_size, P);
+    l.in_threads_head = pyabi_field(&c, PYOFF_INTERP_THREADS_HEAD, in_size, P);
+    if (pyabi_has(&c, PYOFF_INTERP_THREADS_MAIN))
+        l.in_threads_main = pyabi_field(&c, PYOFF_INTERP_THREADS_MAIN, in_size, P);
+    else
+        l.in_threads_main = pyabi_fixed(&c, PYOFF_INTERP_SIZE,
+                                        l.in_threads_head + s->threads_main_after_head, in_size, P);
+    l.in_gil_locked = pyabi_field(&c, PYOFF_INTERP_GIL_LOCKED, in_size, 4);
+    l.in_gil_holder = pyabi_field(&c, PYOFF_INTERP_GIL_HOLDER, in_size, P);
+    if (pyabi_has(&c, PYOFF_INTERP_CODE_GENERATION)) {
+        l.in_code_generation = pyabi_field(&c, PYOFF_INTERP_CODE_GENERATION, in_size, 8);
+        l.has_code_generation = true;
+    }
+    /* gc is a struct embedded in the interpreter state */
+    uint32_t gc = pyabi_field(&c, PYOFF_INTERP_GC, in_size, 8);
+    uint64_t gc_size = pyabi_size(&c, PYOFF_GC_SIZE, in_size);
+    if (!c.failed && gc + gc_size > in_size)
+        pyabi_fail(&c, PYOFF_GC_SIZE, gc_size, "overruns interpreter_state at offset", gc);
+    l.in_gc_collecting = gc + pyabi_field(&c, PYOFF_GC_COLLECTING, gc_size, 4);
+    if (pyabi_has(&c, PYOFF_GC_FRAME)) {
+        l.in_gc_frame = gc + pyabi_field(&c, PYOFF_GC_FRAME, gc_size, P);
+        l.has_gc_frame = true;
+    }
+
+    l.ts_size = pyabi_size(&c, PYOFF_TSTATE_SIZE, PYABI_MAX_TSTATE);
+    l.ts_next = pyabi_field(&c, PYOFF_TSTATE_NEXT, l.ts_size, P);
+    l.ts_interp = pyabi_field(&c, PYOFF_TSTATE_INTERP, l.ts_size, P);
+    l.ts_current_frame = pyabi_field(&c, PYOFF_TSTATE_CURRENT_FRAME, l.ts_size, P);
+    l.ts_thread_id = pyabi_field(&c, PYOFF_TSTATE_THREAD_ID, l.ts_size, P);
+    l.ts_native_thread_id = pyabi_field(&c, PYOFF_TSTATE_NATIVE_THREAD_ID, l.ts_size, P);
+    l.ts_datastack_chunk = pyabi_field(&c, PYOFF_TSTATE_DATASTACK_CHUNK, l.ts_size, P);
+    l.ts_status = pyabi_field(&c, PYOFF_TSTATE_STATUS, l.ts_size, 4);
+    if (pyabi_has(&c, PYOFF_TSTATE_BASE_FRAME)) {
+        l.ts_base_frame = pyabi_field(&c, PYOFF_TSTATE_BASE_FRAME, l.ts_size, P);
+        l.has_base_frame = true;
+    }
+    if (pyabi_has(&c, PYOFF_TSTATE_HOLDS_GIL)) {
+        l.holds_gil_kind = PYABI_GIL_INT;
+        l.ts_holds_gil = pyabi_field(&c, PYOFF_TSTATE_HOLDS_GIL, l.ts_size, 4);
+    } else if (s->holds_gil_int) {
+        l.holds_gil_kind = PYABI_GIL_INT;
+        l.ts_holds_gil = pyabi_fixed(&c, PYOFF_TSTATE_SIZE, s->holds_gil_int, l.ts_size, 4);
+    } else {
+        l.holds_gil_kind = PYABI_GIL_STATUS_BIT;
+        l.ts_holds_gil = l.ts_status;
+        l.holds_gil_mask = s->holds_gil_status_mask;
+    }
+    if (pyabi_has(&c, PYOFF_TSTATE_GIL_REQUESTED)) {
+        l.ts_gil_requested = pyabi_field(&c, PYOFF_TSTATE_GIL_REQUESTED, l.ts_size, 4);
+        l.has_gil_requested = true;
+    }
+    /* current_exception is followed by exc_info; exc_state embeds exc_value */
+    if (pyabi_has(&c, PYOFF_TSTATE_CURRENT_EXCEPTION)) {
+        l.ts_current_exception = pyabi_field(&c, PYOFF_TSTATE_CURRENT_EXCEPTION, l.ts_size, 2 * P);
+        l.ts_exc_state = pyabi_field(&c, PYOFF_TSTATE_EXC_STATE, l.ts_size, P);
+        l.ts_exc_value =
+            pyabi_field_at(&c, PYOFF_ERR_STACKITEM_EXC_VALUE, l.ts_exc_state, l.ts_size, P);
+        l.ei_exc_value = l.ts_exc_value - l.ts_exc_state;
+    } else {
+        l.ts_current_exception =
+            pyabi_fixed(&c, PYOFF_TSTATE_SIZE, s->current_exception, l.ts_size, 2 * P);
+        l.ts_exc_state = pyabi_fixed(&c, PYOFF_TSTATE_SIZE, s->exc_state, l.ts_size, P);
+        l.ts_exc_value = l.ts_exc_state; /* exc_value is the item's first field */
+    }
+    l.ts_exc_info = l.ts_current_exception + P;
+
+    l.fr_size = pyabi_size(&c, PYOFF_FRAME_SIZE, PYABI_MAX_FRAME);
+    l.fr_previous = pyabi_field(&c, PYOFF_FRAME_PREVIOUS, l.fr_size, P);
+    l.fr_executable = pyabi_field(&c, PYOFF_FRAME_EXECUTABLE, l.fr_size, P);
+    l.fr_instr_ptr = pyabi_field(&c, PYOFF_FRAME_INSTR_PTR, l.fr_size, P);
+    (void)pyabi_field(&c, PYOFF_FRAME_LOCALSPLUS, l.fr_size, P);
+    l.fr_owner = pyabi_field(&c, PYOFF_FRAME_OWNER, l.fr_size, 1);
+
+    l.co_size = pyabi_size(&c, PYOFF_CODE_SIZE, PYABI_MAX_CODE);
+    l.co_filename = pyabi_field(&c, PYOFF_CODE_FILENAME, l.co_size, P);
+    (void)pyabi_field(&c, PYOFF_CODE_NAME, l.co_size, P);
+    l.co_qualname = pyabi_field(&c, PYOFF_CODE_QUALNAME, l.co_size, P);
+    l.co_linetable = pyabi_field(&c, PYOFF_CODE_LINETABLE, l.co_size, P);
+    l.co_firstlineno = pyabi_field(&c, PYOFF_CODE_FIRSTLINENO, l.co_size, 4);
+    /* the bytecode starts at the end of the fixed part: it may equal co_size */
+    l.co_adaptive = pyabi_field(&c, PYOFF_CODE_ADAPTIVE, (uint64_t)l.co_size + 2, 2);
+    l.co_read_len = l.co_size;
+
+    l.str_size = pyabi_size(&c, PYOFF_UNICODE_SIZE, PYABI_MAX_STRHDR);
+    l.str_length = pyabi_field(&c, PYOFF_UNICODE_LENGTH, l.str_size, P);
+    l.str_state = pyabi_field(&c, PYOFF_UNICODE_STATE, l.str_size, 4);
+    l.str_ascii_data = pyabi_field(&c, PYOFF_UNICODE_ASCII_SIZE, (uint64_t)l.str_size + 1, 1);
+    if (pyabi_has(&c, PYOFF_UNICODE_COMPACT_SIZE))
+        l.str_compact_data =
+            pyabi_field(&c, PYOFF_UNICODE_COMPACT_SIZE, (uint64_t)l.str_size + 1, 1);
+    else
+        l.str_compact_data = pyabi_fixed(&c, PYOFF_UNICODE_SIZE, s->compact_data, l.str_size, 1);
+    /* The data sizes are values, not offsets; the header must hold the fields before them. */
+    if (!c.failed && (l.str_ascii_data <= l.str_state || l.str_compact_data < l.str_ascii_data))
+        pyabi_fail(&c, PYOFF_UNICODE_ASCII_SIZE, l.str_ascii_data,
+                   "is inconsistent with the str header fields; compact size", l.str_compact_data);
+
+    uint64_t bytes_size = pyabi_size(&c, PYOFF_BYTES_SIZE, PYABI_MAX_STRHDR);
+    l.bytes_ob_size = pyabi_field(&c, PYOFF_BYTES_OB_SIZE, bytes_size, P);
+    l.bytes_ob_sval = pyabi_field(&c, PYOFF_BYTES_OB_SVAL, bytes_size, 1);
+
+    if (c.failed)
+        return -EPROTO;
+    *out = l;
+    if (why_len)
+        why[0] = '\0';
+    return 0;
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyabi.h: CPython's ABI as data. A target's _Py_DebugOffsets table tells
+ * where every field the unwinder reads sits in that very build; pyprofd ships
+ * only the *positions* of the entries in the table, per minor version
+ * (debug_offsets_3_13.c, _3_14.c, _3_15.c), plus the handful of facts the table
+ * does not carry (schema fields below).
+ *
+ * pyabi_layout_load() turns the raw table (untrusted: it was read from another
+ * process) into a struct py_layout after validating every offset and size
+ * pyprofd will use: each section size is non-zero and no larger than what
+ * pyprofd is prepared to copy (the PYABI_MAX_* caps), each field is aligned to
+ * its width and lies inside its section, nested fields lie inside their outer
+ * section. After that the hot path uses the offsets without re-checking them.
+ *
+ * The unwinder never compares versions: where behaviour differs, the layout
+ * carries a capability (has_base_frame, holds_gil_kind, ...).
+ *
+ * Thread safety: schemas are immutable; a loaded layout is a plain value.
+ */
+#ifndef PYPROFD_PYTHON_PYABI_H
+#define PYPROFD_PYTHON_PYABI_H
+
+#include "base/compat.h"
+
+#include "python/pyversion.h"
+
+/** The entries pyprofd reads, PYOFF_<ID>, from debug_offsets.def. */
+enum pyoff_id {
+#define PYOFF(id, name) PYOFF_##id,
+#include "python/debug_offsets.def"
+#undef PYOFF
+    PYOFF_COUNT
+};
+
+/** Largest sections pyprofd copies into local buffers. */
+#define PYABI_MAX_TSTATE 4096u /* PyThreadState (Debian 3.15: 888) */
+#define PYABI_MAX_FRAME  512u  /* _PyInterpreterFrame fixed part (88) */
+#define PYABI_MAX_CODE   1024u /* PyCodeObject fixed part (216) */
+#define PYABI_MAX_STRHDR 256u  /* str / bytes object headers (64 / 40) */
+#define PYABI_MAX_TABLE  4096u /* the _Py_DebugOffsets table itself (888) */
+/** Sanity caps on structs pyprofd only reads fields of (Debian: 346568, 226240). */
+#define PYABI_MAX_RUNTIME (16u << 20)
+#define PYABI_MAX_INTERP  (16u << 20)
+
+/** One minor version's table layout and the facts outside the table. */
+struct pyabi_schema {
+    unsigned minor;
+    size_t table_size;
+    uint16_t pos[PYOFF_COUNT]; /* byte position of each entry; 0 = absent */
+    /* Facts not in the table (0 where the table has them or they do not apply). */
+    uint32_t threads_main_after_head; /* 3.13: interp->threads.main = threads_head + 8 */
+    uint32_t holds_gil_status_mask;   /* 3.13: a bit of tstate->_status */
+    uint32_t holds_gil_int;           /* 3.14: int at this tstate offset */
+    uint32_t current_exception;       /* 3.13/3.14: tstate offsets */
+    uint32_t exc_state;
+    uint32_t compact_data; /* data offset of compact non-ASCII str (3.13/3.14) */
+    uint64_t tag_mask;     /* low tag bits of f_executable (_PyStackRef) */
+};
+
+extern const struct pyabi_schema pyabi_schema_3_13;
+extern const struct pyabi_schema pyabi_schema_3_14;
+extern const struct pyabi_schema pyabi_schema_3_15;
+
+enum pyabi_gil_kind {
+    PYABI_GIL_STATUS_BIT, /* holds_gil is a bit of the _status word */
+    PYABI_GIL_INT,        /* holds_gil is an int field */
+};
+
+/** Frame owner value of entry frames (and the 3.15 base frame), all versions. */
+#define PYABI_OWNER_THREAD      0
+#define PYABI_OWNER_GENERATOR   1
+#define PYABI_OWNER_INTERPRETER 3
+/** Bytes of a _PyStackChunk header: previous +0, size +8, top +16. */
+#define PYABI_CHUNK_HEADER 24u
+/** str state bits (GIL builds): kind bits 2-4, compact bit 5, ascii bit 6. */
+#define PYABI_STR_KIND(state)    (((state) >> 2) & 7u)
+#define PYABI_STR_COMPACT(state) (((state) >> 5) & 1u)
+#define PYABI_STR_ASCII(state)   (((state) >> 6) & 1u)
+
+/**
+ * Validated offsets of one target. Offsets are relative to the start of the
+ * struct named by the prefix: rt_ runtime, in_ interpreter state, ts_ thread
+ * state, fr_ frame, co_ code object, str_ / bytes_ objects.
+ */
+struct py_layout {
+    struct py_version version;
+    size_t table_size;
+    uint32_t rt_finalizing, rt_interpreters_head;
+    uint32_t in_id, in_next, in_threads_head, in_threads_main;
+    uint32_t in_gc_collecting, in_gc_frame, in_gil_locked, in_gil_holder, in_code_generation;
+    bool has_gc_frame, has_code_generation;
+    uint32_t ts_size, ts_next, ts_interp, ts_current_frame, ts_base_frame, ts_thread_id;
+    uint32_t ts_native_thread_id, ts_datastack_chunk, ts_status, ts_holds_gil, ts_gil_requested;
+    uint32_t ts_current_exception, ts_exc_info, ts_exc_state, ts_exc_value;
+    uint32_t ei_exc_value; /* _PyErr_StackItem.exc_value */
+    bool has_base_frame, has_gil_requested;
+    enum pyabi_gil_kind holds_gil_kind;
+    uint32_t holds_gil_mask; /* PYABI_GIL_STATUS_BIT: mask in the status word */
+    uint32_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
+    uint64_t tag_mask;
+    uint32_t co_size, co_filename, co_qualname, co_linetable, co_firstlineno, co_adaptive;
+    uint32_t co_read_len; /* bytes of a code object the unwinder copies */
+    uint32_t str_size, str_length, str_state, str_ascii_data, str_compact_data;
+    uint32_t bytes_ob_size, bytes_ob_sval;
+};
+
+/** The schema for CPython 3.<minor>, or NULL when pyprofd has none. */
+const struct pyabi_schema *pyabi_schema_for(unsigned minor);
+
+/** "section.field" name of an entry, for messages. */
+const char *pyabi_entry_name(enum pyoff_id id);
+
+/**
+ * Validates the @a len bytes of table at @a table (a copy of the target's
+ * _Py_DebugOffsets, at least the schema's table_size) for version @a v and
+ * fills @a out. Returns 0; -ENOTSUP when there is no schema for the version or
+ * it is free-threaded (@a why says which); -EPROTO when the table fails
+ * validation, with @a why naming the entry, e.g. "debug offsets:
+ * 'thread_state.current_frame' = 4000 is outside thread_state (size 888)".
+ */
+PYPROFD_WARN_UNUSED int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
+                                          struct py_layout *out, char *why, size_t why_len);
+
+#endif /* PYPROFD_PYTHON_PYABI_H */

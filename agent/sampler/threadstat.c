@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * threadstat.c: /proc readers for thread state and PID-namespace TIDs (see
+ * threadstat.h).
+ */
+#include "base/compat.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "base/strnum.h"
+#include "sampler/threadstat.h"
+
+int threadstat_parse_state(const char *text, size_t len, char *state)
+{
+    const char *close = len ? memrchr(text, ')', len) : NULL;
+    if (!close || (size_t)(close - text) + 2 >= len || close[1] != ' ')
+        return -EINVAL;
+    char c = close[2];
+    if (c < 'A' || c > 'z')
+        return -EINVAL;
+    *state = c;
+    return 0;
+}
+
+static ssize_t threadstat_slurp(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? -ESRCH : -errno;
+    ssize_t n = read(fd, buf, cap - 1);
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return e == ESRCH ? -ESRCH : -e;
+    buf[n] = '\0';
+    return n;
+}
+
+int threadstat_state(const char *proc_root, pid_t pid, pid_t host_tid, char *state)
+{
+    char path[256], buf[1024];
+    snprintf(path, sizeof(path), "%s/%d/task/%d/stat", proc_root, (int)pid, (int)host_tid);
+    ssize_t n = threadstat_slurp(path, buf, sizeof(buf));
+    if (n < 0)
+        return (int)n;
+    return threadstat_parse_state(buf, (size_t)n, state);
+}
+
+/* The last number of the "NSpid:" line of a status file: the innermost id. */
+static int threadstat_nspid(const char *status, uint64_t *inner, int *levels)
+{
+    const char *line = strstr(status, "\nNSpid:");
+    if (!line)
+        return -ENOENT;
+    line += strlen("\nNSpid:");
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char field[32];
+    *levels = 0;
+    for (size_t i = 0; i < len;) {
+        while (i < len && (line[i] == ' ' || line[i] == '\t'))
+            i++;
+        size_t j = i;
+        while (j < len && line[j] != ' ' && line[j] != '\t')
+            j++;
+        if (j > i && j - i < sizeof(field)) {
+            memcpy(field, line + i, j - i);
+            field[j - i] = '\0';
+            int64_t v;
+            if (strnum_parse_i64(field, 0, INT64_MAX, &v) == 0) {
+                *inner = (uint64_t)v;
+                (*levels)++;
+            }
+        }
+        i = j;
+    }
+    return *levels ? 0 : -ENOENT;
+}
+
+int threadstat_host_tid(const char *proc_root, pid_t pid, uint64_t ns_tid, pid_t *host_tid)
+{
+    char path[256], buf[4096];
+    uint64_t inner;
+    int levels;
+    snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+    ssize_t n = threadstat_slurp(path, buf, sizeof(buf));
+    if (n < 0)
+        return (int)n;
+    if (threadstat_nspid(buf, &inner, &levels) || levels == 1) {
+        *host_tid = (pid_t)ns_tid; /* same namespace (or no NSpid: an old kernel) */
+        return 0;
+    }
+    snprintf(path, sizeof(path), "%s/%d/task", proc_root, (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? -ESRCH : -errno;
+    int err = -ENOENT;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int64_t tid;
+        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid))
+            continue;
+        snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc_root, (int)pid, (int)tid);
+        if (threadstat_slurp(path, buf, sizeof(buf)) < 0)
+            continue;
+        if (threadstat_nspid(buf, &inner, &levels) == 0 && inner == ns_tid) {
+            *host_tid = (pid_t)tid;
+            err = 0;
+            break;
+        }
+    }
+    closedir(d);
+    return err;
+}

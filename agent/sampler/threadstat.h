@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * threadstat.h: what the kernel says about a target's threads: whether one is
+ * on a CPU (state 'R' in /proc/PID/task/TID/stat, running or runnable), and
+ * which host TID a thread id from inside a container's PID namespace is.
+ *
+ * The stat line is untrusted text; the state letter is the one after the
+ * *last* ')' since the command name may itself contain ") ".
+ *
+ * These read /proc, so the sampler calls them only in modes that need them.
+ * Thread safety: reentrant.
+ */
+#ifndef PYPROFD_SAMPLER_THREADSTAT_H
+#define PYPROFD_SAMPLER_THREADSTAT_H
+
+#include "base/compat.h"
+
+#include <sys/types.h>
+
+/**
+ * The state letter of a /proc/.../stat line (@a len bytes at @a text). Returns
+ * 0 and sets *@a state, or -EINVAL when the line has no state after its
+ * command name.
+ */
+PYPROFD_WARN_UNUSED int threadstat_parse_state(const char *text, size_t len, char *state);
+
+/**
+ * Reads the state of thread @a host_tid of @a pid. Returns 0 and the letter, or
+ * -ESRCH when the thread is gone, or another negative errno.
+ */
+PYPROFD_WARN_UNUSED int threadstat_state(const char *proc_root, pid_t pid, pid_t host_tid,
+                                         char *state);
+
+/**
+ * Translates @a ns_tid, a thread id as the target sees it, into the host TID
+ * under @a proc_root. When the target shares our PID namespace it is the same
+ * number. Returns 0, or -ENOENT when no thread of @a pid has that id.
+ */
+PYPROFD_WARN_UNUSED int threadstat_host_tid(const char *proc_root, pid_t pid, uint64_t ns_tid,
+                                            pid_t *host_tid);
+
+#endif /* PYPROFD_SAMPLER_THREADSTAT_H */

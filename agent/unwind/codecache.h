@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * codecache.h: bounded cache of code-object metadata, keyed by the code
+ * object's remote address: qualified name, file name, first line, line table
+ * and where the bytecode starts, plus the last instruction looked up and its
+ * position (a loop sampled twice costs no decoding).
+ *
+ * Memory is fixed at creation: a table of entries and one byte arena for
+ * names and line tables. When either is full the whole cache is cleared (and
+ * the clear is counted), so steady-state sampling never allocates.
+ *
+ * Invalidation is the caller's: on CPython 3.14+ it clears the cache when an
+ * interpreter's code_object_generation moves (a code object was freed, so an
+ * address may be reused); on 3.13 it re-reads each cached code object once per
+ * sample and compares the fields kept in the entry (codecache_matches).
+ *
+ * Thread safety: one thread at a time.
+ */
+#ifndef PYPROFD_UNWIND_CODECACHE_H
+#define PYPROFD_UNWIND_CODECACHE_H
+
+#include "base/compat.h"
+
+#include "unwind/linetable.h"
+
+/** What the walker needs of one code object. Strings live in the cache arena. */
+struct code_info {
+    uint64_t raddr;
+    const char *qualname;
+    const char *filename;
+    const uint8_t *linetable;
+    size_t linetable_len;
+    int32_t firstlineno;
+    uint64_t bytecode_raddr; /* start of co_code_adaptive */
+    /* the code object's own fields, for the 3.13 re-check */
+    uint64_t qualname_raddr, filename_raddr, linetable_raddr;
+    /* last lookup */
+    uint32_t last_addrq;
+    bool last_valid;
+    struct linetable_pos last_pos;
+};
+
+struct codecache;
+
+/**
+ * Creates a cache of @a entries entries (rounded up to a power of two) and an
+ * arena of @a arena_bytes. Returns 0 or -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int codecache_new(size_t entries, size_t arena_bytes, struct codecache **out);
+void codecache_free(struct codecache *c);
+
+/** The entry for @a raddr, or NULL. */
+struct code_info *codecache_find(struct codecache *c, uint64_t raddr);
+
+/**
+ * Adds an entry, copying the strings and line table into the arena (clearing
+ * the whole cache first if it is full). Returns the entry, or NULL if the item
+ * alone does not fit an empty cache.
+ */
+struct code_info *codecache_insert(struct codecache *c, const struct code_info *info);
+
+/** Drops every entry. */
+void codecache_clear(struct codecache *c);
+
+/** Entries, and how often the cache was cleared because it was full. */
+size_t codecache_count(const struct codecache *c);
+uint64_t codecache_overflows(const struct codecache *c);
+
+#endif /* PYPROFD_UNWIND_CODECACHE_H */

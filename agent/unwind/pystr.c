@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pystr.c: str/bytes decoding (see pystr.h).
+ */
+#include "base/compat.h"
+
+#include "unwind/pystr.h"
+
+static int64_t pystr_i64(const uint8_t *p)
+{
+    int64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static size_t pystr_put_utf8(char *out, size_t cap, size_t at, uint32_t cp)
+{
+    unsigned char b[4];
+    size_t n;
+    if (cp >= 0xD800 && cp <= 0xDFFF)
+        cp = 0xFFFD; /* a lone surrogate has no UTF-8 form */
+    if (cp < 0x80) {
+        b[0] = (unsigned char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (unsigned char)(0xC0 | (cp >> 6));
+        b[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (unsigned char)(0xE0 | (cp >> 12));
+        b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else if (cp <= 0x10FFFF) {
+        b[0] = (unsigned char)(0xF0 | (cp >> 18));
+        b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        b[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 4;
+    } else {
+        return pystr_put_utf8(out, cap, at, 0xFFFD);
+    }
+    if (at + n + 1 > cap)
+        return 0; /* no room: stop on a character boundary */
+    memcpy(out + at, b, n);
+    return n;
+}
+
+long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, char *out,
+                  size_t out_cap, size_t *need)
+{
+    if (out_cap == 0)
+        return -EINVAL;
+    out[0] = '\0';
+    /* an ASCII object is shorter than str_size (the legacy object's size) */
+    size_t header = l->str_state + 4 > l->str_length + 8 ? l->str_state + 4 : l->str_length + 8;
+    if (len < header) {
+        *need = header;
+        return -EAGAIN;
+    }
+    int64_t nchars = pystr_i64(obj + l->str_length);
+    uint32_t state;
+    memcpy(&state, obj + l->str_state, sizeof(state));
+    if (nchars < 0)
+        return -EINVAL;
+    if (!PYABI_STR_COMPACT(state))
+        return -ENOTSUP;
+    unsigned kind = PYABI_STR_ASCII(state) ? 1 : PYABI_STR_KIND(state);
+    if (kind != 1 && kind != 2 && kind != 4)
+        return -EINVAL;
+    size_t data = PYABI_STR_ASCII(state) ? l->str_ascii_data : l->str_compact_data;
+    size_t keep = (uint64_t)nchars > PYSTR_MAX_CHARS ? PYSTR_MAX_CHARS : (size_t)nchars;
+    if (data + keep * kind > len) {
+        *need = data + keep * kind;
+        return -EAGAIN;
+    }
+    const uint8_t *p = obj + data;
+    size_t at = 0;
+    for (size_t i = 0; i < keep; i++) {
+        uint32_t cp;
+        if (kind == 1) {
+            cp = p[i];
+            if (PYABI_STR_ASCII(state) && cp >= 0x80)
+                cp = 0xFFFD; /* an "ASCII" string that is not */
+        } else if (kind == 2) {
+            uint16_t u;
+            memcpy(&u, p + 2 * i, 2);
+            cp = u;
+        } else {
+            memcpy(&cp, p + 4 * i, 4);
+        }
+        size_t n = pystr_put_utf8(out, out_cap, at, cp);
+        if (n == 0)
+            break;
+        at += n;
+    }
+    out[at] = '\0';
+    return (long)at;
+}
+
+long pystr_read(struct memread *mr, const struct py_layout *l, uint64_t raddr, char *out,
+                size_t out_cap)
+{
+    uint8_t buf[PYABI_MAX_STRHDR + 4 * PYSTR_MAX_CHARS];
+    size_t want = l->str_size + PYSTR_SPECULATIVE_DATA;
+    /* A speculative read may run off the end of a mapping; then read exactly. */
+    int err = memread_read(mr, raddr, buf, want);
+    if (err == -EFAULT) {
+        want = l->str_ascii_data; /* the header alone */
+        err = memread_read(mr, raddr, buf, want);
+    }
+    if (err)
+        return err;
+    size_t need = 0;
+    long n = pystr_decode(l, buf, want, out, out_cap, &need);
+    if (n != -EAGAIN)
+        return n;
+    if (need > sizeof(buf) || need <= want)
+        return -EINVAL;
+    err = memread_read(mr, raddr, buf, need);
+    if (err)
+        return err;
+    return pystr_decode(l, buf, need, out, out_cap, &need);
+}
+
+long pybytes_read(struct memread *mr, const struct py_layout *l, uint64_t raddr, uint8_t *out,
+                  size_t cap)
+{
+    int64_t size;
+    int err = memread_read(mr, raddr + l->bytes_ob_size, &size, sizeof(size));
+    if (err)
+        return err;
+    if (size < 0)
+        return -EINVAL;
+    if ((uint64_t)size > cap)
+        return -E2BIG;
+    err = memread_read(mr, raddr + l->bytes_ob_sval, out, (size_t)size);
+    return err ? err : (long)size;
+}

@@ -1,0 +1,618 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwind.c: the remote stack walker (see unwind.h and docs/unwinder.md).
+ *
+ * A sample runs in two phases per thread. The walk follows the frame chain
+ * through local copies of the thread's data-stack chunks and records raw
+ * frames (code object address, instruction pointer, marker kind). The resolve
+ * phase then turns raw frames into names and positions through the code
+ * cache, reading only code objects it has not seen. Keeping the phases apart
+ * lets 3.13 re-check every cached code object of the sample in one batched
+ * read before trusting the cache.
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "unwind/codecache.h"
+#include "unwind/pystr.h"
+#include "unwind/unwind.h"
+
+#define UNWIND_CHUNK_BUF       (1024u * 1024u) /* local copies of data-stack chunks */
+#define UNWIND_CHUNK_DEFAULT   (16u * 1024u)   /* CPython's _PY_DATA_STACK_CHUNK_SIZE */
+#define UNWIND_CHUNK_MAX       (16u << 20)     /* larger "chunks" are garbage */
+#define UNWIND_MAX_CHUNKS      64u
+#define UNWIND_VISITED_SLOTS   4096u /* > UNWIND_MAX_DEPTH, power of two */
+#define UNWIND_CODE_ENTRIES    4096u
+#define UNWIND_CODE_ARENA      (4u << 20)
+#define UNWIND_LINETABLE_MAX   (256u * 1024u)
+#define UNWIND_NAME_MAX        (4 * PYSTR_MAX_CHARS + 1)
+#define UNWIND_MAX_GENERATIONS 32u
+
+static const char unwind_native_name[] = "<native>";
+static const char unwind_gc_name[] = "<GC>";
+static const char unwind_unreadable_name[] = "<unreadable frame>";
+static const char unwind_unknown_function[] = "<unknown function>";
+static const char unwind_unknown_file[] = "<unknown file>";
+static const char unwind_marker_file[] = "~";
+
+/* A frame as the walk records it, before names are looked up. */
+struct raw_frame {
+    uint64_t code_raddr;
+    uint64_t instr_ptr;
+    enum unwind_frame_kind kind;
+};
+
+struct chunk_copy {
+    uint64_t raddr;
+    size_t size; /* bytes copied (header included) */
+    const uint8_t *data;
+};
+
+/* What a sample needs to know of one interpreter. */
+struct interp_view {
+    uint64_t raddr;
+    int64_t id;
+    uint64_t next, threads_head, threads_main, gil_holder, gc_frame, code_generation;
+    int32_t gc_collecting, gil_locked;
+};
+
+struct unwinder {
+    struct memread *mr;
+    struct py_layout l;
+    uint64_t runtime_raddr;
+
+    /* per-thread scratch */
+    uint8_t tstate[PYABI_MAX_TSTATE];
+    uint8_t frame_buf[PYABI_MAX_FRAME];
+    uint8_t *chunk_buf;
+    size_t chunk_used;
+    struct chunk_copy chunks[UNWIND_MAX_CHUNKS];
+    size_t nchunks;
+    uint64_t next_chunk; /* next older chunk not copied yet */
+    uint64_t *visited;   /* frame addresses of this walk, open addressing */
+    uint32_t *visited_stamp;
+    uint32_t stamp;
+
+    /* per-sample output */
+    struct raw_frame *raw;
+    struct unwind_frame *frames;
+    size_t nframes;
+    struct unwind_thread threads[UNWIND_MAX_THREADS];
+    struct unwind_result result;
+
+    /* code objects */
+    struct codecache *codes;
+    uint64_t gen_interp[UNWIND_MAX_GENERATIONS];
+    uint64_t gen_value[UNWIND_MAX_GENERATIONS];
+    size_t ngen;
+    uint8_t code_buf[PYABI_MAX_CODE];
+    char name_buf[UNWIND_NAME_MAX];
+    char file_buf[UNWIND_NAME_MAX];
+    uint8_t *linetable_buf;
+    uint64_t *check_addr; /* 3.13: code objects to re-check this sample */
+    uint8_t *check_buf;
+};
+
+static uint64_t u64_at(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static uint32_t u32_at(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder **out, char *why,
+                 size_t why_len)
+{
+    uint8_t table[PYABI_MAX_TABLE];
+    const struct pyabi_schema *schema =
+        pyabi_schema_for(rt->version.major == 3 ? rt->version.minor : 0);
+    size_t table_len = schema ? schema->table_size : PYVERSION_HEADER_SIZE;
+    if (table_len > rt->section_size) {
+        snprintf(why, why_len,
+                 "debug offsets: .PyRuntime (%" PRIu64 " bytes) is smaller than the table",
+                 rt->section_size);
+        return -EPROTO;
+    }
+    int err = memread_read(mr, rt->raddr, table, table_len);
+    if (err) {
+        snprintf(why, why_len, "cannot read the debug offsets table: %s", memread_strerror(err));
+        return err;
+    }
+    struct unwinder *u = alloc_calloc(1, sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    err = pyabi_layout_load(&rt->version, table, table_len, &u->l, why, why_len);
+    if (err)
+        goto fail;
+    err = -ENOMEM;
+    u->mr = mr;
+    u->runtime_raddr = rt->raddr;
+    u->chunk_buf = alloc_malloc(UNWIND_CHUNK_BUF);
+    u->visited = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited));
+    u->visited_stamp = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited_stamp));
+    u->raw = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->raw));
+    u->frames = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->frames));
+    u->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
+    u->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->check_addr));
+    u->check_buf = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
+    if (!u->chunk_buf || !u->visited || !u->visited_stamp || !u->raw || !u->frames ||
+        !u->linetable_buf || !u->check_addr || !u->check_buf) {
+        snprintf(why, why_len, "out of memory for the unwinder's buffers");
+        goto fail;
+    }
+    err = codecache_new(UNWIND_CODE_ENTRIES, UNWIND_CODE_ARENA, &u->codes);
+    if (err) {
+        snprintf(why, why_len, "out of memory for the code cache");
+        goto fail;
+    }
+    u->result.threads = u->threads;
+    *out = u;
+    return 0;
+fail:
+    unwinder_free(u);
+    return err;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+    if (!u)
+        return;
+    codecache_free(u->codes);
+    alloc_free(u->chunk_buf);
+    alloc_free(u->visited);
+    alloc_free(u->visited_stamp);
+    alloc_free(u->raw);
+    alloc_free(u->frames);
+    alloc_free(u->linetable_buf);
+    alloc_free(u->check_addr);
+    alloc_free(u->check_buf);
+    alloc_free(u);
+}
+
+const struct py_layout *unwinder_layout(const struct unwinder *u)
+{
+    return &u->l;
+}
+
+/* --- walking ----------------------------------------------------------- */
+
+/* Remembers @addr for this walk; false if it was seen already (a loop). */
+static bool unwind_visit(struct unwinder *u, uint64_t addr)
+{
+    size_t i = (size_t)((addr >> 3) * 0x9E3779B97F4A7C15ull) & (UNWIND_VISITED_SLOTS - 1);
+    for (;; i = (i + 1) & (UNWIND_VISITED_SLOTS - 1)) {
+        if (u->visited_stamp[i] != u->stamp) {
+            u->visited_stamp[i] = u->stamp;
+            u->visited[i] = addr;
+            return true;
+        }
+        if (u->visited[i] == addr)
+            return false;
+    }
+}
+
+/* Copies the next older data-stack chunk. Returns 0, 1 when there is none, or an error. */
+static int unwind_load_chunk(struct unwinder *u)
+{
+    if (u->next_chunk == 0 || u->nchunks == UNWIND_MAX_CHUNKS ||
+        UNWIND_CHUNK_BUF - u->chunk_used < UNWIND_CHUNK_DEFAULT)
+        return 1;
+    uint64_t raddr = u->next_chunk;
+    uint8_t *dst = u->chunk_buf + u->chunk_used;
+    int err = memread_read(u->mr, raddr, dst, UNWIND_CHUNK_DEFAULT);
+    if (err)
+        return err;
+    uint64_t size = u64_at(dst + 8);
+    if (size <= PYABI_CHUNK_HEADER || size > UNWIND_CHUNK_MAX) {
+        u->next_chunk = 0;
+        return 1; /* not a chunk: stop copying, frames are read directly */
+    }
+    size_t have = UNWIND_CHUNK_DEFAULT;
+    if (size > have) {
+        /* a big chunk: copy what fits, read frames beyond it directly */
+        have = (size_t)size <= UNWIND_CHUNK_BUF - u->chunk_used ? (size_t)size
+                                                                : UNWIND_CHUNK_BUF - u->chunk_used;
+        err = memread_read(u->mr, raddr, dst, have);
+        if (err)
+            return err;
+    } else {
+        have = (size_t)size;
+    }
+    u->chunks[u->nchunks++] = (struct chunk_copy){raddr, have, dst};
+    u->chunk_used += have;
+    u->next_chunk = u64_at(dst); /* previous (older) chunk */
+    return 0;
+}
+
+/* The frame at @addr: from a chunk copy, else read directly. NULL + *err on failure. */
+static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int *err)
+{
+    for (;;) {
+        for (size_t i = 0; i < u->nchunks; i++) {
+            const struct chunk_copy *c = &u->chunks[i];
+            if (addr >= c->raddr + PYABI_CHUNK_HEADER && addr - c->raddr <= c->size &&
+                c->size - (addr - c->raddr) >= u->l.fr_size)
+                return c->data + (addr - c->raddr);
+        }
+        int rc = unwind_load_chunk(u);
+        if (rc < 0) {
+            *err = rc;
+            return NULL;
+        }
+        if (rc > 0)
+            break;
+    }
+    *err = memread_read(u->mr, addr, u->frame_buf, u->l.fr_size);
+    return *err ? NULL : u->frame_buf;
+}
+
+static bool unwind_push(struct unwinder *u, size_t first, uint64_t code, uint64_t ip,
+                        enum unwind_frame_kind kind)
+{
+    if (u->nframes == UNWIND_MAX_FRAMES || u->nframes - first >= UNWIND_MAX_DEPTH)
+        return false;
+    u->raw[u->nframes++] = (struct raw_frame){code, ip, kind};
+    return true;
+}
+
+/* Walks one thread's chain into raw frames. Returns its status. */
+static enum sample_status unwind_walk(struct unwinder *u, const struct interp_view *in,
+                                      unsigned flags, size_t first)
+{
+    const struct py_layout *l = &u->l;
+    u->nchunks = 0;
+    u->chunk_used = 0;
+    u->next_chunk = u64_at(u->tstate + l->ts_datastack_chunk);
+    u->stamp++;
+    uint64_t addr = u64_at(u->tstate + l->ts_current_frame);
+    uint64_t base = l->has_base_frame ? u64_at(u->tstate + l->ts_base_frame) : 0;
+    uint64_t gc_frame = (flags & UNWIND_NO_GC) ? 0 : in->gc_frame;
+    uint64_t last = 0;
+    unsigned last_owner = PYABI_OWNER_INTERPRETER;
+    size_t emitted = 0;
+
+    while (addr) {
+        if (!unwind_visit(u, addr))
+            return SAMPLE_CYCLE;
+        int err = 0;
+        const uint8_t *fr = unwind_frame_at(u, addr, &err);
+        if (!fr)
+            return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
+        unsigned owner = fr[l->fr_owner];
+        uint64_t exe = u64_at(fr + l->fr_executable) & ~l->tag_mask;
+        uint64_t prev = u64_at(fr + l->fr_previous);
+        if (owner == PYABI_OWNER_INTERPRETER) {
+            /* C called back into Python here. Not at the root: on 3.15 the
+             * outermost entry frame links to the base frame, on 3.13/3.14 to nothing. */
+            if ((flags & UNWIND_NATIVE) && prev && prev != base && emitted && prev != gc_frame) {
+                if (!unwind_push(u, first, 0, 0, UNWIND_FRAME_NATIVE))
+                    return SAMPLE_TOO_DEEP;
+            }
+        } else if (owner == PYABI_OWNER_THREAD || owner == PYABI_OWNER_GENERATOR) {
+            if (exe) { /* a null executable: the frame is being cleared */
+                if (gc_frame && addr == gc_frame && !unwind_push(u, first, 0, 0, UNWIND_FRAME_GC))
+                    return SAMPLE_TOO_DEEP;
+                if (!unwind_push(u, first, exe, u64_at(fr + l->fr_instr_ptr), UNWIND_FRAME_PYTHON))
+                    return SAMPLE_TOO_DEEP;
+                emitted++;
+            }
+        } else {
+            return SAMPLE_BAD_FRAME;
+        }
+        last = addr;
+        last_owner = owner;
+        addr = prev;
+    }
+    /* Torn-read detection: a complete chain ends at the base frame (3.15) or
+     * at an entry frame (3.13, 3.14). An empty chain (no Python running) is fine. */
+    if (last != 0 && (l->has_base_frame ? last != base : last_owner != PYABI_OWNER_INTERPRETER))
+        return SAMPLE_INCOMPLETE;
+    return SAMPLE_OK;
+}
+
+/* --- code objects ------------------------------------------------------ */
+
+/* Reads the code object at @raddr into the cache. NULL when unreadable. */
+static struct code_info *unwind_fetch_code(struct unwinder *u, uint64_t raddr)
+{
+    const struct py_layout *l = &u->l;
+    if (memread_read(u->mr, raddr, u->code_buf, l->co_read_len))
+        return NULL;
+    struct code_info ci = {
+        .raddr = raddr,
+        .qualname = unwind_unknown_function,
+        .filename = unwind_unknown_file,
+        .qualname_raddr = u64_at(u->code_buf + l->co_qualname),
+        .filename_raddr = u64_at(u->code_buf + l->co_filename),
+        .linetable_raddr = u64_at(u->code_buf + l->co_linetable),
+        .bytecode_raddr = raddr + l->co_adaptive,
+    };
+    int32_t first;
+    memcpy(&first, u->code_buf + l->co_firstlineno, sizeof(first));
+    ci.firstlineno = first;
+    if (pystr_read(u->mr, l, ci.qualname_raddr, u->name_buf, sizeof(u->name_buf)) >= 0)
+        ci.qualname = u->name_buf;
+    if (pystr_read(u->mr, l, ci.filename_raddr, u->file_buf, sizeof(u->file_buf)) >= 0)
+        ci.filename = u->file_buf;
+    long n = pybytes_read(u->mr, l, ci.linetable_raddr, u->linetable_buf, UNWIND_LINETABLE_MAX);
+    if (n > 0) {
+        ci.linetable = u->linetable_buf;
+        ci.linetable_len = (size_t)n;
+    }
+    return codecache_insert(u->codes, &ci);
+}
+
+/* 3.13 has no code_object_generation: re-read every cached code object this
+ * sample uses, in one batched read, and drop entries whose fields changed. */
+static void unwind_recheck_codes(struct unwinder *u, size_t from)
+{
+    const struct py_layout *l = &u->l;
+    size_t n = 0;
+    struct memread_iov iov[MEMREAD_MAX_IOV];
+    for (size_t i = from; i < u->nframes && n < MEMREAD_MAX_IOV; i++) {
+        uint64_t code = u->raw[i].code_raddr;
+        if (u->raw[i].kind != UNWIND_FRAME_PYTHON || !codecache_find(u->codes, code))
+            continue;
+        bool dup = false;
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = u->check_addr[j] == code;
+        if (dup)
+            continue;
+        u->check_addr[n] = code;
+        iov[n] = (struct memread_iov){code, u->check_buf + n * l->co_read_len, l->co_read_len};
+        n++;
+    }
+    if (n == 0)
+        return;
+    bool ok = memread_readv(u->mr, iov, n) == 0;
+    for (size_t j = 0; j < n; j++) {
+        struct code_info *ci = codecache_find(u->codes, u->check_addr[j]);
+        const uint8_t *b = u->check_buf + j * l->co_read_len;
+        int32_t first;
+        memcpy(&first, b + l->co_firstlineno, sizeof(first));
+        if (!ok || u64_at(b + l->co_qualname) != ci->qualname_raddr ||
+            u64_at(b + l->co_filename) != ci->filename_raddr ||
+            u64_at(b + l->co_linetable) != ci->linetable_raddr || first != ci->firstlineno)
+            ci->qualname_raddr = 0; /* stale: refetched on use */
+    }
+}
+
+static void unwind_resolve(struct unwinder *u, size_t from)
+{
+    for (size_t i = from; i < u->nframes; i++) {
+        const struct raw_frame *r = &u->raw[i];
+        struct unwind_frame *f = &u->frames[i];
+        f->kind = r->kind;
+        f->code_raddr = r->code_raddr;
+        f->file = unwind_marker_file;
+        f->pos = (struct linetable_pos){LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN,
+                                        LINETABLE_UNKNOWN};
+        if (r->kind == UNWIND_FRAME_NATIVE) {
+            f->function = unwind_native_name;
+            continue;
+        }
+        if (r->kind == UNWIND_FRAME_GC) {
+            f->function = unwind_gc_name;
+            continue;
+        }
+        struct code_info *ci = codecache_find(u->codes, r->code_raddr);
+        if (!ci || ci->qualname_raddr == 0)
+            ci = unwind_fetch_code(u, r->code_raddr);
+        if (!ci) {
+            f->kind = UNWIND_FRAME_UNREADABLE;
+            f->function = unwind_unreadable_name;
+            f->file = unwind_unknown_file;
+            continue;
+        }
+        f->function = ci->qualname;
+        f->file = ci->filename;
+        if (r->instr_ptr < ci->bytecode_raddr ||
+            (r->instr_ptr - ci->bytecode_raddr) / 2 > UINT32_MAX)
+            continue;
+        uint32_t addrq = (uint32_t)((r->instr_ptr - ci->bytecode_raddr) / 2);
+        if (!ci->last_valid || ci->last_addrq != addrq) {
+            struct linetable_pos pos;
+            if (!ci->linetable ||
+                linetable_lookup(ci->linetable, ci->linetable_len, ci->firstlineno, addrq, &pos))
+                continue;
+            ci->last_addrq = addrq;
+            ci->last_pos = pos;
+            ci->last_valid = true;
+        }
+        f->pos = ci->last_pos;
+    }
+}
+
+/* --- threads and interpreters ------------------------------------------ */
+
+static void unwind_thread_flags(struct unwinder *u, struct unwind_thread *t,
+                                const struct interp_view *in)
+{
+    const struct py_layout *l = &u->l;
+    const uint8_t *ts = u->tstate;
+    if (t->tstate_raddr == in->threads_main)
+        t->flags |= UNWIND_THREAD_MAIN;
+    bool holds = l->holds_gil_kind == PYABI_GIL_INT
+                     ? u32_at(ts + l->ts_holds_gil) != 0
+                     : (u32_at(ts + l->ts_status) & l->holds_gil_mask);
+    if (holds)
+        t->flags |= UNWIND_THREAD_HOLDS_GIL;
+    else if (l->has_gil_requested && u32_at(ts + l->ts_gil_requested) != 0)
+        t->flags |= UNWIND_THREAD_GIL_REQUESTED;
+    if (in->gc_collecting)
+        t->flags |= UNWIND_THREAD_IN_GC;
+
+    bool exc = u64_at(ts + l->ts_current_exception) != 0 || u64_at(ts + l->ts_exc_value) != 0;
+    uint64_t exc_info = u64_at(ts + l->ts_exc_info);
+    if (!exc && exc_info && exc_info != t->tstate_raddr + l->ts_exc_state) {
+        /* handling an exception inside a generator: its own stack item */
+        uint64_t value = 0;
+        if (memread_read(u->mr, exc_info + l->ei_exc_value, &value, sizeof(value)) == 0)
+            exc = value != 0;
+    }
+    if (exc)
+        t->flags |= UNWIND_THREAD_HAS_EXCEPTION;
+}
+
+/* Samples one thread; false when its thread state could not be read. */
+static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
+                                 const struct interp_view *in, unsigned flags)
+{
+    const struct py_layout *l = &u->l;
+    struct unwind_thread *t = &u->threads[u->result.nthreads++];
+    *t = (struct unwind_thread){.tstate_raddr = tstate_raddr, .interp_id = in->id};
+    size_t first = u->nframes;
+    int err = memread_read(u->mr, tstate_raddr, u->tstate, l->ts_size);
+    if (err) {
+        t->status = status_from_errno(err);
+        return false;
+    }
+    t->native_thread_id = u64_at(u->tstate + l->ts_native_thread_id);
+    t->thread_id = u64_at(u->tstate + l->ts_thread_id);
+    unwind_thread_flags(u, t, in);
+
+    /* 3.13/3.14 have no GC frame: mark the collecting (GIL-holding) thread's top */
+    if (!(flags & UNWIND_NO_GC) && !l->has_gc_frame && in->gc_collecting &&
+        (t->flags & UNWIND_THREAD_HOLDS_GIL))
+        (void)unwind_push(u, first, 0, 0, UNWIND_FRAME_GC);
+
+    t->status = unwind_walk(u, in, flags, first);
+    if (t->status != SAMPLE_OK) {
+        u->nframes = first; /* a torn stack is counted, not reported */
+        return true;
+    }
+    if (!l->has_code_generation)
+        unwind_recheck_codes(u, first);
+    unwind_resolve(u, first);
+    t->frames = &u->frames[first];
+    t->nframes = u->nframes - first;
+    return true;
+}
+
+static int unwind_read_interp(struct unwinder *u, uint64_t raddr, struct interp_view *in)
+{
+    const struct py_layout *l = &u->l;
+    *in = (struct interp_view){.raddr = raddr};
+    struct memread_iov iov[9] = {
+        {raddr + l->in_id, &in->id, 8},
+        {raddr + l->in_next, &in->next, 8},
+        {raddr + l->in_threads_head, &in->threads_head, 8},
+        {raddr + l->in_threads_main, &in->threads_main, 8},
+        {raddr + l->in_gil_holder, &in->gil_holder, 8},
+        {raddr + l->in_gc_collecting, &in->gc_collecting, 4},
+        {raddr + l->in_gil_locked, &in->gil_locked, 4},
+    };
+    size_t n = 7;
+    if (l->has_gc_frame)
+        iov[n++] = (struct memread_iov){raddr + l->in_gc_frame, &in->gc_frame, 8};
+    if (l->has_code_generation)
+        iov[n++] = (struct memread_iov){raddr + l->in_code_generation, &in->code_generation, 8};
+    return memread_readv(u->mr, iov, n);
+}
+
+/* Sets in->threads_main to the last thread of the interpreter's list. */
+static int unwind_find_tail(struct unwinder *u, struct interp_view *in)
+{
+    uint64_t t = in->threads_head, next = 0;
+    for (unsigned n = 0; t && n < UNWIND_MAX_THREADS; n++) {
+        int err = memread_read(u->mr, t + u->l.ts_next, &next, sizeof(next));
+        if (err)
+            return err;
+        if (next == 0) {
+            in->threads_main = t;
+            return 0;
+        }
+        t = next;
+    }
+    return 0; /* a list longer than the cap: no main thread */
+}
+
+/* Clears the code cache when an interpreter's code_object_generation moved. */
+static void unwind_check_generation(struct unwinder *u, const struct interp_view *in)
+{
+    for (size_t i = 0; i < u->ngen; i++) {
+        if (u->gen_interp[i] == in->raddr) {
+            if (u->gen_value[i] != in->code_generation) {
+                codecache_clear(u->codes);
+                u->gen_value[i] = in->code_generation;
+            }
+            return;
+        }
+    }
+    if (u->ngen == UNWIND_MAX_GENERATIONS) {
+        codecache_clear(u->codes); /* too many interpreters to track: be safe */
+        u->ngen = 0;
+    }
+    u->gen_interp[u->ngen] = in->raddr;
+    u->gen_value[u->ngen++] = in->code_generation;
+}
+
+int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_result **out,
+                    enum sample_status *status)
+{
+    const struct py_layout *l = &u->l;
+    u->result.nthreads = 0;
+    u->nframes = 0;
+    *out = &u->result;
+
+    uint64_t head = 0, finalizing = 0;
+    struct memread_iov rt[2] = {
+        {u->runtime_raddr + l->rt_interpreters_head, &head, 8},
+        {u->runtime_raddr + l->rt_finalizing, &finalizing, 8},
+    };
+    int err = memread_readv(u->mr, rt, 2);
+    if (err) {
+        *status = status_from_errno(err);
+        return err;
+    }
+    if (head == 0) {
+        *status = SAMPLE_NOT_INITIALIZED;
+        return -EAGAIN;
+    }
+    if (finalizing != 0) {
+        *status = SAMPLE_FINALIZING;
+        return -EAGAIN;
+    }
+
+    uint64_t raddr = head;
+    for (unsigned ninterp = 0; raddr && ninterp < UNWIND_MAX_INTERPRETERS; ninterp++) {
+        struct interp_view in;
+        err = unwind_read_interp(u, raddr, &in);
+        if (err) {
+            *status = status_from_errno(err);
+            return err;
+        }
+        if (l->has_code_generation)
+            unwind_check_generation(u, &in);
+        if (!in.threads_main) {
+            /* Only python's own main() records the main thread; an embedding
+             * program never does. Threads are pushed at the head of the list,
+             * so the first thread, the one that set Python up, is the tail. */
+            err = unwind_find_tail(u, &in);
+            if (err) {
+                *status = status_from_errno(err);
+                return err;
+            }
+        }
+        if (flags & UNWIND_ALL_THREADS) {
+            uint64_t t = in.threads_head;
+            while (t && u->result.nthreads < UNWIND_MAX_THREADS) {
+                if (!unwind_sample_thread(u, t, &in, flags))
+                    break; /* without its thread state there is no next pointer */
+                t = u64_at(u->tstate + l->ts_next);
+            }
+        } else if (in.id == 0 && in.threads_main) {
+            (void)unwind_sample_thread(u, in.threads_main, &in, flags);
+        }
+        raddr = in.next;
+    }
+    *status = SAMPLE_OK;
+    return 0;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwind.h: stage 2 of the pipeline. Reads the Python stacks of a live
+ * process from outside, without stopping it, through the memread seam and the
+ * target's own validated offsets (python/pyabi.h).
+ *
+ * One sample: runtime -> interpreters (all, sub-interpreters included) ->
+ * threads (the main thread of the main interpreter, or all with
+ * UNWIND_ALL_THREADS) -> frames. Each thread's data-stack chunks are copied
+ * whole and the frame chain is walked in that local copy, so one read covers
+ * dozens of frames and the stack is read as one near-consistent image. Frames
+ * outside the chunks (entry frames on the C stack, generator frames, the 3.15
+ * base frame) are read one by one.
+ *
+ * A walk is checked for tearing: on 3.15 it must end exactly at the thread's
+ * base frame; on 3.13/3.14 at an entry frame with no previous frame. A chain
+ * that loops, exceeds UNWIND_MAX_DEPTH, holds an impossible frame owner or
+ * cannot be read gives the thread a failure status (base/status.h) and no
+ * frames: a torn stack is counted, never reported as a real one. A code object
+ * that cannot be read degrades to "<unreadable frame>" / "<unknown function>"
+ * / "<unknown file>", never to a lost sample.
+ *
+ * Code-object metadata is cached (unwind/codecache.h) and invalidated by the
+ * interpreter's code_object_generation (3.14+) or, on 3.13, by re-reading the
+ * cached code objects in one batched read per sample and comparing fields.
+ * See docs/unwinder.md.
+ *
+ * Memory: everything is allocated by unwinder_new(); unwinder_sample() does
+ * not allocate or log. Thread safety: one thread at a time per unwinder.
+ */
+#ifndef PYPROFD_UNWIND_UNWIND_H
+#define PYPROFD_UNWIND_UNWIND_H
+
+#include "base/compat.h"
+
+#include "base/status.h"
+#include "discovery/pyruntime.h"
+#include "memread/memread.h"
+#include "python/pyabi.h"
+#include "unwind/linetable.h"
+
+#define UNWIND_MAX_DEPTH        1536u /* frames per thread, markers included */
+#define UNWIND_MAX_THREADS      512u  /* threads per sample */
+#define UNWIND_MAX_INTERPRETERS 256u
+#define UNWIND_MAX_FRAMES       65536u /* frames per sample, all threads */
+
+enum unwind_flags {
+    UNWIND_ALL_THREADS = 1 << 0, /* every thread of every interpreter */
+    UNWIND_NATIVE = 1 << 1,      /* <native> where C called back into Python */
+    UNWIND_NO_GC = 1 << 2,       /* no <GC> marker */
+};
+
+enum unwind_frame_kind {
+    UNWIND_FRAME_PYTHON,
+    UNWIND_FRAME_NATIVE,     /* synthetic "<native>" */
+    UNWIND_FRAME_GC,         /* synthetic "<GC>" */
+    UNWIND_FRAME_UNREADABLE, /* its code object could not be read */
+};
+
+/** One frame. Strings belong to the unwinder and stay valid until its next sample. */
+struct unwind_frame {
+    enum unwind_frame_kind kind;
+    const char *function; /* co_qualname, or a marker name */
+    const char *file;     /* co_filename; "~" for markers */
+    uint64_t code_raddr;
+    struct linetable_pos pos; /* of the current instruction; fields may be LINETABLE_UNKNOWN */
+};
+
+enum unwind_thread_flags {
+    UNWIND_THREAD_MAIN = 1 << 0,
+    UNWIND_THREAD_HOLDS_GIL = 1 << 1,
+    UNWIND_THREAD_GIL_REQUESTED = 1 << 2, /* 3.15 only */
+    UNWIND_THREAD_HAS_EXCEPTION = 1 << 3,
+    UNWIND_THREAD_IN_GC = 1 << 4, /* its interpreter is collecting garbage */
+};
+
+/** One sampled thread. */
+struct unwind_thread {
+    uint64_t tstate_raddr;
+    uint64_t native_thread_id; /* kernel TID in the target's PID namespace */
+    uint64_t thread_id;        /* pthread_t */
+    int64_t interp_id;
+    unsigned flags;            /* enum unwind_thread_flags */
+    enum sample_status status; /* SAMPLE_OK, or why there are no frames */
+    size_t nframes;
+    const struct unwind_frame *frames; /* leaf first */
+};
+
+/** The result of one sample; owned by the unwinder. */
+struct unwind_result {
+    size_t nthreads;
+    const struct unwind_thread *threads;
+};
+
+struct unwinder;
+
+/**
+ * Attaches to the runtime @a rt (from pyruntime_locate()) through @a mr
+ * (borrowed; must outlive the unwinder): reads the _Py_DebugOffsets table,
+ * validates it and allocates every buffer sampling needs. Returns 0; -ENOTSUP
+ * (unsupported version, or free-threaded) or -EPROTO (table fails validation)
+ * with the reason in @a why; memread errors; -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int unwinder_new(struct memread *mr, const struct pyruntime *rt,
+                                     struct unwinder **out, char *why, size_t why_len);
+
+/**
+ * Takes one sample with @a flags (enum unwind_flags). Returns 0 and the
+ * result in @a out (per-thread status inside), or a negative errno when no
+ * thread could be looked at, with *@a status saying why: SAMPLE_PROCESS_GONE,
+ * SAMPLE_PERMISSION, SAMPLE_READ_FAULT, SAMPLE_NOT_INITIALIZED,
+ * SAMPLE_FINALIZING.
+ */
+PYPROFD_WARN_UNUSED int unwinder_sample(struct unwinder *u, unsigned flags,
+                                        const struct unwind_result **out,
+                                        enum sample_status *status);
+
+/** The validated layout in use. */
+const struct py_layout *unwinder_layout(const struct unwinder *u);
+
+/** Frees; NULL is a no-op. The memread is not closed. */
+void unwinder_free(struct unwinder *u);
+
+#endif /* PYPROFD_UNWIND_UNWIND_H */

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for agent/python/pyabi.c: the real _Py_DebugOffsets tables of Debian's
+ * CPython 3.13, 3.14 and 3.15 (tests/fixtures/debug_offsets/) load into the
+ * layouts the reference documents, and corrupting any entry pyprofd uses, in
+ * turn, gets the table rejected with a message naming that entry.
+ */
+#include "base/compat.h"
+
+#include "cmocka_wrap.h"
+
+#include "base/alloc.h"
+#include "fixture.h"
+#include "python/pyabi.h"
+
+struct real_table {
+    const char *file;
+    unsigned minor;
+    uint64_t hex;
+};
+
+static const struct real_table tables[] = {
+    {"debug_offsets/3.13.bin", 13, 0x030d0ff0},
+    {"debug_offsets/3.14.bin", 14, 0x030e08f0},
+    {"debug_offsets/3.15.bin", 15, 0x030f00f0},
+};
+
+static uint8_t *load_table(const struct real_table *t, size_t *len, struct py_version *v)
+{
+    uint8_t *buf = fixture_load(t->file, len);
+    if (!buf)
+        fail_msg("cannot load fixture %s", t->file);
+    assert_int_equal(pyversion_decode(buf, *len, v), 0);
+    assert_true(v->hex == t->hex);
+    return buf;
+}
+
+static void test_pyabi__loads_real_tables(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(tables); i++) {
+        size_t len;
+        struct py_version v;
+        uint8_t *buf = load_table(&tables[i], &len, &v);
+        assert_true(len == pyabi_schema_for(tables[i].minor)->table_size);
+        struct py_layout l;
+        char why[256];
+        int err = pyabi_layout_load(&v, buf, len, &l, why, sizeof(why));
+        if (err)
+            fail_msg("%s: %s", tables[i].file, why);
+        /* Values from the reference, Debian builds. */
+        assert_int_equal(l.ts_current_frame, 72);
+        assert_int_equal(l.fr_previous, 8);
+        assert_int_equal(l.fr_executable, 0);
+        assert_int_equal(l.fr_instr_ptr, 56);
+        assert_int_equal(l.co_qualname, 128);
+        assert_int_equal(l.co_filename, 112);
+        assert_int_equal(l.co_linetable, 136);
+        assert_int_equal(l.co_firstlineno, 68);
+        assert_int_equal(l.str_ascii_data, 40);
+        assert_int_equal(l.str_compact_data, 56);
+        assert_int_equal(l.bytes_ob_sval, 32);
+        switch (tables[i].minor) {
+        case 13:
+            assert_int_equal(l.ts_size, 312);
+            assert_int_equal(l.fr_size, 80);
+            assert_int_equal(l.fr_owner, 70);
+            assert_int_equal(l.co_adaptive, 200);
+            assert_int_equal(l.holds_gil_kind, PYABI_GIL_STATUS_BIT);
+            assert_int_equal(l.holds_gil_mask, 1u << 5);
+            assert_int_equal(l.in_threads_main, 7352);
+            assert_int_equal(l.ts_current_exception, 112);
+            assert_int_equal(l.ts_exc_value, 256);
+            assert_true(l.tag_mask == 0);
+            assert_false(l.has_base_frame || l.has_code_generation || l.has_gc_frame);
+            break;
+        case 14:
+            assert_int_equal(l.ts_size, 832);
+            assert_int_equal(l.fr_owner, 74);
+            assert_int_equal(l.holds_gil_kind, PYABI_GIL_INT);
+            assert_int_equal(l.ts_holds_gil, 36);
+            assert_int_equal(l.in_code_generation, 7992);
+            assert_true(l.has_code_generation && !l.has_base_frame);
+            assert_true(l.tag_mask == 3);
+            break;
+        case 15:
+            assert_int_equal(l.ts_size, 888);
+            assert_int_equal(l.fr_size, 88);
+            assert_int_equal(l.ts_base_frame, 80);
+            assert_int_equal(l.ts_holds_gil, 36);
+            assert_int_equal(l.ts_gil_requested, 40);
+            assert_int_equal(l.ts_current_exception, 136);
+            assert_int_equal(l.ts_exc_info, 144);
+            assert_int_equal(l.ts_exc_value, 288);
+            assert_int_equal(l.in_gc_frame, 7400 + 120);
+            assert_int_equal(l.in_gc_collecting, 7400 + 112);
+            assert_true(l.has_base_frame && l.has_gc_frame && l.has_gil_requested);
+            break;
+        default:
+            fail();
+        }
+        alloc_free(buf);
+    }
+}
+
+static void expect_rejected(const struct py_version *v, const uint8_t *table, size_t len,
+                            const char *entry, const char *how)
+{
+    struct py_layout l;
+    char why[256] = "";
+    int err = pyabi_layout_load(v, table, len, &l, why, sizeof(why));
+    if (err != -EPROTO)
+        fail_msg("3.%u: '%s' %s was accepted (%d)", v->minor, entry, how, err);
+    char quoted[96];
+    snprintf(quoted, sizeof(quoted), "'%s'", entry);
+    if (!strstr(why, quoted))
+        fail_msg("3.%u: '%s' %s: message does not name it: %s", v->minor, entry, how, why);
+}
+
+static void test_pyabi__every_used_entry_is_validated(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(tables); i++) {
+        size_t len;
+        struct py_version v;
+        uint8_t *orig = load_table(&tables[i], &len, &v);
+        uint8_t *t = alloc_malloc(len);
+        assert_non_null(t);
+        const struct pyabi_schema *s = pyabi_schema_for(tables[i].minor);
+        unsigned tested = 0;
+        for (int id = 0; id < PYOFF_COUNT; id++) {
+            if (!s->pos[id])
+                continue;
+            const char *name = pyabi_entry_name((enum pyoff_id)id);
+            uint64_t value;
+            memcpy(&value, orig + s->pos[id], 8);
+
+            /* far outside any section */
+            memcpy(t, orig, len);
+            uint64_t bad = 0x7fffffff;
+            memcpy(t + s->pos[id], &bad, 8);
+            expect_rejected(&v, t, len, name, "= 0x7fffffff");
+
+            /* above 32 bits */
+            memcpy(t, orig, len);
+            bad = value | (1ull << 40);
+            memcpy(t + s->pos[id], &bad, 8);
+            expect_rejected(&v, t, len, name, "with bit 40 set");
+            tested++;
+        }
+        /* every entry of this version's schema was exercised */
+        unsigned present = 0;
+        for (int id = 0; id < PYOFF_COUNT; id++)
+            present += s->pos[id] != 0;
+        assert_int_equal(tested, present);
+        assert_true(tested >= 40);
+        alloc_free(t);
+        alloc_free(orig);
+    }
+}
+
+static void test_pyabi__misaligned_and_zero_sizes_rejected(void **state)
+{
+    (void)state;
+    size_t len;
+    struct py_version v;
+    uint8_t *t = load_table(&tables[2], &len, &v);
+    const struct pyabi_schema *s = pyabi_schema_for(15);
+    uint64_t orig;
+
+    memcpy(&orig, t + s->pos[PYOFF_TSTATE_CURRENT_FRAME], 8);
+    uint64_t odd = orig + 4;
+    memcpy(t + s->pos[PYOFF_TSTATE_CURRENT_FRAME], &odd, 8);
+    expect_rejected(&v, t, len, "thread_state.current_frame", "misaligned");
+    memcpy(t + s->pos[PYOFF_TSTATE_CURRENT_FRAME], &orig, 8);
+
+    memcpy(&orig, t + s->pos[PYOFF_FRAME_SIZE], 8);
+    uint64_t zero = 0;
+    memcpy(t + s->pos[PYOFF_FRAME_SIZE], &zero, 8);
+    expect_rejected(&v, t, len, "interpreter_frame.size", "= 0");
+    memcpy(t + s->pos[PYOFF_FRAME_SIZE], &orig, 8);
+
+    /* a gc struct that would run past the interpreter state */
+    memcpy(&orig, t + s->pos[PYOFF_GC_SIZE], 8);
+    uint64_t huge = 300000;
+    memcpy(t + s->pos[PYOFF_GC_SIZE], &huge, 8);
+    expect_rejected(&v, t, len, "gc.size", "too large");
+    memcpy(t + s->pos[PYOFF_GC_SIZE], &orig, 8);
+
+    /* and the untouched table still loads */
+    struct py_layout l;
+    char why[256];
+    assert_int_equal(pyabi_layout_load(&v, t, len, &l, why, sizeof(why)), 0);
+    assert_int_equal(pyabi_layout_load(&v, t, len - 1, &l, why, sizeof(why)), -EPROTO);
+    alloc_free(t);
+}
+
+static void test_pyabi__unknown_and_free_threaded_refused(void **state)
+{
+    (void)state;
+    uint8_t table[PYABI_MAX_TABLE] = {0};
+    struct py_layout l;
+    char why[256];
+    struct py_version v = {.hex = 0x031000f0, .major = 3, .minor = 16, .level = 0xF};
+    assert_int_equal(pyabi_layout_load(&v, table, sizeof(table), &l, why, sizeof(why)), -ENOTSUP);
+    assert_string_equal(why, "CPython 3.16.0 is not supported yet (supported: 3.13, 3.14, 3.15)");
+    v = (struct py_version){
+        .major = 3, .minor = 14, .micro = 8, .level = 0xF, .free_threaded = true};
+    assert_int_equal(pyabi_layout_load(&v, table, sizeof(table), &l, why, sizeof(why)), -ENOTSUP);
+    assert_string_equal(why, "free-threaded CPython 3.14.8t is not supported yet");
+    assert_null(pyabi_schema_for(12));
+    assert_string_equal(pyabi_entry_name(PYOFF_TSTATE_BASE_FRAME), "thread_state.base_frame");
+}
+
+static void test_pyabi__schemas_are_consistent(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {584, 760, 888};
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        const struct pyabi_schema *s = pyabi_schema_for(minor);
+        assert_int_equal(s->table_size, sizes[minor - 13]);
+        unsigned prev = 0;
+        for (int id = 0; id < PYOFF_COUNT; id++) {
+            if (!s->pos[id])
+                continue;
+            /* positions are 8-aligned, inside the table, strictly increasing */
+            assert_int_equal(s->pos[id] % 8, 0);
+            assert_true((size_t)s->pos[id] + 8 <= s->table_size);
+            assert_true(s->pos[id] > prev);
+            prev = s->pos[id];
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pyabi__loads_real_tables),
+        cmocka_unit_test(test_pyabi__every_used_entry_is_validated),
+        cmocka_unit_test(test_pyabi__misaligned_and_zero_sizes_rejected),
+        cmocka_unit_test(test_pyabi__unknown_and_free_threaded_refused),
+        cmocka_unit_test(test_pyabi__schemas_are_consistent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
