@@ -42,6 +42,13 @@ struct raw_frame {
     enum unwind_frame_kind kind;
 };
 
+/* One frame of the walked chain and the fields the walk relied on. */
+struct chain_link {
+    uint64_t raddr;
+    uint64_t previous, executable, instr_ptr;
+    uint8_t now[PYABI_MAX_FRAME];
+};
+
 struct chunk_copy {
     uint64_t raddr;
     size_t size; /* bytes copied (header included) */
@@ -70,6 +77,9 @@ struct unwinder {
     size_t nchunks;
     uint64_t next_chunk; /* next older chunk not copied yet */
     uint64_t *visited;   /* frame addresses of this walk, open addressing */
+    /* the chain as walked, to check it is still there afterwards */
+    struct chain_link *chain;
+    size_t nchain;
     uint32_t *visited_stamp;
     uint32_t stamp;
 
@@ -137,12 +147,13 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
     u->chunk_buf = alloc_malloc(UNWIND_CHUNK_BUF);
     u->visited = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited));
     u->visited_stamp = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited_stamp));
+    u->chain = alloc_calloc(UNWIND_MAX_DEPTH, sizeof(*u->chain));
     u->raw = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->raw));
     u->frames = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->frames));
     u->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
     u->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->check_addr));
     u->check_buf = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
-    if (!u->chunk_buf || !u->visited || !u->visited_stamp || !u->raw || !u->frames ||
+    if (!u->chunk_buf || !u->visited || !u->chain || !u->visited_stamp || !u->raw || !u->frames ||
         !u->linetable_buf || !u->check_addr || !u->check_buf) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
         goto fail;
@@ -168,6 +179,7 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->chunk_buf);
     alloc_free(u->visited);
     alloc_free(u->visited_stamp);
+    alloc_free(u->chain);
     alloc_free(u->raw);
     alloc_free(u->frames);
     alloc_free(u->linetable_buf);
@@ -271,6 +283,7 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
     u->chunk_used = 0;
     u->next_chunk = u64_at(u->tstate + l->ts_datastack_chunk);
     u->stamp++;
+    u->nchain = 0;
     uint64_t addr = u64_at(u->tstate + l->ts_current_frame);
     uint64_t base = l->has_base_frame ? u64_at(u->tstate + l->ts_base_frame) : 0;
     uint64_t gc_frame = (flags & UNWIND_NO_GC) ? 0 : in->gc_frame;
@@ -288,6 +301,14 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         unsigned owner = fr[l->fr_owner];
         uint64_t exe = u64_at(fr + l->fr_executable) & ~l->tag_mask;
         uint64_t prev = u64_at(fr + l->fr_previous);
+        if (u->nchain == UNWIND_MAX_DEPTH)
+            return SAMPLE_TOO_DEEP;
+        u->chain[u->nchain++] = (struct chain_link){
+            .raddr = addr,
+            .previous = prev,
+            .executable = u64_at(fr + l->fr_executable),
+            .instr_ptr = u64_at(fr + l->fr_instr_ptr),
+        };
         if (owner == PYABI_OWNER_INTERPRETER) {
             /* C called back into Python here. Not at the root: on 3.15 the
              * outermost entry frame links to the base frame, on 3.13/3.14 to nothing. */
@@ -314,6 +335,41 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
      * at an entry frame (3.13, 3.14). An empty chain (no Python running) is fine. */
     if (last != 0 && (l->has_base_frame ? last != base : last_owner != PYABI_OWNER_INTERPRETER))
         return SAMPLE_INCOMPLETE;
+    return SAMPLE_OK;
+}
+
+/*
+ * The copy of a running thread's stack is not atomic: frames may be popped
+ * and reused while it is taken, and a chain can then mix two moments. So the
+ * frames the walk went through are read again, in one batched read, and must
+ * still link the same way and run the same code; the callers' instruction
+ * pointers must not have moved (a caller waits on its call). Only the
+ * leaf's instruction may change: it was running.
+ */
+static enum sample_status unwind_verify(struct unwinder *u)
+{
+    const struct py_layout *l = &u->l;
+    size_t len = l->fr_instr_ptr + 8;
+    if (l->fr_previous + 8 > len)
+        len = l->fr_previous + 8;
+    if (l->fr_executable + 8 > len)
+        len = l->fr_executable + 8;
+    struct memread_iov iov[MEMREAD_MAX_IOV];
+    for (size_t at = 0; at < u->nchain; at += MEMREAD_MAX_IOV) {
+        size_t n = u->nchain - at < MEMREAD_MAX_IOV ? u->nchain - at : MEMREAD_MAX_IOV;
+        for (size_t i = 0; i < n; i++)
+            iov[i] = (struct memread_iov){u->chain[at + i].raddr, u->chain[at + i].now, len};
+        int err = memread_readv(u->mr, iov, n);
+        if (err)
+            return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
+    }
+    for (size_t i = 0; i < u->nchain; i++) {
+        const struct chain_link *c = &u->chain[i];
+        if (u64_at(c->now + l->fr_previous) != c->previous ||
+            u64_at(c->now + l->fr_executable) != c->executable ||
+            (i > 0 && u64_at(c->now + l->fr_instr_ptr) != c->instr_ptr))
+            return SAMPLE_INCOMPLETE;
+    }
     return SAMPLE_OK;
 }
 
@@ -484,6 +540,8 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
         (void)unwind_push(u, first, 0, 0, UNWIND_FRAME_GC);
 
     t->status = unwind_walk(u, in, flags, first);
+    if (t->status == SAMPLE_OK)
+        t->status = unwind_verify(u);
     if (t->status != SAMPLE_OK) {
         u->nframes = first; /* a torn stack is counted, not reported */
         return true;

@@ -7,7 +7,7 @@
 #include "base/alloc.h"
 #include "memread_fake.h"
 
-#define MEMREAD_FAKE_MAX_SEGMENTS 64
+#define MEMREAD_FAKE_MAX_SEGMENTS 65536
 
 struct memread_fake_segment {
     uint64_t raddr;
@@ -16,8 +16,8 @@ struct memread_fake_segment {
 };
 
 struct memread_fake {
-    struct memread_fake_segment seg[MEMREAD_FAKE_MAX_SEGMENTS];
-    size_t nseg;
+    struct memread_fake_segment *seg;
+    size_t nseg, cap;
     int fail_next;
     unsigned calls;
 };
@@ -54,6 +54,7 @@ static void memread_fake_close(void *priv)
         return;
     for (size_t s = 0; s < f->nseg; s++)
         alloc_free(f->seg[s].bytes);
+    alloc_free(f->seg);
     alloc_free(f);
 }
 
@@ -79,6 +80,14 @@ int memread_fake_add(struct memread_fake *fake, uint64_t raddr, const void *data
 {
     if (fake->nseg == MEMREAD_FAKE_MAX_SEGMENTS)
         return -E2BIG;
+    if (fake->nseg == fake->cap) {
+        size_t cap = fake->cap ? fake->cap * 2 : 64;
+        struct memread_fake_segment *seg = alloc_realloc(fake->seg, cap * sizeof(*seg));
+        if (!seg)
+            return -ENOMEM;
+        fake->seg = seg;
+        fake->cap = cap;
+    }
     unsigned char *copy = alloc_malloc(len ? len : 1);
     if (!copy)
         return -ENOMEM;
@@ -95,4 +104,16 @@ void memread_fake_fail_next(struct memread_fake *fake, int err)
 unsigned memread_fake_calls(const struct memread_fake *fake)
 {
     return fake->calls;
+}
+
+int memread_fake_poke(struct memread_fake *fake, uint64_t raddr, const void *data, size_t len)
+{
+    for (size_t s = 0; s < fake->nseg; s++) {
+        struct memread_fake_segment *g = &fake->seg[s];
+        if (raddr >= g->raddr && raddr - g->raddr <= g->len && len <= g->len - (raddr - g->raddr)) {
+            memcpy(g->bytes + (raddr - g->raddr), data, len);
+            return 0;
+        }
+    }
+    return -EFAULT;
 }

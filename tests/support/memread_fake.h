@@ -3,7 +3,8 @@
  * memread_fake.h: a memread backend over an in-memory image, for unit tests
  * of everything that reads a target (discovery now, the unwinder later).
  * Segments are copied in; a read must fall entirely inside one segment, else
- * it fails with -EFAULT as an unmapped read would. memread_fake_fail_next()
+ * it fails with -EFAULT as an unmapped read would; where segments overlap the
+ * first one added wins. memread_fake_fail_next()
  * injects an error into the next read (ESRCH for "the process exited").
  */
 #ifndef PYPROFD_TESTS_MEMREAD_FAKE_H
@@ -26,5 +27,7 @@ int memread_fake_add(struct memread_fake *fake, uint64_t raddr, const void *data
 void memread_fake_fail_next(struct memread_fake *fake, int err);
 /** Number of readv calls made so far (a batched read counts once). */
 unsigned memread_fake_calls(const struct memread_fake *fake);
+/** Overwrites @a len bytes at @a raddr inside an existing segment. Returns 0 or -EFAULT. */
+int memread_fake_poke(struct memread_fake *fake, uint64_t raddr, const void *data, size_t len);
 
 #endif

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Integration tests of the unwinder against live CPython 3.13, 3.14 and 3.15
+ * (tests/targets/chain50.py), through a counting memory backend:
+ *  - a 50-frame stack on a warm cache costs a handful of reads (printed, and
+ *    recorded in docs/unwinder.md), not one per frame;
+ *  - a stack that changes all the time gives either a correct stack or a
+ *    counted failure, never a wrong stack, and failures stay rare.
+ */
+#include "base/compat.h"
+
+#include <unistd.h>
+
+#include "cmocka_wrap.h"
+
+#include "base/status.h"
+#include "discovery/pyruntime.h"
+#include "memread/memread.h"
+#include "test_util.h"
+#include "unwind/unwind.h"
+
+struct counter {
+    struct memread *inner;
+    unsigned calls;
+};
+
+static int counter_readv(void *priv, const struct memread_iov *iov, size_t n)
+{
+    struct counter *c = priv;
+    c->calls++;
+    return memread_readv(c->inner, iov, n);
+}
+
+static const struct memread_ops counter_ops = {"counter", counter_readv, NULL};
+
+static pid_t start(const char *python, const char *args)
+{
+    char cmd[1024], out[4096];
+    snprintf(cmd, sizeof(cmd), "%s/scripts/run-target.sh start --python %s chain50 %s 2>&1",
+             PYPROFD_SOURCE_DIR, python, args);
+    if (test_run(cmd, out, sizeof(out)) != 0)
+        fail_msg("cannot start target: %s", out);
+    return (pid_t)strtol(out, NULL, 10); /* NOLINT(cert-err34-c): checked below */
+}
+
+static void stop(pid_t pid)
+{
+    char cmd[512], out[512];
+    snprintf(cmd, sizeof(cmd), "%s/scripts/run-target.sh stop %d", PYPROFD_SOURCE_DIR, (int)pid);
+    (void)test_run(cmd, out, sizeof(out));
+}
+
+struct attached {
+    struct memread *real, *counted;
+    struct counter counter;
+    struct unwinder *u;
+};
+
+static void attach(pid_t pid, struct attached *a)
+{
+    assert_true(pid > 0);
+    memset(a, 0, sizeof(*a));
+    assert_int_equal(memread_open(pid, MEMREAD_VM, &a->real), 0);
+    a->counter.inner = a->real;
+    assert_int_equal(memread_new_custom(&counter_ops, &a->counter, &a->counted), 0);
+    struct pyruntime rt;
+    char why[512];
+    if (pyruntime_locate("/proc", pid, a->real, &rt, why, sizeof(why)))
+        fail_msg("locate: %s", why);
+    if (unwinder_new(a->counted, &rt, &a->u, why, sizeof(why)))
+        fail_msg("unwinder: %s", why);
+}
+
+static void detach(struct attached *a)
+{
+    unwinder_free(a->u);
+    memread_free(a->counted);
+    memread_free(a->real);
+}
+
+static void count_reads(const char *python)
+{
+    pid_t pid = start(python, "");
+    struct attached a;
+    attach(pid, &a);
+    const struct unwind_result *r = NULL;
+    enum sample_status st;
+    unsigned cold = 0, warm = 0;
+    for (int i = 0; i < 3; i++) {
+        unsigned before = a.counter.calls;
+        assert_int_equal(unwinder_sample(a.u, 0, &r, &st), 0);
+        assert_int_equal(r->threads[0].status, SAMPLE_OK);
+        assert_int_equal(r->threads[0].nframes, 50);
+        assert_string_equal(r->threads[0].frames[0].function, "leaf");
+        assert_string_equal(r->threads[0].frames[49].function, "<module>");
+        if (i == 0)
+            cold = a.counter.calls - before;
+        else
+            warm = a.counter.calls - before;
+    }
+    print_message("python%s: 50-frame stack: %u reads cold, %u reads warm\n", python, cold, warm);
+    assert_true(warm <= 8);
+    detach(&a);
+    stop(pid);
+}
+
+static void churn(const char *python)
+{
+    pid_t pid = start(python, "--churn");
+    struct attached a;
+    attach(pid, &a);
+    struct status_counters counts = {0};
+    const struct unwind_result *r = NULL;
+    enum sample_status st;
+    for (int i = 0; i < 2000; i++) {
+        assert_int_equal(unwinder_sample(a.u, 0, &r, &st), 0);
+        const struct unwind_thread *t = &r->threads[0];
+        status_count(&counts, t->status);
+        if (t->status != SAMPLE_OK)
+            continue;
+        /* a good sample is a real stack: <module>, churn frames, maybe the leaf */
+        assert_true(t->nframes >= 1);
+        assert_string_equal(t->frames[t->nframes - 1].function, "<module>");
+        for (size_t k = 0; k + 1 < t->nframes; k++) {
+            const char *f = t->frames[k].function;
+            if (!(strcmp(f, "churn") == 0 || (k == 0 && strcmp(f, "churn_leaf") == 0))) {
+                for (size_t j = 0; j < t->nframes; j++)
+                    print_message("  %s:%d\n", t->frames[j].function, t->frames[j].pos.line);
+                fail_msg("python%s: sample %d: unexpected frame %zu '%s'", python, i, k, f);
+            }
+        }
+        usleep(100);
+    }
+    uint64_t failed = 2000 - counts.count[SAMPLE_OK];
+    print_message("python%s: churning stack: %" PRIu64
+                  " of 2000 samples failed (incomplete %" PRIu64 ", cycle %" PRIu64
+                  ", bad frame %" PRIu64 ")\n",
+                  python, failed, counts.count[SAMPLE_INCOMPLETE], counts.count[SAMPLE_CYCLE],
+                  counts.count[SAMPLE_BAD_FRAME]);
+    /* Without --blocking a running thread can move while it is copied; such
+     * samples are counted, never reported. Half would mean a broken walk. */
+    assert_true(failed < 1000);
+    detach(&a);
+    stop(pid);
+}
+
+static void test_unwind_live__warm_50_frames_313(void **state)
+{
+    (void)state;
+    count_reads("3.13");
+}
+static void test_unwind_live__warm_50_frames_314(void **state)
+{
+    (void)state;
+    count_reads("3.14");
+}
+static void test_unwind_live__warm_50_frames_315(void **state)
+{
+    (void)state;
+    count_reads("3.15");
+}
+static void test_unwind_live__torn_stacks_are_counted_313(void **state)
+{
+    (void)state;
+    churn("3.13");
+}
+static void test_unwind_live__torn_stacks_are_counted_314(void **state)
+{
+    (void)state;
+    churn("3.14");
+}
+static void test_unwind_live__torn_stacks_are_counted_315(void **state)
+{
+    (void)state;
+    churn("3.15");
+}
+
+int main(void)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "test_unwind_live: needs root\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unwind_live__warm_50_frames_313),
+        cmocka_unit_test(test_unwind_live__warm_50_frames_314),
+        cmocka_unit_test(test_unwind_live__warm_50_frames_315),
+        cmocka_unit_test(test_unwind_live__torn_stacks_are_counted_313),
+        cmocka_unit_test(test_unwind_live__torn_stacks_are_counted_314),
+        cmocka_unit_test(test_unwind_live__torn_stacks_are_counted_315),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for agent/unwind/unwind.c over synthetic memory images
+ * (tests/support/pyimage.c) laid out with the real 3.13, 3.14 and 3.15 tables:
+ * names, lines and order; markers; every torn-stack detector; degraded
+ * frames; thread status; cache invalidation; the number of reads per sample.
+ * Recorded images of real processes are replayed by test_unwind_replay.c.
+ */
+#include "base/compat.h"
+
+#include "cmocka_wrap.h"
+
+#include "memread_fake.h"
+#include "pyimage.h"
+#include "unwind/unwind.h"
+
+struct fixture {
+    struct pyimage *img;
+    struct memread_fake *fake;
+    struct memread *mr;
+    struct unwinder *u;
+    struct pyruntime rt;
+};
+
+static void fx_open(struct fixture *fx, unsigned minor)
+{
+    memset(fx, 0, sizeof(*fx));
+    fx->img = pyimage_new(minor);
+    assert_int_equal(memread_fake_open(&fx->fake, &fx->mr), 0);
+}
+
+static void fx_attach(struct fixture *fx)
+{
+    pyimage_install(fx->img, fx->fake, &fx->rt);
+    char why[256];
+    int err = unwinder_new(fx->mr, &fx->rt, &fx->u, why, sizeof(why));
+    if (err)
+        fail_msg("unwinder_new: %s", why);
+}
+
+static void fx_close(struct fixture *fx)
+{
+    unwinder_free(fx->u);
+    memread_free(fx->mr);
+    pyimage_free(fx->img);
+}
+
+static const struct unwind_result *fx_sample(struct fixture *fx, unsigned flags)
+{
+    const struct unwind_result *r = NULL;
+    enum sample_status st;
+    int err = unwinder_sample(fx->u, flags, &r, &st);
+    if (err)
+        fail_msg("unwinder_sample: %d (%s)", err, status_name(st));
+    return r;
+}
+
+/* A typical stack: entry frame, <module>, main, work (leaf). */
+static uint64_t build_stack(struct fixture *fx, unsigned t, uint64_t frames[4])
+{
+    uint64_t mod = pyimage_code(fx->img, "<module>", "/app/main.py", 0);
+    uint64_t main_fn = pyimage_code(fx->img, "main", "/app/main.py", 10);
+    uint64_t work = pyimage_code(fx->img, "Worker.work", "/app/work.py", 20);
+    frames[0] = pyimage_push(fx->img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+    frames[1] = pyimage_push(fx->img, t, PYABI_OWNER_THREAD, mod, 4);
+    frames[2] = pyimage_push(fx->img, t, PYABI_OWNER_THREAD, main_fn, 2);
+    frames[3] = pyimage_push(fx->img, t, PYABI_OWNER_THREAD, work, 7);
+    return work;
+}
+
+static void expect_frame(const struct unwind_frame *f, const char *fn, const char *file,
+                         int32_t line)
+{
+    assert_string_equal(f->function, fn);
+    assert_string_equal(f->file, file);
+    assert_int_equal(f->pos.line, line);
+}
+
+static void test_unwind__walks_main_thread_on_every_version(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 4242);
+        uint64_t frames[4];
+        build_stack(&fx, t, frames);
+        pyimage_hold_gil(fx.img, t);
+        fx_attach(&fx);
+        const struct unwind_result *r = fx_sample(&fx, 0);
+        assert_int_equal(r->nthreads, 1);
+        const struct unwind_thread *th = &r->threads[0];
+        assert_int_equal(th->status, SAMPLE_OK);
+        assert_int_equal(th->native_thread_id, 4242);
+        assert_true(th->flags & UNWIND_THREAD_MAIN);
+        assert_true(th->flags & UNWIND_THREAD_HOLDS_GIL);
+        assert_false(th->flags & UNWIND_THREAD_HAS_EXCEPTION);
+        assert_int_equal(th->nframes, 3);
+        /* unit u of a code object starting at line L is on line L + 1 + u */
+        expect_frame(&th->frames[0], "Worker.work", "/app/work.py", 28);
+        expect_frame(&th->frames[1], "main", "/app/main.py", 13);
+        expect_frame(&th->frames[2], "<module>", "/app/main.py", 5);
+        assert_int_equal(th->frames[0].pos.col, 0);
+        assert_int_equal(th->frames[0].pos.end_col, 4);
+        fx_close(&fx);
+    }
+}
+
+static void test_unwind__native_marker_between_python_frames(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t caller = pyimage_code(fx.img, "caller", "/a.py", 1);
+        uint64_t key = pyimage_code(fx.img, "key", "/a.py", 30);
+        pyimage_push(fx.img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+        pyimage_push(fx.img, t, PYABI_OWNER_THREAD, caller, 0);
+        pyimage_push(fx.img, t, PYABI_OWNER_INTERPRETER, 0, 0); /* sorted() called back */
+        pyimage_push(fx.img, t, PYABI_OWNER_THREAD, key, 1);
+        fx_attach(&fx);
+        const struct unwind_result *r = fx_sample(&fx, 0);
+        assert_int_equal(r->threads[0].nframes, 2);
+        r = fx_sample(&fx, UNWIND_NATIVE);
+        const struct unwind_thread *th = &r->threads[0];
+        assert_int_equal(th->nframes, 3); /* no marker at the root */
+        assert_string_equal(th->frames[0].function, "key");
+        assert_string_equal(th->frames[1].function, "<native>");
+        assert_string_equal(th->frames[1].file, "~");
+        assert_int_equal(th->frames[1].kind, UNWIND_FRAME_NATIVE);
+        assert_string_equal(th->frames[2].function, "caller");
+        fx_close(&fx);
+    }
+}
+
+static void test_unwind__loop_is_a_cycle(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 15);
+    unsigned t = pyimage_thread(fx.img, 1);
+    uint64_t f[4];
+    build_stack(&fx, t, f);
+    pyimage_set_previous(fx.img, f[1], f[3]);
+    fx_attach(&fx);
+    const struct unwind_result *r = fx_sample(&fx, 0);
+    assert_int_equal(r->threads[0].status, SAMPLE_CYCLE);
+    assert_int_equal(r->threads[0].nframes, 0);
+    fx_close(&fx);
+}
+
+static void test_unwind__chain_must_reach_the_base_frame(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        build_stack(&fx, t, f);
+        /* cut the chain below main: it now ends at a Python frame */
+        pyimage_set_previous(fx.img, f[2], 0);
+        fx_attach(&fx);
+        const struct unwind_result *r = fx_sample(&fx, 0);
+        assert_int_equal(r->threads[0].status, SAMPLE_INCOMPLETE);
+        assert_int_equal(r->threads[0].nframes, 0);
+        fx_close(&fx);
+    }
+    /* 3.15: an entry frame that is not the base frame is not enough */
+    struct fixture fx;
+    fx_open(&fx, 15);
+    unsigned t = pyimage_thread(fx.img, 1);
+    uint64_t f[4];
+    build_stack(&fx, t, f);
+    pyimage_set_previous(fx.img, f[0], 0);
+    fx_attach(&fx);
+    assert_int_equal(fx_sample(&fx, 0)->threads[0].status, SAMPLE_INCOMPLETE);
+    fx_close(&fx);
+}
+
+static void test_unwind__unmapped_frame_is_incomplete(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 14);
+    unsigned t = pyimage_thread(fx.img, 1);
+    uint64_t f[4];
+    build_stack(&fx, t, f);
+    pyimage_set_previous(fx.img, f[2], 0x7777000);
+    fx_attach(&fx);
+    assert_int_equal(fx_sample(&fx, 0)->threads[0].status, SAMPLE_INCOMPLETE);
+    fx_close(&fx);
+}
+
+static void test_unwind__impossible_owner_is_bad_frame(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 13);
+    unsigned t = pyimage_thread(fx.img, 1);
+    uint64_t code = pyimage_code(fx.img, "f", "/f.py", 1);
+    pyimage_push(fx.img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+    pyimage_push(fx.img, t, 7, code, 0);
+    fx_attach(&fx);
+    assert_int_equal(fx_sample(&fx, 0)->threads[0].status, SAMPLE_BAD_FRAME);
+    fx_close(&fx);
+}
+
+static void test_unwind__depth_is_capped(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 15);
+    unsigned t = pyimage_thread(fx.img, 1);
+    uint64_t code = pyimage_code(fx.img, "recurse", "/r.py", 1);
+    uint64_t first = pyimage_push(fx.img, t, PYABI_OWNER_THREAD, code, 0);
+    uint64_t second = pyimage_push(fx.img, t, PYABI_OWNER_THREAD, code, 0);
+    (void)second;
+    /* a two-frame loop would be a cycle; a long chain needs many frames: the
+     * chunk holds ~150, so chain frames through all threads' chunks instead */
+    pyimage_set_previous(fx.img, first, 0);
+    fx_attach(&fx);
+    /* replace the chain with a long synthetic one in a fake segment */
+    enum { N = UNWIND_MAX_DEPTH + 10 };
+    const struct py_layout *l = pyimage_layout(fx.img);
+    static uint8_t frames[N * 128];
+    memset(frames, 0, sizeof(frames));
+    uint64_t base = 0x60000000;
+    for (unsigned i = 0; i < N; i++) {
+        uint8_t *fr = frames + (size_t)i * 128;
+        uint64_t prev = i + 1 < N ? base + (uint64_t)(i + 1) * 128 : 0;
+        uint64_t exe = code;
+        uint64_t ip = code + l->co_adaptive;
+        memcpy(fr + l->fr_previous, &prev, 8);
+        memcpy(fr + l->fr_executable, &exe, 8);
+        memcpy(fr + l->fr_instr_ptr, &ip, 8);
+    }
+    assert_int_equal(memread_fake_add(fx.fake, base, frames, sizeof(frames)), 0);
+    uint64_t ts = 0x30000000;
+    assert_int_equal(memread_fake_poke(fx.fake, ts + l->ts_current_frame, &base, 8), 0);
+    assert_int_equal(fx_sample(&fx, 0)->threads[0].status, SAMPLE_TOO_DEEP);
+    fx_close(&fx);
+}
+
+static void test_unwind__unreadable_parts_degrade(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 15);
+    unsigned t = pyimage_thread(fx.img, 1);
+    uint64_t good = pyimage_code(fx.img, "good", "/g.py", 1);
+    pyimage_push(fx.img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+    pyimage_push(fx.img, t, PYABI_OWNER_THREAD, good, 0);
+    pyimage_push(fx.img, t, PYABI_OWNER_THREAD, 0x7abc000, 0); /* code object unmapped */
+    fx_attach(&fx);
+    /* the good code object's name points nowhere */
+    const struct py_layout *l = pyimage_layout(fx.img);
+    uint64_t nowhere = 0x7def000;
+    assert_int_equal(memread_fake_poke(fx.fake, good + l->co_qualname, &nowhere, 8), 0);
+    const struct unwind_thread *th = &fx_sample(&fx, 0)->threads[0];
+    assert_int_equal(th->status, SAMPLE_OK);
+    assert_int_equal(th->nframes, 2);
+    assert_int_equal(th->frames[0].kind, UNWIND_FRAME_UNREADABLE);
+    assert_string_equal(th->frames[0].function, "<unreadable frame>");
+    assert_string_equal(th->frames[0].file, "<unknown file>");
+    assert_string_equal(th->frames[1].function, "<unknown function>");
+    assert_string_equal(th->frames[1].file, "/g.py");
+    assert_int_equal(th->frames[1].pos.line, 2);
+    fx_close(&fx);
+}
+
+static void test_unwind__gc_marker(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        build_stack(&fx, t, f);
+        pyimage_hold_gil(fx.img, t);
+        pyimage_gc(fx.img, f[2]); /* main() started the collection */
+        fx_attach(&fx);
+        const struct unwind_thread *th = &fx_sample(&fx, 0)->threads[0];
+        assert_int_equal(th->nframes, 4);
+        assert_true(th->flags & UNWIND_THREAD_IN_GC);
+        /* 3.15 knows the frame; 3.13/3.14 put the marker on top */
+        size_t at = minor == 15 ? 1 : 0;
+        assert_string_equal(th->frames[at].function, "<GC>");
+        assert_int_equal(th->frames[at].kind, UNWIND_FRAME_GC);
+        assert_string_equal(th->frames[minor == 15 ? 2 : 1].function,
+                            minor == 15 ? "main" : "Worker.work");
+        assert_int_equal(fx_sample(&fx, UNWIND_NO_GC)->threads[0].nframes, 3);
+        fx_close(&fx);
+    }
+}
+
+static void test_unwind__all_threads_and_exception_status(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 14);
+    unsigned t0 = pyimage_thread(fx.img, 100);
+    unsigned t1 = pyimage_thread(fx.img, 101);
+    unsigned t2 = pyimage_thread(fx.img, 102);
+    uint64_t f[4];
+    build_stack(&fx, t0, f);
+    build_stack(&fx, t1, f);
+    (void)t2; /* a thread with no Python frames */
+    fx_attach(&fx);
+    const struct py_layout *l = pyimage_layout(fx.img);
+    uint64_t exc = 0x50000008;
+    assert_int_equal(memread_fake_poke(fx.fake, 0x30010000 + l->ts_exc_value, &exc, 8), 0);
+    const struct unwind_result *r = fx_sample(&fx, UNWIND_ALL_THREADS);
+    assert_int_equal(r->nthreads, 3);
+    /* newest first; the main thread is the first one created */
+    assert_int_equal(r->threads[0].native_thread_id, 102);
+    assert_int_equal(r->threads[0].nframes, 0);
+    assert_int_equal(r->threads[0].status, SAMPLE_OK);
+    assert_int_equal(r->threads[1].native_thread_id, 101);
+    assert_true(r->threads[1].flags & UNWIND_THREAD_HAS_EXCEPTION);
+    assert_int_equal(r->threads[2].native_thread_id, 100);
+    assert_true(r->threads[2].flags & UNWIND_THREAD_MAIN);
+    assert_false(r->threads[1].flags & UNWIND_THREAD_MAIN);
+    assert_int_equal(r->threads[2].nframes, 3);
+    /* without -a only the main thread */
+    r = fx_sample(&fx, 0);
+    assert_int_equal(r->nthreads, 1);
+    assert_int_equal(r->threads[0].native_thread_id, 100);
+    fx_close(&fx);
+}
+
+static void test_unwind__embedded_main_thread_is_the_oldest(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 15);
+    unsigned t0 = pyimage_thread(fx.img, 300);
+    unsigned t1 = pyimage_thread(fx.img, 301);
+    uint64_t f[4];
+    build_stack(&fx, t0, f);
+    build_stack(&fx, t1, f);
+    fx_attach(&fx);
+    const struct py_layout *l = pyimage_layout(fx.img);
+    uint64_t zero = 0; /* an embedding program never sets threads.main */
+    assert_int_equal(memread_fake_poke(fx.fake, 0x20000000 + l->in_threads_main, &zero, 8), 0);
+    const struct unwind_result *r = fx_sample(&fx, 0);
+    assert_int_equal(r->nthreads, 1);
+    assert_int_equal(r->threads[0].native_thread_id, 300);
+    assert_true(r->threads[0].flags & UNWIND_THREAD_MAIN);
+    fx_close(&fx);
+}
+
+static void test_unwind__runtime_states(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 15);
+    pyimage_thread(fx.img, 1);
+    pyimage_runtime_state(fx.img, false, false);
+    fx_attach(&fx);
+    const struct unwind_result *r;
+    enum sample_status st;
+    assert_int_equal(unwinder_sample(fx.u, 0, &r, &st), -EAGAIN);
+    assert_int_equal(st, SAMPLE_NOT_INITIALIZED);
+    uint64_t interp = 0x20000000, ts = 0x30000000;
+    const struct py_layout *l = pyimage_layout(fx.img);
+    assert_int_equal(
+        memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_interpreters_head, &interp, 8), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &ts, 8), 0);
+    assert_int_equal(unwinder_sample(fx.u, 0, &r, &st), -EAGAIN);
+    assert_int_equal(st, SAMPLE_FINALIZING);
+    memread_fake_fail_next(fx.fake, -ESRCH);
+    assert_int_equal(unwinder_sample(fx.u, 0, &r, &st), -ESRCH);
+    assert_int_equal(st, SAMPLE_PROCESS_GONE);
+    fx_close(&fx);
+}
+
+static void test_unwind__code_cache_invalidation(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 14; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        uint64_t work = build_stack(&fx, t, f);
+        uint64_t renamed = pyimage_str(fx.img, "Worker.renamed");
+        fx_attach(&fx);
+        const struct py_layout *l = pyimage_layout(fx.img);
+        assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "Worker.work");
+        /* the code object at that address now holds another name: a freed and
+         * reused address. 3.14 learns it from the generation counter, 3.13
+         * from re-reading the cached code objects. */
+        assert_int_equal(memread_fake_poke(fx.fake, work + l->co_qualname, &renamed, 8), 0);
+        uint64_t gen = 1;
+        if (l->has_code_generation) {
+            /* before the counter moves the stale name is still served */
+            assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "Worker.work");
+            assert_int_equal(
+                memread_fake_poke(fx.fake, 0x20000000 + l->in_code_generation, &gen, 8), 0);
+        }
+        assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "Worker.renamed");
+        fx_close(&fx);
+    }
+}
+
+static void test_unwind__warm_sample_takes_a_handful_of_reads(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        pyimage_push(fx.img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+        uint64_t codes[10];
+        for (int i = 0; i < 10; i++) {
+            char name[16];
+            snprintf(name, sizeof(name), "f%d", i);
+            codes[i] = pyimage_code(fx.img, name, "/deep.py", i * 10);
+        }
+        for (int i = 0; i < 50; i++)
+            pyimage_push(fx.img, t, PYABI_OWNER_THREAD, codes[i % 10], (unsigned)i % 8);
+        fx_attach(&fx);
+        unsigned before = memread_fake_calls(fx.fake);
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 50);
+        unsigned cold = memread_fake_calls(fx.fake) - before;
+        before = memread_fake_calls(fx.fake);
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 50);
+        unsigned warm = memread_fake_calls(fx.fake) - before;
+        /* runtime, interpreter, thread state, one chunk; 3.15 reads the base
+         * frame, 3.13 re-checks its cached code objects in one batch */
+        print_message("3.%u: 50 frames: %u reads cold, %u warm\n", minor, cold, warm);
+        assert_true(warm <= 6);
+        assert_true(cold > warm);
+        fx_close(&fx);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unwind__walks_main_thread_on_every_version),
+        cmocka_unit_test(test_unwind__native_marker_between_python_frames),
+        cmocka_unit_test(test_unwind__loop_is_a_cycle),
+        cmocka_unit_test(test_unwind__chain_must_reach_the_base_frame),
+        cmocka_unit_test(test_unwind__unmapped_frame_is_incomplete),
+        cmocka_unit_test(test_unwind__impossible_owner_is_bad_frame),
+        cmocka_unit_test(test_unwind__depth_is_capped),
+        cmocka_unit_test(test_unwind__unreadable_parts_degrade),
+        cmocka_unit_test(test_unwind__gc_marker),
+        cmocka_unit_test(test_unwind__all_threads_and_exception_status),
+        cmocka_unit_test(test_unwind__embedded_main_thread_is_the_oldest),
+        cmocka_unit_test(test_unwind__runtime_states),
+        cmocka_unit_test(test_unwind__code_cache_invalidation),
+        cmocka_unit_test(test_unwind__warm_sample_takes_a_handful_of_reads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
