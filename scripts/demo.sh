@@ -35,5 +35,18 @@ echo "== $bin probe ${pids[*]}"
 echo "   (one binary; every fact below is read live from the target's memory)"
 echo
 "$bin" probe "${pids[@]}"
+
+sleep 0.5 # let the workload's threads get going
+for i in 0 1 2; do
+    echo
+    echo "== $bin dump --all-threads --native ${pids[$i]}"
+    echo
+    "$bin" dump --all-threads --native "${pids[$i]}"
+done
+
+echo
+echo "== $bin dump --json ${pids[2]}   (main thread, as JSON)"
+echo
+"$bin" dump --json "${pids[2]}"
 echo
 echo "== stopping the workload"

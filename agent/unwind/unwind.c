@@ -27,6 +27,7 @@
 #define UNWIND_LINETABLE_MAX   (256u * 1024u)
 #define UNWIND_NAME_MAX        (4 * PYSTR_MAX_CHARS + 1)
 #define UNWIND_MAX_GENERATIONS 32u
+#define UNWIND_CHUNK_GUESSES   64u /* thread state -> last chunk, direct-mapped */
 
 static const char unwind_native_name[] = "<native>";
 static const char unwind_gc_name[] = "<GC>";
@@ -46,6 +47,7 @@ struct raw_frame {
 struct chain_link {
     uint64_t raddr;
     uint64_t previous, executable, instr_ptr;
+    bool leaf; /* no Python frame above it: its instruction may move */
     uint8_t now[PYABI_MAX_FRAME];
 };
 
@@ -76,7 +78,9 @@ struct unwinder {
     struct chunk_copy chunks[UNWIND_MAX_CHUNKS];
     size_t nchunks;
     uint64_t next_chunk; /* next older chunk not copied yet */
-    uint64_t *visited;   /* frame addresses of this walk, open addressing */
+    uint64_t guess_tstate[UNWIND_CHUNK_GUESSES];
+    uint64_t guess_chunk[UNWIND_CHUNK_GUESSES];
+    uint64_t *visited; /* frame addresses of this walk, open addressing */
     /* the chain as walked, to check it is still there afterwards */
     struct chain_link *chain;
     size_t nchain;
@@ -210,17 +214,12 @@ static bool unwind_visit(struct unwinder *u, uint64_t addr)
     }
 }
 
-/* Copies the next older data-stack chunk. Returns 0, 1 when there is none, or an error. */
-static int unwind_load_chunk(struct unwinder *u)
+/*
+ * Registers the chunk whose first UNWIND_CHUNK_DEFAULT bytes were copied to
+ * @dst. Returns 0, 1 when it is not a chunk, or a read error.
+ */
+static int unwind_add_chunk(struct unwinder *u, uint64_t raddr, uint8_t *dst)
 {
-    if (u->next_chunk == 0 || u->nchunks == UNWIND_MAX_CHUNKS ||
-        UNWIND_CHUNK_BUF - u->chunk_used < UNWIND_CHUNK_DEFAULT)
-        return 1;
-    uint64_t raddr = u->next_chunk;
-    uint8_t *dst = u->chunk_buf + u->chunk_used;
-    int err = memread_read(u->mr, raddr, dst, UNWIND_CHUNK_DEFAULT);
-    if (err)
-        return err;
     uint64_t size = u64_at(dst + 8);
     if (size <= PYABI_CHUNK_HEADER || size > UNWIND_CHUNK_MAX) {
         u->next_chunk = 0;
@@ -231,7 +230,7 @@ static int unwind_load_chunk(struct unwinder *u)
         /* a big chunk: copy what fits, read frames beyond it directly */
         have = (size_t)size <= UNWIND_CHUNK_BUF - u->chunk_used ? (size_t)size
                                                                 : UNWIND_CHUNK_BUF - u->chunk_used;
-        err = memread_read(u->mr, raddr, dst, have);
+        int err = memread_read(u->mr, raddr, dst, have);
         if (err)
             return err;
     } else {
@@ -240,6 +239,55 @@ static int unwind_load_chunk(struct unwinder *u)
     u->chunks[u->nchunks++] = (struct chunk_copy){raddr, have, dst};
     u->chunk_used += have;
     u->next_chunk = u64_at(dst); /* previous (older) chunk */
+    return 0;
+}
+
+/* Copies the next older data-stack chunk. Returns 0, 1 when there is none, or an error. */
+static int unwind_load_chunk(struct unwinder *u)
+{
+    if (u->next_chunk == 0 || u->nchunks == UNWIND_MAX_CHUNKS ||
+        UNWIND_CHUNK_BUF - u->chunk_used < UNWIND_CHUNK_DEFAULT)
+        return 1;
+    uint64_t raddr = u->next_chunk;
+    uint8_t *dst = u->chunk_buf + u->chunk_used;
+    int err = memread_read(u->mr, raddr, dst, UNWIND_CHUNK_DEFAULT);
+    return err ? err : unwind_add_chunk(u, raddr, dst);
+}
+
+/*
+ * Reads a thread state and, in the same system call, the chunk it used last
+ * time (it rarely changes): one read instead of two, and the thread state and
+ * its newest frames are copied microseconds apart. Returns 0 or a read error.
+ */
+static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
+{
+    const struct py_layout *l = &u->l;
+    size_t slot = (size_t)(tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
+    uint64_t guess = u->guess_tstate[slot] == tstate_raddr ? u->guess_chunk[slot] : 0;
+    u->nchunks = 0;
+    u->chunk_used = 0;
+    int err = -EFAULT;
+    if (guess) {
+        struct memread_iov iov[2] = {
+            {tstate_raddr, u->tstate, l->ts_size},
+            {guess, u->chunk_buf, UNWIND_CHUNK_DEFAULT},
+        };
+        err = memread_readv(u->mr, iov, 2);
+    }
+    if (err == -EFAULT) {
+        guess = 0; /* no guess, or that chunk is gone */
+        err = memread_read(u->mr, tstate_raddr, u->tstate, l->ts_size);
+    }
+    if (err)
+        return err;
+    u->next_chunk = u64_at(u->tstate + l->ts_datastack_chunk);
+    u->guess_tstate[slot] = tstate_raddr;
+    u->guess_chunk[slot] = u->next_chunk;
+    if (guess && guess == u->next_chunk) {
+        err = unwind_add_chunk(u, guess, u->chunk_buf);
+        if (err < 0)
+            return err;
+    }
     return 0;
 }
 
@@ -279,9 +327,6 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
                                       unsigned flags, size_t first)
 {
     const struct py_layout *l = &u->l;
-    u->nchunks = 0;
-    u->chunk_used = 0;
-    u->next_chunk = u64_at(u->tstate + l->ts_datastack_chunk);
     u->stamp++;
     u->nchain = 0;
     uint64_t addr = u64_at(u->tstate + l->ts_current_frame);
@@ -308,6 +353,7 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
             .previous = prev,
             .executable = u64_at(fr + l->fr_executable),
             .instr_ptr = u64_at(fr + l->fr_instr_ptr),
+            .leaf = emitted == 0,
         };
         if (owner == PYABI_OWNER_INTERPRETER) {
             /* C called back into Python here. Not at the root: on 3.15 the
@@ -342,9 +388,11 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
  * The copy of a running thread's stack is not atomic: frames may be popped
  * and reused while it is taken, and a chain can then mix two moments. So the
  * frames the walk went through are read again, in one batched read, and must
- * still link the same way and run the same code; the callers' instruction
- * pointers must not have moved (a caller waits on its call). Only the
- * leaf's instruction may change: it was running.
+ * still link the same way and run the same code; a caller's instruction
+ * pointer must not have moved (a caller waits on its call). Only the leaf's
+ * instruction may change: it was running. (Checking only that the current
+ * frame stayed put while the chunk was copied misses mixed chains on 3.13,
+ * and drops more samples.)
  */
 static enum sample_status unwind_verify(struct unwinder *u)
 {
@@ -355,6 +403,8 @@ static enum sample_status unwind_verify(struct unwinder *u)
     if (l->fr_executable + 8 > len)
         len = l->fr_executable + 8;
     struct memread_iov iov[MEMREAD_MAX_IOV];
+    if (u->nchain == 0)
+        return SAMPLE_OK;
     for (size_t at = 0; at < u->nchain; at += MEMREAD_MAX_IOV) {
         size_t n = u->nchain - at < MEMREAD_MAX_IOV ? u->nchain - at : MEMREAD_MAX_IOV;
         for (size_t i = 0; i < n; i++)
@@ -367,7 +417,7 @@ static enum sample_status unwind_verify(struct unwinder *u)
         const struct chain_link *c = &u->chain[i];
         if (u64_at(c->now + l->fr_previous) != c->previous ||
             u64_at(c->now + l->fr_executable) != c->executable ||
-            (i > 0 && u64_at(c->now + l->fr_instr_ptr) != c->instr_ptr))
+            (!c->leaf && u64_at(c->now + l->fr_instr_ptr) != c->instr_ptr))
             return SAMPLE_INCOMPLETE;
     }
     return SAMPLE_OK;
@@ -525,7 +575,7 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     struct unwind_thread *t = &u->threads[u->result.nthreads++];
     *t = (struct unwind_thread){.tstate_raddr = tstate_raddr, .interp_id = in->id};
     size_t first = u->nframes;
-    int err = memread_read(u->mr, tstate_raddr, u->tstate, l->ts_size);
+    int err = unwind_read_thread(u, tstate_raddr);
     if (err) {
         t->status = status_from_errno(err);
         return false;

@@ -62,3 +62,23 @@ write("pyversion", "3.14.8t", header(b"xdebugpy", 0x030E08F0, 1))
 write("pyversion", "3.16.0", header(b"xdebugpy", 0x031000F0, 0))
 write("pyversion", "bad_cookie", header(b"xdebugpz", 0x030E08F0, 0))
 write("pyversion", "short", b"xdebugpy\xf0\x08")
+
+
+def unwind_seeds():
+    """Recorded images of real processes (tests/fixtures/unwind) as fuzz inputs."""
+    fixtures = os.path.join(HERE, "..", "fixtures", "unwind")
+    for case in ("3.13-callback", "3.14-callback", "3.15-generators"):
+        meta = {}
+        with open(os.path.join(fixtures, case, "meta.txt")) as f:
+            for line in f:
+                key, value = line.split()
+                meta[key] = int(value, 0)
+        with open(os.path.join(fixtures, case, "memory.bin"), "rb") as f:
+            memory = f.read()
+        minor = (meta["version"] >> 16) & 0xFF
+        head = struct.pack("<BBQQ", minor - 13, meta["flags"], meta["runtime"],
+                           meta["section_size"])
+        write("unwind", case, head + memory)
+
+
+unwind_seeds()

@@ -36,6 +36,7 @@ static pid_t start_target(const struct live_case *c, const char *target)
     int64_t pid = 0;
     if (sscanf(out, "%" SCNd64, &pid) != 1 || pid <= 0)
         fail_msg("run-target.sh printed no pid: '%s'", out);
+    test_track_target((pid_t)pid);
     return (pid_t)pid;
 }
 
@@ -45,6 +46,7 @@ static void stop_target(pid_t pid)
     snprintf(cmd, sizeof(cmd), "%s/scripts/run-target.sh stop %d 2>&1", PYPROFD_SOURCE_DIR,
              (int)pid);
     assert_int_equal(test_run(cmd, out, sizeof(out)), 0);
+    test_untrack_target(pid);
 }
 
 /* The second NSpid entry is the pid inside the target's own namespace. */
@@ -158,12 +160,12 @@ static int live_setup(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_live_runtime__python313_chroot),
-        cmocka_unit_test(test_live_runtime__python314_chroot),
-        cmocka_unit_test(test_live_runtime__python315_chroot),
-        cmocka_unit_test(test_live_runtime__python313_container),
-        cmocka_unit_test(test_live_runtime__python314_container),
-        cmocka_unit_test(test_live_runtime__python315_container),
+        cmocka_unit_test_teardown(test_live_runtime__python313_chroot, test_kill_targets),
+        cmocka_unit_test_teardown(test_live_runtime__python314_chroot, test_kill_targets),
+        cmocka_unit_test_teardown(test_live_runtime__python315_chroot, test_kill_targets),
+        cmocka_unit_test_teardown(test_live_runtime__python313_container, test_kill_targets),
+        cmocka_unit_test_teardown(test_live_runtime__python314_container, test_kill_targets),
+        cmocka_unit_test_teardown(test_live_runtime__python315_container, test_kill_targets),
     };
     return cmocka_run_group_tests(tests, live_setup, NULL);
 }

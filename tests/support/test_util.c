@@ -83,3 +83,34 @@ const char *test_fake_path(const char *name, char *buf, size_t len)
     snprintf(buf, len, "%s/%s", dir ? dir : ".", name);
     return buf;
 }
+
+static pid_t test_targets[64];
+
+void test_track_target(pid_t pid)
+{
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(test_targets); i++) {
+        if (test_targets[i] == 0) {
+            test_targets[i] = pid;
+            return;
+        }
+    }
+}
+
+void test_untrack_target(pid_t pid)
+{
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(test_targets); i++) {
+        if (test_targets[i] == pid)
+            test_targets[i] = 0;
+    }
+}
+
+int test_kill_targets(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(test_targets); i++) {
+        if (test_targets[i] > 0)
+            kill(test_targets[i], SIGKILL); /* also ends a container-mode unshare */
+        test_targets[i] = 0;
+    }
+    return 0;
+}

@@ -27,6 +27,17 @@ void test_kill_child(pid_t pid);
  */
 int test_run(const char *cmd, char *out, size_t out_len);
 
+/**
+ * Remembers a started target process so that test_kill_targets() can stop it
+ * when a test fails half-way (a failed assertion leaves the test function at
+ * once). At most 64 are tracked.
+ */
+void test_track_target(pid_t pid);
+/** Forgets @a pid (it was stopped normally). */
+void test_untrack_target(pid_t pid);
+/** SIGKILLs every tracked target: a cmocka teardown (@a state is unused). */
+int test_kill_targets(void **state);
+
 /** Path of a fake program built by tests/support (PYPROFD_FAKE_DIR/name). */
 const char *test_fake_path(const char *name, char *buf, size_t len);
 
