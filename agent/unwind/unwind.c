@@ -699,10 +699,11 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         }
         if (l->has_code_generation)
             unwind_check_generation(u, &in);
-        if (!in.threads_main) {
+        if (!in.threads_main && in.id == 0) {
             /* Only python's own main() records the main thread; an embedding
              * program never does. Threads are pushed at the head of the list,
-             * so the first thread, the one that set Python up, is the tail. */
+             * so the first thread, the one that set Python up, is the tail.
+             * Sub-interpreters have no main thread unless they say so. */
             err = unwind_find_tail(u, &in);
             if (err) {
                 *status = status_from_errno(err);

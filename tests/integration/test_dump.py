@@ -571,6 +571,35 @@ class ThreadsTest(DumpCase):
 
 
 @per_case
+class SubinterpreterTest(DumpCase):
+    """subinterpreters.py: a sub-interpreter running sub_work() in thread "sub"."""
+
+    TARGET = "subinterpreters"
+
+    def check_subinterpreters(self, version, mode):
+        """-a walks every interpreter: the sub-interpreter's stack appears"""
+        t = self.target(version, mode)
+        result = self.dump_json(t, "-a")
+        stacks = [[f["function"] for f in th["frames"]] for th in result["threads"]]
+        self.assertIn(["sub_work", "<module>"], stacks, f"no sub-interpreter stack: {stacks}")
+        self.assertIn(["main_loop", "<module>"], stacks, f"no main stack: {stacks}")
+        sub = [th for th in result["threads"] if th["frames"] and
+               th["frames"][0]["function"] == "sub_work"][0]
+        self.assertEqual(sub["thread_id"], t.expected["sub_tid"])
+        # "main" is per interpreter, as in CPython: running code in a
+        # sub-interpreter makes that thread the sub-interpreter's main thread
+        self.assertTrue(sub["main"], "the thread running the sub-interpreter is its main")
+        main = [th for th in result["threads"] if th["frames"] and
+                th["frames"][0]["function"] == "main_loop"][0]
+        self.assertTrue(main["main"])
+        self.assertEqual(main["thread_id"], t.expected["main_tid"])
+        # without -a: only the main interpreter's main thread
+        only = self.dump_json(t)
+        self.assertEqual([[f["function"] for f in th["frames"]] for th in only["threads"]],
+                         [["main_loop", "<module>"]])
+
+
+@per_case
 class SecondRuntimeTest(DumpCase):
     """ctypes_second_libpython.py: an uninitialised libpython3.X.so mapped as well."""
 
