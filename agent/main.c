@@ -19,6 +19,8 @@ static void usage(FILE *out)
     fputs("usage: pyprofd <command> [options]\n"
           "\n"
           "commands:\n"
+          "  record [options] PID | record [options] -- COMMAND [ARGS...]\n"
+          "          sample a process at a fixed rate and write a pprof profile\n"
           "  dump [-a] [--native] [--json] PID\n"
           "          print the Python stacks of a live process, leaf first\n"
           "  probe [--backend auto|vm|procmem] PID...\n"
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "dump") == 0)
         return cli_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "record") == 0)
+        return cli_record(argc - 1, argv + 1);
     if (strcmp(cmd, "probe") == 0)
         return cli_probe(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

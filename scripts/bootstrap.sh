@@ -31,6 +31,7 @@ PACKAGES=(
 	clang-tidy
 	cppcheck
 	shellcheck
+	golang-go # go tool pprof reads our profiles in tests
 	python3 # test drivers and vector generators run on Debian's own /usr/bin/python3
 	# test rootfs (scripts/python-rootfs.sh, scripts/run-target.sh)
 	debootstrap

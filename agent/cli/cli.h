@@ -45,5 +45,11 @@ int cli_parse_backend(const char *arg, enum memread_backend *out);
 
 int cli_probe(int argc, char **argv);
 int cli_dump(int argc, char **argv);
+int cli_record(int argc, char **argv);
+
+#ifdef PYPROFD_UNITTEST
+/* record.c internals reached by tests/unit/agent/cli/test_record.c */
+int record_parse_rate(const char *s, double *out);
+#endif
 
 #endif /* PYPROFD_CLI_CLI_H */

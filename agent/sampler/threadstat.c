@@ -114,3 +114,17 @@ int threadstat_host_tid(const char *proc_root, pid_t pid, uint64_t ns_tid, pid_t
     closedir(d);
     return err;
 }
+
+int threadstat_comm(const char *proc_root, pid_t pid, pid_t host_tid, char *buf, size_t len)
+{
+    char path[256], tmp[64];
+    snprintf(path, sizeof(path), "%s/%d/task/%d/comm", proc_root, (int)pid, (int)host_tid);
+    ssize_t n = threadstat_slurp(path, tmp, sizeof(tmp));
+    if (n < 0)
+        return (int)n;
+    while (n > 0 && (tmp[n - 1] == '\n' || tmp[n - 1] == '\0'))
+        n--;
+    tmp[n] = '\0';
+    snprintf(buf, len, "%s", tmp);
+    return 0;
+}

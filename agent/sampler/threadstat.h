@@ -39,4 +39,11 @@ PYPROFD_WARN_UNUSED int threadstat_state(const char *proc_root, pid_t pid, pid_t
 PYPROFD_WARN_UNUSED int threadstat_host_tid(const char *proc_root, pid_t pid, uint64_t ns_tid,
                                             pid_t *host_tid);
 
+/**
+ * Reads the name of thread @a host_tid (/proc/PID/task/TID/comm, at most 15
+ * characters) into @a buf without the newline. Returns 0 or a negative errno.
+ */
+PYPROFD_WARN_UNUSED int threadstat_comm(const char *proc_root, pid_t pid, pid_t host_tid, char *buf,
+                                        size_t len);
+
 #endif /* PYPROFD_SAMPLER_THREADSTAT_H */

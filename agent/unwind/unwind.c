@@ -105,6 +105,9 @@ struct unwinder {
     uint8_t *linetable_buf;
     uint64_t *check_addr; /* 3.13: code objects to re-check this sample */
     uint8_t *check_buf;
+
+    bool (*on_cpu)(void *ctx, uint64_t native_tid);
+    void *on_cpu_ctx;
 };
 
 static uint64_t u64_at(const uint8_t *p)
@@ -190,6 +193,13 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->check_addr);
     alloc_free(u->check_buf);
     alloc_free(u);
+}
+
+void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t native_tid),
+                         void *ctx)
+{
+    u->on_cpu = on_cpu;
+    u->on_cpu_ctx = ctx;
 }
 
 const struct py_layout *unwinder_layout(const struct unwinder *u)
@@ -497,6 +507,7 @@ static void unwind_resolve(struct unwinder *u, size_t from)
         struct unwind_frame *f = &u->frames[i];
         f->kind = r->kind;
         f->code_raddr = r->code_raddr;
+        f->first_line = 0;
         f->file = unwind_marker_file;
         f->pos = (struct linetable_pos){LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN,
                                         LINETABLE_UNKNOWN};
@@ -519,6 +530,7 @@ static void unwind_resolve(struct unwinder *u, size_t from)
         }
         f->function = ci->qualname;
         f->file = ci->filename;
+        f->first_line = ci->firstlineno;
         if (r->instr_ptr < ci->bytecode_raddr ||
             (r->instr_ptr - ci->bytecode_raddr) / 2 > UINT32_MAX)
             continue;
@@ -583,6 +595,14 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     t->native_thread_id = u64_at(u->tstate + l->ts_native_thread_id);
     t->thread_id = u64_at(u->tstate + l->ts_thread_id);
     unwind_thread_flags(u, t, in);
+    /* the mode's test, before any frame is read */
+    if (((flags & UNWIND_ONLY_GIL) && !(t->flags & UNWIND_THREAD_HOLDS_GIL)) ||
+        ((flags & UNWIND_ONLY_EXCEPTION) && !(t->flags & UNWIND_THREAD_HAS_EXCEPTION)) ||
+        ((flags & UNWIND_ONLY_ON_CPU) && u->on_cpu &&
+         !u->on_cpu(u->on_cpu_ctx, t->native_thread_id))) {
+        u->result.nthreads--;
+        return true;
+    }
 
     /* 3.13/3.14 have no GC frame: mark the collecting (GIL-holding) thread's top */
     if (!(flags & UNWIND_NO_GC) && !l->has_gc_frame && in->gc_collecting &&

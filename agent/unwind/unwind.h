@@ -48,6 +48,11 @@ enum unwind_flags {
     UNWIND_ALL_THREADS = 1 << 0, /* every thread of every interpreter */
     UNWIND_NATIVE = 1 << 1,      /* <native> where C called back into Python */
     UNWIND_NO_GC = 1 << 2,       /* no <GC> marker */
+    /* Modes: threads that do not qualify are left out before their frames
+     * are read (they cost the thread-state read only). */
+    UNWIND_ONLY_GIL = 1 << 3,       /* threads holding the GIL */
+    UNWIND_ONLY_EXCEPTION = 1 << 4, /* threads handling an exception */
+    UNWIND_ONLY_ON_CPU = 1 << 5,    /* threads the kernel has on a CPU (see unwinder_set_on_cpu) */
 };
 
 enum unwind_frame_kind {
@@ -62,6 +67,7 @@ struct unwind_frame {
     enum unwind_frame_kind kind;
     const char *function; /* co_qualname, or a marker name */
     const char *file;     /* co_filename; "~" for markers */
+    int32_t first_line;   /* co_firstlineno; 0 for markers and unreadable frames */
     uint64_t code_raddr;
     struct linetable_pos pos; /* of the current instruction; fields may be LINETABLE_UNKNOWN */
 };
@@ -114,6 +120,14 @@ PYPROFD_WARN_UNUSED int unwinder_new(struct memread *mr, const struct pyruntime 
 PYPROFD_WARN_UNUSED int unwinder_sample(struct unwinder *u, unsigned flags,
                                         const struct unwind_result **out,
                                         enum sample_status *status);
+
+/**
+ * Sets how UNWIND_ONLY_ON_CPU asks whether a thread (by its native thread id
+ * as the target sees it) is on a CPU; without it every thread qualifies.
+ * @a ctx is borrowed.
+ */
+void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t native_tid),
+                         void *ctx);
 
 /** The validated layout in use. */
 const struct py_layout *unwinder_layout(const struct unwinder *u);

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agg.h: stage 4, aggregation. Turns samples (stacks of unwinder frames,
+ * leaf first, with their thread) into counts over a profile window, in the
+ * shape pprof wants: interned strings, functions, locations and whole
+ * stacks, so memory grows with the number of *distinct* stacks, not with the
+ * number of samples. A thread whose stack did not change since its previous
+ * sample is counted without hashing anything.
+ *
+ * Tables (all ids dense and 0-based here; pprof ids are index + 1):
+ *   strings    id 0 is always "" (pprof requires it)
+ *   functions  (name, system name, file name, start line)
+ *   locations  one per (function, line, column)
+ *   samples    one per distinct (stack, thread id, thread name, task name),
+ *              with the summed count and nanoseconds
+ *
+ * Everything is bounded by struct agg_limits: a sample that would exceed a
+ * cap is dropped and counted (agg_stats), never grows the window further.
+ * Memory is taken at agg_new() and reused after agg_reset(): adding samples
+ * does not allocate.
+ *
+ * Thread safety: one thread at a time (the sampler); the encoder reads a
+ * window only after the sampler handed it over.
+ */
+#ifndef PYPROFD_AGGREGATE_AGG_H
+#define PYPROFD_AGGREGATE_AGG_H
+
+#include "base/compat.h"
+
+#include "unwind/unwind.h"
+
+/** Caps of one window. Zero fields take the defaults of agg_limits_default(). */
+struct agg_limits {
+    size_t string_bytes; /* all interned strings, terminators included */
+    size_t strings;
+    size_t functions;
+    size_t locations;
+    size_t samples;     /* distinct stacks */
+    size_t stack_slots; /* location ids stored for all distinct stacks */
+    size_t threads;     /* threads remembered for coalescing */
+};
+
+/** The defaults: 8 MiB of strings, 64k strings/functions, 256k locations/samples. */
+struct agg_limits agg_limits_default(void);
+
+struct agg_function {
+    uint32_t name;        /* string id: the qualified name */
+    uint32_t system_name; /* string id: the plain name (last part of the qualname) */
+    uint32_t filename;    /* string id */
+    int64_t start_line;   /* co_firstlineno, 0 when unknown */
+};
+
+struct agg_location {
+    uint32_t function; /* index into the function table */
+    int64_t line;      /* 0 when unknown */
+    int64_t column;    /* 1-based as pprof counts them, 0 when unknown */
+};
+
+struct agg_sample {
+    const uint32_t *locations; /* location indices, leaf first */
+    uint32_t nlocations;
+    uint64_t thread_id;   /* native thread id as the target sees it */
+    uint32_t thread_name; /* string id, never 0 ("" is not a label value) */
+    uint32_t task_name;   /* string id, 0 when there is none */
+    int64_t count;        /* samples */
+    int64_t nanos;        /* time they stand for */
+};
+
+struct agg_stats {
+    uint64_t added;     /* samples counted */
+    uint64_t coalesced; /* of which counted as a repeat of the thread's previous stack */
+    uint64_t dropped;   /* samples dropped because a cap was reached */
+};
+
+struct agg;
+
+/** Creates an empty window with @a limits (NULL: defaults). Returns 0 or -ENOMEM. */
+PYPROFD_WARN_UNUSED int agg_new(const struct agg_limits *limits, struct agg **out);
+/** Frees; NULL is a no-op. */
+void agg_free(struct agg *a);
+/** Empties the window (tables, samples, stats) keeping its memory. */
+void agg_reset(struct agg *a);
+
+/**
+ * Counts one sample: @a frames (leaf first, borrowed) of thread @a thread_id
+ * named @a thread_name (NULL or "" becomes "unknown"), optionally in asyncio
+ * task @a task_name (NULL: none), worth @a count samples and @a nanos
+ * nanoseconds. Returns 0, or -E2BIG when a cap was hit (the sample is dropped
+ * and counted).
+ */
+PYPROFD_WARN_UNUSED int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n,
+                                uint64_t thread_id, const char *thread_name, const char *task_name,
+                                int64_t count, int64_t nanos);
+
+/** Read side, for the encoders. Indices are 0-based; valid until the next add/reset. */
+size_t agg_string_count(const struct agg *a);
+const char *agg_string(const struct agg *a, uint32_t id);
+size_t agg_function_count(const struct agg *a);
+const struct agg_function *agg_function(const struct agg *a, size_t i);
+size_t agg_location_count(const struct agg *a);
+const struct agg_location *agg_location(const struct agg *a, size_t i);
+size_t agg_sample_count(const struct agg *a);
+const struct agg_sample *agg_sample(const struct agg *a, size_t i);
+struct agg_stats agg_stats(const struct agg *a);
+
+#endif /* PYPROFD_AGGREGATE_AGG_H */

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record.c: `pyprofd record [options] PID` and `pyprofd record [options] --
+ * COMMAND ARGS...`: sample a process at a fixed rate until it exits, the
+ * duration ends or Ctrl-C, then write a pprof profile or folded stacks and
+ * one summary line. docs/usage.md documents every option.
+ */
+#include "base/compat.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "aggregate/agg.h"
+#include "base/alloc.h"
+#include "base/log.h"
+#include "cli/cli.h"
+#include "pprof/collapsed.h"
+#include "pprof/gzip.h"
+#include "pprof/pprof_build.h"
+#include "sampler/sampler.h"
+
+#define RECORD_MAX_RATE   100000.0 /* Hz */
+#define RECORD_WAIT_START 30       /* seconds a launched command may take to start Python */
+
+enum record_format { RECORD_AUTO, RECORD_PPROF, RECORD_COLLAPSED };
+
+struct record_opts {
+    double rate;
+    double duration; /* seconds; 0 = until the target exits or Ctrl-C */
+    enum sampler_mode mode;
+    unsigned unwind_flags;
+    bool blocking;
+    bool realtime_stats;
+    const char *output;
+    enum record_format format;
+    enum memread_backend backend;
+};
+
+static volatile sig_atomic_t record_stop;
+
+static void record_on_signal(int sig)
+{
+    (void)sig;
+    record_stop = 1;
+}
+
+static uint64_t record_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t record_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* "250", "10k", "10khz", "2.5kHz", "100hz" -> Hz. */
+PYPROFD_STATIC int record_parse_rate(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0))
+        return -EINVAL;
+    if (*end == 'k' || *end == 'K') {
+        v *= 1000.0;
+        end++;
+    }
+    if (strcasecmp(end, "hz") == 0)
+        end += 2;
+    if (*end != '\0')
+        return -EINVAL;
+    if (v > RECORD_MAX_RATE || v < 0.01)
+        return -ERANGE;
+    *out = v;
+    return 0;
+}
+
+static bool record_ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void record_usage(FILE *out)
+{
+    fputs("usage: pyprofd record [options] PID\n"
+          "       pyprofd record [options] -- COMMAND [ARGS...]\n"
+          "\n"
+          "Samples a CPython 3.13-3.15 process until it exits, the duration ends or Ctrl-C,\n"
+          "then writes a profile.\n"
+          "\n"
+          "  -r, --rate HZ          samples per second: 250, 10k, 10khz (default 100)\n"
+          "  -d, --duration SECS    stop after this long (default: until exit or Ctrl-C)\n"
+          "      --mode MODE        wall (default), cpu, gil or exception\n"
+          "  -a, --all-threads      every thread (default: the main thread)\n"
+          "      --native           <native> where C code called back into Python\n"
+          "      --no-gc            no <GC> marker during garbage collection\n"
+          "      --blocking         stop the target's threads around each sample\n"
+          "  -o, --output FILE      where to write (default: pyprofd-PID.pb.gz)\n"
+          "      --format FORMAT    pprof or collapsed (default: from the file name:\n"
+          "                         pprof for .pb.gz and .pprof, else collapsed)\n"
+          "      --realtime-stats   print the achieved rate every second\n"
+          "      --backend B        memory reader: auto (default), vm or procmem\n",
+          out);
+}
+
+/* Launches COMMAND; returns its pid or -1. */
+static pid_t record_launch(char **argv)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        fprintf(stderr, "pyprofd: error: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits until the launched @child has an initialised CPython runtime. */
+static int record_wait_python(pid_t child, struct cli_target *t, enum memread_backend backend)
+{
+    for (int i = 0; i < RECORD_WAIT_START * 100 && !record_stop; i++) {
+        int status;
+        if (waitpid(child, &status, WNOHANG) == child) {
+            log_error("'%d' exited before Python started (status %d)", (int)child,
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            return CLI_EXIT_FAIL;
+        }
+        struct memread *mr = NULL;
+        struct pyruntime rt;
+        char why[256];
+        bool ready = false;
+        if (memread_open(child, backend, &mr) == 0 &&
+            pyruntime_locate("/proc", child, mr, &rt, why, sizeof(why)) == 0 && rt.initialized) {
+            uint64_t head = 0; /* has an interpreter and a thread */
+            ready = true;
+            (void)head;
+        }
+        memread_free(mr);
+        if (ready)
+            return cli_attach(child, backend, true, t);
+        usleep(10000);
+    }
+    log_error("process %d did not start a CPython 3.13+ interpreter within %d s", (int)child,
+              RECORD_WAIT_START);
+    return CLI_EXIT_FAIL;
+}
+
+static int record_write(const struct record_opts *o, const char *path, const struct agg *agg,
+                        enum sampler_mode mode, uint64_t interval_ns, int64_t start_wall,
+                        int64_t duration_ns)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        log_error("cannot write '%s': %s", tmp, strerror(errno));
+        return -errno;
+    }
+    int err = 0;
+    bool pprof = o->format == RECORD_PPROF ||
+                 (o->format == RECORD_AUTO &&
+                  (record_ends_with(path, ".pb.gz") || record_ends_with(path, ".pprof")));
+    if (pprof) {
+        struct pprof_meta meta = {
+            .value_type = sampler_mode_name(mode),
+            .value_unit = "nanoseconds",
+            .period_ns = (int64_t)interval_ns,
+            .time_nanos = start_wall,
+            .duration_nanos = duration_ns,
+        };
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        err = pprof_build(agg, &meta, &buf, &len);
+        if (!err && fwrite(buf, 1, len, f) != len)
+            err = -EIO;
+        alloc_free(buf);
+    } else {
+        err = collapsed_write(agg, f);
+    }
+    if (fclose(f) && !err)
+        err = -EIO;
+    if (!err && rename(tmp, path) < 0)
+        err = -errno;
+    if (err) {
+        log_error("cannot write '%s': %s", path, strerror(-err));
+        unlink(tmp);
+    }
+    return err;
+}
+
+static void record_summary(const struct sampler_counts *c, double seconds)
+{
+    double failed_pct = c->attempts ? 100.0 * (double)c->failed / (double)c->attempts : 0;
+    uint64_t due = c->attempts + c->missed;
+    double missed_pct = due ? 100.0 * (double)c->missed / (double)due : 0;
+    fprintf(stderr,
+            "pyprofd: %" PRIu64 " samples in %.2f s (%.1f Hz achieved), %" PRIu64
+            " failed (%.1f%%), %" PRIu64 " missed (%.1f%%)\n",
+            c->taken, seconds, seconds > 0 ? (double)c->attempts / seconds : 0, c->failed,
+            failed_pct, c->missed, missed_pct);
+    if (c->failed) {
+        fputs("pyprofd: failed samples:", stderr);
+        for (int s = 0; s < SAMPLE_STATUS_COUNT; s++)
+            if (c->failed_by[s])
+                fprintf(stderr, " %s %" PRIu64, status_name((enum sample_status)s),
+                        c->failed_by[s]);
+        fputc('\n', stderr);
+    }
+    if (c->missed)
+        fprintf(stderr,
+                "pyprofd: warning: %" PRIu64 " samples were missed: the sampler could "
+                "not keep up with the rate; lower it with --rate\n",
+                c->missed);
+}
+
+static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
+{
+    struct cli_target t;
+    struct agg *agg = NULL;
+    struct sampler *s = NULL;
+    int status =
+        child ? record_wait_python(child, &t, o->backend) : cli_attach(pid, o->backend, true, &t);
+    if (status != CLI_EXIT_OK)
+        goto out;
+    pid = t.pid;
+    if (agg_new(NULL, &agg)) {
+        log_error("out of memory for the profile");
+        status = CLI_EXIT_FAIL;
+        goto out;
+    }
+    uint64_t interval = (uint64_t)llround(1e9 / o->rate);
+    struct sampler_opts so = {.mode = o->mode,
+                              .interval_ns = interval ? interval : 1,
+                              .unwind_flags = o->unwind_flags,
+                              .blocking = o->blocking};
+    uint64_t start = record_now();
+    int64_t start_wall = record_wall_ns();
+    int err = sampler_new(pid, t.unwinder, agg, &so, start, &s);
+    if (err) {
+        log_error("cannot sample process %d: %s", (int)pid,
+                  err == -EPERM ? "cannot stop its threads with ptrace (--blocking needs "
+                                  "CAP_SYS_PTRACE, and no other tracer)"
+                                : strerror(-err));
+        status = CLI_EXIT_FAIL;
+        goto out;
+    }
+    char ver[32];
+    fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s\n", (int)pid,
+            pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate, sampler_mode_name(o->mode),
+            o->duration > 0 ? "" : "; Ctrl-C to stop");
+
+    uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+    uint64_t next_stats = start + 1000000000ull, stats_attempts = 0;
+    while (!record_stop) {
+        uint64_t due = sampler_due(s);
+        if (due >= end)
+            break;
+        struct timespec ts = {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)};
+        if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            continue; /* a signal: the loop condition decides */
+        uint64_t now = record_now();
+        if (sampler_attempt(s, now) == -ESRCH)
+            break; /* the target exited */
+        if (child && waitpid(child, NULL, WNOHANG) == child) {
+            child = 0;
+            break;
+        }
+        if (o->realtime_stats && now >= next_stats) {
+            struct sampler_counts c = sampler_counts(s);
+            fprintf(stderr,
+                    "pyprofd: %" PRIu64 " Hz, %" PRIu64 " samples, %" PRIu64 " failed, %" PRIu64
+                    " missed\n",
+                    c.attempts - stats_attempts, c.taken, c.failed, c.missed);
+            stats_attempts = c.attempts;
+            next_stats += 1000000000ull;
+        }
+    }
+    uint64_t stop = record_now();
+    struct sampler_counts c = sampler_counts(s);
+    sampler_free(s); /* detach before writing, so a blocked target runs again */
+    s = NULL;
+
+    char defpath[64];
+    const char *path = o->output;
+    if (!path) {
+        snprintf(defpath, sizeof(defpath), "pyprofd-%d.%s", (int)pid,
+                 o->format == RECORD_COLLAPSED ? "txt" : "pb.gz");
+        path = defpath;
+    }
+    if (record_write(o, path, agg, o->mode, so.interval_ns, start_wall, (int64_t)(stop - start)))
+        status = CLI_EXIT_FAIL;
+    else
+        fprintf(stderr, "pyprofd: wrote %s\n", path);
+    record_summary(&c, (double)(stop - start) / 1e9);
+out:
+    if (child > 0) {
+        int st;
+        waitpid(child, &st, 0); /* the launched command runs to its end */
+    }
+    sampler_free(s);
+    agg_free(agg);
+    cli_detach(&t);
+    return status;
+}
+
+int cli_record(int argc, char **argv)
+{
+    enum {
+        OPT_MODE = 256,
+        OPT_NATIVE,
+        OPT_NO_GC,
+        OPT_BLOCKING,
+        OPT_FORMAT,
+        OPT_STATS,
+        OPT_BACKEND
+    };
+    static const struct option opts[] = {
+        {"rate", required_argument, NULL, 'r'},
+        {"duration", required_argument, NULL, 'd'},
+        {"mode", required_argument, NULL, OPT_MODE},
+        {"all-threads", no_argument, NULL, 'a'},
+        {"native", no_argument, NULL, OPT_NATIVE},
+        {"no-gc", no_argument, NULL, OPT_NO_GC},
+        {"blocking", no_argument, NULL, OPT_BLOCKING},
+        {"output", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"realtime-stats", no_argument, NULL, OPT_STATS},
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct record_opts o = {.rate = 100, .mode = SAMPLER_WALL};
+    int c;
+    optind = 1;
+    /* '+': stop at the first non-option, so COMMAND's own options stay its own */
+    while ((c = getopt_long(argc, argv, "+r:d:ao:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': {
+            int err = record_parse_rate(optarg, &o.rate);
+            if (err) {
+                log_error(err == -ERANGE ? "rate '%s' is out of range (0.01 Hz to 100 kHz)"
+                                         : "'%s' is not a rate (examples: 250, 10k, 10khz)",
+                          optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'd': {
+            char *end = NULL;
+            o.duration = strtod(optarg, &end);
+            if (end == optarg || *end || !(o.duration > 0)) {
+                log_error("'%s' is not a duration in seconds", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        }
+        case OPT_MODE:
+            if (sampler_mode_parse(optarg, &o.mode)) {
+                log_error("unknown mode '%s' (use wall, cpu, gil or exception)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'a':
+            o.unwind_flags |= UNWIND_ALL_THREADS;
+            break;
+        case OPT_NATIVE:
+            o.unwind_flags |= UNWIND_NATIVE;
+            break;
+        case OPT_NO_GC:
+            o.unwind_flags |= UNWIND_NO_GC;
+            break;
+        case OPT_BLOCKING:
+            o.blocking = true;
+            break;
+        case 'o':
+            o.output = optarg;
+            break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "pprof") == 0)
+                o.format = RECORD_PPROF;
+            else if (strcmp(optarg, "collapsed") == 0)
+                o.format = RECORD_COLLAPSED;
+            else {
+                log_error("unknown format '%s' (use pprof or collapsed)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case OPT_STATS:
+            o.realtime_stats = true;
+            break;
+        case OPT_BACKEND:
+            if (cli_parse_backend(optarg, &o.backend))
+                return CLI_EXIT_USAGE;
+            break;
+        case 'h':
+            record_usage(stdout);
+            return CLI_EXIT_OK;
+        default:
+            record_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (o.blocking && o.rate > 10000)
+        log_warn("--blocking at %g Hz stops the target more than 10,000 times a second; "
+                 "expect it to slow down a lot",
+                 o.rate);
+
+    bool command = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+    if (optind >= argc) {
+        log_error("record needs a PID, or -- and a command to run");
+        record_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    pid_t pid = 0, child = 0;
+    if (!command) {
+        if (optind + 1 != argc) {
+            log_error("record takes one PID (use -- to run a command)");
+            return CLI_EXIT_USAGE;
+        }
+        if (cli_parse_pid(argv[optind], &pid))
+            return CLI_EXIT_USAGE;
+    }
+
+    struct sigaction sa = {.sa_handler = record_on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    record_stop = 0;
+    if (command) {
+        child = record_launch(argv + optind);
+        if (child < 0) {
+            log_error("cannot start '%s': %s", argv[optind], strerror(errno));
+            return CLI_EXIT_FAIL;
+        }
+    }
+    return record_run(&o, pid, child);
+}

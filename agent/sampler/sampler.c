@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampler.c: one target's sampling loop body (see sampler.h): schedule,
+ * mode, thread names, ptrace stops, counting.
+ */
+#include "base/compat.h"
+
+#include <dirent.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include "base/alloc.h"
+#include "base/strnum.h"
+#include "sampler/sampler.h"
+#include "sampler/schedule.h"
+#include "sampler/threadstat.h"
+
+#define SAMPLER_THREADS      256u          /* threads whose name and host TID are cached */
+#define SAMPLER_NAME_REFRESH 1000000000ull /* re-read a thread's name after 1 s */
+#define SAMPLER_MAX_TRACED   1024u
+
+/* A target thread as the kernel knows it. */
+struct sampler_thread {
+    uint64_t ns_tid; /* 0 = free slot */
+    pid_t host_tid;
+    uint64_t named_ns;
+    char name[32];
+};
+
+struct sampler {
+    pid_t pid;
+    struct unwinder *u;
+    struct agg *agg;
+    struct sampler_opts opts;
+    struct schedule sched;
+    uint64_t last_attempt_ns;
+    struct sampler_counts counts;
+    struct sampler_thread threads[SAMPLER_THREADS];
+    uint64_t now_ns; /* of the attempt in progress */
+    pid_t *traced;   /* blocking mode: seized TIDs */
+    size_t ntraced;
+};
+
+static const char *const sampler_modes[] = {"wall", "cpu", "gil", "exception"};
+
+const char *sampler_mode_name(enum sampler_mode m)
+{
+    return (unsigned)m < PYPROFD_ARRAY_SIZE(sampler_modes) ? sampler_modes[m] : "?";
+}
+
+int sampler_mode_parse(const char *name, enum sampler_mode *out)
+{
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(sampler_modes); i++) {
+        if (strcmp(name, sampler_modes[i]) == 0) {
+            *out = (enum sampler_mode)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/* The cached kernel view of thread @ns_tid, looked up or refreshed. */
+static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
+{
+    size_t i = (size_t)(ns_tid * 0x9E3779B97F4A7C15ull >> 32) % SAMPLER_THREADS;
+    struct sampler_thread *t = NULL;
+    for (size_t k = 0; k < SAMPLER_THREADS; k++) {
+        struct sampler_thread *c = &s->threads[(i + k) % SAMPLER_THREADS];
+        if (c->ns_tid == ns_tid || c->ns_tid == 0) {
+            t = c;
+            break;
+        }
+    }
+    if (!t)
+        t = &s->threads[i]; /* full: evict */
+    if (t->ns_tid != ns_tid) {
+        pid_t host = 0;
+        *t = (struct sampler_thread){.ns_tid = ns_tid};
+        if (threadstat_host_tid("/proc", s->pid, ns_tid, &host) == 0)
+            t->host_tid = host;
+    }
+    if (t->host_tid && (t->named_ns == 0 || s->now_ns - t->named_ns > SAMPLER_NAME_REFRESH)) {
+        if (threadstat_comm("/proc", s->pid, t->host_tid, t->name, sizeof(t->name)))
+            t->name[0] = '\0';
+        t->named_ns = s->now_ns ? s->now_ns : 1;
+    }
+    return t;
+}
+
+static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
+{
+    struct sampler *s = ctx;
+    struct sampler_thread *t = sampler_thread(s, ns_tid);
+    char state;
+    return t->host_tid && threadstat_state("/proc", s->pid, t->host_tid, &state) == 0 &&
+           state == 'R';
+}
+
+/* --- blocking mode ----------------------------------------------------- */
+
+static bool sampler_is_traced(const struct sampler *s, pid_t tid)
+{
+    for (size_t i = 0; i < s->ntraced; i++)
+        if (s->traced[i] == tid)
+            return true;
+    return false;
+}
+
+/* Seizes threads not traced yet. Returns 0 or -EPERM. */
+static int sampler_seize_new(struct sampler *s)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)s->pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -ESRCH;
+    struct dirent *de;
+    int err = 0;
+    while ((de = readdir(d)) != NULL && s->ntraced < SAMPLER_MAX_TRACED) {
+        int64_t tid;
+        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid) || sampler_is_traced(s, (pid_t)tid))
+            continue;
+        if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) == 0)
+            s->traced[s->ntraced++] = (pid_t)tid;
+        else if (errno == EPERM)
+            err = -EPERM;
+    }
+    closedir(d);
+    return err;
+}
+
+static void sampler_stop_all(struct sampler *s)
+{
+    (void)sampler_seize_new(s);
+    for (size_t i = 0; i < s->ntraced; i++)
+        (void)ptrace(PTRACE_INTERRUPT, s->traced[i], NULL, NULL);
+    for (size_t i = 0; i < s->ntraced; i++) {
+        int status;
+        if (waitpid(s->traced[i], &status, __WALL) < 0 || WIFEXITED(status) ||
+            WIFSIGNALED(status)) {
+            s->traced[i--] = s->traced[--s->ntraced]; /* gone */
+        }
+    }
+}
+
+static void sampler_resume_all(struct sampler *s)
+{
+    for (size_t i = 0; i < s->ntraced; i++)
+        (void)ptrace(PTRACE_CONT, s->traced[i], NULL, NULL);
+}
+
+/* --- public ------------------------------------------------------------ */
+
+int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg, const struct sampler_opts *opts,
+                uint64_t now_ns, struct sampler **out)
+{
+    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PYPROFD_ARRAY_SIZE(sampler_modes))
+        return -EINVAL;
+    struct sampler *s = alloc_calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->pid = pid;
+    s->u = u;
+    s->agg = agg;
+    s->opts = *opts;
+    schedule_init(&s->sched, now_ns, opts->interval_ns);
+    s->last_attempt_ns = now_ns;
+    if (opts->mode == SAMPLER_CPU)
+        unwinder_set_on_cpu(u, sampler_on_cpu, s);
+    if (opts->blocking) {
+        s->traced = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->traced));
+        int err = s->traced ? sampler_seize_new(s) : -ENOMEM;
+        if (err || s->ntraced == 0) {
+            sampler_free(s);
+            return err ? err : -EPERM;
+        }
+    }
+    *out = s;
+    return 0;
+}
+
+void sampler_free(struct sampler *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->ntraced; i++)
+        (void)ptrace(PTRACE_DETACH, s->traced[i], NULL, NULL);
+    if (s->opts.mode == SAMPLER_CPU)
+        unwinder_set_on_cpu(s->u, NULL, NULL);
+    alloc_free(s->traced);
+    alloc_free(s);
+}
+
+uint64_t sampler_due(const struct sampler *s)
+{
+    return schedule_due(&s->sched);
+}
+
+static unsigned sampler_unwind_flags(const struct sampler *s)
+{
+    unsigned f = s->opts.unwind_flags & (UNWIND_ALL_THREADS | UNWIND_NATIVE | UNWIND_NO_GC);
+    switch (s->opts.mode) {
+    case SAMPLER_CPU:
+        return f | UNWIND_ONLY_ON_CPU;
+    case SAMPLER_GIL:
+        return f | UNWIND_ONLY_GIL;
+    case SAMPLER_EXCEPTION:
+        return f | UNWIND_ONLY_EXCEPTION;
+    case SAMPLER_WALL:
+    default:
+        return f;
+    }
+}
+
+int sampler_attempt(struct sampler *s, uint64_t now_ns)
+{
+    s->now_ns = now_ns;
+    schedule_attempted(&s->sched, now_ns);
+    s->last_attempt_ns = now_ns;
+    s->counts.attempts++;
+
+    if (s->opts.blocking)
+        sampler_stop_all(s);
+    const struct unwind_result *r = NULL;
+    enum sample_status why = SAMPLE_OK;
+    int err = unwinder_sample(s->u, sampler_unwind_flags(s), &r, &why);
+    /* The threads are resumed before the (local) aggregation work. */
+    if (s->opts.blocking)
+        sampler_resume_all(s);
+    if (err) {
+        s->counts.failed++;
+        s->counts.failed_by[why]++;
+        return why == SAMPLE_PROCESS_GONE ? -ESRCH : 0;
+    }
+    enum sample_status failed = SAMPLE_OK;
+    for (size_t i = 0; i < r->nthreads; i++) {
+        const struct unwind_thread *t = &r->threads[i];
+        if (t->status != SAMPLE_OK) {
+            if (failed == SAMPLE_OK)
+                failed = t->status;
+            continue;
+        }
+        const struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
+        if (agg_add(s->agg, t->frames, t->nframes, t->native_thread_id, k->name, NULL, 1,
+                    (int64_t)s->opts.interval_ns) == 0)
+            s->counts.thread_samples++;
+    }
+    if (failed != SAMPLE_OK) {
+        s->counts.failed++;
+        s->counts.failed_by[failed]++;
+        return failed == SAMPLE_PROCESS_GONE ? -ESRCH : 0;
+    }
+    s->counts.taken++;
+    return 0;
+}
+
+struct sampler_counts sampler_counts(const struct sampler *s)
+{
+    struct sampler_counts c = s->counts;
+    c.missed = schedule_missed(&s->sched, s->last_attempt_ns);
+    return c;
+}

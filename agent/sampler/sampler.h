@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampler.h: stage 3. Samples one target on its fixed schedule
+ * (sampler/schedule.h) in one of four modes, and feeds the samples the mode
+ * keeps into an aggregation window (aggregate/agg.h):
+ *
+ *   wall       every sampled thread, whatever it does;
+ *   cpu        threads the kernel has on a CPU (/proc/PID/task/TID/stat 'R');
+ *   gil        threads holding the GIL;
+ *   exception  threads handling an exception.
+ *
+ * The mode's test runs before a thread's frames are read. Each kept thread
+ * sample is worth one sampling interval of its mode's time.
+ *
+ * Outcomes are counted, never logged: attempts taken, attempts failed (by
+ * status: the process went away, a torn stack, a read fault, ...), and
+ * attempts missed because the sampler could not keep up. None is folded into
+ * the profile.
+ *
+ * With blocking set, every thread of the target is stopped with ptrace around
+ * each sample (exact stacks, at a cost to the target).
+ *
+ * Thread safety: one thread at a time.
+ */
+#ifndef PYPROFD_SAMPLER_SAMPLER_H
+#define PYPROFD_SAMPLER_SAMPLER_H
+
+#include "base/compat.h"
+
+#include <sys/types.h>
+
+#include "aggregate/agg.h"
+#include "base/status.h"
+#include "unwind/unwind.h"
+
+enum sampler_mode {
+    SAMPLER_WALL,
+    SAMPLER_CPU,
+    SAMPLER_GIL,
+    SAMPLER_EXCEPTION,
+};
+
+/** "wall", "cpu", "gil", "exception". */
+const char *sampler_mode_name(enum sampler_mode m);
+/** Parses a mode name. Returns 0 or -EINVAL. */
+PYPROFD_WARN_UNUSED int sampler_mode_parse(const char *name, enum sampler_mode *out);
+
+struct sampler_opts {
+    enum sampler_mode mode;
+    uint64_t interval_ns;  /* > 0 */
+    unsigned unwind_flags; /* UNWIND_ALL_THREADS, UNWIND_NATIVE, UNWIND_NO_GC */
+    bool blocking;         /* stop the target's threads with ptrace around each sample */
+};
+
+struct sampler_counts {
+    uint64_t attempts; /* taken + failed */
+    uint64_t taken;
+    uint64_t failed;
+    uint64_t failed_by[SAMPLE_STATUS_COUNT]; /* the reason of each failed attempt */
+    uint64_t missed;
+    uint64_t thread_samples; /* thread stacks added to the profile */
+};
+
+struct sampler;
+
+/**
+ * Prepares sampling of @a pid through @a u (borrowed; the unwinder of that
+ * process) into @a agg (borrowed). The schedule starts at @a now_ns. Returns 0,
+ * -EINVAL for bad options, -EPERM when blocking cannot attach, -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg,
+                                    const struct sampler_opts *opts, uint64_t now_ns,
+                                    struct sampler **out);
+/** Releases (and detaches ptrace in blocking mode); NULL is a no-op. */
+void sampler_free(struct sampler *s);
+
+/** When the next attempt is due (CLOCK_MONOTONIC nanoseconds). */
+uint64_t sampler_due(const struct sampler *s);
+
+/**
+ * Makes the attempt that is due, at @a now_ns. Returns 0 (taken or failed:
+ * see the counts), or -ESRCH when the process is gone (sampling should stop).
+ */
+int sampler_attempt(struct sampler *s, uint64_t now_ns);
+
+/** The counts; missed is computed as of the last attempt. */
+struct sampler_counts sampler_counts(const struct sampler *s);
+
+#endif /* PYPROFD_SAMPLER_SAMPLER_H */

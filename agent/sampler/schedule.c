@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * schedule.c: fixed-rate schedule arithmetic (see schedule.h).
+ */
+#include "base/compat.h"
+
+#include "sampler/schedule.h"
+
+void schedule_init(struct schedule *s, uint64_t now_ns, uint64_t interval_ns)
+{
+    PYPROFD_ASSERT(interval_ns > 0);
+    *s = (struct schedule){.start_ns = now_ns, .interval_ns = interval_ns, .next_ns = now_ns};
+}
+
+uint64_t schedule_due(const struct schedule *s)
+{
+    return s->next_ns;
+}
+
+void schedule_attempted(struct schedule *s, uint64_t now_ns)
+{
+    s->attempts++;
+    s->next_ns += s->interval_ns;
+    uint64_t max_lag = (uint64_t)SCHEDULE_MAX_LAG_INTERVALS * s->interval_ns;
+    if (now_ns > s->next_ns && now_ns - s->next_ns > max_lag)
+        s->next_ns = now_ns; /* hopelessly late: what is skipped counts as missed */
+}
+
+uint64_t schedule_attempts(const struct schedule *s)
+{
+    return s->attempts;
+}
+
+uint64_t schedule_missed(const struct schedule *s, uint64_t now_ns)
+{
+    if (now_ns < s->start_ns)
+        return 0;
+    /* attempts due in [start, now]: the one at start, then one per interval */
+    uint64_t expected = (now_ns - s->start_ns) / s->interval_ns + 1;
+    return expected > s->attempts ? expected - s->attempts : 0;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * schedule.h: the fixed sampling schedule of one target. Attempt k is due at
+ * start + k * interval, whatever the earlier attempts cost: the due time
+ * advances by exactly one interval per attempt, so a slow sample never shifts
+ * later ones and a late sampler catches up by sampling back to back. When it
+ * falls more than SCHEDULE_MAX_LAG_INTERVALS behind it stops catching up
+ * (the due time jumps to now): those attempts are missed, and counted.
+ *
+ * missed = attempts the elapsed time called for - attempts made. Taken and
+ * failed attempts are the caller's to count; missed ones are the schedule's.
+ *
+ * Time is passed in (now_ns): no clock is read here. Thread safety: a
+ * schedule belongs to one thread.
+ */
+#ifndef PYPROFD_SAMPLER_SCHEDULE_H
+#define PYPROFD_SAMPLER_SCHEDULE_H
+
+#include "base/compat.h"
+
+/** Beyond this many intervals of lag the schedule gives up catching up. */
+#define SCHEDULE_MAX_LAG_INTERVALS 100u
+
+/** An embeddable value; fields are private. */
+struct schedule {
+    uint64_t start_ns;
+    uint64_t interval_ns;
+    uint64_t next_ns;
+    uint64_t attempts;
+};
+
+/** Starts a schedule at @a now_ns: the first attempt is due at once. @a interval_ns > 0. */
+void schedule_init(struct schedule *s, uint64_t now_ns, uint64_t interval_ns);
+
+/** When the next attempt is due (absolute, on the clock now_ns comes from). */
+uint64_t schedule_due(const struct schedule *s);
+
+/** Records an attempt made at @a now_ns (>= schedule_due()). */
+void schedule_attempted(struct schedule *s, uint64_t now_ns);
+
+/** Attempts made so far. */
+uint64_t schedule_attempts(const struct schedule *s);
+
+/** Attempts that should have happened by @a now_ns but did not. */
+uint64_t schedule_missed(const struct schedule *s, uint64_t now_ns);
+
+#endif /* PYPROFD_SAMPLER_SCHEDULE_H */
