@@ -48,5 +48,18 @@ echo
 echo "== $bin dump --json ${pids[2]}   (main thread, as JSON)"
 echo
 "$bin" dump --json "${pids[2]}"
+
+out=$(mktemp -d)
+trap 'cleanup; rm -rf "$out"' EXIT
+echo
+echo "== $bin record -a -r 1k -d 3 -o demo.pb.gz ${pids[2]}   (CPython 3.15, every thread, 3 s at 1 kHz)"
+echo
+"$bin" record -a -r 1k -d 3 -o "$out/demo.pb.gz" "${pids[2]}"
+echo
+echo "== its top functions (go tool pprof -top, sample index 1 = wall time)"
+echo
+HOME="$out" GOCACHE="$out/gocache" GOFLAGS=-mod=mod GOPROXY=off \
+    go tool pprof -top -nodecount=12 -sample_index=1 "$out/demo.pb.gz" 2>&1 |
+    grep -v '^Main binary filename not available'
 echo
 echo "== stopping the workload"
