@@ -107,8 +107,8 @@ int gzip_decompress(const void *in, size_t in_len, size_t max_out, uint8_t **out
      * a stream longer than the cap is told apart from one that fills it exactly.
      */
     size_t limit = max_out < SIZE_MAX ? max_out + 1 : SIZE_MAX;
-    size_t cap = in_len <= (SIZE_MAX - GZIP_INITIAL_OUT) / 4 ? in_len * 4 + GZIP_INITIAL_OUT
-                                                              : limit;
+    size_t cap =
+        in_len <= (SIZE_MAX - GZIP_INITIAL_OUT) / 4 ? in_len * 4 + GZIP_INITIAL_OUT : limit;
     if (cap > limit)
         cap = limit;
     size_t len = 0;

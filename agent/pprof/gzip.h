@@ -33,8 +33,8 @@
  * alloc_free()) and its length in *@a out_len; -E2BIG when the stream would
  * exceed @a max_out or @a in_len does not fit zlib's 32-bit counters; -ENOMEM.
  */
-PYPROFD_WARN_UNUSED int gzip_compress(const void *in, size_t in_len, size_t max_out,
-                                      uint8_t **out, size_t *out_len);
+PYPROFD_WARN_UNUSED int gzip_compress(const void *in, size_t in_len, size_t max_out, uint8_t **out,
+                                      size_t *out_len);
 
 /**
  * Decompresses the single gzip member at @a in (@a in_len bytes, untrusted,

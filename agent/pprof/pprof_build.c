@@ -16,19 +16,12 @@
 #include "pprof/pprof_build.h"
 #include "profile.pb-c.h"
 
-/* Strings the encoder may add after the window's own. */
-enum pprof_extra {
-    PPROF_S_SAMPLES,
-    PPROF_S_COUNT,
-    PPROF_S_VALUE_TYPE,
-    PPROF_S_VALUE_UNIT,
-    PPROF_S_THREAD_ID,
-    PPROF_S_THREAD_NAME,
-    PPROF_S_TASK_NAME,
-    PPROF_S_COMMENT,
-    PPROF_S_EMPTY, /* only when the window has no strings at all */
-    PPROF_S_COUNT_
-};
+/*
+ * Strings the encoder may add after the window's own: "" (when the window
+ * has no strings at all), value type and unit, "samples", "count",
+ * "thread_id", "thread_name", "task_name" and the comment.
+ */
+#define PPROF_EXTRA_STRINGS 9
 
 #define PPROF_ALIGN _Alignof(max_align_t)
 
@@ -101,8 +94,7 @@ static int pprof_plan(const struct agg *a, struct pprof_plan *p)
     }
     for (size_t i = 0; i < p->nfunctions; i++) {
         const struct agg_function *f = agg_function(a, i);
-        if (f->name >= p->nstrings || f->system_name >= p->nstrings ||
-            f->filename >= p->nstrings)
+        if (f->name >= p->nstrings || f->system_name >= p->nstrings || f->filename >= p->nstrings)
             return -EINVAL;
     }
     for (size_t i = 0; i < p->nlocations; i++) {
@@ -129,7 +121,7 @@ static int pprof_plan(const struct agg *a, struct pprof_plan *p)
         p->nlabels += 1u + name + task;
     }
 
-    bool ok = pprof_room(&p->bytes, p->nstrings + PPROF_S_COUNT_, sizeof(char *));
+    bool ok = pprof_room(&p->bytes, p->nstrings + PPROF_EXTRA_STRINGS, sizeof(char *));
     ok = ok && pprof_room(&p->bytes, p->nfunctions, sizeof(Perftools__Profiles__Function));
     ok = ok && pprof_room(&p->bytes, p->nfunctions, sizeof(void *));
     ok = ok && pprof_room(&p->bytes, p->nlocations, sizeof(Perftools__Profiles__Location));
@@ -167,18 +159,44 @@ static int64_t pprof_intern(struct pprof_strings *t, const char *str)
     return (int64_t)t->n++;
 }
 
-static void pprof_fill(const struct agg *a, const struct pprof_meta *m,
-                       const struct pprof_plan *p, struct pprof_arena *ar,
-                       Perftools__Profiles__Profile *prof, Perftools__Profiles__ValueType vt[3],
-                       Perftools__Profiles__ValueType *vtp[2], int64_t *comment)
+/* The messages of which there is one per profile. */
+struct pprof_top {
+    Perftools__Profiles__Profile prof;
+    Perftools__Profiles__ValueType vt[3]; /* two sample types, the period type */
+    Perftools__Profiles__ValueType *vtp[2];
+    Perftools__Profiles__Mapping map;
+    Perftools__Profiles__Mapping *mapp;
+    int64_t comment;
+};
+
+static void pprof_fill(const struct agg *a, const struct pprof_meta *m, const struct pprof_plan *p,
+                       struct pprof_arena *ar, struct pprof_top *top)
 {
     struct pprof_strings t = {
-        .s = pprof_take(ar, p->nstrings + PPROF_S_COUNT_, sizeof(char *)),
+        .s = pprof_take(ar, p->nstrings + PPROF_EXTRA_STRINGS, sizeof(char *)),
     };
     if (p->nstrings == 0)
         pprof_intern(&t, "");
     for (size_t i = 0; i < p->nstrings; i++)
         t.s[t.n++] = (char *)(uintptr_t)agg_string(a, (uint32_t)i);
+
+    Perftools__Profiles__Profile *prof = &top->prof;
+    Perftools__Profiles__ValueType *vt = top->vt;
+    perftools__profiles__profile__init(prof);
+
+    /*
+     * One mapping for every location, saying that functions, files and lines
+     * are known: without it go tool pprof makes one up and tries to
+     * symbolize it ("Main binary filename not available").
+     */
+    perftools__profiles__mapping__init(&top->map);
+    top->map.id = 1;
+    top->map.has_functions = true;
+    top->map.has_filenames = true;
+    top->map.has_line_numbers = true;
+    top->mapp = &top->map;
+    prof->n_mapping = 1;
+    prof->mapping = &top->mapp;
 
     int64_t value_type = pprof_intern(&t, m->value_type);
     int64_t value_unit = pprof_intern(&t, m->value_unit);
@@ -191,18 +209,18 @@ static void pprof_fill(const struct agg *a, const struct pprof_meta *m,
     perftools__profiles__value_type__init(&vt[2]);
     vt[2].type = value_type;
     vt[2].unit = value_unit;
-    vtp[0] = &vt[0];
-    vtp[1] = &vt[1];
+    top->vtp[0] = &vt[0];
+    top->vtp[1] = &vt[1];
     prof->n_sample_type = 2;
-    prof->sample_type = vtp;
+    prof->sample_type = top->vtp;
     prof->period_type = &vt[2];
     prof->period = m->period_ns;
     prof->time_nanos = m->time_nanos;
     prof->duration_nanos = m->duration_nanos;
     if (m->comment && m->comment[0]) {
-        *comment = pprof_intern(&t, m->comment);
+        top->comment = pprof_intern(&t, m->comment);
         prof->n_comment = 1;
-        prof->comment = comment;
+        prof->comment = &top->comment;
     }
 
     Perftools__Profiles__Function *fns =
@@ -213,7 +231,12 @@ static void pprof_fill(const struct agg *a, const struct pprof_meta *m,
         perftools__profiles__function__init(&fns[i]);
         fns[i].id = i + 1;
         fns[i].name = f->name;
-        fns[i].system_name = f->system_name;
+        /*
+         * A system name equal to the name says nothing more, and go tool
+         * pprof then "demangles" the name as C++, deleting every <...>:
+         * "<module>", "<lambda>" and "<GC>" would come out empty.
+         */
+        fns[i].system_name = f->system_name == f->name ? 0 : f->system_name;
         fns[i].filename = f->filename;
         fns[i].start_line = f->start_line;
         fnp[i] = &fns[i];
@@ -236,6 +259,7 @@ static void pprof_fill(const struct agg *a, const struct pprof_meta *m,
         linep[i] = &lines[i];
         perftools__profiles__location__init(&locs[i]);
         locs[i].id = i + 1;
+        locs[i].mapping_id = 1;
         locs[i].n_line = 1;
         locs[i].line = &linep[i];
         locp[i] = &locs[i];
@@ -312,10 +336,7 @@ int pprof_build(const struct agg *a, const struct pprof_meta *m, uint8_t **out, 
     if (err)
         return err;
 
-    Perftools__Profiles__Profile prof;
-    Perftools__Profiles__ValueType vt[3];
-    Perftools__Profiles__ValueType *vtp[2];
-    int64_t comment = 0;
+    struct pprof_top top;
     struct pprof_arena ar = {.size = plan.bytes};
     uint8_t *packed = NULL;
     ar.base = alloc_calloc(1, plan.bytes ? plan.bytes : 1);
@@ -323,10 +344,9 @@ int pprof_build(const struct agg *a, const struct pprof_meta *m, uint8_t **out, 
         err = -ENOMEM;
         goto out;
     }
-    perftools__profiles__profile__init(&prof);
-    pprof_fill(a, m, &plan, &ar, &prof, vt, vtp, &comment);
+    pprof_fill(a, m, &plan, &ar, &top);
 
-    size_t len = perftools__profiles__profile__get_packed_size(&prof);
+    size_t len = perftools__profiles__profile__get_packed_size(&top.prof);
     if (len > max) {
         err = -E2BIG;
         goto out;
@@ -336,7 +356,7 @@ int pprof_build(const struct agg *a, const struct pprof_meta *m, uint8_t **out, 
         err = -ENOMEM;
         goto out;
     }
-    size_t done = perftools__profiles__profile__pack(&prof, packed);
+    size_t done = perftools__profiles__profile__pack(&top.prof, packed);
     PYPROFD_ASSERT(done == len);
     (void)done;
     err = gzip_compress(packed, len, max, out, out_len);

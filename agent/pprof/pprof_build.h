@@ -10,9 +10,14 @@
  *    by the few strings the encoder adds (sample and label names), each once;
  *  - Function and Location ids are dense, 1..N in array order (Parca looks
  *    them up by id - 1); Function i and Location i are agg's entry i;
- *  - each Location has exactly one Line and no Mapping (mapping_id 0,
- *    address 0): Python frames have no native address, and without mappings
- *    no consumer tries to symbolize;
+ *  - each Location has exactly one Line, address 0 (Python frames have no
+ *    native address) and mapping 1, the only Mapping: no addresses, no file,
+ *    has_functions/has_filenames/has_line_numbers set, which tells go tool
+ *    pprof there is nothing to symbolize (without any Mapping it invents one
+ *    and tries);
+ *  - Function.system_name is written only when it differs from the name
+ *    (go tool pprof treats a name equal to its system name as C++ to
+ *    demangle and strips "<...>" from it, emptying "<module>");
  *  - sample_type is [samples/count, <value_type>/<value_unit>], so value[0] is
  *    the number of samples and value[1] the time they stand for; period_type
  *    is <value_type>/<value_unit>; no default_sample_type, so consumers show
@@ -62,7 +67,7 @@ struct pprof_meta {
  * when the profile is larger than the cap; -ENOMEM. On failure *@a out is
  * left untouched and nothing stays allocated.
  */
-PYPROFD_WARN_UNUSED int pprof_build(const struct agg *a, const struct pprof_meta *m,
-                                    uint8_t **out, size_t *out_len);
+PYPROFD_WARN_UNUSED int pprof_build(const struct agg *a, const struct pprof_meta *m, uint8_t **out,
+                                    size_t *out_len);
 
 #endif /* PYPROFD_PPROF_PPROF_BUILD_H */

@@ -90,8 +90,8 @@ int pprof_test_check(const Perftools__Profiles__Profile *p, char *why, size_t wh
         if (strchr(p->string_table[vt->type], '-'))
             return pprof_test_fail(why, why_len, "sample_type %zu has a '-'", i);
     }
-    if (p->period_type &&
-        (!pprof_test_str_ok(p, p->period_type->type) || !pprof_test_str_ok(p, p->period_type->unit)))
+    if (p->period_type && (!pprof_test_str_ok(p, p->period_type->type) ||
+                           !pprof_test_str_ok(p, p->period_type->unit)))
         return pprof_test_fail(why, why_len, "period_type: bad string index");
     if (!pprof_test_str_ok(p, p->drop_frames) || !pprof_test_str_ok(p, p->keep_frames) ||
         !pprof_test_str_ok(p, p->default_sample_type) || !pprof_test_str_ok(p, p->doc_url))
@@ -127,8 +127,7 @@ int pprof_test_check(const Perftools__Profiles__Profile *p, char *why, size_t wh
         for (size_t k = 0; k < l->n_line; k++) {
             uint64_t fn = l->line[k]->function_id;
             if (fn == 0 || fn > p->n_function)
-                return pprof_test_fail(why, why_len, "location %zu: no function %" PRIu64, i,
-                                       fn);
+                return pprof_test_fail(why, why_len, "location %zu: no function %" PRIu64, i, fn);
         }
     }
     for (size_t i = 0; i < p->n_sample; i++) {
@@ -192,8 +191,9 @@ void pprof_test_render(const Perftools__Profiles__Profile *p, FILE *out)
     fprintf(out, " period=%" PRId64 "\n", p->period);
     fprintf(out, "time_nanos=%" PRId64 " duration_nanos=%" PRId64 "\n", p->time_nanos,
             p->duration_nanos);
-    fprintf(out, "default_sample_type=%" PRId64 " drop_frames=%" PRId64 " keep_frames=%" PRId64
-                 " doc_url=%" PRId64 "\n",
+    fprintf(out,
+            "default_sample_type=%" PRId64 " drop_frames=%" PRId64 " keep_frames=%" PRId64
+            " doc_url=%" PRId64 "\n",
             p->default_sample_type, p->drop_frames, p->keep_frames, p->doc_url);
     for (size_t i = 0; i < p->n_comment; i++) {
         fputs("comment ", out);
@@ -276,25 +276,28 @@ void pprof_test_render(const Perftools__Profiles__Profile *p, FILE *out)
 
 /*
  * The fixed window. Frames are listed leaf first, as the unwinder gives them.
- * Thread 101 runs a request handler that computes (two lines of compute(),
- * coalesced repeats, and a return to an earlier stack that must be summed);
- * thread 102 reads and collects garbage; thread 103 runs two asyncio tasks
- * with the same stack; thread 104 has no name. 13 samples of 10 ms.
+ * Thread 101 runs a request handler, called from module level, that computes (two lines of
+ * compute(), coalesced repeats, and a return to an earlier stack that must be summed); thread 102
+ * reads and collects garbage; thread 103 runs two asyncio tasks with the same stack; thread 104 has
+ * no name. 12 samples of 10 ms.
  */
 #define PPROF_TEST_PERIOD 10000000 /* 10 ms: 100 Hz */
 
-#define PPROF_TEST_PY(fn, file, first, raddr, line, col)                                           \
+#define PPROF_TEST_PY(fn_, file_, first, raddr, line, col)                                         \
     {                                                                                              \
-        .kind = UNWIND_FRAME_PYTHON, .function = (fn), .file = (file), .first_line = (first),      \
+        .kind = UNWIND_FRAME_PYTHON, .function = (fn_), .file = (file_), .first_line = (first),    \
         .code_raddr = (raddr), .pos = {(line), (line), (col), (col) + 10},                         \
     }
-#define PPROF_TEST_MARKER(kind_, fn)                                                               \
+#define PPROF_TEST_MARKER(kind_, fn_)                                                              \
     {                                                                                              \
-        .kind = (kind_), .function = (fn), .file = "~", .first_line = 0, .code_raddr = 0,          \
+        .kind = (kind_), .function = (fn_), .file = "~", .first_line = 0, .code_raddr = 0,         \
         .pos = {LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN},       \
     }
 
-static const struct unwind_frame pprof_test_main = PPROF_TEST_PY("main", "/srv/app.py", 10, 0x1000, 12, 4);
+static const struct unwind_frame pprof_test_module =
+    PPROF_TEST_PY("<module>", "/srv/app.py", 1, 0x0800, 40, 0);
+static const struct unwind_frame pprof_test_main =
+    PPROF_TEST_PY("main", "/srv/app.py", 10, 0x1000, 12, 4);
 static const struct unwind_frame pprof_test_handle =
     PPROF_TEST_PY("Server.handle", "/srv/app.py", 20, 0x2000, 25, 8);
 static const struct unwind_frame pprof_test_compute5 =
@@ -313,8 +316,10 @@ static const struct unwind_frame pprof_test_native =
 
 int pprof_test_fill(struct agg *a)
 {
-    const struct unwind_frame busy5[] = {pprof_test_compute5, pprof_test_handle, pprof_test_main};
-    const struct unwind_frame busy7[] = {pprof_test_compute7, pprof_test_handle, pprof_test_main};
+    const struct unwind_frame busy5[] = {pprof_test_compute5, pprof_test_handle, pprof_test_main,
+                                         pprof_test_module};
+    const struct unwind_frame busy7[] = {pprof_test_compute7, pprof_test_handle, pprof_test_main,
+                                         pprof_test_module};
     const struct unwind_frame reading[] = {pprof_test_read, pprof_test_native, pprof_test_handle};
     const struct unwind_frame collecting[] = {pprof_test_gc, pprof_test_compute5,
                                               pprof_test_handle};
@@ -324,11 +329,11 @@ int pprof_test_fill(struct agg *a)
     int err = 0;
 
     for (int i = 0; i < 3 && !err; i++) /* repeats: coalesced */
-        err = agg_add(a, busy5, 3, 101, "MainThread", NULL, 1, t);
+        err = agg_add(a, busy5, 4, 101, "MainThread", NULL, 1, t);
     if (!err)
-        err = agg_add(a, busy7, 3, 101, "MainThread", NULL, 1, t);
+        err = agg_add(a, busy7, 4, 101, "MainThread", NULL, 1, t);
     if (!err) /* back to the first stack: summed into its sample */
-        err = agg_add(a, busy5, 3, 101, "MainThread", NULL, 1, t);
+        err = agg_add(a, busy5, 4, 101, "MainThread", NULL, 1, t);
     if (!err)
         err = agg_add(a, reading, 3, 102, "worker-1", NULL, 2, 2 * t);
     if (!err)

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for agent/pprof/pprof_build.c: encode a window, gunzip and unpack it
+ * with protobuf-c, and check it against the rules of go tool pprof, Parca and
+ * Pyroscope, the window it came from, and a golden rendering.
+ */
+#include "base/compat.h"
+
+#include "cmocka_wrap.h"
+
+#include "base/alloc.h"
+#include "fixture.h"
+#include "pprof/pprof_build.h"
+#include "pprof_test.h"
+
+#define GOLDEN "pprof/golden.txt"
+#define GOLDEN_HEAD                                                                                \
+    "# The fixed window of tests/support/pprof_test.c, encoded by pprof_build() and decoded.\n"    \
+    "# Regenerate: PYPROFD_UPDATE_GOLDEN=1 build/tests/test_pprof_build; review the diff.\n"
+
+struct fixture {
+    struct agg *agg;
+    Perftools__Profiles__Profile *prof;
+};
+
+static size_t in_use_before; /* alloc_in_use() before the test's setup */
+
+static int pprof_build_setup(void **state)
+{
+    in_use_before = alloc_in_use();
+    struct fixture *f = alloc_calloc(1, sizeof(*f));
+    if (!f)
+        return -1;
+    if (agg_new(NULL, &f->agg)) {
+        alloc_free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int pprof_build_teardown(void **state)
+{
+    struct fixture *f = *state;
+    pprof_test_free(f->prof);
+    agg_free(f->agg);
+    alloc_free(f);
+    return alloc_in_use() == in_use_before ? 0 : -1; /* no leak */
+}
+
+/* Encodes f->agg with @m, checks the rules, and decodes into f->prof. */
+static void encode(struct fixture *f, const struct pprof_meta *m)
+{
+    uint8_t *gz = NULL;
+    size_t len = 0;
+    assert_int_equal(pprof_build(f->agg, m, &gz, &len), 0);
+    assert_non_null(gz);
+    assert_true(len > 18 && gz[0] == 0x1f && gz[1] == 0x8b);
+    pprof_test_free(f->prof);
+    f->prof = NULL;
+    assert_int_equal(pprof_test_decode(gz, len, &f->prof), 0);
+    alloc_free(gz);
+    char why[256] = "";
+    int err = pprof_test_check(f->prof, why, sizeof(why));
+    if (err)
+        fail_msg("profile breaks a rule: %s", why);
+}
+
+static void encode_fixed(struct fixture *f)
+{
+    assert_int_equal(pprof_test_fill(f->agg), 0);
+    struct pprof_meta m = pprof_test_meta();
+    encode(f, &m);
+}
+
+static const char *str(const Perftools__Profiles__Profile *p, int64_t idx)
+{
+    assert_true(idx >= 0 && (size_t)idx < p->n_string_table);
+    return p->string_table[idx];
+}
+
+static const Perftools__Profiles__Function *loc_function(const Perftools__Profiles__Profile *p,
+                                                         uint64_t loc_id)
+{
+    const Perftools__Profiles__Location *l = p->location[loc_id - 1];
+    assert_int_equal(l->n_line, 1);
+    return p->function[l->line[0]->function_id - 1];
+}
+
+/* The label @key of @s, or NULL. */
+static const Perftools__Profiles__Label *
+label(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s, const char *key)
+{
+    const Perftools__Profiles__Label *found = NULL;
+    for (size_t i = 0; i < s->n_label; i++) {
+        if (strcmp(str(p, s->label[i]->key), key) == 0) {
+            assert_null(found); /* one value per key */
+            found = s->label[i];
+        }
+    }
+    return found;
+}
+
+static void test_pprof_build__mirrors_the_window(void **state)
+{
+    struct fixture *f = *state;
+    encode_fixed(f);
+    const Perftools__Profiles__Profile *p = f->prof;
+    const struct agg *a = f->agg;
+
+    /* the window's strings first, in id order, then a few more */
+    size_t nstr = agg_string_count(a);
+    assert_true(p->n_string_table > nstr);
+    assert_string_equal(p->string_table[0], "");
+    for (size_t i = 0; i < nstr; i++)
+        assert_string_equal(p->string_table[i], agg_string(a, (uint32_t)i));
+
+    assert_int_equal(p->n_function, agg_function_count(a));
+    for (size_t i = 0; i < p->n_function; i++) {
+        const Perftools__Profiles__Function *fn = p->function[i];
+        const struct agg_function *af = agg_function(a, i);
+        assert_int_equal(fn->id, i + 1);
+        assert_int_equal(fn->name, af->name);
+        assert_int_equal(fn->filename, af->filename);
+        assert_int_equal(fn->start_line, af->start_line);
+        assert_int_equal(fn->system_name, af->system_name == af->name ? 0 : af->system_name);
+    }
+    assert_int_equal(p->n_location, agg_location_count(a));
+    for (size_t i = 0; i < p->n_location; i++) {
+        const Perftools__Profiles__Location *l = p->location[i];
+        const struct agg_location *al = agg_location(a, i);
+        assert_int_equal(l->id, i + 1);
+        assert_int_equal(l->mapping_id, 1);
+        assert_int_equal(l->address, 0);
+        assert_int_equal(l->n_line, 1);
+        assert_int_equal(l->line[0]->function_id, al->function + 1);
+        assert_int_equal(l->line[0]->line, al->line);
+        assert_int_equal(l->line[0]->column, al->column);
+    }
+    assert_int_equal(p->n_sample, agg_sample_count(a));
+    for (size_t i = 0; i < p->n_sample; i++) {
+        const struct agg_sample *as = agg_sample(a, i);
+        const Perftools__Profiles__Sample *s = p->sample[i];
+        assert_int_equal(s->n_location_id, as->nlocations);
+        for (size_t k = 0; k < s->n_location_id; k++)
+            assert_int_equal(s->location_id[k], as->locations[k] + 1);
+        assert_int_equal(s->n_value, 2);
+        assert_int_equal(s->value[0], as->count);
+        assert_int_equal(s->value[1], as->nanos);
+    }
+
+    /* one synthetic mapping that says there is nothing to symbolize */
+    assert_int_equal(p->n_mapping, 1);
+    const Perftools__Profiles__Mapping *m = p->mapping[0];
+    assert_int_equal(m->id, 1);
+    assert_true(m->has_functions && m->has_filenames && m->has_line_numbers);
+    assert_false(m->has_inline_frames);
+    assert_int_equal(m->filename, 0);
+}
+
+static void test_pprof_build__sample_types_period_and_times(void **state)
+{
+    struct fixture *f = *state;
+    encode_fixed(f);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_int_equal(p->n_sample_type, 2);
+    assert_string_equal(str(p, p->sample_type[0]->type), "samples");
+    assert_string_equal(str(p, p->sample_type[0]->unit), "count");
+    assert_string_equal(str(p, p->sample_type[1]->type), "cpu");
+    assert_string_equal(str(p, p->sample_type[1]->unit), "nanoseconds");
+    assert_non_null(p->period_type);
+    assert_string_equal(str(p, p->period_type->type), "cpu");
+    assert_string_equal(str(p, p->period_type->unit), "nanoseconds");
+    assert_int_equal(p->period, 10000000);
+    assert_int_equal(p->time_nanos, 1767225600000000000);
+    assert_int_equal(p->duration_nanos, 10000000000);
+    assert_int_equal(p->default_sample_type, 0); /* consumers take the last: cpu */
+    assert_int_equal(p->n_comment, 1);
+    assert_string_equal(str(p, p->comment[0]), "pyprofd test profile");
+}
+
+static void test_pprof_build__labels(void **state)
+{
+    struct fixture *f = *state;
+    encode_fixed(f);
+    const Perftools__Profiles__Profile *p = f->prof;
+    size_t tasks = 0;
+    for (size_t i = 0; i < p->n_sample; i++) {
+        const Perftools__Profiles__Sample *s = p->sample[i];
+        const struct agg_sample *as = agg_sample(f->agg, i);
+
+        const Perftools__Profiles__Label *tid = label(p, s, "thread_id");
+        assert_non_null(tid);
+        assert_int_equal(tid->str, 0); /* numeric */
+        assert_int_equal(tid->num, (int64_t)as->thread_id);
+
+        const Perftools__Profiles__Label *name = label(p, s, "thread_name");
+        assert_non_null(name);
+        assert_int_equal(name->num, 0);
+        assert_true(str(p, name->str)[0] != '\0');
+        if (as->thread_id == 104)
+            assert_string_equal(str(p, name->str), "unknown");
+
+        const Perftools__Profiles__Label *task = label(p, s, "task_name");
+        if (as->task_name) {
+            assert_non_null(task);
+            assert_true(strncmp(str(p, task->str), "fetch-", 6) == 0);
+            tasks++;
+        } else {
+            assert_null(task);
+        }
+        assert_int_equal(s->n_label, as->task_name ? 3 : 2);
+    }
+    assert_int_equal(tasks, 2);
+}
+
+/* Finds the one sample of @thread whose leaf is @leaf at @line. */
+static const Perftools__Profiles__Sample *
+find_sample(const Perftools__Profiles__Profile *p, int64_t thread, const char *leaf, int64_t line)
+{
+    const Perftools__Profiles__Sample *found = NULL;
+    for (size_t i = 0; i < p->n_sample; i++) {
+        const Perftools__Profiles__Sample *s = p->sample[i];
+        if (label(p, s, "thread_id")->num != thread || s->n_location_id == 0)
+            continue;
+        const Perftools__Profiles__Location *l = p->location[s->location_id[0] - 1];
+        if (strcmp(str(p, loc_function(p, l->id)->name), leaf) == 0 && l->line[0]->line == line) {
+            assert_null(found);
+            found = s;
+        }
+    }
+    assert_non_null(found);
+    return found;
+}
+
+static void test_pprof_build__stacks_leaf_first_values_summed(void **state)
+{
+    struct fixture *f = *state;
+    encode_fixed(f);
+    const Perftools__Profiles__Profile *p = f->prof;
+
+    /* 3 coalesced repeats + 1 after another stack: one sample of 4 */
+    const Perftools__Profiles__Sample *s = find_sample(p, 101, "compute", 5);
+    assert_int_equal(s->value[0], 4);
+    assert_int_equal(s->value[1], 40000000);
+    static const char *const stack[] = {"compute", "Server.handle", "main", "<module>"};
+    assert_int_equal(s->n_location_id, 4);
+    for (size_t k = 0; k < 4; k++)
+        assert_string_equal(str(p, loc_function(p, s->location_id[k])->name), stack[k]);
+    /* same function, other line: another location, another sample */
+    const Perftools__Profiles__Sample *s7 = find_sample(p, 101, "compute", 7);
+    assert_int_equal(s7->value[0], 1);
+    assert_true(s7->location_id[0] != s->location_id[0]);
+    assert_int_equal(loc_function(p, s7->location_id[0])->id,
+                     loc_function(p, s->location_id[0])->id);
+    assert_int_equal(p->location[s->location_id[0] - 1]->line[0]->column, 12); /* 0-based 11 */
+
+    int64_t count = 0, nanos = 0;
+    for (size_t i = 0; i < p->n_sample; i++) {
+        count += p->sample[i]->value[0];
+        nanos += p->sample[i]->value[1];
+    }
+    assert_int_equal(count, 12);
+    assert_int_equal(nanos, 120000000);
+}
+
+static void test_pprof_build__system_name_only_when_it_differs(void **state)
+{
+    struct fixture *f = *state;
+    encode_fixed(f);
+    const Perftools__Profiles__Profile *p = f->prof;
+    size_t seen = 0;
+    for (size_t i = 0; i < p->n_function; i++) {
+        const Perftools__Profiles__Function *fn = p->function[i];
+        const char *name = str(p, fn->name);
+        if (strcmp(name, "Server.handle") == 0) {
+            assert_string_equal(str(p, fn->system_name), "handle");
+            seen++;
+        } else if (strcmp(name, "<module>") == 0 || strcmp(name, "<GC>") == 0 ||
+                   strcmp(name, "compute") == 0) {
+            assert_int_equal(fn->system_name, 0);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 4);
+}
+
+static void test_pprof_build__golden(void **state)
+{
+    struct fixture *f = *state;
+    encode_fixed(f);
+
+    size_t cap = 64u << 10;
+    char *text = alloc_malloc(cap);
+    assert_non_null(text);
+    FILE *out = fmemopen(text, cap, "w");
+    assert_non_null(out);
+    fputs(GOLDEN_HEAD, out);
+    pprof_test_render(f->prof, out);
+    long n = ftell(out);
+    assert_int_equal(fclose(out), 0);
+    assert_true(n > 0 && (size_t)n < cap - 1);
+    text[n] = '\0';
+
+    if (getenv("PYPROFD_UPDATE_GOLDEN")) {
+        char path[4096];
+        FILE *g = fopen(fixture_path(GOLDEN, path, sizeof(path)), "w");
+        assert_non_null(g);
+        assert_int_equal(fwrite(text, 1, (size_t)n, g), (size_t)n);
+        assert_int_equal(fclose(g), 0);
+    }
+    size_t glen = 0;
+    uint8_t *golden = fixture_load(GOLDEN, &glen);
+    if (!golden)
+        fail_msg("cannot read tests/fixtures/" GOLDEN);
+    if (strcmp((const char *)golden, text) != 0)
+        fprintf(stderr, "rendered:\n%s", text);
+    assert_string_equal((const char *)golden, text);
+    alloc_free(golden);
+    alloc_free(text);
+}
+
+static void test_pprof_build__empty_window(void **state)
+{
+    struct fixture *f = *state;
+    struct pprof_meta m = {.value_type = "wall", .value_unit = "nanoseconds"};
+    encode(f, &m);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_int_equal(p->n_sample, 0);
+    assert_int_equal(p->n_function, 0);
+    assert_int_equal(p->n_location, 0);
+    assert_int_equal(p->n_comment, 0);
+    assert_int_equal(p->n_sample_type, 2);
+    assert_string_equal(str(p, p->sample_type[1]->type), "wall");
+    /* no label was used, so no label key was added */
+    for (size_t i = 0; i < p->n_string_table; i++)
+        assert_true(strcmp(p->string_table[i], "task_name") != 0);
+}
+
+/* Strings the encoder adds are not repeated when the window already has them. */
+static void test_pprof_build__added_strings_are_deduplicated(void **state)
+{
+    struct fixture *f = *state;
+    const struct unwind_frame fr[] = {
+        {.kind = UNWIND_FRAME_PYTHON,
+         .function = "cpu",
+         .file = "thread_id",
+         .first_line = 1,
+         .code_raddr = 1,
+         .pos = {2, 2, 0, 1}},
+        {.kind = UNWIND_FRAME_PYTHON,
+         .function = "samples",
+         .file = "nanoseconds",
+         .first_line = 1,
+         .code_raddr = 2,
+         .pos = {3, 3, 0, 1}},
+    };
+    assert_int_equal(agg_add(f->agg, fr, 2, 7, "count", "thread_name", 1, 5), 0);
+    size_t nstr = agg_string_count(f->agg);
+    struct pprof_meta m = {.value_type = "cpu", .value_unit = "nanoseconds", .comment = "count"};
+    encode(f, &m); /* pprof_test_check() rejects repeated strings */
+    /* only "task_name" was missing */
+    assert_int_equal(f->prof->n_string_table, nstr + 1);
+    assert_string_equal(f->prof->string_table[nstr], "task_name");
+}
+
+static void test_pprof_build__rejects_bad_meta(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(pprof_test_fill(f->agg), 0);
+    uint8_t *out = NULL;
+    size_t len = 0;
+    struct pprof_meta m = pprof_test_meta();
+    m.value_type = NULL;
+    assert_int_equal(pprof_build(f->agg, &m, &out, &len), -EINVAL);
+    m = pprof_test_meta();
+    m.value_unit = "";
+    assert_int_equal(pprof_build(f->agg, &m, &out, &len), -EINVAL);
+    m = pprof_test_meta();
+    m.period_ns = -1;
+    assert_int_equal(pprof_build(f->agg, &m, &out, &len), -EINVAL);
+    assert_null(out);
+}
+
+static void test_pprof_build__respects_size_cap(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(pprof_test_fill(f->agg), 0);
+    struct pprof_meta m = pprof_test_meta();
+    uint8_t *out = NULL;
+    size_t len = 0;
+    assert_int_equal(pprof_build(f->agg, &m, &out, &len), 0);
+    alloc_free(out);
+    out = NULL;
+
+    m.max_bytes = 200; /* the serialized profile is larger, the gzip smaller */
+    assert_int_equal(pprof_build(f->agg, &m, &out, &len), -E2BIG);
+    m.max_bytes = len - 1; /* the gzip does not fit */
+    assert_int_equal(pprof_build(f->agg, &m, &out, &len), -E2BIG);
+    assert_null(out);
+}
+
+/* Fails each allocation of a build in turn: -ENOMEM, nothing leaked. */
+static void test_pprof_build__survives_allocation_failures(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(pprof_test_fill(f->agg), 0);
+    struct pprof_meta m = pprof_test_meta();
+    bool done = false;
+    for (uint64_t nth = 1; !done; nth++) {
+        assert_true(nth < 100);
+        size_t before = alloc_in_use();
+        uint8_t *out = NULL;
+        size_t len = 0;
+        alloc_fail_nth(nth);
+        int err = pprof_build(f->agg, &m, &out, &len);
+        alloc_fail_nth(0);
+        if (err == 0) {
+            alloc_free(out);
+            done = true;
+        } else {
+            assert_int_equal(err, -ENOMEM);
+            assert_null(out);
+        }
+        assert_int_equal(alloc_in_use(), before);
+    }
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, pprof_build_setup, pprof_build_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_pprof_build__mirrors_the_window),
+        T(test_pprof_build__sample_types_period_and_times),
+        T(test_pprof_build__labels),
+        T(test_pprof_build__stacks_leaf_first_values_summed),
+        T(test_pprof_build__system_name_only_when_it_differs),
+        T(test_pprof_build__golden),
+        T(test_pprof_build__empty_window),
+        T(test_pprof_build__added_strings_are_deduplicated),
+        T(test_pprof_build__rejects_bad_meta),
+        T(test_pprof_build__respects_size_cap),
+        T(test_pprof_build__survives_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
