@@ -197,16 +197,9 @@ static int record_write(const struct record_opts *o, const char *path, const str
     return err;
 }
 
+/* Reasons and warnings first: the summary is always the last line. */
 static void record_summary(const struct sampler_counts *c, double seconds)
 {
-    double failed_pct = c->attempts ? 100.0 * (double)c->failed / (double)c->attempts : 0;
-    uint64_t due = c->attempts + c->missed;
-    double missed_pct = due ? 100.0 * (double)c->missed / (double)due : 0;
-    fprintf(stderr,
-            "pyprofd: %" PRIu64 " samples in %.2f s (%.1f Hz achieved), %" PRIu64
-            " failed (%.1f%%), %" PRIu64 " missed (%.1f%%)\n",
-            c->taken, seconds, seconds > 0 ? (double)c->attempts / seconds : 0, c->failed,
-            failed_pct, c->missed, missed_pct);
     if (c->failed) {
         fputs("pyprofd: failed samples:", stderr);
         for (int s = 0; s < SAMPLE_STATUS_COUNT; s++)
@@ -217,9 +210,17 @@ static void record_summary(const struct sampler_counts *c, double seconds)
     }
     if (c->missed)
         fprintf(stderr,
-                "pyprofd: warning: %" PRIu64 " samples were missed: the sampler could "
-                "not keep up with the rate; lower it with --rate\n",
+                "pyprofd: warning: %" PRIu64 " samples were missed: the sampler could not keep "
+                "up with the rate; lower it with --rate\n",
                 c->missed);
+    double failed_pct = c->attempts ? 100.0 * (double)c->failed / (double)c->attempts : 0;
+    uint64_t due = c->attempts + c->missed;
+    double missed_pct = due ? 100.0 * (double)c->missed / (double)due : 0;
+    fprintf(stderr,
+            "pyprofd: %" PRIu64 " samples in %.2f s (%.1f Hz achieved), %" PRIu64
+            " failed (%.1f%%), %" PRIu64 " missed (%.1f%%)\n",
+            c->taken, seconds, seconds > 0 ? (double)c->attempts / seconds : 0, c->failed,
+            failed_pct, c->missed, missed_pct);
 }
 
 static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
@@ -262,12 +263,16 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     uint64_t next_stats = start + 1000000000ull, stats_attempts = 0;
     while (!record_stop) {
         uint64_t due = sampler_due(s);
-        if (due >= end)
-            break;
-        struct timespec ts = {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)};
-        if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-            continue; /* a signal: the loop condition decides */
+        uint64_t wake = due < end ? due : end;
         uint64_t now = record_now();
+        if (wake > now) { /* a late sampler does not sleep: it catches up */
+            struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
+            if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                continue; /* a signal: the loop condition decides */
+            now = record_now();
+        }
+        if (due >= end)
+            break; /* the duration is over */
         if (sampler_attempt(s, now) == -ESRCH)
             break; /* the target exited */
         if (child && waitpid(child, NULL, WNOHANG) == child) {

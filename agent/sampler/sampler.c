@@ -183,7 +183,7 @@ void sampler_free(struct sampler *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->ntraced; i++)
+    for (size_t i = 0; s->traced && i < s->ntraced; i++)
         (void)ptrace(PTRACE_DETACH, s->traced[i], NULL, NULL);
     if (s->opts.mode == SAMPLER_CPU)
         unwinder_set_on_cpu(s->u, NULL, NULL);

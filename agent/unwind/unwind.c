@@ -27,7 +27,10 @@
 #define UNWIND_LINETABLE_MAX   (256u * 1024u)
 #define UNWIND_NAME_MAX        (4 * PYSTR_MAX_CHARS + 1)
 #define UNWIND_MAX_GENERATIONS 32u
-#define UNWIND_CHUNK_GUESSES   64u /* thread state -> last chunk, direct-mapped */
+#define UNWIND_CHUNK_GUESSES   64u   /* thread state -> last chunk, direct-mapped */
+#define UNWIND_GUESS_FRAMES    4u    /* out-of-chunk frames remembered per thread */
+#define UNWIND_INTERP_IOV      9u    /* ranges of one interpreter read */
+#define UNWIND_CHUNK_SLACK     2048u /* copied beyond the last walk's deepest frame */
 
 static const char unwind_native_name[] = "<native>";
 static const char unwind_gc_name[] = "<GC>";
@@ -47,8 +50,10 @@ struct raw_frame {
 struct chain_link {
     uint64_t raddr;
     uint64_t previous, executable, instr_ptr;
-    bool leaf; /* no Python frame above it: its instruction may move */
-    uint8_t now[PYABI_MAX_FRAME];
+    bool leaf;                    /* no Python frame above it: its instruction may move */
+    int32_t chunk;                /* index of the chunk copy holding it, or -1 */
+    size_t buf_off;               /* its offset in chunk_buf (and verify_buf) */
+    uint8_t now[PYABI_MAX_FRAME]; /* re-read of a frame outside the chunks */
 };
 
 struct chunk_copy {
@@ -71,16 +76,32 @@ struct unwinder {
     uint64_t runtime_raddr;
 
     /* per-thread scratch */
-    uint8_t tstate[PYABI_MAX_TSTATE];
+    /* the thread state, and the frame that may follow it (3.15's base frame) */
+    uint8_t tstate[PYABI_MAX_TSTATE + PYABI_MAX_FRAME];
+    uint64_t tstate_raddr;
+    size_t tstate_len;
     uint8_t frame_buf[PYABI_MAX_FRAME];
+    /* frames outside the chunks that the last sample of this thread read on
+     * their own (entry frames on the C stack): read again with the thread
+     * state, in the same system call */
+    uint8_t extra[UNWIND_GUESS_FRAMES][PYABI_MAX_FRAME];
+    uint64_t extra_raddr[UNWIND_GUESS_FRAMES];
+    size_t nextra;
+    uint64_t seen_extra[UNWIND_GUESS_FRAMES];
+    size_t nseen_extra;
     uint8_t *chunk_buf;
+    uint8_t *verify_buf; /* re-reads of chunk spans, at the offsets of chunk_buf */
     size_t chunk_used;
     struct chunk_copy chunks[UNWIND_MAX_CHUNKS];
     size_t nchunks;
     uint64_t next_chunk; /* next older chunk not copied yet */
     uint64_t guess_tstate[UNWIND_CHUNK_GUESSES];
     uint64_t guess_chunk[UNWIND_CHUNK_GUESSES];
-    uint64_t *visited; /* frame addresses of this walk, open addressing */
+    uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMES];
+    uint32_t guess_len[UNWIND_CHUNK_GUESSES]; /* bytes of the chunk the last walk used */
+    size_t used_extent;    /* this walk: end of the furthest frame read in chunk 0 */
+    uint64_t interp_guess; /* the first interpreter, read with the runtime */
+    uint64_t *visited;     /* frame addresses of this walk, open addressing */
     /* the chain as walked, to check it is still there afterwards */
     struct chain_link *chain;
     size_t nchain;
@@ -152,6 +173,7 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
     u->mr = mr;
     u->runtime_raddr = rt->raddr;
     u->chunk_buf = alloc_malloc(UNWIND_CHUNK_BUF);
+    u->verify_buf = alloc_malloc(UNWIND_CHUNK_BUF);
     u->visited = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited));
     u->visited_stamp = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited_stamp));
     u->chain = alloc_calloc(UNWIND_MAX_DEPTH, sizeof(*u->chain));
@@ -160,8 +182,8 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
     u->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
     u->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->check_addr));
     u->check_buf = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
-    if (!u->chunk_buf || !u->visited || !u->chain || !u->visited_stamp || !u->raw || !u->frames ||
-        !u->linetable_buf || !u->check_addr || !u->check_buf) {
+    if (!u->chunk_buf || !u->verify_buf || !u->visited || !u->chain || !u->visited_stamp ||
+        !u->raw || !u->frames || !u->linetable_buf || !u->check_addr || !u->check_buf) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
         goto fail;
     }
@@ -184,6 +206,7 @@ void unwinder_free(struct unwinder *u)
         return;
     codecache_free(u->codes);
     alloc_free(u->chunk_buf);
+    alloc_free(u->verify_buf);
     alloc_free(u->visited);
     alloc_free(u->visited_stamp);
     alloc_free(u->chain);
@@ -228,15 +251,17 @@ static bool unwind_visit(struct unwinder *u, uint64_t addr)
  * Registers the chunk whose first UNWIND_CHUNK_DEFAULT bytes were copied to
  * @dst. Returns 0, 1 when it is not a chunk, or a read error.
  */
-static int unwind_add_chunk(struct unwinder *u, uint64_t raddr, uint8_t *dst)
+static int unwind_add_chunk(struct unwinder *u, uint64_t raddr, uint8_t *dst, size_t copied)
 {
     uint64_t size = u64_at(dst + 8);
     if (size <= PYABI_CHUNK_HEADER || size > UNWIND_CHUNK_MAX) {
         u->next_chunk = 0;
         return 1; /* not a chunk: stop copying, frames are read directly */
     }
-    size_t have = UNWIND_CHUNK_DEFAULT;
-    if (size > have) {
+    size_t have = copied;
+    if (copied < UNWIND_CHUNK_DEFAULT) {
+        have = (size_t)size < copied ? (size_t)size : copied; /* a partial copy (a guess) */
+    } else if (size > have) {
         /* a big chunk: copy what fits, read frames beyond it directly */
         have = (size_t)size <= UNWIND_CHUNK_BUF - u->chunk_used ? (size_t)size
                                                                 : UNWIND_CHUNK_BUF - u->chunk_used;
@@ -261,7 +286,7 @@ static int unwind_load_chunk(struct unwinder *u)
     uint64_t raddr = u->next_chunk;
     uint8_t *dst = u->chunk_buf + u->chunk_used;
     int err = memread_read(u->mr, raddr, dst, UNWIND_CHUNK_DEFAULT);
-    return err ? err : unwind_add_chunk(u, raddr, dst);
+    return err ? err : unwind_add_chunk(u, raddr, dst, UNWIND_CHUNK_DEFAULT);
 }
 
 /*
@@ -273,43 +298,95 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
 {
     const struct py_layout *l = &u->l;
     size_t slot = (size_t)(tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
-    uint64_t guess = u->guess_tstate[slot] == tstate_raddr ? u->guess_chunk[slot] : 0;
+    bool known = u->guess_tstate[slot] == tstate_raddr;
+    uint64_t guess = known ? u->guess_chunk[slot] : 0;
     u->nchunks = 0;
     u->chunk_used = 0;
-    int err = -EFAULT;
-    if (guess) {
-        struct memread_iov iov[2] = {
-            {tstate_raddr, u->tstate, l->ts_size},
-            {guess, u->chunk_buf, UNWIND_CHUNK_DEFAULT},
-        };
-        err = memread_readv(u->mr, iov, 2);
+    u->nextra = 0;
+    u->nseen_extra = 0;
+    u->tstate_raddr = tstate_raddr;
+    /* The thread state is followed by more of the implementation's struct,
+     * where 3.15 keeps the base frame: read a frame's worth more. */
+    u->tstate_len = l->ts_size + l->fr_size;
+
+    struct memread_iov iov[2 + UNWIND_GUESS_FRAMES];
+    size_t n = 0;
+    iov[n++] = (struct memread_iov){tstate_raddr, u->tstate, u->tstate_len};
+    /* Only the part of the chunk the last walk used (plus slack) is copied:
+     * most stacks use a few KiB of the 16. Frames beyond are read directly,
+     * and the next sample copies more. */
+    size_t guess_len = UNWIND_CHUNK_DEFAULT;
+    if (guess && u->guess_len[slot]) {
+        guess_len = ((size_t)u->guess_len[slot] + UNWIND_CHUNK_SLACK + 4095) & ~(size_t)4095;
+        if (guess_len > UNWIND_CHUNK_DEFAULT)
+            guess_len = UNWIND_CHUNK_DEFAULT;
     }
+    if (guess)
+        iov[n++] = (struct memread_iov){guess, u->chunk_buf, guess_len};
+    for (size_t i = 0; known && i < UNWIND_GUESS_FRAMES && u->guess_frames[slot][i]; i++) {
+        u->extra_raddr[u->nextra] = u->guess_frames[slot][i];
+        iov[n++] =
+            (struct memread_iov){u->guess_frames[slot][i], u->extra[u->nextra++], l->fr_size};
+    }
+    int err = memread_readv(u->mr, iov, n);
     if (err == -EFAULT) {
-        guess = 0; /* no guess, or that chunk is gone */
-        err = memread_read(u->mr, tstate_raddr, u->tstate, l->ts_size);
+        /* a guess went stale (a chunk freed), or the struct ends early: plainly */
+        guess = 0;
+        u->nextra = 0;
+        u->tstate_len = l->ts_size;
+        err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
     }
     if (err)
         return err;
     u->next_chunk = u64_at(u->tstate + l->ts_datastack_chunk);
     u->guess_tstate[slot] = tstate_raddr;
     u->guess_chunk[slot] = u->next_chunk;
+    u->used_extent = 0;
     if (guess && guess == u->next_chunk) {
-        err = unwind_add_chunk(u, guess, u->chunk_buf);
+        err = unwind_add_chunk(u, guess, u->chunk_buf, guess_len);
         if (err < 0)
             return err;
     }
     return 0;
 }
 
+/* Remembers the frames this walk had to read on their own, for the next sample. */
+static void unwind_remember_extra(struct unwinder *u)
+{
+    size_t slot = (size_t)(u->tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
+    u->guess_len[slot] = (uint32_t)(u->used_extent ? u->used_extent : UNWIND_CHUNK_DEFAULT);
+    for (size_t i = 0; i < UNWIND_GUESS_FRAMES; i++)
+        u->guess_frames[slot][i] = i < u->nseen_extra ? u->seen_extra[i] : 0;
+}
+
 /* The frame at @addr: from a chunk copy, else read directly. NULL + *err on failure. */
 static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int *err)
 {
+    size_t fr = u->l.fr_size;
     for (;;) {
         for (size_t i = 0; i < u->nchunks; i++) {
             const struct chunk_copy *c = &u->chunks[i];
             if (addr >= c->raddr + PYABI_CHUNK_HEADER && addr - c->raddr <= c->size &&
-                c->size - (addr - c->raddr) >= u->l.fr_size)
+                c->size - (addr - c->raddr) >= fr) {
+                if (i == 0 && addr - c->raddr + fr > u->used_extent)
+                    u->used_extent = (size_t)(addr - c->raddr) + fr;
                 return c->data + (addr - c->raddr);
+            }
+        }
+        if (u->nchunks > 0 && addr >= u->chunks[0].raddr &&
+            addr - u->chunks[0].raddr < UNWIND_CHUNK_DEFAULT &&
+            addr - u->chunks[0].raddr + fr > u->used_extent)
+            u->used_extent = (size_t)(addr - u->chunks[0].raddr) + fr; /* beyond a partial copy */
+        /* inside what was read with the thread state? */
+        if (addr >= u->tstate_raddr && addr - u->tstate_raddr <= u->tstate_len &&
+            u->tstate_len - (addr - u->tstate_raddr) >= fr)
+            return u->tstate + (addr - u->tstate_raddr);
+        for (size_t i = 0; i < u->nextra; i++) {
+            if (u->extra_raddr[i] == addr) {
+                if (u->nseen_extra < UNWIND_GUESS_FRAMES)
+                    u->seen_extra[u->nseen_extra++] = addr;
+                return u->extra[i];
+            }
         }
         int rc = unwind_load_chunk(u);
         if (rc < 0) {
@@ -319,7 +396,9 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int *er
         if (rc > 0)
             break;
     }
-    *err = memread_read(u->mr, addr, u->frame_buf, u->l.fr_size);
+    if (u->nseen_extra < UNWIND_GUESS_FRAMES)
+        u->seen_extra[u->nseen_extra++] = addr;
+    *err = memread_read(u->mr, addr, u->frame_buf, fr);
     return *err ? NULL : u->frame_buf;
 }
 
@@ -358,13 +437,21 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         uint64_t prev = u64_at(fr + l->fr_previous);
         if (u->nchain == UNWIND_MAX_DEPTH)
             return SAMPLE_TOO_DEEP;
-        u->chain[u->nchain++] = (struct chain_link){
+        struct chain_link *link = &u->chain[u->nchain++];
+        *link = (struct chain_link){
             .raddr = addr,
             .previous = prev,
             .executable = u64_at(fr + l->fr_executable),
             .instr_ptr = u64_at(fr + l->fr_instr_ptr),
             .leaf = emitted == 0,
+            .chunk = -1,
         };
+        for (size_t c = 0; c < u->nchunks && fr != u->frame_buf; c++) {
+            if (fr >= u->chunks[c].data && fr < u->chunks[c].data + u->chunks[c].size) {
+                link->chunk = (int32_t)c;
+                link->buf_off = (size_t)(fr - u->chunk_buf);
+            }
+        }
         if (owner == PYABI_OWNER_INTERPRETER) {
             /* C called back into Python here. Not at the root: on 3.15 the
              * outermost entry frame links to the base frame, on 3.13/3.14 to nothing. */
@@ -412,22 +499,55 @@ static enum sample_status unwind_verify(struct unwinder *u)
         len = l->fr_previous + 8;
     if (l->fr_executable + 8 > len)
         len = l->fr_executable + 8;
-    struct memread_iov iov[MEMREAD_MAX_IOV];
     if (u->nchain == 0)
         return SAMPLE_OK;
-    for (size_t at = 0; at < u->nchain; at += MEMREAD_MAX_IOV) {
-        size_t n = u->nchain - at < MEMREAD_MAX_IOV ? u->nchain - at : MEMREAD_MAX_IOV;
-        for (size_t i = 0; i < n; i++)
-            iov[i] = (struct memread_iov){u->chain[at + i].raddr, u->chain[at + i].now, len};
-        int err = memread_readv(u->mr, iov, n);
-        if (err)
-            return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
+
+    /* One range per chunk, spanning the chain's frames in it (the kernel's
+     * cost is per range), plus one per frame read on its own. */
+    struct memread_iov iov[MEMREAD_MAX_IOV];
+    size_t n = 0;
+    size_t lo[UNWIND_MAX_CHUNKS], hi[UNWIND_MAX_CHUNKS];
+    for (size_t c = 0; c < u->nchunks; c++) {
+        lo[c] = SIZE_MAX;
+        hi[c] = 0;
     }
     for (size_t i = 0; i < u->nchain; i++) {
-        const struct chain_link *c = &u->chain[i];
-        if (u64_at(c->now + l->fr_previous) != c->previous ||
-            u64_at(c->now + l->fr_executable) != c->executable ||
-            (!c->leaf && u64_at(c->now + l->fr_instr_ptr) != c->instr_ptr))
+        const struct chain_link *k = &u->chain[i];
+        if (k->chunk >= 0) {
+            size_t c = (size_t)k->chunk;
+            lo[c] = k->buf_off < lo[c] ? k->buf_off : lo[c];
+            hi[c] = k->buf_off + len > hi[c] ? k->buf_off + len : hi[c];
+        }
+    }
+    for (size_t c = 0; c < u->nchunks; c++) {
+        if (lo[c] == SIZE_MAX)
+            continue;
+        size_t data_off = (size_t)(u->chunks[c].data - u->chunk_buf);
+        iov[n++] = (struct memread_iov){u->chunks[c].raddr + (lo[c] - data_off),
+                                        u->verify_buf + lo[c], hi[c] - lo[c]};
+    }
+    for (size_t i = 0; i < u->nchain; i++) {
+        struct chain_link *k = &u->chain[i];
+        if (k->chunk >= 0)
+            continue;
+        if (n == MEMREAD_MAX_IOV) {
+            int err = memread_readv(u->mr, iov, n);
+            if (err)
+                return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
+            n = 0;
+        }
+        iov[n++] = (struct memread_iov){k->raddr, k->now, len};
+    }
+    int err = n ? memread_readv(u->mr, iov, n) : 0;
+    if (err)
+        return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
+
+    for (size_t i = 0; i < u->nchain; i++) {
+        const struct chain_link *k = &u->chain[i];
+        const uint8_t *now = k->chunk >= 0 ? u->verify_buf + k->buf_off : k->now;
+        if (u64_at(now + l->fr_previous) != k->previous ||
+            u64_at(now + l->fr_executable) != k->executable ||
+            (!k->leaf && u64_at(now + l->fr_instr_ptr) != k->instr_ptr))
             return SAMPLE_INCOMPLETE;
     }
     return SAMPLE_OK;
@@ -610,6 +730,7 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
         (void)unwind_push(u, first, 0, 0, UNWIND_FRAME_GC);
 
     t->status = unwind_walk(u, in, flags, first);
+    unwind_remember_extra(u);
     if (t->status == SAMPLE_OK)
         t->status = unwind_verify(u);
     if (t->status != SAMPLE_OK) {
@@ -624,24 +745,31 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     return true;
 }
 
-static int unwind_read_interp(struct unwinder *u, uint64_t raddr, struct interp_view *in)
+/* The ranges that fill @in from the interpreter at @raddr; returns how many. */
+static size_t unwind_interp_iov(struct unwinder *u, uint64_t raddr, struct interp_view *in,
+                                struct memread_iov *iov)
 {
     const struct py_layout *l = &u->l;
     *in = (struct interp_view){.raddr = raddr};
-    struct memread_iov iov[9] = {
-        {raddr + l->in_id, &in->id, 8},
-        {raddr + l->in_next, &in->next, 8},
-        {raddr + l->in_threads_head, &in->threads_head, 8},
-        {raddr + l->in_threads_main, &in->threads_main, 8},
-        {raddr + l->in_gil_holder, &in->gil_holder, 8},
-        {raddr + l->in_gc_collecting, &in->gc_collecting, 4},
-        {raddr + l->in_gil_locked, &in->gil_locked, 4},
-    };
-    size_t n = 7;
+    size_t n = 0;
+    iov[n++] = (struct memread_iov){raddr + l->in_id, &in->id, 8};
+    iov[n++] = (struct memread_iov){raddr + l->in_next, &in->next, 8};
+    iov[n++] = (struct memread_iov){raddr + l->in_threads_head, &in->threads_head, 8};
+    iov[n++] = (struct memread_iov){raddr + l->in_threads_main, &in->threads_main, 8};
+    iov[n++] = (struct memread_iov){raddr + l->in_gil_holder, &in->gil_holder, 8};
+    iov[n++] = (struct memread_iov){raddr + l->in_gc_collecting, &in->gc_collecting, 4};
+    iov[n++] = (struct memread_iov){raddr + l->in_gil_locked, &in->gil_locked, 4};
     if (l->has_gc_frame)
         iov[n++] = (struct memread_iov){raddr + l->in_gc_frame, &in->gc_frame, 8};
     if (l->has_code_generation)
         iov[n++] = (struct memread_iov){raddr + l->in_code_generation, &in->code_generation, 8};
+    return n;
+}
+
+static int unwind_read_interp(struct unwinder *u, uint64_t raddr, struct interp_view *in)
+{
+    struct memread_iov iov[UNWIND_INTERP_IOV];
+    size_t n = unwind_interp_iov(u, raddr, in, iov);
     return memread_readv(u->mr, iov, n);
 }
 
@@ -691,11 +819,21 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     *out = &u->result;
 
     uint64_t head = 0, finalizing = 0;
-    struct memread_iov rt[2] = {
+    struct memread_iov rt[2 + UNWIND_INTERP_IOV] = {
         {u->runtime_raddr + l->rt_interpreters_head, &head, 8},
         {u->runtime_raddr + l->rt_finalizing, &finalizing, 8},
     };
-    int err = memread_readv(u->mr, rt, 2);
+    /* the first interpreter rarely changes: read it in the same call */
+    struct interp_view guessed;
+    size_t n = 2;
+    if (u->interp_guess)
+        n += unwind_interp_iov(u, u->interp_guess, &guessed, rt + 2);
+    int err = memread_readv(u->mr, rt, n);
+    if (err == -EFAULT && n > 2) {
+        u->interp_guess = 0; /* it went away */
+        n = 2;
+        err = memread_readv(u->mr, rt, n);
+    }
     if (err) {
         *status = status_from_errno(err);
         return err;
@@ -712,11 +850,17 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     uint64_t raddr = head;
     for (unsigned ninterp = 0; raddr && ninterp < UNWIND_MAX_INTERPRETERS; ninterp++) {
         struct interp_view in;
-        err = unwind_read_interp(u, raddr, &in);
-        if (err) {
-            *status = status_from_errno(err);
-            return err;
+        if (ninterp == 0 && n > 2 && head == u->interp_guess) {
+            in = guessed;
+        } else {
+            err = unwind_read_interp(u, raddr, &in);
+            if (err) {
+                *status = status_from_errno(err);
+                return err;
+            }
         }
+        if (ninterp == 0)
+            u->interp_guess = raddr;
         if (l->has_code_generation)
             unwind_check_generation(u, &in);
         if (!in.threads_main && in.id == 0) {

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Benchmark: CPU cost per sample of pyprofd against CPython 3.15's own
+# sampling profiler ("Tachyon", python3.15 -m profiling.sampling), both
+# sampling the same live CPython 3.15 process as fast as they can, at several
+# stack depths. Prints a table; docs/performance.md has a run and what it means.
+# Not a test: `make test` does not run it.
+set -euo pipefail
+
+prog=compare_tachyon
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo_dir=$(dirname "$script_dir")
+run_target=$repo_dir/scripts/run-target.sh
+target_src=$script_dir/targets/depth.py
+python=3.15
+
+usage() {
+	cat <<EOF
+usage: bench/compare_tachyon.sh [-d SECONDS] [--depths "10 50 200"] [--pyprofd PATH]
+                                [--rate HZ] [--tachyon-rate HZ] [--keep DIR]
+
+For each stack depth, start bench/targets/depth.py under CPython $python (a main
+thread that recurses that deep, then spins in pure Python), then sample it,
+one profiler after the other:
+
+  1. pyprofd record -r RATE -d SECONDS        (from the host, by host PID)
+  2. python$python -m profiling.sampling attach -r TACHYON_RATE -d SECONDS
+     --collapsed                              (CPython's own sampler, inside
+                                               the target's rootfs)
+
+and print, for each: achieved samples per second and samples taken (from the
+tool's own summary; Tachyon's successful samples are counted in its collapsed
+output), failed and missed samples, CPU seconds of the profiler process
+(user + sys, from bash's \`times\`: the nsenter wrapper costs nothing), CPU
+seconds per 1,000 samples, and the ratio pyprofd / Tachyon of the latter.
+
+  -d, --duration SECONDS  how long each profiler samples (default: 5)
+      --depths LIST       stack depths, in Python frames (default: "10 50 200")
+      --pyprofd PATH      pyprofd binary (default: build-release/pyprofd; build
+                          it with: cmake --preset release && cmake --build
+                          --preset release -j2)
+      --rate HZ           pyprofd's rate (default: 100k, its maximum)
+      --tachyon-rate HZ   Tachyon's rate (default: 1000000, its maximum: it
+                          takes a 1 us interval and never sleeps when late)
+      --keep DIR          keep the profiles and logs in DIR
+  -h, --help              show this help
+
+Needs root (chroot, namespaces, reading another process's memory) and the
+test rootfs (scripts/python-rootfs.sh). The target runs in --mode container:
+Tachyon needs a /proc inside the rootfs and must share the target's mount
+namespace, so that the paths in /proc/PID/maps name files it can open; it
+joins the target's namespaces and root with nsenter. Takes about
+(2 x SECONDS + 3) s per depth.
+EOF
+}
+
+die() {
+	printf '%s: %s\n' "$prog" "$*" >&2
+	exit 1
+}
+
+duration=5
+depths="10 50 200"
+pyprofd=$repo_dir/build-release/pyprofd
+rate=100k
+tachyon_rate=1000000
+keep=''
+while (($#)); do
+	case $1 in
+	-d | --duration | --depths | --pyprofd | --rate | --tachyon-rate | --keep)
+		(($# >= 2)) || die "option $1 needs a value"
+		case $1 in
+		-d | --duration) duration=$2 ;;
+		--depths) depths=$2 ;;
+		--pyprofd) pyprofd=$2 ;;
+		--rate) rate=$2 ;;
+		--tachyon-rate) tachyon_rate=$2 ;;
+		--keep) keep=$2 ;;
+		esac
+		shift 2
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		usage >&2
+		die "unknown argument: $1"
+		;;
+	esac
+done
+
+[[ $duration =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "bad --duration $duration: want seconds"
+for depth in $depths; do
+	if ! [[ $depth =~ ^[0-9]+$ ]] || ((depth < 4)); then
+		die "bad depth $depth: want an integer of at least 4"
+	fi
+done
+((EUID == 0)) || die "must run as root (chroot, nsenter and reading the target's memory need it)"
+[[ -x $pyprofd ]] || die "no pyprofd binary at $pyprofd: build it with" \
+	"'cmake --preset release && cmake --build --preset release -j2', or pass --pyprofd"
+command -v nsenter >/dev/null || die "nsenter not found (Debian package util-linux)"
+rootfs=$("$repo_dir/scripts/python-rootfs.sh" --print-path) || die "cannot find the rootfs path"
+[[ -x $rootfs/usr/bin/python$python ]] ||
+	die "no python$python in the rootfs $rootfs: run scripts/python-rootfs.sh (as root)"
+rootfs=$(realpath -- "$rootfs")
+
+# Scratch space: on the host for pyprofd, inside the rootfs for Tachyon (which
+# writes through the target's root).
+work=$(mktemp -d "${TMPDIR:-/tmp}/pyprofd-bench.XXXXXX")
+inner=$(mktemp -d "$rootfs/tmp/pyprofd-bench.XXXXXX")
+target_pid=''
+cleanup() {
+	if [[ -n $target_pid ]]; then
+		"$run_target" stop "$target_pid" || true
+	fi
+	if [[ -n $keep ]]; then
+		if ! mkdir -p -- "$keep" || ! cp -r -- "$work"/. "$inner"/. "$keep"/; then
+			printf '%s: cannot keep the results in %s\n' "$prog" "$keep" >&2
+		fi
+	fi
+	rm -rf -- "$work" "$inner"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# "XmY.YYYs" (bash's times) to seconds.
+to_seconds() {
+	awk -v t="$1" 'BEGIN { split(t, a, "m"); sub("s", "", a[2]); printf "%.3f", a[1] * 60 + a[2] }'
+}
+
+# cpu_of LOG COMMAND...: runs COMMAND (stdout and stderr to LOG) in a fresh
+# subshell and prints "USER SYS": the CPU seconds of everything it ran (a
+# forked subshell starts with zero child times). Its exit status goes to
+# $work/rc.
+cpu_of() {
+	local log=$1
+	shift
+	(
+		rc=0
+		"$@" >"$log" 2>&1 || rc=$?
+		echo "$rc" >"$work/rc"
+		times >"$work/times"
+	)
+	local line
+	line=$(sed -n 2p "$work/times")
+	printf '%s %s\n' "$(to_seconds "${line%% *}")" "$(to_seconds "${line##* }")"
+}
+
+# PID of host PID $1 inside its own PID namespace (the last NSpid field).
+inner_pid() {
+	awk '/^NSpid:/ { print $NF }' "/proc/$1/status"
+}
+
+# Most frames on one line of a collapsed profile, minus $2 prefix fields.
+stack_frames() {
+	awk -F';' -v skip="$2" 'NF - skip > m { m = NF - skip } END { print m + 0 }' "$1"
+}
+
+# Sum of the counts (last field) of a collapsed profile.
+collapsed_total() {
+	awk '{ s += $NF } END { print s + 0 }' "$1"
+}
+
+# CPU seconds USER + SYS per 1,000 of N samples.
+per_k() {
+	awk -v u="$1" -v s="$2" -v n="$3" 'BEGIN { printf "%.4f", (n > 0 ? 1000 * (u + s) / n : 0) }'
+}
+
+rows=()
+ratios=()
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for depth in $depths; do
+	printf '%s: depth %s: starting the target\n' "$prog" "$depth" >&2
+	target_pid=$("$run_target" start --python "$python" --mode container "$target_src" --depth "$depth")
+	ipid=$(inner_pid "$target_pid")
+
+	# pyprofd, from the host.
+	plog=$work/pyprofd-d$depth.log
+	pout=$work/pyprofd-d$depth.txt
+	printf '%s: depth %s: pyprofd record -r %s -d %s\n' "$prog" "$depth" "$rate" "$duration" >&2
+	read -r pu ps < <(cpu_of "$plog" "$pyprofd" record -r "$rate" -d "$duration" -o "$pout" "$target_pid")
+	[[ $(<"$work/rc") == 0 ]] || die "pyprofd failed (depth $depth); its output: $(cat "$plog")"
+	summary=$(grep -E '^pyprofd: [0-9]+ samples in ' "$plog") || die "no summary line from pyprofd: $(cat "$plog")"
+	re='^pyprofd: ([0-9]+) samples in ([0-9.]+) s \(([0-9.]+) Hz achieved\), ([0-9]+) failed \(([0-9.]+)%\), ([0-9]+) missed \(([0-9.]+)%\)'
+	[[ $summary =~ $re ]] || die "cannot parse pyprofd's summary: $summary"
+	p_samples=${BASH_REMATCH[1]} p_secs=${BASH_REMATCH[2]} p_hz=${BASH_REMATCH[3]}
+	p_failed=${BASH_REMATCH[5]} p_missed=${BASH_REMATCH[7]}
+	p_frames=$(stack_frames "$pout" 0)
+
+	# Tachyon, inside the target's mount and PID namespaces and root: it
+	# attaches to the target's PID as seen there.
+	tlog=$work/tachyon-d$depth.log
+	tout=$inner/tachyon-d$depth.txt
+	printf '%s: depth %s: python%s -m profiling.sampling attach -r %s -d %s\n' \
+		"$prog" "$depth" "$python" "$tachyon_rate" "$duration" >&2
+	read -r tu ts < <(cd / && cpu_of "$tlog" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+		nsenter --target "$target_pid" --mount --pid --root --wd=/ \
+		"/usr/bin/python$python" -m profiling.sampling attach -r "$tachyon_rate" -d "$duration" \
+		--collapsed -o "/tmp/${inner##*/}/${tout##*/}" "$ipid")
+	[[ $(<"$work/rc") == 0 ]] || die "Tachyon failed (depth $depth); its output: $(cat "$tlog")"
+	[[ -f $tout ]] || die "Tachyon wrote no profile (depth $depth); its output: $(cat "$tlog")"
+	re='Captured ([0-9,]+) samples? in ([0-9.]+) seconds'
+	[[ $(<"$tlog") =~ $re ]] || die "cannot parse Tachyon's summary: $(cat "$tlog")"
+	t_attempts=${BASH_REMATCH[1]//,/} t_secs=${BASH_REMATCH[2]}
+	t_samples=$(collapsed_total "$tout")
+	t_frames=$(stack_frames "$tout" 1) # its lines start with "tid:N;"
+	re='missed ([0-9]+) samples from the expected total of ([0-9]+)'
+	t_missed=0.0
+	if [[ $(<"$tlog") =~ $re ]]; then
+		t_missed=$(awk -v m="${BASH_REMATCH[1]}" -v e="${BASH_REMATCH[2]}" 'BEGIN { printf "%.1f", 100 * m / e }')
+	fi
+	t_hz=$(awk -v n="$t_attempts" -v s="$t_secs" 'BEGIN { printf "%.1f", (s > 0 ? n / s : 0) }')
+	t_failed=$(awk -v n="$t_attempts" -v ok="$t_samples" 'BEGIN { printf "%.1f", (n > 0 ? 100 * (n - ok) / n : 0) }')
+
+	"$run_target" stop "$target_pid"
+	target_pid=''
+
+	# CPU seconds per 1,000 samples taken (samples that reached the profile).
+	p_k=$(per_k "$pu" "$ps" "$p_samples")
+	t_k=$(per_k "$tu" "$ts" "$t_samples")
+	rows+=("$depth pyprofd $rate $p_secs $p_hz $p_samples $p_failed $p_missed $pu $ps $p_k $p_frames")
+	rows+=("$depth Tachyon $tachyon_rate $t_secs $t_hz $t_samples $t_failed $t_missed $tu $ts $t_k $t_frames")
+	ratios+=("$depth $(awk -v p="$p_k" -v t="$t_k" 'BEGIN { printf "%.2f", (t > 0 ? p / t : 0) }')")
+done
+
+printf '\npyprofd %s (%s), CPython %s; %s s per profiler per depth; load average %s before, %s after\n\n' \
+	"$(git -C "$repo_dir" rev-parse --short HEAD 2>/dev/null || echo '?')" "$pyprofd" \
+	"$(chroot "$rootfs" "/usr/bin/python$python" -c 'import platform; print(platform.python_version())')" \
+	"$duration" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)"
+fmt='%5s  %-7s  %9s  %5s  %11s  %9s  %7s  %7s  %6s  %6s  %7s  %12s  %6s\n'
+# shellcheck disable=SC2059 # the format is ours
+printf "$fmt" depth tool 'rate asked' secs 'achieved Hz' samples 'failed%' 'missed%' 'user s' 'sys s' 'CPU s' 'CPU s/1k smp' frames
+for row in "${rows[@]}"; do
+	read -r d tool r secs hz n f m u s k fr <<<"$row"
+	# shellcheck disable=SC2059
+	printf "$fmt" "$d" "$tool" "$r" "$secs" "$hz" "$n" "$f" "$m" "$u" "$s" \
+		"$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')" "$k" "$fr"
+done
+printf '\nCPU per sample, pyprofd / Tachyon (the bar: <= 0.50 at depth 50; the aim: <= 0.10):\n'
+for r in "${ratios[@]}"; do
+	printf '  depth %5s: %s\n' "${r%% *}" "${r##* }"
+done

@@ -1,0 +1,800 @@
+# SPDX-License-Identifier: MIT
+"""Integration test of `pyprofd record` against live CPython 3.13, 3.14, 3.15.
+
+Runs with Debian's /usr/bin/python3 (3.11, standard library only), as root,
+once the test rootfs exists (scripts/python-rootfs.sh). Targets from
+tests/targets are started by scripts/run-target.sh (or, for the command form
+`record -- COMMAND`, by pyprofd itself); pprof output is read with the real
+consumer, `go tool pprof` (Debian's golang-go), folded output is parsed here.
+Test methods are generated per version, e.g. test_shares__3_14, so a failure
+names it.
+
+What is checked:
+    shares     shares.py burns 5/3/2 ms of every 10 ms in three functions:
+               `record -r 1k -d 5 -o X.pb.gz` gives flat shares of 50/30/20 %
+               (+-3 points) in `go tool pprof -top`, and ~5000 samples
+    modes      modes.py (spinner, sleeper, GIL-releasing hasher, waiting
+               main), `-a -r 500 -d 2`: wall has all four threads, cpu not the
+               sleeper, gil neither the sleeper nor (almost) the hasher;
+               cpu also in container mode
+    exception  in_except.py: --mode exception keeps only the function that
+               spins inside an except block; wall has both halves
+    native     callback.py: --native puts <native> between sort_with_key and
+               slow_key in the folded stacks; without it there is none
+    gc         gc_heavy.py: <GC> in the folded stacks, none with --no-gc
+    command    `record -o X.pb.gz -- chroot ROOTFS python3.X script` runs
+               until the command exits by itself, exits 0, and the profile
+               has the work function
+    errors     a missing PID: non-zero exit, one line; `-r fast`: exit 2
+
+The shares test runs one version after the other (parallel CPU burners on a
+small machine would skew the shares); the others record all versions at once.
+Every started target is stopped (also when a test fails) and profiles go to a
+temporary directory.
+
+Environment:
+    PYPROFD_BINARY          the pyprofd executable (default: SOURCE/build/pyprofd)
+    PYPROFD_SOURCE_DIR      the source tree (default: two levels above this file)
+    PYPROFD_ROOTFS          the rootfs (default: scripts/python-rootfs.sh --print-path)
+    PYPROFD_RECORD_VERSIONS comma-separated subset of 3.13,3.14,3.15 (default: all)
+    PYPROFD_GO              the go command (default: go on PATH, else /usr/bin/go)
+
+Run by ctest as test_record_live (label integration), or by hand:
+    /usr/bin/python3 tests/integration/test_record.py [-v] [-k shares]
+The last line of the output is "N passed, N failed" (one per test method);
+the exit status is non-zero if anything failed.
+"""
+
+import concurrent.futures
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+SOURCE_DIR = os.path.abspath(os.environ.get("PYPROFD_SOURCE_DIR") or
+                             os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BINARY = os.environ.get("PYPROFD_BINARY") or os.path.join(SOURCE_DIR, "build", "pyprofd")
+RUN_TARGET = os.path.join(SOURCE_DIR, "scripts", "run-target.sh")
+TARGETS_DIR = os.path.join(SOURCE_DIR, "tests", "targets")
+
+ALL_VERSIONS = ("3.13", "3.14", "3.15")
+VERSIONS = tuple(v for v in os.environ.get("PYPROFD_RECORD_VERSIONS",
+                                           ",".join(ALL_VERSIONS)).split(",") if v)
+
+TARGET_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+              "HOME": "/root", "LANG": "C.UTF-8"}
+START_TIMEOUT = 30
+SUMMARY_RE = re.compile(r"^pyprofd: (\d+) samples in ([0-9.]+) s \(([0-9.]+) Hz achieved\), "
+                        r"(\d+) failed \(([0-9.]+)%\), (\d+) missed \(([0-9.]+)%\)$")
+
+_tmpdir = None        # one temporary directory for logs, profiles, go's cache
+_tmpdir_lock = threading.Lock()
+_rootfs = None
+_live = {}            # host pid -> stop function, for the last-resort cleanup
+_live_lock = threading.Lock()
+
+
+def tmpdir():
+    global _tmpdir
+    with _tmpdir_lock:  # used from several threads at once
+        if _tmpdir is None:
+            _tmpdir = tempfile.mkdtemp(prefix="pyprofd-test-record.")
+        return _tmpdir
+
+
+def rootfs():
+    global _rootfs
+    if _rootfs is None:
+        path = os.environ.get("PYPROFD_ROOTFS")
+        if not path:
+            path = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "python-rootfs.sh"),
+                                   "--print-path"], check=True, capture_output=True,
+                                  text=True).stdout.strip()
+        _rootfs = os.path.realpath(path)
+    return _rootfs
+
+
+def go_binary():
+    return os.environ.get("PYPROFD_GO") or shutil.which("go") or "/usr/bin/go"
+
+
+# --- targets -----------------------------------------------------------------
+
+class Target:
+    """A target started by run-target.sh: host pid, log, how to stop it."""
+
+    def __init__(self, name, version, mode, pid, log):
+        self.name, self.version, self.mode, self.pid, self.log = name, version, mode, pid, log
+        self._stopped = False
+        with _live_lock:
+            _live[pid] = self.stop
+
+    def stop(self):
+        if self._stopped:
+            return
+        self._stopped = True
+        with _live_lock:
+            _live.pop(self.pid, None)
+        out = subprocess.run([RUN_TARGET, "stop", str(self.pid)], capture_output=True,
+                             text=True, timeout=30)
+        if out.returncode != 0:
+            print(f"warning: run-target.sh stop {self.pid}: {out.stderr.strip()}",
+                  file=sys.stderr)
+
+    def __repr__(self):
+        return f"{self.name} (python{self.version}, {self.mode}, pid {self.pid})"
+
+
+def start_target(name, version, mode="chroot", *args):
+    log = os.path.join(tmpdir(), f"{name}-{version}-{mode}.log")
+    proc = subprocess.run([RUN_TARGET, "start", "--python", version, "--mode", mode,
+                           "--log", log, "--timeout", str(START_TIMEOUT), name, *args],
+                          capture_output=True, text=True, timeout=START_TIMEOUT + 30)
+    if proc.returncode != 0 or not proc.stdout.strip().isdigit():
+        raise RuntimeError(f"run-target.sh start {name} (python{version}, {mode}) failed "
+                           f"({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    return Target(name, version, mode, int(proc.stdout.strip()), log)
+
+
+# --- pyprofd record ----------------------------------------------------------
+
+class Recording:
+    """One `pyprofd record` run: exit status, output, the profile."""
+
+    def __init__(self, argv, rc, stdout, stderr, path, seconds):
+        self.argv, self.rc, self.stdout, self.stderr = argv, rc, stdout, stderr
+        self.path, self.seconds = path, seconds
+
+    def summary(self):
+        """(samples, seconds, hz, failed, failed%, missed, missed%) of the summary line."""
+        for line in reversed(self.stderr.splitlines()):
+            m = SUMMARY_RE.match(line)
+            if m:
+                g = m.groups()
+                return (int(g[0]), float(g[1]), float(g[2]), int(g[3]), float(g[4]), int(g[5]),
+                        float(g[6]))
+        return None
+
+    def describe(self):
+        return (f"`{' '.join(self.argv)}` exited {self.rc} after {self.seconds:.2f} s; "
+                f"stderr:\n{self.stderr}")
+
+
+_counter = [0]
+_counter_lock = threading.Lock()
+
+
+def record(flags, pid=None, command=None, suffix=".pb.gz", env=None, timeout=60):
+    """Run `pyprofd record FLAGS -o TMP/xxxSUFFIX (PID | -- COMMAND)`."""
+    with _counter_lock:
+        _counter[0] += 1
+        n = _counter[0]
+    path = os.path.join(tmpdir(), f"profile-{n}{suffix}")
+    argv = [BINARY, "record", *flags, "-o", path]
+    argv += [str(pid)] if command is None else ["--", *command]
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=tmpdir(),
+                          stdin=subprocess.DEVNULL, env=env)
+    return Recording(argv, proc.returncode, proc.stdout.decode("utf-8", errors="replace"),
+                     proc.stderr.decode("utf-8", errors="replace"), path,
+                     time.monotonic() - t0)
+
+
+def session(name, version, mode, runs, target_args=(), at_once=False):
+    """Start NAME, run each record FLAGS of RUNS (in turn, or all at once), stop it.
+
+    Returns {key: Recording or Exception}; a target that does not start
+    makes every run that exception.
+    """
+    try:
+        target = start_target(name, version, mode, *target_args)
+    except Exception as e:
+        return {key: e for key in runs}
+    try:
+        jobs = {key: (lambda flags=flags, suffix=suffix: record(flags, target.pid,
+                                                                suffix=suffix))
+                for key, (flags, suffix) in runs.items()}
+        if at_once:
+            results = parallel(jobs)
+        else:
+            results = {}
+            for key, job in jobs.items():
+                try:
+                    results[key] = job()
+                except Exception as e:
+                    results[key] = e
+        for r in results.values():
+            if isinstance(r, Recording):
+                r.target = target
+    finally:
+        target.stop()
+    return results
+
+
+def parallel(jobs):
+    """Run {key: callable} at once; {key: result or exception}."""
+    out = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs) or 1) as pool:
+        futures = {key: pool.submit(job) for key, job in jobs.items()}
+    for key, future in futures.items():
+        try:
+            out[key] = future.result()
+        except Exception as e:
+            out[key] = e
+    return out
+
+
+# --- reading profiles --------------------------------------------------------
+
+def go_pprof(*args):
+    """Run `go tool pprof -symbolize=none ARGS`; return (rc, stdout, stderr).
+
+    -symbolize=none: otherwise, when every function's system name equals
+    its name, pprof "demangles" the names as C++ and its simplifier turns
+    "<module>" into an empty name.
+    """
+    home = os.path.join(tmpdir(), "gohome")
+    os.makedirs(home, exist_ok=True)
+    env = dict(os.environ, HOME=home, GOCACHE=os.path.join(home, "cache"),
+               PPROF_TMPDIR=os.path.join(home, "pprof"), GOFLAGS="", GOTOOLCHAIN="local")
+    proc = subprocess.run([go_binary(), "tool", "pprof", "-symbolize=none", *args],
+                          capture_output=True, timeout=60, env=env, cwd=home)
+    return (proc.returncode, proc.stdout.decode("utf-8", errors="replace"),
+            proc.stderr.decode("utf-8", errors="replace"))
+
+
+class Sample:
+    def __init__(self, values, frames, labels):
+        self.values = values    # one per sample type
+        self.frames = frames    # function names, leaf first
+        self.labels = labels    # {key: value}, strings
+
+    def has(self, function):
+        return function in self.frames
+
+
+class Profile:
+    """A pprof profile as `go tool pprof -raw` prints it (Profile.String())."""
+
+    def __init__(self, text):
+        self.text = text
+        self.sample_types = []
+        self.period_type = None
+        self.samples = []
+        locations = {}
+        raw = []          # (values, location ids, labels)
+        section = None
+        sample_line = re.compile(r"^\s*((?:-?\d+\s+)*-?\d+):\s*((?:\d+\s*)*)$")
+        label_re = re.compile(r"(\w+):\[([^\]]*)\]")
+        loc_line = re.compile(r"^\s*(\d+): 0x[0-9a-fA-F]+ (?:M=\d+ )?(.*)$")
+        func_re = re.compile(r"^(.*?) (\S*):(-?\d+) s=(-?\d+)(?:\(.*\))?$")
+        for line in text.splitlines():
+            if line.startswith("PeriodType:"):
+                self.period_type = line.split(":", 1)[1].strip()
+                continue
+            if line.startswith("Samples:"):
+                section = "samples-header"
+                continue
+            if line.startswith("Locations"):
+                section = "locations"
+                continue
+            if line.startswith("Mappings"):
+                section = "mappings"
+                continue
+            if section == "samples-header":
+                self.sample_types = line.split()
+                section = "samples"
+            elif section == "samples":
+                m = sample_line.match(line)
+                if m:
+                    raw.append(([int(v) for v in m.group(1).split()],
+                                [int(i) for i in m.group(2).split()], {}))
+                elif raw and label_re.search(line):
+                    for k, v in label_re.findall(line):
+                        raw[-1][2][k] = v
+            elif section == "locations":
+                m = loc_line.match(line)
+                if m:
+                    fm = func_re.match(m.group(2))
+                    locations[int(m.group(1))] = fm.group(1) if fm else m.group(2)
+        for values, ids, labels in raw:
+            self.samples.append(Sample(values, [locations.get(i, "?") for i in ids], labels))
+
+    def total(self, index=0):
+        return sum(s.values[index] for s in self.samples)
+
+    def count(self, pred, index=0):
+        return sum(s.values[index] for s in self.samples if pred(s))
+
+
+def read_folded(path):
+    """[(frames root first, count)] of a folded-stacks file."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            stack, _, count = line.rpartition(" ")
+            out.append((stack.split(";"), int(count)))
+    return out
+
+
+def frame_name(frame):
+    """'qualname (file:line)' -> 'qualname'; markers stay as they are."""
+    return frame.split(" (", 1)[0]
+
+
+# --- test cases --------------------------------------------------------------
+
+def per_version(cls):
+    """Turn each check_NAME(self, version) into test_NAME__3_X."""
+    for attr in [a for a in vars(cls) if a.startswith("check_")]:
+        check = getattr(cls, attr)
+        for version in VERSIONS:
+            def test(self, check=check, version=version):
+                check(self, version)
+            test.__name__ = f"test_{attr[len('check_'):]}__{version.replace('.', '_')}"
+            test.__doc__ = f"{check.__doc__ or attr} [python{version}]"
+            setattr(cls, test.__name__, test)
+    return cls
+
+
+class RecordCase(unittest.TestCase):
+    maxDiff = None
+
+    def result(self, results, key):
+        r = results.get(key)
+        if isinstance(r, Exception):
+            self.fail(f"{key}: {r}")
+        self.assertIsNotNone(r, f"no recording for {key}")
+        return r
+
+    def assert_recorded(self, rec):
+        self.assertEqual(rec.rc, 0, rec.describe())
+        self.assertTrue(os.path.isfile(rec.path), f"no output file; {rec.describe()}")
+        self.assertIsNotNone(rec.summary(), f"no summary line; {rec.describe()}")
+
+    def pprof(self, rec, mode):
+        """The profile of REC read by go tool pprof -raw; sample types checked."""
+        self.assert_recorded(rec)
+        rc, out, err = go_pprof("-raw", rec.path)
+        self.assertEqual(rc, 0, f"go tool pprof -raw {rec.path} failed:\n{err}")
+        prof = Profile(out)
+        self.assertEqual(prof.sample_types, ["samples/count", f"{mode}/nanoseconds"],
+                         f"sample types of {rec.path}")
+        self.assertTrue(prof.samples, f"no samples in {rec.path}; {rec.describe()}")
+        for s in prof.samples:
+            self.assertIn("thread_id", s.labels, f"labels of a sample: {s.labels}")
+            self.assertTrue(s.labels["thread_id"].isdigit(), s.labels)
+            self.assertIn("thread_name", s.labels, f"labels of a sample: {s.labels}")
+        return prof
+
+    def folded(self, rec):
+        self.assert_recorded(rec)
+        stacks = read_folded(rec.path)
+        self.assertTrue(stacks, f"empty folded output; {rec.describe()}")
+        return stacks
+
+
+@per_version
+class A_SharesTest(RecordCase):
+    """shares.py: 50/30/20 % of the CPU time in burn_half/burn_third/burn_fifth.
+
+    One version after the other, a single target at a time.
+    """
+
+    WANT = {"burn_half": 50.0, "burn_third": 30.0, "burn_fifth": 20.0}
+    TOLERANCE = 3.0
+
+    def check_shares(self, version):
+        """record -r 1k -d 5: flat shares 50/30/20 +-3 points, ~5000 samples"""
+        target = start_target("shares", version)
+        self.addCleanup(target.stop)
+        rec = record(["-r", "1k", "-d", "5"], target.pid)
+        target.stop()
+        self.assert_recorded(rec)
+        samples, seconds, hz, failed, _, missed, _ = rec.summary()
+        print(f"\n    python{version}: {samples} samples in {seconds} s ({hz} Hz), "
+              f"{failed} failed, {missed} missed", end="", flush=True)
+        for line in rec.stderr.splitlines():  # the breakdown of failures, if any
+            if line.startswith("pyprofd: failed samples:"):
+                print(f" ({line[len('pyprofd: '):]})", end="", flush=True)
+        self.assertGreaterEqual(samples, 4500, rec.describe())
+        self.assertLessEqual(samples, 5050, rec.describe())
+        self.assertGreater(seconds, 4.5, rec.describe())
+        self.assertLess(seconds, 5.5, rec.describe())
+
+        prof = self.pprof(rec, "wall")
+        self.assertEqual(prof.total(0), samples, "samples in the profile vs. the summary line")
+        self.assertEqual({s.labels["thread_id"] for s in prof.samples}, {str(target.pid)},
+                         "thread_id of the main thread (== pid in a chroot)")
+        for s in prof.samples:  # one sample = one period of 1 ms
+            self.assertEqual(s.values[1], s.values[0] * 1000000, "wall ns = samples x 1 ms")
+
+        for index in (0, 1):
+            rc, out, err = go_pprof("-top", "-nodecount=50", f"-sample_index={index}", rec.path)
+            self.assertEqual(rc, 0, f"go tool pprof -top failed:\n{err}")
+            flat = {}
+            for line in out.splitlines():
+                fields = line.split()
+                if len(fields) == 6 and fields[1].endswith("%"):
+                    flat[fields[5]] = float(fields[1][:-1])
+            got = {f: flat.get(f, 0.0) for f in self.WANT}
+            print(f"\n    python{version} sample_index={index}: "
+                  + ", ".join(f"{f} {p:.2f}%" for f, p in got.items()), end="", flush=True)
+            for function, want in self.WANT.items():
+                self.assertAlmostEqual(got[function], want, delta=self.TOLERANCE,
+                                       msg=f"flat share of {function} (sample_index={index})"
+                                           f":\n{out}")
+
+
+MODES_RUNS = {"wall": (["-a", "-r", "500", "-d", "2", "--mode", "wall"], ".pb.gz"),
+              "cpu": (["-a", "-r", "500", "-d", "2", "--mode", "cpu"], ".pb.gz"),
+              "gil": (["-a", "-r", "500", "-d", "2", "--mode", "gil"], ".pb.gz")}
+THREAD_FUNCS = {"spinner": "spinner_loop", "sleeper": "sleeper_loop", "hasher": "hasher_loop",
+                "MainThread": "main_wait"}
+
+
+@per_version
+class B_ModesTest(RecordCase):
+    """modes.py with -a: which threads each of --mode wall, cpu, gil keeps."""
+
+    @classmethod
+    def setUpClass(cls):
+        # One target at a time, its three recordings at once: the cpu check
+        # needs the machine not to be overloaded (a thread woken on a busy
+        # machine is runnable, i.e. "on CPU", until it gets a core), and the
+        # targets burn two cores each.
+        cls.results = {v: session("modes", v, "chroot", MODES_RUNS, at_once=True)
+                       for v in VERSIONS}
+        cls.container = {v: session("modes", v, "container", {"cpu": MODES_RUNS["cpu"]})
+                         for v in VERSIONS}
+
+    def shares(self, prof, what):
+        total = prof.total(0)
+        self.assertGreater(total, 0)
+        got = {name: 100.0 * prof.count(lambda s, f=f: s.has(f)) / total
+               for name, f in THREAD_FUNCS.items()}
+        print(f"\n    {what}: {total} samples; " +
+              ", ".join(f"{n} {p:.1f}%" for n, p in got.items()), end="", flush=True)
+        return got
+
+    def get(self, results, version, mode):
+        r = results.get(version)
+        if isinstance(r, Exception):
+            self.fail(f"python{version}: {r}")
+        return self.result(r, mode)
+
+    def check_wall(self, version):
+        """wall: every thread (the three workers and main) in every tick"""
+        rec = self.get(self.results, version, "wall")
+        prof = self.pprof(rec, "wall")
+        got = self.shares(prof, f"python{version} wall")
+        for name, share in got.items():
+            self.assertGreaterEqual(share, 20.0, f"{name} in wall mode: {got}")
+            self.assertLessEqual(share, 30.0, f"{name} in wall mode: {got}")
+        # one thread_id per thread, and on 3.14+ the OS thread names
+        by_func = {}
+        for s in prof.samples:
+            for name, f in THREAD_FUNCS.items():
+                if s.has(f):
+                    by_func.setdefault(name, set()).add((s.labels["thread_id"],
+                                                         s.labels["thread_name"]))
+        for name, ids in by_func.items():
+            self.assertEqual(len(ids), 1, f"{name}: more than one (thread_id, thread_name): {ids}")
+        self.assertEqual(len({next(iter(ids))[0] for ids in by_func.values()}), 4,
+                         f"want four different thread ids: {by_func}")
+        main_tid = next(iter(by_func["MainThread"]))[0]
+        self.assertEqual(main_tid, str(rec.target.pid), "the main thread's id is the pid")
+        if version != "3.13":  # 3.14+ name OS threads after threading's names
+            for name in ("spinner", "sleeper", "hasher"):
+                self.assertEqual(next(iter(by_func[name]))[1], name, f"thread_name of {name}")
+
+    def assert_cpu(self, rec, what):
+        prof = self.pprof(rec, "cpu")
+        got = self.shares(prof, what)
+        # A sleeping thread is off CPU; it may be caught runnable for a moment
+        # after each wake-up (once a second here), hence a small allowance.
+        self.assertLessEqual(got["sleeper"], 2.0, f"sleeper in cpu mode: {got}")
+        self.assertLessEqual(got["MainThread"], 2.0, f"waiting main thread in cpu mode: {got}")
+        self.assertGreaterEqual(got["spinner"], 35.0, f"spinner in cpu mode: {got}")
+
+    def check_cpu(self, version):
+        """cpu: the spinner (and hasher), not the sleeper nor the waiting main thread"""
+        self.assert_cpu(self.get(self.results, version, "cpu"), f"python{version} cpu")
+
+    def check_cpu_container(self, version):
+        """cpu in container mode: namespace TIDs mapped to host TIDs for the on-CPU check"""
+        self.assert_cpu(self.get(self.container, version, "cpu"),
+                        f"python{version} cpu (container)")
+
+    def check_gil(self, version):
+        """gil: the spinner dominates; no sleeper, main, and <= 5% hasher"""
+        prof = self.pprof(self.get(self.results, version, "gil"), "gil")
+        got = self.shares(prof, f"python{version} gil")
+        self.assertEqual(got["sleeper"], 0.0, f"sleeper in gil mode: {got}")
+        self.assertLessEqual(got["MainThread"], 1.0, f"main thread in gil mode: {got}")
+        self.assertLessEqual(got["hasher"], 5.0, f"hasher in gil mode: {got}")
+        self.assertGreaterEqual(got["spinner"], 90.0, f"spinner in gil mode: {got}")
+
+
+@per_version
+class C_ExceptionTest(RecordCase):
+    """in_except.py: spin_handling() spins inside an except block, spin_plain() outside."""
+
+    @classmethod
+    def setUpClass(cls):
+        runs = {"wall": (["-r", "1k", "-d", "2"], ".pb.gz"),
+                "exception": (["-r", "1k", "-d", "2", "--mode", "exception"], ".pb.gz")}
+        cls.results = parallel({v: (lambda v=v: session("in_except", v, "chroot", runs))
+                                for v in VERSIONS})
+
+    def get(self, version, key):
+        r = self.results.get(version)
+        if isinstance(r, Exception):
+            self.fail(f"python{version}: {r}")
+        return self.result(r, key)
+
+    def check_exception_mode(self, version):
+        """--mode exception: >= 95% of the samples in spin_handling"""
+        prof = self.pprof(self.get(version, "exception"), "exception")
+        total = prof.total(0)
+        handling = prof.count(lambda s: s.frames[:1] == ["spin_handling"])
+        plain = prof.count(lambda s: s.has("spin_plain"))
+        print(f"\n    python{version} exception: {total} samples, spin_handling {handling}, "
+              f"spin_plain {plain}", end="", flush=True)
+        self.assertGreaterEqual(total, 500, "samples while handling (about half of 2000)")
+        self.assertGreaterEqual(handling, 0.95 * total,
+                                f"spin_handling {handling} of {total} exception-mode samples")
+
+    def check_wall_mode(self, version):
+        """--mode wall: both halves, about equally"""
+        prof = self.pprof(self.get(version, "wall"), "wall")
+        total = prof.total(0)
+        handling = prof.count(lambda s: s.has("spin_handling"))
+        plain = prof.count(lambda s: s.has("spin_plain"))
+        print(f"\n    python{version} wall: {total} samples, spin_handling {handling}, "
+              f"spin_plain {plain}", end="", flush=True)
+        self.assertGreaterEqual(handling, 0.3 * total, f"spin_handling {handling} of {total}")
+        self.assertGreaterEqual(plain, 0.3 * total, f"spin_plain {plain} of {total}")
+
+
+@per_version
+class D_NativeTest(RecordCase):
+    """callback.py: sort_with_key -> C sorted() -> slow_key, folded stacks."""
+
+    @classmethod
+    def setUpClass(cls):
+        runs = {"native": (["-r", "1k", "-d", "1", "--native", "--format", "collapsed"],
+                           ".folded"),
+                "plain": (["-r", "1k", "-d", "1", "--format", "collapsed"], ".folded")}
+        cls.results = parallel({v: (lambda v=v: session("callback", v, "chroot", runs))
+                                for v in VERSIONS})
+
+    def get(self, version, key):
+        r = self.results.get(version)
+        if isinstance(r, Exception):
+            self.fail(f"python{version}: {r}")
+        return self.result(r, key)
+
+    def check_native(self, version):
+        """--native: sort_with_key (...);<native>;slow_key (...) in the stacks"""
+        stacks = self.folded(self.get(version, "native"))
+        pattern = re.compile(r"(^|;)sort_with_key \([^;]*\);<native>;slow_key \(")
+        total = sum(c for _, c in stacks)
+        hit = sum(c for frames, c in stacks if pattern.search(";".join(frames)))
+        print(f"\n    python{version} --native: {hit} of {total} samples with "
+              f"sort_with_key;<native>;slow_key", end="", flush=True)
+        self.assertGreater(hit, 0, "no stack with sort_with_key;<native>;slow_key:\n" +
+                           "\n".join(";".join(f) + f" {c}" for f, c in stacks))
+        self.assertGreaterEqual(hit, 0.9 * total, "most samples are in the callback")
+        for frames, _ in stacks:
+            self.assertLessEqual(frames.count("<native>"), 1, f"one C boundary: {frames}")
+
+    def check_no_native(self, version):
+        """without --native: no <native> at all"""
+        stacks = self.folded(self.get(version, "plain"))
+        bad = [";".join(f) for f, _ in stacks if any("<native>" in x for x in f)]
+        self.assertEqual(bad, [], "<native> without --native")
+        self.assertTrue(any([frame_name(x) for x in f][-2:] == ["slow_key", "日本語"]
+                            for f, _ in stacks), "the callback's stack")
+
+
+@per_version
+class E_GCTest(RecordCase):
+    """gc_heavy.py: the cyclic collector runs all the time."""
+
+    @classmethod
+    def setUpClass(cls):
+        runs = {"gc": (["-r", "1k", "-d", "2", "--format", "collapsed"], ".folded"),
+                "nogc": (["-r", "1k", "-d", "2", "--format", "collapsed", "--no-gc"],
+                         ".folded")}
+        cls.results = parallel({v: (lambda v=v: session("gc_heavy", v, "chroot", runs))
+                                for v in VERSIONS})
+
+    def get(self, version, key):
+        r = self.results.get(version)
+        if isinstance(r, Exception):
+            self.fail(f"python{version}: {r}")
+        return self.result(r, key)
+
+    def check_gc(self, version):
+        """<GC> in the folded stacks (as the leaf, below the Python frames)"""
+        stacks = self.folded(self.get(version, "gc"))
+        total = sum(c for _, c in stacks)
+        gc = sum(c for f, c in stacks if "<GC>" in f)
+        print(f"\n    python{version}: <GC> in {gc} of {total} samples", end="", flush=True)
+        self.assertGreater(gc, 0, "no <GC> frame")
+        for frames, _ in stacks:
+            if "<GC>" in frames:
+                self.assertEqual(frames[-1], "<GC>", f"<GC> is the leaf: {frames}")
+                self.assertIn("make_cycles", [frame_name(f) for f in frames],
+                              f"GC below the allocating Python code: {frames}")
+
+    def check_no_gc(self, version):
+        """--no-gc: no <GC>"""
+        stacks = self.folded(self.get(version, "nogc"))
+        bad = [";".join(f) for f, _ in stacks if any("<GC>" in x for x in f)]
+        self.assertEqual(bad, [], "<GC> with --no-gc")
+        self.assertTrue(any("make_cycles" in [frame_name(x) for x in f] for f, _ in stacks))
+
+
+@per_version
+class F_CommandTest(RecordCase):
+    """record -- COMMAND: pyprofd starts the program and profiles it until it exits."""
+
+    DURATION = 1.5
+
+    @classmethod
+    def setUpClass(cls):
+        # Copy the script into the rootfs atomically, as run-target.sh does.
+        dest = os.path.join(rootfs(), "pyprofd-targets")
+        os.makedirs(dest, exist_ok=True)
+        tmp = os.path.join(dest, f".shares.py.{os.getpid()}")
+        shutil.copyfile(os.path.join(TARGETS_DIR, "shares.py"), tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(dest, "shares.py"))
+
+        def run(version):
+            cmd = ["chroot", rootfs(), f"/usr/bin/python{version}", "-u",
+                   "/pyprofd-targets/shares.py", "--duration", str(cls.DURATION)]
+            return record([], command=cmd, env=TARGET_ENV, timeout=60)
+        cls.results = parallel({v: (lambda v=v: run(v)) for v in VERSIONS})
+
+    def check_command(self, version):
+        """runs until the command exits by itself, exit 0, a readable profile with the work"""
+        rec = self.results.get(version)
+        if isinstance(rec, Exception):
+            self.fail(f"python{version}: {rec}")
+        self.assertEqual(rec.rc, 0, rec.describe())
+        self.assertIn("pyprofd-target: ready", rec.stdout, "the command's own output")
+        self.assertGreaterEqual(rec.seconds, self.DURATION, "stopped before the command ended")
+        self.assertLess(rec.seconds, self.DURATION + 10, "did not stop when the command ended")
+        prof = self.pprof(rec, "wall")
+        samples = rec.summary()[0]
+        print(f"\n    python{version}: {samples} samples, {rec.seconds:.2f} s; "
+              f"burn_half {prof.count(lambda s: s.has('burn_half'))}", end="", flush=True)
+        self.assertGreaterEqual(samples, 100, "~1.5 s at the default 100 Hz")
+        self.assertEqual(prof.total(0), samples)
+        for f in ("burn_half", "burn_third", "burn_fifth"):
+            self.assertTrue(any(s.has(f) for s in prof.samples), f"{f} not in the profile")
+        for s in prof.samples:
+            self.assertEqual(s.frames[-1], "<module>", f"root frame: {s.frames}")
+
+
+class G_ErrorTest(RecordCase):
+    """Errors on the command line and with the target."""
+
+    def test_no_such_process(self):
+        """a PID that does not exist: non-zero exit, one line on stderr, no file"""
+        with open("/proc/sys/kernel/pid_max") as f:
+            pid = int(f.read()) - 1
+        while os.path.exists(f"/proc/{pid}"):
+            pid -= 1
+        rec = record(["-d", "1"], pid)
+        self.assertNotEqual(rec.rc, 0, rec.describe())
+        lines = rec.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, f"want one line on stderr:\n{rec.stderr}")
+        self.assertRegex(lines[0], re.compile(r"no such process", re.I))
+        self.assertEqual(rec.stdout, "")
+        self.assertFalse(os.path.exists(rec.path), "wrote a profile")
+
+    def test_bad_rate(self):
+        """-r fast: usage error, exit 2"""
+        rec = record(["-r", "fast"], os.getpid())
+        self.assertEqual(rec.rc, 2, rec.describe())
+        self.assertRegex(rec.stderr, re.compile(r"rate|fast", re.I))
+        self.assertFalse(os.path.exists(rec.path), "wrote a profile")
+
+
+class CountingResult(unittest.TextTestResult):
+    """Counts test methods (a failed subtest fails its method) for the summary."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.passed = 0
+        self.failed = 0
+        self.skipped_n = 0
+        self._failed_ids = set()
+
+    def _fail(self, test):
+        if test.id() not in self._failed_ids:
+            self._failed_ids.add(test.id())
+            self.failed += 1
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        if test.id() not in self._failed_ids:
+            self.passed += 1
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._fail(test)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._fail(test)
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            self._fail(test)
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._fail(test)
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self.skipped_n += 1
+
+
+def main():
+    if os.geteuid() != 0:
+        print("test_record: must run as root (chroot, unshare, reading other processes)",
+              file=sys.stderr)
+        return 1
+    if not os.path.isdir(rootfs()):
+        print(f"test_record: no rootfs at {rootfs()}: run scripts/python-rootfs.sh first",
+              file=sys.stderr)
+        return 1
+    if not os.access(go_binary(), os.X_OK):
+        print(f"test_record: no go at {go_binary()}: install golang-go "
+              f"(scripts/bootstrap.sh)", file=sys.stderr)
+        return 1
+    runner = unittest.TextTestRunner(resultclass=CountingResult, verbosity=2, stream=sys.stdout)
+    result = None
+    t0 = time.monotonic()
+    try:
+        program = unittest.main(module=__name__, testRunner=runner, exit=False)
+        result = program.result
+    finally:
+        with _live_lock:
+            stops = list(_live.values())
+        for stop in stops:  # last resort: nothing keeps running
+            try:
+                stop()
+            except Exception as e:
+                print(f"warning: cleanup: {e}", file=sys.stderr)
+    if _tmpdir is not None:
+        if result is not None and result.wasSuccessful():
+            shutil.rmtree(_tmpdir, ignore_errors=True)
+        else:
+            print(f"target logs and profiles kept in {_tmpdir}", flush=True)
+    print(f"total {time.monotonic() - t0:.1f} s", flush=True)
+    if result.skipped_n:
+        print(f"{result.skipped_n} skipped", flush=True)
+    print(f"{result.passed} passed, {result.failed} failed", flush=True)
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the cleanup on ctest's timeout
+    sys.exit(main())
