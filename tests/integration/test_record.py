@@ -500,10 +500,13 @@ class B_ModesTest(RecordCase):
     def assert_cpu(self, rec, what):
         prof = self.pprof(rec, "cpu")
         got = self.shares(prof, what)
-        # A sleeping thread is off CPU; it may be caught runnable for a moment
-        # after each wake-up (once a second here), hence a small allowance.
-        self.assertLessEqual(got["sleeper"], 2.0, f"sleeper in cpu mode: {got}")
-        self.assertLessEqual(got["MainThread"], 2.0, f"waiting main thread in cpu mode: {got}")
+        # A sleeping thread is off CPU. After each wake-up it is runnable
+        # (state R, which the kernel and pyprofd count as on CPU) until it gets
+        # a core and the GIL, which on a loaded 2-core machine (an ASan
+        # pyprofd, two busy threads) takes a while: measured up to 3.3%,
+        # against 25% in wall mode.
+        self.assertLessEqual(got["sleeper"], 8.0, f"sleeper in cpu mode: {got}")
+        self.assertLessEqual(got["MainThread"], 8.0, f"waiting main thread in cpu mode: {got}")
         self.assertGreaterEqual(got["spinner"], 35.0, f"spinner in cpu mode: {got}")
 
     def check_cpu(self, version):
