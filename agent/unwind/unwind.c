@@ -31,6 +31,7 @@
 #define UNWIND_GUESS_FRAMES    4u    /* out-of-chunk frames remembered per thread */
 #define UNWIND_INTERP_IOV      9u    /* ranges of one interpreter read */
 #define UNWIND_CHUNK_SLACK     2048u /* copied beyond the last walk's deepest frame */
+#define UNWIND_INTERP_SPAN     4096u /* largest interpreter range read in one piece */
 
 static const char unwind_native_name[] = "<native>";
 static const char unwind_gc_name[] = "<GC>";
@@ -101,7 +102,11 @@ struct unwinder {
     uint32_t guess_len[UNWIND_CHUNK_GUESSES]; /* bytes of the chunk the last walk used */
     size_t used_extent;    /* this walk: end of the furthest frame read in chunk 0 */
     uint64_t interp_guess; /* the first interpreter, read with the runtime */
-    uint64_t *visited;     /* frame addresses of this walk, open addressing */
+    /* the interpreter fields lie close together: read [in_lo, in_lo + in_span)
+     * as one range when the span is small (0: one range per field) */
+    uint32_t in_lo, in_span;
+    uint8_t interp_buf[UNWIND_INTERP_SPAN];
+    uint64_t *visited; /* frame addresses of this walk, open addressing */
     /* the chain as walked, to check it is still there afterwards */
     struct chain_link *chain;
     size_t nchain;
@@ -143,6 +148,28 @@ static uint32_t u32_at(const uint8_t *p)
     uint32_t v;
     memcpy(&v, p, sizeof(v));
     return v;
+}
+
+/* Decides whether the interpreter fields a sample needs fit one small range. */
+static void unwind_interp_span(struct unwinder *u)
+{
+    const struct py_layout *l = &u->l;
+    uint32_t off[] = {l->in_id,
+                      l->in_next,
+                      l->in_threads_head,
+                      l->in_threads_main,
+                      l->in_gil_holder,
+                      l->in_gc_collecting,
+                      l->in_gil_locked,
+                      l->has_gc_frame ? l->in_gc_frame : l->in_id,
+                      l->has_code_generation ? l->in_code_generation : l->in_id};
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(off); i++) {
+        lo = off[i] < lo ? off[i] : lo;
+        hi = off[i] + 8 > hi ? off[i] + 8 : hi;
+    }
+    u->in_lo = lo;
+    u->in_span = hi - lo <= UNWIND_INTERP_SPAN ? hi - lo : 0;
 }
 
 int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder **out, char *why,
@@ -193,6 +220,7 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
         goto fail;
     }
     u->result.threads = u->threads;
+    unwind_interp_span(u);
     *out = u;
     return 0;
 fail:
@@ -751,6 +779,10 @@ static size_t unwind_interp_iov(struct unwinder *u, uint64_t raddr, struct inter
 {
     const struct py_layout *l = &u->l;
     *in = (struct interp_view){.raddr = raddr};
+    if (u->in_span) {
+        iov[0] = (struct memread_iov){raddr + u->in_lo, u->interp_buf, u->in_span};
+        return 1;
+    }
     size_t n = 0;
     iov[n++] = (struct memread_iov){raddr + l->in_id, &in->id, 8};
     iov[n++] = (struct memread_iov){raddr + l->in_next, &in->next, 8};
@@ -766,11 +798,35 @@ static size_t unwind_interp_iov(struct unwinder *u, uint64_t raddr, struct inter
     return n;
 }
 
+/* After a read set up by unwind_interp_iov(): fills @in from the one range. */
+static void unwind_interp_done(struct unwinder *u, struct interp_view *in)
+{
+    const struct py_layout *l = &u->l;
+    if (!u->in_span)
+        return;
+#define UNWIND_IN_AT(off) (u->interp_buf + ((off)-u->in_lo))
+    in->id = (int64_t)u64_at(UNWIND_IN_AT(l->in_id));
+    in->next = u64_at(UNWIND_IN_AT(l->in_next));
+    in->threads_head = u64_at(UNWIND_IN_AT(l->in_threads_head));
+    in->threads_main = u64_at(UNWIND_IN_AT(l->in_threads_main));
+    in->gil_holder = u64_at(UNWIND_IN_AT(l->in_gil_holder));
+    in->gc_collecting = (int32_t)u32_at(UNWIND_IN_AT(l->in_gc_collecting));
+    in->gil_locked = (int32_t)u32_at(UNWIND_IN_AT(l->in_gil_locked));
+    if (l->has_gc_frame)
+        in->gc_frame = u64_at(UNWIND_IN_AT(l->in_gc_frame));
+    if (l->has_code_generation)
+        in->code_generation = u64_at(UNWIND_IN_AT(l->in_code_generation));
+#undef UNWIND_IN_AT
+}
+
 static int unwind_read_interp(struct unwinder *u, uint64_t raddr, struct interp_view *in)
 {
     struct memread_iov iov[UNWIND_INTERP_IOV];
     size_t n = unwind_interp_iov(u, raddr, in, iov);
-    return memread_readv(u->mr, iov, n);
+    int err = memread_readv(u->mr, iov, n);
+    if (!err)
+        unwind_interp_done(u, in);
+    return err;
 }
 
 /* Sets in->threads_main to the last thread of the interpreter's list. */
@@ -852,6 +908,7 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         struct interp_view in;
         if (ninterp == 0 && n > 2 && head == u->interp_guess) {
             in = guessed;
+            unwind_interp_done(u, &in);
         } else {
             err = unwind_read_interp(u, raddr, &in);
             if (err) {

@@ -519,10 +519,12 @@ class B_ModesTest(RecordCase):
                         f"python{version} cpu (container)")
 
     def check_gil(self, version):
-        """gil: the spinner dominates; no sleeper, main, and <= 5% hasher"""
+        """gil: the spinner dominates; (almost) no sleeper, main, and <= 5% hasher"""
         prof = self.pprof(self.get(self.results, version, "gil"), "gil")
         got = self.shares(prof, f"python{version} gil")
-        self.assertEqual(got["sleeper"], 0.0, f"sleeper in gil mode: {got}")
+        # Waking from time.sleep, the sleeper takes the GIL for a moment to
+        # return into Python: it can be caught holding it (0.11% seen).
+        self.assertLessEqual(got["sleeper"], 1.0, f"sleeper in gil mode: {got}")
         self.assertLessEqual(got["MainThread"], 1.0, f"main thread in gil mode: {got}")
         self.assertLessEqual(got["hasher"], 5.0, f"hasher in gil mode: {got}")
         self.assertGreaterEqual(got["spinner"], 90.0, f"spinner in gil mode: {got}")
