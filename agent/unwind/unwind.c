@@ -27,9 +27,10 @@
 #define UNWIND_LINETABLE_MAX   (256u * 1024u)
 #define UNWIND_NAME_MAX        (4 * PYSTR_MAX_CHARS + 1)
 #define UNWIND_MAX_GENERATIONS 32u
-#define UNWIND_CHUNK_GUESSES   64u   /* thread state -> last chunk, direct-mapped */
-#define UNWIND_GUESS_FRAMES    4u    /* out-of-chunk frames remembered per thread */
-#define UNWIND_INTERP_IOV      9u    /* ranges of one interpreter read */
+#define UNWIND_CHUNK_GUESSES   64u /* thread state -> last chunk, direct-mapped */
+#define UNWIND_GUESS_FRAMES    4u  /* out-of-chunk frames remembered per thread */
+#define UNWIND_INTERP_IOV      9u  /* ranges of one interpreter read */
+#define UNWIND_THREAD_IOV      (2u + UNWIND_GUESS_FRAMES) /* ranges of one thread read */
 #define UNWIND_CHUNK_SLACK     2048u /* copied beyond the last walk's deepest frame */
 #define UNWIND_INTERP_SPAN     4096u /* largest interpreter range read in one piece */
 
@@ -102,6 +103,7 @@ struct unwinder {
     uint32_t guess_len[UNWIND_CHUNK_GUESSES]; /* bytes of the chunk the last walk used */
     size_t used_extent;    /* this walk: end of the furthest frame read in chunk 0 */
     uint64_t interp_guess; /* the first interpreter, read with the runtime */
+    uint64_t main_guess;   /* its main thread's state, read in the same call */
     /* the interpreter fields lie close together: read [in_lo, in_lo + in_span)
      * as one range when the span is small (0: one range per field) */
     uint32_t in_lo, in_span;
@@ -322,12 +324,22 @@ static int unwind_load_chunk(struct unwinder *u)
  * time (it rarely changes): one read instead of two, and the thread state and
  * its newest frames are copied microseconds apart. Returns 0 or a read error.
  */
-static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
+/* A thread read being set up: what was guessed, for unwind_thread_finish(). */
+struct thread_read {
+    size_t slot;
+    uint64_t guess; /* chunk copied with the thread state, or 0 */
+    size_t guess_len;
+};
+
+/* Sets up the ranges of a thread read into @iov (at most UNWIND_THREAD_IOV). */
+static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
+                                    struct memread_iov *iov, struct thread_read *tr)
 {
     const struct py_layout *l = &u->l;
     size_t slot = (size_t)(tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
     bool known = u->guess_tstate[slot] == tstate_raddr;
-    uint64_t guess = known ? u->guess_chunk[slot] : 0;
+    *tr = (struct thread_read){
+        .slot = slot, .guess = known ? u->guess_chunk[slot] : 0, .guess_len = UNWIND_CHUNK_DEFAULT};
     u->nchunks = 0;
     u->chunk_used = 0;
     u->nextra = 0;
@@ -337,45 +349,56 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
      * where 3.15 keeps the base frame: read a frame's worth more. */
     u->tstate_len = l->ts_size + l->fr_size;
 
-    struct memread_iov iov[2 + UNWIND_GUESS_FRAMES];
     size_t n = 0;
     iov[n++] = (struct memread_iov){tstate_raddr, u->tstate, u->tstate_len};
     /* Only the part of the chunk the last walk used (plus slack) is copied:
      * most stacks use a few KiB of the 16. Frames beyond are read directly,
      * and the next sample copies more. */
-    size_t guess_len = UNWIND_CHUNK_DEFAULT;
-    if (guess && u->guess_len[slot]) {
-        guess_len = ((size_t)u->guess_len[slot] + UNWIND_CHUNK_SLACK + 4095) & ~(size_t)4095;
-        if (guess_len > UNWIND_CHUNK_DEFAULT)
-            guess_len = UNWIND_CHUNK_DEFAULT;
+    if (tr->guess && u->guess_len[slot]) {
+        tr->guess_len = ((size_t)u->guess_len[slot] + UNWIND_CHUNK_SLACK + 4095) & ~(size_t)4095;
+        if (tr->guess_len > UNWIND_CHUNK_DEFAULT)
+            tr->guess_len = UNWIND_CHUNK_DEFAULT;
     }
-    if (guess)
-        iov[n++] = (struct memread_iov){guess, u->chunk_buf, guess_len};
+    if (tr->guess)
+        iov[n++] = (struct memread_iov){tr->guess, u->chunk_buf, tr->guess_len};
     for (size_t i = 0; known && i < UNWIND_GUESS_FRAMES && u->guess_frames[slot][i]; i++) {
         u->extra_raddr[u->nextra] = u->guess_frames[slot][i];
         iov[n++] =
             (struct memread_iov){u->guess_frames[slot][i], u->extra[u->nextra++], l->fr_size};
     }
-    int err = memread_readv(u->mr, iov, n);
-    if (err == -EFAULT) {
-        /* a guess went stale (a chunk freed), or the struct ends early: plainly */
-        guess = 0;
-        u->nextra = 0;
-        u->tstate_len = l->ts_size;
-        err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
-    }
-    if (err)
-        return err;
+    return n;
+}
+
+/* Completes a thread read whose ranges were all read. Returns 0 or a read error. */
+static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr)
+{
+    const struct py_layout *l = &u->l;
     u->next_chunk = u64_at(u->tstate + l->ts_datastack_chunk);
-    u->guess_tstate[slot] = tstate_raddr;
-    u->guess_chunk[slot] = u->next_chunk;
+    u->guess_tstate[tr->slot] = u->tstate_raddr;
+    u->guess_chunk[tr->slot] = u->next_chunk;
     u->used_extent = 0;
-    if (guess && guess == u->next_chunk) {
-        err = unwind_add_chunk(u, guess, u->chunk_buf, guess_len);
+    if (tr->guess && tr->guess == u->next_chunk) {
+        int err = unwind_add_chunk(u, tr->guess, u->chunk_buf, tr->guess_len);
         if (err < 0)
             return err;
     }
     return 0;
+}
+
+static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
+{
+    struct memread_iov iov[UNWIND_THREAD_IOV];
+    struct thread_read tr;
+    size_t n = unwind_thread_prepare(u, tstate_raddr, iov, &tr);
+    int err = memread_readv(u->mr, iov, n);
+    if (err == -EFAULT) {
+        /* a guess went stale (a chunk freed), or the struct ends early: plainly */
+        tr.guess = 0;
+        u->nextra = 0;
+        u->tstate_len = u->l.ts_size;
+        err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
+    }
+    return err ? err : unwind_thread_finish(u, &tr);
 }
 
 /* Remembers the frames this walk had to read on their own, for the next sample. */
@@ -729,13 +752,13 @@ static void unwind_thread_flags(struct unwinder *u, struct unwind_thread *t,
 
 /* Samples one thread; false when its thread state could not be read. */
 static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
-                                 const struct interp_view *in, unsigned flags)
+                                 const struct interp_view *in, unsigned flags, bool preread)
 {
     const struct py_layout *l = &u->l;
     struct unwind_thread *t = &u->threads[u->result.nthreads++];
     *t = (struct unwind_thread){.tstate_raddr = tstate_raddr, .interp_id = in->id};
     size_t first = u->nframes;
-    int err = unwind_read_thread(u, tstate_raddr);
+    int err = preread ? 0 : unwind_read_thread(u, tstate_raddr);
     if (err) {
         t->status = status_from_errno(err);
         return false;
@@ -875,7 +898,7 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     *out = &u->result;
 
     uint64_t head = 0, finalizing = 0;
-    struct memread_iov rt[2 + UNWIND_INTERP_IOV] = {
+    struct memread_iov rt[2 + UNWIND_INTERP_IOV + UNWIND_THREAD_IOV] = {
         {u->runtime_raddr + l->rt_interpreters_head, &head, 8},
         {u->runtime_raddr + l->rt_finalizing, &finalizing, 8},
     };
@@ -884,9 +907,17 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     size_t n = 2;
     if (u->interp_guess)
         n += unwind_interp_iov(u, u->interp_guess, &guessed, rt + 2);
+    /* ... and so does the main thread: when sampling only it, its state and
+     * stack are read in the same call too (checked below, used if it held) */
+    struct thread_read fused_read;
+    bool fused = !(flags & UNWIND_ALL_THREADS) && n > 2 && u->main_guess;
+    if (fused)
+        n += unwind_thread_prepare(u, u->main_guess, rt + n, &fused_read);
     int err = memread_readv(u->mr, rt, n);
     if (err == -EFAULT && n > 2) {
         u->interp_guess = 0; /* it went away */
+        u->main_guess = 0;
+        fused = false;
         n = 2;
         err = memread_readv(u->mr, rt, n);
     }
@@ -934,12 +965,16 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         if (flags & UNWIND_ALL_THREADS) {
             uint64_t t = in.threads_head;
             while (t && u->result.nthreads < UNWIND_MAX_THREADS) {
-                if (!unwind_sample_thread(u, t, &in, flags))
+                if (!unwind_sample_thread(u, t, &in, flags, false))
                     break; /* without its thread state there is no next pointer */
                 t = u64_at(u->tstate + l->ts_next);
             }
         } else if (in.id == 0 && in.threads_main) {
-            (void)unwind_sample_thread(u, in.threads_main, &in, flags);
+            /* read already, with the runtime, if the guess held */
+            bool pre = fused && ninterp == 0 && in.threads_main == u->main_guess &&
+                       unwind_thread_finish(u, &fused_read) == 0;
+            (void)unwind_sample_thread(u, in.threads_main, &in, flags, pre);
+            u->main_guess = in.threads_main;
         }
         raddr = in.next;
     }
