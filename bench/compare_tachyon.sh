@@ -40,7 +40,7 @@ seconds per 1,000 samples, and the ratio pyprofd / Tachyon of the latter.
       --pyprofd PATH      pyprofd binary (default: build-release/pyprofd; build
                           it with: cmake --preset release && cmake --build
                           --preset release -j2)
-      --rate HZ           pyprofd's rate (default: 100k, its maximum)
+      --rate HZ           pyprofd's rate (default: 1000k, its maximum)
       --tachyon-rate HZ   Tachyon's rate (default: 1000000, its maximum: it
                           takes a 1 us interval and never sleeps when late)
       --keep DIR          keep the profiles and logs in DIR
@@ -63,7 +63,7 @@ die() {
 duration=5
 depths="10 50 200"
 pyprofd=$repo_dir/build-release/pyprofd
-rate=100k
+rate=1000k
 tachyon_rate=1000000
 keep=''
 while (($#)); do

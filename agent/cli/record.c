@@ -22,8 +22,8 @@
 #include "pprof/pprof_build.h"
 #include "sampler/sampler.h"
 
-#define RECORD_MAX_RATE   100000.0 /* Hz */
-#define RECORD_WAIT_START 30       /* seconds a launched command may take to start Python */
+#define RECORD_MAX_RATE   1000000.0 /* Hz */
+#define RECORD_WAIT_START 30        /* seconds a launched command may take to start Python */
 
 enum record_format { RECORD_AUTO, RECORD_PPROF, RECORD_COLLAPSED };
 
@@ -352,7 +352,7 @@ int cli_record(int argc, char **argv)
         case 'r': {
             int err = record_parse_rate(optarg, &o.rate);
             if (err) {
-                log_error(err == -ERANGE ? "rate '%s' is out of range (0.01 Hz to 100 kHz)"
+                log_error(err == -ERANGE ? "rate '%s' is out of range (0.01 Hz to 1 MHz)"
                                          : "'%s' is not a rate (examples: 250, 10k, 10khz)",
                           optarg);
                 return CLI_EXIT_USAGE;

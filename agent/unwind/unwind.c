@@ -100,7 +100,8 @@ struct unwinder {
     uint64_t guess_tstate[UNWIND_CHUNK_GUESSES];
     uint64_t guess_chunk[UNWIND_CHUNK_GUESSES];
     uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMES];
-    uint32_t guess_len[UNWIND_CHUNK_GUESSES]; /* bytes of the chunk the last walk used */
+    uint32_t guess_len[UNWIND_CHUNK_GUESSES];     /* bytes of the chunk the last walk used */
+    uint64_t verified_hash[UNWIND_CHUNK_GUESSES]; /* the thread's last verified chain */
     size_t used_extent;    /* this walk: end of the furthest frame read in chunk 0 */
     uint64_t interp_guess; /* the first interpreter, read with the runtime */
     uint64_t main_guess;   /* its main thread's state, read in the same call */
@@ -604,6 +605,22 @@ static enum sample_status unwind_verify(struct unwinder *u)
     return SAMPLE_OK;
 }
 
+/* Identity of the walked chain: what verification compares, leaf ip excluded. */
+static uint64_t unwind_chain_hash(const struct unwinder *u)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ u->nchain;
+    for (size_t i = 0; i < u->nchain; i++) {
+        const struct chain_link *k = &u->chain[i];
+        uint64_t v[4] = {k->raddr, k->previous, k->executable, k->leaf ? 0 : k->instr_ptr};
+        for (size_t j = 0; j < 4; j++) {
+            h ^= v[j] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+            h *= 0xff51afd7ed558ccdull;
+            h ^= h >> 32;
+        }
+    }
+    return h ? h : 1; /* 0 means "none verified" */
+}
+
 /* --- code objects ------------------------------------------------------ */
 
 /* Reads the code object at @raddr into the cache. NULL when unreadable. */
@@ -782,8 +799,17 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
 
     t->status = unwind_walk(u, in, flags, first);
     unwind_remember_extra(u);
-    if (t->status == SAMPLE_OK)
-        t->status = unwind_verify(u);
+    if (t->status == SAMPLE_OK) {
+        /* A chain identical to one verified before (same frames, links,
+         * code and callers' instructions) is that real stack again: no
+         * re-read needed. Anything else is verified. */
+        size_t slot = (size_t)(tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
+        uint64_t h = unwind_chain_hash(u);
+        if (h != u->verified_hash[slot]) {
+            t->status = unwind_verify(u);
+            u->verified_hash[slot] = t->status == SAMPLE_OK ? h : 0;
+        }
+    }
     if (t->status != SAMPLE_OK) {
         u->nframes = first; /* a torn stack is counted, not reported */
         return true;

@@ -24,7 +24,9 @@ static void test_record__parses_rates(void **state)
     assert_int_equal(record_parse_rate("10m", &hz), -EINVAL);
     assert_int_equal(record_parse_rate("0", &hz), -EINVAL);
     assert_int_equal(record_parse_rate("-5", &hz), -EINVAL);
-    assert_int_equal(record_parse_rate("1000k", &hz), -ERANGE);
+    assert_int_equal(record_parse_rate("1000k", &hz), 0);
+    assert_true(hz == 1000000);
+    assert_int_equal(record_parse_rate("2000k", &hz), -ERANGE);
 }
 
 int main(void)

@@ -429,10 +429,11 @@ static void test_unwind__warm_sample_takes_a_handful_of_reads(void **state)
         before = memread_fake_calls(fx.fake);
         assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 50);
         unsigned warm = memread_fake_calls(fx.fake) - before;
-        /* runtime, interpreter, thread state and chunk in one read, then the
-         * verification; 3.13 also re-checks its cached code objects */
+        /* runtime, interpreter, thread state and chunk in one read; the
+         * unchanged chain needs no verification; 3.13 also re-checks its
+         * cached code objects */
         print_message("3.%u: 50 frames: %u reads cold, %u warm\n", minor, cold, warm);
-        assert_true(warm <= 4);
+        assert_true(warm <= 2);
         assert_true(cold > warm);
         fx_close(&fx);
     }
