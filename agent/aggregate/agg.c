@@ -286,6 +286,29 @@ static int agg_drop(struct agg *a)
     return -E2BIG;
 }
 
+static struct agg_thread *agg_thread_slot(struct agg *a, uint64_t thread_id)
+{
+    return &a->threads[(size_t)(thread_id * 0x9E3779B97F4A7C15ull >> 40) % a->lim.threads];
+}
+
+int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name, int64_t count,
+               int64_t nanos)
+{
+    if (!thread_name || !*thread_name)
+        thread_name = "unknown";
+    struct agg_thread *th = agg_thread_slot(a, thread_id);
+    if (!th->used || th->thread_id != thread_id)
+        return -ENOENT;
+    struct agg_sample *s = &a->samples[th->sample];
+    if (s->task_name != 0 || strcmp(agg_string(a, s->thread_name), thread_name) != 0)
+        return -ENOENT;
+    s->count += count;
+    s->nanos += nanos;
+    a->stats.added++;
+    a->stats.coalesced++;
+    return 0;
+}
+
 int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t thread_id,
             const char *thread_name, const char *task_name, int64_t count, int64_t nanos)
 {
@@ -297,8 +320,7 @@ int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t
         return agg_drop(a);
 
     /* A thread whose stack did not move: count it where it went last time. */
-    struct agg_thread *th =
-        &a->threads[(size_t)(thread_id * 0x9E3779B97F4A7C15ull >> 40) % a->lim.threads];
+    struct agg_thread *th = agg_thread_slot(a, thread_id);
     uint64_t sig = agg_signature(frames, n, thread_name, task_name);
     if (th->used && th->thread_id == thread_id && th->signature == sig) {
         a->samples[th->sample].count += count;

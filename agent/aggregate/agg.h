@@ -92,6 +92,15 @@ PYPROFD_WARN_UNUSED int agg_add(struct agg *a, const struct unwind_frame *frames
                                 uint64_t thread_id, const char *thread_name, const char *task_name,
                                 int64_t count, int64_t nanos);
 
+/**
+ * Counts one more sample of thread @a thread_id in the stack it was last
+ * counted in, when the caller knows the frames did not change (the unwinder
+ * says so): no frame is looked at. Returns 0, or -ENOENT when the window
+ * has no previous sample of that thread under that name (then use agg_add).
+ */
+PYPROFD_WARN_UNUSED int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name,
+                                   int64_t count, int64_t nanos);
+
 /** Read side, for the encoders. Indices are 0-based; valid until the next add/reset. */
 size_t agg_string_count(const struct agg *a);
 const char *agg_string(const struct agg *a, uint32_t id);

@@ -241,8 +241,10 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
             continue;
         }
         const struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
-        if (agg_add(s->agg, t->frames, t->nframes, t->native_thread_id, k->name, NULL, 1,
-                    (int64_t)s->opts.interval_ns) == 0)
+        int64_t ns = (int64_t)s->opts.interval_ns;
+        /* an unchanged stack is counted where it went last time, unlooked at */
+        if ((t->unchanged && agg_repeat(s->agg, t->native_thread_id, k->name, 1, ns) == 0) ||
+            agg_add(s->agg, t->frames, t->nframes, t->native_thread_id, k->name, NULL, 1, ns) == 0)
             s->counts.thread_samples++;
     }
     if (failed != SAMPLE_OK) {

@@ -102,9 +102,16 @@ struct unwinder {
     uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMES];
     uint32_t guess_len[UNWIND_CHUNK_GUESSES];     /* bytes of the chunk the last walk used */
     uint64_t verified_hash[UNWIND_CHUNK_GUESSES]; /* the thread's last verified chain */
-    size_t used_extent;    /* this walk: end of the furthest frame read in chunk 0 */
-    uint64_t interp_guess; /* the first interpreter, read with the runtime */
-    uint64_t main_guess;   /* its main thread's state, read in the same call */
+    /* the thread's last resolved frames: which raw frames, where, and under
+     * which code-cache epoch */
+    uint64_t resolved_hash[UNWIND_CHUNK_GUESSES];
+    uint64_t resolved_epoch[UNWIND_CHUNK_GUESSES];
+    size_t resolved_first[UNWIND_CHUNK_GUESSES];
+    size_t resolved_n[UNWIND_CHUNK_GUESSES];
+    uint64_t resolve_epoch; /* moves whenever cached code entries change */
+    size_t used_extent;     /* this walk: end of the furthest frame read in chunk 0 */
+    uint64_t interp_guess;  /* the first interpreter, read with the runtime */
+    uint64_t main_guess;    /* its main thread's state, read in the same call */
     /* the interpreter fields lie close together: read [in_lo, in_lo + in_span)
      * as one range when the span is small (0: one range per field) */
     uint32_t in_lo, in_span;
@@ -489,15 +496,16 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         uint64_t prev = u64_at(fr + l->fr_previous);
         if (u->nchain == UNWIND_MAX_DEPTH)
             return SAMPLE_TOO_DEEP;
+        /* field by field: a compound literal would clear the 512-byte
+         * re-read buffer of every link on every sample */
         struct chain_link *link = &u->chain[u->nchain++];
-        *link = (struct chain_link){
-            .raddr = addr,
-            .previous = prev,
-            .executable = u64_at(fr + l->fr_executable),
-            .instr_ptr = u64_at(fr + l->fr_instr_ptr),
-            .leaf = emitted == 0,
-            .chunk = -1,
-        };
+        link->raddr = addr;
+        link->previous = prev;
+        link->executable = u64_at(fr + l->fr_executable);
+        link->instr_ptr = u64_at(fr + l->fr_instr_ptr);
+        link->leaf = emitted == 0;
+        link->chunk = -1;
+        link->buf_off = 0;
         for (size_t c = 0; c < u->nchunks && fr != u->frame_buf; c++) {
             if (fr >= u->chunks[c].data && fr < u->chunks[c].data + u->chunks[c].size) {
                 link->chunk = (int32_t)c;
@@ -605,6 +613,24 @@ static enum sample_status unwind_verify(struct unwinder *u)
     return SAMPLE_OK;
 }
 
+/* Identity of a thread's raw frames and of what shapes their markers. */
+static uint64_t unwind_raw_hash(const struct unwinder *u, size_t first, unsigned flags,
+                                const struct interp_view *in)
+{
+    uint64_t h = 0x2545f4914f6cdd1dull ^ flags ^ ((uint64_t)(uint32_t)in->gc_collecting << 32);
+    h ^= in->gc_frame * 0x9e3779b97f4a7c15ull;
+    for (size_t i = first; i < u->nframes; i++) {
+        const struct raw_frame *r = &u->raw[i];
+        uint64_t v[3] = {r->code_raddr, r->instr_ptr, (uint64_t)r->kind};
+        for (size_t j = 0; j < 3; j++) {
+            h ^= v[j] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+            h *= 0xff51afd7ed558ccdull;
+            h ^= h >> 32;
+        }
+    }
+    return h ? h : 1;
+}
+
 /* Identity of the walked chain: what verification compares, leaf ip excluded. */
 static uint64_t unwind_chain_hash(const struct unwinder *u)
 {
@@ -683,8 +709,10 @@ static void unwind_recheck_codes(struct unwinder *u, size_t from)
         memcpy(&first, b + l->co_firstlineno, sizeof(first));
         if (!ok || u64_at(b + l->co_qualname) != ci->qualname_raddr ||
             u64_at(b + l->co_filename) != ci->filename_raddr ||
-            u64_at(b + l->co_linetable) != ci->linetable_raddr || first != ci->firstlineno)
+            u64_at(b + l->co_linetable) != ci->linetable_raddr || first != ci->firstlineno) {
             ci->qualname_raddr = 0; /* stale: refetched on use */
+            u->resolve_epoch++;
+        }
     }
 }
 
@@ -816,7 +844,22 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     }
     if (!l->has_code_generation)
         unwind_recheck_codes(u, first);
-    unwind_resolve(u, first);
+    /* The same raw frames as this thread's last sample, at the same place in
+     * the frame array, with no code-cache change since: the resolved frames
+     * from then are still there and still right. */
+    size_t slot = (size_t)(tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
+    uint64_t raw = unwind_raw_hash(u, first, flags, in);
+    uint64_t epoch = u->resolve_epoch + codecache_overflows(u->codes);
+    if (raw == u->resolved_hash[slot] && epoch == u->resolved_epoch[slot] &&
+        first == u->resolved_first[slot] && u->nframes - first == u->resolved_n[slot]) {
+        t->unchanged = true;
+    } else {
+        unwind_resolve(u, first);
+        u->resolved_hash[slot] = raw;
+        u->resolved_epoch[slot] = u->resolve_epoch + codecache_overflows(u->codes);
+        u->resolved_first[slot] = first;
+        u->resolved_n[slot] = u->nframes - first;
+    }
     t->frames = &u->frames[first];
     t->nframes = u->nframes - first;
     return true;
@@ -902,6 +945,7 @@ static void unwind_check_generation(struct unwinder *u, const struct interp_view
         if (u->gen_interp[i] == in->raddr) {
             if (u->gen_value[i] != in->code_generation) {
                 codecache_clear(u->codes);
+                u->resolve_epoch++;
                 u->gen_value[i] = in->code_generation;
             }
             return;
@@ -909,6 +953,7 @@ static void unwind_check_generation(struct unwinder *u, const struct interp_view
     }
     if (u->ngen == UNWIND_MAX_GENERATIONS) {
         codecache_clear(u->codes); /* too many interpreters to track: be safe */
+        u->resolve_epoch++;
         u->ngen = 0;
     }
     u->gen_interp[u->ngen] = in->raddr;

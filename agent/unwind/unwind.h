@@ -88,6 +88,7 @@ struct unwind_thread {
     int64_t interp_id;
     unsigned flags;            /* enum unwind_thread_flags */
     enum sample_status status; /* SAMPLE_OK, or why there are no frames */
+    bool unchanged;            /* the same frames as this thread's previous sample */
     size_t nframes;
     const struct unwind_frame *frames; /* leaf first */
 };

@@ -73,6 +73,26 @@ static void test_agg__interns_and_counts(void **state)
     agg_free(a);
 }
 
+static void test_agg__repeat_counts_the_last_stack(void **state)
+{
+    (void)state;
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct unwind_frame f[] = {frame("leaf", "/a.py", 1, 2, 0x10),
+                               frame("main", "/a.py", 9, 9, 0x20)};
+    assert_int_equal(agg_repeat(a, 7, "t", 1, 10), -ENOENT); /* nothing yet */
+    assert_int_equal(agg_add(a, f, 2, 7, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_repeat(a, 7, "t", 1, 10), 0);
+    assert_int_equal(agg_repeat(a, 7, "renamed", 1, 10), -ENOENT);
+    assert_int_equal(agg_repeat(a, 8, "t", 1, 10), -ENOENT);
+    assert_int_equal(agg_sample_count(a), 1);
+    assert_int_equal(agg_sample(a, 0)->count, 2);
+    assert_int_equal(agg_sample(a, 0)->nanos, 20);
+    agg_reset(a);
+    assert_int_equal(agg_repeat(a, 7, "t", 1, 10), -ENOENT); /* a new window */
+    agg_free(a);
+}
+
 static void test_agg__caps_drop_and_count(void **state)
 {
     (void)state;
@@ -112,6 +132,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agg__interns_and_counts),
+        cmocka_unit_test(test_agg__repeat_counts_the_last_stack),
         cmocka_unit_test(test_agg__caps_drop_and_count),
         cmocka_unit_test(test_agg__empty_names_are_replaced),
     };

@@ -68,6 +68,15 @@ static uint64_t build_stack(struct fixture *fx, unsigned t, uint64_t frames[4])
     return work;
 }
 
+/* The leaf frame pushed last by build_stack(), from the thread state. */
+static uint64_t f_leaf(struct fixture *fx)
+{
+    uint64_t frame = 0;
+    const struct py_layout *l = pyimage_layout(fx->img);
+    assert_int_equal(memread_read(fx->mr, 0x30000000 + l->ts_current_frame, &frame, 8), 0);
+    return frame;
+}
+
 static void expect_frame(const struct unwind_frame *f, const char *fn, const char *file,
                          int32_t line)
 {
@@ -102,6 +111,22 @@ static void test_unwind__walks_main_thread_on_every_version(void **state)
         expect_frame(&th->frames[2], "<module>", "/app/main.py", 5);
         assert_int_equal(th->frames[0].pos.col, 0);
         assert_int_equal(th->frames[0].pos.end_col, 4);
+        assert_false(th->unchanged);
+        /* the same stack again: flagged unchanged, frames still in place */
+        th = &fx_sample(&fx, 0)->threads[0];
+        assert_true(th->unchanged);
+        assert_int_equal(th->nframes, 3);
+        expect_frame(&th->frames[0], "Worker.work", "/app/work.py", 28);
+        expect_frame(&th->frames[2], "<module>", "/app/main.py", 5);
+        /* the leaf moves on: not unchanged, resolved again */
+        const struct py_layout *l = pyimage_layout(fx.img);
+        uint64_t ip = 0;
+        assert_int_equal(memread_read(fx.mr, f_leaf(&fx) + l->fr_instr_ptr, &ip, 8), 0);
+        ip += 2;
+        assert_int_equal(memread_fake_poke(fx.fake, f_leaf(&fx) + l->fr_instr_ptr, &ip, 8), 0);
+        th = &fx_sample(&fx, 0)->threads[0];
+        assert_false(th->unchanged);
+        expect_frame(&th->frames[0], "Worker.work", "/app/work.py", 29);
         fx_close(&fx);
     }
 }
@@ -401,7 +426,12 @@ static void test_unwind__code_cache_invalidation(void **state)
             assert_int_equal(
                 memread_fake_poke(fx.fake, 0x20000000 + l->in_code_generation, &gen, 8), 0);
         }
-        assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "Worker.renamed");
+        const struct unwind_thread *th = &fx_sample(&fx, 0)->threads[0];
+        assert_string_equal(th->frames[0].function, "Worker.renamed");
+        assert_false(th->unchanged); /* the cache changed: resolved again */
+        th = &fx_sample(&fx, 0)->threads[0];
+        assert_true(th->unchanged); /* nothing moved since */
+        assert_string_equal(th->frames[0].function, "Worker.renamed");
         fx_close(&fx);
     }
 }
