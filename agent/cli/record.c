@@ -139,11 +139,8 @@ static int record_wait_python(pid_t child, struct cli_target *t, enum memread_ba
         char why[256];
         bool ready = false;
         if (memread_open(child, backend, &mr) == 0 &&
-            pyruntime_locate("/proc", child, mr, &rt, why, sizeof(why)) == 0 && rt.initialized) {
-            uint64_t head = 0; /* has an interpreter and a thread */
-            ready = true;
-            (void)head;
-        }
+            pyruntime_locate("/proc", child, mr, &rt, why, sizeof(why)) == 0 && rt.initialized)
+            ready = true; /* the runtime has an interpreter */
         memread_free(mr);
         if (ready)
             return cli_attach(child, backend, true, t);
