@@ -222,7 +222,7 @@ static void record_summary(const struct sampler_counts *c, double seconds)
 
 static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
 {
-    struct cli_target t;
+    struct cli_target t = {0}; /* released at out: even when attaching never happened */
     struct agg *agg = NULL;
     struct sampler *s = NULL;
     int status =
@@ -359,7 +359,8 @@ int cli_record(int argc, char **argv)
         case 'd': {
             char *end = NULL;
             o.duration = strtod(optarg, &end);
-            if (end == optarg || *end || !(o.duration > 0)) {
+            if (end == optarg || *end || !(o.duration > 0) || !isfinite(o.duration) ||
+                o.duration > 1e9) {
                 log_error("'%s' is not a duration in seconds", optarg);
                 return CLI_EXIT_USAGE;
             }

@@ -25,6 +25,8 @@ struct sampler_thread {
     pid_t host_tid;
     uint64_t named_ns;
     char name[32];
+    uint64_t last_key; /* stack_key of the last stack added for this thread */
+    bool last_added;   /* ... and whether the window took it */
 };
 
 struct sampler {
@@ -38,6 +40,7 @@ struct sampler {
     struct sampler_thread threads[SAMPLER_THREADS];
     uint64_t now_ns; /* of the attempt in progress */
     pid_t *traced;   /* blocking mode: seized TIDs */
+    int *pending;    /* a signal each stopped thread was about to get */
     size_t ntraced;
 };
 
@@ -120,9 +123,10 @@ static int sampler_seize_new(struct sampler *s)
         int64_t tid;
         if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid) || sampler_is_traced(s, (pid_t)tid))
             continue;
-        if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) == 0)
+        if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) == 0) {
+            s->pending[s->ntraced] = 0;
             s->traced[s->ntraced++] = (pid_t)tid;
-        else if (errno == EPERM)
+        } else if (errno == EPERM)
             err = -EPERM;
     }
     closedir(d);
@@ -136,17 +140,23 @@ static void sampler_stop_all(struct sampler *s)
         (void)ptrace(PTRACE_INTERRUPT, s->traced[i], NULL, NULL);
     for (size_t i = 0; i < s->ntraced; i++) {
         int status;
+        s->pending[i] = 0;
         if (waitpid(s->traced[i], &status, __WALL) < 0 || WIFEXITED(status) ||
             WIFSIGNALED(status)) {
             s->traced[i--] = s->traced[--s->ntraced]; /* gone */
+            continue;
         }
+        /* A stop for a signal on its way to the thread (not our interrupt):
+         * it must be delivered when the thread resumes, not swallowed. */
+        if (WIFSTOPPED(status) && (status >> 16) != PTRACE_EVENT_STOP)
+            s->pending[i] = WSTOPSIG(status);
     }
 }
 
 static void sampler_resume_all(struct sampler *s)
 {
     for (size_t i = 0; i < s->ntraced; i++)
-        (void)ptrace(PTRACE_CONT, s->traced[i], NULL, NULL);
+        (void)ptrace(PTRACE_CONT, s->traced[i], NULL, (void *)(intptr_t)s->pending[i]);
 }
 
 /* --- public ------------------------------------------------------------ */
@@ -169,7 +179,8 @@ int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg, const struct sam
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
     if (opts->blocking) {
         s->traced = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->traced));
-        int err = s->traced ? sampler_seize_new(s) : -ENOMEM;
+        s->pending = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->pending));
+        int err = s->traced && s->pending ? sampler_seize_new(s) : -ENOMEM;
         if (err || s->ntraced == 0) {
             sampler_free(s);
             return err ? err : -EPERM;
@@ -188,6 +199,7 @@ void sampler_free(struct sampler *s)
     if (s->opts.mode == SAMPLER_CPU)
         unwinder_set_on_cpu(s->u, NULL, NULL);
     alloc_free(s->traced);
+    alloc_free(s->pending);
     alloc_free(s);
 }
 
@@ -240,11 +252,18 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
                 failed = t->status;
             continue;
         }
-        const struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
+        struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
         int64_t ns = (int64_t)s->opts.interval_ns;
-        /* an unchanged stack is counted where it went last time, unlooked at */
-        if ((t->unchanged && agg_repeat(s->agg, t->native_thread_id, k->name, 1, ns) == 0) ||
-            agg_add(s->agg, t->frames, t->nframes, t->native_thread_id, k->name, NULL, 1, ns) == 0)
+        /* An unchanged stack that this thread's last add put in the window is
+         * counted there, unlooked at; anything else is added in full. */
+        bool repeat = t->unchanged && k->last_added && k->last_key == t->stack_key &&
+                      agg_repeat(s->agg, t->native_thread_id, k->name, 1, ns) == 0;
+        if (!repeat) {
+            k->last_added = agg_add(s->agg, t->frames, t->nframes, t->native_thread_id, k->name,
+                                    NULL, 1, ns) == 0;
+            k->last_key = t->stack_key;
+        }
+        if (repeat || k->last_added)
             s->counts.thread_samples++;
     }
     if (failed != SAMPLE_OK) {

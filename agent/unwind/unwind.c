@@ -146,6 +146,13 @@ struct unwinder {
     void *on_cpu_ctx;
 };
 
+/* The per-thread memory slot of a thread state (a multiplicative hash: thread
+ * states are often equally spaced, which a plain modulo would fold together). */
+static size_t unwind_slot(uint64_t tstate_raddr)
+{
+    return (size_t)((tstate_raddr * 0x9E3779B97F4A7C15ull) >> 58) % UNWIND_CHUNK_GUESSES;
+}
+
 static uint64_t u64_at(const uint8_t *p)
 {
     uint64_t v;
@@ -344,7 +351,7 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
                                     struct memread_iov *iov, struct thread_read *tr)
 {
     const struct py_layout *l = &u->l;
-    size_t slot = (size_t)(tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
+    size_t slot = unwind_slot(tstate_raddr);
     bool known = u->guess_tstate[slot] == tstate_raddr;
     *tr = (struct thread_read){
         .slot = slot, .guess = known ? u->guess_chunk[slot] : 0, .guess_len = UNWIND_CHUNK_DEFAULT};
@@ -412,7 +419,7 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
 /* Remembers the frames this walk had to read on their own, for the next sample. */
 static void unwind_remember_extra(struct unwinder *u)
 {
-    size_t slot = (size_t)(u->tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
+    size_t slot = unwind_slot(u->tstate_raddr);
     u->guess_len[slot] = (uint32_t)(u->used_extent ? u->used_extent : UNWIND_CHUNK_DEFAULT);
     for (size_t i = 0; i < UNWIND_GUESS_FRAMES; i++)
         u->guess_frames[slot][i] = i < u->nseen_extra ? u->seen_extra[i] : 0;
@@ -718,6 +725,12 @@ static void unwind_recheck_codes(struct unwinder *u, size_t from)
 
 static void unwind_resolve(struct unwinder *u, size_t from)
 {
+    /* these frame slots are rewritten: no thread may reuse what was there */
+    for (size_t slot = 0; slot < UNWIND_CHUNK_GUESSES; slot++) {
+        if (u->resolved_hash[slot] && u->resolved_first[slot] < u->nframes &&
+            u->resolved_first[slot] + u->resolved_n[slot] > from)
+            u->resolved_hash[slot] = 0;
+    }
     for (size_t i = from; i < u->nframes; i++) {
         const struct raw_frame *r = &u->raw[i];
         struct unwind_frame *f = &u->frames[i];
@@ -831,7 +844,7 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
         /* A chain identical to one verified before (same frames, links,
          * code and callers' instructions) is that real stack again: no
          * re-read needed. Anything else is verified. */
-        size_t slot = (size_t)(tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
+        size_t slot = unwind_slot(tstate_raddr);
         uint64_t h = unwind_chain_hash(u);
         if (h != u->verified_hash[slot]) {
             t->status = unwind_verify(u);
@@ -847,9 +860,10 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     /* The same raw frames as this thread's last sample, at the same place in
      * the frame array, with no code-cache change since: the resolved frames
      * from then are still there and still right. */
-    size_t slot = (size_t)(tstate_raddr >> 4) % UNWIND_CHUNK_GUESSES;
+    size_t slot = unwind_slot(tstate_raddr);
     uint64_t raw = unwind_raw_hash(u, first, flags, in);
     uint64_t epoch = u->resolve_epoch + codecache_overflows(u->codes);
+    t->stack_key = raw ^ (epoch * 0x9e3779b97f4a7c15ull);
     if (raw == u->resolved_hash[slot] && epoch == u->resolved_epoch[slot] &&
         first == u->resolved_first[slot] && u->nframes - first == u->resolved_n[slot]) {
         t->unchanged = true;
@@ -1005,6 +1019,7 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         return -EAGAIN;
     }
 
+    uint64_t overflows = codecache_overflows(u->codes);
     uint64_t raddr = head;
     for (unsigned ninterp = 0; raddr && ninterp < UNWIND_MAX_INTERPRETERS; ninterp++) {
         struct interp_view in;
@@ -1035,7 +1050,11 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         }
         if (flags & UNWIND_ALL_THREADS) {
             uint64_t t = in.threads_head;
-            while (t && u->result.nthreads < UNWIND_MAX_THREADS) {
+            /* bounded by threads seen, not kept: a mode may keep none of a
+             * (corrupted, circular) list */
+            for (unsigned seen = 0;
+                 t && seen < UNWIND_MAX_THREADS && u->result.nthreads < UNWIND_MAX_THREADS;
+                 seen++) {
                 if (!unwind_sample_thread(u, t, &in, flags, false))
                     break; /* without its thread state there is no next pointer */
                 t = u64_at(u->tstate + l->ts_next);
@@ -1048,6 +1067,16 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
             u->main_guess = in.threads_main;
         }
         raddr = in.next;
+    }
+    if (codecache_overflows(u->codes) != overflows) {
+        /* The cache was cleared while this sample resolved frames: names
+         * resolved before that point into the reused arena. Resolve all of
+         * them again (the raw frames are still there), once. */
+        for (size_t slot = 0; slot < UNWIND_CHUNK_GUESSES; slot++)
+            u->resolved_hash[slot] = 0;
+        for (size_t i = 0; i < u->result.nthreads; i++)
+            u->threads[i].unchanged = false;
+        unwind_resolve(u, 0);
     }
     *status = SAMPLE_OK;
     return 0;

@@ -89,6 +89,7 @@ struct unwind_thread {
     unsigned flags;            /* enum unwind_thread_flags */
     enum sample_status status; /* SAMPLE_OK, or why there are no frames */
     bool unchanged;            /* the same frames as this thread's previous sample */
+    uint64_t stack_key;        /* identifies the resolved stack (equal keys: equal frames) */
     size_t nframes;
     const struct unwind_frame *frames; /* leaf first */
 };

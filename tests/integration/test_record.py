@@ -715,6 +715,16 @@ class G_ErrorTest(RecordCase):
         self.assertEqual(rec.stdout, "")
         self.assertFalse(os.path.exists(rec.path), "wrote a profile")
 
+    def test_command_without_python(self):
+        """record -- /bin/true: the command never starts Python; exit 1, one clear line"""
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "x.txt")
+            proc = subprocess.run([BINARY, "record", "-o", out, "--", "/bin/true"],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 1, proc.stderr)  # not a crash (139)
+            self.assertRegex(proc.stderr, re.compile(r"exited before Python started"))
+            self.assertFalse(os.path.exists(out), "wrote a profile")
+
     def test_bad_rate(self):
         """-r fast: usage error, exit 2"""
         rec = record(["-r", "fast"], os.getpid())

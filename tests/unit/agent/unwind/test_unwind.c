@@ -356,6 +356,60 @@ static void test_unwind__all_threads_and_exception_status(void **state)
     fx_close(&fx);
 }
 
+static void test_unwind__circular_thread_list_ends(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 15);
+    pyimage_thread(fx.img, 1);
+    pyimage_thread(fx.img, 2);
+    fx_attach(&fx);
+    /* the oldest thread links back to the newest; nobody holds the GIL, so
+     * gil mode keeps no thread: the walk must still end */
+    const struct py_layout *l = pyimage_layout(fx.img);
+    uint64_t newest = 0x30010000;
+    assert_int_equal(memread_fake_poke(fx.fake, 0x30000000 + l->ts_next, &newest, 8), 0);
+    const struct unwind_result *r = fx_sample(&fx, UNWIND_ALL_THREADS | UNWIND_ONLY_GIL);
+    assert_int_equal(r->nthreads, 0);
+    r = fx_sample(&fx, UNWIND_ALL_THREADS);
+    assert_int_equal(r->nthreads, UNWIND_MAX_THREADS);
+    fx_close(&fx);
+}
+
+static void test_unwind__reused_frames_stay_the_threads_own(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 15);
+    unsigned tx = pyimage_thread(fx.img, 100);
+    unsigned ty = pyimage_thread(fx.img, 101);
+    uint64_t fx_code = pyimage_code(fx.img, "x_func", "/x.py", 1);
+    uint64_t fy_code = pyimage_code(fx.img, "y_func", "/y.py", 1);
+    pyimage_push(fx.img, tx, PYABI_OWNER_INTERPRETER, 0, 0);
+    pyimage_push(fx.img, tx, PYABI_OWNER_THREAD, fx_code, 0);
+    pyimage_push(fx.img, ty, PYABI_OWNER_INTERPRETER, 0, 0);
+    pyimage_push(fx.img, ty, PYABI_OWNER_THREAD, fy_code, 0);
+    fx_attach(&fx);
+    const struct py_layout *l = pyimage_layout(fx.img);
+    uint32_t one = 1, zero = 0;
+    uint64_t x_ts = 0x30000000, y_ts = 0x30010000;
+    unsigned flags = UNWIND_ALL_THREADS | UNWIND_ONLY_GIL;
+    /* X holds the GIL, then Y (X is left out), then X again */
+    assert_int_equal(memread_fake_poke(fx.fake, x_ts + l->ts_holds_gil, &one, 4), 0);
+    assert_string_equal(fx_sample(&fx, flags)->threads[0].frames[0].function, "x_func");
+    assert_int_equal(memread_fake_poke(fx.fake, x_ts + l->ts_holds_gil, &zero, 4), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, y_ts + l->ts_holds_gil, &one, 4), 0);
+    assert_string_equal(fx_sample(&fx, flags)->threads[0].frames[0].function, "y_func");
+    assert_int_equal(memread_fake_poke(fx.fake, y_ts + l->ts_holds_gil, &zero, 4), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, x_ts + l->ts_holds_gil, &one, 4), 0);
+    const struct unwind_thread *th = &fx_sample(&fx, flags)->threads[0];
+    assert_int_equal(th->native_thread_id, 100);
+    assert_string_equal(th->frames[0].function, "x_func");
+    (void)tx;
+    (void)ty;
+    fx_close(&fx);
+}
+
 static void test_unwind__embedded_main_thread_is_the_oldest(void **state)
 {
     (void)state;
@@ -482,6 +536,8 @@ int main(void)
         cmocka_unit_test(test_unwind__unreadable_parts_degrade),
         cmocka_unit_test(test_unwind__gc_marker),
         cmocka_unit_test(test_unwind__all_threads_and_exception_status),
+        cmocka_unit_test(test_unwind__circular_thread_list_ends),
+        cmocka_unit_test(test_unwind__reused_frames_stay_the_threads_own),
         cmocka_unit_test(test_unwind__embedded_main_thread_is_the_oldest),
         cmocka_unit_test(test_unwind__runtime_states),
         cmocka_unit_test(test_unwind__code_cache_invalidation),
