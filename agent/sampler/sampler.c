@@ -101,16 +101,14 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
 
 /* --- blocking mode ----------------------------------------------------- */
 
-static bool sampler_is_traced(const struct sampler *s, pid_t tid)
-{
-    for (size_t i = 0; i < s->ntraced; i++)
-        if (s->traced[i] == tid)
-            return true;
-    return false;
-}
-
-/* Seizes threads not traced yet. Returns 0 or -EPERM. */
-static int sampler_seize_new(struct sampler *s)
+/*
+ * Each sample seizes every thread, interrupts it, waits for the stop, and
+ * detaches after the sample (as CPython's own sampler does). Between samples
+ * the target is not traced at all, so signals reach it as usual; one that
+ * arrives during the stop is reported as a signal-delivery stop and handed
+ * back with the detach.
+ */
+static int sampler_stop_all(struct sampler *s)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/task", (int)s->pid);
@@ -119,44 +117,39 @@ static int sampler_seize_new(struct sampler *s)
         return -ESRCH;
     struct dirent *de;
     int err = 0;
+    s->ntraced = 0;
     while ((de = readdir(d)) != NULL && s->ntraced < SAMPLER_MAX_TRACED) {
         int64_t tid;
-        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid) || sampler_is_traced(s, (pid_t)tid))
+        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid))
             continue;
         if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) == 0) {
             s->pending[s->ntraced] = 0;
             s->traced[s->ntraced++] = (pid_t)tid;
-        } else if (errno == EPERM)
+            (void)ptrace(PTRACE_INTERRUPT, (pid_t)tid, NULL, NULL);
+        } else if (errno == EPERM) {
             err = -EPERM;
+        }
     }
     closedir(d);
-    return err;
-}
-
-static void sampler_stop_all(struct sampler *s)
-{
-    (void)sampler_seize_new(s);
-    for (size_t i = 0; i < s->ntraced; i++)
-        (void)ptrace(PTRACE_INTERRUPT, s->traced[i], NULL, NULL);
     for (size_t i = 0; i < s->ntraced; i++) {
         int status;
-        s->pending[i] = 0;
         if (waitpid(s->traced[i], &status, __WALL) < 0 || WIFEXITED(status) ||
             WIFSIGNALED(status)) {
             s->traced[i--] = s->traced[--s->ntraced]; /* gone */
             continue;
         }
-        /* A stop for a signal on its way to the thread (not our interrupt):
-         * it must be delivered when the thread resumes, not swallowed. */
+        /* a signal on its way to the thread, not our interrupt: keep it */
         if (WIFSTOPPED(status) && (status >> 16) != PTRACE_EVENT_STOP)
             s->pending[i] = WSTOPSIG(status);
     }
+    return err;
 }
 
 static void sampler_resume_all(struct sampler *s)
 {
     for (size_t i = 0; i < s->ntraced; i++)
-        (void)ptrace(PTRACE_CONT, s->traced[i], NULL, (void *)(intptr_t)s->pending[i]);
+        (void)ptrace(PTRACE_DETACH, s->traced[i], NULL, (void *)(intptr_t)s->pending[i]);
+    s->ntraced = 0;
 }
 
 /* --- public ------------------------------------------------------------ */
@@ -180,8 +173,12 @@ int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg, const struct sam
     if (opts->blocking) {
         s->traced = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->traced));
         s->pending = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->pending));
-        int err = s->traced && s->pending ? sampler_seize_new(s) : -ENOMEM;
-        if (err || s->ntraced == 0) {
+        /* find out now whether the threads can be stopped at all */
+        int err = s->traced && s->pending ? sampler_stop_all(s) : -ENOMEM;
+        bool stopped = s->ntraced > 0;
+        if (s->traced && s->pending)
+            sampler_resume_all(s);
+        if (err || !stopped) {
             sampler_free(s);
             return err ? err : -EPERM;
         }
@@ -194,8 +191,8 @@ void sampler_free(struct sampler *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; s->traced && i < s->ntraced; i++)
-        (void)ptrace(PTRACE_DETACH, s->traced[i], NULL, NULL);
+    if (s->traced && s->pending)
+        sampler_resume_all(s); /* never leave the target stopped */
     if (s->opts.mode == SAMPLER_CPU)
         unwinder_set_on_cpu(s->u, NULL, NULL);
     alloc_free(s->traced);
@@ -232,7 +229,7 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
     s->counts.attempts++;
 
     if (s->opts.blocking)
-        sampler_stop_all(s);
+        (void)sampler_stop_all(s); /* a thread that cannot be stopped is sampled running */
     const struct unwind_result *r = NULL;
     enum sample_status why = SAMPLE_OK;
     int err = unwinder_sample(s->u, sampler_unwind_flags(s), &r, &why);
