@@ -715,6 +715,26 @@ class G_ErrorTest(RecordCase):
         self.assertEqual(rec.stdout, "")
         self.assertFalse(os.path.exists(rec.path), "wrote a profile")
 
+    def test_blocking_keeps_signals(self):
+        """--blocking stops the target around each sample: signals sent meanwhile still arrive"""
+        target = start_target("sigcount", "3.14")
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                proc = subprocess.Popen([BINARY, "record", "--blocking", "-r", "200", "-d", "2",
+                                         "-o", os.path.join(d, "x.txt"), str(target.pid)],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(0.5)
+                for _ in range(5):
+                    os.kill(target.pid, signal.SIGUSR1)
+                    time.sleep(0.1)
+                _, err = proc.communicate(timeout=60)
+                self.assertEqual(proc.returncode, 0, err)
+        finally:
+            target.stop()
+        with open(target.log, encoding="utf-8", errors="replace") as f:
+            log = f.read()
+        self.assertIn("pyprofd-signals: 5", log, f"signals handled by the target:\n{log}")
+
     def test_command_without_python(self):
         """record -- /bin/true: the command never starts Python; exit 1, one clear line"""
         with tempfile.TemporaryDirectory() as d:
