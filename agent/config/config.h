@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.h: the agent's configuration, loaded from Prometheus-style YAML
+ * (libyaml) into struct pyprofd_config, the only thing `pyprofd agent`
+ * passes down. Loading is pure (no side effects besides reading the file and,
+ * with expand_env, the environment), strict (unknown keys, wrong types and bad
+ * values are errors) and complete: every error found is reported, each as
+ * "FILE:LINE:COLUMN: message", not just the first. Every key, its default and
+ * unit are documented in docs/configuration.md.
+ *
+ * Shape (see config/pyprofd.example.yml):
+ *   global:           sample_rate, mode, profile_interval, external_labels, limits
+ *   discovery:        refresh_interval, proc_root, min_process_age
+ *   profile_configs:  list of jobs: job_name, per-job overrides of sample_rate,
+ *                     mode, profile_interval; all_threads, native, gc,
+ *                     async_aware, async_mode, relabel_configs
+ *   remote_write:     push endpoints (pyroscope | parca), see exporters/
+ *   storage:          directory, retention, max_bytes
+ *   server:           listen_address, enable_lifecycle
+ *
+ * Values in the loaded config are final: per-job fields already carry the
+ * global defaults where the job did not override them; durations are
+ * nanoseconds; secrets given as *_file are kept as paths (re-read on use).
+ *
+ * Ownership: the loader returns a heap object the caller owns (config_free).
+ * A loaded config is immutable and may be read from any thread.
+ */
+#ifndef PYPROFD_CONFIG_CONFIG_H
+#define PYPROFD_CONFIG_CONFIG_H
+
+#include "base/compat.h"
+
+#include "base/labels.h"
+#include "config/relabel.h"
+
+/** The four sampling modes, by their config names "wall", "cpu", "gil", "exception". */
+enum config_mode { CONFIG_MODE_WALL, CONFIG_MODE_CPU, CONFIG_MODE_GIL, CONFIG_MODE_EXCEPTION };
+/** asyncio stacks: "running" (only the running task) or "all" (also suspended tasks). */
+enum config_async_mode { CONFIG_ASYNC_RUNNING, CONFIG_ASYNC_ALL };
+
+struct config_limits {
+    uint64_t max_targets;            /* targets sampled at once; default 1000 */
+    uint64_t max_labels_per_profile; /* default 25 */
+    uint64_t max_profile_bytes;      /* one pprof, gzipped; <size>; default 4MB */
+    uint64_t target_memory_bytes;    /* aggregation memory per target; default 16MB */
+    double cpu_budget;               /* fraction of one CPU the sampler may use, (0, 64]; default 0.5
+                                        (written as 0.5 or "50%") */
+};
+
+struct config_job {
+    char *job_name; /* unique, non-empty */
+    double sample_rate;           /* Hz, (0, 1e6] */
+    enum config_mode mode;
+    uint64_t profile_interval_ns; /* >= 1s */
+    bool all_threads;             /* default true */
+    bool native;                  /* default false */
+    bool gc;                      /* default true */
+    bool async_aware;             /* default false */
+    enum config_async_mode async_mode;
+    struct relabel_rules *relabel; /* never NULL (maybe empty) */
+};
+
+enum config_push_type { CONFIG_PUSH_PYROSCOPE, CONFIG_PUSH_PARCA };
+enum config_pyroscope_api { CONFIG_PYROSCOPE_API_PUSH, CONFIG_PYROSCOPE_API_INGEST };
+
+struct config_remote_write {
+    char *name;                    /* unique; default "<type>-<index>" */
+    enum config_push_type type;
+    enum config_pyroscope_api api; /* pyroscope only: "push" (default) or "ingest" */
+    char *url;                     /* http:// or https:// */
+    uint64_t remote_timeout_ns;    /* default 10s */
+    char *tenant_id;               /* NULL: none (X-Scope-OrgID) */
+    struct labels headers;         /* extra HTTP headers, name -> value */
+    char *basic_auth_username;     /* NULL: no basic auth */
+    char *basic_auth_password;     /* inline secret, or NULL */
+    char *basic_auth_password_file;
+    char *authorization_type;      /* default "Bearer" when credentials are set */
+    char *authorization_credentials;
+    char *authorization_credentials_file;
+    char *tls_ca_file, *tls_cert_file, *tls_key_file, *tls_server_name;
+    bool tls_insecure_skip_verify;
+    uint64_t queue_max_profiles;   /* default 100 */
+    uint64_t queue_max_bytes;      /* default 64MB */
+    uint64_t min_backoff_ns;       /* default 500ms */
+    uint64_t max_backoff_ns;       /* default 5m */
+    uint64_t max_retries;          /* 0: until too old to send; default 10 */
+    struct relabel_rules *write_relabel; /* never NULL */
+};
+
+struct pyprofd_config {
+    char *source; /* file name it was loaded from, or the buffer's name */
+    struct {
+        double sample_rate;           /* Hz; default 100 */
+        enum config_mode mode;        /* default cpu */
+        uint64_t profile_interval_ns; /* default 15s */
+        struct labels external_labels;
+        struct config_limits limits;
+    } global;
+    struct {
+        uint64_t refresh_interval_ns; /* default 10s */
+        char *proc_root;              /* default "/proc" */
+        uint64_t min_process_age_ns;  /* default 1s */
+    } discovery;
+    struct config_job *jobs; /* may be 0 jobs: nothing is sampled */
+    size_t njobs;
+    struct config_remote_write *remote_write;
+    size_t nremote_write;
+    struct {
+        char *directory;      /* NULL: storage off (the default) */
+        uint64_t retention_ns; /* default 1h; files older are deleted */
+        uint64_t max_bytes;    /* default 1GB; oldest deleted first when over */
+    } storage;
+    struct {
+        char *listen_address;  /* default "127.0.0.1:PYPROFD_DEFAULT_PORT"; "" disables the server */
+        bool enable_lifecycle; /* POST /-/reload; default false */
+    } server;
+};
+
+/** The default HTTP port (documented in docs/configuration.md). */
+#define PYPROFD_DEFAULT_PORT 9867
+
+/** All errors of one load, in file order. */
+struct config_errors {
+    char **msgs; /* "FILE:LINE:COLUMN: message" */
+    size_t n;
+    size_t cap;
+};
+void config_errors_release(struct config_errors *e);
+
+struct config_load_opts {
+    bool expand_env; /* ${VAR}, ${VAR:-default} in scalar values (--config.expand-env) */
+    /* Lookup used for expansion; NULL means getenv. Tests inject their own. */
+    const char *(*getenv_fn)(const char *name, void *ctx);
+    void *getenv_ctx;
+};
+
+/**
+ * Loads and validates @a path. Returns 0 with *@a out (caller owns;
+ * config_free), or -EINVAL with every problem in @a errs (caller releases), or
+ * -ENOENT/-EACCES/... when the file cannot be read (also described in @a errs),
+ * or -ENOMEM. An empty file gives the defaults with no jobs.
+ */
+PYPROFD_WARN_UNUSED int config_load_file(const char *path, const struct config_load_opts *opts,
+                                         struct pyprofd_config **out, struct config_errors *errs);
+/** Same from memory; @a name is used in messages. */
+PYPROFD_WARN_UNUSED int config_load_buffer(const char *buf, size_t len, const char *name,
+                                           const struct config_load_opts *opts,
+                                           struct pyprofd_config **out,
+                                           struct config_errors *errs);
+/** The built-in default config: one job "python" sampling every Python process. */
+PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);
+void config_free(struct pyprofd_config *c);
+
+/** "wall", "cpu", ... */
+const char *config_mode_name(enum config_mode m);
+
+/**
+ * Parses a Prometheus duration ("15s", "1m30s", "500ms", "0"; units y w d h m s
+ * ms, largest first, each once, integers only). Returns 0 or -EINVAL / -ERANGE.
+ */
+PYPROFD_WARN_UNUSED int config_parse_duration(const char *s, uint64_t *out_ns);
+/** Writes @a ns in the canonical form ("1m30s", "0s") into @a buf. */
+void config_format_duration(uint64_t ns, char *buf, size_t len);
+/** Parses a size ("4MB", "512KiB", "1GB", "100B"; unit required). Returns 0 or -EINVAL/-ERANGE. */
+PYPROFD_WARN_UNUSED int config_parse_size(const char *s, uint64_t *out_bytes);
+
+/**
+ * Expands ${VAR} and ${VAR:-default} in @a in ($$ is a literal $). Returns 0
+ * with *@a out (caller owns), -EINVAL for an unterminated ${, or -ENOMEM. An
+ * unset VAR without default expands to "" and is reported through @a missing
+ * (the first such name, caller-owned, may be NULL).
+ */
+PYPROFD_WARN_UNUSED int config_expand_env(const char *in, const struct config_load_opts *opts,
+                                          char **out, char **missing);
+
+#endif /* PYPROFD_CONFIG_CONFIG_H */
