@@ -5,6 +5,8 @@
 # with its name, not halfway through a build.
 
 find_package(PkgConfig REQUIRED)
+set(THREADS_PREFER_PTHREAD_FLAG ON)
+find_package(Threads REQUIRED)
 pkg_check_modules(CURL       REQUIRED IMPORTED_TARGET libcurl)
 pkg_check_modules(PROTOBUFC  REQUIRED IMPORTED_TARGET libprotobuf-c)
 pkg_check_modules(ZLIB       REQUIRED IMPORTED_TARGET zlib)

@@ -32,6 +32,9 @@ PACKAGES=(
 	cppcheck
 	shellcheck
 	golang-go # go tool pprof reads our profiles in tests
+	prometheus # promtool check metrics validates /metrics in tests
+	python3-grpcio # a real gRPC server receives Parca pushes in tests
+	python3-protobuf
 	python3 # test drivers and vector generators run on Debian's own /usr/bin/python3
 	# test rootfs (scripts/python-rootfs.sh, scripts/run-target.sh)
 	debootstrap
