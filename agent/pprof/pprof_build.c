@@ -25,17 +25,25 @@
 
 #define PPROF_ALIGN _Alignof(max_align_t)
 
-/* What a window holds, counted and checked before anything is allocated. */
+/* What the windows hold, counted and checked before anything is allocated. */
 struct pprof_plan {
-    size_t nstrings; /* the window's */
+    size_t nstrings; /* the windows', all of them */
     size_t nfunctions;
     size_t nlocations;
     size_t nsamples;
-    size_t nslots;  /* location ids over all samples */
-    size_t nlabels; /* labels over all samples */
+    size_t nslots;      /* location ids over all samples */
+    size_t nlabels;     /* labels over all samples */
+    size_t npartlabels; /* target labels over all parts (each adds two strings) */
     bool has_task;
     size_t bytes; /* of the block */
 };
+
+/* Whether a part's label may be written: a non-empty value, a name of its own. */
+static bool pprof_part_label_ok(const struct label *l)
+{
+    return l->name && l->name[0] && l->value && l->value[0] && strcmp(l->name, "thread_id") != 0 &&
+           strcmp(l->name, "thread_name") != 0 && strcmp(l->name, "task_name") != 0;
+}
 
 /* A bump allocator over the block; sizes were checked by the plan. */
 struct pprof_arena {
@@ -63,6 +71,15 @@ static void *pprof_take(struct pprof_arena *ar, size_t n, size_t size)
     return p;
 }
 
+/* The index size for @n strings: a power of two at least twice @n. */
+static size_t pprof_index_slots(size_t n)
+{
+    size_t slots = 16;
+    while (slots < 2 * n)
+        slots <<= 1;
+    return slots;
+}
+
 /* A string id usable as a label value: in range and not "". */
 static int pprof_label_value(const struct agg *a, size_t nstrings, uint32_t id, bool *use)
 {
@@ -78,50 +95,79 @@ static int pprof_label_value(const struct agg *a, size_t nstrings, uint32_t id, 
     return 0;
 }
 
-/* Counts the window's tables and checks every id they use. */
-static int pprof_plan(const struct agg *a, struct pprof_plan *p)
+/* Counts one window's tables into @p and checks every id they use. */
+static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
 {
-    memset(p, 0, sizeof(*p));
-    p->nstrings = agg_string_count(a);
-    p->nfunctions = agg_function_count(a);
-    p->nlocations = agg_location_count(a);
-    p->nsamples = agg_sample_count(a);
+    const struct agg *a = part->agg;
+    size_t nstrings = agg_string_count(a);
+    size_t nfunctions = agg_function_count(a);
+    size_t nlocations = agg_location_count(a);
+    size_t nsamples = agg_sample_count(a);
+    size_t partlabels = 0;
+    if (part->labels) {
+        for (size_t i = 0; i < part->labels->n; i++)
+            partlabels += pprof_part_label_ok(&part->labels->v[i]);
+    }
 
-    for (size_t i = 0; i < p->nstrings; i++) {
+    for (size_t i = 0; i < nstrings; i++) {
         const char *s = agg_string(a, (uint32_t)i);
         if (!s || (i == 0 && s[0] != '\0'))
             return -EINVAL;
     }
-    for (size_t i = 0; i < p->nfunctions; i++) {
+    for (size_t i = 0; i < nfunctions; i++) {
         const struct agg_function *f = agg_function(a, i);
-        if (f->name >= p->nstrings || f->system_name >= p->nstrings || f->filename >= p->nstrings)
+        if (f->name >= nstrings || f->system_name >= nstrings || f->filename >= nstrings)
             return -EINVAL;
     }
-    for (size_t i = 0; i < p->nlocations; i++) {
-        if (agg_location(a, i)->function >= p->nfunctions)
+    for (size_t i = 0; i < nlocations; i++) {
+        if (agg_location(a, i)->function >= nfunctions)
             return -EINVAL;
     }
-    for (size_t i = 0; i < p->nsamples; i++) {
+    for (size_t i = 0; i < nsamples; i++) {
         const struct agg_sample *s = agg_sample(a, i);
         if (s->nlocations && !s->locations)
             return -EINVAL;
         for (uint32_t k = 0; k < s->nlocations; k++) {
-            if (s->locations[k] >= p->nlocations)
+            if (s->locations[k] >= nlocations)
                 return -EINVAL;
         }
         bool name, task;
-        int err = pprof_label_value(a, p->nstrings, s->thread_name, &name);
+        int err = pprof_label_value(a, nstrings, s->thread_name, &name);
         if (!err)
-            err = pprof_label_value(a, p->nstrings, s->task_name, &task);
+            err = pprof_label_value(a, nstrings, s->task_name, &task);
         if (err)
             return err;
         p->has_task |= task;
-        if (__builtin_add_overflow(p->nslots, s->nlocations, &p->nslots))
+        if (__builtin_add_overflow(p->nslots, s->nlocations, &p->nslots) ||
+            __builtin_add_overflow(p->nlabels, 1u + name + task + partlabels, &p->nlabels))
             return -E2BIG;
-        p->nlabels += 1u + name + task;
     }
+    if (__builtin_add_overflow(p->nstrings, nstrings, &p->nstrings) ||
+        __builtin_add_overflow(p->nfunctions, nfunctions, &p->nfunctions) ||
+        __builtin_add_overflow(p->nlocations, nlocations, &p->nlocations) ||
+        __builtin_add_overflow(p->nsamples, nsamples, &p->nsamples) ||
+        __builtin_add_overflow(p->npartlabels, partlabels, &p->npartlabels))
+        return -E2BIG;
+    return 0;
+}
 
-    bool ok = pprof_room(&p->bytes, p->nstrings + PPROF_EXTRA_STRINGS, sizeof(char *));
+/* Counts all parts and sizes the block. */
+static int pprof_plan(const struct pprof_part *parts, size_t nparts, struct pprof_plan *p)
+{
+    memset(p, 0, sizeof(*p));
+    for (size_t k = 0; k < nparts; k++) {
+        int err = pprof_plan_part(&parts[k], p);
+        if (err)
+            return err;
+    }
+    size_t extra_strings = PPROF_EXTRA_STRINGS;
+    bool ok = !__builtin_add_overflow(extra_strings, 2 * p->npartlabels, &extra_strings) &&
+              extra_strings >= PPROF_EXTRA_STRINGS;
+    ok = ok && p->nstrings < UINT32_MAX / 4 && extra_strings < UINT32_MAX / 4;
+    ok = ok && pprof_room(&p->bytes, p->nstrings + extra_strings, sizeof(char *));
+    ok = ok &&
+         pprof_room(&p->bytes, pprof_index_slots(p->nstrings + extra_strings), sizeof(uint32_t));
+    ok = ok && pprof_room(&p->bytes, p->nstrings, sizeof(uint32_t)); /* remaps */
     ok = ok && pprof_room(&p->bytes, p->nfunctions, sizeof(Perftools__Profiles__Function));
     ok = ok && pprof_room(&p->bytes, p->nfunctions, sizeof(void *));
     ok = ok && pprof_room(&p->bytes, p->nlocations, sizeof(Perftools__Profiles__Location));
@@ -137,25 +183,40 @@ static int pprof_plan(const struct agg *a, struct pprof_plan *p)
     return ok ? 0 : -E2BIG;
 }
 
-/* The string table: the window's strings, then the extras, each added once. */
+/*
+ * The string table: the windows' strings, then the extras, each string once.
+ * One window's strings are already unique (agg.h); merged windows share most
+ * of theirs (the same files and functions), so an open-addressing index over
+ * the table maps each window's ids to table ids (remap).
+ */
 struct pprof_strings {
     char **s;
     size_t n;
+    uint32_t *slot; /* table id + 1; 0 = empty */
+    size_t mask;
 };
 
-/*
- * Index of @str in the table, appending it if absent. The table holds the
- * window's strings (tens of thousands at most) and the encoder asks for a
- * handful, once per profile: a linear scan is cheaper than an index.
- */
+static uint64_t pprof_hash(const char *str)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)str; *c; c++)
+        h = (h ^ *c) * 0x100000001b3ull;
+    return h;
+}
+
+/* Index of @str in the table, appending it if absent. */
 static int64_t pprof_intern(struct pprof_strings *t, const char *str)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        if (strcmp(t->s[i], str) == 0)
-            return (int64_t)i;
+    size_t i = (size_t)pprof_hash(str) & t->mask;
+    while (t->slot[i]) {
+        size_t id = t->slot[i] - 1u;
+        if (strcmp(t->s[id], str) == 0)
+            return (int64_t)id;
+        i = (i + 1) & t->mask;
     }
     /* protobuf-c only reads through these pointers */
     t->s[t->n] = (char *)(uintptr_t)str;
+    t->slot[i] = (uint32_t)(t->n + 1);
     return (int64_t)t->n++;
 }
 
@@ -169,16 +230,26 @@ struct pprof_top {
     int64_t comment;
 };
 
-static void pprof_fill(const struct agg *a, const struct pprof_meta *m, const struct pprof_plan *p,
-                       struct pprof_arena *ar, struct pprof_top *top)
+static void pprof_fill(const struct pprof_part *parts, size_t nparts, const struct pprof_meta *m,
+                       const struct pprof_plan *p, struct pprof_arena *ar, struct pprof_top *top)
 {
+    size_t nstr = p->nstrings + PPROF_EXTRA_STRINGS + 2 * p->npartlabels;
+    size_t slots = pprof_index_slots(nstr);
     struct pprof_strings t = {
-        .s = pprof_take(ar, p->nstrings + PPROF_EXTRA_STRINGS, sizeof(char *)),
+        .s = pprof_take(ar, nstr, sizeof(char *)),
+        .slot = pprof_take(ar, slots, sizeof(uint32_t)),
+        .mask = slots - 1,
     };
-    if (p->nstrings == 0)
-        pprof_intern(&t, "");
-    for (size_t i = 0; i < p->nstrings; i++)
-        t.s[t.n++] = (char *)(uintptr_t)agg_string(a, (uint32_t)i);
+    uint32_t *remap = pprof_take(ar, p->nstrings, sizeof(uint32_t));
+    /* Each window's strings in turn; "" is first, as string 0 of every window (agg.h). */
+    pprof_intern(&t, "");
+    size_t roff = 0;
+    for (size_t k = 0; k < nparts; k++) {
+        size_t n = agg_string_count(parts[k].agg);
+        for (size_t i = 0; i < n; i++)
+            remap[roff + i] = (uint32_t)pprof_intern(&t, agg_string(parts[k].agg, (uint32_t)i));
+        roff += n;
+    }
 
     Perftools__Profiles__Profile *prof = &top->prof;
     Perftools__Profiles__ValueType *vt = top->vt;
@@ -222,54 +293,19 @@ static void pprof_fill(const struct agg *a, const struct pprof_meta *m, const st
         prof->n_comment = 1;
         prof->comment = &top->comment;
     }
+    int64_t key_tid = pprof_intern(&t, "thread_id");
+    int64_t key_tname = pprof_intern(&t, "thread_name");
+    int64_t key_task = p->has_task ? pprof_intern(&t, "task_name") : 0;
 
     Perftools__Profiles__Function *fns =
         pprof_take(ar, p->nfunctions, sizeof(Perftools__Profiles__Function));
     Perftools__Profiles__Function **fnp = pprof_take(ar, p->nfunctions, sizeof(void *));
-    for (size_t i = 0; i < p->nfunctions; i++) {
-        const struct agg_function *f = agg_function(a, i);
-        perftools__profiles__function__init(&fns[i]);
-        fns[i].id = i + 1;
-        fns[i].name = f->name;
-        /*
-         * A system name equal to the name says nothing more, and go tool
-         * pprof then "demangles" the name as C++, deleting every <...>:
-         * "<module>", "<lambda>" and "<GC>" would come out empty.
-         */
-        fns[i].system_name = f->system_name == f->name ? 0 : f->system_name;
-        fns[i].filename = f->filename;
-        fns[i].start_line = f->start_line;
-        fnp[i] = &fns[i];
-    }
-    prof->n_function = p->nfunctions;
-    prof->function = fnp;
-
     Perftools__Profiles__Location *locs =
         pprof_take(ar, p->nlocations, sizeof(Perftools__Profiles__Location));
     Perftools__Profiles__Location **locp = pprof_take(ar, p->nlocations, sizeof(void *));
     Perftools__Profiles__Line *lines =
         pprof_take(ar, p->nlocations, sizeof(Perftools__Profiles__Line));
     Perftools__Profiles__Line **linep = pprof_take(ar, p->nlocations, sizeof(void *));
-    for (size_t i = 0; i < p->nlocations; i++) {
-        const struct agg_location *l = agg_location(a, i);
-        perftools__profiles__line__init(&lines[i]);
-        lines[i].function_id = (uint64_t)l->function + 1;
-        lines[i].line = l->line;
-        lines[i].column = l->column;
-        linep[i] = &lines[i];
-        perftools__profiles__location__init(&locs[i]);
-        locs[i].id = i + 1;
-        locs[i].mapping_id = 1;
-        locs[i].n_line = 1;
-        locs[i].line = &linep[i];
-        locp[i] = &locs[i];
-    }
-    prof->n_location = p->nlocations;
-    prof->location = locp;
-
-    int64_t key_tid = pprof_intern(&t, "thread_id");
-    int64_t key_tname = pprof_intern(&t, "thread_name");
-    int64_t key_task = p->has_task ? pprof_intern(&t, "task_name") : 0;
     Perftools__Profiles__Sample *samps =
         pprof_take(ar, p->nsamples, sizeof(Perftools__Profiles__Sample));
     Perftools__Profiles__Sample **sampp = pprof_take(ar, p->nsamples, sizeof(void *));
@@ -278,45 +314,119 @@ static void pprof_fill(const struct agg *a, const struct pprof_meta *m, const st
     Perftools__Profiles__Label *labels =
         pprof_take(ar, p->nlabels, sizeof(Perftools__Profiles__Label));
     Perftools__Profiles__Label **labelp = pprof_take(ar, p->nlabels, sizeof(void *));
-    for (size_t i = 0; i < p->nsamples; i++) {
-        const struct agg_sample *s = agg_sample(a, i);
-        Perftools__Profiles__Sample *out = &samps[i];
-        perftools__profiles__sample__init(out);
-        out->n_location_id = s->nlocations;
-        out->location_id = ids;
-        for (uint32_t k = 0; k < s->nlocations; k++)
-            *ids++ = (uint64_t)s->locations[k] + 1; /* both leaf first */
-        out->n_value = 2;
-        out->value = values;
-        *values++ = s->count;
-        *values++ = s->nanos;
 
-        out->label = labelp;
-        Perftools__Profiles__Label *l = labels++;
-        perftools__profiles__label__init(l);
-        l->key = key_tid;
-        l->num = (int64_t)s->thread_id;
-        *labelp++ = l;
-        bool use = false;
-        (void)pprof_label_value(a, p->nstrings, s->thread_name, &use); /* checked by the plan */
-        if (use) {
-            l = labels++;
-            perftools__profiles__label__init(l);
-            l->key = key_tname;
-            l->str = s->thread_name;
-            *labelp++ = l;
+    /*
+     * Windows are concatenated: part k's string, function and location ids
+     * are its own plus the counts of the parts before it, so every id stays
+     * dense and in array order. A function seen by two windows appears twice,
+     * which pprof allows and consumers merge by name.
+     */
+    size_t foff = 0, loff = 0, nsamp = 0;
+    for (size_t k = 0; k < nparts; k++) {
+        const struct agg *a = parts[k].agg;
+        size_t nstrings = agg_string_count(a);
+        const uint32_t *sid = remap; /* this window's string id -> table id */
+        remap += nstrings;
+        size_t nfunctions = agg_function_count(a);
+        size_t nlocations = agg_location_count(a);
+        size_t nsamples = agg_sample_count(a);
+
+        for (size_t i = 0; i < nfunctions; i++) {
+            const struct agg_function *f = agg_function(a, i);
+            Perftools__Profiles__Function *fn = &fns[foff + i];
+            perftools__profiles__function__init(fn);
+            fn->id = foff + i + 1;
+            fn->name = sid[f->name];
+            /*
+             * A system name equal to the name says nothing more, and go tool
+             * pprof then "demangles" the name as C++, deleting every <...>:
+             * "<module>", "<lambda>" and "<GC>" would come out empty.
+             */
+            fn->system_name = f->system_name == f->name ? 0 : sid[f->system_name];
+            fn->filename = sid[f->filename];
+            fn->start_line = f->start_line;
+            fnp[foff + i] = fn;
         }
-        (void)pprof_label_value(a, p->nstrings, s->task_name, &use);
-        if (use) {
-            l = labels++;
-            perftools__profiles__label__init(l);
-            l->key = key_task;
-            l->str = s->task_name;
-            *labelp++ = l;
+        for (size_t i = 0; i < nlocations; i++) {
+            const struct agg_location *l = agg_location(a, i);
+            size_t j = loff + i;
+            perftools__profiles__line__init(&lines[j]);
+            lines[j].function_id = foff + (uint64_t)l->function + 1;
+            lines[j].line = l->line;
+            lines[j].column = l->column;
+            linep[j] = &lines[j];
+            perftools__profiles__location__init(&locs[j]);
+            locs[j].id = j + 1;
+            locs[j].mapping_id = 1;
+            locs[j].n_line = 1;
+            locs[j].line = &linep[j];
+            locp[j] = &locs[j];
         }
-        out->n_label = (size_t)(labelp - out->label);
-        sampp[i] = out;
+
+        /* The part's own labels, shared by all its samples. */
+        Perftools__Profiles__Label *plabels = labels;
+        size_t nplabels = 0;
+        if (parts[k].labels) {
+            for (size_t i = 0; i < parts[k].labels->n; i++) {
+                const struct label *pl = &parts[k].labels->v[i];
+                if (!pprof_part_label_ok(pl))
+                    continue;
+                Perftools__Profiles__Label *l = labels++;
+                perftools__profiles__label__init(l);
+                l->key = pprof_intern(&t, pl->name);
+                l->str = pprof_intern(&t, pl->value);
+                nplabels++;
+            }
+        }
+
+        for (size_t i = 0; i < nsamples; i++) {
+            const struct agg_sample *s = agg_sample(a, i);
+            Perftools__Profiles__Sample *out = &samps[nsamp];
+            perftools__profiles__sample__init(out);
+            out->n_location_id = s->nlocations;
+            out->location_id = ids;
+            for (uint32_t q = 0; q < s->nlocations; q++)
+                *ids++ = loff + (uint64_t)s->locations[q] + 1; /* both leaf first */
+            out->n_value = 2;
+            out->value = values;
+            *values++ = s->count;
+            *values++ = s->nanos;
+
+            out->label = labelp;
+            Perftools__Profiles__Label *l = labels++;
+            perftools__profiles__label__init(l);
+            l->key = key_tid;
+            l->num = (int64_t)s->thread_id;
+            *labelp++ = l;
+            bool use = false;
+            (void)pprof_label_value(a, nstrings, s->thread_name, &use); /* checked by the plan */
+            if (use) {
+                l = labels++;
+                perftools__profiles__label__init(l);
+                l->key = key_tname;
+                l->str = sid[s->thread_name];
+                *labelp++ = l;
+            }
+            (void)pprof_label_value(a, nstrings, s->task_name, &use);
+            if (use) {
+                l = labels++;
+                perftools__profiles__label__init(l);
+                l->key = key_task;
+                l->str = sid[s->task_name];
+                *labelp++ = l;
+            }
+            for (size_t q = 0; q < nplabels; q++)
+                *labelp++ = &plabels[q];
+            out->n_label = (size_t)(labelp - out->label);
+            sampp[nsamp++] = out;
+        }
+        foff += nfunctions;
+        loff += nlocations;
     }
+    prof->n_function = p->nfunctions;
+    prof->function = fnp;
+    prof->n_location = p->nlocations;
+    prof->location = locp;
     prof->n_sample = p->nsamples;
     prof->sample = sampp;
 
@@ -324,15 +434,20 @@ static void pprof_fill(const struct agg *a, const struct pprof_meta *m, const st
     prof->string_table = t.s;
 }
 
-int pprof_build(const struct agg *a, const struct pprof_meta *m, uint8_t **out, size_t *out_len)
+int pprof_build_multi(const struct pprof_part *parts, size_t nparts, const struct pprof_meta *m,
+                      uint8_t **out, size_t *out_len)
 {
     if (!m->value_type || !m->value_type[0] || !m->value_unit || !m->value_unit[0] ||
-        m->period_ns < 0)
+        m->period_ns < 0 || (nparts && !parts))
         return -EINVAL;
+    for (size_t k = 0; k < nparts; k++) {
+        if (!parts[k].agg)
+            return -EINVAL;
+    }
     size_t max = m->max_bytes ? m->max_bytes : PPROF_DEFAULT_MAX_BYTES;
 
     struct pprof_plan plan;
-    int err = pprof_plan(a, &plan);
+    int err = pprof_plan(parts, nparts, &plan);
     if (err)
         return err;
 
@@ -344,7 +459,7 @@ int pprof_build(const struct agg *a, const struct pprof_meta *m, uint8_t **out, 
         err = -ENOMEM;
         goto out;
     }
-    pprof_fill(a, m, &plan, &ar, &top);
+    pprof_fill(parts, nparts, m, &plan, &ar, &top);
 
     size_t len = perftools__profiles__profile__get_packed_size(&top.prof);
     if (len > max) {
@@ -364,4 +479,10 @@ out:
     alloc_free(packed);
     alloc_free(ar.base);
     return err;
+}
+
+int pprof_build(const struct agg *a, const struct pprof_meta *m, uint8_t **out, size_t *out_len)
+{
+    struct pprof_part part = {.agg = a, .labels = NULL};
+    return pprof_build_multi(&part, 1, m, out, out_len);
 }

@@ -40,6 +40,7 @@
 #include "base/compat.h"
 
 #include "aggregate/agg.h"
+#include "base/labels.h"
 
 /** Default cap on both the serialized and the gzipped profile. */
 #define PPROF_DEFAULT_MAX_BYTES (16u << 20)
@@ -69,5 +70,24 @@ struct pprof_meta {
  */
 PYPROFD_WARN_UNUSED int pprof_build(const struct agg *a, const struct pprof_meta *m, uint8_t **out,
                                     size_t *out_len);
+
+/** One window of a merged profile and the labels every one of its samples gets. */
+struct pprof_part {
+    const struct agg *agg;       /* borrowed, read only */
+    const struct labels *labels; /* borrowed; NULL: none. Labels with an empty value or
+                                    named thread_id/thread_name/task_name are skipped */
+};
+
+/**
+ * Encodes @a nparts windows as one profile, as pprof_build() does for one:
+ * the windows' tables are concatenated (ids stay dense, 1..N in array order)
+ * and each sample of part k also carries part k's labels as string labels
+ * (how the HTTP server tells targets apart in one profile). All parts share
+ * @a m: one sample type, one period. Same returns as pprof_build(); also
+ * -EINVAL for a NULL window. nparts == 0 gives an empty profile.
+ */
+PYPROFD_WARN_UNUSED int pprof_build_multi(const struct pprof_part *parts, size_t nparts,
+                                          const struct pprof_meta *m, uint8_t **out,
+                                          size_t *out_len);
 
 #endif /* PYPROFD_PPROF_PPROF_BUILD_H */

@@ -426,6 +426,74 @@ static void test_pprof_build__survives_allocation_failures(void **state)
     }
 }
 
+/* Two windows in one profile: tables concatenated, each sample with its part's labels. */
+static void test_pprof_build__merges_windows_with_their_labels(void **state)
+{
+    struct fixture *f = *state;
+    struct agg *second = NULL;
+    assert_int_equal(agg_new(NULL, &second), 0);
+    assert_int_equal(pprof_test_fill(f->agg), 0);
+    assert_int_equal(pprof_test_fill(second), 0);
+    /* the second window also gets a stack the first does not have */
+    struct unwind_frame extra = {.kind = UNWIND_FRAME_PYTHON,
+                                 .function = "only_in_two",
+                                 .file = "two.py",
+                                 .first_line = 7,
+                                 .code_raddr = 0x1234,
+                                 .pos = {.line = 7, .end_line = 7, .col = 4, .end_col = 9}};
+    assert_int_equal(agg_add(second, &extra, 1, 99, "t", NULL, 1, 10), 0);
+
+    struct label l1[] = {{.name = (char *)"job", .value = (char *)"a"},
+                         {.name = (char *)"pid", .value = (char *)"1"},
+                         {.name = (char *)"thread_name", .value = (char *)"clash"},
+                         {.name = (char *)"unset", .value = (char *)""}};
+    struct label l2[] = {{.name = (char *)"pid", .value = (char *)"2"}};
+    struct labels ls1 = {.v = l1, .n = 4, .cap = 4};
+    struct labels ls2 = {.v = l2, .n = 1, .cap = 1};
+    struct pprof_part parts[] = {{.agg = f->agg, .labels = &ls1}, {.agg = second, .labels = &ls2}};
+    struct pprof_meta m = pprof_test_meta();
+    uint8_t *gz = NULL;
+    size_t len = 0;
+    assert_int_equal(pprof_build_multi(parts, 2, &m, &gz, &len), 0);
+    assert_int_equal(pprof_test_decode(gz, len, &f->prof), 0);
+    alloc_free(gz);
+    char why[256] = "";
+    if (pprof_test_check(f->prof, why, sizeof(why)))
+        fail_msg("profile breaks a rule: %s", why);
+
+    const Perftools__Profiles__Profile *p = f->prof;
+    size_t n1 = agg_sample_count(f->agg), n2 = agg_sample_count(second);
+    assert_int_equal(p->n_sample, n1 + n2);
+    assert_int_equal(p->n_function, agg_function_count(f->agg) + agg_function_count(second));
+    assert_int_equal(p->n_location, agg_location_count(f->agg) + agg_location_count(second));
+    bool saw_extra = false;
+    for (size_t i = 0; i < p->n_sample; i++) {
+        const Perftools__Profiles__Sample *s = p->sample[i];
+        const Perftools__Profiles__Label *pid = label(p, s, "pid");
+        assert_non_null(pid);
+        assert_string_equal(str(p, pid->str), i < n1 ? "1" : "2");
+        const Perftools__Profiles__Label *job = label(p, s, "job");
+        if (i < n1) {
+            assert_non_null(job);
+            assert_string_equal(str(p, job->str), "a");
+        } else {
+            assert_null(job);
+        }
+        assert_null(label(p, s, "unset"));
+        const Perftools__Profiles__Label *tn = label(p, s, "thread_name"); /* never twice */
+        if (tn)
+            assert_string_not_equal(str(p, tn->str), "clash");
+        const Perftools__Profiles__Function *fn = loc_function(p, s->location_id[0]);
+        if (strcmp(str(p, fn->name), "only_in_two") == 0) {
+            assert_true(i >= n1);
+            assert_string_equal(str(p, fn->filename), "two.py");
+            saw_extra = true;
+        }
+    }
+    assert_true(saw_extra);
+    agg_free(second);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, pprof_build_setup, pprof_build_teardown)
 
 int main(void)
@@ -437,6 +505,7 @@ int main(void)
         T(test_pprof_build__stacks_leaf_first_values_summed),
         T(test_pprof_build__system_name_only_when_it_differs),
         T(test_pprof_build__golden),
+        T(test_pprof_build__merges_windows_with_their_labels),
         T(test_pprof_build__empty_window),
         T(test_pprof_build__added_strings_are_deduplicated),
         T(test_pprof_build__rejects_bad_meta),
