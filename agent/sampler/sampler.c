@@ -27,12 +27,14 @@ struct sampler_thread {
     char name[32];
     uint64_t last_key; /* stack_key of the last stack added for this thread */
     bool last_added;   /* ... and whether the window took it */
+    bool tap_added[SAMPLER_MAX_TAPS]; /* ... and whether each tap took it */
 };
 
 struct sampler {
     pid_t pid;
     struct unwinder *u;
     struct agg *agg;
+    struct agg *taps[SAMPLER_MAX_TAPS]; /* NULL = free */
     struct sampler_opts opts;
     struct schedule sched;
     uint64_t last_attempt_ns;
@@ -262,6 +264,15 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
         }
         if (repeat || k->last_added)
             s->counts.thread_samples++;
+        for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
+            if (!s->taps[q])
+                continue;
+            bool trep = t->unchanged && k->tap_added[q] && k->last_key == t->stack_key &&
+                        agg_repeat(s->taps[q], t->native_thread_id, k->name, 1, ns) == 0;
+            if (!trep)
+                k->tap_added[q] = agg_add(s->taps[q], t->frames, t->nframes, t->native_thread_id,
+                                          k->name, NULL, 1, ns) == 0;
+        }
     }
     if (failed != SAMPLE_OK) {
         s->counts.failed++;
@@ -270,6 +281,41 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
     }
     s->counts.taken++;
     return 0;
+}
+
+void sampler_skip(struct sampler *s, uint64_t now_ns)
+{
+    schedule_attempted(&s->sched, now_ns);
+    s->last_attempt_ns = now_ns;
+    s->counts.skipped++;
+}
+
+void sampler_set_window(struct sampler *s, struct agg *agg)
+{
+    s->agg = agg;
+    for (size_t i = 0; i < SAMPLER_THREADS; i++)
+        s->threads[i].last_added = false;
+}
+
+int sampler_add_tap(struct sampler *s, struct agg *tap)
+{
+    for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
+        if (!s->taps[q]) {
+            s->taps[q] = tap;
+            for (size_t i = 0; i < SAMPLER_THREADS; i++)
+                s->threads[i].tap_added[q] = false;
+            return 0;
+        }
+    }
+    return -EBUSY;
+}
+
+void sampler_remove_tap(struct sampler *s, const struct agg *tap)
+{
+    for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
+        if (s->taps[q] == tap)
+            s->taps[q] = NULL;
+    }
 }
 
 struct sampler_counts sampler_counts(const struct sampler *s)

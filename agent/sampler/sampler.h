@@ -58,8 +58,12 @@ struct sampler_counts {
     uint64_t failed;
     uint64_t failed_by[SAMPLE_STATUS_COUNT]; /* the reason of each failed attempt */
     uint64_t missed;
+    uint64_t skipped;        /* due attempts not made on purpose (sampler_skip: CPU budget) */
     uint64_t thread_samples; /* thread stacks added to the profile */
 };
+
+/** Windows besides the main one that a sampler may also feed at once (sampler_add_tap). */
+#define SAMPLER_MAX_TAPS 4
 
 struct sampler;
 
@@ -82,6 +86,29 @@ uint64_t sampler_due(const struct sampler *s);
  * see the counts), or -ESRCH when the process is gone (sampling should stop).
  */
 int sampler_attempt(struct sampler *s, uint64_t now_ns);
+
+/**
+ * Lets the due attempt pass without sampling, at @a now_ns, on purpose (the
+ * agent's CPU budget): the schedule moves on and the attempt counts as
+ * skipped, neither taken, failed nor missed.
+ */
+void sampler_skip(struct sampler *s, uint64_t now_ns);
+
+/**
+ * From the next attempt on, adds samples to @a agg (borrowed) instead of the
+ * current window, which the caller may then hand to an encoder. No sample is
+ * lost or counted twice across the switch.
+ */
+void sampler_set_window(struct sampler *s, struct agg *agg);
+
+/**
+ * Also adds every sample to @a tap (borrowed until sampler_remove_tap()), for a
+ * profile that spans other times than the windows (an HTTP request's N
+ * seconds). Returns 0, or -EBUSY when SAMPLER_MAX_TAPS taps are attached.
+ */
+PYPROFD_WARN_UNUSED int sampler_add_tap(struct sampler *s, struct agg *tap);
+/** Detaches @a tap; not attached is a no-op. */
+void sampler_remove_tap(struct sampler *s, const struct agg *tap);
 
 /** The counts; missed is computed as of the last attempt. */
 struct sampler_counts sampler_counts(const struct sampler *s);
