@@ -1,0 +1,979 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proc_scan.c: the /proc scanner (see proc_scan.h). Each process is read
+ * through a directory fd of <root>/PID so that all its files belong to the
+ * same process even if the PID is reused mid-read. Files go through fixed
+ * buffers inside the scanner; a reported process costs one allocation (the
+ * block holding its strings) plus its slot in the result array.
+ */
+#include "base/compat.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "discovery/proc_scan.h"
+
+/* Bytes of a comm kept (the kernel's limit is 16 for stat, 64 for kthreads). */
+#define SCAN_COMM_MAX 64
+/* Cap on bytes read from <root>/stat while looking for btime. */
+#define SCAN_BTIME_READ_MAX (4u << 20)
+/* btime and start times above 2^32 s (year 2106) are garbage. */
+#define SCAN_SECONDS_MAX (INT64_C(1) << 32)
+
+struct scan_user {
+    uint32_t uid;
+    char name[256]; /* "" when the lookup failed */
+};
+
+struct proc_scan {
+    char *root;
+    pid_t self;
+    size_t max_procs;
+    size_t max_bytes;
+    long clk_tck;
+    proc_scan_user_fn user_lookup;
+    void *user_lookup_arg;
+    proc_scan_filter_fn filter;
+    void *filter_arg;
+
+    struct scan_user *users; /* cache, cleared at each run and when full */
+    size_t n_users, max_users;
+
+    struct proc_info *infos; /* results of the last run */
+    size_t count, cap;
+    size_t bytes; /* string bytes held by infos */
+    struct proc_scan_stats stats;
+    int64_t btime; /* of the current run; -1 unknown */
+
+    /* scratch for one process */
+    char buf[PROC_SCAN_READ_MAX]; /* stat, status */
+    char cgroup[PROC_SCAN_READ_MAX];
+    char cmdline[PROC_SCAN_CMDLINE_MAX + 1];
+    char exe[PATH_MAX];
+    char cwd[PATH_MAX];
+    char comm[SCAN_COMM_MAX + 1];
+};
+
+bool proc_key_equal(const struct proc_key *a, const struct proc_key *b)
+{
+    return a->pid == b->pid && a->start_ticks == b->start_ticks;
+}
+
+/* ---- pure parsers ---- */
+
+/* Unsigned decimal in [s, s+n): digits only, no overflow. */
+static int scan_u64(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -EINVAL;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -ERANGE;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int scan_pid(const char *s, size_t n, pid_t *out)
+{
+    uint64_t v;
+    if (scan_u64(s, n, &v) || v > INT32_MAX)
+        return -EINVAL;
+    *out = (pid_t)v;
+    return 0;
+}
+
+/* A token of a stat line: an optionally negative decimal. */
+static bool scan_is_num(const char *s, size_t n)
+{
+    uint64_t v;
+    if (n > 0 && s[0] == '-') {
+        s++;
+        n--;
+    }
+    return scan_u64(s, n, &v) == 0;
+}
+
+int proc_scan_parse_stat(const char *text, size_t len, struct proc_stat *out)
+{
+    struct proc_stat st = {0};
+    if (len > 0 && text[len - 1] == '\n')
+        len--;
+    const char *open = memchr(text, '(', len);
+    const char *close = len ? memrchr(text, ')', len) : NULL;
+    if (!open || !close || close < open || open == text || open[-1] != ' ')
+        return -EINVAL;
+    if (scan_pid(text, (size_t)(open - 1 - text), &st.pid))
+        return -EINVAL;
+    st.comm = open + 1;
+    st.comm_len = (size_t)(close - open - 1);
+
+    /* Fields after the comm, numbered as in proc(5): 3 is the state. */
+    const char *p = close + 1;
+    const char *end = text + len;
+    int field = 3;
+    while (p < end && field <= 22) {
+        if (*p != ' ')
+            return -EINVAL;
+        p++;
+        const char *tok = p;
+        while (p < end && *p != ' ')
+            p++;
+        size_t n = (size_t)(p - tok);
+        uint64_t v = 0;
+        if (field == 3) {
+            if (n != 1 || tok[0] < 'A' || tok[0] > 'z')
+                return -EINVAL;
+            st.state = tok[0];
+        } else if (field == 4) {
+            if (scan_pid(tok, n, &st.ppid))
+                return -EINVAL;
+        } else if (field == 9) {
+            if (scan_u64(tok, n, &v) || v > UINT32_MAX)
+                return -EINVAL;
+            st.flags = (uint32_t)v;
+        } else if (field == 22) {
+            if (scan_u64(tok, n, &st.start_ticks))
+                return -EINVAL;
+        } else if (!scan_is_num(tok, n)) {
+            return -EINVAL;
+        }
+        field++;
+    }
+    if (field <= 22)
+        return -EINVAL;
+    *out = st;
+    return 0;
+}
+
+/*
+ * Steps through the lines of [*p, end): sets the next line (without its '\n';
+ * the last one may lack it) and advances *p. Returns false at the end.
+ */
+static bool scan_next_line(const char **p, const char *end, const char **line, size_t *len)
+{
+    if (*p >= end)
+        return false;
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    const char *stop = nl ? nl : end;
+    *line = *p;
+    *len = (size_t)(stop - *p);
+    *p = nl ? nl + 1 : end;
+    return true;
+}
+
+static bool scan_has_prefix(const char *s, size_t n, const char *prefix, size_t *plen)
+{
+    size_t k = strlen(prefix);
+    *plen = k;
+    return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+/* Whitespace-separated decimal values of a status line; keeps the first or last. */
+static int scan_status_values(const char *s, size_t n, bool last, uint64_t *out)
+{
+    size_t i = 0, found = 0;
+    while (i < n) {
+        while (i < n && (s[i] == ' ' || s[i] == '\t'))
+            i++;
+        size_t j = i;
+        while (j < n && s[j] != ' ' && s[j] != '\t')
+            j++;
+        if (j > i) {
+            uint64_t v;
+            if (scan_u64(s + i, j - i, &v))
+                return -EINVAL;
+            if (found == 0 || last)
+                *out = v;
+            found++;
+        }
+        i = j;
+    }
+    return found ? 0 : -EINVAL;
+}
+
+int proc_scan_parse_status(const char *text, size_t len, struct proc_status *out)
+{
+    struct proc_status st = {0};
+    bool has_uid = false;
+    const char *line, *cur = text, *end = text + len;
+    size_t n;
+    while (scan_next_line(&cur, end, &line, &n)) {
+        size_t k;
+        uint64_t v;
+        if (scan_has_prefix(line, n, "Uid:", &k)) {
+            if (scan_status_values(line + k, n - k, false, &v) || v > UINT32_MAX)
+                return -EINVAL;
+            st.uid = (uint32_t)v;
+            has_uid = true;
+        } else if (scan_has_prefix(line, n, "PPid:", &k)) {
+            if (scan_status_values(line + k, n - k, false, &v) || v > INT32_MAX)
+                return -EINVAL;
+            st.ppid = (pid_t)v;
+            st.has_ppid = true;
+        } else if (scan_has_prefix(line, n, "NSpid:", &k)) {
+            if (scan_status_values(line + k, n - k, true, &v) || v > INT32_MAX)
+                return -EINVAL;
+            st.nspid = (pid_t)v;
+        }
+    }
+    if (!has_uid)
+        return -EINVAL;
+    *out = st;
+    return 0;
+}
+
+static bool scan_is_hex64(const char *s)
+{
+    for (size_t i = 0; i < PROC_SCAN_CONTAINER_ID_LEN; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    }
+    return true;
+}
+
+static const struct {
+    const char *prefix;
+    const char *runtime;
+} scan_id_prefixes[] = {
+    {"", ""},           {"docker-", "docker"}, {"cri-containerd-", "containerd"},
+    {"crio-", "cri-o"}, {"libpod-", "podman"},
+};
+
+/*
+ * Whether component [s, s+n) is [prefix]<id>[.scope]; if so, the id's first
+ * byte and the runtime of its prefix.
+ */
+static bool scan_id_component(const char *s, size_t n, const char **id, const char **runtime)
+{
+    static const char scope[] = ".scope";
+    const size_t slen = sizeof(scope) - 1;
+    if (n >= slen && memcmp(s + n - slen, scope, slen) == 0)
+        n -= slen;
+    if (n < PROC_SCAN_CONTAINER_ID_LEN || !scan_is_hex64(s + n - PROC_SCAN_CONTAINER_ID_LEN))
+        return false;
+    size_t plen = n - PROC_SCAN_CONTAINER_ID_LEN;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(scan_id_prefixes); i++) {
+        if (strlen(scan_id_prefixes[i].prefix) == plen &&
+            memcmp(s, scan_id_prefixes[i].prefix, plen) == 0) {
+            *id = s + plen;
+            *runtime = scan_id_prefixes[i].runtime;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether [path, path+end) has a component that is exactly "docker". */
+static bool scan_has_docker_component(const char *path, size_t end)
+{
+    for (size_t i = 0; i + 6 <= end; i++) {
+        if ((i == 0 || path[i - 1] == '/') && memcmp(path + i, "docker", 6) == 0 &&
+            (i + 6 == end || path[i + 6] == '/'))
+            return true;
+    }
+    return false;
+}
+
+bool proc_scan_container_id(const char *path, size_t len, char *id, const char **runtime)
+{
+    size_t end = len;
+    while (end > 0) {
+        size_t start = end;
+        while (start > 0 && path[start - 1] != '/')
+            start--;
+        const char *found = NULL, *rt = "";
+        if (end > start && scan_id_component(path + start, end - start, &found, &rt)) {
+            memcpy(id, found, PROC_SCAN_CONTAINER_ID_LEN);
+            id[PROC_SCAN_CONTAINER_ID_LEN] = '\0';
+            /* "/docker/<id>", "/docker/buildkit/<id>": no prefix, docker above */
+            if (!*rt && scan_has_docker_component(path, start))
+                rt = "docker";
+            *runtime = rt;
+            return true;
+        }
+        end = start > 0 ? start - 1 : 0;
+    }
+    return false;
+}
+
+/* Whether the comma-separated controller list [s, s+n) holds @name. */
+static bool scan_has_controller(const char *s, size_t n, const char *name)
+{
+    size_t k = strlen(name);
+    size_t i = 0;
+    while (i <= n) {
+        size_t j = i;
+        while (j < n && s[j] != ',')
+            j++;
+        if (j - i == k && memcmp(s + i, name, k) == 0)
+            return true;
+        i = j + 1;
+    }
+    return false;
+}
+
+int proc_scan_parse_cgroup(const char *text, size_t len, struct proc_cgroup *out)
+{
+    struct proc_cgroup cg = {.runtime = ""};
+    const char *v2 = NULL, *systemd = NULL, *cpu = NULL, *first = NULL;
+    size_t v2_len = 0, systemd_len = 0, cpu_len = 0, first_len = 0;
+    bool has_v1 = false;
+
+    if (memchr(text, '\0', len))
+        return -EINVAL;
+    const char *line, *cur = text, *end = text + len;
+    size_t n;
+    while (scan_next_line(&cur, end, &line, &n)) {
+        const char *c1 = memchr(line, ':', n);
+        const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line)) : NULL;
+        uint64_t hid;
+        if (!c2 || scan_u64(line, (size_t)(c1 - line), &hid))
+            continue;
+        const char *ctl = c1 + 1;
+        size_t ctl_len = (size_t)(c2 - ctl);
+        const char *path = c2 + 1;
+        size_t path_len = n - (size_t)(path - line);
+        if (hid == 0 && ctl_len == 0) {
+            if (!v2) {
+                v2 = path;
+                v2_len = path_len;
+            }
+            continue;
+        }
+        has_v1 = true;
+        if (!first) {
+            first = path;
+            first_len = path_len;
+        }
+        if (!systemd && scan_has_controller(ctl, ctl_len, "name=systemd")) {
+            systemd = path;
+            systemd_len = path_len;
+        }
+        if (!cpu && scan_has_controller(ctl, ctl_len, "cpu")) {
+            cpu = path;
+            cpu_len = path_len;
+        }
+    }
+    if (v2 && !(has_v1 && v2_len == 1 && v2[0] == '/')) {
+        cg.path = v2;
+        cg.path_len = v2_len;
+    } else if (systemd) {
+        cg.path = systemd;
+        cg.path_len = systemd_len;
+    } else if (cpu) {
+        cg.path = cpu;
+        cg.path_len = cpu_len;
+    } else if (first) {
+        cg.path = first;
+        cg.path_len = first_len;
+    } else if (v2) {
+        cg.path = v2;
+        cg.path_len = v2_len;
+    }
+
+    const char *rt = "";
+    if (cg.path && proc_scan_container_id(cg.path, cg.path_len, cg.container_id, &rt)) {
+        cg.runtime = rt;
+    } else {
+        cur = text;
+        while (scan_next_line(&cur, end, &line, &n)) {
+            const char *c1 = memchr(line, ':', n);
+            const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line)) : NULL;
+            if (!c2)
+                continue;
+            const char *path = c2 + 1;
+            if (proc_scan_container_id(path, n - (size_t)(path - line), cg.container_id, &rt)) {
+                cg.runtime = rt;
+                break;
+            }
+        }
+    }
+    *out = cg;
+    return 0;
+}
+
+int proc_scan_parse_btime(const char *text, size_t len, int64_t *btime)
+{
+    const char *line, *cur = text, *end = text + len;
+    size_t n;
+    while (scan_next_line(&cur, end, &line, &n)) {
+        size_t k;
+        if (!scan_has_prefix(line, n, "btime ", &k))
+            continue;
+        uint64_t v;
+        if (scan_u64(line + k, n - k, &v) || v > (uint64_t)SCAN_SECONDS_MAX)
+            return -EINVAL;
+        *btime = (int64_t)v;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+/* ---- proc_info ---- */
+
+enum {
+    SCAN_STR_COMM,
+    SCAN_STR_CMDLINE,
+    SCAN_STR_EXE,
+    SCAN_STR_CWD,
+    SCAN_STR_USER,
+    SCAN_STR_CGROUP,
+    SCAN_STR_ID,
+    SCAN_STR_N
+};
+
+/* Fills @info's string pointers from one new block holding copies of @strs. */
+static int scan_info_strings(struct proc_info *info, const char *const strs[SCAN_STR_N],
+                             const size_t lens[SCAN_STR_N], size_t *bytes)
+{
+    size_t total = 0;
+    for (int i = 0; i < SCAN_STR_N; i++)
+        total += lens[i] + 1;
+    char *block = alloc_malloc(total);
+    if (!block)
+        return -ENOMEM;
+    const char *ptrs[SCAN_STR_N];
+    char *p = block;
+    for (int i = 0; i < SCAN_STR_N; i++) {
+        if (lens[i])
+            memcpy(p, strs[i], lens[i]);
+        p[lens[i]] = '\0';
+        ptrs[i] = p;
+        p += lens[i] + 1;
+    }
+    info->strings_ = block;
+    info->comm = ptrs[SCAN_STR_COMM];
+    info->cmdline = ptrs[SCAN_STR_CMDLINE];
+    info->exe = ptrs[SCAN_STR_EXE];
+    info->cwd = ptrs[SCAN_STR_CWD];
+    info->username = ptrs[SCAN_STR_USER];
+    info->cgroup_path = ptrs[SCAN_STR_CGROUP];
+    info->container_id = ptrs[SCAN_STR_ID];
+    *bytes = total;
+    return 0;
+}
+
+int proc_info_copy(struct proc_info *dst, const struct proc_info *src)
+{
+    const char *strs[SCAN_STR_N] = {src->comm,     src->cmdline,     src->exe,         src->cwd,
+                                    src->username, src->cgroup_path, src->container_id};
+    size_t lens[SCAN_STR_N];
+    for (int i = 0; i < SCAN_STR_N; i++)
+        lens[i] = strlen(strs[i]);
+    size_t bytes;
+    *dst = *src;
+    int err = scan_info_strings(dst, strs, lens, &bytes);
+    if (err)
+        memset(dst, 0, sizeof(*dst));
+    return err;
+}
+
+void proc_info_release(struct proc_info *info)
+{
+    alloc_free(info->strings_);
+    memset(info, 0, sizeof(*info));
+}
+
+static int scan_set_num(struct labels *out, const char *name, int64_t v)
+{
+    char num[24];
+    snprintf(num, sizeof(num), "%" PRId64, v);
+    return labels_set(out, name, num);
+}
+
+int proc_scan_meta_labels(const struct proc_info *info, struct labels *out)
+{
+    int err = 0;
+    const char *base = strrchr(info->exe, '/');
+    base = base ? base + 1 : info->exe;
+    const struct {
+        const char *name;
+        const char *value;
+    } strs[] = {
+        {"__meta_process_exe", info->exe},
+        {"__meta_process_executable_name", base},
+        {"__meta_process_comm", info->comm},
+        {"__meta_process_commandline", info->cmdline},
+        {"__meta_process_cwd", info->cwd},
+        {"__meta_process_username", info->username},
+        {"__meta_process_cgroup_path", info->cgroup_path},
+    };
+    if ((err = scan_set_num(out, "__meta_process_pid", info->key.pid)) ||
+        (err = scan_set_num(out, "__process_pid__", info->key.pid)) ||
+        (err = scan_set_num(out, "__meta_process_nspid", info->nspid)) ||
+        (err = scan_set_num(out, "__meta_process_ppid", info->ppid)) ||
+        (err = scan_set_num(out, "__meta_process_uid", info->uid)))
+        goto out;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(strs); i++) {
+        err = labels_set(out, strs[i].name, strs[i].value);
+        if (err)
+            goto out;
+    }
+    if (info->container_id[0]) {
+        err = labels_set(out, "__container_id__", info->container_id);
+        if (!err && info->container_runtime[0])
+            err = labels_set(out, "__meta_container_runtime", info->container_runtime);
+    }
+out:
+    return err;
+}
+
+/* ---- reading ---- */
+
+/* ENOENT and ESRCH: the process is gone. */
+static bool scan_gone(int err)
+{
+    return err == -ENOENT || err == -ESRCH;
+}
+
+/*
+ * Reads file @name under @dfd into @buf (at most @cap bytes, no NUL added).
+ * *@full is set when the buffer filled up (the file may be longer). /proc
+ * files are never symlinks, hence O_NOFOLLOW.
+ */
+static int scan_read_at(int dfd, const char *name, char *buf, size_t cap, size_t *len, bool *full)
+{
+    int err = 0;
+    size_t got = 0;
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    while (got < cap) {
+        ssize_t n = read(fd, buf + got, cap - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            err = -errno;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    *len = got;
+    *full = got == cap;
+out:
+    close(fd);
+    return err;
+}
+
+/* Length of the complete lines of a buffer that filled up. */
+static size_t scan_whole_lines(const char *buf, size_t len, bool full)
+{
+    if (!full)
+        return len;
+    const char *nl = len ? memrchr(buf, '\n', len) : NULL;
+    return nl ? (size_t)(nl - buf) + 1 : 0;
+}
+
+/* readlink into @buf (PATH_MAX); a result that fills it is cut by one byte. */
+static int scan_readlink_at(int dfd, const char *name, char *buf, size_t *len)
+{
+    ssize_t n = readlinkat(dfd, name, buf, PATH_MAX - 1);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return 0;
+}
+
+static int scan_default_user(uint32_t uid, char *buf, size_t len, void *arg)
+{
+    (void)arg;
+    char scratch[8192];
+    struct passwd pw, *res = NULL;
+    int rc = getpwuid_r((uid_t)uid, &pw, scratch, sizeof(scratch), &res);
+    if (rc != 0)
+        return -rc;
+    if (!res || !res->pw_name)
+        return -ENOENT;
+    if ((size_t)snprintf(buf, len, "%s", res->pw_name) >= len)
+        return -ERANGE;
+    return 0;
+}
+
+static const char *scan_username(struct proc_scan *s, uint32_t uid)
+{
+    for (size_t i = 0; i < s->n_users; i++) {
+        if (s->users[i].uid == uid)
+            return s->users[i].name;
+    }
+    if (s->n_users == s->max_users)
+        s->n_users = 0;
+    struct scan_user *u = &s->users[s->n_users++];
+    u->uid = uid;
+    s->stats.user_lookups++;
+    if (s->user_lookup(uid, u->name, sizeof(u->name), s->user_lookup_arg) != 0)
+        u->name[0] = '\0';
+    u->name[sizeof(u->name) - 1] = '\0';
+    return u->name;
+}
+
+/*
+ * btime from <root>/stat. It follows the intr line, which can be longer than
+ * any buffer, so the file is streamed: only a line that starts with "btime "
+ * is collected (up to 40 bytes) and handed to proc_scan_parse_btime().
+ */
+static int scan_read_btime(struct proc_scan *s, int rootfd, int64_t *btime)
+{
+    static const char key[] = "btime ";
+    char line[40];
+    size_t line_len = 0, total = 0;
+    bool candidate = true; /* the current line may still be the btime line */
+    int err = -ENOENT;
+    int fd = openat(rootfd, "stat", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    while (total < SCAN_BTIME_READ_MAX && err == -ENOENT) {
+        ssize_t n = read(fd, s->buf, sizeof(s->buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n < 0)
+                err = -errno;
+            else if (candidate && line_len > 0) /* last line without '\n' */
+                err = proc_scan_parse_btime(line, line_len, btime);
+            break;
+        }
+        total += (size_t)n;
+        for (ssize_t i = 0; i < n && err == -ENOENT; i++) {
+            char c = s->buf[i];
+            if (c == '\n') {
+                if (candidate && line_len > 0)
+                    err = proc_scan_parse_btime(line, line_len, btime);
+                candidate = true;
+                line_len = 0;
+            } else if (candidate) {
+                if (line_len == sizeof(line) || (line_len < sizeof(key) - 1 && c != key[line_len]))
+                    candidate = false;
+                else
+                    line[line_len++] = c;
+            }
+        }
+    }
+    close(fd);
+    return err;
+}
+
+/* Cmdline in s->cmdline: NULs become spaces, trailing NULs go. */
+static int scan_cmdline(struct proc_scan *s, int dfd, size_t *len)
+{
+    bool full;
+    size_t n = 0;
+    int err = scan_read_at(dfd, "cmdline", s->cmdline, PROC_SCAN_CMDLINE_MAX, &n, &full);
+    if (err)
+        return err;
+    while (n > 0 && s->cmdline[n - 1] == '\0')
+        n--;
+    for (size_t i = 0; i < n; i++) {
+        if (s->cmdline[i] == '\0')
+            s->cmdline[i] = ' ';
+    }
+    s->cmdline[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+/* An optional symlink (exe, cwd): denied or odd leaves it empty. */
+static int scan_link(struct proc_scan *s, int dfd, const char *name, char *buf, size_t *len)
+{
+    int err = scan_readlink_at(dfd, name, buf, len);
+    if (err && !scan_gone(err)) {
+        s->stats.fields_denied++;
+        buf[0] = '\0';
+        *len = 0;
+        err = 0;
+    }
+    return err;
+}
+
+static int scan_grow(struct proc_scan *s)
+{
+    if (s->count < s->cap)
+        return 0;
+    size_t ncap = s->cap ? s->cap * 2 : 64;
+    if (ncap > s->max_procs)
+        ncap = s->max_procs;
+    struct proc_info *n = alloc_realloc(s->infos, ncap * sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    s->infos = n;
+    s->cap = ncap;
+    return 0;
+}
+
+/*
+ * Reads one process. Returns 0 (the process was reported or counted in a
+ * bucket) or -ENOMEM.
+ */
+static int scan_one(struct proc_scan *s, int rootfd, const char *name, pid_t pid, int64_t now_ns)
+{
+    struct proc_stat st;
+    struct proc_status status;
+    struct proc_cgroup cg = {.runtime = ""};
+    struct proc_info info = {0};
+    size_t len = 0, cmd_len = 0, exe_len = 0, cwd_len = 0;
+    bool full = false;
+    int err = 0;
+    uint64_t *bucket = NULL;
+
+    int dfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dfd < 0) {
+        err = -errno;
+        goto classify;
+    }
+    err = scan_read_at(dfd, "stat", s->buf, sizeof(s->buf), &len, &full);
+    if (err)
+        goto classify;
+    if (full || proc_scan_parse_stat(s->buf, len, &st) || st.pid != pid) {
+        bucket = &s->stats.malformed;
+        goto out;
+    }
+    if (st.state == 'Z' || st.state == 'X') {
+        bucket = &s->stats.skipped_zombie;
+        goto out;
+    }
+    if (st.flags & PROC_SCAN_PF_KTHREAD) {
+        bucket = &s->stats.skipped_kthread;
+        goto out;
+    }
+    info.key.pid = pid;
+    info.key.start_ticks = st.start_ticks;
+    info.ppid = st.ppid;
+    info.state = st.state;
+    info.flags = st.flags;
+    size_t comm_len = st.comm_len < SCAN_COMM_MAX ? st.comm_len : SCAN_COMM_MAX;
+    memcpy(s->comm, st.comm, comm_len);
+    s->comm[comm_len] = '\0';
+    if (s->filter && !s->filter(&info.key, s->filter_arg)) {
+        bucket = &s->stats.filtered;
+        goto out;
+    }
+    if (s->count >= s->max_procs) {
+        bucket = &s->stats.over_cap;
+        goto out;
+    }
+
+    /* wall-clock start and age */
+    info.start_time_ns = -1;
+    info.age_ns = -1;
+    uint64_t secs = st.start_ticks / (uint64_t)s->clk_tck;
+    uint64_t rem = st.start_ticks % (uint64_t)s->clk_tck;
+    if (secs > (uint64_t)SCAN_SECONDS_MAX) {
+        bucket = &s->stats.malformed;
+        goto out;
+    }
+    if (s->btime >= 0) {
+        info.start_time_ns = (s->btime + (int64_t)secs) * 1000000000 +
+                             (int64_t)(rem * 1000000000u / (uint64_t)s->clk_tck);
+        info.age_ns = now_ns > info.start_time_ns ? now_ns - info.start_time_ns : 0;
+    }
+
+    err = scan_read_at(dfd, "status", s->buf, sizeof(s->buf), &len, &full);
+    if (err)
+        goto classify;
+    if (proc_scan_parse_status(s->buf, scan_whole_lines(s->buf, len, full), &status)) {
+        bucket = &s->stats.malformed;
+        goto out;
+    }
+    info.uid = status.uid;
+    info.nspid = status.nspid ? status.nspid : pid;
+
+    if ((err = scan_cmdline(s, dfd, &cmd_len)) ||
+        (err = scan_link(s, dfd, "exe", s->exe, &exe_len)) ||
+        (err = scan_link(s, dfd, "cwd", s->cwd, &cwd_len)))
+        goto classify;
+    static const char deleted[] = " (deleted)";
+    if (exe_len > sizeof(deleted) - 1 &&
+        memcmp(s->exe + exe_len - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1) == 0) {
+        exe_len -= sizeof(deleted) - 1;
+        s->exe[exe_len] = '\0';
+        info.exe_deleted = true;
+    }
+
+    err = scan_read_at(dfd, "cgroup", s->cgroup, sizeof(s->cgroup), &len, &full);
+    if (err)
+        goto classify;
+    if (proc_scan_parse_cgroup(s->cgroup, scan_whole_lines(s->cgroup, len, full), &cg)) {
+        bucket = &s->stats.malformed;
+        goto out;
+    }
+    info.container_runtime = cg.runtime;
+
+    const char *user = scan_username(s, info.uid);
+    const char *strs[SCAN_STR_N] = {
+        s->comm, s->cmdline, s->exe, s->cwd, user, cg.path ? cg.path : "", cg.container_id};
+    size_t lens[SCAN_STR_N] = {comm_len,
+                               cmd_len,
+                               exe_len,
+                               cwd_len,
+                               strlen(user),
+                               cg.path ? cg.path_len : 0,
+                               strlen(cg.container_id)};
+    size_t need = 0;
+    for (int i = 0; i < SCAN_STR_N; i++)
+        need += lens[i] + 1;
+    if (need > s->max_bytes || s->bytes > s->max_bytes - need) {
+        bucket = &s->stats.over_cap;
+        goto out;
+    }
+    size_t bytes = 0;
+    if ((err = scan_grow(s)) || (err = scan_info_strings(&info, strs, lens, &bytes)))
+        goto out;
+    s->infos[s->count++] = info;
+    s->bytes += bytes;
+    bucket = &s->stats.reported;
+    goto out;
+
+classify:
+    if (scan_gone(err))
+        bucket = &s->stats.vanished;
+    else
+        bucket = &s->stats.unreadable;
+    err = 0;
+out:
+    if (bucket)
+        (*bucket)++;
+    if (dfd >= 0)
+        close(dfd);
+    return err;
+}
+
+/* "123" -> 123; anything else (".", "self", "sys", "0123"?) -> false. */
+static bool scan_pid_name(const char *name, pid_t *pid)
+{
+    size_t n = strlen(name);
+    return n > 0 && n <= 10 && name[0] != '0' && scan_pid(name, n, pid) == 0 && *pid > 0;
+}
+
+static void scan_clear(struct proc_scan *s)
+{
+    for (size_t i = 0; i < s->count; i++)
+        alloc_free(s->infos[i].strings_);
+    s->count = 0;
+    s->bytes = 0;
+}
+
+int proc_scan_run(struct proc_scan *s, int64_t now_ns)
+{
+    int err = 0;
+    scan_clear(s);
+    memset(&s->stats, 0, sizeof(s->stats));
+    s->n_users = 0;
+
+    DIR *dir = opendir(s->root);
+    if (!dir)
+        return -errno;
+    int rootfd = dirfd(dir);
+    s->btime = -1;
+    if (scan_read_btime(s, rootfd, &s->btime) == 0)
+        s->stats.btime_known = true;
+    else
+        s->btime = -1;
+
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(dir);
+        if (!de) {
+            /* an error mid-listing ends the run with what was read */
+            break;
+        }
+        pid_t pid;
+        if (!scan_pid_name(de->d_name, &pid))
+            continue;
+        s->stats.seen++;
+        if (pid == s->self) {
+            s->stats.skipped_self++;
+            continue;
+        }
+        err = scan_one(s, rootfd, de->d_name, pid, now_ns);
+        if (err)
+            break;
+    }
+    closedir(dir);
+    return err;
+}
+
+size_t proc_scan_count(const struct proc_scan *s)
+{
+    return s->count;
+}
+
+const struct proc_info *proc_scan_get(const struct proc_scan *s, size_t i)
+{
+    PYPROFD_ASSERT(i < s->count);
+    return &s->infos[i];
+}
+
+const struct proc_scan_stats *proc_scan_stats(const struct proc_scan *s)
+{
+    return &s->stats;
+}
+
+static pid_t scan_self_pid(const char *root)
+{
+    char path[PATH_MAX + 8], link[32];
+    pid_t pid = 0;
+    snprintf(path, sizeof(path), "%s/self", root);
+    ssize_t n = readlink(path, link, sizeof(link) - 1);
+    if (n <= 0 || scan_pid(link, (size_t)n, &pid) || pid <= 0)
+        pid = getpid();
+    return pid;
+}
+
+struct proc_scan *proc_scan_new(const struct proc_scan_opts *opts)
+{
+    struct proc_scan_opts o = {0};
+    if (opts)
+        o = *opts;
+    const char *root = o.proc_root ? o.proc_root : "/proc";
+    if (strlen(root) >= PATH_MAX) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct proc_scan *s = alloc_calloc(1, sizeof(*s));
+    if (!s)
+        goto fail;
+    s->root = alloc_strdup(root);
+    s->max_users = o.user_cache_max ? o.user_cache_max : PROC_SCAN_USER_CACHE_MAX;
+    s->users = alloc_calloc(s->max_users, sizeof(*s->users));
+    if (!s->root || !s->users)
+        goto fail;
+    s->self = o.self_pid > 0 ? o.self_pid : scan_self_pid(root);
+    s->max_procs = o.max_procs ? o.max_procs : PROC_SCAN_MAX_PROCS;
+    s->max_bytes = o.max_bytes ? o.max_bytes : PROC_SCAN_MAX_BYTES;
+    s->clk_tck = o.clk_tck > 0 ? o.clk_tck : sysconf(_SC_CLK_TCK);
+    if (s->clk_tck <= 0)
+        s->clk_tck = 100;
+    s->user_lookup = o.user_lookup ? o.user_lookup : scan_default_user;
+    s->user_lookup_arg = o.user_lookup_arg;
+    s->filter = o.filter;
+    s->filter_arg = o.filter_arg;
+    s->btime = -1;
+    return s;
+fail:
+    proc_scan_free(s);
+    errno = ENOMEM;
+    return NULL;
+}
+
+void proc_scan_free(struct proc_scan *s)
+{
+    if (!s)
+        return;
+    scan_clear(s);
+    alloc_free(s->infos);
+    alloc_free(s->users);
+    alloc_free(s->root);
+    alloc_free(s);
+}
