@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http_server.h: the pull and operations HTTP server (libmicrohttpd). It
+ * serves Go-compatible CPU profiles at /debug/pprof/profile, the target list,
+ * Prometheus metrics and the /-/ lifecycle endpoints (docs/http.md). The
+ * server knows nothing about the daemon: it reaches it only through the
+ * callbacks of struct http_server_ops.
+ *
+ * Routes (anything else 404; a known path with another method 405 + Allow;
+ * HEAD is accepted wherever GET is):
+ *   GET  /                        landing page (text/html)
+ *   GET  /debug/pprof/profile     ?seconds=N (1..max, default 30) &pid=P
+ *   GET  /targets                 application/json from ops.targets_json
+ *   GET  /metrics                 PROMTEXT_CONTENT_TYPE from ops.metrics + the
+ *                                 server's own and process_* metrics
+ *   GET  /-/healthy               200 "pyprofd is healthy.\n"
+ *   GET  /-/ready                 200 or 503 from ops.ready
+ *   POST|PUT /-/reload            ops.reload; 403 unless enable_lifecycle
+ *
+ * Threads: one listening thread plus one thread per connection (libmicrohttpd's
+ * thread-per-connection mode), at most connection_limit connections, so a
+ * profile request blocked for N seconds never delays /metrics or the others.
+ * Request bodies are ignored; a body larger than 64 KiB is refused (413 when
+ * announced by Content-Length, otherwise the connection is closed).
+ *
+ * Thread safety of the callbacks: every callback may be called from several
+ * server threads AT THE SAME TIME (two scrapes of /metrics, a profile request
+ * during a /targets request, ...). The daemon must make them safe: lock its
+ * own state or read snapshots. Callbacks must not call http_server_stop().
+ *
+ * Shutdown: http_server_stop() first stops accepting connections and marks
+ * every profile request cancelled; profile callbacks must then return soon
+ * (poll http_profile_cancelled() at least every 100 ms, or watch the daemon's
+ * own shutdown flag, and return -ECANCELED). It waits for in-flight requests
+ * until the deadline, then closes all connections and joins the server's
+ * threads: a callback that never returns makes stop wait for it.
+ */
+#ifndef PYPROFD_EXPORTERS_PULL_HTTP_SERVER_H
+#define PYPROFD_EXPORTERS_PULL_HTTP_SERVER_H
+
+#include "base/compat.h"
+
+#include "exporters/pull/promtext.h"
+
+/** Longest profile a request may ask for unless configured otherwise (1 hour). */
+#define HTTP_SERVER_DEFAULT_MAX_SECONDS 3600
+/** seconds= when the request gives none, as Go's net/http/pprof. */
+#define HTTP_SERVER_DEFAULT_SECONDS 30
+
+/** What a profile request asks for; passed to ops.profile. */
+struct http_profile_request {
+    uint32_t seconds; /* 1..max_profile_seconds */
+    int32_t pid;      /* a target's pid, or 0 for all targets */
+    const void *priv; /* private to the server: for http_profile_cancelled() */
+};
+
+/**
+ * Whether the server is stopping and the profile request @a req should end
+ * now (the callback then returns -ECANCELED). Thread-safe, cheap: poll it.
+ */
+bool http_profile_cancelled(const struct http_profile_request *req);
+
+/**
+ * The daemon's side. @a ctx is passed back to every callback. Any callback
+ * may be NULL: its route answers 501, except ready (NULL: always ready).
+ * Error strings are written into the caller's @a err buffer (NUL-terminated,
+ * may be left empty; the server then uses strerror()).
+ */
+struct http_server_ops {
+    void *ctx;
+    /**
+     * Collects a profile for @a req->seconds seconds (blocking this server
+     * thread) and returns it, gzipped pprof, in @a out / @a out_len: the
+     * buffer comes from alloc_malloc() and ownership passes to the server,
+     * which frees it with alloc_free() once sent. Returns 0, or a negative
+     * errno that picks the HTTP status: -ENOENT / -ESRCH (pid is not a
+     * current target) 404, -EINVAL 400, -EBUSY / -EAGAIN / -ECANCELED 503,
+     * anything else 500. On error @a out is not set.
+     */
+    int (*profile)(void *ctx, const struct http_profile_request *req, uint8_t **out,
+                   size_t *out_len, char *err, size_t err_size);
+    /**
+     * The JSON document for GET /targets, in @a out (alloc_malloc(), owned by
+     * the server afterwards) of @a out_len bytes. Returns 0 or -errno (500).
+     */
+    int (*targets_json)(void *ctx, char **out, size_t *out_len);
+    /**
+     * Writes the daemon's metric families into @a w (borrowed for the call).
+     * The server appends its own pyprofd_http_* families and process_* after
+     * them, so the daemon must not write those names. Returns 0 or -errno
+     * (500); a document over the cap (promtext_error()) is a 500 as well.
+     */
+    int (*metrics)(void *ctx, struct promtext *w);
+    /** Whether the daemon is ready to serve (e.g. first scan done). */
+    bool (*ready)(void *ctx);
+    /** Reloads the configuration. Returns 0 or -errno with a message in @a err (500). */
+    int (*reload)(void *ctx, char *err, size_t err_size);
+};
+
+/** Settings; zero fields take the defaults given. */
+struct http_server_config {
+    const char *listen_address;       /* "host:port"; NULL: "127.0.0.1:PYPROFD_DEFAULT_PORT" */
+    bool enable_lifecycle;            /* serve POST/PUT /-/reload */
+    uint32_t max_profile_seconds;     /* 0: HTTP_SERVER_DEFAULT_MAX_SECONDS */
+    uint32_t max_concurrent_profiles; /* 0: 4; more at once get 503 */
+    uint32_t connection_limit;        /* 0: 64 connections */
+    uint32_t connection_timeout_s;    /* 0: 30 s of inactivity closes a connection */
+    size_t metrics_cap;               /* 0: PROMTEXT_DEFAULT_CAP */
+};
+
+struct http_server;
+
+/**
+ * Binds the listen address and starts serving. The address is "host:port":
+ * an IPv4 literal, an IPv6 literal in brackets ("[::1]:9867") or a host name
+ * (resolved; the first address that binds is used); port 0 picks a free port
+ * (see http_server_port()). @a ops is copied; ops->ctx must outlive the
+ * server. On success returns 0 and stores the server in @a out (the caller
+ * owns it; end with http_server_free()). On failure returns -EINVAL (bad
+ * address or config), -EADDRINUSE, -EADDRNOTAVAIL, -EACCES, -ENOMEM or
+ * another -errno, with a message in @a err (may be NULL).
+ */
+PYPROFD_WARN_UNUSED int http_server_start(const struct http_server_config *cfg,
+                                          const struct http_server_ops *ops,
+                                          struct http_server **out, char *err, size_t err_size);
+
+/** The port the server listens on (useful with port 0). */
+uint16_t http_server_port(const struct http_server *s);
+
+/**
+ * Stops accepting, cancels profile requests, waits up to @a timeout_ms for
+ * in-flight requests to finish, then closes the remaining connections and
+ * joins the server's threads (see the top of this file). Returns 0, or
+ * -ETIMEDOUT when requests were still running at the deadline (they were
+ * still waited for). A second call is a no-op returning 0. Not to be called
+ * from a callback.
+ */
+int http_server_stop(struct http_server *s, unsigned timeout_ms);
+
+/** Stops (5 s deadline) if still running and frees; NULL is a no-op. */
+void http_server_free(struct http_server *s);
+
+/**
+ * Parses the query arguments of a profile request, a pure function (fuzzed
+ * by tests/fuzz/fuzz_http_query.c). @a keys / @a values are the @a n decoded
+ * pairs in request order; a value may be NULL (a key without '='). Unknown
+ * keys are ignored. seconds must be a decimal integer in 1..@a max_seconds
+ * (default HTTP_SERVER_DEFAULT_SECONDS, capped at @a max_seconds), pid a
+ * decimal integer in 1..INT32_MAX; no sign, no spaces, each key at most
+ * once. Returns 0 and fills @a seconds and @a pid (0 when absent), or
+ * -EINVAL with a one-line message (no newline) in @a err.
+ */
+PYPROFD_WARN_UNUSED int http_parse_profile_query(const char *const *keys, const char *const *values,
+                                                 size_t n, uint32_t max_seconds, uint32_t *seconds,
+                                                 int32_t *pid, char *err, size_t err_size);
+
+#endif /* PYPROFD_EXPORTERS_PULL_HTTP_SERVER_H */
