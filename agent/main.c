@@ -21,6 +21,9 @@ static void usage(FILE *out)
           "commands:\n"
           "  record [options] PID | record [options] -- COMMAND [ARGS...]\n"
           "          sample a process at a fixed rate and write a pprof profile\n"
+          "  agent [--config.file FILE] [options]\n"
+          "          run as a daemon: find every Python process, sample each, serve and\n"
+          "          store one pprof profile per target and interval\n"
           "  dump [-a] [--native] [--json] PID\n"
           "          print the Python stacks of a live process, leaf first\n"
           "  probe [--backend auto|vm|procmem] PID...\n"
@@ -44,6 +47,8 @@ int main(int argc, char **argv)
         return cli_dump(argc - 1, argv + 1);
     if (strcmp(cmd, "record") == 0)
         return cli_record(argc - 1, argv + 1);
+    if (strcmp(cmd, "agent") == 0)
+        return cli_agent(argc - 1, argv + 1);
     if (strcmp(cmd, "probe") == 0)
         return cli_probe(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

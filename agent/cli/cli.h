@@ -46,6 +46,7 @@ int cli_parse_backend(const char *arg, enum memread_backend *out);
 int cli_probe(int argc, char **argv);
 int cli_dump(int argc, char **argv);
 int cli_record(int argc, char **argv);
+int cli_agent(int argc, char **argv);
 
 #ifdef PYPROFD_UNITTEST
 /* record.c internals reached by tests/unit/agent/cli/test_record.c */

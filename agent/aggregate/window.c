@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * window.c: the bounded window queue and pool between the sampling and the
+ * export thread (see window.h).
+ */
+#include "base/compat.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include "aggregate/window.h"
+#include "base/alloc.h"
+
+struct window_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;       /* signalled on push and close */
+    struct window_item *items; /* ring */
+    size_t cap, head, n;
+    bool closed;
+    struct agg **pool; /* free windows */
+    size_t npool;
+    size_t pool_cap; /* windows in existence, free or not, at most */
+    size_t live;
+    struct agg_limits limits;
+};
+
+uint64_t window_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int window_queue_new(size_t queue_cap, size_t pool_cap, const struct agg_limits *limits,
+                     struct window_queue **out)
+{
+    if (queue_cap == 0 || pool_cap == 0)
+        return -EINVAL;
+    struct window_queue *q = alloc_calloc(1, sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    q->items = alloc_calloc(queue_cap, sizeof(*q->items));
+    q->pool = alloc_calloc(pool_cap, sizeof(*q->pool));
+    if (!q->items || !q->pool) {
+        alloc_free(q->items);
+        alloc_free(q->pool);
+        alloc_free(q);
+        return -ENOMEM;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&q->mu, NULL);
+    q->cap = queue_cap;
+    q->pool_cap = pool_cap;
+    q->limits = limits ? *limits : agg_limits_default();
+    *out = q;
+    return 0;
+}
+
+void window_item_release(struct window_queue *q, struct window_item *item)
+{
+    window_recycle(q, item->agg);
+    item->agg = NULL;
+    labels_release(&item->labels);
+}
+
+void window_queue_free(struct window_queue *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->n; i++) {
+        struct window_item *it = &q->items[(q->head + i) % q->cap];
+        agg_free(it->agg);
+        labels_release(&it->labels);
+    }
+    for (size_t i = 0; i < q->npool; i++)
+        agg_free(q->pool[i]);
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->cond);
+    alloc_free(q->items);
+    alloc_free(q->pool);
+    alloc_free(q);
+}
+
+int window_get(struct window_queue *q, struct agg **out)
+{
+    struct agg *a = NULL;
+    bool create = false;
+    int err = 0;
+    pthread_mutex_lock(&q->mu);
+    if (q->npool) {
+        a = q->pool[--q->npool];
+    } else if (q->live >= q->pool_cap) {
+        err = -EAGAIN;
+    } else {
+        q->live++; /* reserved; made outside the lock */
+        create = true;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (create) {
+        err = agg_new(&q->limits, &a);
+        if (err) {
+            pthread_mutex_lock(&q->mu);
+            q->live--;
+            pthread_mutex_unlock(&q->mu);
+        }
+    }
+    if (!err)
+        *out = a;
+    return err;
+}
+
+void window_recycle(struct window_queue *q, struct agg *a)
+{
+    if (!a)
+        return;
+    agg_reset(a);
+    pthread_mutex_lock(&q->mu);
+    PYPROFD_ASSERT(q->npool < q->pool_cap);
+    q->pool[q->npool++] = a;
+    pthread_mutex_unlock(&q->mu);
+}
+
+int window_push(struct window_queue *q, struct window_item *item)
+{
+    int err = 0;
+    pthread_mutex_lock(&q->mu);
+    if (q->closed)
+        err = -EPIPE;
+    else if (q->n == q->cap)
+        err = -ENOSPC;
+    else {
+        q->items[(q->head + q->n) % q->cap] = *item;
+        q->n++;
+        memset(item, 0, sizeof(*item));
+        pthread_cond_signal(&q->cond);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return err;
+}
+
+int window_pop(struct window_queue *q, uint64_t deadline_ns, struct window_item *out)
+{
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
+                          .tv_nsec = (long)(deadline_ns % 1000000000ull)};
+    int err = 0;
+    pthread_mutex_lock(&q->mu);
+    while (q->n == 0 && !q->closed && err == 0) {
+        if (pthread_cond_timedwait(&q->cond, &q->mu, &ts) == ETIMEDOUT)
+            err = -ETIMEDOUT;
+    }
+    if (q->n) {
+        *out = q->items[q->head];
+        memset(&q->items[q->head], 0, sizeof(q->items[q->head]));
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        err = 0;
+    } else if (q->closed) {
+        err = -EPIPE;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return err;
+}
+
+void window_close(struct window_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->closed = true;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->mu);
+}
+
+size_t window_pending(struct window_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->n;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * window.h: the hand-off between the sampling thread and the export thread.
+ * When a target's profile interval ends (or the target exits, or the agent
+ * stops) the sampling thread wraps the finished aggregation window in a
+ * struct window_item and pushes it; the export thread pops it, encodes it to
+ * pprof and gives it to the outputs, then hands the window back to the pool.
+ * This is the only place the two threads share data (a mutex-guarded queue).
+ *
+ * Both the queue and the pool are bounded: window_push() on a full queue
+ * refuses (the caller counts the loss and keeps sampling into the window it
+ * has); the pool never holds more than its cap of windows, so the memory of
+ * all windows in flight is bounded by cap x the window limits.
+ *
+ * Thread safety: every function may be called from any thread.
+ */
+#ifndef PYPROFD_AGGREGATE_WINDOW_H
+#define PYPROFD_AGGREGATE_WINDOW_H
+
+#include "base/compat.h"
+
+#include "aggregate/agg.h"
+#include "base/labels.h"
+
+/** A finished window and what the encoder and the outputs need to know about it. */
+struct window_item {
+    struct agg *agg;      /* owned by the item; back to the pool with window_recycle() */
+    struct labels labels; /* the target's labels after relabeling, external labels added */
+    char job[64];         /* job_name */
+    int pid;
+    const char *value_type; /* "cpu", "wall", "gil", "exception" (static strings) */
+    int64_t period_ns;
+    int64_t time_nanos; /* window start, ns since the epoch */
+    int64_t duration_nanos;
+    bool final; /* the target's last window (it exited or the agent stops) */
+};
+
+struct window_queue;
+
+/**
+ * Creates a queue of at most @a queue_cap items and a pool of at most
+ * @a pool_cap windows made with @a limits (copied). Returns 0 or -ENOMEM/-EINVAL.
+ */
+PYPROFD_WARN_UNUSED int window_queue_new(size_t queue_cap, size_t pool_cap,
+                                         const struct agg_limits *limits,
+                                         struct window_queue **out);
+/** Frees the queue, the items still in it and the pool; NULL is a no-op. */
+void window_queue_free(struct window_queue *q);
+
+/**
+ * An empty window from the pool, or a new one while fewer than pool_cap exist.
+ * Returns 0, -EAGAIN when all pool_cap windows are in use, -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int window_get(struct window_queue *q, struct agg **out);
+/** Gives a window back to the pool (it is reset); NULL is a no-op. */
+void window_recycle(struct window_queue *q, struct agg *a);
+
+/**
+ * Queues @a item (moved: on success the queue owns its window and labels and
+ * @a item is zeroed). Returns 0, -ENOSPC when the queue is full, or -EPIPE after
+ * window_close() (the item is left with the caller either way).
+ */
+PYPROFD_WARN_UNUSED int window_push(struct window_queue *q, struct window_item *item);
+/**
+ * Takes the oldest item into @a out (the caller owns it: recycle its window,
+ * release its labels). Waits until @a deadline_ns (CLOCK_MONOTONIC) for one.
+ * Returns 0, -ETIMEDOUT, or -EPIPE when the queue is closed and empty.
+ */
+PYPROFD_WARN_UNUSED int window_pop(struct window_queue *q, uint64_t deadline_ns,
+                                   struct window_item *out);
+/** After this, pushes fail and pops return what is left, then -EPIPE. */
+void window_close(struct window_queue *q);
+/** Items waiting. */
+size_t window_pending(struct window_queue *q);
+/** Frees an item's window (to the pool) and labels. */
+void window_item_release(struct window_queue *q, struct window_item *item);
+
+/** CLOCK_MONOTONIC now, in ns. */
+uint64_t window_now_ns(void);
+
+#endif /* PYPROFD_AGGREGATE_WINDOW_H */

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent.c: `pyprofd agent`, the long-running daemon. Wiring only: load the
+ * config, build the pipeline (sampling loop -> window queue -> export thread
+ * -> outputs, plus the HTTP server), then wait for signals: SIGHUP reloads,
+ * SIGTERM/SIGINT stop with every partial window flushed. docs/agent.md
+ * explains the threads and the data flow.
+ */
+#include "base/compat.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aggregate/window.h"
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/strnum.h"
+#include "cli/cli.h"
+#include "config/config.h"
+#include "exporters/dispatch.h"
+#include "exporters/file/file_store.h"
+#include "exporters/pull/http_server.h"
+#include "sampler/loop.h"
+
+#ifndef PYPROFD_VERSION
+#define PYPROFD_VERSION "unknown"
+#endif
+
+#define AGENT_DEFAULT_SHUTDOWN_S 10
+
+struct agent {
+    const char *config_file; /* NULL: the built-in default */
+    struct config_load_opts load_opts;
+    struct loop *loop;
+    struct window_queue *queue;
+    struct dispatch *dispatch;
+    struct http_server *http;
+    pthread_mutex_t reload_mu; /* one reload at a time; guards the fields below */
+    bool last_reload_ok;
+    int64_t last_reload_success_s;
+    uint64_t reloads, reload_failures;
+};
+
+static int agent_usage(FILE *out, int status)
+{
+    fputs("usage: pyprofd agent [--config.file FILE] [options]\n"
+          "\n"
+          "Find every CPython 3.13+ process on this machine (or in this pod), sample\n"
+          "each as configured, and serve or store one pprof profile per target and\n"
+          "interval. docs/agent.md and docs/configuration.md describe everything.\n"
+          "\n"
+          "  --config.file FILE        YAML configuration (default: the built-in default,\n"
+          "                            which samples every Python process; see\n"
+          "                            config/pyprofd.yml)\n"
+          "  --config.expand-env       expand ${VAR} and ${VAR:-default} in the config\n"
+          "  --web.listen-address ADDR override server.listen_address (\"\" disables HTTP)\n"
+          "  --web.enable-lifecycle    allow POST /-/reload (server.enable_lifecycle)\n"
+          "  --shutdown-timeout SECS   how long SIGTERM may take to flush (default 10)\n"
+          "  --log.level LEVEL         error, warn, info (default) or debug\n"
+          "  -h, --help                show this help\n"
+          "\n"
+          "Signals: SIGHUP reloads the configuration (an invalid one is refused and the\n"
+          "old one keeps running); SIGTERM or SIGINT stop sampling, flush every partial\n"
+          "profile to the outputs and exit.\n",
+          out);
+    return status;
+}
+
+/* Outputs of a config: the storage directory for now (push exporters: exporters/). */
+static int agent_exporters(const struct pyprofd_config *cfg, struct exporter *ex, size_t *n)
+{
+    *n = 0;
+    if (cfg->storage.directory) {
+        int err = file_store_new(cfg->storage.directory, cfg->storage.retention_ns,
+                                 cfg->storage.max_bytes, &ex[(*n)++]);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+static void agent_free_exporters(struct exporter *ex, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ex[i].ops->free(ex[i].ctx);
+}
+
+static void agent_log_errors(const struct config_errors *errs)
+{
+    for (size_t i = 0; i < errs->n; i++)
+        log_error("%s", errs->msgs[i]);
+}
+
+static int agent_load(struct agent *a, struct pyprofd_config **out, struct config_errors *errs)
+{
+    if (!a->config_file)
+        return config_default(out);
+    return config_load_file(a->config_file, &a->load_opts, out, errs);
+}
+
+/* Loads the config file again and hands it to the pipeline; the old one stays on error. */
+static int agent_reload(struct agent *a, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&a->reload_mu);
+    struct pyprofd_config *cfg = NULL;
+    struct config_errors errs = {0};
+    struct exporter ex[4];
+    size_t nex = 0;
+    a->reloads++;
+    int e = agent_load(a, &cfg, &errs);
+    if (e) {
+        agent_log_errors(&errs);
+        snprintf(err, errlen, "%s", errs.n ? errs.msgs[0] : strerror(-e));
+        goto fail;
+    }
+    e = agent_exporters(cfg, ex, &nex);
+    if (!e)
+        e = dispatch_set_exporters(a->dispatch, ex, nex, cfg->global.limits.max_profile_bytes);
+    if (e) {
+        agent_free_exporters(ex, nex);
+        snprintf(err, errlen, "cannot set up the outputs: %s", strerror(-e));
+        goto fail;
+    }
+    (void)loop_set_config(a->loop, cfg); /* takes it */
+    cfg = NULL;
+    a->last_reload_ok = true;
+    a->last_reload_success_s = (int64_t)time(NULL);
+    log_info("configuration reloaded from '%s'", a->config_file ? a->config_file : "(default)");
+    config_errors_release(&errs);
+    pthread_mutex_unlock(&a->reload_mu);
+    return 0;
+fail:
+    log_error("reload failed, keeping the running configuration: %s", err);
+    a->last_reload_ok = false;
+    a->reload_failures++;
+    config_free(cfg);
+    config_errors_release(&errs);
+    pthread_mutex_unlock(&a->reload_mu);
+    return e ? e : -EINVAL;
+}
+
+/* ---- the HTTP server's callbacks ---------------------------------------- */
+
+static bool agent_cancelled(const void *arg)
+{
+    return http_profile_cancelled(arg);
+}
+
+static int agent_http_profile(void *ctx, const struct http_profile_request *req, uint8_t **out,
+                              size_t *out_len, char *err, size_t err_size)
+{
+    struct agent *a = ctx;
+    return loop_profile(a->loop, req->seconds, (pid_t)req->pid, agent_cancelled, req, out, out_len,
+                        err, err_size);
+}
+
+static int agent_http_targets(void *ctx, char **out, size_t *out_len)
+{
+    struct agent *a = ctx;
+    return loop_targets_json(a->loop, out, out_len);
+}
+
+static int agent_http_metrics(void *ctx, struct promtext *w)
+{
+    struct agent *a = ctx;
+    pthread_mutex_lock(&a->reload_mu);
+    bool ok = a->last_reload_ok;
+    int64_t when = a->last_reload_success_s;
+    pthread_mutex_unlock(&a->reload_mu);
+    int err = promtext_family(w, "pyprofd_build_info", PROMTEXT_GAUGE,
+                              "Always 1; the labels say which pyprofd this is.");
+    if (!err)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"version", PYPROFD_VERSION}), 1);
+    if (!err)
+        err = promtext_family(w, "pyprofd_config_last_reload_successful", PROMTEXT_GAUGE,
+                              "Whether the last configuration load succeeded (1) or not (0).");
+    if (!err)
+        err = promtext_sample(w, NULL, NULL, 0, ok ? 1 : 0);
+    if (!err)
+        err =
+            promtext_family(w, "pyprofd_config_last_reload_success_timestamp_seconds",
+                            PROMTEXT_GAUGE, "When the configuration was last loaded successfully.");
+    if (!err)
+        err = promtext_sample(w, NULL, NULL, 0, (double)when);
+    if (!err)
+        err = promtext_family(w, "pyprofd_export_queue_length", PROMTEXT_GAUGE,
+                              "Profile windows waiting for the export thread.");
+    if (!err)
+        err = promtext_sample(w, NULL, NULL, 0, (double)window_pending(a->queue));
+    if (!err)
+        err = loop_metrics(a->loop, w);
+    if (!err)
+        err = dispatch_metrics(a->dispatch, w);
+    return err;
+}
+
+static bool agent_http_ready(void *ctx)
+{
+    struct agent *a = ctx;
+    return loop_ready(a->loop);
+}
+
+static int agent_http_reload(void *ctx, char *err, size_t err_size)
+{
+    return agent_reload(ctx, err, err_size);
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+int cli_agent(int argc, char **argv)
+{
+    enum { OPT_CONFIG = 256, OPT_EXPAND, OPT_LISTEN, OPT_LIFECYCLE, OPT_SHUTDOWN, OPT_LOG };
+    static const struct option longopts[] = {
+        {"config.file", required_argument, NULL, OPT_CONFIG},
+        {"config.expand-env", no_argument, NULL, OPT_EXPAND},
+        {"web.listen-address", required_argument, NULL, OPT_LISTEN},
+        {"web.enable-lifecycle", no_argument, NULL, OPT_LIFECYCLE},
+        {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN},
+        {"log.level", required_argument, NULL, OPT_LOG},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct agent a = {.last_reload_ok = true, .last_reload_success_s = (int64_t)time(NULL)};
+    const char *listen = NULL;
+    bool lifecycle = false;
+    int64_t shutdown_s = AGENT_DEFAULT_SHUTDOWN_S;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_CONFIG:
+            a.config_file = optarg;
+            break;
+        case OPT_EXPAND:
+            a.load_opts.expand_env = true;
+            break;
+        case OPT_LISTEN:
+            listen = optarg;
+            break;
+        case OPT_LIFECYCLE:
+            lifecycle = true;
+            break;
+        case OPT_SHUTDOWN:
+            if (strnum_parse_i64(optarg, 1, 3600, &shutdown_s)) {
+                log_error("--shutdown-timeout wants seconds from 1 to 3600, not '%s'", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case OPT_LOG: {
+            enum log_level lv;
+            if (log_level_parse(optarg, &lv)) {
+                log_error("unknown log level '%s' (use error, warn, info or debug)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            log_set_level(lv);
+            break;
+        }
+        case 'h':
+            return agent_usage(stdout, CLI_EXIT_OK);
+        default:
+            return agent_usage(stderr, CLI_EXIT_USAGE);
+        }
+    }
+    if (optind != argc) {
+        log_error("unexpected argument '%s'", argv[optind]);
+        return agent_usage(stderr, CLI_EXIT_USAGE);
+    }
+
+    int status = CLI_EXIT_FAIL;
+    struct pyprofd_config *cfg = NULL;
+    struct config_errors errs = {0};
+    struct exporter ex[4];
+    size_t nex = 0;
+    char err[512] = "";
+    pthread_mutex_init(&a.reload_mu, NULL);
+
+    /* Signals are taken synchronously by this thread; every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int e = agent_load(&a, &cfg, &errs);
+    if (e) {
+        agent_log_errors(&errs);
+        if (!errs.n)
+            log_error("cannot load '%s': %s", a.config_file, strerror(-e));
+        goto out;
+    }
+    char listen_addr[256];
+    snprintf(listen_addr, sizeof(listen_addr), "%s",
+             listen                       ? listen
+             : cfg->server.listen_address ? cfg->server.listen_address
+                                          : "");
+    lifecycle = lifecycle || cfg->server.enable_lifecycle;
+    size_t max_targets =
+        cfg->global.limits.max_targets > 100000 ? 100000 : (size_t)cfg->global.limits.max_targets;
+    struct agg_limits lim = loop_window_limits(cfg->global.limits.target_memory_bytes);
+    /* two windows per target (the current one and one in flight), and some slack */
+    e = window_queue_new(max_targets + 16, 2 * max_targets + 16, &lim, &a.queue);
+    if (!e)
+        e = dispatch_new(a.queue, cfg->global.limits.max_profile_bytes, &a.dispatch);
+    if (!e)
+        e = agent_exporters(cfg, ex, &nex);
+    if (!e) {
+        e = dispatch_set_exporters(a.dispatch, ex, nex, cfg->global.limits.max_profile_bytes);
+        if (e)
+            agent_free_exporters(ex, nex);
+    }
+    if (e) {
+        log_error("cannot set up the pipeline: %s", strerror(-e));
+        goto out;
+    }
+    struct loop_opts lo = {.queue = a.queue};
+    size_t njobs = cfg->njobs;
+    e = loop_new(cfg, &lo, &a.loop);
+    if (e) {
+        log_error("cannot set up sampling: %s", strerror(-e));
+        goto out;
+    }
+    cfg = NULL; /* the loop's now */
+    e = dispatch_start(a.dispatch);
+    if (!e)
+        e = loop_start(a.loop);
+    if (e) {
+        log_error("cannot start threads: %s", strerror(-e));
+        goto out;
+    }
+    if (listen_addr[0]) {
+        struct http_server_config hc = {.listen_address = listen_addr,
+                                        .enable_lifecycle = lifecycle};
+        struct http_server_ops ops = {
+            .ctx = &a,
+            .profile = agent_http_profile,
+            .targets_json = agent_http_targets,
+            .metrics = agent_http_metrics,
+            .ready = agent_http_ready,
+            .reload = agent_http_reload,
+        };
+        e = http_server_start(&hc, &ops, &a.http, err, sizeof(err));
+        if (e) {
+            log_error("cannot listen on '%s': %s", listen_addr, err[0] ? err : strerror(-e));
+            goto out;
+        }
+        log_info("serving http://%s/ (profiles at /debug/pprof/profile, /targets, /metrics)",
+                 listen_addr);
+    }
+    log_info("pyprofd %s agent started: %zu job(s), config %s", PYPROFD_VERSION, njobs,
+             a.config_file ? a.config_file : "(built-in default)");
+
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&sigs, &sig))
+            continue;
+        if (sig == SIGHUP) {
+            char why[512];
+            (void)agent_reload(&a, why, sizeof(why));
+            continue;
+        }
+        log_info("received %s: flushing profiles and stopping",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+        break;
+    }
+    status = CLI_EXIT_OK;
+out:;
+    uint64_t deadline = window_now_ns() + (uint64_t)shutdown_s * 1000000000ull;
+    if (a.loop)
+        loop_stop(a.loop); /* every partial window is in the queue now */
+    if (a.dispatch)
+        dispatch_stop(a.dispatch, deadline);
+    if (a.http)
+        (void)http_server_stop(a.http, 2000);
+    http_server_free(a.http);
+    loop_free(a.loop);
+    dispatch_free(a.dispatch);
+    window_queue_free(a.queue);
+    config_free(cfg);
+    config_errors_release(&errs);
+    pthread_mutex_destroy(&a.reload_mu);
+    if (status == CLI_EXIT_OK)
+        log_info("stopped");
+    return status;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exporter.h: stage 6, the sinks a finished profile goes to. The export
+ * thread (exporters/dispatch.h) encodes each window once and offers the
+ * bytes to every configured exporter through struct exporter_ops: the local
+ * directory (exporters/file/), and the push backends.
+ *
+ * Contract for an exporter:
+ *  - push() is called on the export thread only, one profile at a time. It
+ *    must not block for long: a backend that talks to the network keeps its
+ *    own bounded queue and thread. It copies what it keeps (the bytes and
+ *    labels are the caller's and go away when push returns). It returns 0,
+ *    or a negative errno that the dispatcher counts (the exporter itself
+ *    counts its own reasons, in metrics()).
+ *  - metrics() may be called from any thread at any time (an HTTP scrape).
+ *  - shutdown() delivers what it still can before @a deadline_ns
+ *    (CLOCK_MONOTONIC); free() releases everything (NULL ctx allowed).
+ */
+#ifndef PYPROFD_EXPORTERS_EXPORTER_H
+#define PYPROFD_EXPORTERS_EXPORTER_H
+
+#include "base/compat.h"
+
+#include "aggregate/window.h"
+#include "exporters/pull/promtext.h"
+
+/** One encoded profile, as offered to every exporter. All borrowed. */
+struct export_profile {
+    const struct window_item *item; /* target labels, job, pid, value type, times */
+    const uint8_t *pprof;           /* gzipped pprof; every sample carries the target labels */
+    size_t len;
+};
+
+struct exporter_ops {
+    const char *kind; /* "file", "pyroscope", "parca" */
+    int (*push)(void *ctx, const struct export_profile *p);
+    int (*metrics)(void *ctx, struct promtext *w);
+    void (*shutdown)(void *ctx, uint64_t deadline_ns);
+    void (*free)(void *ctx);
+};
+
+struct exporter {
+    const struct exporter_ops *ops;
+    void *ctx;
+};
+
+#endif /* PYPROFD_EXPORTERS_EXPORTER_H */

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * file_store.c: write-temp-then-rename profile files with retention (see
+ * file_store.h).
+ */
+#include "base/compat.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "exporters/file/file_store.h"
+
+#define FILE_STORE_SWEEP_NS  10000000000ull /* retention is checked at most this often */
+#define FILE_STORE_MAX_FILES 100000u        /* files looked at per sweep */
+#define FILE_STORE_SUFFIX    ".pb.gz"
+
+struct file_store {
+    char *dir;
+    uint64_t retention_ns;
+    uint64_t max_bytes;
+    uint64_t last_sweep;
+    bool warned_write, warned_dir;
+    _Atomic uint64_t written, write_errors, deleted, bytes_written;
+};
+
+struct file_entry {
+    char name[256];
+    int64_t mtime_ns;
+    uint64_t size;
+};
+
+static uint64_t file_store_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void file_store_name(const char *job, int pid, int64_t time_nanos, char *buf, size_t len)
+{
+    char safe[64];
+    size_t n = 0;
+    for (const char *c = job && job[0] ? job : "profile"; *c && n < sizeof(safe) - 1; c++) {
+        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' || *c == '-';
+        safe[n++] = ok ? *c : '_';
+    }
+    safe[n] = '\0';
+    if (safe[0] == '.')
+        safe[0] = '_'; /* never a hidden file */
+    time_t secs = (time_t)(time_nanos / 1000000000ll);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+    snprintf(buf, len, "%s-%d-%s.%03dZ%s", safe, pid, stamp, (int)((time_nanos / 1000000ll) % 1000),
+             FILE_STORE_SUFFIX);
+}
+
+/* mkdir -p */
+static int file_store_mkdirs(const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static bool file_store_ours(const char *name)
+{
+    size_t n = strlen(name), s = strlen(FILE_STORE_SUFFIX);
+    return name[0] != '.' && n > s && strcmp(name + n - s, FILE_STORE_SUFFIX) == 0;
+}
+
+static int file_entry_cmp(const void *a, const void *b)
+{
+    const struct file_entry *x = a, *y = b;
+    return (x->mtime_ns > y->mtime_ns) - (x->mtime_ns < y->mtime_ns);
+}
+
+/* Deletes what retention says must go: too old, then oldest first while over the size. */
+static void file_store_sweep(struct file_store *fs)
+{
+    DIR *d = opendir(fs->dir);
+    if (!d)
+        return;
+    struct file_entry *e = alloc_calloc(FILE_STORE_MAX_FILES, sizeof(*e));
+    size_t n = 0;
+    struct dirent *de;
+    while (e && (de = readdir(d)) != NULL && n < FILE_STORE_MAX_FILES) {
+        struct stat st;
+        if (!file_store_ours(de->d_name) || strlen(de->d_name) >= sizeof(e[n].name) ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+            continue;
+        snprintf(e[n].name, sizeof(e[n].name), "%s", de->d_name);
+        e[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+        e[n].size = (uint64_t)st.st_size;
+        n++;
+    }
+    if (e) {
+        qsort(e, n, sizeof(*e), file_entry_cmp);
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t cutoff = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec -
+                         (int64_t)(fs->retention_ns > INT64_MAX ? INT64_MAX : fs->retention_ns);
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += e[i].size;
+        for (size_t i = 0; i < n; i++) {
+            bool old = fs->retention_ns && e[i].mtime_ns < cutoff;
+            bool over = fs->max_bytes && total > fs->max_bytes;
+            if (!old && !over)
+                break; /* sorted oldest first: the rest are newer and fit */
+            if (unlinkat(dirfd(d), e[i].name, 0) == 0) {
+                total -= e[i].size;
+                atomic_fetch_add(&fs->deleted, 1);
+            }
+        }
+    }
+    alloc_free(e);
+    closedir(d);
+}
+
+static int file_store_push(void *ctx, const struct export_profile *p)
+{
+    struct file_store *fs = ctx;
+    char name[256], path[4096], tmp[4096];
+    file_store_name(p->item->job, p->item->pid, p->item->time_nanos, name, sizeof(name));
+    int err = file_store_mkdirs(fs->dir);
+    if (err) {
+        if (!fs->warned_dir)
+            log_error("cannot create storage directory '%s': %s", fs->dir, strerror(-err));
+        fs->warned_dir = true;
+        atomic_fetch_add(&fs->write_errors, 1);
+        return err;
+    }
+    fs->warned_dir = false;
+    if (snprintf(path, sizeof(path), "%s/%s", fs->dir, name) >= (int)sizeof(path) ||
+        snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", fs->dir, name) >= (int)sizeof(tmp)) {
+        atomic_fetch_add(&fs->write_errors, 1);
+        return -ENAMETOOLONG;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        err = -errno;
+        goto fail;
+    }
+    for (size_t off = 0; off < p->len;) {
+        ssize_t w = write(fd, p->pprof + off, p->len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            err = w < 0 ? -errno : -EIO;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (close(fd) && !err)
+        err = -errno;
+    if (!err && rename(tmp, path))
+        err = -errno;
+    if (err) {
+        unlink(tmp);
+        goto fail;
+    }
+    atomic_fetch_add(&fs->written, 1);
+    atomic_fetch_add(&fs->bytes_written, p->len);
+    fs->warned_write = false;
+    uint64_t now = file_store_mono();
+    if (now - fs->last_sweep >= FILE_STORE_SWEEP_NS || fs->last_sweep == 0) {
+        fs->last_sweep = now;
+        file_store_sweep(fs);
+    }
+    return 0;
+fail:
+    atomic_fetch_add(&fs->write_errors, 1);
+    if (!fs->warned_write)
+        log_error("cannot write profile '%s': %s", path, strerror(-err));
+    fs->warned_write = true;
+    return err;
+}
+
+static int file_store_metrics(void *ctx, struct promtext *w)
+{
+    struct file_store *fs = ctx;
+    int err = promtext_family(w, "pyprofd_storage_files_written_total", PROMTEXT_COUNTER,
+                              "Profile files written to storage.directory.");
+    if (!err)
+        err = promtext_sample(w, NULL, NULL, 0, (double)atomic_load(&fs->written));
+    if (!err)
+        err = promtext_family(w, "pyprofd_storage_written_bytes_total", PROMTEXT_COUNTER,
+                              "Bytes of profile files written to storage.directory.");
+    if (!err)
+        err = promtext_sample(w, NULL, NULL, 0, (double)atomic_load(&fs->bytes_written));
+    if (!err)
+        err = promtext_family(w, "pyprofd_storage_write_errors_total", PROMTEXT_COUNTER,
+                              "Profiles that could not be written to storage.directory.");
+    if (!err)
+        err = promtext_sample(w, NULL, NULL, 0, (double)atomic_load(&fs->write_errors));
+    if (!err)
+        err = promtext_family(w, "pyprofd_storage_files_deleted_total", PROMTEXT_COUNTER,
+                              "Profile files deleted by storage.retention and storage.max_bytes.");
+    if (!err)
+        err = promtext_sample(w, NULL, NULL, 0, (double)atomic_load(&fs->deleted));
+    return err;
+}
+
+static void file_store_shutdown(void *ctx, uint64_t deadline_ns)
+{
+    (void)ctx; /* every push is synchronous: nothing is pending */
+    (void)deadline_ns;
+}
+
+static void file_store_free(void *ctx)
+{
+    struct file_store *fs = ctx;
+    if (!fs)
+        return;
+    alloc_free(fs->dir);
+    alloc_free(fs);
+}
+
+static const struct exporter_ops file_store_ops = {
+    .kind = "file",
+    .push = file_store_push,
+    .metrics = file_store_metrics,
+    .shutdown = file_store_shutdown,
+    .free = file_store_free,
+};
+
+int file_store_new(const char *directory, uint64_t retention_ns, uint64_t max_bytes,
+                   struct exporter *out)
+{
+    if (!directory || !directory[0])
+        return -EINVAL;
+    struct file_store *fs = alloc_calloc(1, sizeof(*fs));
+    if (!fs)
+        return -ENOMEM;
+    fs->dir = alloc_strdup(directory);
+    if (!fs->dir) {
+        alloc_free(fs);
+        return -ENOMEM;
+    }
+    size_t n = strlen(fs->dir);
+    while (n > 1 && fs->dir[n - 1] == '/')
+        fs->dir[--n] = '\0';
+    fs->retention_ns = retention_ns;
+    fs->max_bytes = max_bytes;
+    out->ops = &file_store_ops;
+    out->ctx = fs;
+    return 0;
+}
