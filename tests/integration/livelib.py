@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: MIT
+"""Shared pieces of the live integration tests (Debian's python3, stdlib only).
+
+Where things are (the source tree, the pyprofd binary, the rootfs, go), and
+targets started with scripts/run-target.sh that are always stopped, also
+when a test fails or the driver is interrupted (stop_all()).
+
+Environment:
+    PYPROFD_BINARY      the pyprofd executable (default: SOURCE/build/pyprofd)
+    PYPROFD_SOURCE_DIR  the source tree (default: two levels above this file)
+    PYPROFD_ROOTFS      the rootfs (default: scripts/python-rootfs.sh --print-path)
+    PYPROFD_GO          the go command (default: go on PATH, else /usr/bin/go)
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+SOURCE_DIR = os.path.abspath(os.environ.get("PYPROFD_SOURCE_DIR") or
+                             os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BINARY = os.environ.get("PYPROFD_BINARY") or os.path.join(SOURCE_DIR, "build", "pyprofd")
+RUN_TARGET = os.path.join(SOURCE_DIR, "scripts", "run-target.sh")
+TARGETS_DIR = os.path.join(SOURCE_DIR, "tests", "targets")
+START_TIMEOUT = 30
+
+_rootfs = None
+_live = {}  # host pid -> Target, for stop_all()
+_live_lock = threading.Lock()
+
+
+def rootfs():
+    global _rootfs
+    if _rootfs is None:
+        path = os.environ.get("PYPROFD_ROOTFS")
+        if not path:
+            path = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "python-rootfs.sh"),
+                                   "--print-path"], check=True, capture_output=True,
+                                  text=True).stdout.strip()
+        _rootfs = os.path.realpath(path)
+    return _rootfs
+
+
+def go_binary():
+    return os.environ.get("PYPROFD_GO") or shutil.which("go") or "/usr/bin/go"
+
+
+def go_env(tmp):
+    """An environment in which go keeps its caches under @tmp."""
+    env = dict(os.environ)
+    env.setdefault("GOCACHE", os.path.join(tmp, "gocache"))
+    env.setdefault("HOME", tmp)
+    return env
+
+
+def pprof_top(path, tmp, extra=()):
+    """`go tool pprof -top` of a profile file: its stdout, or an exception."""
+    out = subprocess.run([go_binary(), "tool", "pprof", "-top", *extra, path],
+                         capture_output=True, text=True, timeout=120, env=go_env(tmp))
+    if out.returncode != 0:
+        raise RuntimeError(f"go tool pprof -top {path} failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def top_function(top_output):
+    """The function with the most flat time in `go tool pprof -top` output."""
+    for line in top_output.splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and parts[1].endswith("%") and parts[2].endswith("%"):
+            return " ".join(parts[5:])
+    return None
+
+
+class Target:
+    """A target started by run-target.sh: host pid, log, how to stop it."""
+
+    def __init__(self, name, version, mode, pid, log):
+        self.name, self.version, self.mode, self.pid, self.log = name, version, mode, pid, log
+        self._stopped = False
+        with _live_lock:
+            _live[pid] = self
+
+    def stop(self):
+        if self._stopped:
+            return
+        self._stopped = True
+        with _live_lock:
+            _live.pop(self.pid, None)
+        out = subprocess.run([RUN_TARGET, "stop", str(self.pid)], capture_output=True,
+                             text=True, timeout=30)
+        if out.returncode != 0:
+            print(f"warning: run-target.sh stop {self.pid}: {out.stderr.strip()}",
+                  file=sys.stderr)
+
+    def alive(self):
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return False
+
+    def __repr__(self):
+        return f"{self.name} (python{self.version}, {self.mode}, pid {self.pid})"
+
+
+def start_target(tmp, script, version, mode="chroot", *args):
+    """Starts @script (a name under tests/targets or a .py path) and waits until ready."""
+    name = os.path.basename(script).removesuffix(".py")
+    log = os.path.join(tmp, f"{name}-{version}-{mode}.log")
+    proc = subprocess.run([RUN_TARGET, "start", "--python", version, "--mode", mode,
+                           "--log", log, "--timeout", str(START_TIMEOUT), script, *args],
+                          capture_output=True, text=True, timeout=START_TIMEOUT + 30)
+    if proc.returncode != 0 or not proc.stdout.strip().isdigit():
+        raise RuntimeError(f"run-target.sh start {name} (python{version}, {mode}) failed "
+                           f"({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    return Target(name, version, mode, int(proc.stdout.strip()), log)
+
+
+def stop_all():
+    with _live_lock:
+        targets = list(_live.values())
+    for t in targets:
+        t.stop()

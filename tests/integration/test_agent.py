@@ -1,0 +1,352 @@
+# SPDX-License-Identifier: MIT
+"""Integration test of `pyprofd agent` against live CPython 3.13, 3.14, 3.15.
+
+One agent runs for the whole test with a config whose only job keeps the
+processes whose command line names this run's target files (so Python
+processes of anything else on the machine are never sampled), a long
+profile interval (so that any profile file on disk before the end is a
+flush: a target that exited, a reload, SIGTERM), a 1 s refresh, storage in a
+temporary directory, and the HTTP server on a free loopback port.
+
+What is checked, in order (test_NN_ names keep the order):
+    01 targets     hotspot.py under 3.13 (chroot), 3.14 (container: own PID
+                   and mount namespaces) and 3.15 (chroot) are all in
+                   /targets as active, with job, service_name, version
+    02 profile     /debug/pprof/profile?seconds=2&pid=P for the three at once:
+                   `go tool pprof -top` of each shows that target's own hot
+                   function first; without pid: all three, told apart by the
+                   labels every sample carries
+    03 metrics     /metrics passes `promtool check metrics` (Debian's
+                   prometheus) and counts samples for the job
+    04 late        a target started after the agent is active within one
+                   refresh interval (plus slack)
+    05 exit        a target that exits by itself mid-interval has its
+                   samples flushed: a file for its pid in storage, whose
+                   profile shows its hot function
+    06 unsupported Debian's own python3 (3.11) is listed with the reason
+    07 reload      a broken config on SIGHUP and on POST /-/reload is refused
+                   (500, pyprofd_config_last_reload_successful 0), the agent
+                   keeps sampling; the good config again is accepted (200, 1)
+    08 sigterm     SIGTERM: the agent exits 0 within its deadline and every
+                   running target's partial window is on disk
+    09 errors      `pyprofd agent --config.file` with a missing file: exit 1
+    (03 also asks /debug/pprof/profile for a pid that is not a target: 404)
+
+Run by ctest as test_agent_live (label integration), or by hand:
+    /usr/bin/python3 tests/integration/test_agent.py [-v]
+"""
+
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import livelib  # noqa: E402
+
+REFRESH_S = 1.0
+PROMTOOL = "/usr/bin/promtool"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AgentTest(unittest.TestCase):
+    agent = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="pyprofd-test-agent.")
+        cls.token = f"agt{os.getpid()}"
+        cls.store = os.path.join(cls.tmp, "store")
+        cls.port = free_port()
+        cls.base = f"http://127.0.0.1:{cls.port}"
+        cls.config = os.path.join(cls.tmp, "pyprofd.yml")
+        cls.good_config = f"""\
+global:
+  sample_rate: 200
+  mode: wall
+  profile_interval: 5m
+discovery:
+  refresh_interval: {int(REFRESH_S * 1000)}ms
+  min_process_age: 200ms
+profile_configs:
+  - job_name: agent-test
+    relabel_configs:
+      - source_labels: [__meta_process_commandline]
+        regex: '.*/{cls.token}_[a-z0-9_]+[.]py.*'
+        action: keep
+storage:
+  directory: {cls.store}
+server:
+  listen_address: 127.0.0.1:{cls.port}
+  enable_lifecycle: true
+"""
+        with open(cls.config, "w") as f:
+            f.write(cls.good_config)
+        cls.targets = {}
+        try:
+            for version, mode, which in (("3.13", "chroot", "alpha"),
+                                         ("3.14", "container", "beta"),
+                                         ("3.15", "chroot", "gamma")):
+                cls.targets[version] = cls.start_hotspot(version, mode, which)
+            cls.agent_log = open(os.path.join(cls.tmp, "agent.log"), "w+")
+            cls.agent = subprocess.Popen([livelib.BINARY, "agent", "--config.file", cls.config],
+                                         stdout=cls.agent_log, stderr=subprocess.STDOUT)
+            cls.wait_http()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.agent and cls.agent.poll() is None:
+            cls.agent.kill()
+            cls.agent.wait()
+        livelib.stop_all()
+        if getattr(cls, "agent_log", None):
+            cls.agent_log.close()
+
+    # --- helpers ----------------------------------------------------------
+
+    @classmethod
+    def start_hotspot(cls, version, mode, which, *args):
+        """hotspot.py copied under a name this run's config keeps."""
+        path = os.path.join(cls.tmp, f"{cls.token}_{which}_{version.replace('.', '')}.py")
+        with open(os.path.join(livelib.TARGETS_DIR, "hotspot.py")) as src, open(path, "w") as dst:
+            dst.write(src.read())
+        return livelib.start_target(cls.tmp, path, version, mode, "--which", which, *args)
+
+    @classmethod
+    def wait_http(cls, timeout=15):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if cls.agent.poll() is not None:
+                raise RuntimeError(f"the agent exited ({cls.agent.returncode}):\n{cls.log()}")
+            try:
+                with urllib.request.urlopen(cls.base + "/-/healthy", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"the agent does not answer on {cls.base}:\n{cls.log()}")
+
+    @classmethod
+    def log(cls):
+        cls.agent_log.flush()
+        with open(cls.agent_log.name) as f:
+            return f.read()
+
+    def get(self, path, timeout=30, method="GET"):
+        req = urllib.request.Request(self.base + path, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def targets_by_pid(self):
+        status, body = self.get("/targets")
+        self.assertEqual(status, 200)
+        return {t["pid"]: t for t in json.loads(body)["targets"]}
+
+    def wait_active(self, pid, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            t = self.targets_by_pid().get(pid)
+            if t and t["state"] == "active":
+                return t
+            time.sleep(0.05)
+        self.fail(f"pid {pid} not active after {timeout} s: "
+                  f"{self.targets_by_pid().get(pid)}\n{self.log()}")
+
+    def profile_top(self, path, name):
+        status, body = self.get(path, timeout=60)
+        self.assertEqual(status, 200, body[:200])
+        out = os.path.join(self.tmp, name)
+        with open(out, "wb") as f:
+            f.write(body)
+        return livelib.pprof_top(out, self.tmp)
+
+    def metric(self, name):
+        status, body = self.get("/metrics")
+        self.assertEqual(status, 200)
+        for line in body.decode().splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    def stored(self, pid):
+        return sorted(glob.glob(os.path.join(self.store, f"agent-test-{pid}-*.pb.gz")))
+
+    # --- tests --------------------------------------------------------------
+
+    def test_01_targets(self):
+        for version, t in self.targets.items():
+            info = self.wait_active(t.pid, 10)
+            self.assertEqual(info["job"], "agent-test")
+            self.assertTrue(info["python_version"].startswith(version), info)
+            self.assertEqual(info["labels"]["job"], "agent-test")
+            self.assertTrue(info["labels"]["service_name"].startswith(self.token), info)
+            self.assertFalse([k for k in info["labels"] if k.startswith("__")], info)
+            self.assertEqual(info["mode"], "wall")
+
+    def test_02_profile(self):
+        results = {}
+
+        def one(version, t):
+            try:
+                results[version] = self.profile_top(
+                    f"/debug/pprof/profile?seconds=2&pid={t.pid}", f"pid-{t.pid}.pb.gz")
+            except Exception as e:  # reported below, in the test's thread
+                results[version] = e
+
+        threads = [threading.Thread(target=one, args=item) for item in self.targets.items()]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        hot = {"3.13": "hot_alpha", "3.14": "hot_beta", "3.15": "hot_gamma"}
+        for version, top in results.items():
+            if isinstance(top, Exception):
+                raise top
+            self.assertIn(livelib.top_function(top), (hot[version], "_spin"),
+                          f"python{version}:\n{top}")
+            self.assertIn(hot[version], top)
+            for other in set(hot.values()) - {hot[version]}:
+                self.assertNotIn(other, top, f"python{version}:\n{top}")
+        # all targets in one profile, told apart by their labels
+        top = self.profile_top("/debug/pprof/profile?seconds=2", "all.pb.gz")
+        for name in hot.values():
+            self.assertIn(name, top)
+        raw = livelib.pprof_top(os.path.join(self.tmp, "all.pb.gz"), self.tmp,
+                                ["-tagfocus=service_name=" + f"{self.token}_beta_314"])
+        self.assertIn("hot_beta", raw)
+        self.assertNotIn("hot_alpha", raw)
+
+    def test_03_metrics(self):
+        status, body = self.get("/metrics")
+        self.assertEqual(status, 200)
+        check = subprocess.run([PROMTOOL, "check", "metrics"], input=body,
+                               capture_output=True, timeout=60)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        text = body.decode()
+        self.assertIn('pyprofd_targets{job="agent-test"} 3', text)
+        self.assertGreater(self.metric('pyprofd_samples_total{job="agent-test"}') or 0, 100)
+        self.assertIn("pyprofd_build_info{", text)
+        self.assertIn("process_cpu_seconds_total", text)
+        # not a target: 404 with the reason, at once
+        status, body = self.get(f"/debug/pprof/profile?seconds=5&pid={os.getpid()}")
+        self.assertEqual(status, 404)
+        self.assertIn(b"not a current target", body)
+
+    def test_04_late(self):
+        started = time.monotonic()
+        t = self.start_hotspot("3.14", "chroot", "alpha")
+        self.wait_active(t.pid, REFRESH_S + 3)
+        took = time.monotonic() - started
+        self.assertLess(took, REFRESH_S + 3)
+        t.stop()
+
+    def test_05_exit(self):
+        t = self.start_hotspot("3.15", "chroot", "gamma", "--duration", "3")
+        self.wait_active(t.pid, 5)
+        deadline = time.monotonic() + 15
+        while t.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertFalse(t.alive(), "the target did not exit by itself")
+        deadline = time.monotonic() + 3 * REFRESH_S + 5
+        while not self.stored(t.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        files = self.stored(t.pid)
+        self.assertEqual(len(files), 1, f"{files}\n{self.log()}")
+        top = livelib.pprof_top(files[0], self.tmp)
+        self.assertIn("hot_gamma", top)
+        self.assertNotIn(t.pid, self.targets_by_pid())
+        t.stop()
+
+    def test_06_unsupported(self):
+        script = os.path.join(self.tmp, f"{self.token}_old.py")
+        with open(script, "w") as f:
+            f.write("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+        old = subprocess.Popen(["/usr/bin/python3", script], stdout=subprocess.PIPE)
+        try:
+            old.stdout.readline()
+            deadline = time.monotonic() + REFRESH_S + 5
+            info = None
+            while time.monotonic() < deadline:
+                info = self.targets_by_pid().get(old.pid)
+                if info and info["state"] == "unsupported":
+                    break
+                time.sleep(0.1)
+            self.assertIsNotNone(info, "Debian's python3 is not listed")
+            self.assertEqual(info["state"], "unsupported", info)
+            self.assertIn("3.13", info["reason"])
+        finally:
+            old.kill()
+            old.wait()
+            old.stdout.close()
+
+    def test_07_reload(self):
+        with open(self.config, "w") as f:
+            f.write(self.good_config.replace("mode: wall", "mode: sideways"))
+        self.agent.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while self.metric("pyprofd_config_last_reload_successful") != 0 and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.metric("pyprofd_config_last_reload_successful"), 0)
+        status, body = self.get("/-/reload", method="POST")
+        self.assertEqual(status, 500)
+        self.assertIn(b"sideways", body)
+        self.assertIsNone(self.agent.poll())
+        before = self.metric('pyprofd_samples_total{job="agent-test"}')
+        time.sleep(0.5)
+        self.assertGreater(self.metric('pyprofd_samples_total{job="agent-test"}'), before)
+        with open(self.config, "w") as f:
+            f.write(self.good_config)
+        status, body = self.get("/-/reload", method="POST")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(self.metric("pyprofd_config_last_reload_successful"), 1)
+        for t in self.targets.values():
+            self.wait_active(t.pid, REFRESH_S + 5)
+
+    def test_08_sigterm(self):
+        before = {v: len(self.stored(t.pid)) for v, t in self.targets.items()}
+        time.sleep(1)  # something to flush
+        started = time.monotonic()
+        self.agent.send_signal(signal.SIGTERM)
+        rc = self.agent.wait(timeout=15)
+        self.assertEqual(rc, 0, self.log())
+        self.assertLess(time.monotonic() - started, 11)
+        for version, t in self.targets.items():
+            files = self.stored(t.pid)
+            self.assertEqual(len(files), before[version] + 1, f"python{version}: {files}")
+            self.assertIn({"3.13": "hot_alpha", "3.14": "hot_beta", "3.15": "hot_gamma"}[version],
+                          livelib.pprof_top(files[-1], self.tmp))
+
+    def test_09_errors(self):
+        missing = subprocess.run([livelib.BINARY, "agent", "--config.file",
+                                  os.path.join(self.tmp, "missing.yml")],
+                                 capture_output=True, text=True, timeout=30)
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("missing.yml", missing.stderr)
+
+
+if __name__ == "__main__":
+    try:
+        unittest.main(verbosity=2 if "-v" in sys.argv else 1)
+    finally:
+        livelib.stop_all()
