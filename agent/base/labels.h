@@ -19,6 +19,9 @@
 
 #include "base/compat.h"
 
+/** The most labels one set may hold; adding one more fails with -ENOMEM. */
+#define LABELS_MAX 4096
+
 struct label {
     char *name;
     char *value;
@@ -34,7 +37,10 @@ struct labels {
 void labels_init(struct labels *ls);
 /** Frees everything; a zeroed set is a no-op. Leaves @a ls empty and reusable. */
 void labels_release(struct labels *ls);
-/** Sets @a name to @a value (both copied). Returns 0 or -ENOMEM (set unchanged). */
+/**
+ * Sets @a name to @a value (both copied). Returns 0 or -ENOMEM (set unchanged),
+ * also when a new name would take the set over LABELS_MAX labels.
+ */
 PYPROFD_WARN_UNUSED int labels_set(struct labels *ls, const char *name, const char *value);
 /** Sets @a name to the first @a len bytes of @a value. Returns 0 or -ENOMEM. */
 PYPROFD_WARN_UNUSED int labels_setn(struct labels *ls, const char *name, const char *value,

@@ -14,6 +14,17 @@
  *
  * Errors: compile-time problems are reported by the config loader with
  * file:line:column; relabel_apply() itself only fails for -ENOMEM.
+ *
+ * Departures from Prometheus, all at the edges: regexes are PCRE2 (a superset
+ * of the RE2 syntax users write) in UTF mode, so a value that is not valid
+ * UTF-8 cannot be matched by "." at its invalid bytes; a match that hits the
+ * match/depth/heap limits counts as no match; template names ($name) and
+ * lowercase/uppercase are ASCII-only; a labelmap result that is not a valid
+ * label name is skipped; a template expanding to more than RELABEL_MAX_VALUE
+ * bytes leaves the rule without effect.
+ *
+ * After the rules, the agent calls relabel_default_service_name() and then
+ * relabel_finish() (see docs/configuration.md, "After relabeling").
  */
 #ifndef PYPROFD_CONFIG_RELABEL_H
 #define PYPROFD_CONFIG_RELABEL_H
@@ -40,15 +51,44 @@ enum relabel_action {
 struct relabel_rule_spec {
     const char *const *source_labels; /* may be NULL when nsource_labels is 0 */
     size_t nsource_labels;
-    const char *separator;   /* NULL: ";" */
-    const char *regex;       /* NULL: "(.*)" */
+    const char *separator;    /* NULL: ";" */
+    const char *regex;        /* NULL: "(.*)" */
     const char *target_label; /* NULL: none */
-    const char *replacement; /* NULL: "$1" */
-    uint64_t modulus;        /* hashmod only; 0: unset */
+    const char *replacement;  /* NULL: "$1" */
+    uint64_t modulus;         /* hashmod only; 0: unset */
     enum relabel_action action;
 };
 
 struct relabel_rules;
+
+/** Longest regex accepted (bytes, before anchoring). */
+#define RELABEL_MAX_REGEX 4096
+/** Longest label value a template or case mapping may produce. */
+#define RELABEL_MAX_VALUE 65536
+/* PCRE2 limits per match: backtracking steps, nesting depth, heap (KiB). */
+#define RELABEL_MATCH_LIMIT    1000000
+#define RELABEL_DEPTH_LIMIT    10000
+#define RELABEL_HEAP_LIMIT_KIB 16384
+
+/** The field of a rule that a validation error is about. */
+enum relabel_field {
+    RELABEL_FIELD_NONE, /* the rule as a whole */
+    RELABEL_FIELD_ACTION,
+    RELABEL_FIELD_SOURCE_LABELS,
+    RELABEL_FIELD_SEPARATOR,
+    RELABEL_FIELD_REGEX,
+    RELABEL_FIELD_TARGET_LABEL,
+    RELABEL_FIELD_REPLACEMENT,
+    RELABEL_FIELD_MODULUS,
+};
+
+/**
+ * Checks one rule as relabel_compile() would (the regex is compiled and
+ * freed). Returns 0, or -EINVAL with the message in @a err (no "rule N:"
+ * prefix) and the offending field in *@a field, or -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int relabel_validate(const struct relabel_rule_spec *spec,
+                                         enum relabel_field *field, char *err, size_t errlen);
 
 /**
  * Compiles @a n rules. Returns 0 with *@a out (caller owns; relabel_free()),
@@ -61,6 +101,11 @@ PYPROFD_WARN_UNUSED int relabel_compile(const struct relabel_rule_spec *specs, s
                                         struct relabel_rules **out, char *err, size_t errlen);
 void relabel_free(struct relabel_rules *r);
 size_t relabel_count(const struct relabel_rules *r);
+/**
+ * Rule @a i as compiled, with every default filled in (separator ";", regex
+ * "(.*)", replacement "$1"; target_label NULL when unset). Borrowed from @a r.
+ */
+const struct relabel_rule_spec *relabel_spec(const struct relabel_rules *r, size_t i);
 
 /**
  * Applies the rules in order to @a ls (changed in place). *@a keep is false
@@ -69,6 +114,24 @@ size_t relabel_count(const struct relabel_rules *r);
  * state). NULL rules keep everything unchanged.
  */
 PYPROFD_WARN_UNUSED int relabel_apply(const struct relabel_rules *r, struct labels *ls, bool *keep);
+
+/**
+ * Sets `service_name` when @a ls has none (or an empty one), from the meta
+ * labels the process scanner provides:
+ *  - when the executable (__meta_process_exe, else the first word of
+ *    __meta_process_commandline) is a Python interpreter (its base name starts
+ *    with "python"): the first argument after the interpreter's own options in
+ *    __meta_process_commandline (argv joined with single spaces): for
+ *    "-m MODULE" the module name as written, for a script its base name
+ *    without ".py"; options with a value (-W, -X, --check-hash-based-pycs)
+ *    skip that value; "-c" and "-" (code from the command line or stdin) fall
+ *    through to the next rule;
+ *  - otherwise the executable's base name.
+ * Nothing is set when neither label gives a name. Returns 0 or -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int relabel_default_service_name(struct labels *ls);
+/** Drops every label whose name starts with "__" (meta and scratch labels). */
+void relabel_finish(struct labels *ls);
 
 /** Parses an action name, case-insensitively. Returns 0 or -EINVAL. */
 PYPROFD_WARN_UNUSED int relabel_action_parse(const char *name, enum relabel_action *out);
