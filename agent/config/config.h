@@ -43,13 +43,13 @@ struct config_limits {
     uint64_t max_labels_per_profile; /* default 25 */
     uint64_t max_profile_bytes;      /* one pprof, gzipped; <size>; default 4MB */
     uint64_t target_memory_bytes;    /* aggregation memory per target; default 16MB */
-    double cpu_budget;               /* fraction of one CPU the sampler may use, (0, 64]; default 0.5
-                                        (written as 0.5 or "50%") */
+    double cpu_budget; /* fraction of one CPU the sampler may use, (0, 64]; default 0.5
+                          (written as 0.5 or "50%") */
 };
 
 struct config_job {
-    char *job_name; /* unique, non-empty */
-    double sample_rate;           /* Hz, (0, 1e6] */
+    char *job_name;     /* unique, non-empty */
+    double sample_rate; /* Hz, (0, 1e6] */
     enum config_mode mode;
     uint64_t profile_interval_ns; /* >= 1s */
     bool all_threads;             /* default true */
@@ -64,7 +64,7 @@ enum config_push_type { CONFIG_PUSH_PYROSCOPE, CONFIG_PUSH_PARCA };
 enum config_pyroscope_api { CONFIG_PYROSCOPE_API_PUSH, CONFIG_PYROSCOPE_API_INGEST };
 
 struct config_remote_write {
-    char *name;                    /* unique; default "<type>-<index>" */
+    char *name; /* unique; default "<type>-<index>" */
     enum config_push_type type;
     enum config_pyroscope_api api; /* pyroscope only: "push" (default) or "ingest" */
     char *url;                     /* http:// or https:// */
@@ -74,16 +74,16 @@ struct config_remote_write {
     char *basic_auth_username;     /* NULL: no basic auth */
     char *basic_auth_password;     /* inline secret, or NULL */
     char *basic_auth_password_file;
-    char *authorization_type;      /* default "Bearer" when credentials are set */
+    char *authorization_type; /* default "Bearer" when credentials are set */
     char *authorization_credentials;
     char *authorization_credentials_file;
     char *tls_ca_file, *tls_cert_file, *tls_key_file, *tls_server_name;
     bool tls_insecure_skip_verify;
-    uint64_t queue_max_profiles;   /* default 100 */
-    uint64_t queue_max_bytes;      /* default 64MB */
-    uint64_t min_backoff_ns;       /* default 500ms */
-    uint64_t max_backoff_ns;       /* default 5m */
-    uint64_t max_retries;          /* 0: until too old to send; default 10 */
+    uint64_t queue_max_profiles;         /* default 100 */
+    uint64_t queue_max_bytes;            /* default 64MB */
+    uint64_t min_backoff_ns;             /* default 500ms */
+    uint64_t max_backoff_ns;             /* default 5m */
+    uint64_t max_retries;                /* 0: until too old to send; default 10 */
     struct relabel_rules *write_relabel; /* never NULL */
 };
 
@@ -106,18 +106,39 @@ struct pyprofd_config {
     struct config_remote_write *remote_write;
     size_t nremote_write;
     struct {
-        char *directory;      /* NULL: storage off (the default) */
+        char *directory;       /* NULL: storage off (the default) */
         uint64_t retention_ns; /* default 1h; files older are deleted */
         uint64_t max_bytes;    /* default 1GB; oldest deleted first when over */
     } storage;
     struct {
-        char *listen_address;  /* default "127.0.0.1:PYPROFD_DEFAULT_PORT"; "" disables the server */
+        char *listen_address; /* default "127.0.0.1:PYPROFD_DEFAULT_PORT"; "" disables the server */
         bool enable_lifecycle; /* POST /-/reload; default false */
     } server;
 };
 
-/** The default HTTP port (documented in docs/configuration.md). */
-#define PYPROFD_DEFAULT_PORT 9867
+/**
+ * The default HTTP port (documented in docs/configuration.md). Prometheus'
+ * "Default port allocations" registry has no free port left in its exporter
+ * range 9100-9999, so pyprofd uses one outside it and outside Linux's
+ * ephemeral range, clear of Pyroscope (4040) and Parca (7070, 7071).
+ */
+#define PYPROFD_DEFAULT_PORT 7979
+
+/*
+ * Caps of the loader: the file size, the YAML nesting depth, the number of
+ * items in any one sequence or mapping, the length of any scalar (also after
+ * ${VAR} expansion), the number of nodes in a file and of errors reported.
+ */
+#define CONFIG_MAX_FILE_BYTES (4u << 20)
+#define CONFIG_MAX_DEPTH      32
+#define CONFIG_MAX_ITEMS      10000
+#define CONFIG_MAX_SCALAR     65536
+#define CONFIG_MAX_NODES      200000
+#define CONFIG_MAX_ERRORS     200
+/* The most jobs, remote_write endpoints and relabel rules per list. */
+#define CONFIG_MAX_JOBS          1000
+#define CONFIG_MAX_REMOTE_WRITE  64
+#define CONFIG_MAX_RELABEL_RULES 1000
 
 /** All errors of one load, in file order. */
 struct config_errors {
@@ -145,8 +166,7 @@ PYPROFD_WARN_UNUSED int config_load_file(const char *path, const struct config_l
 /** Same from memory; @a name is used in messages. */
 PYPROFD_WARN_UNUSED int config_load_buffer(const char *buf, size_t len, const char *name,
                                            const struct config_load_opts *opts,
-                                           struct pyprofd_config **out,
-                                           struct config_errors *errs);
+                                           struct pyprofd_config **out, struct config_errors *errs);
 /** The built-in default config: one job "python" sampling every Python process. */
 PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);
 void config_free(struct pyprofd_config *c);
@@ -161,14 +181,31 @@ const char *config_mode_name(enum config_mode m);
 PYPROFD_WARN_UNUSED int config_parse_duration(const char *s, uint64_t *out_ns);
 /** Writes @a ns in the canonical form ("1m30s", "0s") into @a buf. */
 void config_format_duration(uint64_t ns, char *buf, size_t len);
-/** Parses a size ("4MB", "512KiB", "1GB", "100B"; unit required). Returns 0 or -EINVAL/-ERANGE. */
+/**
+ * Parses a size ("4MB", "512KiB", "1GB", "100B"; unit required; integers only;
+ * KB and KiB both mean 1024, as Prometheus' <size>). Returns 0 or -EINVAL/-ERANGE.
+ */
 PYPROFD_WARN_UNUSED int config_parse_size(const char *s, uint64_t *out_bytes);
+/** Writes @a bytes with the largest exact binary unit ("4MiB", "1000B") into @a buf. */
+void config_format_size(uint64_t bytes, char *buf, size_t len);
+
+/**
+ * Writes @a c to @a out as YAML that loads back into the same config (the
+ * effective values, defaults and inherited values included); secrets (inline
+ * passwords and credentials, header values) are written as "<secret>".
+ * Returns 0 or -EIO when writing failed.
+ */
+PYPROFD_WARN_UNUSED int config_print(const struct pyprofd_config *c, FILE *out);
 
 /**
  * Expands ${VAR} and ${VAR:-default} in @a in ($$ is a literal $). Returns 0
- * with *@a out (caller owns), -EINVAL for an unterminated ${, or -ENOMEM. An
- * unset VAR without default expands to "" and is reported through @a missing
- * (the first such name, caller-owned, may be NULL).
+ * with *@a out (caller owns), -EINVAL for an unterminated ${, -E2BIG when the
+ * result would exceed CONFIG_MAX_SCALAR bytes, or -ENOMEM. An unset VAR
+ * without default expands to "" and is reported through @a missing (the first
+ * such name, caller-owned, may be NULL). The default is used when VAR is unset
+ * or empty. Only a valid name ([A-Za-z_][A-Za-z0-9_]*) inside the braces
+ * expands: "${1}", "$1" and a lone "$" are kept as written, so relabeling
+ * templates survive; "$${name}" gives a literal "${name}".
  */
 PYPROFD_WARN_UNUSED int config_expand_env(const char *in, const struct config_load_opts *opts,
                                           char **out, char **missing);
