@@ -24,6 +24,8 @@ static void usage(FILE *out)
           "  agent [--config.file FILE] [options]\n"
           "          run as a daemon: find every Python process, sample each, serve and\n"
           "          store one pprof profile per target and interval\n"
+          "  check-config [--config.expand-env] [--print] FILE...\n"
+          "          validate agent config files; list every error with its line:column\n"
           "  dump [-a] [--native] [--json] PID\n"
           "          print the Python stacks of a live process, leaf first\n"
           "  probe [--backend auto|vm|procmem] PID...\n"
@@ -49,6 +51,8 @@ int main(int argc, char **argv)
         return cli_record(argc - 1, argv + 1);
     if (strcmp(cmd, "agent") == 0)
         return cli_agent(argc - 1, argv + 1);
+    if (strcmp(cmd, "check-config") == 0)
+        return cli_check_config(argc - 1, argv + 1);
     if (strcmp(cmd, "probe") == 0)
         return cli_probe(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

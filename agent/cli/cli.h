@@ -47,6 +47,8 @@ int cli_probe(int argc, char **argv);
 int cli_dump(int argc, char **argv);
 int cli_record(int argc, char **argv);
 int cli_agent(int argc, char **argv);
+/** `pyprofd check-config`: 0 all files valid, 1 some invalid, 2 usage errors. */
+int cli_check_config(int argc, char **argv);
 
 #ifdef PYPROFD_UNITTEST
 /* record.c internals reached by tests/unit/agent/cli/test_record.c */
