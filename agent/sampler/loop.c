@@ -12,6 +12,7 @@
  */
 #include "base/compat.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -759,11 +760,12 @@ static void loop_discover(struct loop *l, uint64_t now)
     int err = proc_scan_run(l->scan, loop_real_ns());
     l->scans++;
     if (err) {
+        /* an incomplete scan proves nothing about the processes it did not report */
         l->scan_errors++;
+        for (size_t i = 0; i < l->nprocs; i++)
+            l->procs[i].seen = true;
         if (err != -ENOMEM) {
             log_error("cannot scan '%s': %s", l->cfg->discovery.proc_root, strerror(-err));
-            for (size_t i = 0; i < l->nprocs; i++)
-                l->procs[i].seen = true; /* keep everything until a scan works */
             return;
         }
     }
@@ -899,15 +901,20 @@ static void loop_sample_due(struct loop *l)
         if (due > now)
             break;
         if (t->gone) {
-            sampler_skip(t->s, now); /* removed at the next housekeeping */
+            sampler_skip(t->s, now, 1); /* removed at the next housekeeping */
         } else {
+            /* Each due attempt earns the budget factor; a whole one is spent on a sample. */
             t->credit += l->factor;
             if (t->credit >= 1.0) {
                 t->credit -= 1.0;
                 if (sampler_attempt(t->s, now) == -ESRCH)
                     t->gone = true;
             } else {
-                sampler_skip(t->s, now);
+                /* skip straight to the attempt that will have earned one */
+                double k = ceil((1.0 - t->credit) / l->factor);
+                uint64_t n = k < 1.0 ? 1 : k > 100000.0 ? 100000 : (uint64_t)k;
+                t->credit += (double)(n - 1) * l->factor;
+                sampler_skip(t->s, now, n);
             }
         }
         loop_heap_down(l, 0);

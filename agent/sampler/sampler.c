@@ -25,8 +25,8 @@ struct sampler_thread {
     pid_t host_tid;
     uint64_t named_ns;
     char name[32];
-    uint64_t last_key; /* stack_key of the last stack added for this thread */
-    bool last_added;   /* ... and whether the window took it */
+    uint64_t last_key;                /* stack_key of the last stack added for this thread */
+    bool last_added;                  /* ... and whether the window took it */
     bool tap_added[SAMPLER_MAX_TAPS]; /* ... and whether each tap took it */
 };
 
@@ -283,11 +283,12 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
     return 0;
 }
 
-void sampler_skip(struct sampler *s, uint64_t now_ns)
+void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
 {
-    schedule_attempted(&s->sched, now_ns);
+    for (uint64_t i = 0; i < n; i++)
+        schedule_attempted(&s->sched, now_ns);
     s->last_attempt_ns = now_ns;
-    s->counts.skipped++;
+    s->counts.skipped += n;
 }
 
 void sampler_set_window(struct sampler *s, struct agg *agg)

@@ -88,11 +88,12 @@ uint64_t sampler_due(const struct sampler *s);
 int sampler_attempt(struct sampler *s, uint64_t now_ns);
 
 /**
- * Lets the due attempt pass without sampling, at @a now_ns, on purpose (the
- * agent's CPU budget): the schedule moves on and the attempt counts as
- * skipped, neither taken, failed nor missed.
+ * Lets the due attempt and the @a n - 1 after it pass without sampling, at
+ * @a now_ns, on purpose (the agent's CPU budget): the schedule moves on by
+ * @a n intervals at once (one wake-up, not n) and they count as skipped,
+ * neither taken, failed nor missed.
  */
-void sampler_skip(struct sampler *s, uint64_t now_ns);
+void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n);
 
 /**
  * From the next attempt on, adds samples to @a agg (borrowed) instead of the
