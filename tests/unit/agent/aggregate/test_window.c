@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests for agent/aggregate/window.c: the bounded hand-off between the
+ * sampling and the export thread, and its window pool. */
+#include "base/compat.h"
+
+#include <pthread.h>
+
+#include "cmocka_wrap.h"
+
+#include "aggregate/window.h"
+#include "base/alloc.h"
+
+static struct window_item item_with(struct window_queue *q, int pid)
+{
+    struct window_item it = {.pid = pid, .value_type = "wall"};
+    assert_int_equal(window_get(q, &it.agg), 0);
+    assert_int_equal(labels_set(&it.labels, "job", "j"), 0);
+    return it;
+}
+
+static void test_window__fifo_and_moves_ownership(void **state)
+{
+    (void)state;
+    size_t before = alloc_in_use();
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(4, 8, NULL, &q), 0);
+    for (int pid = 1; pid <= 3; pid++) {
+        struct window_item it = item_with(q, pid);
+        assert_int_equal(window_push(q, &it), 0);
+        assert_null(it.agg); /* moved */
+        assert_int_equal(it.labels.n, 0);
+    }
+    assert_int_equal(window_pending(q), 3);
+    for (int pid = 1; pid <= 3; pid++) {
+        struct window_item out;
+        assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
+        assert_int_equal(out.pid, pid);
+        assert_string_equal(labels_get(&out.labels, "job"), "j");
+        window_item_release(q, &out);
+    }
+    struct window_item out;
+    assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), -ETIMEDOUT);
+    window_queue_free(q);
+    assert_int_equal(alloc_in_use(), before);
+}
+
+static void test_window__full_queue_refuses_and_keeps_the_item(void **state)
+{
+    (void)state;
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(2, 8, NULL, &q), 0);
+    struct window_item a = item_with(q, 1), b = item_with(q, 2), c = item_with(q, 3);
+    assert_int_equal(window_push(q, &a), 0);
+    assert_int_equal(window_push(q, &b), 0);
+    assert_int_equal(window_push(q, &c), -ENOSPC);
+    assert_non_null(c.agg); /* still the caller's */
+    window_item_release(q, &c);
+    window_queue_free(q); /* frees the queued two */
+}
+
+static void test_window__pool_is_capped_and_reuses(void **state)
+{
+    (void)state;
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(2, 2, NULL, &q), 0);
+    struct agg *a, *b, *c;
+    assert_int_equal(window_get(q, &a), 0);
+    assert_int_equal(window_get(q, &b), 0);
+    assert_int_equal(window_get(q, &c), -EAGAIN);
+    window_recycle(q, a);
+    assert_int_equal(window_get(q, &c), 0);
+    assert_ptr_equal(c, a); /* the same memory again */
+    window_recycle(q, b);
+    window_recycle(q, c);
+    window_queue_free(q);
+}
+
+static void test_window__close_drains_then_reports_epipe(void **state)
+{
+    (void)state;
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(2, 4, NULL, &q), 0);
+    struct window_item a = item_with(q, 7);
+    assert_int_equal(window_push(q, &a), 0);
+    window_close(q);
+    struct window_item late = item_with(q, 8);
+    assert_int_equal(window_push(q, &late), -EPIPE);
+    window_item_release(q, &late);
+    struct window_item out;
+    assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
+    assert_int_equal(out.pid, 7);
+    window_item_release(q, &out);
+    assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), -EPIPE);
+    window_queue_free(q);
+}
+
+struct consumer {
+    struct window_queue *q;
+    int got;
+};
+
+static void *consume(void *arg)
+{
+    struct consumer *c = arg;
+    struct window_item out;
+    while (window_pop(c->q, window_now_ns() + 5000000000ull, &out) == 0) {
+        c->got++;
+        window_item_release(c->q, &out);
+    }
+    return NULL;
+}
+
+static void test_window__pop_wakes_for_a_push_from_another_thread(void **state)
+{
+    (void)state;
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(8, 16, NULL, &q), 0);
+    struct consumer c = {.q = q};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, consume, &c), 0);
+    for (int i = 0; i < 100; i++) {
+        struct window_item it = item_with(q, i);
+        while (window_push(q, &it) == -ENOSPC)
+            ; /* the consumer catches up */
+    }
+    window_close(q);
+    pthread_join(th, NULL);
+    assert_int_equal(c.got, 100);
+    window_queue_free(q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_window__fifo_and_moves_ownership),
+        cmocka_unit_test(test_window__full_queue_refuses_and_keeps_the_item),
+        cmocka_unit_test(test_window__pool_is_capped_and_reuses),
+        cmocka_unit_test(test_window__close_drains_then_reports_epipe),
+        cmocka_unit_test(test_window__pop_wakes_for_a_push_from_another_thread),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
