@@ -7,6 +7,8 @@
  */
 #include "base/compat.h"
 
+#include <malloc.h>
+
 #include "base/log.h"
 #include "cli/cli.h"
 
@@ -40,6 +42,14 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /*
+     * A fixed mmap threshold: glibc otherwise raises it each time a large
+     * block is freed (every encoded profile), after which the large, mostly
+     * untouched tables of new aggregation windows come from the heap and are
+     * cleared page by page. Measured: the agent with one target, 54 MB
+     * resident without this, 38 MB with it.
+     */
+    (void)mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

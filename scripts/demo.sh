@@ -62,4 +62,51 @@ HOME="$out" GOCACHE="$out/gocache" GOFLAGS=-mod=mod GOPROXY=off \
     go tool pprof -top -nodecount=12 -sample_index=1 "$out/demo.pb.gz" 2>&1 |
     grep -v '^Main binary filename not available'
 echo
+echo "== $bin agent --config.file config/pyprofd.yml   (the daemon, with the shipped default config)"
+echo "   one job samples every Python process at 100 Hz in cpu mode; HTTP on 127.0.0.1:7979"
+echo
+agent_log="$out/agent.log"
+"$bin" agent --config.file config/pyprofd.yml >"$agent_log" 2>&1 &
+agent=$!
+trap 'kill "$agent" 2>/dev/null || true; cleanup; rm -rf "$out"' EXIT
+for _ in $(seq 100); do
+    curl -sf http://127.0.0.1:7979/-/ready >/dev/null 2>&1 && break
+    kill -0 "$agent" 2>/dev/null || { cat "$agent_log" >&2; exit 1; }
+    sleep 0.1
+done
+sleep 1 # the first scan found the workload; let it collect a little
+sed 's/^/   /' "$agent_log"
+echo
+echo "== curl http://127.0.0.1:7979/targets   (every Python process the agent knows, summarised)"
+echo
+curl -s http://127.0.0.1:7979/targets | /usr/bin/python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["targets"]:
+    c = t.get("counts", {})
+    print("   pid %-7s %-11s python %-8s job %-8s service_name %-14s samples %s" % (
+        t["pid"], t["state"], t.get("python_version", "-"), t.get("job", "-"),
+        t.get("labels", {}).get("service_name", "-"), c.get("samples", "-")))'
+echo
+echo "== go tool pprof -top http://127.0.0.1:7979/debug/pprof/profile?seconds=3&pid=${pids[1]}"
+echo "   (3 s of the CPython 3.14 workload, taken from the running agent as from a Go program)"
+echo
+HOME="$out" GOCACHE="$out/gocache" go tool pprof -top -nodecount=10 \
+    "http://127.0.0.1:7979/debug/pprof/profile?seconds=3&pid=${pids[1]}" 2>&1 |
+    grep -v '^Main binary filename not available\|^Saved profile in\|^Fetching profile' | sed 's/^/   /'
+echo
+echo "== curl http://127.0.0.1:7979/metrics   (a few of the agent's own metrics)"
+echo
+curl -s http://127.0.0.1:7979/metrics |
+    grep -E '^(pyprofd_targets|pyprofd_samples_total|pyprofd_samples_failed_total|pyprofd_samples_missed_total|pyprofd_profiles_total|process_resident_memory_bytes|process_cpu_seconds_total)' |
+    sed 's/^/   /'
+echo
+echo "   where to look: http://127.0.0.1:7979/ (landing page), /targets, /metrics,"
+echo "   /debug/pprof/profile?seconds=N[&pid=P]; set storage.directory to also get one"
+echo "   JOB-PID-TIME.pb.gz file per target and interval (docs/agent.md, docs/configuration.md)"
+echo
+echo "== kill -TERM the agent: partial windows are flushed, then it exits"
+kill -TERM "$agent"
+wait "$agent" || true
+tail -n 3 "$agent_log" | sed 's/^/   /'
+echo
 echo "== stopping the workload"
