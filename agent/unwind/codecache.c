@@ -6,8 +6,14 @@
  */
 #include "base/compat.h"
 
+#include <stdatomic.h>
+
 #include "base/alloc.h"
 #include "unwind/codecache.h"
+
+/* Ids are process-wide so that frames of different targets (and caches) can
+ * share one consumer-side memo keyed by id. */
+static _Atomic uint64_t codecache_next_id = CODECACHE_FIRST_ID;
 
 struct codecache {
     struct code_info *slots; /* raddr 0 = empty */
@@ -104,8 +110,30 @@ struct code_info *codecache_insert(struct codecache *c, const struct code_info *
     e->filename = codecache_copy(c, info->filename, flen);
     e->linetable =
         info->linetable_len ? codecache_copy(c, info->linetable, info->linetable_len) : NULL;
-    e->last_valid = false;
+    e->nlast = 0;
+    e->id = atomic_fetch_add_explicit(&codecache_next_id, 1, memory_order_relaxed);
     return e;
+}
+
+int codecache_position(struct code_info *ci, uint32_t addrq, struct linetable_pos *out)
+{
+    for (size_t i = 0; i < ci->nlast; i++) {
+        if (ci->last_addrq[i] == addrq) {
+            *out = ci->last_pos[i];
+            return 0;
+        }
+    }
+    if (!ci->linetable ||
+        linetable_lookup(ci->linetable, ci->linetable_len, ci->firstlineno, addrq, out))
+        return -ENOENT;
+    /* most recent first; the oldest falls off */
+    size_t n = ci->nlast < CODECACHE_POSITIONS ? ci->nlast + 1u : CODECACHE_POSITIONS;
+    memmove(&ci->last_addrq[1], &ci->last_addrq[0], (n - 1) * sizeof(ci->last_addrq[0]));
+    memmove(&ci->last_pos[1], &ci->last_pos[0], (n - 1) * sizeof(ci->last_pos[0]));
+    ci->last_addrq[0] = addrq;
+    ci->last_pos[0] = *out;
+    ci->nlast = (uint8_t)n;
+    return 0;
 }
 
 size_t codecache_count(const struct codecache *c)

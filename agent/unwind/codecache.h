@@ -23,9 +23,15 @@
 
 #include "unwind/linetable.h"
 
+#define CODECACHE_POSITIONS 4u  /* instruction positions remembered per code object */
+#define CODECACHE_FIRST_ID  16u /* smaller ids are free for the caller's own use */
+
 /** What the walker needs of one code object. Strings live in the cache arena. */
 struct code_info {
     uint64_t raddr;
+    /* set by codecache_insert(): unique in the process, never reused (see
+     * unwind_frame.code_id); ids below CODECACHE_FIRST_ID are never given */
+    uint64_t id;
     const char *qualname;
     const char *filename;
     const uint8_t *linetable;
@@ -34,10 +40,11 @@ struct code_info {
     uint64_t bytecode_raddr; /* start of co_code_adaptive */
     /* the code object's own fields, for the 3.13 re-check */
     uint64_t qualname_raddr, filename_raddr, linetable_raddr;
-    /* last lookup */
-    uint32_t last_addrq;
-    bool last_valid;
-    struct linetable_pos last_pos;
+    /* the last lookups, most recent first: a loop moving between a few
+     * instructions costs no decoding */
+    uint32_t last_addrq[CODECACHE_POSITIONS];
+    struct linetable_pos last_pos[CODECACHE_POSITIONS];
+    uint8_t nlast; /* valid entries of last_addrq/last_pos */
 };
 
 struct codecache;
@@ -54,10 +61,20 @@ struct code_info *codecache_find(struct codecache *c, uint64_t raddr);
 
 /**
  * Adds an entry, copying the strings and line table into the arena (clearing
- * the whole cache first if it is full). Returns the entry, or NULL if the item
- * alone does not fit an empty cache.
+ * the whole cache first if it is full), with a new id and no remembered
+ * positions. Returns the entry, or NULL if the item alone does not fit an
+ * empty cache. Thread safety: ids come from one process-wide atomic counter,
+ * so caches used by different threads never hand out the same id.
  */
 struct code_info *codecache_insert(struct codecache *c, const struct code_info *info);
+
+/**
+ * The source position of code unit @a addrq of @a ci, from its line table,
+ * remembering the last CODECACHE_POSITIONS lookups. Returns 0, or -ENOENT
+ * when the entry has no line table or the table does not cover @a addrq.
+ */
+PYPROFD_WARN_UNUSED int codecache_position(struct code_info *ci, uint32_t addrq,
+                                           struct linetable_pos *out);
 
 /** Drops every entry. */
 void codecache_clear(struct codecache *c);

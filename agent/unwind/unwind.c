@@ -33,6 +33,7 @@
 #define UNWIND_THREAD_IOV      (2u + UNWIND_GUESS_FRAMES) /* ranges of one thread read */
 #define UNWIND_CHUNK_SLACK     2048u /* copied beyond the last walk's deepest frame */
 #define UNWIND_INTERP_SPAN     4096u /* largest interpreter range read in one piece */
+#define UNWIND_RUNTIME_SPAN    4096u /* largest runtime range read in one piece */
 
 static const char unwind_native_name[] = "<native>";
 static const char unwind_gc_name[] = "<GC>";
@@ -63,6 +64,31 @@ struct chunk_copy {
     size_t size; /* bytes copied (header included) */
     const uint8_t *data;
 };
+
+/*
+ * What frames[i] was last resolved from: the raw frame (its code address is
+ * frames[i].code_raddr), the code-cache epoch (0: never, or not to be
+ * reused), and the unwind_resolve() call that last wrote or kept it.
+ */
+struct resolved_tag {
+    uint64_t ip;
+    uint64_t epoch;
+    uint64_t serial;
+    enum unwind_frame_kind kind;
+};
+
+/* A thread's last resolve: frames [first, first + n) by resolve @serial. */
+struct resolved_thread {
+    uint64_t tstate_raddr; /* 0: none */
+    uint64_t serial;
+    uint64_t key; /* its stack_key */
+    size_t first, n;
+};
+
+/* Code ids (unwind_frame.code_id) of the frames that are not code objects. */
+#define UNWIND_ID_NATIVE     1u
+#define UNWIND_ID_GC         2u
+#define UNWIND_ID_UNREADABLE 3u
 
 /* What a sample needs to know of one interpreter. */
 struct interp_view {
@@ -95,6 +121,7 @@ struct unwinder {
     uint8_t *verify_buf; /* re-reads of chunk spans, at the offsets of chunk_buf */
     size_t chunk_used;
     struct chunk_copy chunks[UNWIND_MAX_CHUNKS];
+    uint64_t chunk_low[UNWIND_MAX_CHUNKS]; /* this walk: lowest frame address in each chunk */
     size_t nchunks;
     uint64_t next_chunk; /* next older chunk not copied yet */
     uint64_t guess_tstate[UNWIND_CHUNK_GUESSES];
@@ -102,21 +129,24 @@ struct unwinder {
     uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMES];
     uint32_t guess_len[UNWIND_CHUNK_GUESSES];     /* bytes of the chunk the last walk used */
     uint64_t verified_hash[UNWIND_CHUNK_GUESSES]; /* the thread's last verified chain */
-    /* the thread's last resolved frames: which raw frames, where, and under
-     * which code-cache epoch */
-    uint64_t resolved_hash[UNWIND_CHUNK_GUESSES];
-    uint64_t resolved_epoch[UNWIND_CHUNK_GUESSES];
-    size_t resolved_first[UNWIND_CHUNK_GUESSES];
-    size_t resolved_n[UNWIND_CHUNK_GUESSES];
-    uint64_t resolve_epoch; /* moves whenever cached code entries change */
-    size_t used_extent;     /* this walk: end of the furthest frame read in chunk 0 */
-    uint64_t interp_guess;  /* the first interpreter, read with the runtime */
-    uint64_t main_guess;    /* its main thread's state, read in the same call */
+    /* each thread's last resolved frames: where, and by which resolve */
+    struct resolved_thread resolved[UNWIND_CHUNK_GUESSES];
+    struct resolved_tag *tags; /* per frame slot: what frames[i] was resolved from */
+    uint64_t resolve_serial;   /* counts unwind_resolve() calls */
+    uint64_t last_key;         /* the last stack_key handed out */
+    uint64_t resolve_epoch;    /* moves whenever cached code entries change */
+    size_t used_extent;        /* this walk: end of the furthest frame read in chunk 0 */
+    uint64_t interp_guess;     /* the first interpreter, read with the runtime */
+    uint64_t main_guess;       /* its main thread's state, read in the same call */
     /* the interpreter fields lie close together: read [in_lo, in_lo + in_span)
      * as one range when the span is small (0: one range per field) */
     uint32_t in_lo, in_span;
     uint8_t interp_buf[UNWIND_INTERP_SPAN];
-    uint64_t *visited; /* frame addresses of this walk, open addressing */
+    /* the same for the runtime's interpreter list head and finalizing flag */
+    uint32_t rt_lo, rt_span;
+    uint8_t runtime_buf[UNWIND_RUNTIME_SPAN];
+    size_t ts_read_len; /* bytes of a thread state that hold every field used */
+    uint64_t *visited;  /* frame addresses of this walk, open addressing */
     /* the chain as walked, to check it is still there afterwards */
     struct chain_link *chain;
     size_t nchain;
@@ -187,6 +217,32 @@ static void unwind_interp_span(struct unwinder *u)
     }
     u->in_lo = lo;
     u->in_span = hi - lo <= UNWIND_INTERP_SPAN ? hi - lo : 0;
+
+    uint32_t a = l->rt_interpreters_head, b = l->rt_finalizing;
+    u->rt_lo = a < b ? a : b;
+    u->rt_span = (a > b ? a : b) + 8 - u->rt_lo;
+    if (u->rt_span > UNWIND_RUNTIME_SPAN)
+        u->rt_span = 0;
+
+    /* Only the start of a thread state holds what a sample uses (the kernel
+     * pins every page a range touches): read up to the last such field. */
+    struct {
+        uint32_t off, width;
+    } ts[] = {{l->ts_next, 8},
+              {l->ts_current_frame, 8},
+              {l->has_base_frame ? l->ts_base_frame : 0, 8},
+              {l->ts_thread_id, 8},
+              {l->ts_native_thread_id, 8},
+              {l->ts_datastack_chunk, 8},
+              {l->holds_gil_kind == PYABI_GIL_INT ? l->ts_holds_gil : l->ts_status, 4},
+              {l->has_gil_requested ? l->ts_gil_requested : 0, 4},
+              {l->ts_current_exception, 8},
+              {l->ts_exc_info, 8},
+              {l->ts_exc_value, 8}};
+    size_t end = 0;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(ts); i++)
+        end = ts[i].off + ts[i].width > end ? ts[i].off + ts[i].width : end;
+    u->ts_read_len = end < l->ts_size ? end : l->ts_size;
 }
 
 int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder **out, char *why,
@@ -223,11 +279,12 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
     u->chain = alloc_calloc(UNWIND_MAX_DEPTH, sizeof(*u->chain));
     u->raw = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->raw));
     u->frames = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->frames));
+    u->tags = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->tags));
     u->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
     u->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->check_addr));
     u->check_buf = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
     if (!u->chunk_buf || !u->verify_buf || !u->visited || !u->chain || !u->visited_stamp ||
-        !u->raw || !u->frames || !u->linetable_buf || !u->check_addr || !u->check_buf) {
+        !u->raw || !u->frames || !u->tags || !u->linetable_buf || !u->check_addr || !u->check_buf) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
         goto fail;
     }
@@ -237,6 +294,7 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
         goto fail;
     }
     u->result.threads = u->threads;
+    u->resolve_epoch = 1; /* tags of epoch 0 are never reused */
     unwind_interp_span(u);
     *out = u;
     return 0;
@@ -257,6 +315,7 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->chain);
     alloc_free(u->raw);
     alloc_free(u->frames);
+    alloc_free(u->tags);
     alloc_free(u->linetable_buf);
     alloc_free(u->check_addr);
     alloc_free(u->check_buf);
@@ -316,6 +375,7 @@ static int unwind_add_chunk(struct unwinder *u, uint64_t raddr, uint8_t *dst, si
     } else {
         have = (size_t)size;
     }
+    u->chunk_low[u->nchunks] = UINT64_MAX;
     u->chunks[u->nchunks++] = (struct chunk_copy){raddr, have, dst};
     u->chunk_used += have;
     u->next_chunk = u64_at(dst); /* previous (older) chunk */
@@ -360,9 +420,7 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
     u->nextra = 0;
     u->nseen_extra = 0;
     u->tstate_raddr = tstate_raddr;
-    /* The thread state is followed by more of the implementation's struct,
-     * where 3.15 keeps the base frame: read a frame's worth more. */
-    u->tstate_len = l->ts_size + l->fr_size;
+    u->tstate_len = u->ts_read_len;
 
     size_t n = 0;
     iov[n++] = (struct memread_iov){tstate_raddr, u->tstate, u->tstate_len};
@@ -410,7 +468,6 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
         /* a guess went stale (a chunk freed), or the struct ends early: plainly */
         tr.guess = 0;
         u->nextra = 0;
-        u->tstate_len = u->l.ts_size;
         err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
     }
     return err ? err : unwind_thread_finish(u, &tr);
@@ -425,10 +482,14 @@ static void unwind_remember_extra(struct unwinder *u)
         u->guess_frames[slot][i] = i < u->nseen_extra ? u->seen_extra[i] : 0;
 }
 
-/* The frame at @addr: from a chunk copy, else read directly. NULL + *err on failure. */
-static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int *err)
+/*
+ * The frame at @addr: from a chunk copy (*@chunk = its index), else read
+ * directly (*@chunk = -1). NULL + *err on failure.
+ */
+static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t *chunk, int *err)
 {
     size_t fr = u->l.fr_size;
+    *chunk = -1;
     for (;;) {
         for (size_t i = 0; i < u->nchunks; i++) {
             const struct chunk_copy *c = &u->chunks[i];
@@ -436,6 +497,7 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int *er
                 c->size - (addr - c->raddr) >= fr) {
                 if (i == 0 && addr - c->raddr + fr > u->used_extent)
                     u->used_extent = (size_t)(addr - c->raddr) + fr;
+                *chunk = (int32_t)i;
                 return c->data + (addr - c->raddr);
             }
         }
@@ -491,13 +553,39 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
     unsigned last_owner = PYABI_OWNER_INTERPRETER;
     size_t emitted = 0;
 
+    /* Loops: inside one data-stack chunk a caller always lies below its
+     * callee (the stack grows up), so while every chunk's frames come in
+     * falling addresses none can repeat, and only the frames outside chunks
+     * need the visited set. The first frame that breaks the order puts every
+     * frame into the set. */
+    bool ordered = true;
     while (addr) {
-        if (!unwind_visit(u, addr))
-            return SAMPLE_CYCLE;
+        if (addr == base) {
+            /* 3.15's base frame: the bottom of every complete chain, with no
+             * previous frame and nothing to show (CPython sets it up so once
+             * per thread). Not read. */
+            last = addr;
+            last_owner = PYABI_OWNER_INTERPRETER;
+            break;
+        }
         int err = 0;
-        const uint8_t *fr = unwind_frame_at(u, addr, &err);
+        int32_t chunk;
+        const uint8_t *fr = unwind_frame_at(u, addr, &chunk, &err);
         if (!fr)
             return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
+        if (ordered && chunk >= 0 && addr < u->chunk_low[chunk]) {
+            u->chunk_low[chunk] = addr;
+        } else {
+            if (ordered && chunk >= 0) {
+                ordered = false;
+                for (size_t i = 0; i < u->nchain; i++) {
+                    if (u->chain[i].chunk >= 0)
+                        (void)unwind_visit(u, u->chain[i].raddr);
+                }
+            }
+            if (!unwind_visit(u, addr))
+                return SAMPLE_CYCLE;
+        }
         unsigned owner = fr[l->fr_owner];
         uint64_t exe = u64_at(fr + l->fr_executable) & ~l->tag_mask;
         uint64_t prev = u64_at(fr + l->fr_previous);
@@ -511,14 +599,8 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         link->executable = u64_at(fr + l->fr_executable);
         link->instr_ptr = u64_at(fr + l->fr_instr_ptr);
         link->leaf = emitted == 0;
-        link->chunk = -1;
-        link->buf_off = 0;
-        for (size_t c = 0; c < u->nchunks && fr != u->frame_buf; c++) {
-            if (fr >= u->chunks[c].data && fr < u->chunks[c].data + u->chunks[c].size) {
-                link->chunk = (int32_t)c;
-                link->buf_off = (size_t)(fr - u->chunk_buf);
-            }
-        }
+        link->chunk = chunk;
+        link->buf_off = chunk >= 0 ? (size_t)(fr - u->chunk_buf) : 0;
         if (owner == PYABI_OWNER_INTERPRETER) {
             /* C called back into Python here. Not at the root: on 3.15 the
              * outermost entry frame links to the base frame, on 3.13/3.14 to nothing. */
@@ -620,37 +702,33 @@ static enum sample_status unwind_verify(struct unwinder *u)
     return SAMPLE_OK;
 }
 
-/* Identity of a thread's raw frames and of what shapes their markers. */
-static uint64_t unwind_raw_hash(const struct unwinder *u, size_t first, unsigned flags,
-                                const struct interp_view *in)
+/* A bijective 64-bit mixer (the MurmurHash3 finaliser). */
+static uint64_t unwind_fmix(uint64_t x)
 {
-    uint64_t h = 0x2545f4914f6cdd1dull ^ flags ^ ((uint64_t)(uint32_t)in->gc_collecting << 32);
-    h ^= in->gc_frame * 0x9e3779b97f4a7c15ull;
-    for (size_t i = first; i < u->nframes; i++) {
-        const struct raw_frame *r = &u->raw[i];
-        uint64_t v[3] = {r->code_raddr, r->instr_ptr, (uint64_t)r->kind};
-        for (size_t j = 0; j < 3; j++) {
-            h ^= v[j] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-            h *= 0xff51afd7ed558ccdull;
-            h ^= h >> 32;
-        }
-    }
-    return h ? h : 1;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
 }
 
-/* Identity of the walked chain: what verification compares, leaf ip excluded. */
+/*
+ * Identity of the walked chain: what verification compares, leaf ip
+ * excluded. A sum of independently mixed links, so the links' mixing
+ * overlaps in the CPU instead of forming one long chain of multiplications;
+ * each link's position is part of its term.
+ */
 static uint64_t unwind_chain_hash(const struct unwinder *u)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ u->nchain;
+    uint64_t h = 0x9e3779b97f4a7c15ull * (u->nchain + 1);
     for (size_t i = 0; i < u->nchain; i++) {
         const struct chain_link *k = &u->chain[i];
-        uint64_t v[4] = {k->raddr, k->previous, k->executable, k->leaf ? 0 : k->instr_ptr};
-        for (size_t j = 0; j < 4; j++) {
-            h ^= v[j] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-            h *= 0xff51afd7ed558ccdull;
-            h ^= h >> 32;
-        }
+        uint64_t a = unwind_fmix(k->raddr * 0x9e3779b97f4a7c15ull + k->previous + i);
+        uint64_t b = k->executable * 0xd6e8feb86659fd93ull ^ (k->leaf ? 0 : k->instr_ptr);
+        h += unwind_fmix(a ^ b);
     }
+    h = unwind_fmix(h);
     return h ? h : 1; /* 0 means "none verified" */
 }
 
@@ -723,58 +801,88 @@ static void unwind_recheck_codes(struct unwinder *u, size_t from)
     }
 }
 
-static void unwind_resolve(struct unwinder *u, size_t from)
+/* The code-cache epoch: resolved names stay valid while it holds. */
+static uint64_t unwind_epoch(const struct unwinder *u)
 {
-    /* these frame slots are rewritten: no thread may reuse what was there */
-    for (size_t slot = 0; slot < UNWIND_CHUNK_GUESSES; slot++) {
-        if (u->resolved_hash[slot] && u->resolved_first[slot] < u->nframes &&
-            u->resolved_first[slot] + u->resolved_n[slot] > from)
-            u->resolved_hash[slot] = 0;
+    return u->resolve_epoch + codecache_overflows(u->codes);
+}
+
+/* Resolves one raw frame into @f; false when its code object is unreadable. */
+static bool unwind_resolve_one(struct unwinder *u, const struct raw_frame *r,
+                               struct unwind_frame *f)
+{
+    f->kind = r->kind;
+    f->code_raddr = r->code_raddr;
+    f->first_line = 0;
+    f->file = unwind_marker_file;
+    f->pos = (struct linetable_pos){LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN,
+                                    LINETABLE_UNKNOWN};
+    if (r->kind == UNWIND_FRAME_NATIVE) {
+        f->function = unwind_native_name;
+        f->code_id = UNWIND_ID_NATIVE;
+        return true;
     }
+    if (r->kind == UNWIND_FRAME_GC) {
+        f->function = unwind_gc_name;
+        f->code_id = UNWIND_ID_GC;
+        return true;
+    }
+    struct code_info *ci = codecache_find(u->codes, r->code_raddr);
+    if (!ci || ci->qualname_raddr == 0)
+        ci = unwind_fetch_code(u, r->code_raddr);
+    if (!ci) {
+        f->kind = UNWIND_FRAME_UNREADABLE;
+        f->function = unwind_unreadable_name;
+        f->file = unwind_unknown_file;
+        f->code_id = UNWIND_ID_UNREADABLE;
+        return false;
+    }
+    f->function = ci->qualname;
+    f->file = ci->filename;
+    f->first_line = ci->firstlineno;
+    f->code_id = ci->id;
+    if (r->instr_ptr >= ci->bytecode_raddr &&
+        (r->instr_ptr - ci->bytecode_raddr) / 2 <= UINT32_MAX) {
+        struct linetable_pos pos;
+        if (codecache_position(ci, (uint32_t)((r->instr_ptr - ci->bytecode_raddr) / 2), &pos) == 0)
+            f->pos = pos;
+    }
+    return true;
+}
+
+/*
+ * Resolves frames [from, u->nframes). A frame slot that was resolved from the
+ * same raw frame under the current code-cache epoch is kept as it is (a
+ * stack whose leaf moved costs one frame, not all). Returns true when every
+ * frame was kept and had last been written or kept by resolve @prev_serial;
+ * *@serial is this call's number.
+ */
+static bool unwind_resolve(struct unwinder *u, size_t from, uint64_t prev_serial, uint64_t *serial)
+{
+    uint64_t me = ++u->resolve_serial;
+    uint64_t epoch = unwind_epoch(u);
+    bool kept = true;
     for (size_t i = from; i < u->nframes; i++) {
         const struct raw_frame *r = &u->raw[i];
         struct unwind_frame *f = &u->frames[i];
-        f->kind = r->kind;
-        f->code_raddr = r->code_raddr;
-        f->first_line = 0;
-        f->file = unwind_marker_file;
-        f->pos = (struct linetable_pos){LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN,
-                                        LINETABLE_UNKNOWN};
-        if (r->kind == UNWIND_FRAME_NATIVE) {
-            f->function = unwind_native_name;
+        struct resolved_tag *tag = &u->tags[i];
+        if (tag->epoch == epoch && tag->ip == r->instr_ptr && tag->kind == r->kind &&
+            f->code_raddr == r->code_raddr) {
+            kept = kept && tag->serial == prev_serial;
+            tag->serial = me;
             continue;
         }
-        if (r->kind == UNWIND_FRAME_GC) {
-            f->function = unwind_gc_name;
-            continue;
-        }
-        struct code_info *ci = codecache_find(u->codes, r->code_raddr);
-        if (!ci || ci->qualname_raddr == 0)
-            ci = unwind_fetch_code(u, r->code_raddr);
-        if (!ci) {
-            f->kind = UNWIND_FRAME_UNREADABLE;
-            f->function = unwind_unreadable_name;
-            f->file = unwind_unknown_file;
-            continue;
-        }
-        f->function = ci->qualname;
-        f->file = ci->filename;
-        f->first_line = ci->firstlineno;
-        if (r->instr_ptr < ci->bytecode_raddr ||
-            (r->instr_ptr - ci->bytecode_raddr) / 2 > UINT32_MAX)
-            continue;
-        uint32_t addrq = (uint32_t)((r->instr_ptr - ci->bytecode_raddr) / 2);
-        if (!ci->last_valid || ci->last_addrq != addrq) {
-            struct linetable_pos pos;
-            if (!ci->linetable ||
-                linetable_lookup(ci->linetable, ci->linetable_len, ci->firstlineno, addrq, &pos))
-                continue;
-            ci->last_addrq = addrq;
-            ci->last_pos = pos;
-            ci->last_valid = true;
-        }
-        f->pos = ci->last_pos;
+        kept = false;
+        bool readable = unwind_resolve_one(u, r, f);
+        /* the epoch after the lookup: an insert may have cleared the cache,
+         * which leaves frames resolved before it stale, not this one. An
+         * unreadable code object is tried again next time. */
+        epoch = unwind_epoch(u);
+        *tag = (struct resolved_tag){
+            .ip = r->instr_ptr, .epoch = readable ? epoch : 0, .serial = me, .kind = r->kind};
     }
+    *serial = me;
+    return kept;
 }
 
 /* --- threads and interpreters ------------------------------------------ */
@@ -857,23 +965,22 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     }
     if (!l->has_code_generation)
         unwind_recheck_codes(u, first);
-    /* The same raw frames as this thread's last sample, at the same place in
-     * the frame array, with no code-cache change since: the resolved frames
-     * from then are still there and still right. */
-    size_t slot = unwind_slot(tstate_raddr);
-    uint64_t raw = unwind_raw_hash(u, first, flags, in);
-    uint64_t epoch = u->resolve_epoch + codecache_overflows(u->codes);
-    t->stack_key = raw ^ (epoch * 0x9e3779b97f4a7c15ull);
-    if (raw == u->resolved_hash[slot] && epoch == u->resolved_epoch[slot] &&
-        first == u->resolved_first[slot] && u->nframes - first == u->resolved_n[slot]) {
-        t->unchanged = true;
-    } else {
-        unwind_resolve(u, first);
-        u->resolved_hash[slot] = raw;
-        u->resolved_epoch[slot] = u->resolve_epoch + codecache_overflows(u->codes);
-        u->resolved_first[slot] = first;
-        u->resolved_n[slot] = u->nframes - first;
-    }
+    /* Unchanged: the same raw frames as this thread's last sample, at the
+     * same place in the frame array, untouched since by any other thread,
+     * with no code-cache change: the resolved frames from then are still
+     * there and still right. A new stack gets a new key. */
+    struct resolved_thread *rec = &u->resolved[unwind_slot(tstate_raddr)];
+    size_t n = u->nframes - first;
+    bool mine = rec->tstate_raddr == tstate_raddr && rec->first == first && rec->n == n;
+    uint64_t serial;
+    bool kept = unwind_resolve(u, first, mine ? rec->serial : 0, &serial);
+    t->unchanged = mine && kept;
+    *rec = (struct resolved_thread){.tstate_raddr = tstate_raddr,
+                                    .serial = serial,
+                                    .key = t->unchanged ? rec->key : ++u->last_key,
+                                    .first = first,
+                                    .n = n};
+    t->stack_key = rec->key;
     t->frames = &u->frames[first];
     t->nframes = u->nframes - first;
     return true;
@@ -983,32 +1090,49 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     *out = &u->result;
 
     uint64_t head = 0, finalizing = 0;
-    struct memread_iov rt[2 + UNWIND_INTERP_IOV + UNWIND_THREAD_IOV] = {
-        {u->runtime_raddr + l->rt_interpreters_head, &head, 8},
-        {u->runtime_raddr + l->rt_finalizing, &finalizing, 8},
-    };
+    struct memread_iov rt[2 + UNWIND_INTERP_IOV + UNWIND_THREAD_IOV];
+    size_t nrt = 0;
+    if (u->rt_span) {
+        rt[nrt++] = (struct memread_iov){u->runtime_raddr + u->rt_lo, u->runtime_buf, u->rt_span};
+    } else {
+        rt[nrt++] = (struct memread_iov){u->runtime_raddr + l->rt_interpreters_head, &head, 8};
+        rt[nrt++] = (struct memread_iov){u->runtime_raddr + l->rt_finalizing, &finalizing, 8};
+    }
     /* the first interpreter rarely changes: read it in the same call */
     struct interp_view guessed;
-    size_t n = 2;
+    size_t n = nrt;
     if (u->interp_guess)
-        n += unwind_interp_iov(u, u->interp_guess, &guessed, rt + 2);
+        n += unwind_interp_iov(u, u->interp_guess, &guessed, rt + n);
     /* ... and so does the main thread: when sampling only it, its state and
      * stack are read in the same call too (checked below, used if it held) */
     struct thread_read fused_read;
-    bool fused = !(flags & UNWIND_ALL_THREADS) && n > 2 && u->main_guess;
+    bool fused = !(flags & UNWIND_ALL_THREADS) && n > nrt && u->main_guess;
     if (fused)
         n += unwind_thread_prepare(u, u->main_guess, rt + n, &fused_read);
     int err = memread_readv(u->mr, rt, n);
-    if (err == -EFAULT && n > 2) {
+    if (err == -EFAULT && n > nrt) {
         u->interp_guess = 0; /* it went away */
         u->main_guess = 0;
         fused = false;
-        n = 2;
+        n = nrt;
+        err = memread_readv(u->mr, rt, n);
+    }
+    if (err == -EFAULT && u->rt_span) {
+        /* the bytes between the two fields cannot be read (an image that
+         * holds only what older versions read): field by field from now on */
+        u->rt_span = 0;
+        rt[0] = (struct memread_iov){u->runtime_raddr + l->rt_interpreters_head, &head, 8};
+        rt[1] = (struct memread_iov){u->runtime_raddr + l->rt_finalizing, &finalizing, 8};
+        nrt = n = 2;
         err = memread_readv(u->mr, rt, n);
     }
     if (err) {
         *status = status_from_errno(err);
         return err;
+    }
+    if (u->rt_span) {
+        head = u64_at(u->runtime_buf + (l->rt_interpreters_head - u->rt_lo));
+        finalizing = u64_at(u->runtime_buf + (l->rt_finalizing - u->rt_lo));
     }
     if (head == 0) {
         *status = SAMPLE_NOT_INITIALIZED;
@@ -1023,7 +1147,7 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     uint64_t raddr = head;
     for (unsigned ninterp = 0; raddr && ninterp < UNWIND_MAX_INTERPRETERS; ninterp++) {
         struct interp_view in;
-        if (ninterp == 0 && n > 2 && head == u->interp_guess) {
+        if (ninterp == 0 && n > nrt && head == u->interp_guess) {
             in = guessed;
             unwind_interp_done(u, &in);
         } else {
@@ -1072,11 +1196,14 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         /* The cache was cleared while this sample resolved frames: names
          * resolved before that point into the reused arena. Resolve all of
          * them again (the raw frames are still there), once. */
-        for (size_t slot = 0; slot < UNWIND_CHUNK_GUESSES; slot++)
-            u->resolved_hash[slot] = 0;
-        for (size_t i = 0; i < u->result.nthreads; i++)
+        uint64_t serial;
+        (void)unwind_resolve(u, 0, 0, &serial);
+        for (size_t i = 0; i < u->result.nthreads; i++) {
             u->threads[i].unchanged = false;
-        unwind_resolve(u, 0);
+            u->threads[i].stack_key = ++u->last_key;
+        }
+        for (size_t slot = 0; slot < UNWIND_CHUNK_GUESSES; slot++)
+            u->resolved[slot].tstate_raddr = 0;
     }
     *status = SAMPLE_OK;
     return 0;

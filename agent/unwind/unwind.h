@@ -70,6 +70,13 @@ struct unwind_frame {
     int32_t first_line;   /* co_firstlineno; 0 for markers and unreadable frames */
     uint64_t code_raddr;
     struct linetable_pos pos; /* of the current instruction; fields may be LINETABLE_UNKNOWN */
+    /* Identity of (function, file, first_line), for consumers that memoize
+     * per code object: two frames with the same non-zero code_id, from any
+     * unwinder of this process at any time, have equal function, file and
+     * first_line. Never reused (a code object freed and its address reused,
+     * another process, a cleared cache: a new id). 0: not known (frames built
+     * by hand). */
+    uint64_t code_id;
 };
 
 enum unwind_thread_flags {
@@ -89,7 +96,8 @@ struct unwind_thread {
     unsigned flags;            /* enum unwind_thread_flags */
     enum sample_status status; /* SAMPLE_OK, or why there are no frames */
     bool unchanged;            /* the same frames as this thread's previous sample */
-    uint64_t stack_key;        /* identifies the resolved stack (equal keys: equal frames) */
+    /* identifies the resolved stack: equal keys from one unwinder, equal frames */
+    uint64_t stack_key;
     size_t nframes;
     const struct unwind_frame *frames; /* leaf first */
 };

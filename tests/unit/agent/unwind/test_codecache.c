@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for agent/unwind/codecache.c: lookup, copies, clearing when full. */
+/* Tests for agent/unwind/codecache.c: lookup, copies, clearing when full,
+ * ids, remembered positions. */
 #include "base/compat.h"
 
 #include "cmocka_wrap.h"
@@ -76,11 +77,87 @@ static void test_codecache__clears_when_full(void **state)
     codecache_free(c);
 }
 
+static void test_codecache__ids_are_never_reused(void **state)
+{
+    (void)state;
+    struct codecache *a, *b;
+    assert_int_equal(codecache_new(16, 4096, &a), 0);
+    assert_int_equal(codecache_new(16, 4096, &b), 0);
+    struct code_info in = info(0x1000, "f");
+    uint64_t first = codecache_insert(a, &in)->id;
+    assert_true(first >= CODECACHE_FIRST_ID);
+    /* the same address in another cache (another process): another id */
+    uint64_t other = codecache_insert(b, &in)->id;
+    assert_int_not_equal(other, first);
+    /* the same address again (a freed and reused code object): another id */
+    in = info(0x1000, "g");
+    uint64_t again = codecache_insert(a, &in)->id;
+    assert_int_not_equal(again, first);
+    assert_int_not_equal(again, other);
+    assert_int_equal(codecache_find(a, 0x1000)->id, again);
+    /* after a clear, too */
+    codecache_clear(a);
+    in = info(0x1000, "f");
+    uint64_t after = codecache_insert(a, &in)->id;
+    assert_int_not_equal(after, first);
+    assert_int_not_equal(after, again);
+    codecache_free(a);
+    codecache_free(b);
+}
+
+static void test_codecache__positions_are_remembered_per_entry(void **state)
+{
+    (void)state;
+    struct codecache *c;
+    assert_int_equal(codecache_new(16, 4096, &c), 0);
+    /* one entry per code unit, one line apart, no columns (short form
+     * 0x80 | (13 << 3) | len-1 = 0xe8 + lines) */
+    static const uint8_t lines_a[] = {0xe8, 0x02, 0xe8, 0x02, 0xe8, 0x02, 0xe8,
+                                      0x02, 0xe8, 0x02, 0xe8, 0x02, 0xe8, 0x02};
+    static const uint8_t lines_b[] = {0xe8, 0x14, 0xe8, 0x02, 0xe8, 0x02, 0xe8,
+                                      0x02, 0xe8, 0x02, 0xe8, 0x02, 0xe8, 0x02};
+    struct code_info in = info(0x1000, "f");
+    in.linetable = lines_a;
+    in.linetable_len = sizeof(lines_a);
+    struct code_info *e = codecache_insert(c, &in);
+    int32_t expect[7];
+    for (uint32_t u = 0; u < 7; u++) {
+        struct linetable_pos p;
+        assert_int_equal(linetable_lookup(lines_a, sizeof(lines_a), 7, u, &p), 0);
+        expect[u] = p.line;
+    }
+    /* more units than remembered, in a loop: every answer is the table's */
+    for (int round = 0; round < 3; round++) {
+        for (uint32_t u = 0; u < 7; u++) {
+            struct linetable_pos p;
+            assert_int_equal(codecache_position(e, u, &p), 0);
+            assert_int_equal(p.line, expect[u]);
+            assert_int_equal(codecache_position(e, u, &p), 0); /* remembered */
+            assert_int_equal(p.line, expect[u]);
+        }
+    }
+    assert_int_not_equal(expect[0], expect[1]);
+    struct linetable_pos p, q;
+    assert_int_equal(codecache_position(e, 0, &p), 0); /* unit 0 remembered... */
+    /* ... but a new code object at the address: nothing remembered survives */
+    in.linetable = lines_b;
+    e = codecache_insert(c, &in);
+    assert_int_equal(linetable_lookup(lines_b, sizeof(lines_b), 7, 0, &q), 0);
+    assert_int_not_equal(q.line, expect[0]);
+    assert_int_equal(codecache_position(e, 0, &p), 0);
+    assert_int_equal(p.line, q.line);
+    /* past the table */
+    assert_int_equal(codecache_position(e, 100, &p), -ENOENT);
+    codecache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_codecache__stores_copies),
         cmocka_unit_test(test_codecache__clears_when_full),
+        cmocka_unit_test(test_codecache__ids_are_never_reused),
+        cmocka_unit_test(test_codecache__positions_are_remembered_per_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

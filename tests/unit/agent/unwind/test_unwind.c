@@ -112,12 +112,18 @@ static void test_unwind__walks_main_thread_on_every_version(void **state)
         assert_int_equal(th->frames[0].pos.col, 0);
         assert_int_equal(th->frames[0].pos.end_col, 4);
         assert_false(th->unchanged);
+        /* each code object has its own id, kept while it is cached */
+        uint64_t ids[3] = {th->frames[0].code_id, th->frames[1].code_id, th->frames[2].code_id};
+        assert_true(ids[0] != 0 && ids[1] != 0 && ids[2] != 0);
+        assert_true(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
         /* the same stack again: flagged unchanged, frames still in place */
         th = &fx_sample(&fx, 0)->threads[0];
         assert_true(th->unchanged);
         assert_int_equal(th->nframes, 3);
         expect_frame(&th->frames[0], "Worker.work", "/app/work.py", 28);
         expect_frame(&th->frames[2], "<module>", "/app/main.py", 5);
+        assert_int_equal(th->frames[0].code_id, ids[0]);
+        assert_int_equal(th->frames[2].code_id, ids[2]);
         /* the leaf moves on: not unchanged, resolved again */
         const struct py_layout *l = pyimage_layout(fx.img);
         uint64_t ip = 0;
@@ -127,6 +133,23 @@ static void test_unwind__walks_main_thread_on_every_version(void **state)
         th = &fx_sample(&fx, 0)->threads[0];
         assert_false(th->unchanged);
         expect_frame(&th->frames[0], "Worker.work", "/app/work.py", 29);
+        assert_int_equal(th->frames[0].code_id, ids[0]);
+        uint64_t key = th->stack_key;
+        /* a caller moves (a new call at the same depth): that frame is
+         * resolved again too */
+        assert_int_equal(memread_read(fx.mr, frames[2] + l->fr_instr_ptr, &ip, 8), 0);
+        ip += 2;
+        assert_int_equal(memread_fake_poke(fx.fake, frames[2] + l->fr_instr_ptr, &ip, 8), 0);
+        th = &fx_sample(&fx, 0)->threads[0];
+        assert_false(th->unchanged);
+        assert_int_not_equal(th->stack_key, key);
+        expect_frame(&th->frames[0], "Worker.work", "/app/work.py", 29);
+        expect_frame(&th->frames[1], "main", "/app/main.py", 14);
+        expect_frame(&th->frames[2], "<module>", "/app/main.py", 5);
+        key = th->stack_key;
+        th = &fx_sample(&fx, 0)->threads[0];
+        assert_true(th->unchanged);
+        assert_int_equal(th->stack_key, key);
         fx_close(&fx);
     }
 }
@@ -154,6 +177,9 @@ static void test_unwind__native_marker_between_python_frames(void **state)
         assert_string_equal(th->frames[1].function, "<native>");
         assert_string_equal(th->frames[1].file, "~");
         assert_int_equal(th->frames[1].kind, UNWIND_FRAME_NATIVE);
+        assert_int_not_equal(th->frames[1].code_id, 0);
+        assert_int_not_equal(th->frames[1].code_id, th->frames[0].code_id);
+        assert_int_not_equal(th->frames[1].code_id, th->frames[2].code_id);
         assert_string_equal(th->frames[2].function, "caller");
         fx_close(&fx);
     }
@@ -173,6 +199,47 @@ static void test_unwind__loop_is_a_cycle(void **state)
     assert_int_equal(r->threads[0].status, SAMPLE_CYCLE);
     assert_int_equal(r->threads[0].nframes, 0);
     fx_close(&fx);
+}
+
+/* Frames outside the thread's chunks, at @base: frame i links to @prev[i]. */
+static void add_loose_frames(struct fixture *fx, uint64_t base, const uint64_t *prev, size_t n,
+                             uint64_t code)
+{
+    const struct py_layout *l = pyimage_layout(fx->img);
+    static uint8_t frames[4 * 128];
+    assert_true(n <= 4);
+    memset(frames, 0, sizeof(frames));
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *fr = frames + i * 128;
+        uint64_t ip = code + l->co_adaptive;
+        memcpy(fr + l->fr_previous, &prev[i], 8);
+        memcpy(fr + l->fr_executable, &code, 8);
+        memcpy(fr + l->fr_instr_ptr, &ip, 8);
+    }
+    assert_int_equal(memread_fake_add(fx->fake, base, frames, sizeof(frames)), 0);
+}
+
+static void test_unwind__loop_through_frames_outside_the_chunks(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 2; kind++) {
+        struct fixture fx;
+        fx_open(&fx, 15);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        uint64_t code = build_stack(&fx, t, f);
+        uint64_t base = 0x60000000;
+        /* main -> a loose frame -> back up to the leaf (chunk order broken
+         * only by the revisit), or -> a second loose frame -> the first */
+        uint64_t prev[2] = {kind == 0 ? f[3] : base + 128, base};
+        pyimage_set_previous(fx.img, f[2], base);
+        fx_attach(&fx);
+        add_loose_frames(&fx, base, prev, 2, code);
+        const struct unwind_result *r = fx_sample(&fx, 0);
+        assert_int_equal(r->threads[0].status, SAMPLE_CYCLE);
+        assert_int_equal(r->threads[0].nframes, 0);
+        fx_close(&fx);
+    }
 }
 
 static void test_unwind__chain_must_reach_the_base_frame(void **state)
@@ -405,6 +472,24 @@ static void test_unwind__reused_frames_stay_the_threads_own(void **state)
     const struct unwind_thread *th = &fx_sample(&fx, flags)->threads[0];
     assert_int_equal(th->native_thread_id, 100);
     assert_string_equal(th->frames[0].function, "x_func");
+    assert_false(th->unchanged);
+    /* Y again, then X now running what Y ran: the frame slots hold exactly
+     * X's new frames (Y's), yet X's stack did change */
+    assert_int_equal(memread_fake_poke(fx.fake, x_ts + l->ts_holds_gil, &zero, 4), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, y_ts + l->ts_holds_gil, &one, 4), 0);
+    assert_string_equal(fx_sample(&fx, flags)->threads[0].frames[0].function, "y_func");
+    assert_int_equal(memread_fake_poke(fx.fake, y_ts + l->ts_holds_gil, &zero, 4), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, x_ts + l->ts_holds_gil, &one, 4), 0);
+    uint64_t x_leaf = 0, y_ip = fy_code + l->co_adaptive;
+    assert_int_equal(memread_read(fx.mr, x_ts + l->ts_current_frame, &x_leaf, 8), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, x_leaf + l->fr_executable, &fy_code, 8), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, x_leaf + l->fr_instr_ptr, &y_ip, 8), 0);
+    th = &fx_sample(&fx, flags)->threads[0];
+    assert_int_equal(th->native_thread_id, 100);
+    assert_string_equal(th->frames[0].function, "y_func");
+    assert_false(th->unchanged);
+    th = &fx_sample(&fx, flags)->threads[0];
+    assert_true(th->unchanged);
     (void)tx;
     (void)ty;
     fx_close(&fx);
@@ -469,6 +554,7 @@ static void test_unwind__code_cache_invalidation(void **state)
         fx_attach(&fx);
         const struct py_layout *l = pyimage_layout(fx.img);
         assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "Worker.work");
+        uint64_t old_id = fx_sample(&fx, 0)->threads[0].frames[0].code_id;
         /* the code object at that address now holds another name: a freed and
          * reused address. 3.14 learns it from the generation counter, 3.13
          * from re-reading the cached code objects. */
@@ -482,7 +568,8 @@ static void test_unwind__code_cache_invalidation(void **state)
         }
         const struct unwind_thread *th = &fx_sample(&fx, 0)->threads[0];
         assert_string_equal(th->frames[0].function, "Worker.renamed");
-        assert_false(th->unchanged); /* the cache changed: resolved again */
+        assert_false(th->unchanged);                         /* the cache changed: resolved again */
+        assert_int_not_equal(th->frames[0].code_id, old_id); /* another code object */
         th = &fx_sample(&fx, 0)->threads[0];
         assert_true(th->unchanged); /* nothing moved since */
         assert_string_equal(th->frames[0].function, "Worker.renamed");
@@ -529,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_unwind__walks_main_thread_on_every_version),
         cmocka_unit_test(test_unwind__native_marker_between_python_frames),
         cmocka_unit_test(test_unwind__loop_is_a_cycle),
+        cmocka_unit_test(test_unwind__loop_through_frames_outside_the_chunks),
         cmocka_unit_test(test_unwind__chain_must_reach_the_base_frame),
         cmocka_unit_test(test_unwind__unmapped_frame_is_incomplete),
         cmocka_unit_test(test_unwind__impossible_owner_is_bad_frame),
