@@ -3,13 +3,20 @@
  * agg.c: interning tables and stack counts of one profile window (see
  * agg.h). Every table is an array plus an open-addressing index of twice its
  * capacity, allocated once; reset only clears counters and index slots.
+ *
+ * Per frame, the location is first looked up in a direct-mapped memo keyed
+ * by the frame's code_id (unwind.h: an id that fixes the function, file and
+ * first line, unique in the process and never reused) and position, so a
+ * frame seen before costs no string hashing; frames without a code_id take
+ * the interning path every time.
  */
 #include "base/compat.h"
 
 #include "aggregate/agg.h"
 #include "base/alloc.h"
 
-#define AGG_EMPTY UINT32_MAX
+#define AGG_EMPTY      UINT32_MAX
+#define AGG_MEMO_SLOTS 8192u /* location memo entries, a power of two */
 
 struct agg_index {
     uint32_t *slot; /* entry index, or AGG_EMPTY */
@@ -19,9 +26,19 @@ struct agg_index {
 /* What coalescing remembers of a thread's previous sample. */
 struct agg_thread {
     uint64_t thread_id;
-    uint64_t signature; /* hash of the raw frames and names */
-    uint32_t sample;    /* index of the sample it was counted in */
+    uint32_t sample; /* index of the sample it was counted in */
     bool used;
+};
+
+/* A frame's location, remembered by the frame's code_id and position. The
+ * strings' addresses are checked too: cheap insurance against frames made
+ * by hand that reuse an id. */
+struct agg_memo {
+    uint64_t code_id; /* 0: empty */
+    const char *function;
+    const char *file;
+    int32_t line, col;
+    uint32_t location;
 };
 
 struct agg {
@@ -51,6 +68,7 @@ struct agg {
 
     struct agg_thread *threads; /* direct-mapped by thread id */
     uint32_t *scratch;          /* location ids of the sample being added */
+    struct agg_memo *memo;      /* AGG_MEMO_SLOTS, direct-mapped */
 };
 
 struct agg_limits agg_limits_default(void)
@@ -117,6 +135,7 @@ void agg_free(struct agg *a)
     alloc_free(a->sample_index.slot);
     alloc_free(a->threads);
     alloc_free(a->scratch);
+    alloc_free(a->memo);
     alloc_free(a);
 }
 
@@ -155,8 +174,9 @@ int agg_new(const struct agg_limits *limits, struct agg **out)
     a->slots = alloc_calloc(a->lim.stack_slots, sizeof(*a->slots));
     a->threads = alloc_calloc(a->lim.threads, sizeof(*a->threads));
     a->scratch = alloc_calloc(UNWIND_MAX_DEPTH, sizeof(*a->scratch));
+    a->memo = alloc_calloc(AGG_MEMO_SLOTS, sizeof(*a->memo));
     if (!a->str_bytes || !a->str_off || !a->functions || !a->locations || !a->samples ||
-        !a->sample_hash || !a->slots || !a->threads || !a->scratch ||
+        !a->sample_hash || !a->slots || !a->threads || !a->scratch || !a->memo ||
         agg_index_init(&a->str_index, a->lim.strings) ||
         agg_index_init(&a->fn_index, a->lim.functions) ||
         agg_index_init(&a->loc_index, a->lim.locations) ||
@@ -183,7 +203,8 @@ void agg_reset(struct agg *a)
     agg_index_clear(&a->loc_index);
     agg_index_clear(&a->sample_index);
     memset(a->threads, 0, a->lim.threads * sizeof(*a->threads));
-    (void)agg_intern(a, ""); /* id 0, as pprof requires */
+    memset(a->memo, 0, AGG_MEMO_SLOTS * sizeof(*a->memo)); /* its ids were this window's */
+    (void)agg_intern(a, "");                               /* id 0, as pprof requires */
 }
 
 /* Interns @s; AGG_EMPTY when a cap is reached. */
@@ -265,19 +286,51 @@ static uint32_t agg_location_id(struct agg *a, const struct unwind_frame *f)
     return (uint32_t)a->nlocations++;
 }
 
-/* Identity of a raw sample, for coalescing: no interning, no lookups. */
-static uint64_t agg_signature(const struct unwind_frame *frames, size_t n, const char *thread_name,
-                              const char *task_name)
+/* A bijective 64-bit mixer (the MurmurHash3 finaliser). */
+static uint64_t agg_fmix(uint64_t x)
 {
-    uint64_t h = agg_mix(agg_hash_str(thread_name), task_name ? agg_hash_str(task_name) : 7);
-    h = agg_mix(h, n);
-    for (size_t i = 0; i < n; i++) {
-        const struct unwind_frame *f = &frames[i];
-        h = agg_mix(h, f->code_raddr ^ ((uint64_t)f->kind << 60));
-        h = agg_mix(h, (uint64_t)(uint32_t)f->pos.line << 32 | (uint32_t)f->pos.col);
-        h = agg_mix(h, (uint64_t)(uintptr_t)f->function ^ (uint64_t)(uint32_t)f->first_line);
-    }
-    return h;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* The location of @f: from the memo when its code_id and position were seen
+ * in this window, else looked up (and remembered). AGG_EMPTY at a cap. */
+static uint32_t agg_frame_location(struct agg *a, const struct unwind_frame *f)
+{
+    if (f->code_id == 0)
+        return agg_location_id(a, f);
+    uint64_t key = (uint64_t)(uint32_t)f->pos.line << 32 | (uint32_t)f->pos.col;
+    struct agg_memo *m =
+        &a->memo[agg_fmix(f->code_id * 0x9e3779b97f4a7c15ull ^ key) & (AGG_MEMO_SLOTS - 1)];
+    if (m->code_id == f->code_id && m->line == f->pos.line && m->col == f->pos.col &&
+        m->function == f->function && m->file == f->file)
+        return m->location;
+    uint32_t loc = agg_location_id(a, f);
+    if (loc != AGG_EMPTY)
+        *m = (struct agg_memo){.code_id = f->code_id,
+                               .function = f->function,
+                               .file = f->file,
+                               .line = f->pos.line,
+                               .col = f->pos.col,
+                               .location = loc};
+    return loc;
+}
+
+/* Hash of a stack of location ids: independently mixed pairs, summed, so
+ * the mixing of different frames overlaps in the CPU. */
+static uint64_t agg_hash_locations(uint64_t h, const uint32_t *locs, size_t n)
+{
+    uint64_t acc = h * 0x9e3779b97f4a7c15ull + n;
+    size_t i = 0;
+    for (; i + 1 < n; i += 2)
+        acc += agg_fmix(((uint64_t)locs[i] << 32 | locs[i + 1]) + i * 0xd6e8feb86659fd93ull);
+    if (i < n)
+        acc += agg_fmix(((uint64_t)locs[i] << 32 | 0xffffffffu) + i * 0xd6e8feb86659fd93ull);
+    return agg_fmix(acc);
 }
 
 static int agg_drop(struct agg *a)
@@ -319,62 +372,63 @@ int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t
     if (n > UNWIND_MAX_DEPTH)
         return agg_drop(a);
 
-    /* A thread whose stack did not move: count it where it went last time. */
-    struct agg_thread *th = agg_thread_slot(a, thread_id);
-    uint64_t sig = agg_signature(frames, n, thread_name, task_name);
-    if (th->used && th->thread_id == thread_id && th->signature == sig) {
-        a->samples[th->sample].count += count;
-        a->samples[th->sample].nanos += nanos;
-        a->stats.added++;
-        a->stats.coalesced++;
-        return 0;
-    }
-
     uint32_t tname = agg_intern(a, thread_name);
     uint32_t task = task_name ? agg_intern(a, task_name) : 0;
     if (tname == AGG_EMPTY || task == AGG_EMPTY)
         return agg_drop(a);
-    uint64_t h = agg_mix(agg_mix(agg_mix(2, thread_id), tname), task);
     for (size_t i = 0; i < n; i++) {
-        uint32_t loc = agg_location_id(a, &frames[i]);
+        uint32_t loc = agg_frame_location(a, &frames[i]);
         if (loc == AGG_EMPTY)
             return agg_drop(a);
         a->scratch[i] = loc;
-        h = agg_mix(h, loc);
     }
-    size_t i = (size_t)h & a->sample_index.mask;
+
+    /* A thread whose stack did not move: count it where it went last time. */
+    struct agg_thread *th = agg_thread_slot(a, thread_id);
     uint32_t found = AGG_EMPTY;
-    for (;; i = (i + 1) & a->sample_index.mask) {
-        uint32_t id = a->sample_index.slot[i];
-        if (id == AGG_EMPTY)
-            break;
-        const struct agg_sample *s = &a->samples[id];
-        if (a->sample_hash[id] == h && s->nlocations == n && s->thread_id == thread_id &&
-            s->thread_name == tname && s->task_name == task &&
+    if (th->used && th->thread_id == thread_id) {
+        const struct agg_sample *s = &a->samples[th->sample];
+        if (s->nlocations == n && s->thread_name == tname && s->task_name == task &&
             (n == 0 || memcmp(s->locations, a->scratch, n * sizeof(*a->scratch)) == 0)) {
-            found = id;
-            break;
+            found = th->sample;
+            a->stats.coalesced++;
         }
     }
     if (found == AGG_EMPTY) {
-        if (a->nsamples == a->lim.samples || a->lim.stack_slots - a->nslots < n)
-            return agg_drop(a);
-        uint32_t *locs = a->slots + a->nslots;
-        memcpy(locs, a->scratch, n * sizeof(*locs));
-        a->nslots += n;
-        found = (uint32_t)a->nsamples++;
-        a->samples[found] = (struct agg_sample){.locations = locs,
-                                                .nlocations = (uint32_t)n,
-                                                .thread_id = thread_id,
-                                                .thread_name = tname,
-                                                .task_name = task};
-        a->sample_hash[found] = h;
-        a->sample_index.slot[i] = found;
+        uint64_t h =
+            agg_hash_locations(agg_mix(agg_mix(agg_mix(2, thread_id), tname), task), a->scratch, n);
+        size_t i = (size_t)h & a->sample_index.mask;
+        for (;; i = (i + 1) & a->sample_index.mask) {
+            uint32_t id = a->sample_index.slot[i];
+            if (id == AGG_EMPTY)
+                break;
+            const struct agg_sample *s = &a->samples[id];
+            if (a->sample_hash[id] == h && s->nlocations == n && s->thread_id == thread_id &&
+                s->thread_name == tname && s->task_name == task &&
+                (n == 0 || memcmp(s->locations, a->scratch, n * sizeof(*a->scratch)) == 0)) {
+                found = id;
+                break;
+            }
+        }
+        if (found == AGG_EMPTY) {
+            if (a->nsamples == a->lim.samples || a->lim.stack_slots - a->nslots < n)
+                return agg_drop(a);
+            uint32_t *locs = a->slots + a->nslots;
+            memcpy(locs, a->scratch, n * sizeof(*locs));
+            a->nslots += n;
+            found = (uint32_t)a->nsamples++;
+            a->samples[found] = (struct agg_sample){.locations = locs,
+                                                    .nlocations = (uint32_t)n,
+                                                    .thread_id = thread_id,
+                                                    .thread_name = tname,
+                                                    .task_name = task};
+            a->sample_hash[found] = h;
+            a->sample_index.slot[i] = found;
+        }
     }
     a->samples[found].count += count;
     a->samples[found].nanos += nanos;
-    *th = (struct agg_thread){
-        .thread_id = thread_id, .signature = sig, .sample = found, .used = true};
+    *th = (struct agg_thread){.thread_id = thread_id, .sample = found, .used = true};
     a->stats.added++;
     return 0;
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for agent/aggregate/agg.c: interning, coalescing, caps. */
+/* Tests for agent/aggregate/agg.c: interning, coalescing, caps, the
+ * location memo (several processes, reused code addresses, new windows). */
 #include "base/compat.h"
 
 #include "cmocka_wrap.h"
 
 #include "aggregate/agg.h"
+#include "memread_fake.h"
 #include "pprof/collapsed.h"
+#include "pyimage.h"
 
 static struct unwind_frame frame(const char *fn, const char *file, int32_t first, int32_t line,
                                  uint64_t code)
@@ -128,6 +131,138 @@ static void test_agg__empty_names_are_replaced(void **state)
     agg_free(a);
 }
 
+/* The function name of location @loc. */
+static const char *loc_name(const struct agg *a, uint32_t loc)
+{
+    return agg_string(a, agg_function(a, agg_location(a, loc)->function)->name);
+}
+
+/* A fake CPython 3.15 process whose main thread runs <module> -> @leaf. */
+struct proc {
+    struct pyimage *img;
+    struct memread_fake *fake;
+    struct memread *mr;
+    struct unwinder *u;
+    uint64_t leaf_code;
+    uint64_t spare_name; /* a string object holding @spare */
+};
+
+static void proc_open(struct proc *p, const char *leaf, const char *spare)
+{
+    p->img = pyimage_new(15);
+    assert_int_equal(memread_fake_open(&p->fake, &p->mr), 0);
+    unsigned t = pyimage_thread(p->img, 1);
+    uint64_t mod = pyimage_code(p->img, "<module>", "/app/main.py", 1);
+    p->leaf_code = pyimage_code(p->img, leaf, "/app/main.py", 10);
+    p->spare_name = pyimage_str(p->img, spare);
+    pyimage_push(p->img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+    pyimage_push(p->img, t, PYABI_OWNER_THREAD, mod, 2);
+    pyimage_push(p->img, t, PYABI_OWNER_THREAD, p->leaf_code, 3);
+    struct pyruntime rt;
+    pyimage_install(p->img, p->fake, &rt);
+    char why[256];
+    if (unwinder_new(p->mr, &rt, &p->u, why, sizeof(why)))
+        fail_msg("unwinder_new: %s", why);
+}
+
+static void proc_close(struct proc *p)
+{
+    unwinder_free(p->u);
+    memread_free(p->mr);
+    pyimage_free(p->img);
+}
+
+/* Samples @p and adds its main thread to @a, always as thread 1. */
+static void proc_add(struct proc *p, struct agg *a)
+{
+    const struct unwind_result *r;
+    enum sample_status st;
+    assert_int_equal(unwinder_sample(p->u, 0, &r, &st), 0);
+    assert_int_equal(r->nthreads, 1);
+    const struct unwind_thread *t = &r->threads[0];
+    assert_int_equal(t->nframes, 2);
+    assert_int_not_equal(t->frames[0].code_id, 0);
+    assert_int_equal(agg_add(a, t->frames, t->nframes, 1, "main", NULL, 1, 10), 0);
+}
+
+static void test_agg__memo_keeps_processes_and_reused_code_apart(void **state)
+{
+    (void)state;
+    /* two processes built alike: the same code address holds "alpha" in one
+     * and "gamma" in the other */
+    struct proc pa, pb;
+    proc_open(&pa, "alpha", "omega");
+    proc_open(&pb, "gamma", "sigma");
+    assert_int_equal(pa.leaf_code, pb.leaf_code);
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    for (int round = 0; round < 3; round++) {
+        proc_add(&pa, a);
+        proc_add(&pb, a);
+    }
+    /* one window, one thread id, two stacks: each named after its process */
+    assert_int_equal(agg_sample_count(a), 2);
+    assert_string_equal(loc_name(a, agg_sample(a, 0)->locations[0]), "alpha");
+    assert_string_equal(loc_name(a, agg_sample(a, 1)->locations[0]), "gamma");
+    assert_int_equal(agg_sample(a, 0)->count, 3);
+    assert_int_equal(agg_sample(a, 1)->count, 3);
+
+    /* A again, twice: its locations are remembered now */
+    proc_add(&pa, a);
+    proc_add(&pa, a);
+    assert_int_equal(agg_sample(a, 0)->count, 5);
+    /* process A frees the code object and a new one, "omega", takes its
+     * address (3.15 counts it in code_object_generation); the unwinder's
+     * cache starts afresh, so even the name's local copy may sit where
+     * "alpha" was */
+    const struct py_layout *l = pyimage_layout(pa.img);
+    uint64_t gen = 1;
+    assert_int_equal(memread_fake_poke(pa.fake, pa.leaf_code + l->co_qualname, &pa.spare_name, 8),
+                     0);
+    assert_int_equal(memread_fake_poke(pa.fake, 0x20000000 + l->in_code_generation, &gen, 8), 0);
+    proc_add(&pa, a);
+    proc_add(&pb, a);
+    assert_int_equal(agg_sample_count(a), 3);
+    assert_string_equal(loc_name(a, agg_sample(a, 2)->locations[0]), "omega");
+    assert_int_equal(agg_sample(a, 0)->count, 5); /* alpha is gone */
+    assert_int_equal(agg_sample(a, 1)->count, 4); /* gamma is still gamma */
+
+    /* a new window: nothing of the old one's memo is used */
+    agg_reset(a);
+    proc_add(&pb, a);
+    assert_int_equal(agg_sample_count(a), 1);
+    assert_string_equal(loc_name(a, agg_sample(a, 0)->locations[0]), "gamma");
+    assert_string_equal(loc_name(a, agg_sample(a, 0)->locations[1]), "<module>");
+    agg_free(a);
+    proc_close(&pa);
+    proc_close(&pb);
+}
+
+static void test_agg__memo_checks_the_strings_of_made_up_frames(void **state)
+{
+    (void)state;
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    /* frames built by hand that (wrongly) share a code_id */
+    struct unwind_frame f1 = frame("one", "/a.py", 1, 2, 0x10);
+    struct unwind_frame f2 = frame("two", "/a.py", 1, 2, 0x10);
+    f1.code_id = f2.code_id = 99;
+    assert_int_equal(agg_add(a, &f1, 1, 1, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add(a, &f2, 1, 1, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add(a, &f1, 1, 1, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_sample_count(a), 2);
+    assert_string_equal(loc_name(a, agg_sample(a, 0)->locations[0]), "one");
+    assert_string_equal(loc_name(a, agg_sample(a, 1)->locations[0]), "two");
+    assert_int_equal(agg_sample(a, 0)->count, 2);
+    /* the same code_id at another position is another location */
+    struct unwind_frame f3 = f1;
+    f3.pos.line = 5;
+    assert_int_equal(agg_add(a, &f3, 1, 1, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_location(a, agg_sample(a, 2)->locations[0])->line, 5);
+    assert_int_equal(agg_location_count(a), 3);
+    agg_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +270,8 @@ int main(void)
         cmocka_unit_test(test_agg__repeat_counts_the_last_stack),
         cmocka_unit_test(test_agg__caps_drop_and_count),
         cmocka_unit_test(test_agg__empty_names_are_replaced),
+        cmocka_unit_test(test_agg__memo_keeps_processes_and_reused_code_apart),
+        cmocka_unit_test(test_agg__memo_checks_the_strings_of_made_up_frames),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
