@@ -1438,21 +1438,32 @@ out:
 
 /* ---- printing ---- */
 
-/* Writes @s as a double-quoted YAML scalar. */
+/*
+ * Writes @s as a double-quoted YAML scalar. Besides quotes, backslashes and
+ * control characters, the Unicode line breaks NEL, LS and PS are escaped: a
+ * YAML reader folds them like newlines when they appear raw.
+ */
 static void cfg_q(FILE *out, const char *s)
 {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
+        if (p[0] == 0xc2 && p[1] == 0x85) {
+            fputs("\\N", out);
+            p++;
+        } else if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+            fputs(p[2] == 0xa8 ? "\\L" : "\\P", out);
+            p += 2;
+        } else if (*p == '"' || *p == '\\') {
             fprintf(out, "\\%c", *p);
-        else if (*p == '\n')
+        } else if (*p == '\n') {
             fputs("\\n", out);
-        else if (*p == '\t')
+        } else if (*p == '\t') {
             fputs("\\t", out);
-        else if (*p < ' ' || *p == 0x7f)
+        } else if (*p < ' ' || *p == 0x7f) {
             fprintf(out, "\\x%02x", *p);
-        else
+        } else {
             fputc(*p, out);
+        }
     }
     fputc('"', out);
 }

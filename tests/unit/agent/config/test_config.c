@@ -705,6 +705,21 @@ static void test_config__shipped_example_is_valid(void **state)
     config_free(c);
 }
 
+static void test_config__print_escapes_round_trip(void **state)
+{
+    (void)state;
+    /* quotes, backslashes, control characters and Unicode line breaks */
+    struct pyprofd_config *c =
+        load_ok("global:\n  external_labels:\n    a: \"q\\\"b\\\\s\\tt\\x01\\N\\L\\P\\u00e9\"\n"
+                "profile_configs:\n  - job_name: \"j: #x\"\n    relabel_configs:\n"
+                "      - {regex: \"a\\nb$\", target_label: \"${1}\", replacement: \"$$\"}\n",
+                false);
+    const char *v = labels_get(&c->global.external_labels, "a");
+    assert_string_equal(v, "q\"b\\s\tt\x01\xc2\x85\xe2\x80\xa8\xe2\x80\xa9\xc3\xa9");
+    check_round_trip(c);
+    config_free(c);
+}
+
 static void test_config__survives_allocation_failures(void **state)
 {
     (void)state;
@@ -757,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_config__files),
         cmocka_unit_test(test_config__shipped_default_matches_config_default),
         cmocka_unit_test(test_config__shipped_example_is_valid),
+        cmocka_unit_test(test_config__print_escapes_round_trip),
         cmocka_unit_test(test_config__survives_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
