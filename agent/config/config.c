@@ -886,8 +886,8 @@ static void cfg_headers(struct cfg *x, const char *path, const struct config_nod
         char kp[300];
         if (!k)
             continue;
-        snprintf(kp, sizeof(kp), "%s.%s", path, k);
-        if (!cfg_valid_header_name(k)) {
+        int kn = snprintf(kp, sizeof(kp), "%s.%s", path, k);
+        if (kn < 0 || (size_t)kn >= sizeof(kp) || !cfg_valid_header_name(k)) {
             cfg_err(x, m->kids[i], "%s: '%s' is not a valid HTTP header name", path, k);
             continue;
         }
