@@ -126,6 +126,13 @@ PYPROFD_WARN_UNUSED int unwinder_new(struct memread *mr, const struct pyruntime 
  * thread could be looked at, with *@a status saying why: SAMPLE_PROCESS_GONE,
  * SAMPLE_PERMISSION, SAMPLE_READ_FAULT, SAMPLE_NOT_INITIALIZED,
  * SAMPLE_FINALIZING.
+ *
+ * Without UNWIND_ALL_THREADS, while the main interpreter is the process's
+ * only one, the runtime's interpreter list and finalizing flag are read at
+ * least once a millisecond rather than on every sample: a sample taken less
+ * than 1 ms after finalizing began shows the main thread's frames (or fails
+ * as a torn stack) instead of SAMPLE_FINALIZING, and an interpreter created
+ * meanwhile is first looked at up to 1 ms late.
  */
 PYPROFD_WARN_UNUSED int unwinder_sample(struct unwinder *u, unsigned flags,
                                         const struct unwind_result **out,
@@ -138,6 +145,13 @@ PYPROFD_WARN_UNUSED int unwinder_sample(struct unwinder *u, unsigned flags,
  */
 void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t native_tid),
                          void *ctx);
+
+/**
+ * Sets the monotonic clock (nanoseconds) the unwinder uses to decide when the
+ * runtime's fields are due to be read again (see unwinder_sample()); without
+ * it, CLOCK_MONOTONIC. For tests. @a ctx is borrowed.
+ */
+void unwinder_set_clock(struct unwinder *u, uint64_t (*now_ns)(void *ctx), void *ctx);
 
 /** The validated layout in use. */
 const struct py_layout *unwinder_layout(const struct unwinder *u);

@@ -541,6 +541,72 @@ static void test_unwind__runtime_states(void **state)
     fx_close(&fx);
 }
 
+static uint64_t fake_clock(void *ctx)
+{
+    return *(const uint64_t *)ctx;
+}
+
+static void test_unwind__runtime_is_read_at_least_once_a_millisecond(void **state)
+{
+    (void)state;
+    for (int all = 0; all < 2; all++) {
+        struct fixture fx;
+        fx_open(&fx, 15);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        build_stack(&fx, t, f);
+        fx_attach(&fx);
+        uint64_t now = 5000000;
+        unwinder_set_clock(fx.u, fake_clock, &now);
+        unsigned flags = all ? UNWIND_ALL_THREADS : 0;
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+        /* finalizing begins */
+        const struct py_layout *l = pyimage_layout(fx.img);
+        uint64_t ts = 0x30000000;
+        assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &ts, 8), 0);
+        const struct unwind_result *r;
+        enum sample_status st;
+        now += 999999;
+        if (all) {
+            /* all threads: the runtime is read every sample */
+            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
+            assert_int_equal(st, SAMPLE_FINALIZING);
+        } else {
+            /* the main thread alone: within the millisecond, the runtime
+             * as read last time */
+            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), 0);
+            assert_int_equal(r->threads[0].nframes, 3);
+            now += 1;
+            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
+            assert_int_equal(st, SAMPLE_FINALIZING);
+        }
+        /* read every time while it fails */
+        assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
+        uint64_t zero = 0;
+        assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &zero, 8),
+                         0);
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+
+        /* a sub-interpreter appears at the head of the list: seen within the
+         * millisecond, and from then on the runtime is read every sample */
+        static uint8_t sub[16384];
+        uint64_t sub_raddr = 0x21000000, one = 1, main_interp = 0x20000000;
+        memset(sub, 0, sizeof(sub));
+        memcpy(sub + l->in_id, &one, 8);
+        memcpy(sub + l->in_next, &main_interp, 8);
+        assert_int_equal(memread_fake_add(fx.fake, sub_raddr, sub, sizeof(sub)), 0);
+        assert_int_equal(
+            memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_interpreters_head, &sub_raddr, 8),
+            0);
+        now += 1000000;
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &ts, 8), 0);
+        assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
+        assert_int_equal(st, SAMPLE_FINALIZING);
+        fx_close(&fx);
+    }
+}
+
 static void test_unwind__code_cache_invalidation(void **state)
 {
     (void)state;
@@ -628,6 +694,7 @@ int main(void)
         cmocka_unit_test(test_unwind__reused_frames_stay_the_threads_own),
         cmocka_unit_test(test_unwind__embedded_main_thread_is_the_oldest),
         cmocka_unit_test(test_unwind__runtime_states),
+        cmocka_unit_test(test_unwind__runtime_is_read_at_least_once_a_millisecond),
         cmocka_unit_test(test_unwind__code_cache_invalidation),
         cmocka_unit_test(test_unwind__warm_sample_takes_a_handful_of_reads),
     };
