@@ -27,7 +27,7 @@ struct dispatch {
     size_t nretired;
     uint64_t max_bytes;
     _Atomic uint64_t encoded, encode_errors, too_big, dropped_at_stop, push_errors;
-    struct promtext_hist encode_seconds, profile_bytes;
+    struct promtext_hist encode_seconds, profile_bytes, window_seconds;
 };
 
 static void dispatch_free_set(struct exporter *ex, size_t n, uint64_t deadline)
@@ -65,6 +65,7 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
     }
     atomic_fetch_add(&d->encoded, 1);
     promtext_hist_observe(&d->profile_bytes, (double)len);
+    promtext_hist_observe(&d->window_seconds, (double)it->duration_nanos / 1e9);
     struct export_profile p = {.item = it, .pprof = gz, .len = len};
     pthread_mutex_lock(&d->mu);
     struct exporter ex[DISPATCH_MAX_EXPORTERS];
@@ -126,9 +127,11 @@ int dispatch_new(struct window_queue *q, uint64_t max_profile_bytes, struct disp
     d->max_bytes = max_profile_bytes;
     static const double secs[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                   0.05,   0.1,   0.25,   0.5,   1,    2.5};
+    static const double windows[] = {1, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600};
     static const double bytes[] = {1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216};
     if (promtext_hist_init(&d->encode_seconds, secs, PYPROFD_ARRAY_SIZE(secs)) ||
-        promtext_hist_init(&d->profile_bytes, bytes, PYPROFD_ARRAY_SIZE(bytes))) {
+        promtext_hist_init(&d->profile_bytes, bytes, PYPROFD_ARRAY_SIZE(bytes)) ||
+        promtext_hist_init(&d->window_seconds, windows, PYPROFD_ARRAY_SIZE(windows))) {
         alloc_free(d);
         return -EINVAL;
     }
@@ -239,6 +242,12 @@ int dispatch_metrics(struct dispatch *d, struct promtext *w)
                               "Size of each encoded (gzipped) profile window.");
     if (!err)
         err = promtext_histogram(w, NULL, 0, &d->profile_bytes);
+    if (!err)
+        err = promtext_family(w, "pyprofd_profile_window_duration_seconds", PROMTEXT_HISTOGRAM,
+                              "Time each encoded profile covers: profile_interval, or less for "
+                              "a target that exited, a reload or a shutdown.");
+    if (!err)
+        err = promtext_histogram(w, NULL, 0, &d->window_seconds);
     pthread_mutex_lock(&d->mu);
     for (size_t i = 0; !err && i < d->nex; i++) {
         if (d->ex[i].ops->metrics)
