@@ -30,7 +30,8 @@
 #define UNWIND_CHUNK_GUESSES   64u /* thread state -> last chunk, direct-mapped */
 #define UNWIND_GUESS_FRAMES    4u  /* out-of-chunk frames remembered per thread */
 #define UNWIND_INTERP_IOV      9u  /* ranges of one interpreter read */
-#define UNWIND_THREAD_IOV      (2u + UNWIND_GUESS_FRAMES) /* ranges of one thread read */
+#define UNWIND_GUESS_CHUNKS    4u  /* data-stack chunks remembered per thread */
+#define UNWIND_THREAD_IOV      (1u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES) /* one thread read */
 #define UNWIND_CHUNK_SLACK     2048u    /* copied beyond the last walk's deepest frame */
 #define UNWIND_INTERP_SPAN     4096u    /* largest interpreter range read in one piece */
 #define UNWIND_RUNTIME_SPAN    4096u    /* largest runtime range read in one piece */
@@ -64,6 +65,14 @@ struct chunk_copy {
     uint64_t raddr;
     size_t size; /* bytes copied (header included) */
     const uint8_t *data;
+    uint64_t real_size; /* the chunk's own size, from its header */
+};
+
+/* A data-stack chunk a thread's last walk went through, for the next read. */
+struct chunk_guess {
+    uint64_t raddr;     /* 0: none */
+    uint64_t real_size; /* its size */
+    uint32_t used;      /* bytes up to the end of its last frame walked; 0: unknown */
 };
 
 /*
@@ -126,9 +135,8 @@ struct unwinder {
     size_t nchunks;
     uint64_t next_chunk; /* next older chunk not copied yet */
     uint64_t guess_tstate[UNWIND_CHUNK_GUESSES];
-    uint64_t guess_chunk[UNWIND_CHUNK_GUESSES];
+    struct chunk_guess guess_chunks[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_CHUNKS];
     uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMES];
-    uint32_t guess_len[UNWIND_CHUNK_GUESSES];     /* bytes of the chunk the last walk used */
     uint64_t verified_hash[UNWIND_CHUNK_GUESSES]; /* the thread's last verified chain */
     /* each thread's last resolved frames: where, and by which resolve */
     struct resolved_thread resolved[UNWIND_CHUNK_GUESSES];
@@ -136,9 +144,10 @@ struct unwinder {
     uint64_t resolve_serial;   /* counts unwind_resolve() calls */
     uint64_t last_key;         /* the last stack_key handed out */
     uint64_t resolve_epoch;    /* moves whenever cached code entries change */
-    size_t used_extent;        /* this walk: end of the furthest frame read in chunk 0 */
-    uint64_t interp_guess;     /* the first interpreter, read with the runtime */
-    uint64_t main_guess;       /* its main thread's state, read in the same call */
+    /* this walk: end of the furthest frame read in each of the first chunks */
+    size_t used_extent[UNWIND_GUESS_CHUNKS];
+    uint64_t interp_guess; /* the first interpreter, read with the runtime */
+    uint64_t main_guess;   /* its main thread's state, read in the same call */
     /* the interpreter fields lie close together: read [in_lo, in_lo + in_span)
      * as one range when the span is small (0: one range per field) */
     uint32_t in_lo, in_span;
@@ -374,10 +383,12 @@ static bool unwind_visit(struct unwinder *u, uint64_t addr)
 }
 
 /*
- * Registers the chunk whose first UNWIND_CHUNK_DEFAULT bytes were copied to
- * @dst. Returns 0, 1 when it is not a chunk, or a read error.
+ * Registers the chunk whose first @copied bytes were copied to @dst: a
+ * guess's partial copy (@guessed), or the first UNWIND_CHUNK_DEFAULT bytes.
+ * Returns 0, 1 when it is not a chunk, or a read error.
  */
-static int unwind_add_chunk(struct unwinder *u, uint64_t raddr, uint8_t *dst, size_t copied)
+static int unwind_add_chunk(struct unwinder *u, uint64_t raddr, uint8_t *dst, size_t copied,
+                            bool guessed)
 {
     uint64_t size = u64_at(dst + 8);
     if (size <= PYABI_CHUNK_HEADER || size > UNWIND_CHUNK_MAX) {
@@ -385,8 +396,8 @@ static int unwind_add_chunk(struct unwinder *u, uint64_t raddr, uint8_t *dst, si
         return 1; /* not a chunk: stop copying, frames are read directly */
     }
     size_t have = copied;
-    if (copied < UNWIND_CHUNK_DEFAULT) {
-        have = (size_t)size < copied ? (size_t)size : copied; /* a partial copy (a guess) */
+    if (guessed) {
+        have = (size_t)size < copied ? (size_t)size : copied; /* frames beyond: read directly */
     } else if (size > have) {
         /* a big chunk: copy what fits, read frames beyond it directly */
         have = (size_t)size <= UNWIND_CHUNK_BUF - u->chunk_used ? (size_t)size
@@ -398,7 +409,7 @@ static int unwind_add_chunk(struct unwinder *u, uint64_t raddr, uint8_t *dst, si
         have = (size_t)size;
     }
     u->chunk_low[u->nchunks] = UINT64_MAX;
-    u->chunks[u->nchunks++] = (struct chunk_copy){raddr, have, dst};
+    u->chunks[u->nchunks++] = (struct chunk_copy){raddr, have, dst, size};
     u->chunk_used += have;
     u->next_chunk = u64_at(dst); /* previous (older) chunk */
     return 0;
@@ -413,19 +424,20 @@ static int unwind_load_chunk(struct unwinder *u)
     uint64_t raddr = u->next_chunk;
     uint8_t *dst = u->chunk_buf + u->chunk_used;
     int err = memread_read(u->mr, raddr, dst, UNWIND_CHUNK_DEFAULT);
-    return err ? err : unwind_add_chunk(u, raddr, dst, UNWIND_CHUNK_DEFAULT);
+    return err ? err : unwind_add_chunk(u, raddr, dst, UNWIND_CHUNK_DEFAULT, false);
 }
 
 /*
- * Reads a thread state and, in the same system call, the chunk it used last
- * time (it rarely changes): one read instead of two, and the thread state and
- * its newest frames are copied microseconds apart. Returns 0 or a read error.
+ * A thread state is read together with, in the same system call, the chunks
+ * its last walk went through (they rarely change): one read instead of
+ * several, and the thread state and its frames are copied microseconds
+ * apart. What was guessed, for unwind_thread_finish():
  */
-/* A thread read being set up: what was guessed, for unwind_thread_finish(). */
 struct thread_read {
     size_t slot;
-    uint64_t guess; /* chunk copied with the thread state, or 0 */
-    size_t guess_len;
+    size_t nguess; /* chunks copied with the thread state, newest first */
+    uint64_t guess[UNWIND_GUESS_CHUNKS];
+    size_t off[UNWIND_GUESS_CHUNKS], len[UNWIND_GUESS_CHUNKS]; /* where in chunk_buf */
 };
 
 /* Sets up the ranges of a thread read into @iov (at most UNWIND_THREAD_IOV). */
@@ -435,8 +447,7 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
     const struct py_layout *l = &u->l;
     size_t slot = unwind_slot(tstate_raddr);
     bool known = u->guess_tstate[slot] == tstate_raddr;
-    *tr = (struct thread_read){
-        .slot = slot, .guess = known ? u->guess_chunk[slot] : 0, .guess_len = UNWIND_CHUNK_DEFAULT};
+    *tr = (struct thread_read){.slot = slot};
     u->nchunks = 0;
     u->chunk_used = 0;
     u->nextra = 0;
@@ -446,16 +457,29 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
 
     size_t n = 0;
     iov[n++] = (struct memread_iov){tstate_raddr, u->tstate, u->tstate_len};
-    /* Only the part of the chunk the last walk used (plus slack) is copied:
-     * most stacks use a few KiB of the 16. Frames beyond are read directly,
-     * and the next sample copies more. */
-    if (tr->guess && u->guess_len[slot]) {
-        tr->guess_len = ((size_t)u->guess_len[slot] + UNWIND_CHUNK_SLACK + 4095) & ~(size_t)4095;
-        if (tr->guess_len > UNWIND_CHUNK_DEFAULT)
-            tr->guess_len = UNWIND_CHUNK_DEFAULT;
+    /* Only the part of each chunk the last walk used is copied (of the
+     * newest, plus slack for a deeper call): most stacks use a few KiB of the
+     * 16. Frames beyond are read directly, and the next sample copies more. */
+    size_t off = 0;
+    for (size_t i = 0; known && i < UNWIND_GUESS_CHUNKS; i++) {
+        const struct chunk_guess *g = &u->guess_chunks[slot][i];
+        if (!g->raddr)
+            break;
+        size_t len = UNWIND_CHUNK_DEFAULT;
+        if (g->used) {
+            len = ((size_t)g->used + (i == 0 ? UNWIND_CHUNK_SLACK : 0) + 4095) & ~(size_t)4095;
+            if (len > g->real_size)
+                len = (size_t)g->real_size;
+        }
+        if (len > UNWIND_CHUNK_BUF - off)
+            break;
+        tr->guess[i] = g->raddr;
+        tr->off[i] = off;
+        tr->len[i] = len;
+        tr->nguess++;
+        iov[n++] = (struct memread_iov){g->raddr, u->chunk_buf + off, len};
+        off += len;
     }
-    if (tr->guess)
-        iov[n++] = (struct memread_iov){tr->guess, u->chunk_buf, tr->guess_len};
     for (size_t i = 0; known && i < UNWIND_GUESS_FRAMES && u->guess_frames[slot][i]; i++) {
         u->extra_raddr[u->nextra] = u->guess_frames[slot][i];
         iov[n++] =
@@ -469,13 +493,19 @@ static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr
 {
     const struct py_layout *l = &u->l;
     u->next_chunk = u64_at(u->tstate + l->ts_datastack_chunk);
-    u->guess_tstate[tr->slot] = u->tstate_raddr;
-    u->guess_chunk[tr->slot] = u->next_chunk;
-    u->used_extent = 0;
-    if (tr->guess && tr->guess == u->next_chunk) {
-        int err = unwind_add_chunk(u, tr->guess, u->chunk_buf, tr->guess_len);
+    if (u->guess_tstate[tr->slot] != u->tstate_raddr) {
+        u->guess_tstate[tr->slot] = u->tstate_raddr;
+        memset(u->guess_chunks[tr->slot], 0, sizeof(u->guess_chunks[tr->slot]));
+    }
+    memset(u->used_extent, 0, sizeof(u->used_extent));
+    /* each guess holds while the chain of chunks is the same */
+    for (size_t i = 0; i < tr->nguess && tr->guess[i] == u->next_chunk; i++) {
+        int err = unwind_add_chunk(u, tr->guess[i], u->chunk_buf + tr->off[i], tr->len[i], true);
         if (err < 0)
             return err;
+        if (err > 0)
+            break;
+        u->chunk_used = tr->off[i] + tr->len[i];
     }
     return 0;
 }
@@ -488,18 +518,31 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
     int err = memread_readv(u->mr, iov, n);
     if (err == -EFAULT) {
         /* a guess went stale (a chunk freed), or the struct ends early: plainly */
-        tr.guess = 0;
+        tr.nguess = 0;
         u->nextra = 0;
         err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
     }
     return err ? err : unwind_thread_finish(u, &tr);
 }
 
-/* Remembers the frames this walk had to read on their own, for the next sample. */
+/* Remembers the chunks this walk went through and the frames it had to read
+ * on their own, for the next sample. */
 static void unwind_remember_extra(struct unwinder *u)
 {
     size_t slot = unwind_slot(u->tstate_raddr);
-    u->guess_len[slot] = (uint32_t)(u->used_extent ? u->used_extent : UNWIND_CHUNK_DEFAULT);
+    size_t keep = 1; /* the newest chunk always (the stack may grow back into it) */
+    for (size_t i = 1; i < u->nchunks && i < UNWIND_GUESS_CHUNKS; i++) {
+        if (u->used_extent[i])
+            keep = i + 1;
+    }
+    for (size_t i = 0; i < UNWIND_GUESS_CHUNKS; i++) {
+        struct chunk_guess *g = &u->guess_chunks[slot][i];
+        if (i < keep && i < u->nchunks)
+            *g = (struct chunk_guess){u->chunks[i].raddr, u->chunks[i].real_size,
+                                      (uint32_t)u->used_extent[i]};
+        else
+            *g = (struct chunk_guess){0}; /* (a walk that used no chunk: none) */
+    }
     for (size_t i = 0; i < UNWIND_GUESS_FRAMES; i++)
         u->guess_frames[slot][i] = i < u->nseen_extra ? u->seen_extra[i] : 0;
 }
@@ -512,21 +555,25 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
 {
     size_t fr = u->l.fr_size;
     *chunk = -1;
-    for (;;) {
+    bool beyond = false; /* in a chunk, past the part copied: no other chunk holds it */
+    while (!beyond) {
         for (size_t i = 0; i < u->nchunks; i++) {
             const struct chunk_copy *c = &u->chunks[i];
             if (addr >= c->raddr + PYABI_CHUNK_HEADER && addr - c->raddr <= c->size &&
                 c->size - (addr - c->raddr) >= fr) {
-                if (i == 0 && addr - c->raddr + fr > u->used_extent)
-                    u->used_extent = (size_t)(addr - c->raddr) + fr;
+                if (i < UNWIND_GUESS_CHUNKS && addr - c->raddr + fr > u->used_extent[i])
+                    u->used_extent[i] = (size_t)(addr - c->raddr) + fr;
                 *chunk = (int32_t)i;
                 return c->data + (addr - c->raddr);
             }
+            if (addr >= c->raddr + PYABI_CHUNK_HEADER && addr - c->raddr < c->real_size) {
+                beyond = true;
+                if (i < UNWIND_GUESS_CHUNKS && addr - c->raddr + fr > u->used_extent[i])
+                    u->used_extent[i] = (size_t)(addr - c->raddr) + fr; /* copy more next time */
+            }
         }
-        if (u->nchunks > 0 && addr >= u->chunks[0].raddr &&
-            addr - u->chunks[0].raddr < UNWIND_CHUNK_DEFAULT &&
-            addr - u->chunks[0].raddr + fr > u->used_extent)
-            u->used_extent = (size_t)(addr - u->chunks[0].raddr) + fr; /* beyond a partial copy */
+        if (beyond)
+            break;
         /* inside what was read with the thread state? */
         if (addr >= u->tstate_raddr && addr - u->tstate_raddr <= u->tstate_len &&
             u->tstate_len - (addr - u->tstate_raddr) >= fr)
@@ -546,8 +593,8 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
         if (rc > 0)
             break;
     }
-    if (u->nseen_extra < UNWIND_GUESS_FRAMES)
-        u->seen_extra[u->nseen_extra++] = addr;
+    if (!beyond && u->nseen_extra < UNWIND_GUESS_FRAMES)
+        u->seen_extra[u->nseen_extra++] = addr; /* (beyond: a larger copy next time) */
     *err = memread_read(u->mr, addr, u->frame_buf, fr);
     return *err ? NULL : u->frame_buf;
 }

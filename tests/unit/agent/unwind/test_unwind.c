@@ -242,6 +242,89 @@ static void test_unwind__loop_through_frames_outside_the_chunks(void **state)
     }
 }
 
+/*
+ * An older data-stack chunk at @raddr (a copy in @buf, PYIMAGE-sized) holding
+ * an entry frame linked to @below and then one frame of each of @codes;
+ * returns the newest.
+ */
+static uint64_t add_older_chunk(struct fixture *fx, uint64_t raddr, uint8_t *buf, uint64_t below,
+                                const uint64_t *codes, size_t n)
+{
+    const struct py_layout *l = pyimage_layout(fx->img);
+    memset(buf, 0, 16384);
+    uint64_t size = 16384;
+    memcpy(buf + 8, &size, 8);
+    size_t stride = l->fr_size + 16, at = PYABI_CHUNK_HEADER;
+    uint64_t prev = below;
+    for (size_t i = 0; i <= n; i++, at += stride) {
+        uint8_t *fr = buf + at;
+        memcpy(fr + l->fr_previous, &prev, 8);
+        fr[l->fr_owner] = i == 0 ? PYABI_OWNER_INTERPRETER : PYABI_OWNER_THREAD;
+        if (i > 0) {
+            uint64_t ip = codes[i - 1] + l->co_adaptive;
+            memcpy(fr + l->fr_executable, &codes[i - 1], 8);
+            memcpy(fr + l->fr_instr_ptr, &ip, 8);
+        }
+        prev = raddr + at;
+    }
+    assert_int_equal(memread_fake_add(fx->fake, raddr, buf, 16384), 0);
+    return prev;
+}
+
+static void test_unwind__older_chunks_are_read_with_the_thread(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 15);
+    unsigned t = pyimage_thread(fx.img, 1);
+    uint64_t codes[4] = {
+        pyimage_code(fx.img, "old_a", "/o.py", 1), pyimage_code(fx.img, "old_b", "/o.py", 10),
+        pyimage_code(fx.img, "moved_a", "/m.py", 1), pyimage_code(fx.img, "moved_b", "/m.py", 10)};
+    uint64_t newer = pyimage_code(fx.img, "newer", "/n.py", 1);
+    uint64_t first = pyimage_push(fx.img, t, PYABI_OWNER_THREAD, newer, 0);
+    pyimage_push(fx.img, t, PYABI_OWNER_THREAD, newer, 1);
+    fx_attach(&fx);
+    const struct py_layout *l = pyimage_layout(fx.img);
+    uint64_t ts = 0x30000000, base = ts + l->ts_size, chunk = 0x40000000;
+    /* the chunk's oldest frame continues in an older chunk */
+    static uint8_t old1[16384], old2[16384];
+    uint64_t older = 0x48000000;
+    uint64_t top = add_older_chunk(&fx, older, old1, base, codes, 2);
+    assert_int_equal(memread_fake_poke(fx.fake, chunk, &older, 8), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, first + l->fr_previous, &top, 8), 0);
+    static const char *const want[] = {"newer", "newer", "old_b", "old_a"};
+    const struct unwind_thread *th = &fx_sample(&fx, 0)->threads[0];
+    assert_int_equal(th->status, SAMPLE_OK);
+    assert_int_equal(th->nframes, 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(th->frames[i].function, want[i]);
+    /* warm: both chunks come with the thread state, in one read */
+    unsigned before = memread_fake_calls(fx.fake);
+    th = &fx_sample(&fx, 0)->threads[0];
+    assert_int_equal(memread_fake_calls(fx.fake) - before, 1);
+    assert_int_equal(th->nframes, 4);
+    assert_string_equal(th->frames[3].function, "old_a");
+
+    /* the older chunk is freed and the stack below rebuilt in another one:
+     * the copy made on the guess is not used */
+    uint64_t other = 0x49000000;
+    top = add_older_chunk(&fx, other, old2, base, codes + 2, 2);
+    assert_int_equal(memread_fake_poke(fx.fake, chunk, &other, 8), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, first + l->fr_previous, &top, 8), 0);
+    static const char *const moved[] = {"newer", "newer", "moved_b", "moved_a"};
+    for (int round = 0; round < 2; round++) {
+        before = memread_fake_calls(fx.fake);
+        th = &fx_sample(&fx, 0)->threads[0];
+        assert_int_equal(th->status, SAMPLE_OK);
+        assert_int_equal(th->nframes, 4);
+        for (size_t i = 0; i < 4; i++)
+            assert_string_equal(th->frames[i].function, moved[i]);
+        if (round == 1) /* guessed right again */
+            assert_int_equal(memread_fake_calls(fx.fake) - before, 1);
+    }
+    fx_close(&fx);
+}
+
 static void test_unwind__chain_must_reach_the_base_frame(void **state)
 {
     (void)state;
@@ -683,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_unwind__native_marker_between_python_frames),
         cmocka_unit_test(test_unwind__loop_is_a_cycle),
         cmocka_unit_test(test_unwind__loop_through_frames_outside_the_chunks),
+        cmocka_unit_test(test_unwind__older_chunks_are_read_with_the_thread),
         cmocka_unit_test(test_unwind__chain_must_reach_the_base_frame),
         cmocka_unit_test(test_unwind__unmapped_frame_is_incomplete),
         cmocka_unit_test(test_unwind__impossible_owner_is_bad_frame),
