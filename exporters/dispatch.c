@@ -42,6 +42,19 @@ static void dispatch_free_set(struct exporter *ex, size_t n, uint64_t deadline)
 
 static void dispatch_one(struct dispatch *d, struct window_item *it)
 {
+    pthread_mutex_lock(&d->mu);
+    struct exporter ex[DISPATCH_MAX_EXPORTERS];
+    size_t n = d->nex;
+    memcpy(ex, d->ex, n * sizeof(*ex));
+    pthread_mutex_unlock(&d->mu);
+    /* the sets only change on this thread's watch (retired sets are freed here) */
+    bool plain = false, labelled = false;
+    for (size_t i = 0; i < n; i++) {
+        plain |= ex[i].ops->wants_plain;
+        labelled |= !ex[i].ops->wants_plain;
+    }
+    labelled |= n == 0; /* still encode: the metrics describe every window */
+
     struct pprof_part part = {.agg = it->agg, .labels = &it->labels};
     struct pprof_meta m = {
         .value_type = it->value_type,
@@ -51,33 +64,34 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
         .duration_nanos = it->duration_nanos,
         .max_bytes = (size_t)d->max_bytes,
     };
-    uint8_t *gz = NULL;
-    size_t len = 0;
+    struct export_profile p = {.item = it};
+    uint8_t *gz = NULL, *gz_plain = NULL;
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    int err = pprof_build_multi(&part, 1, &m, &gz, &len);
+    int err = labelled ? pprof_build_multi(&part, 1, &m, &gz, &p.len) : 0;
+    if (!err && plain) {
+        part.labels = NULL;
+        err = pprof_build_multi(&part, 1, &m, &gz_plain, &p.len_plain);
+    }
     clock_gettime(CLOCK_MONOTONIC, &b);
     promtext_hist_observe(&d->encode_seconds,
                           (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
     if (err) {
         atomic_fetch_add(err == -E2BIG ? &d->too_big : &d->encode_errors, 1);
-        return;
+        goto out;
     }
+    p.pprof = gz;
+    p.pprof_plain = gz_plain;
     atomic_fetch_add(&d->encoded, 1);
-    promtext_hist_observe(&d->profile_bytes, (double)len);
+    promtext_hist_observe(&d->profile_bytes, (double)(labelled ? p.len : p.len_plain));
     promtext_hist_observe(&d->window_seconds, (double)it->duration_nanos / 1e9);
-    struct export_profile p = {.item = it, .pprof = gz, .len = len};
-    pthread_mutex_lock(&d->mu);
-    struct exporter ex[DISPATCH_MAX_EXPORTERS];
-    size_t n = d->nex;
-    memcpy(ex, d->ex, n * sizeof(*ex));
-    pthread_mutex_unlock(&d->mu);
-    /* the sets only change on this thread's watch (retired sets are freed here) */
     for (size_t i = 0; i < n; i++) {
         if (ex[i].ops->push(ex[i].ctx, &p))
             atomic_fetch_add(&d->push_errors, 1);
     }
+out:
     alloc_free(gz);
+    alloc_free(gz_plain);
 }
 
 static void dispatch_reap(struct dispatch *d)

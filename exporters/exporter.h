@@ -29,10 +29,16 @@ struct export_profile {
     const struct window_item *item; /* target labels, job, pid, value type, times */
     const uint8_t *pprof;           /* gzipped pprof; every sample carries the target labels */
     size_t len;
+    /* The same window without the target labels on its samples (push backends
+     * send those as series labels instead; Pyroscope would turn sample labels
+     * into more series). NULL unless an exporter's ops set wants_plain. */
+    const uint8_t *pprof_plain;
+    size_t len_plain;
 };
 
 struct exporter_ops {
     const char *kind; /* "file", "pyroscope", "parca" */
+    bool wants_plain; /* needs export_profile.pprof_plain */
     int (*push)(void *ctx, const struct export_profile *p);
     int (*metrics)(void *ctx, struct promtext *w);
     void (*shutdown)(void *ctx, uint64_t deadline_ns);

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * push.h: the delivery engine every push exporter (Pyroscope, Parca) shares.
+ * A backend supplies only a transport (struct push_transport_ops: turn one
+ * profile into one request and say what happened); the engine does the rest,
+ * the same way for every backend:
+ *
+ *  - push() (export thread) copies the profile and its series labels into a
+ *    bounded queue per endpoint (queue_max_profiles, queue_max_bytes); when
+ *    full, the OLDEST queued profile is dropped and counted. It never blocks.
+ *  - one sender thread per endpoint takes profiles in order and calls the
+ *    transport's send() with remote_timeout. Outcomes:
+ *      PUSH_OK      delivered: counted, latency observed;
+ *      PUSH_RETRY   connection error, timeout, 408/429/5xx, gRPC
+ *                   UNAVAILABLE/RESOURCE_EXHAUSTED/DEADLINE_EXCEEDED/ABORTED:
+ *                   the profile stays at the head of the queue and is tried
+ *                   again after an exponential backoff with jitter between
+ *                   min_backoff and max_backoff (Retry-After, when the server
+ *                   sends one, is honoured up to max_backoff), at most
+ *                   max_retries times (0: no limit but age);
+ *      PUSH_DROP    4xx and other permanent errors (INVALID_ARGUMENT, ...):
+ *                   dropped and counted, the server's message logged once per
+ *                   distinct code.
+ *    A profile older than the backend accepts (max_age, e.g. Pyroscope's one
+ *    hour) is dropped and counted instead of being sent.
+ *  - series labels: the target's labels (relabelled, external labels added)
+ *    plus __name__ from the mode (push_metric_name()), then the endpoint's
+ *    write_relabel_configs; a profile they drop is counted, not sent.
+ *  - shutdown(): the sender keeps delivering until the deadline, then stops;
+ *    what is left is counted as dropped.
+ *  - metrics (per endpoint, label endpoint="<name>"): pushed, failed by code,
+ *    retried, dropped by reason (count and bytes), queue length and bytes,
+ *    push latency histogram.
+ *
+ * Time is injected (struct push_clock) so backoff and age are testable; the
+ * jitter source too.
+ *
+ * Thread safety: as exporter.h. The transport's send() runs on the sender
+ * thread only; its context is the transport's.
+ */
+#ifndef PYPROFD_EXPORTERS_PUSH_PUSH_H
+#define PYPROFD_EXPORTERS_PUSH_PUSH_H
+
+#include "base/compat.h"
+
+#include "base/labels.h"
+#include "config/config.h"
+#include "exporters/exporter.h"
+
+enum push_outcome { PUSH_OK, PUSH_RETRY, PUSH_DROP };
+
+/** What one send attempt came to; filled by the transport. */
+struct push_result {
+    enum push_outcome outcome;
+    char code[32];           /* for metrics: "200", "503", "grpc_14", "timeout", "connect", ... */
+    uint64_t retry_after_ns; /* from Retry-After; 0: none */
+    char message[256];       /* the server's error message, or the local error; "" on success */
+};
+
+/** One profile as the transport sees it. All borrowed for the call. */
+struct push_request {
+    const struct labels *labels; /* final series labels, __name__ and service_name included */
+    const uint8_t *pprof;        /* gzipped pprof */
+    size_t len;
+    const char *value_type; /* "cpu", "wall", "gil", "exception" */
+    int64_t period_ns;
+    int64_t time_nanos; /* window start, epoch ns */
+    int64_t duration_nanos;
+};
+
+struct push_transport_ops {
+    const char *kind; /* "pyroscope", "parca" */
+    /**
+     * Sends @a r once, giving up after @a timeout_ns. Must classify the
+     * outcome in @a res (never leave it PUSH_OK on failure). Blocking is fine:
+     * this runs on the endpoint's sender thread.
+     */
+    void (*send)(void *tctx, const struct push_request *r, uint64_t timeout_ns,
+                 struct push_result *res);
+    /** Frees the transport context; NULL allowed. */
+    void (*free)(void *tctx);
+};
+
+/** Time and randomness, injectable. NULL fields: CLOCK_MONOTONIC / CLOCK_REALTIME / random. */
+struct push_clock {
+    uint64_t (*mono_ns)(void *arg);
+    int64_t (*real_ns)(void *arg);
+    uint64_t (*random)(void *arg); /* jitter */
+    void *arg;
+};
+
+/** The series name (__name__) for a mode: cpu -> process_cpu, wall -> wall, gil -> gil,
+ *  exception -> exception (documented in docs/exporters.md). */
+const char *push_metric_name(const char *value_type);
+
+/**
+ * The backoff before retry @a attempt (1 = the first retry): min * 2^(attempt-1),
+ * capped at max, then "equal jitter" (half fixed, half random from @a rnd),
+ * never below min. Pure; tested.
+ */
+uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uint64_t rnd);
+
+/**
+ * Creates a push exporter for endpoint @a rw, sending with @a ops / @a tctx.
+ * What is needed of @a rw is copied, except its compiled write_relabel rules,
+ * which the exporter takes over (rw->write_relabel is set to NULL), so the
+ * exporter does not depend on the config's lifetime. The exporter also takes
+ * ownership of @a tctx, on failure too. @a max_age_ns: profiles older than
+ * this are dropped, not sent (0: no limit). @a clock may be NULL. Starts the
+ * sender thread. Returns 0 with @a out filled, or -ENOMEM / -errno.
+ */
+PYPROFD_WARN_UNUSED int push_exporter_new(struct config_remote_write *rw,
+                                          const struct push_transport_ops *ops, void *tctx,
+                                          uint64_t max_age_ns, const struct push_clock *clock,
+                                          struct exporter *out);
+
+#endif /* PYPROFD_EXPORTERS_PUSH_PUSH_H */
