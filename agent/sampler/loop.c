@@ -34,7 +34,8 @@
 #define LOOP_RECHECK_RARE   30u /* refresh intervals before an unsupported process is re-read */
 #define LOOP_RECHECK_OFTEN  6u  /* ... a process that is not Python */
 #define LOOP_MAX_JOBS_STATS 1024u
-#define LOOP_QUEUE_WINDOWS  2u /* windows per target in the pool (current + in flight) */
+#define LOOP_QUEUE_WINDOWS  2u      /* windows per target in the pool (current + in flight) */
+#define LOOP_TARGETS_CAP    100000u /* the most max_targets can mean */
 
 enum loop_state {
     LS_NEW,         /* reported by the scan, not looked at yet */
@@ -825,11 +826,45 @@ static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64
             p->recheck_ns = 0;
         }
     }
+    /* room for a larger max_targets (no target exists right now) */
+    size_t want = cfg->global.limits.max_targets > LOOP_TARGETS_CAP
+                      ? LOOP_TARGETS_CAP
+                      : (size_t)cfg->global.limits.max_targets;
+    if (want > l->cap_targets) {
+        struct loop_target **heap = alloc_calloc(want, sizeof(*heap));
+        struct loop_target **targets = alloc_calloc(want, sizeof(*targets));
+        if (heap && targets) {
+            alloc_free(l->heap);
+            alloc_free(l->targets);
+            l->heap = heap;
+            l->targets = targets;
+            l->cap_targets = want;
+        } else {
+            alloc_free(heap);
+            alloc_free(targets);
+            log_error("out of memory for %zu targets; keeping room for %zu", want, l->cap_targets);
+        }
+    }
+    /* a new proc root needs a new scanner */
+    if (strcmp(cfg->discovery.proc_root, l->cfg->discovery.proc_root) != 0) {
+        struct proc_scan_opts so = {
+            .proc_root = cfg->discovery.proc_root,
+            .self_pid = l->opts.self_pid,
+            .filter = loop_scan_filter,
+            .filter_arg = l,
+        };
+        struct proc_scan *scan = proc_scan_new(&so);
+        if (scan) {
+            proc_scan_free(l->scan);
+            l->scan = scan;
+        } else {
+            log_error("cannot scan '%s': out of memory; still scanning '%s'",
+                      cfg->discovery.proc_root, l->cfg->discovery.proc_root);
+        }
+    }
     config_free(l->cfg);
     l->cfg = cfg;
-    l->max_targets = cfg->global.limits.max_targets < l->cap_targets
-                         ? (size_t)cfg->global.limits.max_targets
-                         : l->cap_targets;
+    l->max_targets = want < l->cap_targets ? want : l->cap_targets;
     l->next_scan = now;
 }
 
@@ -999,7 +1034,7 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
     l->procs = alloc_calloc(LOOP_MAX_PROCS, sizeof(*l->procs));
     l->index = alloc_calloc(slots, sizeof(*l->index));
     /* targets and heap are sized for the largest max_targets a config may set */
-    size_t cap = l->max_targets > 100000 ? 100000 : (size_t)l->max_targets;
+    size_t cap = l->max_targets > LOOP_TARGETS_CAP ? LOOP_TARGETS_CAP : (size_t)l->max_targets;
     l->heap = alloc_calloc(cap ? cap : 1, sizeof(*l->heap));
     l->targets = alloc_calloc(cap ? cap : 1, sizeof(*l->targets));
     l->jobs = alloc_calloc(LOOP_MAX_JOBS_STATS, sizeof(*l->jobs));
