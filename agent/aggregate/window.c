@@ -165,6 +165,23 @@ int window_pop(struct window_queue *q, uint64_t deadline_ns, struct window_item 
     return err;
 }
 
+int window_grow_pool(struct window_queue *q, size_t pool_cap)
+{
+    int err = 0;
+    pthread_mutex_lock(&q->mu);
+    if (pool_cap > q->pool_cap) {
+        struct agg **pool = alloc_realloc(q->pool, pool_cap * sizeof(*pool));
+        if (pool) {
+            q->pool = pool;
+            q->pool_cap = pool_cap;
+        } else {
+            err = -ENOMEM;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return err;
+}
+
 void window_close(struct window_queue *q)
 {
     pthread_mutex_lock(&q->mu);
