@@ -82,6 +82,12 @@ static int agent_exporters(const struct pyprofd_config *cfg, struct exporter *ex
     return 0;
 }
 
+static size_t agent_max_targets(const struct pyprofd_config *cfg)
+{
+    return cfg->global.limits.max_targets > 100000 ? 100000
+                                                   : (size_t)cfg->global.limits.max_targets;
+}
+
 static void agent_free_exporters(struct exporter *ex, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -114,6 +120,12 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
     if (e) {
         agent_log_errors(&errs);
         snprintf(err, errlen, "%s", errs.n ? errs.msgs[0] : strerror(-e));
+        goto fail;
+    }
+    size_t max_targets = agent_max_targets(cfg);
+    e = window_grow_pool(a->queue, 2 * max_targets + 16);
+    if (e) {
+        snprintf(err, errlen, "out of memory for %zu targets' windows", max_targets);
         goto fail;
     }
     e = agent_exporters(cfg, ex, &nex);
@@ -299,8 +311,7 @@ int cli_agent(int argc, char **argv)
              : cfg->server.listen_address ? cfg->server.listen_address
                                           : "");
     lifecycle = lifecycle || cfg->server.enable_lifecycle;
-    size_t max_targets =
-        cfg->global.limits.max_targets > 100000 ? 100000 : (size_t)cfg->global.limits.max_targets;
+    size_t max_targets = agent_max_targets(cfg);
     struct agg_limits lim = loop_window_limits(cfg->global.limits.target_memory_bytes);
     /* two windows per target (the current one and one in flight), and some slack */
     e = window_queue_new(max_targets + 16, 2 * max_targets + 16, &lim, &a.queue);
