@@ -87,6 +87,11 @@ void agg_reset(struct agg *a);
  * task @a task_name (NULL: none), worth @a count samples and @a nanos
  * nanoseconds. Returns 0, or -E2BIG when a cap was hit (the sample is dropped
  * and counted).
+ *
+ * A frame with a non-zero code_id finds its location through a memo keyed
+ * by (code_id, line, column), so frames made by hand must leave code_id 0 or
+ * keep unwind.h's contract for it (same id: same function, file and first
+ * line). Frames from several unwinders may be mixed in one window.
  */
 PYPROFD_WARN_UNUSED int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n,
                                 uint64_t thread_id, const char *thread_name, const char *task_name,
