@@ -34,7 +34,14 @@ struct push_endpoint {
     char *auth_type, *auth_credentials, *auth_credentials_file;
     char *ca_file, *cert_file, *key_file, *server_name;
     bool insecure_skip_verify;
+    /* private: with server_name, the CURLOPT_CONNECT_TO entry mapping
+     * server_name:port to the URL's host:port (see push_endpoint_url()) */
+    struct curl_slist *connect_to;
+    char *host_header; /* private: "Host: <the URL's host[:port]>" with server_name */
 };
+
+/** Longest secret file read (password_file, credentials_file); longer is an error. */
+#define PUSH_SECRET_MAX 65536
 
 /** Copies @a rw's settings into @a e. Returns 0 or -ENOMEM (@a e then released). */
 PYPROFD_WARN_UNUSED int push_endpoint_init(struct push_endpoint *e,
@@ -52,11 +59,44 @@ PYPROFD_WARN_UNUSED int push_endpoint_apply(const struct push_endpoint *e, CURL 
                                             struct curl_slist **hdrs, char *err, size_t errlen);
 
 /**
+ * Writes the URL for @a path (starting with '/', may carry a query) on
+ * endpoint @a e into @a buf: the configured URL plus @a path, except that
+ * with tls_config.server_name the host is replaced by server_name, so that
+ * libcurl sends it as SNI and checks the certificate against it, while
+ * push_endpoint_apply()'s CURLOPT_CONNECT_TO entry still connects to the
+ * configured host (and a Host header names the configured host). Transports
+ * should build their URLs with this. Returns 0, -ENAMETOOLONG (@a buf too
+ * small) or -EINVAL.
+ */
+PYPROFD_WARN_UNUSED int push_endpoint_url(const struct push_endpoint *e, const char *path,
+                                          char *buf, size_t len);
+
+/**
+ * Reads a secret file: at most PUSH_SECRET_MAX bytes, surrounding whitespace
+ * removed (as Prometheus does). Returns 0 with a NUL-terminated copy in
+ * *@a out (caller frees with alloc_free(); wipe it first), or a negative
+ * errno with @a err set: the open/read error, -EFBIG (too large), -EINVAL (a
+ * control character inside, which could split an HTTP header).
+ */
+PYPROFD_WARN_UNUSED int push_read_secret(const char *path, char **out, char *err, size_t errlen);
+
+/**
+ * Parses a Retry-After value: delay seconds ("120") or an HTTP-date ("Wed,
+ * 21 Oct 2015 07:28:00 GMT", also the RFC 850 and asctime forms). Returns the
+ * delay in ns from @a now_real_ns (0 for a date in the past, a malformed or a
+ * NULL value).
+ */
+uint64_t push_parse_retry_after(const char *value, int64_t now_real_ns);
+
+/**
  * Classifies an HTTP exchange: @a rc the curl result, @a status the HTTP
  * status (0 if none), @a body the response body (may be NULL; used as the
  * message, cut to fit), @a retry_after the Retry-After header value (may be
  * NULL; seconds or an HTTP-date). Connection errors, timeouts, 408, 429, 5xx
  * are PUSH_RETRY; 2xx PUSH_OK; everything else PUSH_DROP.
+ * res->code is the HTTP status ("503"), or for a curl error "timeout",
+ * "connect" (connection refused, name not resolved), "tls", "send", "recv"
+ * or "curl_<n>"; res->message the body's printable text or curl's message.
  */
 void push_classify_http(CURLcode rc, long status, const char *body, const char *retry_after,
                         int64_t now_real_ns, struct push_result *res);

@@ -35,6 +35,19 @@
  * Time is injected (struct push_clock) so backoff and age are testable; the
  * jitter source too.
  *
+ * Queue accounting: queue_max_profiles and queue_max_bytes (the gzipped pprof
+ * bytes) bound the profiles WAITING; the one being sent is out of the queue
+ * (so at most max_profiles + 1 are held). A profile that comes back for a
+ * retry goes to the head again; when the queue is full meanwhile it is the
+ * oldest, so it is the one dropped.
+ *
+ * Metrics: the exporter's ops->metrics is NULL, because several endpoints
+ * share each metric family and a family may appear only once per document.
+ * The agent calls push_metrics_all() once per scrape instead; it writes each
+ * family once with one sample per live push exporter (Pyroscope and Parca
+ * alike), from a registry the exporters join in push_exporter_new() and
+ * leave in their free().
+ *
  * Thread safety: as exporter.h. The transport's send() runs on the sender
  * thread only; its context is the transport's.
  */
@@ -81,7 +94,12 @@ struct push_transport_ops {
     void (*free)(void *tctx);
 };
 
-/** Time and randomness, injectable. NULL fields: CLOCK_MONOTONIC / CLOCK_REALTIME / random. */
+/**
+ * Time and randomness, injectable. NULL fields: CLOCK_MONOTONIC / CLOCK_REALTIME / random.
+ * With an injected mono_ns, shutdown()'s deadline is in that clock's time, and
+ * the sender re-reads the clock at least every millisecond while it waits
+ * (so a test that moves its clock forward is noticed promptly).
+ */
 struct push_clock {
     uint64_t (*mono_ns)(void *arg);
     int64_t (*real_ns)(void *arg);
@@ -113,5 +131,14 @@ PYPROFD_WARN_UNUSED int push_exporter_new(struct config_remote_write *rw,
                                           const struct push_transport_ops *ops, void *tctx,
                                           uint64_t max_age_ns, const struct push_clock *clock,
                                           struct exporter *out);
+
+/**
+ * Writes the push metric families (pyprofd_push_*; see docs/exporters.md),
+ * each once, with one sample set per live push exporter, labelled
+ * endpoint="<name>". Writes nothing when no push exporter exists. Returns 0
+ * or the writer's error (promtext.h). Thread-safe: may run while exporters
+ * are created, used and freed on other threads.
+ */
+PYPROFD_WARN_UNUSED int push_metrics_all(struct promtext *w);
 
 #endif /* PYPROFD_EXPORTERS_PUSH_PUSH_H */

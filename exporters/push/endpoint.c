@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * endpoint.c: connection settings of one push endpoint applied to a libcurl
+ * handle (TLS, auth, tenant, custom headers, secrets re-read per request),
+ * and the shared classification of HTTP outcomes (see endpoint.h).
+ */
+#include "base/compat.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "exporters/push/endpoint.h"
+
+static int endpoint_dup(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    *dst = alloc_strdup(src);
+    return *dst ? 0 : -ENOMEM;
+}
+
+static void endpoint_free_secret(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        alloc_free(s);
+    }
+}
+
+/* Builds the CONNECT_TO entry and Host header for tls_config.server_name. */
+static int endpoint_server_name(struct push_endpoint *e)
+{
+    int err = -EINVAL;
+    char *host = NULL, *port = NULL;
+    char buf[1024];
+    CURLU *u = curl_url();
+    if (!u)
+        return -ENOMEM;
+    if (curl_url_set(u, CURLUPART_URL, e->url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+        goto out;
+    int n = snprintf(buf, sizeof(buf), "%s:%s:%s:%s", e->server_name, port, host, port);
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        goto out;
+    err = -ENOMEM;
+    e->connect_to = curl_slist_append(NULL, buf);
+    if (!e->connect_to)
+        goto out;
+    bool dflt = (strncmp(e->url, "https:", 6) == 0 && strcmp(port, "443") == 0) ||
+                (strncmp(e->url, "http:", 5) == 0 && strcmp(port, "80") == 0);
+    n = dflt ? snprintf(buf, sizeof(buf), "Host: %s", host)
+             : snprintf(buf, sizeof(buf), "Host: %s:%s", host, port);
+    err = -EINVAL;
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        goto out;
+    err = endpoint_dup(&e->host_header, buf);
+out:
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return err;
+}
+
+int push_endpoint_init(struct push_endpoint *e, const struct config_remote_write *rw)
+{
+    memset(e, 0, sizeof(*e));
+    int err = endpoint_dup(&e->name, rw->name);
+    if (!err)
+        err = endpoint_dup(&e->url, rw->url);
+    if (!err)
+        err = endpoint_dup(&e->tenant_id, rw->tenant_id);
+    if (!err)
+        err = labels_copy(&e->headers, &rw->headers);
+    if (!err)
+        err = endpoint_dup(&e->basic_user, rw->basic_auth_username);
+    if (!err)
+        err = endpoint_dup(&e->basic_password, rw->basic_auth_password);
+    if (!err)
+        err = endpoint_dup(&e->basic_password_file, rw->basic_auth_password_file);
+    if (!err)
+        err = endpoint_dup(&e->auth_type, rw->authorization_type);
+    if (!err)
+        err = endpoint_dup(&e->auth_credentials, rw->authorization_credentials);
+    if (!err)
+        err = endpoint_dup(&e->auth_credentials_file, rw->authorization_credentials_file);
+    if (!err)
+        err = endpoint_dup(&e->ca_file, rw->tls_ca_file);
+    if (!err)
+        err = endpoint_dup(&e->cert_file, rw->tls_cert_file);
+    if (!err)
+        err = endpoint_dup(&e->key_file, rw->tls_key_file);
+    if (!err)
+        err = endpoint_dup(&e->server_name, rw->tls_server_name);
+    e->insecure_skip_verify = rw->tls_insecure_skip_verify;
+    if (!err && !e->url)
+        err = -EINVAL;
+    if (!err) {
+        size_t n = strlen(e->url);
+        while (n > 0 && e->url[n - 1] == '/')
+            e->url[--n] = '\0';
+    }
+    if (!err && e->server_name && e->server_name[0])
+        err = endpoint_server_name(e);
+    if (err)
+        push_endpoint_release(e);
+    return err;
+}
+
+void push_endpoint_release(struct push_endpoint *e)
+{
+    alloc_free(e->name);
+    alloc_free(e->url);
+    alloc_free(e->tenant_id);
+    labels_release(&e->headers);
+    alloc_free(e->basic_user);
+    endpoint_free_secret(e->basic_password);
+    alloc_free(e->basic_password_file);
+    alloc_free(e->auth_type);
+    endpoint_free_secret(e->auth_credentials);
+    alloc_free(e->auth_credentials_file);
+    alloc_free(e->ca_file);
+    alloc_free(e->cert_file);
+    alloc_free(e->key_file);
+    alloc_free(e->server_name);
+    curl_slist_free_all(e->connect_to);
+    alloc_free(e->host_header);
+    memset(e, 0, sizeof(*e));
+}
+
+int push_endpoint_url(const struct push_endpoint *e, const char *path, char *buf, size_t len)
+{
+    int err = 0;
+    int n;
+    if (!e->connect_to) {
+        n = snprintf(buf, len, "%s%s", e->url, path);
+        return n < 0 ? -EINVAL : (size_t)n >= len ? -ENAMETOOLONG : 0;
+    }
+    char *full = NULL;
+    CURLU *u = curl_url();
+    if (!u)
+        return -ENOMEM;
+    err = -EINVAL;
+    if (curl_url_set(u, CURLUPART_URL, e->url, 0) != CURLUE_OK ||
+        curl_url_set(u, CURLUPART_HOST, e->server_name, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK)
+        goto out;
+    size_t fl = strlen(full);
+    while (fl > 0 && full[fl - 1] == '/')
+        full[--fl] = '\0';
+    n = snprintf(buf, len, "%s%s", full, path);
+    err = n < 0 ? -EINVAL : (size_t)n >= len ? -ENAMETOOLONG : 0;
+out:
+    curl_free(full);
+    curl_url_cleanup(u);
+    return err;
+}
+
+int push_read_secret(const char *path, char **out, char *err, size_t errlen)
+{
+    int rc = 0;
+    char *buf = NULL;
+    size_t n = 0;
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    buf = alloc_malloc(PUSH_SECRET_MAX + 1);
+    if (!buf) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "cannot read '%s': out of memory", path);
+        goto out;
+    }
+    for (;;) {
+        ssize_t r = read(fd, buf + n, PUSH_SECRET_MAX + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = -errno;
+            snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > PUSH_SECRET_MAX) {
+            rc = -EFBIG;
+            snprintf(err, errlen, "cannot read '%s': larger than %d bytes", path, PUSH_SECRET_MAX);
+            goto out;
+        }
+    }
+    size_t a = 0;
+    while (a < n && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\r' || buf[a] == '\n'))
+        a++;
+    while (n > a &&
+           (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\r' || buf[n - 1] == '\n'))
+        n--;
+    for (size_t i = a; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c < 0x20 || c == 0x7f) {
+            rc = -EINVAL;
+            snprintf(err, errlen, "cannot use '%s': control character in the secret", path);
+            goto out;
+        }
+    }
+    memmove(buf, buf + a, n - a);
+    buf[n - a] = '\0';
+    *out = buf;
+    buf = NULL;
+out:
+    if (buf) {
+        explicit_bzero(buf, PUSH_SECRET_MAX + 1);
+        alloc_free(buf);
+    }
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+static void endpoint_base64(const unsigned char *in, size_t n, char *out)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        out[o++] = tab[(v >> 18) & 63];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? tab[v & 63] : '=';
+    }
+    out[o] = '\0';
+}
+
+/* Appends "Name: value" to *hdrs. */
+static int endpoint_header(struct curl_slist **hdrs, const char *name, const char *value)
+{
+    size_t len = strlen(name) + strlen(value) + 3;
+    char *h = alloc_malloc(len);
+    if (!h)
+        return -ENOMEM;
+    snprintf(h, len, "%s: %s", name, value);
+    struct curl_slist *l = curl_slist_append(*hdrs, h);
+    explicit_bzero(h, len);
+    alloc_free(h);
+    if (!l)
+        return -ENOMEM;
+    *hdrs = l;
+    return 0;
+}
+
+static bool endpoint_has_header(const struct push_endpoint *e, const char *name)
+{
+    for (size_t i = 0; i < e->headers.n; i++) {
+        if (strcasecmp(e->headers.v[i].name, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool endpoint_clean(const char *s)
+{
+    for (; *s; s++) {
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+/* The Authorization header value: "Basic <b64>" or "<type> <credentials>"; NULL: none. */
+static int endpoint_authorization(const struct push_endpoint *e, char **out, char *err,
+                                  size_t errlen)
+{
+    int rc = 0;
+    char *secret = NULL, *plain = NULL;
+    *out = NULL;
+    if (e->basic_user) {
+        if (e->basic_password_file)
+            rc = push_read_secret(e->basic_password_file, &secret, err, errlen);
+        if (rc)
+            goto out;
+        const char *pw = secret ? secret : e->basic_password ? e->basic_password : "";
+        size_t n = strlen(e->basic_user) + 1 + strlen(pw);
+        plain = alloc_malloc(n + 1);
+        char *v = alloc_malloc(6 + (n + 2) / 3 * 4 + 1);
+        if (!plain || !v) {
+            alloc_free(v);
+            rc = -ENOMEM;
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        snprintf(plain, n + 1, "%s:%s", e->basic_user, pw);
+        memcpy(v, "Basic ", 6);
+        endpoint_base64((const unsigned char *)plain, n, v + 6);
+        *out = v;
+    } else if (e->auth_credentials || e->auth_credentials_file) {
+        if (e->auth_credentials_file)
+            rc = push_read_secret(e->auth_credentials_file, &secret, err, errlen);
+        if (rc)
+            goto out;
+        const char *cred = secret ? secret : e->auth_credentials;
+        const char *type = e->auth_type && e->auth_type[0] ? e->auth_type : "Bearer";
+        size_t n = strlen(type) + 1 + strlen(cred) + 1;
+        char *v = alloc_malloc(n);
+        if (!v) {
+            rc = -ENOMEM;
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        snprintf(v, n, "%s %s", type, cred);
+        if (!endpoint_clean(v)) {
+            endpoint_free_secret(v);
+            rc = -EINVAL;
+            snprintf(err, errlen, "authorization credentials contain a control character");
+            goto out;
+        }
+        *out = v;
+    }
+out:
+    endpoint_free_secret(secret);
+    endpoint_free_secret(plain);
+    return rc;
+}
+
+int push_endpoint_apply(const struct push_endpoint *e, CURL *h, struct curl_slist **hdrs, char *err,
+                        size_t errlen)
+{
+    char *auth = NULL;
+    int rc = 0;
+    if (e->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, e->ca_file);
+    if (e->cert_file)
+        curl_easy_setopt(h, CURLOPT_SSLCERT, e->cert_file);
+    if (e->key_file)
+        curl_easy_setopt(h, CURLOPT_SSLKEY, e->key_file);
+    if (e->insecure_skip_verify) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (e->connect_to)
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, e->connect_to);
+    if (e->host_header && !endpoint_has_header(e, "Host")) {
+        struct curl_slist *l = curl_slist_append(*hdrs, e->host_header);
+        if (!l) {
+            rc = -ENOMEM;
+            goto nomem;
+        }
+        *hdrs = l;
+    }
+    if (!endpoint_has_header(e, "Authorization")) {
+        rc = endpoint_authorization(e, &auth, err, errlen);
+        if (rc)
+            goto out;
+        if (auth)
+            rc = endpoint_header(hdrs, "Authorization", auth);
+        if (rc)
+            goto nomem;
+    }
+    if (e->tenant_id && e->tenant_id[0] && !endpoint_has_header(e, "X-Scope-OrgID")) {
+        rc = endpoint_header(hdrs, "X-Scope-OrgID", e->tenant_id);
+        if (rc)
+            goto nomem;
+    }
+    for (size_t i = 0; i < e->headers.n; i++) {
+        rc = endpoint_header(hdrs, e->headers.v[i].name, e->headers.v[i].value);
+        if (rc)
+            goto nomem;
+    }
+    goto out;
+nomem:
+    snprintf(err, errlen, "out of memory");
+out:
+    endpoint_free_secret(auth);
+    return rc;
+}
+
+uint64_t push_parse_retry_after(const char *value, int64_t now_real_ns)
+{
+    if (!value)
+        return 0;
+    while (*value == ' ' || *value == '\t')
+        value++;
+    if (*value >= '0' && *value <= '9') {
+        uint64_t secs = 0;
+        const char *p = value;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (secs > UINT64_MAX / 10000000000ull)
+                return UINT64_MAX;
+            secs = secs * 10 + (uint64_t)(*p - '0');
+        }
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+            p++;
+        if (*p)
+            return 0;
+        return secs > UINT64_MAX / 1000000000ull ? UINT64_MAX : secs * 1000000000ull;
+    }
+    time_t t = curl_getdate(value, NULL);
+    if (t < 0)
+        return 0;
+    int64_t at = (int64_t)t * 1000000000ll;
+    return at > now_real_ns ? (uint64_t)(at - now_real_ns) : 0;
+}
+
+static const char *endpoint_curl_code(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT:
+        return "timeout";
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return "connect";
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+        return "tls";
+    case CURLE_SEND_ERROR:
+        return "send";
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+        return "recv";
+    default:
+        return NULL;
+    }
+}
+
+/* Copies the printable text of @a body into @a out, whitespace runs folded. */
+static void endpoint_message(const char *body, char *out, size_t len)
+{
+    size_t o = 0;
+    bool space = false;
+    for (const char *c = body; *c && o + 1 < len; c++) {
+        unsigned char ch = (unsigned char)*c;
+        if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+            space = o > 0;
+            continue;
+        }
+        if (space && o + 2 < len)
+            out[o++] = ' ';
+        space = false;
+        out[o++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
+    }
+    out[o] = '\0';
+}
+
+void push_classify_http(CURLcode rc, long status, const char *body, const char *retry_after,
+                        int64_t now_real_ns, struct push_result *res)
+{
+    res->retry_after_ns = 0;
+    res->message[0] = '\0';
+    if (rc != CURLE_OK) {
+        const char *code = endpoint_curl_code(rc);
+        res->outcome = PUSH_RETRY;
+        if (code)
+            snprintf(res->code, sizeof(res->code), "%s", code);
+        else
+            snprintf(res->code, sizeof(res->code), "curl_%d", (int)rc);
+        snprintf(res->message, sizeof(res->message), "%s", curl_easy_strerror(rc));
+        return;
+    }
+    if (status < 100) {
+        res->outcome = PUSH_RETRY;
+        snprintf(res->code, sizeof(res->code), "recv");
+        snprintf(res->message, sizeof(res->message), "no HTTP status in the response");
+        return;
+    }
+    snprintf(res->code, sizeof(res->code), "%ld", status);
+    if (status >= 200 && status < 300) {
+        res->outcome = PUSH_OK;
+        return;
+    }
+    if (status == 408 || status == 429 || (status >= 500 && status < 600)) {
+        res->outcome = PUSH_RETRY;
+        res->retry_after_ns = push_parse_retry_after(retry_after, now_real_ns);
+    } else {
+        res->outcome = PUSH_DROP;
+    }
+    if (body && body[0])
+        endpoint_message(body, res->message, sizeof(res->message));
+    else
+        snprintf(res->message, sizeof(res->message), "HTTP status %ld", status);
+}

@@ -1,0 +1,667 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * push.c: the delivery engine shared by the push exporters (see push.h): a
+ * bounded queue per endpoint, one sender thread, backoff with jitter, age and
+ * retry limits, write relabeling, counted drops, and the push_* metrics.
+ */
+#include "base/compat.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "config/relabel.h"
+#include "exporters/push/push.h"
+
+#define PUSH_RING_MIN  16u
+#define PUSH_MAX_CODES 32u        /* distinct failure codes kept per endpoint; then "other" */
+#define PUSH_FAKE_POLL 1000000ull /* re-read an injected clock this often while waiting */
+#define PUSH_IDLE_WAIT 60000000000ull
+
+enum push_drop_reason {
+    PUSH_DROP_QUEUE_FULL,
+    PUSH_DROP_TOO_OLD,
+    PUSH_DROP_PERMANENT,
+    PUSH_DROP_RETRIES,
+    PUSH_DROP_RELABELED,
+    PUSH_DROP_SHUTDOWN,
+    PUSH_DROP_NREASONS,
+};
+
+static const char *const push_drop_names[PUSH_DROP_NREASONS] = {
+    "queue_full", "too_old", "permanent_error", "retries_exhausted", "relabeled", "shutdown",
+};
+
+struct push_item {
+    struct labels labels;
+    uint8_t *pprof;
+    size_t len;
+    const char *value_type;
+    int64_t period_ns, time_nanos, duration_nanos;
+    unsigned attempts; /* failed attempts so far */
+};
+
+struct push_code_count {
+    char code[32];
+    uint64_t n;
+    bool logged; /* a permanent error with this code was logged */
+};
+
+struct push_exporter {
+    struct exporter_ops xops; /* the exporter's ops point here */
+    const struct push_transport_ops *tops;
+    void *tctx;
+    char *name;
+    struct relabel_rules *write_relabel;
+    struct push_clock clock;
+    bool fake_clock;
+    uint64_t max_age_ns, timeout_ns, min_backoff_ns, max_backoff_ns, max_retries;
+    uint64_t max_items, max_bytes;
+
+    pthread_mutex_t mu; /* guards everything below up to the atomics */
+    pthread_cond_t cv;  /* CLOCK_MONOTONIC */
+    struct push_item *ring;
+    size_t cap, head, n;
+    uint64_t bytes;
+    bool inflight;
+    uint64_t next_send; /* mono ns; 0: now */
+    unsigned fail_streak;
+    bool stopping, unreachable, thread_running;
+    uint64_t deadline;
+    pthread_t thread;
+    struct push_code_count codes[PUSH_MAX_CODES];
+    size_t ncodes;
+
+    _Atomic uint64_t pushed, retries;
+    _Atomic uint64_t dropped[PUSH_DROP_NREASONS], dropped_bytes[PUSH_DROP_NREASONS];
+    struct promtext_hist duration;
+
+    struct push_exporter *next; /* registry */
+};
+
+static pthread_mutex_t push_registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct push_exporter *push_registry;
+
+/* --- time ----------------------------------------------------------------- */
+
+static uint64_t push_sys_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t push_mono(const struct push_exporter *pe)
+{
+    return pe->clock.mono_ns ? pe->clock.mono_ns(pe->clock.arg) : push_sys_mono();
+}
+
+static int64_t push_real(const struct push_exporter *pe)
+{
+    if (pe->clock.real_ns)
+        return pe->clock.real_ns(pe->clock.arg);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + (int64_t)ts.tv_nsec;
+}
+
+static uint64_t push_random(const struct push_exporter *pe)
+{
+    if (pe->clock.random)
+        return pe->clock.random(pe->clock.arg);
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+        v = push_sys_mono() * 0x9e3779b97f4a7c15ull;
+    return v;
+}
+
+/*
+ * Waits on the condition until mono time @a until (0: a long idle wait).
+ * Called with mu held. With an injected clock the real wait is short, so a
+ * test moving the clock is seen at once.
+ */
+static void push_wait(struct push_exporter *pe, uint64_t until)
+{
+    uint64_t now = push_mono(pe);
+    uint64_t d = until == 0 ? PUSH_IDLE_WAIT : (until > now ? until - now : 0);
+    if (pe->fake_clock && d > PUSH_FAKE_POLL)
+        d = PUSH_FAKE_POLL;
+    uint64_t abs = push_sys_mono() + d;
+    struct timespec ts = {.tv_sec = (time_t)(abs / 1000000000ull),
+                          .tv_nsec = (long)(abs % 1000000000ull)};
+    pthread_cond_timedwait(&pe->cv, &pe->mu, &ts);
+}
+
+/* --- public helpers ------------------------------------------------------- */
+
+const char *push_metric_name(const char *value_type)
+{
+    if (!value_type || strcmp(value_type, "cpu") == 0)
+        return "process_cpu";
+    if (strcmp(value_type, "wall") == 0)
+        return "wall";
+    if (strcmp(value_type, "gil") == 0)
+        return "gil";
+    if (strcmp(value_type, "exception") == 0)
+        return "exception";
+    return value_type;
+}
+
+uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uint64_t rnd)
+{
+    if (max_ns < min_ns)
+        max_ns = min_ns;
+    uint64_t b = min_ns;
+    for (unsigned i = 1; i < attempt && b < max_ns; i++)
+        b = b > max_ns / 2 ? max_ns : b * 2;
+    if (b > max_ns)
+        b = max_ns;
+    uint64_t half = b / 2;
+    uint64_t r = half + rnd % (b - half + 1);
+    if (r < min_ns)
+        r = min_ns;
+    return r;
+}
+
+/* --- the queue (mu held) -------------------------------------------------- */
+
+static void push_item_release(struct push_item *it)
+{
+    labels_release(&it->labels);
+    alloc_free(it->pprof);
+    memset(it, 0, sizeof(*it));
+}
+
+static void push_count_drop(struct push_exporter *pe, enum push_drop_reason r, size_t len)
+{
+    atomic_fetch_add(&pe->dropped[r], 1);
+    atomic_fetch_add(&pe->dropped_bytes[r], (uint64_t)len);
+}
+
+static void push_drop_item(struct push_exporter *pe, struct push_item *it, enum push_drop_reason r)
+{
+    push_count_drop(pe, r, it->len);
+    push_item_release(it);
+}
+
+static int push_ring_grow(struct push_exporter *pe)
+{
+    if (pe->n < pe->cap)
+        return 0;
+    size_t ncap = pe->cap ? pe->cap * 2 : PUSH_RING_MIN;
+    if (ncap > pe->max_items)
+        ncap = (size_t)pe->max_items;
+    if (ncap <= pe->cap)
+        return -ENOSPC;
+    struct push_item *v = alloc_calloc(ncap, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < pe->n; i++)
+        v[i] = pe->ring[(pe->head + i) % pe->cap];
+    alloc_free(pe->ring);
+    pe->ring = v;
+    pe->cap = ncap;
+    pe->head = 0;
+    return 0;
+}
+
+/* Removes the oldest waiting profile into @a out. n > 0. */
+static void push_ring_pop(struct push_exporter *pe, struct push_item *out)
+{
+    *out = pe->ring[pe->head];
+    memset(&pe->ring[pe->head], 0, sizeof(*out));
+    pe->head = (pe->head + 1) % pe->cap;
+    pe->n--;
+    pe->bytes -= out->len;
+}
+
+static bool push_full(const struct push_exporter *pe, size_t len)
+{
+    return pe->n >= pe->max_items || pe->bytes + len > pe->max_bytes;
+}
+
+static bool push_too_old(const struct push_exporter *pe, int64_t time_nanos)
+{
+    return pe->max_age_ns && push_real(pe) - time_nanos > (int64_t)pe->max_age_ns;
+}
+
+/* --- failures and logging (mu held) --------------------------------------- */
+
+static struct push_code_count *push_code(struct push_exporter *pe, const char *code)
+{
+    if (!code[0])
+        code = "unknown";
+    for (size_t i = 0; i < pe->ncodes; i++) {
+        if (strcmp(pe->codes[i].code, code) == 0)
+            return &pe->codes[i];
+    }
+    if (pe->ncodes == PUSH_MAX_CODES)
+        return &pe->codes[PUSH_MAX_CODES - 1]; /* "other" */
+    struct push_code_count *c = &pe->codes[pe->ncodes++];
+    /* the last slot collects every code beyond the first ones */
+    snprintf(c->code, sizeof(c->code), "%s", pe->ncodes == PUSH_MAX_CODES ? "other" : code);
+    return c;
+}
+
+static void push_on_result(struct push_exporter *pe, struct push_item *it,
+                           const struct push_result *res, uint64_t now)
+{
+    if (res->outcome == PUSH_OK) {
+        atomic_fetch_add(&pe->pushed, 1);
+        pe->fail_streak = 0;
+        pe->next_send = 0;
+        if (pe->unreachable)
+            log_info("push endpoint '%s' recovered", pe->name);
+        pe->unreachable = false;
+        push_item_release(it);
+        return;
+    }
+    struct push_code_count *c = push_code(pe, res->code);
+    c->n++;
+    if (res->outcome == PUSH_DROP) {
+        /* the server answered: it is reachable, the profile is not acceptable */
+        pe->fail_streak = 0;
+        pe->next_send = 0;
+        if (pe->unreachable)
+            log_info("push endpoint '%s' recovered", pe->name);
+        pe->unreachable = false;
+        if (!c->logged)
+            log_error("push endpoint '%s' refused a profile (%s): %s; dropped, not retried",
+                      pe->name, c->code, res->message[0] ? res->message : "no message");
+        c->logged = true;
+        push_drop_item(pe, it, PUSH_DROP_PERMANENT);
+        return;
+    }
+    it->attempts++;
+    if (pe->fail_streak < 64)
+        pe->fail_streak++;
+    if (!pe->unreachable)
+        log_warn("push endpoint '%s' unreachable (%s): %s; retrying", pe->name, c->code,
+                 res->message[0] ? res->message : "no message");
+    pe->unreachable = true;
+    uint64_t delay =
+        push_backoff_ns(pe->fail_streak, pe->min_backoff_ns, pe->max_backoff_ns, push_random(pe));
+    uint64_t ra =
+        res->retry_after_ns < pe->max_backoff_ns ? res->retry_after_ns : pe->max_backoff_ns;
+    if (ra > delay)
+        delay = ra;
+    pe->next_send = now + delay;
+    if (pe->max_retries && it->attempts > pe->max_retries) {
+        push_drop_item(pe, it, PUSH_DROP_RETRIES);
+        return;
+    }
+    if (pe->n > 0 && push_full(pe, it->len)) {
+        push_drop_item(pe, it, PUSH_DROP_QUEUE_FULL); /* it is the oldest */
+        return;
+    }
+    if (push_ring_grow(pe)) {
+        push_drop_item(pe, it, PUSH_DROP_QUEUE_FULL);
+        return;
+    }
+    pe->head = (pe->head + pe->cap - 1) % pe->cap;
+    pe->ring[pe->head] = *it;
+    pe->n++;
+    pe->bytes += it->len;
+    atomic_fetch_add(&pe->retries, 1);
+}
+
+/* --- the sender ----------------------------------------------------------- */
+
+static void *push_sender_main(void *arg)
+{
+    struct push_exporter *pe = arg;
+    pthread_mutex_lock(&pe->mu);
+    for (;;) {
+        uint64_t now = push_mono(pe);
+        if (pe->stopping && now >= pe->deadline)
+            break;
+        if (pe->n == 0) {
+            if (pe->stopping)
+                break;
+            push_wait(pe, 0);
+            continue;
+        }
+        if (now < pe->next_send) {
+            uint64_t until = pe->next_send;
+            if (pe->stopping && pe->deadline < until)
+                until = pe->deadline;
+            push_wait(pe, until);
+            continue;
+        }
+        struct push_item it;
+        push_ring_pop(pe, &it);
+        if (push_too_old(pe, it.time_nanos)) {
+            push_drop_item(pe, &it, PUSH_DROP_TOO_OLD);
+            continue;
+        }
+        uint64_t timeout = pe->timeout_ns;
+        if (pe->stopping && pe->deadline - now < timeout)
+            timeout = pe->deadline - now;
+        pe->inflight = true;
+        pthread_mutex_unlock(&pe->mu);
+
+        struct push_request req = {
+            .labels = &it.labels,
+            .pprof = it.pprof,
+            .len = it.len,
+            .value_type = it.value_type,
+            .period_ns = it.period_ns,
+            .time_nanos = it.time_nanos,
+            .duration_nanos = it.duration_nanos,
+        };
+        struct push_result res = {.outcome = PUSH_RETRY};
+        uint64_t t0 = push_sys_mono();
+        pe->tops->send(pe->tctx, &req, timeout, &res);
+        uint64_t t1 = push_sys_mono();
+        promtext_hist_observe(&pe->duration, (double)(t1 - t0) / 1e9);
+        res.code[sizeof(res.code) - 1] = '\0';
+        res.message[sizeof(res.message) - 1] = '\0';
+
+        pthread_mutex_lock(&pe->mu);
+        pe->inflight = false;
+        push_on_result(pe, &it, &res, push_mono(pe));
+    }
+    while (pe->n > 0) {
+        struct push_item it;
+        push_ring_pop(pe, &it);
+        push_drop_item(pe, &it, PUSH_DROP_SHUTDOWN);
+    }
+    pthread_mutex_unlock(&pe->mu);
+    return NULL;
+}
+
+/* --- exporter ops --------------------------------------------------------- */
+
+/* Drops "__"-prefixed labels except __name__, which is (re)set when missing. */
+static int push_series_finish(struct labels *ls, const char *metric)
+{
+    size_t i = 0;
+    while (i < ls->n) {
+        const char *nm = ls->v[i].name;
+        if (nm[0] == '_' && nm[1] == '_' && strcmp(nm, "__name__") != 0) {
+            labels_del(ls, nm);
+            continue;
+        }
+        i++;
+    }
+    const char *cur = labels_get(ls, "__name__");
+    return cur && cur[0] ? 0 : labels_set(ls, "__name__", metric);
+}
+
+static int push_push(void *ctx, const struct export_profile *p)
+{
+    struct push_exporter *pe = ctx;
+    const struct window_item *wi = p->item;
+    const uint8_t *bytes = p->pprof_plain ? p->pprof_plain : p->pprof;
+    size_t len = p->pprof_plain ? p->len_plain : p->len;
+    const char *metric = push_metric_name(wi->value_type);
+    struct push_item it = {
+        .len = len,
+        .value_type = wi->value_type,
+        .period_ns = wi->period_ns,
+        .time_nanos = wi->time_nanos,
+        .duration_nanos = wi->duration_nanos,
+    };
+    bool keep = true;
+    int err = labels_copy(&it.labels, &wi->labels);
+    if (!err)
+        err = labels_set(&it.labels, "__name__", metric);
+    if (!err)
+        err = relabel_apply(pe->write_relabel, &it.labels, &keep);
+    if (err)
+        goto out;
+    if (!keep) {
+        push_count_drop(pe, PUSH_DROP_RELABELED, len);
+        goto out;
+    }
+    err = push_series_finish(&it.labels, metric);
+    if (err)
+        goto out;
+    if (push_too_old(pe, it.time_nanos)) {
+        push_count_drop(pe, PUSH_DROP_TOO_OLD, len);
+        goto out;
+    }
+    if (len > pe->max_bytes) {
+        push_count_drop(pe, PUSH_DROP_QUEUE_FULL, len);
+        goto out;
+    }
+    it.pprof = alloc_malloc(len ? len : 1);
+    if (!it.pprof) {
+        err = -ENOMEM;
+        goto out;
+    }
+    memcpy(it.pprof, bytes, len);
+
+    pthread_mutex_lock(&pe->mu);
+    if (pe->stopping) {
+        push_count_drop(pe, PUSH_DROP_SHUTDOWN, len);
+    } else {
+        while (pe->n > 0 && push_full(pe, len)) {
+            struct push_item old;
+            push_ring_pop(pe, &old);
+            push_drop_item(pe, &old, PUSH_DROP_QUEUE_FULL);
+        }
+        err = push_ring_grow(pe);
+        if (!err) {
+            pe->ring[(pe->head + pe->n) % pe->cap] = it;
+            pe->n++;
+            pe->bytes += len;
+            memset(&it, 0, sizeof(it));
+            pthread_cond_broadcast(&pe->cv);
+        }
+    }
+    pthread_mutex_unlock(&pe->mu);
+out:
+    push_item_release(&it);
+    return err;
+}
+
+static void push_shutdown(void *ctx, uint64_t deadline_ns)
+{
+    struct push_exporter *pe = ctx;
+    pthread_mutex_lock(&pe->mu);
+    bool join = pe->thread_running;
+    if (!pe->stopping || deadline_ns < pe->deadline)
+        pe->deadline = deadline_ns;
+    pe->stopping = true;
+    pe->thread_running = false;
+    pthread_cond_broadcast(&pe->cv);
+    pthread_mutex_unlock(&pe->mu);
+    if (join)
+        pthread_join(pe->thread, NULL);
+}
+
+static void push_free(void *ctx)
+{
+    struct push_exporter *pe = ctx;
+    if (!pe)
+        return;
+    push_shutdown(pe, 0);
+    pthread_mutex_lock(&push_registry_mu);
+    for (struct push_exporter **pp = &push_registry; *pp; pp = &(*pp)->next) {
+        if (*pp == pe) {
+            *pp = pe->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&push_registry_mu);
+    for (size_t i = 0; i < pe->n; i++)
+        push_item_release(&pe->ring[(pe->head + i) % pe->cap]);
+    alloc_free(pe->ring);
+    if (pe->tops && pe->tops->free)
+        pe->tops->free(pe->tctx);
+    relabel_free(pe->write_relabel);
+    alloc_free(pe->name);
+    pthread_cond_destroy(&pe->cv);
+    pthread_mutex_destroy(&pe->mu);
+    alloc_free(pe);
+}
+
+int push_exporter_new(struct config_remote_write *rw, const struct push_transport_ops *ops,
+                      void *tctx, uint64_t max_age_ns, const struct push_clock *clock,
+                      struct exporter *out)
+{
+    int err = -ENOMEM;
+    bool mu = false, cv = false;
+    pthread_condattr_t ca;
+    struct push_exporter *pe = alloc_calloc(1, sizeof(*pe));
+    if (!pe)
+        goto fail;
+    pe->tops = ops;
+    pe->tctx = tctx;
+    tctx = NULL;
+    pe->name = alloc_strdup(rw->name ? rw->name : ops->kind);
+    if (!pe->name)
+        goto fail;
+    if (clock)
+        pe->clock = *clock;
+    pe->fake_clock = pe->clock.mono_ns != NULL;
+    pe->max_age_ns = max_age_ns;
+    pe->timeout_ns = rw->remote_timeout_ns ? rw->remote_timeout_ns : 10000000000ull;
+    pe->min_backoff_ns = rw->min_backoff_ns ? rw->min_backoff_ns : 500000000ull;
+    pe->max_backoff_ns =
+        rw->max_backoff_ns > pe->min_backoff_ns ? rw->max_backoff_ns : pe->min_backoff_ns;
+    pe->max_retries = rw->max_retries;
+    pe->max_items = rw->queue_max_profiles ? rw->queue_max_profiles : 100;
+    pe->max_bytes = rw->queue_max_bytes ? rw->queue_max_bytes : (64ull << 20);
+    err =
+        promtext_hist_init(&pe->duration, promtext_buckets_seconds, promtext_buckets_seconds_count);
+    if (err)
+        goto fail;
+    err = -pthread_mutex_init(&pe->mu, NULL);
+    if (err)
+        goto fail;
+    mu = true;
+    err = -pthread_condattr_init(&ca);
+    if (err)
+        goto fail;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    err = -pthread_cond_init(&pe->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (err)
+        goto fail;
+    cv = true;
+    pe->xops = (struct exporter_ops){
+        .kind = ops->kind,
+        .wants_plain = true,
+        .push = push_push,
+        .metrics = NULL, /* push_metrics_all() */
+        .shutdown = push_shutdown,
+        .free = push_free,
+    };
+    pe->thread_running = true;
+    err = -pthread_create(&pe->thread, NULL, push_sender_main, pe);
+    if (err) {
+        pe->thread_running = false;
+        goto fail;
+    }
+    /* success from here: take the rules over */
+    pe->write_relabel = rw->write_relabel;
+    rw->write_relabel = NULL;
+    pthread_mutex_lock(&push_registry_mu);
+    struct push_exporter **pp = &push_registry;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = pe;
+    pthread_mutex_unlock(&push_registry_mu);
+    out->ops = &pe->xops;
+    out->ctx = pe;
+    return 0;
+fail:
+    if (pe) {
+        if (cv)
+            pthread_cond_destroy(&pe->cv);
+        if (mu)
+            pthread_mutex_destroy(&pe->mu);
+        if (pe->tops && pe->tops->free)
+            pe->tops->free(pe->tctx);
+        alloc_free(pe->name);
+        alloc_free(pe);
+    } else if (ops && ops->free) {
+        ops->free(tctx);
+    }
+    return err;
+}
+
+/* --- metrics -------------------------------------------------------------- */
+
+static int push_metrics_keep(int err, int e)
+{
+    return err ? err : e;
+}
+
+int push_metrics_all(struct promtext *w)
+{
+    int err = 0;
+    pthread_mutex_lock(&push_registry_mu);
+    if (!push_registry)
+        goto out;
+    err = promtext_family(w, "pyprofd_push_profiles_total", PROMTEXT_COUNTER,
+                          "Profiles delivered to the endpoint.");
+    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}),
+                              (double)atomic_load(&pe->pushed));
+    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_failures_total", PROMTEXT_COUNTER,
+                                                 "Failed send attempts, by HTTP status or "
+                                                 "error kind (timeout, connect, tls, ...)."));
+    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
+        pthread_mutex_lock(&pe->mu);
+        for (size_t i = 0; i < pe->ncodes && !err; i++)
+            err = promtext_sample(
+                w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}, {"code", pe->codes[i].code}),
+                (double)pe->codes[i].n);
+        pthread_mutex_unlock(&pe->mu);
+    }
+    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_retries_total", PROMTEXT_COUNTER,
+                                                 "Send attempts scheduled again after a "
+                                                 "retryable failure."));
+    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}),
+                              (double)atomic_load(&pe->retries));
+    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_dropped_profiles_total",
+                                                 PROMTEXT_COUNTER,
+                                                 "Profiles not delivered, by reason."));
+    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
+        for (size_t r = 0; r < PUSH_DROP_NREASONS && !err; r++)
+            err = promtext_sample(
+                w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}, {"reason", push_drop_names[r]}),
+                (double)atomic_load(&pe->dropped[r]));
+    }
+    err = push_metrics_keep(err,
+                            promtext_family(w, "pyprofd_push_dropped_bytes_total", PROMTEXT_COUNTER,
+                                            "Bytes of gzipped pprof not delivered, by "
+                                            "reason."));
+    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
+        for (size_t r = 0; r < PUSH_DROP_NREASONS && !err; r++)
+            err = promtext_sample(
+                w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}, {"reason", push_drop_names[r]}),
+                (double)atomic_load(&pe->dropped_bytes[r]));
+    }
+    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_queue_length", PROMTEXT_GAUGE,
+                                                 "Profiles waiting or being sent."));
+    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
+        pthread_mutex_lock(&pe->mu);
+        double v = (double)(pe->n + (pe->inflight ? 1u : 0u));
+        pthread_mutex_unlock(&pe->mu);
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}), v);
+    }
+    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_queue_bytes", PROMTEXT_GAUGE,
+                                                 "Bytes of gzipped pprof waiting."));
+    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
+        pthread_mutex_lock(&pe->mu);
+        double v = (double)pe->bytes;
+        pthread_mutex_unlock(&pe->mu);
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}), v);
+    }
+    err = push_metrics_keep(err,
+                            promtext_family(w, "pyprofd_push_duration_seconds", PROMTEXT_HISTOGRAM,
+                                            "Time per send attempt, any outcome."));
+    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next)
+        err = promtext_histogram(w, PROMTEXT_LABELS({"endpoint", pe->name}), &pe->duration);
+out:
+    pthread_mutex_unlock(&push_registry_mu);
+    return err;
+}

@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests for exporters/push/push.c: the delivery engine with a fake transport
+ * (the transport ops are the seam) and an injected clock: order, retries with
+ * backoff and Retry-After, permanent drops, queue caps, age and retry limits,
+ * write relabeling, shutdown with a deadline, and the metrics text. */
+#include "base/compat.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "cmocka_wrap.h"
+
+#include "base/alloc.h"
+#include "config/relabel.h"
+#include "exporters/push/push.h"
+
+#define SEC 1000000000ull
+#define T0  ((int64_t)1795974800 * 1000000000ll) /* "now" in the fake real clock */
+
+/* --- fake clock ------------------------------------------------------------ */
+
+static _Atomic uint64_t fake_mono;
+static _Atomic int64_t fake_real;
+
+static uint64_t clock_mono(void *arg)
+{
+    (void)arg;
+    return atomic_load(&fake_mono);
+}
+
+static int64_t clock_real(void *arg)
+{
+    (void)arg;
+    return atomic_load(&fake_real);
+}
+
+static uint64_t clock_random(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+static const struct push_clock fake_clock = {
+    .mono_ns = clock_mono, .real_ns = clock_real, .random = clock_random};
+
+static void advance_to(uint64_t t)
+{
+    atomic_store(&fake_mono, t);
+}
+
+/* --- fake transport -------------------------------------------------------- */
+
+struct call {
+    uint64_t at; /* fake mono time of the send */
+    uint64_t timeout;
+    int64_t time_nanos;
+    char name[32]; /* __name__ */
+    char job[32];
+    bool has_meta;
+    size_t len;
+};
+
+struct fake_tx {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct push_result script[16]; /* outcomes of the first calls; then "always" */
+    size_t nscript;
+    struct push_result always;
+    struct call calls[64];
+    size_t ncalls;
+    bool block;          /* the next send waits until unblocked */
+    uint64_t advance_ns; /* each send moves the clock by this much */
+    _Atomic int *freed;
+};
+
+static struct fake_tx *tx;
+static _Atomic int tx_freed;
+
+static void fake_send(void *tctx, const struct push_request *r, uint64_t timeout_ns,
+                      struct push_result *res)
+{
+    struct fake_tx *t = tctx;
+    pthread_mutex_lock(&t->mu);
+    while (t->block)
+        pthread_cond_wait(&t->cv, &t->mu);
+    size_t i = t->ncalls;
+    if (i < PYPROFD_ARRAY_SIZE(t->calls)) {
+        struct call *c = &t->calls[i];
+        c->at = atomic_load(&fake_mono);
+        c->timeout = timeout_ns;
+        c->time_nanos = r->time_nanos;
+        c->len = r->len;
+        const char *n = labels_get(r->labels, "__name__");
+        const char *j = labels_get(r->labels, "job");
+        snprintf(c->name, sizeof(c->name), "%s", n ? n : "");
+        snprintf(c->job, sizeof(c->job), "%s", j ? j : "");
+        for (size_t k = 0; k < r->labels->n; k++)
+            c->has_meta |= strncmp(r->labels->v[k].name, "__meta", 6) == 0;
+        t->ncalls++;
+    }
+    *res = i < t->nscript ? t->script[i] : t->always;
+    if (t->advance_ns)
+        atomic_fetch_add(&fake_mono, t->advance_ns);
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void fake_free(void *tctx)
+{
+    struct fake_tx *t = tctx;
+    atomic_fetch_add(&tx_freed, 1);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    alloc_free(t);
+}
+
+static const struct push_transport_ops fake_ops = {
+    .kind = "fake", .send = fake_send, .free = fake_free};
+
+static struct push_result result(enum push_outcome o, const char *code, uint64_t retry_after)
+{
+    struct push_result r = {.outcome = o, .retry_after_ns = retry_after};
+    snprintf(r.code, sizeof(r.code), "%s", code);
+    snprintf(r.message, sizeof(r.message), "%s", o == PUSH_OK ? "" : "server says no");
+    return r;
+}
+
+static size_t ncalls(void)
+{
+    pthread_mutex_lock(&tx->mu);
+    size_t n = tx->ncalls;
+    pthread_mutex_unlock(&tx->mu);
+    return n;
+}
+
+/* Waits (real time, up to 5 s) until the transport saw @a n calls. */
+static void wait_calls(size_t n)
+{
+    pthread_mutex_lock(&tx->mu);
+    for (int i = 0; i < 5000 && tx->ncalls < n; i++) {
+        pthread_mutex_unlock(&tx->mu);
+        usleep(1000);
+        pthread_mutex_lock(&tx->mu);
+    }
+    size_t got = tx->ncalls;
+    pthread_mutex_unlock(&tx->mu);
+    assert_int_equal(got, n);
+}
+
+/* Nothing more happens for a while (real time). */
+static void settle(void)
+{
+    usleep(30000);
+}
+
+static void set_block(bool on)
+{
+    pthread_mutex_lock(&tx->mu);
+    tx->block = on;
+    pthread_cond_broadcast(&tx->cv);
+    pthread_mutex_unlock(&tx->mu);
+}
+
+/* --- exporter helpers ------------------------------------------------------- */
+
+static struct config_remote_write rw_defaults(void)
+{
+    struct config_remote_write rw = {
+        .name = (char *)"ep",
+        .remote_timeout_ns = 10 * SEC,
+        .queue_max_profiles = 100,
+        .queue_max_bytes = 1 << 20,
+        .min_backoff_ns = 1 * SEC,
+        .max_backoff_ns = 8 * SEC,
+        .max_retries = 10,
+    };
+    return rw;
+}
+
+static struct exporter make(struct config_remote_write *rw, uint64_t max_age)
+{
+    tx = alloc_calloc(1, sizeof(*tx));
+    assert_non_null(tx);
+    pthread_mutex_init(&tx->mu, NULL);
+    pthread_cond_init(&tx->cv, NULL);
+    tx->always = result(PUSH_OK, "200", 0);
+    struct exporter ex = {0};
+    assert_int_equal(push_exporter_new(rw, &fake_ops, tx, max_age, &fake_clock, &ex), 0);
+    assert_null(ex.ops->metrics);
+    assert_true(ex.ops->wants_plain);
+    return ex;
+}
+
+static void destroy(struct exporter *ex)
+{
+    int before = atomic_load(&tx_freed);
+    set_block(false);
+    ex->ops->shutdown(ex->ctx, 0);
+    ex->ops->free(ex->ctx);
+    assert_int_equal(atomic_load(&tx_freed), before + 1);
+    tx = NULL;
+}
+
+static int push_one(struct exporter *ex, const char *job, const char *mode, int64_t t, size_t len)
+{
+    static uint8_t bytes[8192], plain[8192];
+    memset(bytes, 0xaa, sizeof(bytes));
+    memset(plain, 0x55, sizeof(plain));
+    struct window_item it = {
+        .value_type = mode, .time_nanos = t, .period_ns = 10000000, .duration_nanos = (int64_t)SEC};
+    snprintf(it.job, sizeof(it.job), "%s", job);
+    assert_int_equal(labels_set(&it.labels, "job", job), 0);
+    assert_int_equal(labels_set(&it.labels, "service_name", "svc"), 0);
+    struct export_profile p = {
+        .item = &it, .pprof = bytes, .len = len + 1, .pprof_plain = plain, .len_plain = len};
+    int err = ex->ops->push(ex->ctx, &p);
+    labels_release(&it.labels);
+    return err;
+}
+
+/* The value of the sample @a sample ("name{labels}") in push_metrics_all(), or -1. */
+static double metric(const char *sample)
+{
+    struct promtext *w = NULL;
+    assert_int_equal(promtext_new(0, &w), 0);
+    assert_int_equal(push_metrics_all(w), 0);
+    size_t len = 0;
+    const char *d = promtext_data(w, &len);
+    double v = -1;
+    size_t sl = strlen(sample);
+    for (const char *l = d; l < d + len;) {
+        const char *nl = memchr(l, '\n', (size_t)(d + len - l));
+        if (!nl)
+            break;
+        if ((size_t)(nl - l) > sl && strncmp(l, sample, sl) == 0 && l[sl] == ' ')
+            v = strtod(l + sl + 1, NULL);
+        l = nl + 1;
+    }
+    promtext_free(w);
+    return v;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    atomic_store(&fake_mono, 1000 * SEC);
+    atomic_store(&fake_real, T0);
+    return 0;
+}
+
+/* --- tests ----------------------------------------------------------------- */
+
+static void test_push__backoff_bounds(void **state)
+{
+    (void)state;
+    const uint64_t mn = 500000000ull, mx = 300 * SEC;
+    const uint64_t rnds[] = {0, 1, 12345, UINT64_MAX / 3, UINT64_MAX};
+    for (unsigned a = 0; a < 80; a++) {
+        uint64_t cap = mn;
+        for (unsigned i = 1; i < a && cap < mx; i++)
+            cap = cap * 2 > mx ? mx : cap * 2;
+        for (size_t r = 0; r < PYPROFD_ARRAY_SIZE(rnds); r++) {
+            uint64_t b = push_backoff_ns(a, mn, mx, rnds[r]);
+            assert_true(b >= mn);
+            assert_true(b <= mx);
+            assert_true(b <= cap);
+            assert_true(b >= cap / 2);
+        }
+    }
+    /* the first retry waits min; jitter spreads later ones over [cap/2, cap] */
+    assert_int_equal(push_backoff_ns(1, mn, mx, 0), mn);
+    assert_int_equal(push_backoff_ns(4, SEC, mx, 0), 4 * SEC);
+    assert_int_equal(push_backoff_ns(4, SEC, mx, 4 * SEC), 8 * SEC);
+    assert_int_equal(push_backoff_ns(100, SEC, 10 * SEC, 0), 5 * SEC);
+    /* max below min is treated as min */
+    assert_int_equal(push_backoff_ns(3, 2 * SEC, SEC, 99), 2 * SEC);
+    assert_string_equal(push_metric_name("cpu"), "process_cpu");
+    assert_string_equal(push_metric_name("wall"), "wall");
+    assert_string_equal(push_metric_name("gil"), "gil");
+    assert_string_equal(push_metric_name("exception"), "exception");
+}
+
+static void test_push__delivers_in_order_with_series_labels(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    struct exporter ex = make(&rw, 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(push_one(&ex, "web", i % 2 ? "wall" : "cpu", T0 + i, 100), 0);
+    wait_calls(5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(tx->calls[i].time_nanos, T0 + (int64_t)i);
+        assert_string_equal(tx->calls[i].name, i % 2 ? "wall" : "process_cpu");
+        assert_string_equal(tx->calls[i].job, "web");
+        assert_int_equal(tx->calls[i].len, 100); /* the plain encoding */
+    }
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 5);
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == 0);
+    assert_true(metric("pyprofd_push_duration_seconds_count{endpoint=\"ep\"}") == 5);
+    destroy(&ex);
+}
+
+static void test_push__retries_with_backoff_then_delivers_once(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    struct exporter ex = make(&rw, 0);
+    tx->nscript = 3;
+    for (size_t i = 0; i < 3; i++)
+        tx->script[i] = result(PUSH_RETRY, "503", 0);
+    uint64_t t = atomic_load(&fake_mono);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
+    wait_calls(1);
+    /* backoffs with zero jitter: 1 s (min), 1 s, 2 s */
+    const uint64_t gaps[] = {1 * SEC, 1 * SEC, 2 * SEC};
+    for (size_t i = 0; i < 3; i++) {
+        advance_to(t + gaps[i] - 1);
+        settle();
+        assert_int_equal(ncalls(), i + 1);
+        t += gaps[i];
+        advance_to(t);
+        wait_calls(i + 2);
+        assert_int_equal(tx->calls[i + 1].at, t);
+    }
+    settle();
+    assert_int_equal(ncalls(), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(tx->calls[i].time_nanos, T0);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 1);
+    assert_true(metric("pyprofd_push_retries_total{endpoint=\"ep\"}") == 3);
+    assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"503\"}") == 3);
+    destroy(&ex);
+}
+
+static void test_push__permanent_error_is_not_retried(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    struct exporter ex = make(&rw, 0);
+    tx->nscript = 1;
+    tx->script[0] = result(PUSH_DROP, "400", 0);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
+    wait_calls(1);
+    advance_to(atomic_load(&fake_mono) + 600 * SEC);
+    settle();
+    assert_int_equal(ncalls(), 1);
+    /* the next profile goes at once: no backoff after a server's answer */
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 + 1, 100), 0);
+    wait_calls(2);
+    assert_int_equal(tx->calls[1].time_nanos, T0 + 1);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"permanent_error\"}") == 1);
+    assert_true(metric("pyprofd_push_dropped_bytes_total{endpoint=\"ep\","
+                       "reason=\"permanent_error\"}") == 100);
+    assert_true(metric("pyprofd_push_retries_total{endpoint=\"ep\"}") == 0);
+    assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"400\"}") == 1);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 1);
+    destroy(&ex);
+}
+
+static void test_push__full_queue_drops_the_oldest(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    rw.queue_max_profiles = 3;
+    struct exporter ex = make(&rw, 0);
+    set_block(true);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
+    /* the first one is taken by the sender (blocked in send) */
+    for (int i = 0; i < 1000 && metric("pyprofd_push_queue_bytes{endpoint=\"ep\"}") != 0; i++)
+        usleep(1000);
+    for (int i = 1; i <= 5; i++)
+        assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == 4);
+    assert_true(metric("pyprofd_push_queue_bytes{endpoint=\"ep\"}") == 300);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"queue_full\"}") == 2);
+    assert_true(metric("pyprofd_push_dropped_bytes_total{endpoint=\"ep\","
+                       "reason=\"queue_full\"}") == 200);
+    set_block(false);
+    wait_calls(4);
+    const int64_t want[] = {T0, T0 + 3, T0 + 4, T0 + 5};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(tx->calls[i].time_nanos, want[i]);
+    destroy(&ex);
+
+    /* by bytes: 250 bytes hold two profiles of 100 */
+    rw = rw_defaults();
+    rw.queue_max_bytes = 250;
+    ex = make(&rw, 0);
+    set_block(true);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
+    for (int i = 0; i < 1000 && metric("pyprofd_push_queue_bytes{endpoint=\"ep\"}") != 0; i++)
+        usleep(1000);
+    for (int i = 1; i <= 4; i++)
+        assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
+    assert_true(metric("pyprofd_push_queue_bytes{endpoint=\"ep\"}") == 200);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"queue_full\"}") == 2);
+    /* a profile larger than the whole queue is never queued */
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 + 9, 300), 0);
+    assert_true(metric("pyprofd_push_dropped_bytes_total{endpoint=\"ep\","
+                       "reason=\"queue_full\"}") == 500);
+    set_block(false);
+    wait_calls(3);
+    assert_int_equal(tx->calls[1].time_nanos, T0 + 3);
+    assert_int_equal(tx->calls[2].time_nanos, T0 + 4);
+    destroy(&ex);
+}
+
+static void test_push__too_old_is_dropped_not_sent(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    struct exporter ex = make(&rw, 3600 * SEC);
+    /* too old on arrival */
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 - 2 * 3600 * (int64_t)SEC, 100), 0);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"too_old\"}") == 1);
+    /* too old by the time it would be retried */
+    tx->always = result(PUSH_RETRY, "503", 0);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
+    wait_calls(1);
+    atomic_store(&fake_real, T0 + 3601 * (int64_t)SEC);
+    advance_to(atomic_load(&fake_mono) + 10 * SEC);
+    settle();
+    assert_int_equal(ncalls(), 1);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"too_old\"}") == 2);
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == 0);
+    destroy(&ex);
+}
+
+static void test_push__max_retries_exhausted(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    rw.max_retries = 2;
+    rw.max_backoff_ns = 1 * SEC;
+    struct exporter ex = make(&rw, 0);
+    tx->nscript = 3;
+    for (size_t i = 0; i < 3; i++)
+        tx->script[i] = result(PUSH_RETRY, "timeout", 0);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 + 1, 100), 0);
+    for (size_t n = 1; n <= 3; n++) {
+        wait_calls(n);
+        advance_to(atomic_load(&fake_mono) + SEC);
+    }
+    wait_calls(4); /* the first is given up after 1 + 2 attempts; the second goes */
+    assert_int_equal(tx->calls[2].time_nanos, T0);
+    assert_int_equal(tx->calls[3].time_nanos, T0 + 1);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"retries_exhausted\"}") == 1);
+    assert_true(metric("pyprofd_push_retries_total{endpoint=\"ep\"}") == 2);
+    assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"timeout\"}") == 3);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 1);
+    destroy(&ex);
+}
+
+static void test_push__retry_after_is_honoured_up_to_max_backoff(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    struct exporter ex = make(&rw, 0);
+    tx->nscript = 2;
+    tx->script[0] = result(PUSH_RETRY, "429", 5 * SEC);
+    tx->script[1] = result(PUSH_RETRY, "503", 100 * SEC); /* capped at max_backoff 8 s */
+    uint64_t t = atomic_load(&fake_mono);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
+    wait_calls(1);
+    advance_to(t + 5 * SEC - 1);
+    settle();
+    assert_int_equal(ncalls(), 1);
+    advance_to(t + 5 * SEC);
+    wait_calls(2);
+    advance_to(t + 13 * SEC - 1);
+    settle();
+    assert_int_equal(ncalls(), 2);
+    advance_to(t + 13 * SEC);
+    wait_calls(3);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 1);
+    destroy(&ex);
+}
+
+static void test_push__write_relabel_drops_and_cleans_labels(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    const char *src[] = {"job"};
+    struct relabel_rule_spec specs[] = {
+        {.source_labels = src, .nsource_labels = 1, .regex = "drop.*", .action = RELABEL_DROP},
+        {.target_label = "__meta_scratch", .replacement = "x", .action = RELABEL_REPLACE},
+    };
+    char err[256];
+    assert_int_equal(relabel_compile(specs, 2, &rw.write_relabel, err, sizeof(err)), 0);
+    struct exporter ex = make(&rw, 0);
+    assert_null(rw.write_relabel); /* taken over */
+    assert_int_equal(push_one(&ex, "dropme", "cpu", T0, 100), 0);
+    assert_int_equal(push_one(&ex, "keepme", "gil", T0 + 1, 100), 0);
+    wait_calls(1);
+    settle();
+    assert_int_equal(ncalls(), 1);
+    assert_string_equal(tx->calls[0].job, "keepme");
+    assert_string_equal(tx->calls[0].name, "gil");
+    assert_false(tx->calls[0].has_meta);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"relabeled\"}") == 1);
+    destroy(&ex);
+}
+
+struct unblocker {
+    uint64_t delay_us;
+};
+
+static void *unblock_later(void *arg)
+{
+    struct unblocker *u = arg;
+    usleep((useconds_t)u->delay_us);
+    set_block(false);
+    return NULL;
+}
+
+static void test_push__shutdown_drains_until_the_deadline(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    struct exporter ex = make(&rw, 0);
+    tx->advance_ns = SEC; /* every send takes one second */
+    set_block(true);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
+    uint64_t t = atomic_load(&fake_mono);
+    pthread_t th;
+    struct unblocker u = {.delay_us = 50000};
+    assert_int_equal(pthread_create(&th, NULL, unblock_later, &u), 0);
+    ex.ops->shutdown(ex.ctx, t + 2 * SEC + SEC / 2);
+    pthread_join(th, NULL);
+    /* sends at t, t+1, t+2 (the last with what is left before the deadline) */
+    assert_int_equal(ncalls(), 3);
+    assert_int_equal(tx->calls[2].timeout, SEC / 2);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 3);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"shutdown\"}") == 2);
+    /* after shutdown, pushes are counted and dropped */
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 + 9, 100), 0);
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"shutdown\"}") == 3);
+    destroy(&ex);
+
+    /* free without shutdown: nothing is sent any more, nothing leaks */
+    ex = make(&rw, 0);
+    set_block(true);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
+    /* wait until the sender is inside send() with the first one */
+    for (int i = 0; i < 1000 && metric("pyprofd_push_queue_bytes{endpoint=\"ep\"}") != 200; i++)
+        usleep(1000);
+    assert_true(metric("pyprofd_push_queue_bytes{endpoint=\"ep\"}") == 200);
+    struct unblocker u2 = {.delay_us = 20000};
+    assert_int_equal(pthread_create(&th, NULL, unblock_later, &u2), 0);
+    ex.ops->free(ex.ctx);
+    pthread_join(th, NULL);
+}
+
+static void test_push__metrics_text_is_valid(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    struct config_remote_write rw2 = rw_defaults();
+    rw2.name = (char *)"second \"one\"";
+    struct exporter ex = make(&rw, 0);
+    struct fake_tx *tx1 = tx;
+    tx1->nscript = 1;
+    tx1->script[0] = result(PUSH_DROP, "400", 0);
+    struct exporter ex2 = make(&rw2, 0);
+    struct fake_tx *tx2 = tx;
+    assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
+    assert_int_equal(push_one(&ex2, "web", "cpu", T0, 100), 0);
+    tx = tx1;
+    wait_calls(1);
+    tx = tx2;
+    wait_calls(1);
+
+    struct promtext *w = NULL;
+    assert_int_equal(promtext_new(0, &w), 0);
+    assert_int_equal(push_metrics_all(w), 0);
+    char *doc = NULL;
+    size_t len = 0;
+    assert_int_equal(promtext_take(w, &doc, &len), 0);
+    promtext_free(w);
+    const char *families[] = {
+        "pyprofd_push_profiles_total",      "pyprofd_push_failures_total",
+        "pyprofd_push_retries_total",       "pyprofd_push_dropped_profiles_total",
+        "pyprofd_push_dropped_bytes_total", "pyprofd_push_queue_length",
+        "pyprofd_push_queue_bytes",         "pyprofd_push_duration_seconds",
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(families); i++) {
+        char type[128];
+        snprintf(type, sizeof(type), "# TYPE %s ", families[i]);
+        const char *a = strstr(doc, type);
+        assert_non_null(a);
+        assert_null(strstr(a + 1, type)); /* once per document */
+    }
+    assert_non_null(strstr(doc, "endpoint=\"second \\\"one\\\"\""));
+    if (access("/usr/bin/promtool", X_OK) == 0) {
+        char path[] = "/tmp/pyprofd-test-push-metrics.XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, doc, len), (ssize_t)len);
+        close(fd);
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < %s", path);
+        int rc = system(cmd);
+        unlink(path);
+        assert_int_equal(rc, 0);
+    }
+    alloc_free(doc);
+    tx = tx1;
+    destroy(&ex);
+    tx = tx2;
+    destroy(&ex2);
+    /* no exporter: nothing written */
+    assert_int_equal(promtext_new(0, &w), 0);
+    assert_int_equal(push_metrics_all(w), 0);
+    promtext_data(w, &len);
+    assert_int_equal(len, 0);
+    promtext_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_push__backoff_bounds, setup),
+        cmocka_unit_test_setup(test_push__delivers_in_order_with_series_labels, setup),
+        cmocka_unit_test_setup(test_push__retries_with_backoff_then_delivers_once, setup),
+        cmocka_unit_test_setup(test_push__permanent_error_is_not_retried, setup),
+        cmocka_unit_test_setup(test_push__full_queue_drops_the_oldest, setup),
+        cmocka_unit_test_setup(test_push__too_old_is_dropped_not_sent, setup),
+        cmocka_unit_test_setup(test_push__max_retries_exhausted, setup),
+        cmocka_unit_test_setup(test_push__retry_after_is_honoured_up_to_max_backoff, setup),
+        cmocka_unit_test_setup(test_push__write_relabel_drops_and_cleans_labels, setup),
+        cmocka_unit_test_setup(test_push__shutdown_drains_until_the_deadline, setup),
+        cmocka_unit_test_setup(test_push__metrics_text_is_valid, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
