@@ -6,8 +6,12 @@
 #include "base/compat.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/strnum.h"
@@ -28,7 +32,42 @@ struct sampler_thread {
     uint64_t last_key;                /* stack_key of the last stack added for this thread */
     bool last_added;                  /* ... and whether the window took it */
     bool tap_added[SAMPLER_MAX_TAPS]; /* ... and whether each tap took it */
+    int stat_fd1; /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
 };
+
+/*
+ * cpu mode reads each sampled thread's stat file every sample; keeping it
+ * open saves an open and a close per thread and sample. Open files are a
+ * process-wide resource, so at most a quarter of RLIMIT_NOFILE (and 4096) of
+ * them are kept, by all samplers together; beyond that a thread's file is
+ * opened and closed per sample as before.
+ */
+static atomic_long sampler_fds_open;
+static atomic_long sampler_fds_cap = -1;
+
+static long sampler_fd_cap(void)
+{
+    long cap = atomic_load(&sampler_fds_cap);
+    if (cap < 0) {
+        struct rlimit rl;
+        cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                  ? (long)(rl.rlim_cur / 4)
+                  : 256;
+        if (cap > 4096)
+            cap = 4096;
+        atomic_store(&sampler_fds_cap, cap);
+    }
+    return cap;
+}
+
+static void sampler_thread_close(struct sampler_thread *t)
+{
+    if (t->stat_fd1) {
+        close(t->stat_fd1 - 1);
+        t->stat_fd1 = 0;
+        atomic_fetch_sub(&sampler_fds_open, 1);
+    }
+}
 
 struct sampler {
     pid_t pid;
@@ -80,6 +119,7 @@ static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
         t = &s->threads[i]; /* full: evict */
     if (t->ns_tid != ns_tid) {
         pid_t host = 0;
+        sampler_thread_close(t);
         *t = (struct sampler_thread){.ns_tid = ns_tid};
         if (threadstat_host_tid("/proc", s->pid, ns_tid, &host) == 0)
             t->host_tid = host;
@@ -97,8 +137,29 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
     struct sampler *s = ctx;
     struct sampler_thread *t = sampler_thread(s, ns_tid);
     char state;
-    return t->host_tid && threadstat_state("/proc", s->pid, t->host_tid, &state) == 0 &&
-           state == 'R';
+    if (!t->host_tid)
+        return false;
+    if (!t->stat_fd1 && atomic_fetch_add(&sampler_fds_open, 1) < sampler_fd_cap()) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)s->pid, (int)t->host_tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+            t->stat_fd1 = fd + 1;
+        else
+            atomic_fetch_sub(&sampler_fds_open, 1);
+    } else if (!t->stat_fd1) {
+        atomic_fetch_sub(&sampler_fds_open, 1);
+    }
+    if (!t->stat_fd1)
+        return threadstat_state("/proc", s->pid, t->host_tid, &state) == 0 && state == 'R';
+    char buf[1024];
+    ssize_t n = pread(t->stat_fd1 - 1, buf, sizeof(buf) - 1, 0);
+    if (n <= 0) {
+        sampler_thread_close(t); /* the thread is gone; a new one gets a new slot */
+        return false;
+    }
+    buf[n] = '\0';
+    return threadstat_parse_state(buf, (size_t)n, &state) == 0 && state == 'R';
 }
 
 /* --- blocking mode ----------------------------------------------------- */
@@ -197,6 +258,8 @@ void sampler_free(struct sampler *s)
         sampler_resume_all(s); /* never leave the target stopped */
     if (s->opts.mode == SAMPLER_CPU)
         unwinder_set_on_cpu(s->u, NULL, NULL);
+    for (size_t i = 0; i < SAMPLER_THREADS; i++)
+        sampler_thread_close(&s->threads[i]);
     alloc_free(s->traced);
     alloc_free(s->pending);
     alloc_free(s);
