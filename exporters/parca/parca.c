@@ -1,0 +1,632 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * parca.c: the Parca transport for the push engine: WriteRaw as one unary
+ * gRPC call over HTTP/2 with libcurl (see parca.h). The engine calls
+ * parca_send() on the endpoint's sender thread; everything here is that
+ * thread's, including the one easy handle whose connection cache keeps the
+ * HTTP/2 connection open between pushes.
+ */
+#include "base/compat.h"
+
+#include <limits.h>
+#include <strings.h>
+
+#include "base/alloc.h"
+#include "exporters/parca/parca.h"
+#include "exporters/push/endpoint.h"
+#include "profilestore.pb-c.h"
+
+#ifndef PYPROFD_VERSION
+#define PYPROFD_VERSION "unknown"
+#endif
+
+#define PARCA_FRAME_HEADER 5u /* compressed flag + 4-byte big-endian length */
+
+/* The gRPC status codes pyprofd names in messages (grpc status.h order). */
+static const char *const parca_code_names[] = {
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+};
+
+enum {
+    PARCA_GRPC_OK = 0,
+    PARCA_GRPC_UNKNOWN = 2,
+    PARCA_GRPC_DEADLINE_EXCEEDED = 4,
+    PARCA_GRPC_PERMISSION_DENIED = 7,
+    PARCA_GRPC_RESOURCE_EXHAUSTED = 8,
+    PARCA_GRPC_ABORTED = 10,
+    PARCA_GRPC_UNIMPLEMENTED = 12,
+    PARCA_GRPC_INTERNAL = 13,
+    PARCA_GRPC_UNAVAILABLE = 14,
+    PARCA_GRPC_UNAUTHENTICATED = 16,
+};
+
+struct parca_transport {
+    struct push_endpoint ep;
+    CURL *h;   /* reused for every request: its connection cache keeps the h2 connection */
+    char *url; /* push_endpoint_url() of PARCA_WRITERAW_PATH */
+    bool tls;  /* https: h2 through ALPN; http: h2 with prior knowledge */
+    bool fresh_connections;  /* a new connection for every request (see parca_exporter_new) */
+    struct push_clock clock; /* real_ns for Retry-After dates; NULL: CLOCK_REALTIME */
+    struct parca_reply rep;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+/*
+ * The framed WriteRawRequest. The labels and the profile are borrowed into
+ * the protobuf-c structs for packing only (protobuf-c's field types are not
+ * const; packing never writes through them).
+ *
+ * `normalized` is true: the normalization it refers to maps native
+ * instruction addresses through their mappings, and pyprofd's profiles have
+ * none to map (every Location has address 0, under one synthetic mapping at
+ * 0 that says functions, files and lines are already known), so the server
+ * must not try.
+ */
+PYPROFD_STATIC int parca_encode(const struct push_request *r, uint8_t **out, size_t *out_len)
+{
+    int err = 0;
+    size_t n = r->labels ? r->labels->n : 0;
+    Parca__Profilestore__V1alpha1__Label *lv = NULL;
+    Parca__Profilestore__V1alpha1__Label **lp = NULL;
+    uint8_t *buf = NULL;
+
+    *out = NULL;
+    *out_len = 0;
+    if (n) {
+        lv = alloc_calloc(n, sizeof(*lv));
+        lp = alloc_calloc(n, sizeof(*lp));
+        if (!lv || !lp) {
+            err = -ENOMEM;
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        parca__profilestore__v1alpha1__label__init(&lv[i]);
+        lv[i].name = (char *)r->labels->v[i].name;
+        lv[i].value = (char *)r->labels->v[i].value;
+        lp[i] = &lv[i];
+    }
+
+    Parca__Profilestore__V1alpha1__LabelSet set;
+    parca__profilestore__v1alpha1__label_set__init(&set);
+    set.n_labels = n;
+    set.labels = lp;
+
+    Parca__Profilestore__V1alpha1__RawSample sample;
+    parca__profilestore__v1alpha1__raw_sample__init(&sample);
+    sample.raw_profile.data = (uint8_t *)r->pprof;
+    sample.raw_profile.len = r->len;
+    Parca__Profilestore__V1alpha1__RawSample *samplep = &sample;
+
+    Parca__Profilestore__V1alpha1__RawProfileSeries series;
+    parca__profilestore__v1alpha1__raw_profile_series__init(&series);
+    series.labels = &set;
+    series.n_samples = 1;
+    series.samples = &samplep;
+    Parca__Profilestore__V1alpha1__RawProfileSeries *seriesp = &series;
+
+    Parca__Profilestore__V1alpha1__WriteRawRequest req;
+    parca__profilestore__v1alpha1__write_raw_request__init(&req);
+    req.n_series = 1;
+    req.series = &seriesp;
+    req.normalized = true;
+
+    size_t len = parca__profilestore__v1alpha1__write_raw_request__get_packed_size(&req);
+    if (len > PARCA_MAX_MESSAGE) {
+        err = -EMSGSIZE;
+        goto out;
+    }
+    buf = alloc_malloc(PARCA_FRAME_HEADER + len);
+    if (!buf) {
+        err = -ENOMEM;
+        goto out;
+    }
+    buf[0] = 0; /* not compressed: the profile inside is gzipped already */
+    buf[1] = (uint8_t)(len >> 24);
+    buf[2] = (uint8_t)(len >> 16);
+    buf[3] = (uint8_t)(len >> 8);
+    buf[4] = (uint8_t)len;
+    size_t packed = parca__profilestore__v1alpha1__write_raw_request__pack(&req, buf + 5);
+    PYPROFD_ASSERT(packed == len);
+    (void)packed;
+    *out = buf;
+    *out_len = PARCA_FRAME_HEADER + len;
+    buf = NULL;
+out:
+    alloc_free(buf);
+    alloc_free(lp);
+    alloc_free(lv);
+    return err;
+}
+
+PYPROFD_STATIC void parca_reply_init(struct parca_reply *rep)
+{
+    memset(rep, 0, sizeof(*rep));
+    rep->grpc_status = -1;
+}
+
+static int parca_hexval(char c)
+{
+    int v = -1;
+    if (c >= '0' && c <= '9')
+        v = c - '0';
+    else if (c >= 'a' && c <= 'f')
+        v = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+        v = c - 'A' + 10;
+    return v;
+}
+
+/* A byte fit for a log line: control characters become '?' (tabs and line breaks a space). */
+static char parca_printable(unsigned char c)
+{
+    char out = (char)c;
+    if (c == '\t' || c == '\r' || c == '\n')
+        out = ' ';
+    else if (c < 0x20 || c == 0x7f)
+        out = '?';
+    return out;
+}
+
+/*
+ * grpc-message is percent-encoded UTF-8 (gRPC's PROTOCOL-HTTP2.md): %XX
+ * becomes the byte; a '%' not followed by two hex digits is kept as it is,
+ * as gRPC's decoders do. Control characters are replaced for the log. The
+ * output is cut to @a cap - 1 bytes without splitting a UTF-8 sequence and
+ * is always NUL-terminated (cap > 0). Returns the bytes written.
+ */
+PYPROFD_STATIC size_t parca_percent_decode(const char *in, size_t len, char *out, size_t cap)
+{
+    size_t o = 0;
+    bool cut = false;
+
+    if (cap == 0)
+        return 0;
+    for (size_t i = 0; i < len && !cut; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c == '%' && i + 2 < len && parca_hexval(in[i + 1]) >= 0 &&
+            parca_hexval(in[i + 2]) >= 0) {
+            c = (unsigned char)(parca_hexval(in[i + 1]) * 16 + parca_hexval(in[i + 2]));
+            i += 2;
+        }
+        if (o + 1 >= cap)
+            cut = true;
+        else
+            out[o++] = parca_printable(c);
+    }
+    if (cut) {
+        /* drop a trailing partial UTF-8 sequence: continuation bytes, then their lead */
+        size_t k = o;
+        while (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0x80)
+            k--;
+        if (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0xc0) {
+            unsigned char lead = (unsigned char)out[k - 1];
+            size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+            if (o - (k - 1) < need)
+                o = k - 1;
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* Whether [s, s+len) equals @a name, ignoring ASCII case. */
+static bool parca_name_is(const char *s, size_t len, const char *name)
+{
+    return strlen(name) == len && strncasecmp(s, name, len) == 0;
+}
+
+/* A decimal of at most @a maxdigits digits filling [s, s+len), or -1. */
+static int64_t parca_decimal(const char *s, size_t len, size_t maxdigits)
+{
+    int64_t v = 0;
+    if (len == 0 || len > maxdigits)
+        v = -1;
+    for (size_t i = 0; i < len && v >= 0; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            v = -1;
+        else
+            v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/*
+ * One header line as libcurl's header callback hands it over: the status
+ * line, a header, the empty line ending the headers, or, after the body, a
+ * trailer (HTTP/2 trailers come through the same callback). A status line
+ * starts a new response (after a 100 Continue, say), so it forgets what an
+ * earlier one said.
+ */
+PYPROFD_STATIC void parca_reply_header(struct parca_reply *rep, const char *line, size_t len)
+{
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' ' ||
+                       line[len - 1] == '\t'))
+        len--;
+    const char *colon = memchr(line, ':', len);
+
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+        const char *sp = memchr(line, ' ', len);
+        long status = 0;
+        if (sp && (size_t)(sp - line) + 4 <= len) {
+            int64_t v = parca_decimal(sp + 1, 3, 3);
+            status = v >= 0 ? (long)v : 0;
+        }
+        parca_reply_init(rep);
+        rep->http_status = status;
+    } else if (colon) {
+        size_t nlen = (size_t)(colon - line);
+        const char *v = colon + 1;
+        size_t vlen = len - nlen - 1;
+        while (vlen > 0 && (*v == ' ' || *v == '\t')) {
+            v++;
+            vlen--;
+        }
+        if (parca_name_is(line, nlen, "grpc-status")) {
+            int64_t code = parca_decimal(v, vlen, 4);
+            /* a status that does not parse is UNKNOWN, as gRPC clients take it */
+            rep->grpc_status = code >= 0 ? (int)code : PARCA_GRPC_UNKNOWN;
+        } else if (parca_name_is(line, nlen, "grpc-message")) {
+            parca_percent_decode(v, vlen, rep->grpc_message, sizeof(rep->grpc_message));
+            rep->grpc_message_seen = true;
+        } else if (parca_name_is(line, nlen, "retry-after")) {
+            /* kept whole (a date too, if it fits); push_parse_retry_after() reads it */
+            if (vlen < sizeof(rep->retry_after)) {
+                memcpy(rep->retry_after, v, vlen);
+                rep->retry_after[vlen] = '\0';
+            } else {
+                rep->retry_after[0] = '\0';
+            }
+        }
+    }
+}
+
+/* Keeps the first PARCA_BODY_KEEP bytes of the body, printable, for the error message. */
+PYPROFD_STATIC void parca_reply_body(struct parca_reply *rep, const char *data, size_t len)
+{
+    for (size_t i = 0; i < len && rep->body_len < PARCA_BODY_KEEP; i++)
+        rep->body[rep->body_len++] = parca_printable((unsigned char)data[i]);
+    rep->body[rep->body_len] = '\0';
+}
+
+/*
+ * grpc-timeout: at most 8 digits and a unit (H M S m u n). The exact value in
+ * the largest unit that holds it, else rounded up in the smallest unit whose
+ * value fits. Returns 0, -EINVAL for 0, -ENOSPC when @a cap is too small.
+ */
+PYPROFD_STATIC int parca_grpc_timeout(uint64_t ns, char *buf, size_t cap)
+{
+    static const struct {
+        char unit;
+        uint64_t ns;
+    } units[] = {
+        {'H', 3600000000000ull}, {'M', 60000000000ull}, {'S', 1000000000ull},
+        {'m', 1000000ull},       {'u', 1000ull},        {'n', 1ull},
+    };
+    const uint64_t max = 99999999u;
+    int err = 0;
+    size_t pick = PYPROFD_ARRAY_SIZE(units);
+    uint64_t value = 0;
+
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(units) && pick == PYPROFD_ARRAY_SIZE(units); i++) {
+        if (ns % units[i].ns == 0 && ns / units[i].ns <= max) {
+            pick = i;
+            value = ns / units[i].ns;
+        }
+    }
+    for (size_t i = PYPROFD_ARRAY_SIZE(units); i-- > 0 && pick == PYPROFD_ARRAY_SIZE(units);) {
+        uint64_t v = ns / units[i].ns + (ns % units[i].ns != 0);
+        if (v <= max) {
+            pick = i;
+            value = v;
+        }
+    }
+    if (ns == 0) {
+        err = -EINVAL;
+    } else {
+        int w = snprintf(buf, cap, "%" PRIu64 "%c", value, units[pick].unit);
+        if (w < 0 || (size_t)w >= cap)
+            err = -ENOSPC;
+    }
+    return err;
+}
+
+/* gRPC's mapping of an HTTP status to a gRPC code, for replies without grpc-status. */
+PYPROFD_STATIC int parca_http_to_grpc(long http_status)
+{
+    int code = PARCA_GRPC_UNKNOWN;
+    switch (http_status) {
+    case 400:
+    case 431:
+        code = PARCA_GRPC_INTERNAL;
+        break;
+    case 401:
+        code = PARCA_GRPC_UNAUTHENTICATED;
+        break;
+    case 403:
+        code = PARCA_GRPC_PERMISSION_DENIED;
+        break;
+    case 404:
+        code = PARCA_GRPC_UNIMPLEMENTED;
+        break;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+        code = PARCA_GRPC_UNAVAILABLE;
+        break;
+    default:
+        break;
+    }
+    return code;
+}
+
+/*
+ * The outcome of one call. A transport error is retried, with the codes
+ * every push transport uses (push_classify_http(): "timeout", "connect",
+ * "tls", ...) and libcurl's own message when it has one. Otherwise the gRPC
+ * code is grpc-status, unless the HTTP status is not 200 or grpc-status is
+ * missing: then it is the HTTP mapping (200 without grpc-status: UNKNOWN).
+ */
+PYPROFD_STATIC void parca_classify(CURLcode rc, const char *curl_err, long http_version,
+                                   const struct parca_reply *rep, int64_t now_real_ns,
+                                   struct push_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (rc != CURLE_OK) {
+        push_classify_http(rc, 0, NULL, NULL, now_real_ns, res);
+        if (curl_err && *curl_err &&
+            snprintf(res->message, sizeof(res->message), "%s", curl_err) < 0)
+            res->message[0] = '\0';
+    } else {
+        bool mapped = rep->http_status != 200 || rep->grpc_status < 0;
+        int code = mapped ? parca_http_to_grpc(rep->http_status) : rep->grpc_status;
+        char name[32];
+        if (code >= 0 && (size_t)code < PYPROFD_ARRAY_SIZE(parca_code_names))
+            snprintf(name, sizeof(name), "%s", parca_code_names[code]);
+        else
+            snprintf(name, sizeof(name), "code %d", code);
+
+        if (code == PARCA_GRPC_OK)
+            res->outcome = PUSH_OK;
+        else if (code == PARCA_GRPC_UNAVAILABLE || code == PARCA_GRPC_RESOURCE_EXHAUSTED ||
+                 code == PARCA_GRPC_DEADLINE_EXCEEDED || code == PARCA_GRPC_ABORTED)
+            res->outcome = PUSH_RETRY;
+        else
+            res->outcome = PUSH_DROP;
+        snprintf(res->code, sizeof(res->code), "grpc_%d", code);
+
+        const char *detail = rep->grpc_message_seen ? rep->grpc_message : rep->body;
+        const char *sep = *detail ? ": " : "";
+        bool h1 = http_version != CURL_HTTP_VERSION_2_0 && rep->http_status;
+        int w = 0;
+        if (code == PARCA_GRPC_OK)
+            res->message[0] = '\0';
+        else if (mapped)
+            w = snprintf(res->message, sizeof(res->message), "%s (HTTP %ld%s%s)%s%s", name,
+                         rep->http_status, h1 ? " over HTTP/1.x, not HTTP/2" : "",
+                         rep->grpc_status < 0 ? ", no grpc-status" : "", sep, detail);
+        else
+            w = snprintf(res->message, sizeof(res->message), "%s%s%s", name, sep, detail);
+        if (w < 0)
+            res->message[0] = '\0';
+        if (res->outcome == PUSH_RETRY && rep->retry_after[0])
+            res->retry_after_ns = push_parse_retry_after(rep->retry_after, now_real_ns);
+    }
+}
+
+static size_t parca_on_header(char *data, size_t size, size_t n, void *arg)
+{
+    parca_reply_header(arg, data, size * n);
+    return size * n;
+}
+
+static size_t parca_on_body(char *data, size_t size, size_t n, void *arg)
+{
+    parca_reply_body(arg, data, size * n);
+    return size * n;
+}
+
+static int parca_add_header(struct curl_slist **list, const char *h)
+{
+    int err = 0;
+    struct curl_slist *l = curl_slist_append(*list, h);
+    if (l)
+        *list = l;
+    else
+        err = -ENOMEM;
+    return err;
+}
+
+static void parca_local_error(struct push_result *res, enum push_outcome outcome, const char *code,
+                              const char *what, int err)
+{
+    res->outcome = outcome;
+    snprintf(res->code, sizeof(res->code), "%s", code);
+    if (snprintf(res->message, sizeof(res->message), "%s: %s", what, strerror(-err)) < 0)
+        res->message[0] = '\0';
+}
+
+static int64_t parca_real_ns(const struct parca_transport *t)
+{
+    int64_t now = 0;
+    if (t->clock.real_ns) {
+        now = t->clock.real_ns(t->clock.arg);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    }
+    return now;
+}
+
+static void parca_send(void *tctx, const struct push_request *r, uint64_t timeout_ns,
+                       struct push_result *res)
+{
+    struct parca_transport *t = tctx;
+    uint8_t *frame = NULL;
+    size_t flen = 0;
+    struct curl_slist *hdrs = NULL;
+    char tmo[32], tmo_header[48];
+    CURL *h = t->h;
+    int err;
+
+    memset(res, 0, sizeof(*res));
+    err = parca_encode(r, &frame, &flen);
+    if (err == -EMSGSIZE) {
+        parca_local_error(res, PUSH_DROP, "too_large", "cannot send a WriteRaw request over 64 MiB",
+                          err);
+        goto out;
+    } else if (err) {
+        parca_local_error(res, PUSH_RETRY, "local", "cannot encode the WriteRaw request", err);
+        goto out;
+    }
+
+    /* reset keeps the connection cache: the next request reuses the connection */
+    curl_easy_reset(h);
+    parca_reply_init(&t->rep);
+    t->errbuf[0] = '\0';
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "pyprofd/" PYPROFD_VERSION);
+    err = push_endpoint_apply(&t->ep, h, &hdrs, res->message, sizeof(res->message));
+    if (err) {
+        res->outcome = PUSH_RETRY;
+        snprintf(res->code, sizeof(res->code), "credentials");
+        goto out;
+    }
+    err = parca_add_header(&hdrs, "Content-Type: application/grpc");
+    if (!err)
+        err = parca_add_header(&hdrs, "TE: trailers");
+    if (!err)
+        err = parca_add_header(&hdrs, "Expect:");
+    if (!err && parca_grpc_timeout(timeout_ns, tmo, sizeof(tmo)) == 0) {
+        snprintf(tmo_header, sizeof(tmo_header), "grpc-timeout: %s", tmo);
+        err = parca_add_header(&hdrs, tmo_header);
+    }
+    if (err) {
+        parca_local_error(res, PUSH_RETRY, "local", "cannot build the request headers", err);
+        goto out;
+    }
+
+    uint64_t timeout_ms = timeout_ns / 1000000u + (timeout_ns % 1000000u != 0);
+    if (timeout_ms > (uint64_t)LONG_MAX)
+        timeout_ms = (uint64_t)LONG_MAX;
+    curl_easy_setopt(h, CURLOPT_URL, t->url);
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
+                     t->tls ? (long)CURL_HTTP_VERSION_2TLS
+                            : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, frame);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)flen);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, parca_on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &t->rep);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, parca_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t->rep);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t->errbuf);
+    if (t->fresh_connections)
+        curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0, version = 0;
+    if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status)
+        t->rep.http_status = status;
+    if (curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
+        version = 0;
+    parca_classify(rc, t->errbuf, version, &t->rep, parca_real_ns(t), res);
+    /* nothing in the handle may point at this call's buffers once they are freed */
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+out:
+    curl_slist_free_all(hdrs);
+    alloc_free(frame);
+}
+
+static void parca_transport_free(void *tctx)
+{
+    struct parca_transport *t = tctx;
+    if (t) {
+        if (t->h)
+            curl_easy_cleanup(t->h);
+        push_endpoint_release(&t->ep);
+        alloc_free(t->url);
+        alloc_free(t);
+    }
+}
+
+static const struct push_transport_ops parca_transport_ops = {
+    .kind = "parca",
+    .send = parca_send,
+    .free = parca_transport_free,
+};
+
+int parca_exporter_new(struct config_remote_write *rw, const struct push_clock *clock,
+                       struct exporter *out)
+{
+    int err = 0;
+    struct parca_transport *t = NULL;
+    const curl_version_info_data *vi = curl_version_info(CURLVERSION_NOW);
+    bool tls = rw->url && strncasecmp(rw->url, "https://", 8) == 0;
+
+    if (!vi || !(vi->features & CURL_VERSION_HTTP2)) {
+        err = -EPROTONOSUPPORT;
+        goto out;
+    }
+    if (!rw->url || (!tls && strncasecmp(rw->url, "http://", 7) != 0)) {
+        err = -EINVAL;
+        goto out;
+    }
+    t = alloc_calloc(1, sizeof(*t));
+    if (!t) {
+        err = -ENOMEM;
+        goto out;
+    }
+    err = push_endpoint_init(&t->ep, rw);
+    if (err)
+        goto out;
+    /* room for the URL with server_name in place of the host, and the path */
+    size_t ulen = strlen(t->ep.url) + (t->ep.server_name ? strlen(t->ep.server_name) : 0) +
+                  sizeof(PARCA_WRITERAW_PATH) + 16;
+    t->url = alloc_malloc(ulen);
+    t->h = curl_easy_init();
+    if (!t->url || !t->h) {
+        err = -ENOMEM;
+        goto out;
+    }
+    err = push_endpoint_url(&t->ep, PARCA_WRITERAW_PATH, t->url, ulen);
+    if (err)
+        goto out;
+    t->tls = tls;
+    /*
+     * libcurl 7.88.0 and 7.88.1 (Debian 12's) break the second request on a
+     * reused prior-knowledge h2c connection ("Error in the HTTP2 framing
+     * layer"; curl issue #10634, fixed in 8.0.0). With those, each cleartext
+     * request opens its own connection; TLS connections are not affected.
+     */
+    t->fresh_connections = !tls && vi->version_num >= 0x075800 && vi->version_num < 0x080000;
+    if (clock)
+        t->clock = *clock;
+    /* the engine owns the transport from here, on failure too */
+    err = push_exporter_new(rw, &parca_transport_ops, t, PARCA_MAX_AGE_NS, clock, out);
+    t = NULL;
+out:
+    parca_transport_free(t);
+    return err;
+}
