@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/labels.h"
+#include "config/relabel.h"
 #include "exporters/parca/parca.h"
 #include "profilestore.pb-c.h"
 
@@ -428,6 +429,56 @@ static void test_parca__transport_errors_are_retried(void **state)
     assert_string_equal(res.code, "recv");
 }
 
+static struct config_remote_write rw_for(const char *url)
+{
+    struct config_remote_write rw = {
+        .name = (char *)"parca-0",
+        .type = CONFIG_PUSH_PARCA,
+        .url = (char *)url,
+        .remote_timeout_ns = 10000000000ull,
+        .queue_max_profiles = 10,
+        .queue_max_bytes = 1 << 20,
+        .min_backoff_ns = 500000000ull,
+        .max_backoff_ns = 5000000000ull,
+        .max_retries = 10,
+    };
+    char err[128];
+    assert_int_equal(relabel_compile(NULL, 0, &rw.write_relabel, err, sizeof(err)), 0);
+    return rw;
+}
+
+static void test_parca__new_refuses_other_schemes(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"ftp://127.0.0.1:7070", "127.0.0.1:7070", "h2c://x"};
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(bad); i++) {
+        struct config_remote_write rw = rw_for(bad[i]);
+        struct exporter ex = {0};
+        assert_int_equal(parca_exporter_new(&rw, NULL, &ex), -EINVAL);
+        assert_null(ex.ops);
+        /* not taken: still the caller's */
+        assert_non_null(rw.write_relabel);
+        relabel_free(rw.write_relabel);
+    }
+}
+
+static void test_parca__new_and_free(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"http://127.0.0.1:7070", "HTTPS://parca.example:443/base"};
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(good); i++) {
+        struct config_remote_write rw = rw_for(good[i]);
+        struct exporter ex = {0};
+        size_t before = alloc_in_use();
+        assert_int_equal(parca_exporter_new(&rw, NULL, &ex), 0);
+        assert_null(rw.write_relabel); /* taken by the engine */
+        assert_string_equal(ex.ops->kind, "parca");
+        ex.ops->shutdown(ex.ctx, 0);
+        ex.ops->free(ex.ctx);
+        assert_true(alloc_in_use() <= before);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -447,6 +498,8 @@ int main(void)
         cmocka_unit_test(test_parca__classifies_grpc_codes),
         cmocka_unit_test(test_parca__classifies_replies_without_grpc_status),
         cmocka_unit_test(test_parca__transport_errors_are_retried),
+        cmocka_unit_test(test_parca__new_refuses_other_schemes),
+        cmocka_unit_test(test_parca__new_and_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
