@@ -327,7 +327,7 @@ static void pyro_send(void *tctx, const struct push_request *r, uint64_t timeout
     }
     err = push_endpoint_apply(&p->ep, p->h, &hdrs, msg, sizeof(msg));
     if (err) {
-        snprintf(res->code, sizeof(res->code), "config");
+        snprintf(res->code, sizeof(res->code), "credentials");
         snprintf(res->message, sizeof(res->message), "%s", msg);
         goto out;
     }
