@@ -37,6 +37,8 @@ struct record_opts {
     const char *output;
     enum record_format format;
     enum memread_backend backend;
+    bool async_aware;
+    enum asyncio_mode async_mode;
 };
 
 static volatile sig_atomic_t record_stop;
@@ -104,6 +106,11 @@ static void record_usage(FILE *out)
           "      --native           <native> where C code called back into Python\n"
           "      --no-gc            no <GC> marker during garbage collection\n"
           "      --blocking         stop the target's threads around each sample\n"
+          "      --async-aware      asyncio tasks' await chains instead of the event loop's\n"
+          "                         stack, labelled with the task name (CPython 3.14+)\n"
+          "      --async-mode M     running (default: the running task) or all (also every\n"
+          "                         suspended task; only with --mode wall); implies\n"
+          "                         --async-aware\n"
           "  -o, --output FILE      where to write (default: pyprofd-PID.pb.gz)\n"
           "      --format FORMAT    pprof or collapsed (default: from the file name:\n"
           "                         pprof for .pb.gz and .pprof, else collapsed)\n"
@@ -194,6 +201,56 @@ static int record_write(const struct record_opts *o, const char *path, const str
     return err;
 }
 
+/*
+ * Async-aware stacks for the attached target @t, or none with a one-line
+ * note when its CPython has no asyncio table. Returns 0 or -ENOMEM.
+ */
+static int record_async_new(const struct record_opts *o, struct cli_target *t, struct asyncio **out)
+{
+    char why[256];
+    *out = NULL;
+    if (!o->async_aware)
+        return 0;
+    int err = asyncio_new(t->unwinder, t->mr, &t->rt, t->pid, "/proc", o->async_mode, out, why,
+                          sizeof(why));
+    if (err == -ENOTSUP) {
+        fprintf(stderr,
+                "pyprofd: note: %s: async-aware stacks are not available, recording "
+                "plain stacks\n",
+                why);
+        err = 0;
+    } else if (err) {
+        log_error("%s", why);
+    }
+    return err;
+}
+
+/* Says once what became of the asyncio table (ASYNCIO_INVALID: why). */
+static void record_async_note(const struct asyncio *aio, bool *said, pid_t pid)
+{
+    if (!aio || *said || asyncio_state(aio) != ASYNCIO_INVALID)
+        return;
+    log_warn("process %d: %s; recording plain stacks", (int)pid, asyncio_why(aio));
+    *said = true;
+}
+
+static void record_async_summary(const struct asyncio *aio, pid_t pid)
+{
+    if (!aio)
+        return;
+    if (asyncio_state(aio) == ASYNCIO_SEARCHING) {
+        fprintf(stderr, "pyprofd: note: process %d never imported asyncio: plain stacks only\n",
+                (int)pid);
+        return;
+    }
+    struct asyncio_counts c = asyncio_counts(aio);
+    if (asyncio_state(aio) == ASYNCIO_ACTIVE)
+        fprintf(stderr,
+                "pyprofd: async: %" PRIu64 " running-task stacks, %" PRIu64
+                " suspended-task stacks, %" PRIu64 " between task steps, %" PRIu64 " torn\n",
+                c.logical, c.suspended, c.outside_task, c.torn);
+}
+
 /* Reasons and warnings first: the summary is always the last line. */
 static void record_summary(const struct sampler_counts *c, double seconds)
 {
@@ -225,12 +282,14 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     struct cli_target t = {0}; /* released at out: even when attaching never happened */
     struct agg *agg = NULL;
     struct sampler *s = NULL;
+    struct asyncio *aio = NULL;
+    bool async_said = false;
     int status =
         child ? record_wait_python(child, &t, o->backend) : cli_attach(pid, o->backend, true, &t);
     if (status != CLI_EXIT_OK)
         goto out;
     pid = t.pid;
-    if (agg_new(NULL, &agg)) {
+    if (record_async_new(o, &t, &aio) || agg_new(NULL, &agg)) {
         log_error("out of memory for the profile");
         status = CLI_EXIT_FAIL;
         goto out;
@@ -239,7 +298,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     struct sampler_opts so = {.mode = o->mode,
                               .interval_ns = interval ? interval : 1,
                               .unwind_flags = o->unwind_flags,
-                              .blocking = o->blocking};
+                              .blocking = o->blocking,
+                              .async = aio};
     uint64_t start = record_now();
     int64_t start_wall = record_wall_ns();
     int err = sampler_new(pid, t.unwinder, agg, &so, start, &s);
@@ -252,8 +312,9 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         goto out;
     }
     char ver[32];
-    fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s\n", (int)pid,
+    fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s%s%s\n", (int)pid,
             pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate, sampler_mode_name(o->mode),
+            aio ? ", async-aware: " : "", aio ? asyncio_mode_name(o->async_mode) : "",
             o->duration > 0 ? "" : "; Ctrl-C to stop");
 
     uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
@@ -272,6 +333,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
             break; /* the duration is over */
         if (sampler_attempt(s, now) == -ESRCH)
             break; /* the target exited */
+        record_async_note(aio, &async_said, pid);
         if (child && waitpid(child, NULL, WNOHANG) == child) {
             child = 0;
             break;
@@ -302,6 +364,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         status = CLI_EXIT_FAIL;
     else
         fprintf(stderr, "pyprofd: wrote %s\n", path);
+    record_async_summary(aio, pid);
     record_summary(&c, (double)(stop - start) / 1e9);
 out:
     if (child > 0) {
@@ -309,6 +372,7 @@ out:
         waitpid(child, &st, 0); /* the launched command runs to its end */
     }
     sampler_free(s);
+    asyncio_free(aio);
     agg_free(agg);
     cli_detach(&t);
     return status;
@@ -323,7 +387,9 @@ int cli_record(int argc, char **argv)
         OPT_BLOCKING,
         OPT_FORMAT,
         OPT_STATS,
-        OPT_BACKEND
+        OPT_BACKEND,
+        OPT_ASYNC,
+        OPT_ASYNC_MODE
     };
     static const struct option opts[] = {
         {"rate", required_argument, NULL, 'r'},
@@ -337,6 +403,8 @@ int cli_record(int argc, char **argv)
         {"format", required_argument, NULL, OPT_FORMAT},
         {"realtime-stats", no_argument, NULL, OPT_STATS},
         {"backend", required_argument, NULL, OPT_BACKEND},
+        {"async-aware", no_argument, NULL, OPT_ASYNC},
+        {"async-mode", required_argument, NULL, OPT_ASYNC_MODE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -404,6 +472,16 @@ int cli_record(int argc, char **argv)
             if (cli_parse_backend(optarg, &o.backend))
                 return CLI_EXIT_USAGE;
             break;
+        case OPT_ASYNC:
+            o.async_aware = true;
+            break;
+        case OPT_ASYNC_MODE:
+            if (asyncio_mode_parse(optarg, &o.async_mode)) {
+                log_error("unknown async mode '%s' (use running or all)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            o.async_aware = true;
+            break;
         case 'h':
             record_usage(stdout);
             return CLI_EXIT_OK;
@@ -411,6 +489,13 @@ int cli_record(int argc, char **argv)
             record_usage(stderr);
             return CLI_EXIT_USAGE;
         }
+    }
+    if (o.async_aware && o.async_mode == ASYNCIO_ALL && o.mode != SAMPLER_WALL) {
+        log_error("--async-mode all counts suspended tasks, which wait: they are not on a CPU, "
+                  "hold no GIL and handle no exception, so it cannot combine with --mode %s "
+                  "(use --mode wall, or --async-mode running)",
+                  sampler_mode_name(o.mode));
+        return CLI_EXIT_USAGE;
     }
     if (o.blocking && o.rate > 10000)
         log_warn("--blocking at %g Hz stops the target more than 10,000 times a second; "

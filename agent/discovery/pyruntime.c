@@ -59,9 +59,8 @@ static bool pyruntime_initialized(struct memread *mr, uint64_t raddr, const stru
     return head != 0;
 }
 
-/* Opens the file behind mapping @e of @pid as the target sees it. */
-static int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_map_entry *e,
-                                 const char **via)
+int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_map_entry *e,
+                          const char **via)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, proc_root, (int)pid,

@@ -30,6 +30,7 @@
 #include <limits.h>
 #include <sys/types.h>
 
+#include "discovery/proc_maps.h"
 #include "memread/memread.h"
 #include "python/pyversion.h"
 
@@ -79,5 +80,15 @@ struct pyruntime {
  */
 PYPROFD_WARN_UNUSED int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr,
                                          struct pyruntime *out, char *why, size_t why_len);
+
+/**
+ * Opens the file behind mapping @a e of @a pid as the target sees it (the
+ * order described above: map_files, then the root or plain path if the inode
+ * matches), read-only. Returns the fd (caller closes it) and sets *@a via to
+ * "map_files", "root" or "path"; or -ENOENT. Also used to find the asyncio
+ * table (unwind/asyncio.h).
+ */
+PYPROFD_WARN_UNUSED int pyruntime_open_mapped(const char *proc_root, pid_t pid,
+                                              const struct proc_map_entry *e, const char **via);
 
 #endif /* PYPROFD_DISCOVERY_PYRUNTIME_H */

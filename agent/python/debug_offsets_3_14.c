@@ -7,6 +7,7 @@
 #include "base/compat.h"
 
 #include "python/pyabi.h"
+#include "python/pyasync.h"
 
 const struct pyabi_schema pyabi_schema_3_14 = {
     .minor = 14,
@@ -62,4 +63,51 @@ const struct pyabi_schema pyabi_schema_3_14 = {
     .exc_state = 256,
     .compact_data = 56,
     .tag_mask = 3,
+};
+
+/* Async-aware stacks: positions in the main table above and in the 104-byte
+ * _Py_AsyncioModuleDebugOffsets table (.AsyncioDebug), plus the generator
+ * frame states and the await slot, which no table carries (reference §9). */
+const struct pyasync_schema pyasync_schema_3_14 = {
+    .minor = 14,
+    .pos =
+        {
+            [PYAIO_FRAME_STACKPOINTER] = 296,
+            [PYAIO_PYOBJ_SIZE] = 400,
+            [PYAIO_PYOBJ_OB_TYPE] = 408,
+            [PYAIO_TYPE_SIZE] = 416,
+            [PYAIO_TYPE_TP_FLAGS] = 440,
+            [PYAIO_SET_SIZE] = 496,
+            [PYAIO_SET_USED] = 504,
+            [PYAIO_SET_TABLE] = 512,
+            [PYAIO_SET_MASK] = 520,
+            [PYAIO_LONG_SIZE] = 568,
+            [PYAIO_LONG_LV_TAG] = 576,
+            [PYAIO_LONG_OB_DIGIT] = 584,
+            [PYAIO_GEN_SIZE] = 664,
+            [PYAIO_GEN_IFRAME] = 680,
+            [PYAIO_GEN_FRAME_STATE] = 688,
+            [PYAIO_LLIST_NEXT] = 696,
+            [PYAIO_TASK_SIZE] = 0,
+            [PYAIO_TASK_NAME] = 8,
+            [PYAIO_TASK_AWAITED_BY] = 16,
+            [PYAIO_TASK_IS_TASK] = 24,
+            [PYAIO_TASK_AWAITED_BY_IS_SET] = 32,
+            [PYAIO_TASK_CORO] = 40,
+            [PYAIO_TASK_NODE] = 48,
+            [PYAIO_INTERP_SIZE] = 56,
+            [PYAIO_INTERP_TASKS_HEAD] = 64,
+            [PYAIO_TSTATE_SIZE] = 72,
+            [PYAIO_TSTATE_RUNNING_LOOP] = 80,
+            [PYAIO_TSTATE_RUNNING_TASK] = 88,
+            [PYAIO_TSTATE_TASKS_HEAD] = 96,
+        },
+    .fs_created = -3,
+    .fs_suspended = -2,
+    .fs_yield_from = -1,
+    .fs_yield_from_locked = -1, /* no such state before 3.15 */
+    .fs_executing = 0,
+    .fs_completed = 1,
+    .fs_cleared = 4,
+    .await_below_sp = 8, /* stackpointer[-1] */
 };

@@ -9,6 +9,7 @@
 #include "base/compat.h"
 
 #include "python/pyabi.h"
+#include "python/pyasync.h"
 
 const struct pyabi_schema pyabi_schema_3_15 = {
     .minor = 15,
@@ -67,4 +68,51 @@ const struct pyabi_schema pyabi_schema_3_15 = {
             [PYOFF_GC_FRAME] = 768,
         },
     .tag_mask = 3,
+};
+
+/* Async-aware stacks: positions in the main table above and in the 104-byte
+ * _Py_AsyncioModuleDebugOffsets table (.AsyncioDebug), plus the generator
+ * frame states and the await slot, which no table carries (reference §9). */
+const struct pyasync_schema pyasync_schema_3_15 = {
+    .minor = 15,
+    .pos =
+        {
+            [PYAIO_FRAME_STACKPOINTER] = 360,
+            [PYAIO_PYOBJ_SIZE] = 464,
+            [PYAIO_PYOBJ_OB_TYPE] = 472,
+            [PYAIO_TYPE_SIZE] = 480,
+            [PYAIO_TYPE_TP_FLAGS] = 504,
+            [PYAIO_SET_SIZE] = 592,
+            [PYAIO_SET_USED] = 600,
+            [PYAIO_SET_TABLE] = 608,
+            [PYAIO_SET_MASK] = 616,
+            [PYAIO_LONG_SIZE] = 664,
+            [PYAIO_LONG_LV_TAG] = 672,
+            [PYAIO_LONG_OB_DIGIT] = 680,
+            [PYAIO_GEN_SIZE] = 792,
+            [PYAIO_GEN_IFRAME] = 808,
+            [PYAIO_GEN_FRAME_STATE] = 816,
+            [PYAIO_LLIST_NEXT] = 824,
+            [PYAIO_TASK_SIZE] = 0,
+            [PYAIO_TASK_NAME] = 8,
+            [PYAIO_TASK_AWAITED_BY] = 16,
+            [PYAIO_TASK_IS_TASK] = 24,
+            [PYAIO_TASK_AWAITED_BY_IS_SET] = 32,
+            [PYAIO_TASK_CORO] = 40,
+            [PYAIO_TASK_NODE] = 48,
+            [PYAIO_INTERP_SIZE] = 56,
+            [PYAIO_INTERP_TASKS_HEAD] = 64,
+            [PYAIO_TSTATE_SIZE] = 72,
+            [PYAIO_TSTATE_RUNNING_LOOP] = 80,
+            [PYAIO_TSTATE_RUNNING_TASK] = 88,
+            [PYAIO_TSTATE_TASKS_HEAD] = 96,
+        },
+    .fs_created = 0,
+    .fs_suspended = 1,
+    .fs_yield_from = 2,
+    .fs_yield_from_locked = 3,
+    .fs_executing = 4,
+    .fs_completed = 5, /* none in 3.15: cleared */
+    .fs_cleared = 5,
+    .await_below_sp = 16, /* stackpointer[-2]; [-1] holds a null stack ref */
 };

@@ -286,6 +286,51 @@ static unsigned sampler_unwind_flags(const struct sampler *s)
     }
 }
 
+/* Counts one stack of thread @t. @plain: the thread's own stack, which the
+ * unwinder's "unchanged" flag may let be counted without looking at it. */
+static void sampler_add(struct sampler *s, const struct unwind_thread *t,
+                        const struct unwind_frame *frames, size_t nframes, const char *task,
+                        bool plain)
+{
+    struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
+    int64_t ns = (int64_t)s->opts.interval_ns;
+    if (!plain) {
+        /* a logical stack: added in full; the thread's next own stack too */
+        if (agg_add(s->agg, frames, nframes, t->native_thread_id, k->name, task, 1, ns) == 0)
+            s->counts.thread_samples++;
+        k->last_added = false;
+        for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
+            /* a full tap drops and counts the sample itself */
+            int dropped = s->taps[q] ? agg_add(s->taps[q], frames, nframes, t->native_thread_id,
+                                               k->name, task, 1, ns)
+                                     : 0;
+            (void)dropped;
+            k->tap_added[q] = false;
+        }
+        return;
+    }
+    /* An unchanged stack that this thread's last add put in the window is
+     * counted there, unlooked at; anything else is added in full. */
+    bool repeat = t->unchanged && k->last_added && k->last_key == t->stack_key &&
+                  agg_repeat(s->agg, t->native_thread_id, k->name, 1, ns) == 0;
+    if (!repeat) {
+        k->last_added =
+            agg_add(s->agg, frames, nframes, t->native_thread_id, k->name, NULL, 1, ns) == 0;
+        k->last_key = t->stack_key;
+    }
+    if (repeat || k->last_added)
+        s->counts.thread_samples++;
+    for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
+        if (!s->taps[q])
+            continue;
+        bool trep = t->unchanged && k->tap_added[q] && k->last_key == t->stack_key &&
+                    agg_repeat(s->taps[q], t->native_thread_id, k->name, 1, ns) == 0;
+        if (!trep)
+            k->tap_added[q] = agg_add(s->taps[q], frames, nframes, t->native_thread_id, k->name,
+                                      NULL, 1, ns) == 0;
+    }
+}
+
 int sampler_attempt(struct sampler *s, uint64_t now_ns)
 {
     s->now_ns = now_ns;
@@ -298,44 +343,35 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
     const struct unwind_result *r = NULL;
     enum sample_status why = SAMPLE_OK;
     int err = unwinder_sample(s->u, sampler_unwind_flags(s), &r, &why);
+    /* the task graph is read while the threads are still stopped */
+    const struct asyncio_result *ar = NULL;
+    bool gone = false;
+    if (!err && s->opts.async)
+        gone = asyncio_sample(s->opts.async, r, now_ns, &ar) == -ESRCH;
     /* The threads are resumed before the (local) aggregation work. */
     if (s->opts.blocking)
         sampler_resume_all(s);
-    if (err) {
+    if (err || gone) {
+        why = err ? why : SAMPLE_PROCESS_GONE;
         s->counts.failed++;
         s->counts.failed_by[why]++;
         return why == SAMPLE_PROCESS_GONE ? -ESRCH : 0;
     }
     enum sample_status failed = SAMPLE_OK;
-    for (size_t i = 0; i < r->nthreads; i++) {
-        const struct unwind_thread *t = &r->threads[i];
-        if (t->status != SAMPLE_OK) {
+    size_t n = ar ? ar->nsamples : r->nthreads;
+    for (size_t i = 0; i < n; i++) {
+        const struct asyncio_sample *as = ar ? &ar->samples[i] : NULL;
+        const struct unwind_thread *t = &r->threads[as ? as->thread : i];
+        enum sample_status st = as ? as->status : t->status;
+        if (st != SAMPLE_OK) {
             if (failed == SAMPLE_OK)
-                failed = t->status;
+                failed = st;
             continue;
         }
-        struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
-        int64_t ns = (int64_t)s->opts.interval_ns;
-        /* An unchanged stack that this thread's last add put in the window is
-         * counted there, unlooked at; anything else is added in full. */
-        bool repeat = t->unchanged && k->last_added && k->last_key == t->stack_key &&
-                      agg_repeat(s->agg, t->native_thread_id, k->name, 1, ns) == 0;
-        if (!repeat) {
-            k->last_added = agg_add(s->agg, t->frames, t->nframes, t->native_thread_id, k->name,
-                                    NULL, 1, ns) == 0;
-            k->last_key = t->stack_key;
-        }
-        if (repeat || k->last_added)
-            s->counts.thread_samples++;
-        for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
-            if (!s->taps[q])
-                continue;
-            bool trep = t->unchanged && k->tap_added[q] && k->last_key == t->stack_key &&
-                        agg_repeat(s->taps[q], t->native_thread_id, k->name, 1, ns) == 0;
-            if (!trep)
-                k->tap_added[q] = agg_add(s->taps[q], t->frames, t->nframes, t->native_thread_id,
-                                          k->name, NULL, 1, ns) == 0;
-        }
+        if (as)
+            sampler_add(s, t, as->frames, as->nframes, as->task_name, as->task_name == NULL);
+        else
+            sampler_add(s, t, t->frames, t->nframes, NULL, true);
     }
     if (failed != SAMPLE_OK) {
         s->counts.failed++;

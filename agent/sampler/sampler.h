@@ -20,6 +20,10 @@
  * With blocking set, every thread of the target is stopped with ptrace around
  * each sample (exact stacks, at a cost to the target).
  *
+ * With an asyncio walker (unwind/asyncio.h), threads running asyncio tasks
+ * are counted with their logical (await-chain) stacks instead, labelled with
+ * the task name; a torn task graph is a failed attempt like a torn stack.
+ *
  * Thread safety: one thread at a time.
  */
 #ifndef PYPROFD_SAMPLER_SAMPLER_H
@@ -31,6 +35,7 @@
 
 #include "aggregate/agg.h"
 #include "base/status.h"
+#include "unwind/asyncio.h"
 #include "unwind/unwind.h"
 
 enum sampler_mode {
@@ -50,6 +55,10 @@ struct sampler_opts {
     uint64_t interval_ns;  /* > 0 */
     unsigned unwind_flags; /* UNWIND_ALL_THREADS, UNWIND_NATIVE, UNWIND_NO_GC */
     bool blocking;         /* stop the target's threads with ptrace around each sample */
+    /* async-aware stacks (borrowed; NULL: plain stacks): each thread running
+     * an asyncio task is counted with its logical stack, labelled with the
+     * task's name; in ASYNCIO_ALL mode suspended tasks are counted too */
+    struct asyncio *async;
 };
 
 struct sampler_counts {

@@ -49,6 +49,7 @@ struct raw_frame {
     uint64_t code_raddr;
     uint64_t instr_ptr;
     enum unwind_frame_kind kind;
+    uint64_t frame_raddr;
 };
 
 /* One frame of the walked chain and the fields the walk relied on. */
@@ -156,6 +157,9 @@ struct unwinder {
     uint32_t rt_lo, rt_span;
     uint8_t runtime_buf[UNWIND_RUNTIME_SPAN];
     size_t ts_read_len; /* bytes of a thread state that hold every field used */
+    size_t ts_base_len; /* ... without the words asked for by unwinder_set_thread_words() */
+    uint32_t word_off[UNWIND_THREAD_WORDS];
+    size_t nwords;
     /* when the runtime's fields were last read, and whether the interpreter
      * list was then the main interpreter (interp_guess) alone */
     uint64_t runtime_read_ns;
@@ -259,6 +263,7 @@ static void unwind_interp_span(struct unwinder *u)
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(ts); i++)
         end = ts[i].off + ts[i].width > end ? ts[i].off + ts[i].width : end;
     u->ts_read_len = end < l->ts_size ? end : l->ts_size;
+    u->ts_base_len = u->ts_read_len;
 }
 
 int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder **out, char *why,
@@ -358,6 +363,28 @@ void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t 
 {
     u->on_cpu = on_cpu;
     u->on_cpu_ctx = ctx;
+}
+
+int unwinder_set_thread_words(struct unwinder *u, const uint32_t *offsets, size_t n)
+{
+    if (n > UNWIND_THREAD_WORDS)
+        return -EINVAL;
+    size_t end = u->ts_base_len;
+    for (size_t i = 0; i < n; i++) {
+        if (offsets[i] % 8 != 0 || (size_t)offsets[i] + 8 > PYABI_MAX_TSTATE)
+            return -EINVAL;
+        end = offsets[i] + 8u > end ? offsets[i] + 8u : end;
+    }
+    for (size_t i = 0; i < n; i++)
+        u->word_off[i] = offsets[i];
+    u->nwords = n;
+    u->ts_read_len = end;
+    return 0;
+}
+
+uint64_t unwinder_code_epoch(const struct unwinder *u)
+{
+    return u->resolve_epoch;
 }
 
 const struct py_layout *unwinder_layout(const struct unwinder *u)
@@ -600,11 +627,11 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
 }
 
 static bool unwind_push(struct unwinder *u, size_t first, uint64_t code, uint64_t ip,
-                        enum unwind_frame_kind kind)
+                        enum unwind_frame_kind kind, uint64_t frame)
 {
     if (u->nframes == UNWIND_MAX_FRAMES || u->nframes - first >= UNWIND_MAX_DEPTH)
         return false;
-    u->raw[u->nframes++] = (struct raw_frame){code, ip, kind};
+    u->raw[u->nframes++] = (struct raw_frame){code, ip, kind, frame};
     return true;
 }
 
@@ -674,14 +701,16 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
             /* C called back into Python here. Not at the root: on 3.15 the
              * outermost entry frame links to the base frame, on 3.13/3.14 to nothing. */
             if ((flags & UNWIND_NATIVE) && prev && prev != base && emitted && prev != gc_frame) {
-                if (!unwind_push(u, first, 0, 0, UNWIND_FRAME_NATIVE))
+                if (!unwind_push(u, first, 0, 0, UNWIND_FRAME_NATIVE, 0))
                     return SAMPLE_TOO_DEEP;
             }
         } else if (owner == PYABI_OWNER_THREAD || owner == PYABI_OWNER_GENERATOR) {
             if (exe) { /* a null executable: the frame is being cleared */
-                if (gc_frame && addr == gc_frame && !unwind_push(u, first, 0, 0, UNWIND_FRAME_GC))
+                if (gc_frame && addr == gc_frame &&
+                    !unwind_push(u, first, 0, 0, UNWIND_FRAME_GC, 0))
                     return SAMPLE_TOO_DEEP;
-                if (!unwind_push(u, first, exe, u64_at(fr + l->fr_instr_ptr), UNWIND_FRAME_PYTHON))
+                if (!unwind_push(u, first, exe, u64_at(fr + l->fr_instr_ptr), UNWIND_FRAME_PYTHON,
+                                 addr))
                     return SAMPLE_TOO_DEEP;
                 emitted++;
             }
@@ -935,6 +964,7 @@ static bool unwind_resolve(struct unwinder *u, size_t from, uint64_t prev_serial
         const struct raw_frame *r = &u->raw[i];
         struct unwind_frame *f = &u->frames[i];
         struct resolved_tag *tag = &u->tags[i];
+        f->frame_raddr = r->frame_raddr; /* not part of what is resolved */
         if (tag->epoch == epoch && tag->ip == r->instr_ptr && tag->kind == r->kind &&
             f->code_raddr == r->code_raddr) {
             kept = kept && tag->serial == prev_serial;
@@ -1000,6 +1030,8 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     }
     t->native_thread_id = u64_at(u->tstate + l->ts_native_thread_id);
     t->thread_id = u64_at(u->tstate + l->ts_thread_id);
+    for (size_t i = 0; i < u->nwords; i++)
+        t->words[i] = u->word_off[i] + 8 <= u->tstate_len ? u64_at(u->tstate + u->word_off[i]) : 0;
     unwind_thread_flags(u, t, in);
     /* the mode's test, before any frame is read */
     if (((flags & UNWIND_ONLY_GIL) && !(t->flags & UNWIND_THREAD_HOLDS_GIL)) ||
@@ -1013,7 +1045,7 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     /* 3.13/3.14 have no GC frame: mark the collecting (GIL-holding) thread's top */
     if (!(flags & UNWIND_NO_GC) && !l->has_gc_frame && in->gc_collecting &&
         (t->flags & UNWIND_THREAD_HOLDS_GIL))
-        (void)unwind_push(u, first, 0, 0, UNWIND_FRAME_GC);
+        (void)unwind_push(u, first, 0, 0, UNWIND_FRAME_GC, 0);
 
     t->status = unwind_walk(u, in, flags, first);
     unwind_remember_extra(u);

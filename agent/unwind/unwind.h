@@ -43,6 +43,7 @@
 #define UNWIND_MAX_THREADS      512u  /* threads per sample */
 #define UNWIND_MAX_INTERPRETERS 256u
 #define UNWIND_MAX_FRAMES       65536u /* frames per sample, all threads */
+#define UNWIND_THREAD_WORDS     4u     /* see unwinder_set_thread_words() */
 
 enum unwind_flags {
     UNWIND_ALL_THREADS = 1 << 0, /* every thread of every interpreter */
@@ -60,6 +61,7 @@ enum unwind_frame_kind {
     UNWIND_FRAME_NATIVE,     /* synthetic "<native>" */
     UNWIND_FRAME_GC,         /* synthetic "<GC>" */
     UNWIND_FRAME_UNREADABLE, /* its code object could not be read */
+    UNWIND_FRAME_TASK,       /* synthetic "<task NAME>" of async-aware stacks (unwind/asyncio.h) */
 };
 
 /** One frame. Strings belong to the unwinder and stay valid until its next sample. */
@@ -77,6 +79,10 @@ struct unwind_frame {
      * another process, a cleared cache: a new id). 0: not known (frames built
      * by hand). */
     uint64_t code_id;
+    /* The _PyInterpreterFrame this frame was read from (0 for markers): a
+     * coroutine's frame is at a fixed place inside it, which is how
+     * async-aware stacks find where the running task starts. */
+    uint64_t frame_raddr;
 };
 
 enum unwind_thread_flags {
@@ -100,6 +106,9 @@ struct unwind_thread {
     uint64_t stack_key;
     size_t nframes;
     const struct unwind_frame *frames; /* leaf first */
+    /* the thread-state words asked for with unwinder_set_thread_words(),
+     * read with the thread state in the same system call (0 when not asked) */
+    uint64_t words[UNWIND_THREAD_WORDS];
 };
 
 /** The result of one sample; owned by the unwinder. */
@@ -152,6 +161,25 @@ void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t 
  * it, CLOCK_MONOTONIC. For tests. @a ctx is borrowed.
  */
 void unwinder_set_clock(struct unwinder *u, uint64_t (*now_ns)(void *ctx), void *ctx);
+
+/**
+ * Asks every sampled thread's read to also bring the 8-byte words at
+ * @a offsets (@a n <= UNWIND_THREAD_WORDS, each validated by the caller to lie
+ * inside the thread state, and offset + 8 <= PYABI_MAX_TSTATE) into
+ * unwind_thread.words, in the same system call as the thread state (e.g.
+ * asyncio's running loop and task). @a n = 0 stops. Returns 0, or -EINVAL
+ * for a bad offset or count.
+ */
+PYPROFD_WARN_UNUSED int unwinder_set_thread_words(struct unwinder *u, const uint32_t *offsets,
+                                                  size_t n);
+
+/**
+ * A number that changes whenever the unwinder learnt that a code object of
+ * the target may have been freed (an interpreter's code_object_generation
+ * moved, a 3.13 re-check failed): a cache of code objects by address kept
+ * elsewhere must be cleared then.
+ */
+uint64_t unwinder_code_epoch(const struct unwinder *u);
 
 /** The validated layout in use. */
 const struct py_layout *unwinder_layout(const struct unwinder *u);

@@ -1,0 +1,1143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * asyncio.c: async-aware stacks (see asyncio.h and docs/async.md).
+ *
+ * One call runs in phases, each reading what it needs in as few system calls
+ * as it can: collect tasks (the running task of each thread, from the words
+ * the unwinder read with the thread state; in ALL mode each thread's task
+ * list), read task objects and follow their awaited-by links level by level
+ * (one batched read per level), read all names in one batched read, then the
+ * suspended coroutine chains level by level, resolve code objects through a
+ * cache of its own, and finally assemble the samples. Remote memory is
+ * untrusted: every pointer read is checked before use and every loop is
+ * capped; what does not add up makes the thread's sample SAMPLE_ASYNC_TORN.
+ */
+#include "base/compat.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "discovery/elf_sections.h"
+#include "discovery/proc_maps.h"
+#include "unwind/asyncio.h"
+#include "unwind/codecache.h"
+#include "unwind/pystr.h"
+
+#define AIO_SLOTS        4096u /* task index, > ASYNCIO_MAX_TASKS, power of two */
+#define AIO_RAW_MAX      (ASYNCIO_MAX_TASKS * 4u) /* suspended coroutine frames per sample */
+#define AIO_GEN_WINDOW   512u  /* bytes of a coroutine read at once (frame + value stack) */
+#define AIO_NAME_WINDOW  128u  /* bytes of a task name object read at once */
+#define AIO_SET_MAX_MASK 1023u /* awaited-by sets larger than 1024 slots are refused */
+#define AIO_TYPES        16u   /* type flags remembered (power of two) */
+#define AIO_CHECKED      32u   /* files looked at for the table */
+#define AIO_CODE_ENTRIES 1024u
+#define AIO_CODE_ARENA   (1u << 20)
+#define AIO_LINETABLE    (256u * 1024u)
+#define AIO_NAMEBUF      (4 * PYSTR_MAX_CHARS + 1)
+#define AIO_PAGE         4096u
+
+static const char aio_marker_file[] = "~";
+static const char aio_unknown_function[] = "<unknown function>";
+static const char aio_unknown_file[] = "<unknown file>";
+static const char aio_unreadable[] = "<unreadable frame>";
+
+/* A coroutine frame found suspended, before its code object is looked up. */
+struct aio_raw {
+    uint64_t code, ip, frame;
+    uint32_t next; /* the next (inner) coroutine of the same task, UINT32_MAX: none */
+};
+
+/* A task (or a plain future standing between tasks) seen by this sample. */
+struct aio_entry {
+    uint64_t raddr;
+    uint64_t name_raddr, awaited_by, coro, next_node;
+    size_t thread; /* SIZE_MAX: reached as a waiter only */
+    bool listed;   /* a running task, or in a sampled thread's task list */
+    bool in_list;  /* met walking a task list (a second time: the list loops) */
+    bool running;
+    bool read; /* its object was read (ok says whether it made sense) */
+    bool ok;
+    bool is_task, is_set;
+    bool is_waiter; /* some entry lists it as a waiter */
+    bool waiters_done;
+    uint32_t wfirst, nw;          /* waiters, in aio->waiters */
+    uint32_t rfirst, rlast, nraw; /* suspended coroutine frames, a list from the outermost */
+    uint32_t ffirst, nf;          /* the same resolved, leaf first, in aio->task_frames */
+    uint32_t run_first, run_n;    /* a running task: its frames, copied from its thread's */
+    uint64_t cur;                 /* chain walk: the coroutine to read next (0: done) */
+    uint64_t cur_type;            /* ... and the type it must have */
+    uint32_t visit;               /* chain-walk stamp */
+    char name[ASYNCIO_NAME_MAX + 1];
+    char marker[ASYNCIO_NAME_MAX + 9]; /* "<task NAME>" */
+};
+
+struct asyncio {
+    struct unwinder *u;
+    struct memread *mr;
+    struct pyruntime rt;
+    pid_t pid;
+    char proc_root[128];
+    enum asyncio_mode mode;
+    _Atomic int state; /* enum asyncio_state */
+    char why[256];
+    struct pyasync_layout l;
+    const struct py_layout *base;
+    uint64_t next_search_ns;
+    uint64_t checked[AIO_CHECKED]; /* inodes looked at without a table */
+    size_t nchecked;
+    struct asyncio_counts counts;
+    uint64_t (*clock)(void *ctx);
+
+    /* per sample */
+    struct aio_entry *entries;
+    size_t nentries;
+    uint32_t *slot_idx; /* entries index + 1 by address */
+    uint32_t *slot_stamp;
+    uint32_t stamp;
+    uint32_t visit;
+    uint64_t *waiters;
+    size_t nwaiters;
+    struct aio_raw *raw;
+    size_t nraw;
+    struct unwind_frame *task_frames;
+    size_t ntask_frames;
+    struct unwind_frame *frames; /* output stacks */
+    size_t nframes;
+    struct asyncio_sample *samples;
+    size_t nsamples;
+    struct asyncio_task *tasks;
+    struct asyncio_result result;
+
+    /* scratch for batched reads */
+    struct memread_iov *iov;
+    uint32_t *iov_entry;
+    uint8_t *buf; /* ASYNCIO_MAX_TASKS windows of AIO_GEN_WINDOW bytes */
+    uint64_t *slot_val;
+
+    /* type flags by type address, direct-mapped */
+    uint64_t type_raddr[AIO_TYPES], type_flags[AIO_TYPES];
+
+    /* code objects */
+    struct codecache *codes;
+    uint64_t code_epoch;
+    uint8_t code_buf[PYABI_MAX_CODE];
+    char name_buf[AIO_NAMEBUF];
+    char file_buf[AIO_NAMEBUF];
+    uint8_t *linetable_buf;
+};
+
+static const char *const aio_modes[] = {"running", "all"};
+
+const char *asyncio_mode_name(enum asyncio_mode m)
+{
+    return (unsigned)m < PYPROFD_ARRAY_SIZE(aio_modes) ? aio_modes[m] : "?";
+}
+
+int asyncio_mode_parse(const char *name, enum asyncio_mode *out)
+{
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(aio_modes); i++) {
+        if (strcmp(name, aio_modes[i]) == 0) {
+            *out = (enum asyncio_mode)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+static uint64_t u64_at(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static uint32_t u32_at(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* Bytes from @raddr that may be read without leaving the pages that hold
+ * the first @known bytes (which are mapped: they are the object), at most @want. */
+static size_t aio_window(uint64_t raddr, size_t known, size_t want)
+{
+    uint64_t end = ((raddr + known - 1) | (AIO_PAGE - 1)) + 1;
+    uint64_t have = end - raddr;
+    return have < want ? (size_t)have : want;
+}
+
+/* --- finding the table ------------------------------------------------- */
+
+static bool aio_name_matches(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    return strstr(base ? base + 1 : path, "_asyncio") != NULL;
+}
+
+static bool aio_checked(const struct asyncio *a, uint64_t inode)
+{
+    for (size_t i = 0; i < a->nchecked; i++) {
+        if (a->checked[i] == inode)
+            return true;
+    }
+    return false;
+}
+
+/* The address of .AsyncioDebug in the file behind mapping @e, or 0. */
+static uint64_t aio_section(struct asyncio *a, const struct proc_map_entry *e)
+{
+    const char *via = NULL;
+    int fd = pyruntime_open_mapped(a->proc_root, a->pid, e, &via);
+    if (fd < 0)
+        return 0;
+    struct elf_file *ef = NULL;
+    int err = elf_file_open_fd(fd, &ef);
+    close(fd);
+    uint64_t raddr = 0;
+    struct elf_section sec;
+    uint64_t load_base;
+    if (!err && elf_file_find_section(ef, ".AsyncioDebug", &sec) == 0 &&
+        elf_file_load_base(ef, &load_base) == 0 && sec.addr >= load_base &&
+        sec.size >= PYASYNC_TABLE_SIZE)
+        raddr = e->start + (sec.addr - load_base);
+    elf_file_free(ef);
+    return raddr;
+}
+
+/* Validates the table at @raddr and switches async walking on; or INVALID. */
+static void aio_attach_table(struct asyncio *a, uint64_t raddr)
+{
+    const struct pyabi_schema *ds = pyabi_schema_for(a->rt.version.minor);
+    uint8_t debug[PYABI_MAX_TABLE], aio[PYASYNC_TABLE_SIZE];
+    struct memread_iov iov[2] = {{a->rt.raddr, debug, ds ? ds->table_size : 0},
+                                 {raddr, aio, sizeof(aio)}};
+    int err = ds ? memread_readv(a->mr, iov, 2) : -ENOTSUP;
+    if (err == -ESRCH)
+        return; /* gone: the sampler sees it too */
+    if (err) {
+        snprintf(a->why, sizeof(a->why), "cannot read the asyncio debug table: %s",
+                 memread_strerror(err));
+    } else if (pyasync_layout_load(&a->rt.version, a->base, debug, ds->table_size, aio, sizeof(aio),
+                                   &a->l, a->why, sizeof(a->why)) == 0) {
+        uint32_t words[3] = {a->l.ts_running_loop, a->l.ts_running_task,
+                             a->l.ts_tasks_head + a->l.llist_next};
+        if (unwinder_set_thread_words(a->u, words, 3) == 0) {
+            atomic_store(&a->state, ASYNCIO_ACTIVE);
+            return;
+        }
+        snprintf(a->why, sizeof(a->why), "asyncio offsets: thread-state fields beyond %u bytes",
+                 PYABI_MAX_TSTATE);
+    }
+    atomic_store(&a->state, ASYNCIO_INVALID);
+}
+
+/*
+ * Looks for .AsyncioDebug: in the _asyncio extension module (3.14 builds it
+ * as one, mapped once asyncio is imported) and in the file holding the
+ * runtime (3.15 builds _asyncio in). Files already looked at are skipped.
+ */
+static void aio_search(struct asyncio *a)
+{
+    struct proc_maps *maps = NULL;
+    a->counts.searches++;
+    if (proc_maps_read(a->proc_root, a->pid, &maps))
+        return;
+    uint64_t found = 0;
+    for (size_t i = 0; i < proc_maps_count(maps) && !found; i++) {
+        const struct proc_map_entry *e = proc_maps_get(maps, i);
+        if (!proc_map_is_file(e) || e->inode == 0 || e->offset != 0 || aio_checked(a, e->inode))
+            continue;
+        if (!aio_name_matches(e->path) && e->start != a->rt.map_start)
+            continue;
+        found = aio_section(a, e);
+        if (!found && a->nchecked < AIO_CHECKED)
+            a->checked[a->nchecked++] = e->inode;
+    }
+    proc_maps_free(maps);
+    if (found)
+        aio_attach_table(a, found);
+}
+
+/* --- lifecycle --------------------------------------------------------- */
+
+int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *rt, pid_t pid,
+                const char *proc_root, enum asyncio_mode mode, struct asyncio **out, char *why,
+                size_t why_len)
+{
+    char ver[32];
+    if (!pyasync_schema_for(rt->version.major == 3 ? rt->version.minor : 0)) {
+        snprintf(why, why_len, "CPython %s has no asyncio debug table",
+                 pyversion_format(&rt->version, ver, sizeof(ver)));
+        return -ENOTSUP;
+    }
+    struct asyncio *a = alloc_calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    a->u = u;
+    a->mr = mr;
+    a->rt = *rt;
+    a->pid = pid;
+    snprintf(a->proc_root, sizeof(a->proc_root), "%s", proc_root);
+    a->mode = mode;
+    a->base = unwinder_layout(u);
+    atomic_init(&a->state, ASYNCIO_SEARCHING);
+    a->entries = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->entries));
+    a->slot_idx = alloc_calloc(AIO_SLOTS, sizeof(*a->slot_idx));
+    a->slot_stamp = alloc_calloc(AIO_SLOTS, sizeof(*a->slot_stamp));
+    a->waiters = alloc_calloc(ASYNCIO_MAX_WAITERS, sizeof(*a->waiters));
+    a->raw = alloc_calloc(AIO_RAW_MAX, sizeof(*a->raw));
+    a->task_frames = alloc_calloc(AIO_RAW_MAX, sizeof(*a->task_frames));
+    a->frames = alloc_calloc(ASYNCIO_MAX_FRAMES, sizeof(*a->frames));
+    a->samples = alloc_calloc(UNWIND_MAX_THREADS + ASYNCIO_MAX_TASKS, sizeof(*a->samples));
+    a->tasks = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->tasks));
+    a->iov = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->iov));
+    a->iov_entry = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->iov_entry));
+    a->buf = alloc_malloc((size_t)ASYNCIO_MAX_TASKS * AIO_GEN_WINDOW);
+    a->slot_val = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->slot_val));
+    a->linetable_buf = alloc_malloc(AIO_LINETABLE);
+    int err = -ENOMEM;
+    if (!a->entries || !a->slot_idx || !a->slot_stamp || !a->waiters || !a->raw ||
+        !a->task_frames || !a->frames || !a->samples || !a->tasks || !a->iov || !a->iov_entry ||
+        !a->buf || !a->slot_val || !a->linetable_buf)
+        goto fail;
+    err = codecache_new(AIO_CODE_ENTRIES, AIO_CODE_ARENA, &a->codes);
+    if (err)
+        goto fail;
+    a->code_epoch = unwinder_code_epoch(u);
+    a->result.samples = a->samples;
+    a->result.tasks = a->tasks;
+    aio_search(a);
+    *out = a;
+    return 0;
+fail:
+    snprintf(why, why_len, "out of memory for async-aware stacks");
+    asyncio_free(a);
+    return err;
+}
+
+void asyncio_free(struct asyncio *a)
+{
+    if (!a)
+        return;
+    if (atomic_load(&a->state) == ASYNCIO_ACTIVE) {
+        int err = unwinder_set_thread_words(a->u, NULL, 0); /* cannot fail for none */
+        (void)err;
+    }
+    codecache_free(a->codes);
+    alloc_free(a->entries);
+    alloc_free(a->slot_idx);
+    alloc_free(a->slot_stamp);
+    alloc_free(a->waiters);
+    alloc_free(a->raw);
+    alloc_free(a->task_frames);
+    alloc_free(a->frames);
+    alloc_free(a->samples);
+    alloc_free(a->tasks);
+    alloc_free(a->iov);
+    alloc_free(a->iov_entry);
+    alloc_free(a->buf);
+    alloc_free(a->slot_val);
+    alloc_free(a->linetable_buf);
+    alloc_free(a);
+}
+
+enum asyncio_state asyncio_state(const struct asyncio *a)
+{
+    return (enum asyncio_state)atomic_load((_Atomic int *)&a->state);
+}
+
+const char *asyncio_why(const struct asyncio *a)
+{
+    return asyncio_state(a) == ASYNCIO_INVALID ? a->why : "";
+}
+
+struct asyncio_counts asyncio_counts(const struct asyncio *a)
+{
+    return a->counts;
+}
+
+const struct pyasync_layout *asyncio_layout(const struct asyncio *a)
+{
+    return asyncio_state(a) == ASYNCIO_ACTIVE ? &a->l : NULL;
+}
+
+/* --- the task table ---------------------------------------------------- */
+
+static struct aio_entry *aio_find(struct asyncio *a, uint64_t raddr)
+{
+    size_t i = (size_t)((raddr >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (AIO_SLOTS - 1);
+    for (;; i = (i + 1) & (AIO_SLOTS - 1)) {
+        if (a->slot_stamp[i] != a->stamp)
+            return NULL;
+        if (a->entries[a->slot_idx[i] - 1].raddr == raddr)
+            return &a->entries[a->slot_idx[i] - 1];
+    }
+}
+
+/* The entry of @raddr, added unread if new; NULL when the table is full. */
+static struct aio_entry *aio_get(struct asyncio *a, uint64_t raddr)
+{
+    size_t i = (size_t)((raddr >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (AIO_SLOTS - 1);
+    for (;; i = (i + 1) & (AIO_SLOTS - 1)) {
+        if (a->slot_stamp[i] != a->stamp)
+            break;
+        if (a->entries[a->slot_idx[i] - 1].raddr == raddr)
+            return &a->entries[a->slot_idx[i] - 1];
+    }
+    if (a->nentries == ASYNCIO_MAX_TASKS)
+        return NULL;
+    struct aio_entry *e = &a->entries[a->nentries++];
+    memset(e, 0, offsetof(struct aio_entry, name));
+    e->name[0] = '\0';
+    e->raddr = raddr;
+    e->thread = SIZE_MAX;
+    a->slot_stamp[i] = a->stamp;
+    a->slot_idx[i] = (uint32_t)a->nentries;
+    return e;
+}
+
+/* Takes the fields of a task (or future) object copied at @obj. */
+static void aio_parse_task(struct asyncio *a, struct aio_entry *e, const uint8_t *obj)
+{
+    const struct pyasync_layout *l = &a->l;
+    uint8_t is_task = obj[l->task_is_task], is_set = obj[l->task_awaited_by_is_set];
+    e->read = true;
+    e->name_raddr = u64_at(obj + l->task_name);
+    e->awaited_by = u64_at(obj + l->task_awaited_by);
+    e->coro = u64_at(obj + l->task_coro);
+    e->next_node = u64_at(obj + l->task_node + l->llist_next);
+    e->is_task = is_task == 1;
+    e->is_set = is_set == 1;
+    /* a task has a coroutine and a name; flags are bools */
+    e->ok = is_task <= 1 && is_set <= 1 && (!e->is_task || (e->coro && e->name_raddr));
+}
+
+/*
+ * Reads ranges, in one call when it works; when one range fails (an object
+ * freed meanwhile), each on its own. @ok[i] says which were read. Returns 0
+ * or -ESRCH / -EPERM.
+ */
+static int aio_readv(struct asyncio *a, size_t n, bool *ok)
+{
+    int err = n ? memread_readv(a->mr, a->iov, n) : 0;
+    if (err == -ESRCH || err == -EPERM)
+        return err;
+    for (size_t i = 0; i < n; i++)
+        ok[i] = err == 0;
+    if (err == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        err = memread_read(a->mr, a->iov[i].raddr, a->iov[i].local, a->iov[i].len);
+        if (err == -ESRCH || err == -EPERM)
+            return err;
+        ok[i] = err == 0;
+    }
+    return 0;
+}
+
+/* Reads every entry not read yet, in one batched read. */
+static int aio_read_entries(struct asyncio *a, size_t from)
+{
+    bool ok[ASYNCIO_MAX_TASKS];
+    size_t n = 0;
+    for (size_t i = from; i < a->nentries; i++) {
+        if (a->entries[i].read)
+            continue;
+        a->iov[n] =
+            (struct memread_iov){a->entries[i].raddr, a->buf + n * AIO_GEN_WINDOW, a->l.task_size};
+        a->iov_entry[n++] = (uint32_t)i;
+    }
+    int err = aio_readv(a, n, ok);
+    if (err)
+        return err;
+    for (size_t k = 0; k < n; k++) {
+        struct aio_entry *e = &a->entries[a->iov_entry[k]];
+        if (ok[k])
+            aio_parse_task(a, e, a->buf + k * AIO_GEN_WINDOW);
+        else
+            e->read = true; /* and not ok */
+    }
+    return 0;
+}
+
+/* Adds waiter @w of @e (the pool is bounded; edges beyond are dropped). */
+static void aio_add_waiter(struct asyncio *a, struct aio_entry *e, uint64_t w)
+{
+    if (a->nwaiters == ASYNCIO_MAX_WAITERS || e->nw == UINT32_MAX)
+        return;
+    if (e->nw == 0)
+        e->wfirst = (uint32_t)a->nwaiters;
+    a->waiters[a->nwaiters++] = w;
+    e->nw++;
+}
+
+/*
+ * Fills the waiters of every read entry that has none yet: a single waiter,
+ * or the keys of a set (set headers, then tables, each in one batched read).
+ * New waiters are added as unread entries; in RUNNING mode only the one
+ * followed (the smallest address) is.
+ */
+static int aio_waiters(struct asyncio *a, size_t from)
+{
+    const struct pyasync_layout *l = &a->l;
+    bool ok[ASYNCIO_MAX_TASKS];
+    size_t end = a->nentries, n = 0;
+    /* sets: headers first */
+    for (size_t i = from; i < end; i++) {
+        struct aio_entry *e = &a->entries[i];
+        if (!e->ok || e->waiters_done || !e->awaited_by)
+            continue;
+        if (!e->is_set) {
+            e->waiters_done = true;
+            aio_add_waiter(a, e, e->awaited_by);
+            continue;
+        }
+        a->iov[n] = (struct memread_iov){e->awaited_by, a->buf + n * AIO_GEN_WINDOW, l->set_size};
+        a->iov_entry[n++] = (uint32_t)i;
+    }
+    int err = aio_readv(a, n, ok);
+    if (err)
+        return err;
+    size_t m = 0;
+    uint8_t *tables = a->buf + (size_t)n * AIO_GEN_WINDOW; /* after the headers */
+    size_t room = (size_t)ASYNCIO_MAX_TASKS * AIO_GEN_WINDOW - (size_t)n * AIO_GEN_WINDOW;
+    size_t used = 0;
+    struct memread_iov *tiov = a->iov + n;
+    uint32_t *tent = a->iov_entry + n;
+    for (size_t k = 0; k < n; k++) {
+        struct aio_entry *e = &a->entries[a->iov_entry[k]];
+        e->waiters_done = true;
+        const uint8_t *set = a->buf + k * AIO_GEN_WINDOW;
+        uint64_t mask = u64_at(set + l->set_mask), table = u64_at(set + l->set_table);
+        int64_t used_n = (int64_t)u64_at(set + l->set_used);
+        size_t len = (size_t)(mask + 1) * PYASYNC_SET_ENTRY;
+        if (!ok[k] || mask > AIO_SET_MAX_MASK || ((mask + 1) & mask) != 0 || used_n < 0 ||
+            (uint64_t)used_n > mask + 1 || !table) {
+            e->ok = false;
+            continue;
+        }
+        if (len > room - used || n + m >= ASYNCIO_MAX_TASKS)
+            continue; /* no room this sample: the task keeps no waiters */
+        tiov[m] = (struct memread_iov){table, tables + used, len};
+        tent[m++] = (uint32_t)(e - a->entries);
+        used += len;
+    }
+    bool tok[ASYNCIO_MAX_TASKS];
+    /* aio_readv works on a->iov from 0: shift the table reads there */
+    memmove(a->iov, tiov, m * sizeof(*a->iov));
+    memmove(a->iov_entry, tent, m * sizeof(*a->iov_entry));
+    err = aio_readv(a, m, tok);
+    if (err)
+        return err;
+    for (size_t k = 0; k < m; k++) {
+        struct aio_entry *e = &a->entries[a->iov_entry[k]];
+        const uint8_t *t = a->iov[k].local;
+        if (!tok[k]) {
+            e->ok = false;
+            continue;
+        }
+        for (size_t s = 0; s < a->iov[k].len / PYASYNC_SET_ENTRY; s++) {
+            uint64_t key = u64_at(t + s * PYASYNC_SET_ENTRY);
+            /* empty slots are NULL; deleted ones hold a sentinel that is a
+             * valid object (dummy): it is read like a task and found not to be one */
+            if (key)
+                aio_add_waiter(a, e, key);
+        }
+    }
+    /* the waiters to look at next */
+    for (size_t i = from; i < end; i++) {
+        struct aio_entry *e = &a->entries[i];
+        if (!e->ok || e->nw == 0)
+            continue;
+        uint64_t best = 0;
+        for (uint32_t k = 0; k < e->nw; k++) {
+            uint64_t w = a->waiters[e->wfirst + k];
+            if (a->mode == ASYNCIO_ALL)
+                (void)aio_get(a, w);
+            else if (!best || w < best)
+                best = w;
+        }
+        if (best)
+            (void)aio_get(a, best);
+    }
+    return 0;
+}
+
+/* --- names ------------------------------------------------------------- */
+
+/* tp_flags of the type at @type, through the cache; reads on a miss. */
+static int aio_type_flags(struct asyncio *a, uint64_t type, uint64_t *flags)
+{
+    size_t i = (size_t)(type >> 4) & (AIO_TYPES - 1);
+    if (a->type_raddr[i] == type && type) {
+        *flags = a->type_flags[i];
+        return 0;
+    }
+    int err = memread_read(a->mr, type + a->l.tp_flags, flags, sizeof(*flags));
+    if (err == 0) {
+        a->type_raddr[i] = type;
+        a->type_flags[i] = *flags;
+    }
+    return err;
+}
+
+/* "Task-N" from the int object copied at @obj (@len bytes). */
+static bool aio_int_name(const struct asyncio *a, const uint8_t *obj, size_t len, char *out,
+                         size_t cap)
+{
+    const struct pyasync_layout *l = &a->l;
+    uint64_t tag = u64_at(obj + l->long_lv_tag);
+    uint64_t ndigits = tag >> 3, v = 0;
+    if ((tag & 3) == 1) /* zero */
+        ndigits = 0;
+    if (ndigits > 2 || l->long_ob_digit + ndigits * 4 > len)
+        return false;
+    for (uint64_t d = ndigits; d-- > 0;)
+        v = (v << 30) | (u32_at(obj + l->long_ob_digit + d * 4) & 0x3fffffffu);
+    snprintf(out, cap, "Task-%s%" PRIu64, (tag & 3) == 2 ? "-" : "", v);
+    return true;
+}
+
+/* Reads the names of every task entry (one batched read), sets markers. */
+static int aio_names(struct asyncio *a)
+{
+    bool ok[ASYNCIO_MAX_TASKS];
+    size_t n = 0;
+    for (size_t i = 0; i < a->nentries; i++) {
+        struct aio_entry *e = &a->entries[i];
+        if (!e->ok || !e->is_task)
+            continue;
+        a->iov[n] = (struct memread_iov){e->name_raddr, a->buf + n * AIO_GEN_WINDOW,
+                                         aio_window(e->name_raddr, 40, AIO_NAME_WINDOW)};
+        a->iov_entry[n++] = (uint32_t)i;
+    }
+    int err = aio_readv(a, n, ok);
+    if (err)
+        return err;
+    for (size_t k = 0; k < n; k++) {
+        struct aio_entry *e = &a->entries[a->iov_entry[k]];
+        const uint8_t *obj = a->iov[k].local;
+        size_t len = a->iov[k].len;
+        uint64_t flags = 0;
+        bool named = false;
+        if (ok[k] && len >= a->l.ob_type + 8 &&
+            aio_type_flags(a, u64_at(obj + a->l.ob_type), &flags) == 0) {
+            if (flags & PYASYNC_TPFLAGS_UNICODE_SUBCLASS) {
+                size_t need = 0;
+                long r = pystr_decode(a->base, obj, len, e->name, sizeof(e->name), &need);
+                if (r == -EAGAIN) /* longer than the window: read it whole */
+                    r = pystr_read(a->mr, a->base, e->name_raddr, e->name, sizeof(e->name));
+                named = r >= 0;
+            } else if (flags & PYASYNC_TPFLAGS_LONG_SUBCLASS) {
+                named = aio_int_name(a, obj, len, e->name, sizeof(e->name));
+            }
+        }
+        if (!named) {
+            e->ok = false; /* not a task's name: not a task (freed, reused) */
+            continue;
+        }
+        snprintf(e->marker, sizeof(e->marker), "<task %s>", e->name);
+    }
+    return 0;
+}
+
+/* --- coroutine chains -------------------------------------------------- */
+
+/*
+ * Walks the coroutine chains of the entries that need one (suspended tasks),
+ * one level per round: one batched read of every chain's next coroutine
+ * (the generator with its embedded frame and value stack), then one of the
+ * awaited objects that fell outside those windows.
+ */
+static int aio_chains(struct asyncio *a)
+{
+    const struct pyasync_layout *l = &a->l;
+    bool ok[ASYNCIO_MAX_TASKS];
+    for (size_t i = 0; i < a->nentries; i++) {
+        struct aio_entry *e = &a->entries[i];
+        e->cur = e->ok && e->is_task && !e->running ? e->coro : 0;
+        e->cur_type = 0;
+        e->nraw = 0;
+        e->rfirst = e->rlast = UINT32_MAX;
+    }
+    size_t known = l->gen_iframe + l->fr_size;
+    for (unsigned level = 0; level < ASYNCIO_MAX_CHAIN; level++) {
+        size_t n = 0;
+        for (size_t i = 0; i < a->nentries; i++) {
+            struct aio_entry *e = &a->entries[i];
+            if (!e->cur)
+                continue;
+            a->iov[n] = (struct memread_iov){e->cur, a->buf + n * AIO_GEN_WINDOW,
+                                             aio_window(e->cur, known, AIO_GEN_WINDOW)};
+            a->iov_entry[n++] = (uint32_t)i;
+        }
+        if (n == 0)
+            break;
+        int err = aio_readv(a, n, ok);
+        if (err)
+            return err;
+        size_t nslot = 0;
+        uint32_t slot_of[ASYNCIO_MAX_TASKS];
+        for (size_t k = 0; k < n; k++) {
+            struct aio_entry *e = &a->entries[a->iov_entry[k]];
+            const uint8_t *g = a->iov[k].local;
+            uint64_t cur = e->cur;
+            e->cur = 0;
+            slot_of[k] = UINT32_MAX;
+            if (!ok[k]) {
+                e->ok =
+                    e->nraw > 0; /* an awaited object gone: the chain ends; a task's own: torn */
+                continue;
+            }
+            uint64_t type = u64_at(g + l->ob_type);
+            if (e->cur_type && type != e->cur_type)
+                continue; /* awaiting something else than a coroutine: the chain ends */
+            const uint8_t *fr = g + l->gen_iframe;
+            enum pyasync_frame_state st = pyasync_frame_state(l, (int8_t)g[l->gen_frame_state]);
+            if (st == PYASYNC_FS_GONE)
+                continue;
+            uint64_t code = u64_at(fr + l->fr_executable) & ~l->tag_mask;
+            if (fr[l->fr_owner] != PYABI_OWNER_GENERATOR || !code) {
+                e->ok = e->nraw > 0;
+                continue;
+            }
+            if (a->nraw == AIO_RAW_MAX || e->nraw == ASYNCIO_MAX_CHAIN)
+                continue;
+            uint32_t at = (uint32_t)a->nraw++;
+            a->raw[at] = (struct aio_raw){code, u64_at(fr + l->fr_instr_ptr), cur + l->gen_iframe,
+                                          UINT32_MAX};
+            if (e->nraw == 0)
+                e->rfirst = at;
+            else
+                a->raw[e->rlast].next = at;
+            e->rlast = at;
+            e->nraw++;
+            if (st != PYASYNC_FS_AWAITING)
+                continue;
+            uint64_t sp = u64_at(fr + l->fr_stackpointer);
+            if (sp < cur + l->await_below_sp)
+                continue;
+            uint64_t slot = sp - l->await_below_sp;
+            e->cur_type = type;
+            if (slot >= cur && slot + 8 <= cur + a->iov[k].len) {
+                e->cur = u64_at(g + (slot - cur)) & ~l->tag_mask;
+            } else {
+                slot_of[k] = (uint32_t)nslot;
+                a->slot_val[nslot++] = slot; /* read below */
+            }
+        }
+        if (nslot) {
+            size_t m = 0;
+            for (size_t k = 0; k < n; k++) {
+                if (slot_of[k] == UINT32_MAX)
+                    continue;
+                a->iov[m] =
+                    (struct memread_iov){a->slot_val[slot_of[k]], &a->slot_val[slot_of[k]], 8};
+                a->iov_entry[m++] = a->iov_entry[k];
+            }
+            err = aio_readv(a, m, ok);
+            if (err)
+                return err;
+            for (size_t k = 0; k < m; k++) {
+                struct aio_entry *e = &a->entries[a->iov_entry[k]];
+                if (ok[k])
+                    e->cur = *(uint64_t *)a->iov[k].local & ~l->tag_mask;
+            }
+        }
+    }
+    return 0;
+}
+
+/* --- code objects ------------------------------------------------------ */
+
+static struct code_info *aio_fetch_code(struct asyncio *a, uint64_t raddr)
+{
+    const struct py_layout *l = a->base;
+    if (memread_read(a->mr, raddr, a->code_buf, l->co_read_len))
+        return NULL;
+    struct code_info ci = {
+        .raddr = raddr,
+        .qualname = aio_unknown_function,
+        .filename = aio_unknown_file,
+        .qualname_raddr = u64_at(a->code_buf + l->co_qualname),
+        .filename_raddr = u64_at(a->code_buf + l->co_filename),
+        .linetable_raddr = u64_at(a->code_buf + l->co_linetable),
+        .bytecode_raddr = raddr + l->co_adaptive,
+    };
+    int32_t first;
+    memcpy(&first, a->code_buf + l->co_firstlineno, sizeof(first));
+    ci.firstlineno = first;
+    if (pystr_read(a->mr, l, ci.qualname_raddr, a->name_buf, sizeof(a->name_buf)) >= 0)
+        ci.qualname = a->name_buf;
+    if (pystr_read(a->mr, l, ci.filename_raddr, a->file_buf, sizeof(a->file_buf)) >= 0)
+        ci.filename = a->file_buf;
+    long n = pybytes_read(a->mr, l, ci.linetable_raddr, a->linetable_buf, AIO_LINETABLE);
+    if (n > 0) {
+        ci.linetable = a->linetable_buf;
+        ci.linetable_len = (size_t)n;
+    }
+    return codecache_insert(a->codes, &ci);
+}
+
+static void aio_resolve_one(struct asyncio *a, const struct aio_raw *r, struct unwind_frame *f)
+{
+    *f = (struct unwind_frame){
+        .kind = UNWIND_FRAME_PYTHON,
+        .code_raddr = r->code,
+        .frame_raddr = r->frame,
+        .pos = {LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN}};
+    struct code_info *ci = codecache_find(a->codes, r->code);
+    if (!ci)
+        ci = aio_fetch_code(a, r->code);
+    if (!ci) {
+        f->kind = UNWIND_FRAME_UNREADABLE;
+        f->function = aio_unreadable;
+        f->file = aio_unknown_file;
+        return;
+    }
+    f->function = ci->qualname;
+    f->file = ci->filename;
+    f->first_line = ci->firstlineno;
+    f->code_id = ci->id;
+    if (r->ip >= ci->bytecode_raddr && (r->ip - ci->bytecode_raddr) / 2 <= UINT32_MAX) {
+        struct linetable_pos pos;
+        if (codecache_position(ci, (uint32_t)((r->ip - ci->bytecode_raddr) / 2), &pos) == 0)
+            f->pos = pos;
+    }
+}
+
+/* Resolves every chain into task_frames, leaf first. False: the code cache
+ * overflowed even on a second pass (strings of early frames are gone). */
+static bool aio_resolve(struct asyncio *a)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t overflows = codecache_overflows(a->codes);
+        a->ntask_frames = 0;
+        for (size_t i = 0; i < a->nentries; i++) {
+            struct aio_entry *e = &a->entries[i];
+            e->ffirst = (uint32_t)a->ntask_frames;
+            e->nf = e->nraw;
+            /* the list runs outermost first; frames are stored leaf first */
+            uint32_t r = e->rfirst;
+            for (uint32_t k = 0; k < e->nraw && r != UINT32_MAX; k++, r = a->raw[r].next)
+                aio_resolve_one(a, &a->raw[r], &a->task_frames[e->ffirst + e->nraw - 1 - k]);
+            a->ntask_frames += e->nraw;
+        }
+        if (codecache_overflows(a->codes) == overflows)
+            return true;
+    }
+    return false;
+}
+
+/* --- assembling samples ------------------------------------------------ */
+
+static bool aio_push(struct asyncio *a, const struct unwind_frame *f, size_t first)
+{
+    if (a->nframes == ASYNCIO_MAX_FRAMES || a->nframes - first >= UNWIND_MAX_DEPTH)
+        return false;
+    a->frames[a->nframes++] = *f;
+    return true;
+}
+
+static bool aio_push_marker(struct asyncio *a, const struct aio_entry *e, size_t first)
+{
+    struct unwind_frame m = {
+        .kind = UNWIND_FRAME_TASK,
+        .function = e->marker,
+        .file = aio_marker_file,
+        .pos = {LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN}};
+    return aio_push(a, &m, first);
+}
+
+/* The waiter of @e that chains are followed through (the smallest address). */
+static struct aio_entry *aio_next_waiter(struct asyncio *a, const struct aio_entry *e)
+{
+    struct aio_entry *best = NULL;
+    for (uint32_t k = 0; k < e->nw; k++) {
+        struct aio_entry *w = aio_find(a, a->waiters[e->wfirst + k]);
+        if (w && (!best || w->raddr < best->raddr))
+            best = w;
+    }
+    return best;
+}
+
+/*
+ * Appends the await chain above @e (already pushed): each awaiting task's
+ * suspended frames and marker, up to a task nobody awaits. Plain futures
+ * in between (no coroutine) are passed through. Returns the status.
+ */
+static enum sample_status aio_push_awaiters(struct asyncio *a, const struct aio_entry *e,
+                                            size_t first)
+{
+    a->visit++;
+    for (unsigned depth = 0; e->nw > 0; depth++) {
+        struct aio_entry *w = aio_next_waiter(a, e);
+        if (!w)
+            return SAMPLE_OK; /* not followed (a cap): the chain ends here */
+        if (depth == ASYNCIO_MAX_DEPTH || w->visit == a->visit || !w->read || !w->ok)
+            return SAMPLE_ASYNC_TORN;
+        w->visit = a->visit;
+        if (w->is_task) {
+            /* a running waiter (a TaskGroup's parent still in its body):
+             * where it runs now, as far as its thread's stack was copied */
+            const struct unwind_frame *f =
+                w->running ? &a->frames[w->run_first] : &a->task_frames[w->ffirst];
+            uint32_t nf = w->running ? w->run_n : w->nf;
+            for (uint32_t k = 0; k < nf; k++) {
+                if (!aio_push(a, &f[k], first))
+                    return SAMPLE_TOO_DEEP;
+            }
+            if (!aio_push_marker(a, w, first))
+                return SAMPLE_TOO_DEEP;
+        }
+        e = w;
+    }
+    return SAMPLE_OK;
+}
+
+static struct asyncio_sample *aio_sample_slot(struct asyncio *a, size_t thread)
+{
+    struct asyncio_sample *s = &a->samples[a->nsamples++];
+    *s = (struct asyncio_sample){.thread = thread};
+    return s;
+}
+
+/* The logical stack of thread @i (status OK) of @r into a sample. */
+static void aio_thread_sample(struct asyncio *a, const struct unwind_result *r, size_t i)
+{
+    const struct unwind_thread *t = &r->threads[i];
+    struct asyncio_sample *s = aio_sample_slot(a, i);
+    s->frames = t->frames;
+    s->nframes = t->nframes;
+    s->status = t->status;
+    uint64_t loop = t->words[0], task = t->words[1];
+    if (t->status != SAMPLE_OK || !loop || !task)
+        return;
+    struct aio_entry *e = aio_find(a, task);
+    if (!e || !e->read || !e->ok || !e->is_task) {
+        s->status = SAMPLE_ASYNC_TORN;
+        a->counts.torn++;
+        return;
+    }
+    uint64_t coro_frame = e->coro + a->l.gen_iframe;
+    size_t k = 0;
+    while (k < t->nframes && t->frames[k].frame_raddr != coro_frame)
+        k++;
+    if (k == t->nframes) {
+        a->counts.outside_task++; /* between two steps of the task: the loop's own stack */
+        return;
+    }
+    size_t first = a->nframes;
+    enum sample_status st = SAMPLE_OK;
+    for (size_t f = 0; f <= k && st == SAMPLE_OK; f++)
+        st = aio_push(a, &t->frames[f], first) ? SAMPLE_OK : SAMPLE_TOO_DEEP;
+    if (st == SAMPLE_OK)
+        st = aio_push_marker(a, e, first) ? SAMPLE_OK : SAMPLE_TOO_DEEP;
+    if (st == SAMPLE_OK)
+        st = aio_push_awaiters(a, e, first);
+    e->run_first = (uint32_t)first; /* for the task list and waiters: its own frames */
+    e->run_n = (uint32_t)(k + 1);
+    if (st != SAMPLE_OK) {
+        e->run_n = 0;
+        a->nframes = first;
+        s->status = st;
+        s->nframes = 0;
+        if (st == SAMPLE_ASYNC_TORN)
+            a->counts.torn++;
+        return;
+    }
+    s->task_name = e->name;
+    s->frames = &a->frames[first];
+    s->nframes = a->nframes - first;
+    a->counts.logical++;
+}
+
+/* ALL mode: a sample per suspended leaf task of a sampled thread. */
+static void aio_suspended_samples(struct asyncio *a)
+{
+    for (size_t i = 0; i < a->nentries; i++) {
+        struct aio_entry *e = &a->entries[i];
+        if (!e->listed || e->running || !e->read || !e->ok || !e->is_task || e->is_waiter ||
+            e->nraw == 0)
+            continue;
+        size_t first = a->nframes;
+        enum sample_status st = SAMPLE_OK;
+        for (uint32_t k = 0; k < e->nf && st == SAMPLE_OK; k++)
+            st = aio_push(a, &a->task_frames[e->ffirst + k], first) ? SAMPLE_OK : SAMPLE_TOO_DEEP;
+        if (st == SAMPLE_OK)
+            st = aio_push_marker(a, e, first) ? SAMPLE_OK : SAMPLE_TOO_DEEP;
+        if (st == SAMPLE_OK)
+            st = aio_push_awaiters(a, e, first);
+        struct asyncio_sample *s = aio_sample_slot(a, e->thread);
+        s->suspended = true;
+        s->status = st;
+        if (st != SAMPLE_OK) {
+            a->nframes = first;
+            if (st == SAMPLE_ASYNC_TORN)
+                a->counts.torn++;
+            continue;
+        }
+        s->task_name = e->name;
+        s->frames = &a->frames[first];
+        s->nframes = a->nframes - first;
+        a->counts.suspended++;
+    }
+}
+
+/* ALL mode: every task in the lists of the sampled threads. */
+static int aio_list_tasks(struct asyncio *a, const struct unwind_result *r)
+{
+    const struct pyasync_layout *l = &a->l;
+    uint8_t obj[PYASYNC_MAX_TASK];
+    for (size_t i = 0; i < r->nthreads; i++) {
+        const struct unwind_thread *t = &r->threads[i];
+        if (t->status != SAMPLE_OK)
+            continue;
+        uint64_t head = t->tstate_raddr + l->ts_tasks_head;
+        uint64_t node = t->words[2];
+        for (unsigned n = 0; node && node != head && n < ASYNCIO_MAX_TASKS; n++) {
+            if (node < l->task_node)
+                break;
+            struct aio_entry *e = aio_get(a, node - l->task_node);
+            if (!e || e->in_list)
+                break; /* full, or a loop */
+            e->in_list = e->listed = true;
+            e->thread = i;
+            if (!e->read) {
+                int err = memread_read(a->mr, e->raddr, obj, l->task_size);
+                if (err == -ESRCH || err == -EPERM)
+                    return err;
+                if (err) {
+                    e->read = true;
+                    break; /* without the object there is no next node */
+                }
+                aio_parse_task(a, e, obj);
+            }
+            node = e->next_node;
+        }
+    }
+    return 0;
+}
+
+/* The task table of this sample, for callers that show it (pyprofd dump). */
+static void aio_export_tasks(struct asyncio *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->nentries; i++) {
+        const struct aio_entry *e = &a->entries[i];
+        if (!e->read || !e->ok || !e->is_task)
+            continue;
+        struct asyncio_task *t = &a->tasks[n++];
+        *t = (struct asyncio_task){.raddr = e->raddr,
+                                   .name = e->name,
+                                   .thread = e->thread,
+                                   .running = e->running,
+                                   .nwaiters = e->nw,
+                                   .waiters = e->nw ? &a->waiters[e->wfirst] : NULL,
+                                   .nframes = e->running ? e->run_n : e->nf};
+        if (e->running)
+            t->frames = e->run_n ? &a->frames[e->run_first] : NULL;
+        else
+            t->frames = e->nf ? &a->task_frames[e->ffirst] : NULL;
+    }
+    a->result.ntasks = n;
+}
+
+int asyncio_sample(struct asyncio *a, const struct unwind_result *r, uint64_t now_ns,
+                   const struct asyncio_result **out)
+{
+    a->nsamples = 0;
+    a->nframes = 0;
+    a->result.ntasks = 0;
+    *out = &a->result;
+    int err = 0;
+    if (atomic_load(&a->state) == ASYNCIO_SEARCHING && now_ns >= a->next_search_ns) {
+        aio_search(a);
+        a->next_search_ns = now_ns + ASYNCIO_RESCAN_NS;
+    }
+    if (atomic_load(&a->state) != ASYNCIO_ACTIVE)
+        goto plain;
+
+    uint64_t epoch = unwinder_code_epoch(a->u);
+    if (epoch != a->code_epoch) {
+        codecache_clear(a->codes);
+        a->code_epoch = epoch;
+    }
+    a->stamp++;
+    a->nentries = 0;
+    a->nwaiters = 0;
+    a->nraw = 0;
+    a->ntask_frames = 0;
+    bool any = false;
+    for (size_t i = 0; i < r->nthreads; i++) {
+        const struct unwind_thread *t = &r->threads[i];
+        if (t->status != SAMPLE_OK || !t->words[0] || !t->words[1])
+            continue;
+        struct aio_entry *e = aio_get(a, t->words[1]);
+        if (!e)
+            break;
+        e->listed = e->running = true;
+        e->thread = i;
+        any = true;
+    }
+    if (a->mode == ASYNCIO_ALL) {
+        err = aio_list_tasks(a, r);
+        any = any || a->nentries > 0;
+    }
+    if (!any)
+        goto plain;
+    /* task objects and the awaited-by graph, one level per round */
+    size_t from = 0;
+    for (unsigned round = 0; round <= ASYNCIO_MAX_DEPTH && !err && from < a->nentries; round++) {
+        size_t end = a->nentries;
+        err = aio_read_entries(a, from);
+        if (!err)
+            err = aio_waiters(a, from);
+        from = end;
+    }
+    for (size_t i = 0; i < a->nentries; i++) {
+        const struct aio_entry *e = &a->entries[i];
+        for (uint32_t k = 0; e->ok && k < e->nw; k++) {
+            struct aio_entry *w = aio_find(a, a->waiters[e->wfirst + k]);
+            if (w)
+                w->is_waiter = true;
+        }
+    }
+    if (!err)
+        err = aio_names(a);
+    if (!err)
+        err = aio_chains(a);
+    if (err)
+        goto plain;
+    bool resolved = aio_resolve(a);
+    for (size_t i = 0; i < r->nthreads; i++)
+        aio_thread_sample(a, r, i);
+    if (a->mode == ASYNCIO_ALL)
+        aio_suspended_samples(a);
+    if (!resolved) {
+        /* names of some frames are gone with the cache: count, do not report */
+        for (size_t i = 0; i < a->nsamples; i++) {
+            if (a->samples[i].task_name) {
+                a->samples[i].status = SAMPLE_NO_MEMORY;
+                a->samples[i].nframes = 0;
+            }
+        }
+    }
+    aio_export_tasks(a);
+    a->result.nsamples = a->nsamples;
+    return 0;
+plain:
+    a->nsamples = 0;
+    a->nframes = 0;
+    for (size_t i = 0; i < r->nthreads; i++) {
+        struct asyncio_sample *s = aio_sample_slot(a, i);
+        s->frames = r->threads[i].frames;
+        s->nframes = r->threads[i].nframes;
+        s->status = r->threads[i].status;
+    }
+    a->result.nsamples = a->nsamples;
+    return err == -ESRCH ? -ESRCH : 0;
+}

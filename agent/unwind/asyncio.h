@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * asyncio.h: async-aware stacks (CPython 3.14+). Turns an unwinder sample
+ * into *logical* stacks: for a thread whose event loop runs a task, the
+ * frames of the running task's coroutines (from the thread's own stack, up to
+ * and including the task's outermost coroutine), then a marker frame
+ * "<task NAME>", then the suspended coroutine frames of the task awaiting it
+ * and its marker, and so on up to a task nobody awaits (the root). In
+ * ASYNCIO_ALL mode every suspended leaf task (one no task awaits) of a
+ * sampled thread also becomes a sample of its own, with its await chain: one
+ * sees where work waits.
+ *
+ * The offsets come from the target: the _Py_AsyncioModuleDebugOffsets table
+ * (section .AsyncioDebug of the _asyncio extension module, or of the file
+ * holding the runtime when _asyncio is built in) and the main table, both
+ * validated once (python/pyasync.h). The table exists only once the target
+ * imported asyncio (3.14 maps the extension module then): until it is
+ * found, asyncio_sample() looks for it again at most every
+ * ASYNCIO_RESCAN_NS, only opening files it has not looked at, and leaves
+ * the stacks as they are. A malformed table is reported once
+ * (asyncio_state(), asyncio_why()) and never looked at again: plain stacks.
+ *
+ * What a sample reads, beyond the unwinder's own read: the running loop and
+ * task of each thread come with the thread state (unwinder_set_thread_words,
+ * no extra read); then one read per task on the running task's await chain,
+ * one batched read for all task names, one batched read per coroutine level
+ * of suspended tasks, and code objects not in the cache. ASYNCIO_ALL also
+ * walks each sampled thread's task list (one read per task).
+ *
+ * Torn reads: the graph changes while it is read. The running task's
+ * coroutine must be on its thread's stack (else the loop is between two
+ * steps of the task, in C, and the thread's own stack is kept: counted as
+ * outside_task); a task object must look like one (flags 0/1, a name that is
+ * a str or an int); an await chain may not loop or exceed its cap. A thread
+ * whose graph fails these gets SAMPLE_ASYNC_TORN and no sample, never a
+ * made-up chain.
+ *
+ * Memory: everything is allocated by asyncio_new() and bounded (tasks,
+ * frames, waiters per sample); asyncio_sample() does not allocate or log
+ * (the table search reads /proc/PID/maps, which allocates, at most once per
+ * ASYNCIO_RESCAN_NS while the table is missing). Thread safety: one thread
+ * at a time, except asyncio_state() and asyncio_why(), which any thread may
+ * call.
+ */
+#ifndef PYPROFD_UNWIND_ASYNCIO_H
+#define PYPROFD_UNWIND_ASYNCIO_H
+
+#include "base/compat.h"
+
+#include <sys/types.h>
+
+#include "discovery/pyruntime.h"
+#include "memread/memread.h"
+#include "python/pyasync.h"
+#include "unwind/unwind.h"
+
+#define ASYNCIO_MAX_TASKS   2048u  /* tasks looked at per sample */
+#define ASYNCIO_MAX_WAITERS 8192u  /* awaited-by edges per sample */
+#define ASYNCIO_MAX_FRAMES  16384u /* frames of logical stacks per sample */
+#define ASYNCIO_MAX_CHAIN   64u    /* coroutines per task (await inside await) */
+#define ASYNCIO_MAX_DEPTH   128u   /* tasks from a leaf task to its root */
+#define ASYNCIO_NAME_MAX    128u   /* bytes of a task name kept */
+#define ASYNCIO_RESCAN_NS   1000000000ull
+
+enum asyncio_mode {
+    ASYNCIO_RUNNING, /* the running task of each thread */
+    ASYNCIO_ALL,     /* ... and every suspended leaf task, each as its own sample */
+};
+
+/** "running", "all". */
+const char *asyncio_mode_name(enum asyncio_mode m);
+/** Parses a mode name. Returns 0 or -EINVAL. */
+PYPROFD_WARN_UNUSED int asyncio_mode_parse(const char *name, enum asyncio_mode *out);
+
+enum asyncio_state {
+    ASYNCIO_SEARCHING, /* no table yet: asyncio not imported (plain stacks meanwhile) */
+    ASYNCIO_ACTIVE,    /* the table is found and valid */
+    ASYNCIO_INVALID,   /* the table failed validation (asyncio_why): plain stacks */
+};
+
+/** One sample to count: a thread's own stack, a logical stack, or a suspended task. */
+struct asyncio_sample {
+    size_t thread;             /* index into the unwind result's threads */
+    const char *task_name;     /* NULL: the thread's own stack (frames as the unwinder gave) */
+    enum sample_status status; /* SAMPLE_OK, or SAMPLE_ASYNC_TORN / the thread's failure */
+    bool suspended;            /* ASYNCIO_ALL: a suspended task, not the thread's activity */
+    size_t nframes;
+    const struct unwind_frame *frames; /* leaf first */
+};
+
+/** A task seen by a sample (ASYNCIO_ALL: every task of the sampled threads). */
+struct asyncio_task {
+    uint64_t raddr;
+    const char *name;
+    size_t thread;   /* index into the unwind result's threads */
+    bool running;    /* its thread's running task */
+    size_t nwaiters; /* tasks awaiting it (their addresses in waiters) */
+    const uint64_t *waiters;
+    size_t nframes; /* its coroutines, leaf first (the running task: from its thread's stack) */
+    const struct unwind_frame *frames;
+};
+
+/** The result of one asyncio_sample(); owned by the walker, valid until its next call. */
+struct asyncio_result {
+    size_t nsamples;
+    const struct asyncio_sample *samples;
+    size_t ntasks;
+    const struct asyncio_task *tasks;
+};
+
+struct asyncio_counts {
+    uint64_t logical;      /* threads counted with a running task's logical stack */
+    uint64_t suspended;    /* suspended-task samples (ASYNCIO_ALL) */
+    uint64_t outside_task; /* a running task whose coroutine was not on the stack */
+    uint64_t torn;         /* threads dropped with SAMPLE_ASYNC_TORN */
+    uint64_t searches;     /* looks for the table */
+};
+
+struct asyncio;
+
+/**
+ * Prepares async-aware stacks for the process @a pid (maps read under
+ * @a proc_root, usually "/proc") sampled by @a u through @a mr (both
+ * borrowed; they must outlive the walker), whose runtime is @a rt (copied).
+ * Looks for the table at once. Returns 0 (the table may still be missing:
+ * asyncio_state()); -ENOTSUP when the version has no asyncio table (CPython
+ * 3.13: @a why says so, plain stacks only); -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int asyncio_new(struct unwinder *u, struct memread *mr,
+                                    const struct pyruntime *rt, pid_t pid, const char *proc_root,
+                                    enum asyncio_mode mode, struct asyncio **out, char *why,
+                                    size_t why_len);
+
+/**
+ * Turns the unwinder's latest result @a r (from unwinder_sample() on the
+ * walker's unwinder, just before) into samples, at @a now_ns (for the table
+ * search). Always returns a result in @a out listing every thread of @a r,
+ * in order, followed by ASYNCIO_ALL's suspended tasks; threads whose sample
+ * failed keep their status. Returns 0, or -ESRCH when the process is gone.
+ */
+PYPROFD_WARN_UNUSED int asyncio_sample(struct asyncio *a, const struct unwind_result *r,
+                                       uint64_t now_ns, const struct asyncio_result **out);
+
+/** The table's state; safe from any thread. */
+enum asyncio_state asyncio_state(const struct asyncio *a);
+/** Why the table is ASYNCIO_INVALID ("" otherwise); safe from any thread once INVALID. */
+const char *asyncio_why(const struct asyncio *a);
+struct asyncio_counts asyncio_counts(const struct asyncio *a);
+/** The validated layout, or NULL until the table is found. */
+const struct pyasync_layout *asyncio_layout(const struct asyncio *a);
+
+/** Frees; NULL is a no-op. Stops the unwinder's extra thread-state words. */
+void asyncio_free(struct asyncio *a);
+
+#endif /* PYPROFD_UNWIND_ASYNCIO_H */
