@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dump.c: `pyprofd dump PID [-a] [--native] [--no-gc] [--json]`: one sample of
- * a live process, printed for people (frames leaf first as
+ * dump.c: `pyprofd dump PID [-a] [--native] [--no-gc] [--async-aware] [--json]`:
+ * one sample of a live process, printed for people (frames leaf first as
  * "function (file:line)") or as one JSON object (docs/unwinder.md has the
- * schema).
+ * schema); with --async-aware also each thread's asyncio task tree
+ * (docs/async.md).
  */
 #include "base/compat.h"
 
@@ -14,13 +15,18 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "sampler/threadstat.h"
+#include "unwind/asyncio.h"
 
 /* A torn read is retried: the stack moved while it was copied. */
 #define DUMP_ATTEMPTS 20
 
+/* Task-tree depth shown; deeper (or looping) awaits are cut. */
+#define DUMP_TREE_DEPTH 64
+
 struct dump_opts {
     unsigned flags; /* enum unwind_flags */
     bool json;
+    bool async_aware;
     enum memread_backend backend;
 };
 
@@ -33,6 +39,8 @@ static void dump_usage(FILE *out)
           "  -a, --all-threads  every thread of every interpreter (default: the main thread)\n"
           "      --native       show <native> where C code called back into Python\n"
           "      --no-gc        no <GC> marker while the interpreter collects garbage\n"
+          "      --async-aware  also each thread's asyncio tasks, as trees of who awaits\n"
+          "                     whom, with their coroutine stacks (CPython 3.14+)\n"
           "      --json         one JSON object instead of text\n"
           "      --backend B    memory reader: auto (default), vm or procmem\n",
           out);
@@ -65,8 +73,56 @@ static json_object *dump_json_pos(int32_t v)
     return v == LINETABLE_UNKNOWN ? NULL : json_object_new_int(v);
 }
 
+static json_object *dump_json_frames(const struct unwind_frame *frames, size_t n)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t k = 0; k < n; k++) {
+        const struct unwind_frame *f = &frames[k];
+        json_object *jf = json_object_new_object();
+        json_object_object_add(jf, "function", json_object_new_string(f->function));
+        json_object_object_add(jf, "file", json_object_new_string(f->file));
+        json_object_object_add(
+            jf, "line", json_object_new_int(f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line));
+        json_object_object_add(jf, "end_line", dump_json_pos(f->pos.end_line));
+        json_object_object_add(jf, "column", dump_json_pos(f->pos.col));
+        json_object_object_add(jf, "end_column", dump_json_pos(f->pos.end_col));
+        json_object_array_add(arr, jf);
+    }
+    return arr;
+}
+
+static json_object *dump_json_addr(uint64_t raddr)
+{
+    char buf[24];
+    snprintf(buf, sizeof(buf), "0x%" PRIx64, raddr);
+    return json_object_new_string(buf);
+}
+
+/* The tasks of thread @i: [{"id", "name", "running", "awaited_by", "frames"}]. */
+static json_object *dump_json_tasks(const struct asyncio_result *ar, size_t i)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t k = 0; k < ar->ntasks; k++) {
+        const struct asyncio_task *tk = &ar->tasks[k];
+        if (tk->thread != i)
+            continue;
+        json_object *jt = json_object_new_object();
+        json_object_object_add(jt, "id", dump_json_addr(tk->raddr));
+        json_object_object_add(jt, "name", json_object_new_string(tk->name));
+        json_object_object_add(jt, "running", json_object_new_boolean(tk->running));
+        json_object *by = json_object_new_array();
+        for (size_t w = 0; w < tk->nwaiters; w++)
+            json_object_array_add(by, dump_json_addr(tk->waiters[w]));
+        json_object_object_add(jt, "awaited_by", by);
+        json_object_object_add(jt, "frames", dump_json_frames(tk->frames, tk->nframes));
+        json_object_array_add(arr, jt);
+    }
+    return arr;
+}
+
 static void dump_print_json(const struct cli_target *t, const struct unwind_result *r,
-                            const int *on_cpu)
+                            const int *on_cpu, const struct asyncio_result *ar,
+                            const char *async_note)
 {
     char ver[32];
     json_object *root = json_object_new_object();
@@ -91,31 +147,83 @@ static void dump_print_json(const struct cli_target *t, const struct unwind_resu
         json_object_object_add(jt, "status", st);
         if (th->status != SAMPLE_OK)
             json_object_object_add(jt, "error", json_object_new_string(status_name(th->status)));
-        json_object *frames = json_object_new_array();
-        for (size_t k = 0; k < th->nframes; k++) {
-            const struct unwind_frame *f = &th->frames[k];
-            json_object *jf = json_object_new_object();
-            json_object_object_add(jf, "function", json_object_new_string(f->function));
-            json_object_object_add(jf, "file", json_object_new_string(f->file));
-            json_object_object_add(
-                jf, "line",
-                json_object_new_int(f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line));
-            json_object_object_add(jf, "end_line", dump_json_pos(f->pos.end_line));
-            json_object_object_add(jf, "column", dump_json_pos(f->pos.col));
-            json_object_object_add(jf, "end_column", dump_json_pos(f->pos.end_col));
-            json_object_array_add(frames, jf);
-        }
-        json_object_object_add(jt, "frames", frames);
+        json_object_object_add(jt, "frames", dump_json_frames(th->frames, th->nframes));
+        if (ar)
+            json_object_object_add(jt, "tasks", dump_json_tasks(ar, i));
         json_object_array_add(threads, jt);
     }
     json_object_object_add(root, "threads", threads);
+    if (async_note)
+        json_object_object_add(root, "async", json_object_new_string(async_note));
     puts(json_object_to_json_string_ext(root,
                                         JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(root);
 }
 
+static void dump_print_frames(const struct unwind_frame *frames, size_t n, int indent)
+{
+    for (size_t k = 0; k < n; k++) {
+        const struct unwind_frame *f = &frames[k];
+        if (f->kind == UNWIND_FRAME_NATIVE || f->kind == UNWIND_FRAME_GC ||
+            f->kind == UNWIND_FRAME_TASK)
+            printf("%*s%s\n", indent, "", f->function);
+        else
+            printf("%*s%s (%s:%d)\n", indent, "", f->function, f->file,
+                   f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line);
+    }
+}
+
+static bool dump_awaits(const struct asyncio_task *child, uint64_t parent)
+{
+    for (size_t w = 0; w < child->nwaiters; w++) {
+        if (child->waiters[w] == parent)
+            return true;
+    }
+    return false;
+}
+
+/* Task @k and, below it, the tasks awaited by it (they list it as a waiter). */
+static void dump_print_task(const struct asyncio_result *ar, size_t k, int depth)
+{
+    const struct asyncio_task *tk = &ar->tasks[k];
+    printf("%*s<task %s>%s\n", 4 + 4 * depth, "", tk->name, tk->running ? " (running)" : "");
+    dump_print_frames(tk->frames, tk->nframes, 8 + 4 * depth);
+    if (depth == DUMP_TREE_DEPTH) {
+        printf("%*s...\n", 8 + 4 * depth, "");
+        return;
+    }
+    for (size_t c = 0; c < ar->ntasks; c++) {
+        if (c != k && dump_awaits(&ar->tasks[c], tk->raddr))
+            dump_print_task(ar, c, depth + 1);
+    }
+}
+
+/* Thread @i's tasks as trees: roots are tasks no task of the sample awaits
+ * (their waiters, if any, are not tasks the sample saw). */
+static void dump_print_tasks(const struct asyncio_result *ar, size_t i)
+{
+    bool header = false;
+    for (size_t k = 0; k < ar->ntasks; k++) {
+        const struct asyncio_task *tk = &ar->tasks[k];
+        if (tk->thread != i)
+            continue;
+        bool root = true;
+        for (size_t w = 0; w < tk->nwaiters && root; w++) {
+            for (size_t p = 0; p < ar->ntasks && root; p++)
+                root = ar->tasks[p].raddr != tk->waiters[w];
+        }
+        if (!root)
+            continue;
+        if (!header)
+            printf("  Tasks (awaiting tasks above the tasks they await):\n");
+        header = true;
+        dump_print_task(ar, k, 0);
+    }
+}
+
 static void dump_print_text(const struct cli_target *t, const struct unwind_result *r,
-                            const int *on_cpu)
+                            const int *on_cpu, const struct asyncio_result *ar,
+                            const char *async_note)
 {
     char ver[32];
     printf("Process %d: CPython %s (%s)\n", (int)t->pid,
@@ -147,23 +255,50 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
         printf("%s\n", sep[0] == ',' ? "]" : "");
         if (th->status != SAMPLE_OK)
             printf("    <sample failed: %s>\n", status_describe(th->status));
-        for (size_t k = 0; k < th->nframes; k++) {
-            const struct unwind_frame *f = &th->frames[k];
-            if (f->kind == UNWIND_FRAME_NATIVE || f->kind == UNWIND_FRAME_GC)
-                printf("    %s\n", f->function);
-            else
-                printf("    %s (%s:%d)\n", f->function, f->file,
-                       f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line);
-        }
+        dump_print_frames(th->frames, th->nframes, 4);
+        if (ar)
+            dump_print_tasks(ar, i);
     }
+    if (async_note)
+        printf("\nasyncio: %s\n", async_note);
+}
+
+/*
+ * With --async-aware, the task walker for @t (set up before sampling: the
+ * running loop and task come with the thread states), or why there is none
+ * in @note. Returns 0, or -1 after logging a hard failure.
+ */
+static int dump_async_new(const struct cli_target *t, struct asyncio **aio, char *note,
+                          size_t note_len)
+{
+    int err =
+        asyncio_new(t->unwinder, t->mr, &t->rt, t->pid, "/proc", ASYNCIO_ALL, aio, note, note_len);
+    if (err == -ENOTSUP)
+        return 0; /* note: "CPython 3.13.x has no asyncio debug table" */
+    if (err) {
+        log_error("%s", note);
+        return -1;
+    }
+    note[0] = '\0';
+    if (asyncio_state(*aio) == ASYNCIO_SEARCHING)
+        snprintf(note, note_len, "not imported by the process (no asyncio debug table mapped)");
+    else if (asyncio_state(*aio) == ASYNCIO_INVALID)
+        snprintf(note, note_len, "%s", asyncio_why(*aio));
+    return 0;
 }
 
 static int dump_run(pid_t pid, const struct dump_opts *o)
 {
     struct cli_target t;
+    struct asyncio *aio = NULL;
+    char note[256] = "";
     int status = cli_attach(pid, o->backend, true, &t);
     if (status != CLI_EXIT_OK)
         goto out;
+    if (o->async_aware && dump_async_new(&t, &aio, note, sizeof(note))) {
+        status = CLI_EXIT_FAIL;
+        goto out;
+    }
     const struct unwind_result *r = NULL;
     enum sample_status why = SAMPLE_OK;
     int err = 0;
@@ -185,28 +320,35 @@ static int dump_run(pid_t pid, const struct dump_opts *o)
             log_error("cannot sample process %d: %s", (int)pid, status_describe(why));
         goto out;
     }
+    /* the task graph right after the stacks (ALL: every task of the threads) */
+    const struct asyncio_result *ar = NULL;
+    if (aio && asyncio_state(aio) == ASYNCIO_ACTIVE && asyncio_sample(aio, r, 0, &ar))
+        ar = NULL;
     int on_cpu[UNWIND_MAX_THREADS];
     for (size_t i = 0; i < r->nthreads; i++)
         on_cpu[i] = dump_on_cpu(pid, r->threads[i].native_thread_id);
+    const char *shown = o->async_aware && note[0] ? note : NULL;
     if (o->json)
-        dump_print_json(&t, r, on_cpu);
+        dump_print_json(&t, r, on_cpu, ar, shown);
     else
-        dump_print_text(&t, r, on_cpu);
+        dump_print_text(&t, r, on_cpu, ar, shown);
     if (dump_torn(r))
         status = CLI_EXIT_FAIL;
 out:
+    asyncio_free(aio);
     cli_detach(&t);
     return status;
 }
 
 int cli_dump(int argc, char **argv)
 {
-    enum { OPT_NATIVE = 256, OPT_NO_GC, OPT_JSON, OPT_BACKEND };
+    enum { OPT_NATIVE = 256, OPT_NO_GC, OPT_JSON, OPT_BACKEND, OPT_ASYNC };
     static const struct option opts[] = {
         {"all-threads", no_argument, NULL, 'a'},
         {"native", no_argument, NULL, OPT_NATIVE},
         {"no-gc", no_argument, NULL, OPT_NO_GC},
         {"json", no_argument, NULL, OPT_JSON},
+        {"async-aware", no_argument, NULL, OPT_ASYNC},
         {"backend", required_argument, NULL, OPT_BACKEND},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -227,6 +369,9 @@ int cli_dump(int argc, char **argv)
             break;
         case OPT_JSON:
             o.json = true;
+            break;
+        case OPT_ASYNC:
+            o.async_aware = true;
             break;
         case OPT_BACKEND:
             if (cli_parse_backend(optarg, &o.backend))

@@ -76,6 +76,9 @@ struct loop_target {
     struct memread *mr;
     struct pyruntime *rt;
     struct unwinder *u;
+    struct asyncio *aio;  /* async_aware jobs on CPython 3.14+ */
+    char async_note[300]; /* async_aware but unavailable: why (/targets) */
+    bool async_all;       /* async_mode all was asked for */
     struct sampler *s;
     struct agg *win;
     uint64_t win_start;         /* CLOCK_MONOTONIC */
@@ -457,6 +460,7 @@ static void loop_target_free(struct loop *l, struct loop_target *t)
     if (!t)
         return;
     sampler_free(t->s);
+    asyncio_free(t->aio); /* before its unwinder */
     unwinder_free(t->u);
     memread_free(t->mr);
     alloc_free(t->rt);
@@ -547,6 +551,19 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
         snprintf(p->reason, sizeof(p->reason), "cannot read the runtime: %s", why);
         goto fail;
     }
+    if (job->async_aware) {
+        /* suspended tasks use no CPU, hold no GIL, handle no exception:
+         * "all" counts them only in wall mode (/targets says so otherwise) */
+        t->async_all = job->async_mode == CONFIG_ASYNC_ALL;
+        bool all = t->async_all && job->mode == CONFIG_MODE_WALL;
+        err = asyncio_new(t->u, mr, rt, p->key.pid, l->cfg->discovery.proc_root,
+                          all ? ASYNCIO_ALL : ASYNCIO_RUNNING, &t->aio, why, sizeof(why));
+        if (err == -ENOTSUP) /* 3.13: plain stacks, said in /targets */
+            snprintf(t->async_note, sizeof(t->async_note), "unavailable: %s", why);
+        else if (err)
+            goto fail;
+        err = 0;
+    }
     err = window_get(l->opts.queue, &t->win);
     if (err) {
         snprintf(p->reason, sizeof(p->reason), "no aggregation window left (memory cap)");
@@ -560,6 +577,7 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
         .interval_ns = t->interval_ns,
         .unwind_flags = (job->all_threads ? UNWIND_ALL_THREADS : 0u) |
                         (job->native ? UNWIND_NATIVE : 0u) | (job->gc ? 0u : UNWIND_NO_GC),
+        .async = t->aio,
     };
     err = sampler_new(p->key.pid, t->u, t->win, &so,
                       now + (uint64_t)(frac * (double)t->interval_ns), &t->s);
@@ -1235,6 +1253,26 @@ static json_object *loop_labels_json(const struct labels *ls)
     return o;
 }
 
+/* The "async" field of a target: its async-aware state in a few words. */
+static const char *loop_async_json(const struct loop_target *t, char *buf, size_t len)
+{
+    if (!t->aio)
+        return t->async_note;
+    switch (asyncio_state(t->aio)) {
+    case ASYNCIO_ACTIVE:
+        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != CONFIG_MODE_WALL &&
+            t->async_all)
+            return "running (async_mode all counts waiting tasks: only with mode wall)";
+        return asyncio_mode_name(asyncio_get_mode(t->aio));
+    case ASYNCIO_INVALID:
+        snprintf(buf, len, "unavailable: %s", asyncio_why(t->aio));
+        return buf;
+    case ASYNCIO_SEARCHING:
+    default:
+        return "waiting: asyncio not imported yet";
+    }
+}
+
 int loop_targets_json(struct loop *l, char **out, size_t *out_len)
 {
     json_object *root = json_object_new_object();
@@ -1266,6 +1304,10 @@ int loop_targets_json(struct loop *l, char **out, size_t *out_len)
             json_object_object_add(o, "labels", loop_labels_json(&t->labels));
             json_object_object_add(o, "discovered_labels", loop_labels_json(&t->meta));
             json_object_object_add(o, "mode", json_object_new_string(config_mode_name(t->mode)));
+            char abuf[320];
+            if (t->aio || t->async_note[0])
+                json_object_object_add(
+                    o, "async", json_object_new_string(loop_async_json(t, abuf, sizeof(abuf))));
             json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));
             json_object_object_add(o, "effective_rate_hz",
                                    json_object_new_double(t->rate * l->factor));

@@ -359,6 +359,11 @@ struct asyncio_counts asyncio_counts(const struct asyncio *a)
     return a->counts;
 }
 
+enum asyncio_mode asyncio_get_mode(const struct asyncio *a)
+{
+    return a->mode;
+}
+
 const struct pyasync_layout *asyncio_layout(const struct asyncio *a)
 {
     return asyncio_state(a) == ASYNCIO_ACTIVE ? &a->l : NULL;

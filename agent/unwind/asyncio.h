@@ -146,6 +146,8 @@ enum asyncio_state asyncio_state(const struct asyncio *a);
 /** Why the table is ASYNCIO_INVALID ("" otherwise); safe from any thread once INVALID. */
 const char *asyncio_why(const struct asyncio *a);
 struct asyncio_counts asyncio_counts(const struct asyncio *a);
+/** The mode the walker was made with. */
+enum asyncio_mode asyncio_get_mode(const struct asyncio *a);
 /** The validated layout, or NULL until the table is found. */
 const struct pyasync_layout *asyncio_layout(const struct asyncio *a);
 

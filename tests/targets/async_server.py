@@ -52,7 +52,7 @@ def crunch():
 async def cruncher():
     while True:
         crunch()  # CRUNCHER_CALL
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # CRUNCHER_YIELD
 
 
 async def worker(i):
@@ -82,12 +82,12 @@ async def short_job():
 
 
 def doze():
-    time.sleep(0.01)
+    time.sleep(0.01)  # DOZE_CALL
 
 
 def nap():
     while True:
-        doze()
+        doze()  # NAP_CALL
 
 
 async def scenario_server():
@@ -123,7 +123,7 @@ async def main(scenario, duration):
     asyncio.current_task().set_name("main")
     if duration is not None:
         asyncio.get_running_loop().call_later(duration, os._exit, 0)
-    await SCENARIOS[scenario]()
+    await SCENARIOS[scenario]()  # MAIN_RUN
 
 
 def _exit_now(signum, frame):
