@@ -13,7 +13,8 @@
 #include "exporters/dispatch.h"
 #include "pprof/pprof_build.h"
 
-#define DISPATCH_MAX_EXPORTERS 16u
+#define DISPATCH_MAX_EXPORTERS 64u
+#define DISPATCH_RETIRE_NS     5000000000ull /* a replaced exporter's time to deliver */
 
 struct dispatch {
     struct window_queue *q;
@@ -94,6 +95,11 @@ out:
     alloc_free(gz_plain);
 }
 
+/*
+ * Frees the exporters a reload replaced. Each gets DISPATCH_RETIRE_NS to
+ * deliver what it still holds (the new set receives everything from now on);
+ * what is left then is counted by the exporter as dropped at shutdown.
+ */
 static void dispatch_reap(struct dispatch *d)
 {
     struct exporter old[DISPATCH_MAX_EXPORTERS];
@@ -102,7 +108,8 @@ static void dispatch_reap(struct dispatch *d)
     memcpy(old, d->retired, n * sizeof(*old));
     d->nretired = 0;
     pthread_mutex_unlock(&d->mu);
-    dispatch_free_set(old, n, 0);
+    if (n)
+        dispatch_free_set(old, n, window_now_ns() + DISPATCH_RETIRE_NS);
 }
 
 static void *dispatch_main(void *arg)

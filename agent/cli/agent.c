@@ -8,6 +8,7 @@
  */
 #include "base/compat.h"
 
+#include <curl/curl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -22,6 +23,9 @@
 #include "config/config.h"
 #include "exporters/dispatch.h"
 #include "exporters/file/file_store.h"
+#include "exporters/parca/parca.h"
+#include "exporters/push/push.h"
+#include "exporters/pyroscope/pyroscope.h"
 #include "exporters/pull/http_server.h"
 #include "sampler/loop.h"
 
@@ -30,6 +34,7 @@
 #endif
 
 #define AGENT_DEFAULT_SHUTDOWN_S 10
+#define AGENT_MAX_OUTPUTS        64u /* storage + remote_write endpoints */
 
 struct agent {
     const char *config_file; /* NULL: the built-in default */
@@ -70,14 +75,48 @@ static int agent_usage(FILE *out, int status)
 }
 
 /* Outputs of a config: the storage directory for now (push exporters: exporters/). */
-static int agent_exporters(const struct pyprofd_config *cfg, struct exporter *ex, size_t *n)
+static void agent_free_exporters(struct exporter *ex, size_t n)
 {
+    for (size_t i = 0; i < n; i++)
+        ex[i].ops->free(ex[i].ctx);
+}
+
+/*
+ * The outputs of a config: the storage directory and every remote_write
+ * endpoint. The push exporters take over their write_relabel rules from @a cfg
+ * (it is ours until it goes to the sampling loop). On failure everything made
+ * so far is freed and @a err says which output failed.
+ */
+static int agent_exporters(struct pyprofd_config *cfg, struct exporter *ex, size_t *n, char *err,
+                           size_t errlen)
+{
+    int e = 0;
     *n = 0;
+    if (1 + cfg->nremote_write > AGENT_MAX_OUTPUTS) {
+        snprintf(err, errlen, "at most %u remote_write endpoints", AGENT_MAX_OUTPUTS - 1);
+        return -E2BIG;
+    }
     if (cfg->storage.directory) {
-        int err = file_store_new(cfg->storage.directory, cfg->storage.retention_ns,
-                                 cfg->storage.max_bytes, &ex[(*n)++]);
-        if (err)
-            return err;
+        e = file_store_new(cfg->storage.directory, cfg->storage.retention_ns,
+                           cfg->storage.max_bytes, &ex[*n]);
+        if (e) {
+            snprintf(err, errlen, "storage: %s", strerror(-e));
+            return e;
+        }
+        (*n)++;
+    }
+    for (size_t i = 0; i < cfg->nremote_write; i++) {
+        struct config_remote_write *rw = &cfg->remote_write[i];
+        e = rw->type == CONFIG_PUSH_PARCA ? parca_exporter_new(rw, NULL, &ex[*n])
+                                          : pyroscope_exporter_new(rw, NULL, &ex[*n]);
+        if (e) {
+            snprintf(err, errlen, "remote_write '%s': cannot set it up: %s", rw->name,
+                     strerror(-e));
+            agent_free_exporters(ex, *n);
+            *n = 0;
+            return e;
+        }
+        (*n)++;
     }
     return 0;
 }
@@ -86,12 +125,6 @@ static size_t agent_max_targets(const struct pyprofd_config *cfg)
 {
     return cfg->global.limits.max_targets > 100000 ? 100000
                                                    : (size_t)cfg->global.limits.max_targets;
-}
-
-static void agent_free_exporters(struct exporter *ex, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        ex[i].ops->free(ex[i].ctx);
 }
 
 static void agent_log_errors(const struct config_errors *errs)
@@ -113,7 +146,7 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
     pthread_mutex_lock(&a->reload_mu);
     struct pyprofd_config *cfg = NULL;
     struct config_errors errs = {0};
-    struct exporter ex[4];
+    struct exporter ex[AGENT_MAX_OUTPUTS];
     size_t nex = 0;
     a->reloads++;
     int e = agent_load(a, &cfg, &errs);
@@ -128,9 +161,10 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory for %zu targets' windows", max_targets);
         goto fail;
     }
-    e = agent_exporters(cfg, ex, &nex);
-    if (!e)
-        e = dispatch_set_exporters(a->dispatch, ex, nex, cfg->global.limits.max_profile_bytes);
+    e = agent_exporters(cfg, ex, &nex, err, errlen);
+    if (e)
+        goto fail;
+    e = dispatch_set_exporters(a->dispatch, ex, nex, cfg->global.limits.max_profile_bytes);
     if (e) {
         agent_free_exporters(ex, nex);
         snprintf(err, errlen, "cannot set up the outputs: %s", strerror(-e));
@@ -206,6 +240,8 @@ static int agent_http_metrics(void *ctx, struct promtext *w)
         err = loop_metrics(a->loop, w);
     if (!err)
         err = dispatch_metrics(a->dispatch, w);
+    if (!err)
+        err = push_metrics_all(w);
     return err;
 }
 
@@ -284,7 +320,7 @@ int cli_agent(int argc, char **argv)
     int status = CLI_EXIT_FAIL;
     struct pyprofd_config *cfg = NULL;
     struct config_errors errs = {0};
-    struct exporter ex[4];
+    struct exporter ex[AGENT_MAX_OUTPUTS];
     size_t nex = 0;
     char err[512] = "";
     pthread_mutex_init(&a.reload_mu, NULL);
@@ -298,6 +334,11 @@ int cli_agent(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* once, before any thread exists: libcurl's global state (TLS, resolver) */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        log_error("cannot initialise libcurl");
+        return CLI_EXIT_FAIL;
+    }
     int e = agent_load(&a, &cfg, &errs);
     if (e) {
         agent_log_errors(&errs);
@@ -317,15 +358,19 @@ int cli_agent(int argc, char **argv)
     e = window_queue_new(max_targets + 16, 2 * max_targets + 16, &lim, &a.queue);
     if (!e)
         e = dispatch_new(a.queue, cfg->global.limits.max_profile_bytes, &a.dispatch);
-    if (!e)
-        e = agent_exporters(cfg, ex, &nex);
-    if (!e) {
-        e = dispatch_set_exporters(a.dispatch, ex, nex, cfg->global.limits.max_profile_bytes);
-        if (e)
-            agent_free_exporters(ex, nex);
-    }
     if (e) {
         log_error("cannot set up the pipeline: %s", strerror(-e));
+        goto out;
+    }
+    e = agent_exporters(cfg, ex, &nex, err, sizeof(err));
+    if (e) {
+        log_error("%s", err);
+        goto out;
+    }
+    e = dispatch_set_exporters(a.dispatch, ex, nex, cfg->global.limits.max_profile_bytes);
+    if (e) {
+        agent_free_exporters(ex, nex);
+        log_error("cannot set up the outputs: %s", strerror(-e));
         goto out;
     }
     struct loop_opts lo = {.queue = a.queue};
@@ -394,6 +439,7 @@ out:;
     config_free(cfg);
     config_errors_release(&errs);
     pthread_mutex_destroy(&a.reload_mu);
+    curl_global_cleanup();
     if (status == CLI_EXIT_OK)
         log_info("stopped");
     return status;
