@@ -405,6 +405,9 @@ uint64_t push_parse_retry_after(const char *value, int64_t now_real_ns)
     time_t t = curl_getdate(value, NULL);
     if (t < 0)
         return 0;
+    /* a date centuries ahead must not overflow: it means "a very long time" */
+    if ((int64_t)t > INT64_MAX / 1000000000ll)
+        return UINT64_MAX;
     int64_t at = (int64_t)t * 1000000000ll;
     return at > now_real_ns ? (uint64_t)(at - now_real_ns) : 0;
 }
