@@ -208,7 +208,7 @@ static uint64_t aio_section(struct asyncio *a, const struct proc_map_entry *e)
 }
 
 /* Validates the table at @raddr and switches async walking on; or INVALID. */
-static void aio_attach_table(struct asyncio *a, uint64_t raddr)
+PYPROFD_STATIC void asyncio_attach_table(struct asyncio *a, uint64_t raddr)
 {
     const struct pyabi_schema *ds = pyabi_schema_for(a->rt.version.minor);
     uint8_t debug[PYABI_MAX_TABLE], aio[PYASYNC_TABLE_SIZE];
@@ -258,7 +258,7 @@ static void aio_search(struct asyncio *a)
     }
     proc_maps_free(maps);
     if (found)
-        aio_attach_table(a, found);
+        asyncio_attach_table(a, found);
 }
 
 /* --- lifecycle --------------------------------------------------------- */

@@ -154,4 +154,10 @@ const struct pyasync_layout *asyncio_layout(const struct asyncio *a);
 /** Frees; NULL is a no-op. Stops the unwinder's extra thread-state words. */
 void asyncio_free(struct asyncio *a);
 
+#ifdef PYPROFD_UNITTEST
+/* asyncio.c internals reached by tests/unit/agent/unwind/test_asyncio.c and
+ * tests/fuzz/fuzz_asyncio.c: use the table at @a raddr (no maps search). */
+void asyncio_attach_table(struct asyncio *a, uint64_t raddr);
+#endif
+
 #endif /* PYPROFD_UNWIND_ASYNCIO_H */

@@ -109,6 +109,54 @@ static uint64_t pyimage_alloc(struct pyimage *img, size_t len, uint8_t **local)
     return PYIMAGE_OBJECTS + at;
 }
 
+uint64_t pyimage_object(struct pyimage *img, size_t len, uint8_t **local)
+{
+    return pyimage_alloc(img, len, local);
+}
+
+uint8_t *pyimage_tstate(struct pyimage *img, unsigned t)
+{
+    assert_true(t < img->nthreads);
+    return img->threads[t].tstate;
+}
+
+uint64_t pyimage_tstate_raddr(const struct pyimage *img, unsigned t)
+{
+    (void)img;
+    return PYIMAGE_THREADS + (uint64_t)t * 0x10000;
+}
+
+void pyimage_link_frame(struct pyimage *img, unsigned t, uint64_t frame)
+{
+    struct pyimage_thread *th = &img->threads[t];
+    pyimage_set_previous(img, frame, th->last_frame);
+    th->last_frame = frame;
+    put64(th->tstate + img->l.ts_current_frame, frame);
+}
+
+static int pyimage_record(FILE *out, uint64_t raddr, const void *data, size_t len)
+{
+    uint64_t hdr[2] = {raddr, len};
+    return fwrite(hdr, sizeof(hdr), 1, out) == 1 && fwrite(data, 1, len, out) == len ? 0 : -EIO;
+}
+
+int pyimage_write_records(const struct pyimage *img, FILE *out)
+{
+    int err = pyimage_record(out, PYIMAGE_RUNTIME, img->runtime, sizeof(img->runtime));
+    if (!err)
+        err = pyimage_record(out, PYIMAGE_INTERP, img->interp, img->interp_len);
+    for (unsigned t = 0; !err && t < img->nthreads; t++) {
+        err = pyimage_record(out, PYIMAGE_THREADS + (uint64_t)t * 0x10000, img->threads[t].tstate,
+                             sizeof(img->threads[t].tstate));
+        if (!err)
+            err = pyimage_record(out, PYIMAGE_CHUNKS + (uint64_t)t * 0x100000,
+                                 img->threads[t].chunk, PYIMAGE_CHUNK);
+    }
+    if (!err)
+        err = pyimage_record(out, PYIMAGE_OBJECTS, img->objects, img->objects_used);
+    return err;
+}
+
 uint64_t pyimage_str(struct pyimage *img, const char *ascii)
 {
     size_t n = strlen(ascii);

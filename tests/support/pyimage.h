@@ -55,6 +55,25 @@ void pyimage_runtime_state(struct pyimage *img, bool initialized, bool finalizin
 /** Sets the interpreter's code_object_generation (3.14+). */
 void pyimage_code_generation(struct pyimage *img, uint64_t gen);
 
+/** Space for an object of @a len bytes (16-aligned, zeroed); *@a local is its bytes here. */
+uint64_t pyimage_object(struct pyimage *img, size_t len, uint8_t **local);
+/** Thread @a t's state as it will be installed (PYABI_MAX_TSTATE bytes), to set fields. */
+uint8_t *pyimage_tstate(struct pyimage *img, unsigned t);
+/** The address of thread @a t's state. */
+uint64_t pyimage_tstate_raddr(const struct pyimage *img, unsigned t);
+/**
+ * Makes @a frame (built elsewhere, e.g. inside a coroutine object) the top of
+ * thread @a t: its previous pointer is set to the current top, and later
+ * pushes go above it.
+ */
+void pyimage_link_frame(struct pyimage *img, unsigned t, uint64_t frame);
+/**
+ * Writes the installed regions as records (u64 address, u64 length, bytes;
+ * the objects region only as far as used), the format of the unwinder's and
+ * asyncio's fuzz seeds. Returns 0 or -EIO.
+ */
+int pyimage_write_records(const struct pyimage *img, FILE *out);
+
 /**
  * Installs (copies) the image into @a fake and describes the runtime in
  * @a rt, ready for unwinder_new(). Call it once, after building; change the

@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for agent/unwind/asyncio.c: the task-graph walk over synthetic memory
+ * images (tests/support/pyimage.h) built with the real 3.14 and 3.15 tables:
+ * the running task's logical stack (its frames from the thread's stack, then
+ * the suspended coroutines of the tasks awaiting it, with markers), suspended
+ * leaf tasks in ALL mode, awaited-by sets, int task names, a running task
+ * between two steps, and garbage: loops, impossible flags, names that are
+ * not names; all bounded, counted, never reported as a chain. A sample
+ * allocates nothing. With PYPROFD_WRITE_ASYNC_SEEDS=DIR set, the images are
+ * written there as seeds for tests/fuzz/fuzz_asyncio.c.
+ */
+#include "base/compat.h"
+
+#include "cmocka_wrap.h"
+
+#include "base/alloc.h"
+#include "fixture.h"
+#include "pyimage.h"
+#include "unwind/asyncio.h"
+
+/* An image with asyncio objects: types, names, tasks, coroutines. */
+struct aimg {
+    unsigned minor;
+    struct pyimage *img;
+    const struct py_layout *l;
+    const struct pyasync_schema *s;
+    struct pyasync_layout al;
+    uint64_t table, str_type, int_type, coro_type, future_type, odd_type;
+    unsigned t; /* the thread */
+    struct memread_fake *fake;
+    struct memread *mr;
+    struct pyruntime rt;
+    struct unwinder *u;
+    struct asyncio *a;
+};
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+static uint64_t aimg_type(struct aimg *m, uint64_t flags)
+{
+    uint8_t *p;
+    uint64_t raddr = pyimage_object(m->img, m->al.tp_size, &p);
+    put64(p + m->al.tp_flags, flags);
+    return raddr;
+}
+
+static void aimg_new(struct aimg *m, unsigned minor)
+{
+    memset(m, 0, sizeof(*m));
+    m->minor = minor;
+    m->img = pyimage_new(minor);
+    m->l = pyimage_layout(m->img);
+    m->s = pyasync_schema_for(minor);
+    char rel[64], why[256];
+    size_t dlen, alen;
+    snprintf(rel, sizeof(rel), "debug_offsets/3.%u.bin", minor);
+    uint8_t *debug = fixture_load(rel, &dlen);
+    snprintf(rel, sizeof(rel), "debug_offsets/asyncio-3.%u.bin", minor);
+    uint8_t *aio = fixture_load(rel, &alen);
+    assert_non_null(debug);
+    assert_non_null(aio);
+    assert_int_equal(
+        pyasync_layout_load(&m->l->version, m->l, debug, dlen, aio, alen, &m->al, why, sizeof(why)),
+        0);
+    uint8_t *p;
+    m->table = pyimage_object(m->img, alen, &p);
+    memcpy(p, aio, alen);
+    alloc_free(debug);
+    alloc_free(aio);
+    m->str_type = aimg_type(m, PYASYNC_TPFLAGS_UNICODE_SUBCLASS);
+    m->int_type = aimg_type(m, PYASYNC_TPFLAGS_LONG_SUBCLASS);
+    m->coro_type = aimg_type(m, 0);
+    m->future_type = aimg_type(m, 0);
+    m->odd_type = aimg_type(m, 0);
+    m->t = pyimage_thread(m->img, 4242);
+    (void)pyimage_push(m->img, m->t, PYABI_OWNER_INTERPRETER, 0, 0);
+}
+
+/* A str object (compact ASCII) of type @type. */
+static uint64_t aimg_name(struct aimg *m, const char *s, uint64_t type)
+{
+    size_t n = strlen(s);
+    uint8_t *p;
+    uint64_t raddr = pyimage_object(m->img, m->l->str_ascii_data + n + 1, &p);
+    put64(p + m->al.ob_type, type);
+    put64(p + m->l->str_length, n);
+    uint32_t state = (1u << 2) | (1u << 5) | (1u << 6);
+    memcpy(p + m->l->str_state, &state, 4);
+    memcpy(p + m->l->str_ascii_data, s, n + 1);
+    return raddr;
+}
+
+/* An int object holding @v (< 2^30). */
+static uint64_t aimg_int(struct aimg *m, uint32_t v)
+{
+    uint8_t *p;
+    uint64_t raddr = pyimage_object(m->img, m->al.long_size, &p);
+    put64(p + m->al.ob_type, m->int_type);
+    put64(p + m->al.long_lv_tag, v ? (1u << 3) : 1u);
+    memcpy(p + m->al.long_ob_digit, &v, 4);
+    return raddr;
+}
+
+/*
+ * A coroutine running @code at code unit @unit, in frame state @state,
+ * awaiting @awaited (0: nothing on its value stack).
+ */
+static uint64_t aimg_coro(struct aimg *m, uint64_t code, unsigned unit, int8_t state,
+                          uint64_t awaited)
+{
+    uint8_t *p;
+    size_t len = m->al.gen_iframe + m->l->fr_size + 64;
+    uint64_t raddr = pyimage_object(m->img, len, &p);
+    put64(p + m->al.ob_type, m->coro_type);
+    p[m->al.gen_frame_state] = (uint8_t)state;
+    uint8_t *fr = p + m->al.gen_iframe;
+    uint64_t frame = raddr + m->al.gen_iframe;
+    fr[m->l->fr_owner] = PYABI_OWNER_GENERATOR;
+    put64(fr + m->l->fr_executable, code | (m->l->tag_mask & 1));
+    put64(fr + m->l->fr_instr_ptr, code + m->l->co_adaptive + 2u * unit);
+    /* the value stack right after the frame: [awaited, (3.15) a null ref] */
+    uint64_t stack = frame + m->l->fr_size;
+    put64(p + m->al.gen_iframe + m->l->fr_size, awaited);
+    put64(p + m->al.gen_iframe + m->l->fr_size + 8, 1);
+    put64(fr + m->al.fr_stackpointer, stack + m->al.await_below_sp);
+    return raddr;
+}
+
+/* The frame inside coroutine @coro. */
+static uint64_t aimg_coro_frame(const struct aimg *m, uint64_t coro)
+{
+    return coro + m->al.gen_iframe;
+}
+
+/* A task named @name (a str object, or any object) running @coro. */
+static uint64_t aimg_task(struct aimg *m, uint64_t name, uint64_t coro, uint64_t awaited_by,
+                          bool is_set)
+{
+    uint8_t *p;
+    uint64_t raddr = pyimage_object(m->img, m->al.task_size, &p);
+    put64(p + m->al.ob_type, m->future_type);
+    put64(p + m->al.task_name, name);
+    put64(p + m->al.task_coro, coro);
+    put64(p + m->al.task_awaited_by, awaited_by);
+    p[m->al.task_is_task] = 1;
+    p[m->al.task_awaited_by_is_set] = is_set;
+    return raddr;
+}
+
+static uint8_t *aimg_local(struct aimg *m, uint64_t raddr, size_t len)
+{
+    /* objects are contiguous from the first one: find it by allocating nothing */
+    uint8_t *p;
+    uint64_t end = pyimage_object(m->img, 0, &p);
+    assert_true(raddr + len <= end);
+    return p - (end - raddr);
+}
+
+/* Sets a task field after the fact. */
+static void aimg_task_set(struct aimg *m, uint64_t task, uint32_t off, uint64_t v, unsigned width)
+{
+    uint8_t *p = aimg_local(m, task, m->al.task_size);
+    if (width == 1)
+        p[off] = (uint8_t)v;
+    else
+        put64(p + off, v);
+}
+
+/* Links @tasks into the thread's task list, in order. */
+static void aimg_list(struct aimg *m, const uint64_t *tasks, size_t n)
+{
+    uint64_t head = pyimage_tstate_raddr(m->img, m->t) + m->al.ts_tasks_head;
+    uint8_t *ts = pyimage_tstate(m->img, m->t);
+    uint64_t prev_node = head;
+    for (size_t i = 0; i <= n; i++) {
+        uint64_t node = i < n ? tasks[i] + m->al.task_node : head;
+        if (prev_node == head)
+            put64(ts + m->al.ts_tasks_head + m->al.llist_next, node);
+        else
+            aimg_task_set(m, prev_node - m->al.task_node, m->al.task_node + m->al.llist_next, node,
+                          8);
+        prev_node = node;
+    }
+}
+
+/* The thread runs @task (0: none) in a running loop. */
+static void aimg_running(struct aimg *m, uint64_t task)
+{
+    uint8_t *ts = pyimage_tstate(m->img, m->t);
+    put64(ts + m->al.ts_running_loop, 0x7e571000ull);
+    put64(ts + m->al.ts_running_task, task);
+}
+
+/* A set object holding @keys (mask 7). */
+static uint64_t aimg_set(struct aimg *m, const uint64_t *keys, size_t n)
+{
+    uint8_t *tp, *sp;
+    uint64_t table = pyimage_object(m->img, 8 * PYASYNC_SET_ENTRY, &tp);
+    for (size_t i = 0; i < n; i++)
+        put64(tp + (2 * i + 1) * PYASYNC_SET_ENTRY, keys[i]); /* slots 1, 3, ... */
+    uint64_t set = pyimage_object(m->img, m->al.set_size, &sp);
+    put64(sp + m->al.set_used, n);
+    put64(sp + m->al.set_mask, 7);
+    put64(sp + m->al.set_table, table);
+    return set;
+}
+
+static void aimg_start(struct aimg *m, enum asyncio_mode mode)
+{
+    char why[256];
+    assert_int_equal(memread_fake_open(&m->fake, &m->mr), 0);
+    pyimage_install(m->img, m->fake, &m->rt);
+    assert_int_equal(unwinder_new(m->mr, &m->rt, &m->u, why, sizeof(why)), 0);
+    int err =
+        asyncio_new(m->u, m->mr, &m->rt, 1, "/nonexistent-proc", mode, &m->a, why, sizeof(why));
+    if (err)
+        fail_msg("asyncio_new: %s", why);
+    assert_int_equal(asyncio_state(m->a), ASYNCIO_SEARCHING);
+    asyncio_attach_table(m->a, m->table);
+    assert_int_equal(asyncio_state(m->a), ASYNCIO_ACTIVE);
+    const char *dir = getenv("PYPROFD_WRITE_ASYNC_SEEDS");
+    if (dir) {
+        static unsigned seq;
+        char path[512];
+        snprintf(path, sizeof(path), "%s/synthetic-3.%u-%u", dir, m->minor, seq++);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        uint8_t hdr[2] = {(uint8_t)(m->minor - 14), (uint8_t)mode};
+        uint64_t words[3] = {m->rt.raddr, m->rt.section_size, m->table};
+        assert_int_equal(fwrite(hdr, 1, 2, f), 2);
+        assert_int_equal(fwrite(words, 8, 3, f), 3);
+        assert_int_equal(pyimage_write_records(m->img, f), 0);
+        assert_int_equal(fclose(f), 0);
+    }
+}
+
+static void aimg_free(struct aimg *m)
+{
+    asyncio_free(m->a);
+    unwinder_free(m->u);
+    memread_free(m->mr);
+    pyimage_free(m->img);
+}
+
+/* One sample of the unwinder and the walker. */
+static const struct asyncio_result *aimg_sample(struct aimg *m)
+{
+    const struct unwind_result *r;
+    enum sample_status st;
+    assert_int_equal(unwinder_sample(m->u, 0, &r, &st), 0);
+    assert_int_equal(r->nthreads, 1);
+    const struct asyncio_result *ar;
+    assert_int_equal(asyncio_sample(m->a, r, 0, &ar), 0);
+    return ar;
+}
+
+static void expect_stack(const struct asyncio_sample *s, const char *const *names, size_t n)
+{
+    char got[2048] = "";
+    size_t at = 0;
+    for (size_t k = 0; k < s->nframes && at < sizeof(got); k++)
+        at += (size_t)snprintf(got + at, sizeof(got) - at, "%s;", s->frames[k].function);
+    if (s->nframes != n)
+        fail_msg("expected %zu frames, got %zu: %s", n, s->nframes, got);
+    for (size_t k = 0; k < n; k++) {
+        if (strcmp(s->frames[k].function, names[k]) != 0)
+            fail_msg("frame %zu: expected %s: %s", k, names[k], got);
+    }
+}
+
+/*
+ * The server of tests/targets/async_server.py in miniature: main awaits
+ * (through scenario) worker-1, which awaits cruncher-1, which runs on the
+ * thread: spin <- crunch <- cruncher. Returns the tasks: main, worker,
+ * cruncher.
+ */
+static void aimg_server(struct aimg *m, uint64_t tasks[3], uint64_t *cruncher_coro)
+{
+    struct pyimage *img = m->img;
+    uint64_t c_loop = pyimage_code(img, "run_forever", "base_events.py", 600);
+    uint64_t c_main = pyimage_code(img, "main", "app.py", 100);
+    uint64_t c_scen = pyimage_code(img, "scenario", "app.py", 90);
+    uint64_t c_worker = pyimage_code(img, "worker", "app.py", 50);
+    uint64_t c_cruncher = pyimage_code(img, "cruncher", "app.py", 40);
+    uint64_t c_crunch = pyimage_code(img, "crunch", "app.py", 30);
+    uint64_t c_spin = pyimage_code(img, "spin", "app.py", 20);
+    int8_t awaiting = m->s->fs_yield_from, running = m->s->fs_executing;
+
+    uint64_t fut =
+        aimg_task(m, 0, 0, 0, false); /* a plain future: awaited object of another type */
+    aimg_task_set(m, fut, m->al.task_is_task, 0, 1);
+    uint64_t cr = aimg_coro(m, c_cruncher, 3, running, 0);
+    uint64_t cruncher = aimg_task(m, aimg_name(m, "cruncher-1", m->str_type), cr, 0, false);
+    uint64_t wk = aimg_coro(m, c_worker, 5, awaiting, fut);
+    uint64_t worker = aimg_task(m, aimg_name(m, "worker-1", m->str_type), wk, 0, false);
+    uint64_t sc = aimg_coro(m, c_scen, 7, awaiting, fut);
+    uint64_t mn = aimg_coro(m, c_main, 2, awaiting, sc);
+    uint64_t main_task = aimg_task(m, aimg_name(m, "main", m->str_type), mn, 0, false);
+    aimg_task_set(m, cruncher, m->al.task_awaited_by, worker, 8);
+    aimg_task_set(m, worker, m->al.task_awaited_by, main_task, 8);
+
+    (void)pyimage_push(img, m->t, PYABI_OWNER_THREAD, c_loop, 1);
+    pyimage_link_frame(img, m->t, aimg_coro_frame(m, cr));
+    (void)pyimage_push(img, m->t, PYABI_OWNER_THREAD, c_crunch, 4);
+    (void)pyimage_push(img, m->t, PYABI_OWNER_THREAD, c_spin, 6);
+    aimg_running(m, cruncher);
+    tasks[0] = main_task;
+    tasks[1] = worker;
+    tasks[2] = cruncher;
+    if (cruncher_coro)
+        *cruncher_coro = cr;
+}
+
+static const char *const server_chain[] = {
+    "spin",     "crunch", "cruncher",   "<task cruncher-1>", "worker", "<task worker-1>",
+    "scenario", "main",   "<task main>"};
+
+static void test_asyncio__running_task_chain(void **state)
+{
+    (void)state;
+    for (unsigned minor = 14; minor <= 15; minor++) {
+        struct aimg m;
+        aimg_new(&m, minor);
+        uint64_t tasks[3];
+        aimg_server(&m, tasks, NULL);
+        aimg_list(&m, tasks, 3);
+        aimg_start(&m, ASYNCIO_RUNNING);
+        const struct asyncio_result *ar = aimg_sample(&m);
+        assert_int_equal(ar->nsamples, 1);
+        const struct asyncio_sample *s = &ar->samples[0];
+        assert_int_equal(s->status, SAMPLE_OK);
+        assert_string_equal(s->task_name, "cruncher-1");
+        assert_false(s->suspended);
+        expect_stack(s, server_chain, PYPROFD_ARRAY_SIZE(server_chain));
+        /* suspended frames: the line of the instruction they wait at */
+        assert_int_equal(s->frames[4].pos.line, 50 + 1 + 5);
+        assert_string_equal(s->frames[4].file, "app.py");
+        assert_int_equal(s->frames[7].pos.line, 100 + 1 + 2);
+        assert_int_equal(s->frames[3].kind, UNWIND_FRAME_TASK);
+        assert_true(s->frames[3].code_id == 0);
+        assert_string_equal(s->frames[3].file, "~");
+        /* the same again: nothing allocated, same stack */
+        size_t in_use = alloc_in_use();
+        ar = aimg_sample(&m);
+        assert_int_equal(alloc_in_use(), in_use);
+        expect_stack(&ar->samples[0], server_chain, PYPROFD_ARRAY_SIZE(server_chain));
+        struct asyncio_counts c = asyncio_counts(m.a);
+        assert_true(c.logical == 2 && c.torn == 0 && c.outside_task == 0);
+        aimg_free(&m);
+    }
+}
+
+static void test_asyncio__all_mode_suspended_leaves(void **state)
+{
+    (void)state;
+    for (unsigned minor = 14; minor <= 15; minor++) {
+        struct aimg m;
+        aimg_new(&m, minor);
+        uint64_t tasks[4];
+        aimg_server(&m, tasks, NULL);
+        uint64_t c_wait = pyimage_code(m.img, "wait_forever", "app.py", 60);
+        uint64_t fut = aimg_task(&m, 0, 0, 0, false);
+        aimg_task_set(&m, fut, m.al.task_is_task, 0, 1);
+        uint64_t wc = aimg_coro(&m, c_wait, 1, m.s->fs_yield_from, fut);
+        tasks[3] = aimg_task(&m, aimg_int(&m, 7), wc, 0, false); /* unnamed: Task-7 */
+        aimg_list(&m, tasks, 4);
+        aimg_start(&m, ASYNCIO_ALL);
+        const struct asyncio_result *ar = aimg_sample(&m);
+        assert_int_equal(ar->nsamples, 2);
+        expect_stack(&ar->samples[0], server_chain, PYPROFD_ARRAY_SIZE(server_chain));
+        const struct asyncio_sample *s = &ar->samples[1];
+        assert_true(s->suspended);
+        assert_int_equal(s->thread, 0);
+        assert_string_equal(s->task_name, "Task-7");
+        static const char *const stuck[] = {"wait_forever", "<task Task-7>"};
+        expect_stack(s, stuck, 2);
+        /* the task table: four tasks, one running, who awaits whom */
+        assert_int_equal(ar->ntasks, 4);
+        size_t running = 0;
+        for (size_t i = 0; i < ar->ntasks; i++) {
+            const struct asyncio_task *t = &ar->tasks[i];
+            running += t->running;
+            if (strcmp(t->name, "cruncher-1") == 0) {
+                assert_int_equal(t->nwaiters, 1);
+                assert_true(t->waiters[0] == tasks[1]);
+                assert_int_equal(t->nframes, 3); /* spin, crunch, cruncher */
+            }
+            if (strcmp(t->name, "main") == 0)
+                assert_int_equal(t->nframes, 2); /* scenario, main */
+        }
+        assert_int_equal(running, 1);
+        aimg_free(&m);
+    }
+}
+
+static void test_asyncio__awaited_by_set(void **state)
+{
+    (void)state;
+    struct aimg m;
+    aimg_new(&m, 15);
+    uint64_t tasks[3];
+    aimg_server(&m, tasks, NULL);
+    /* a second worker awaits cruncher-1 too; the chain goes through the lower address */
+    uint64_t c_other = pyimage_code(m.img, "other", "app.py", 70);
+    uint64_t fut = aimg_task(&m, 0, 0, 0, false);
+    aimg_task_set(&m, fut, m.al.task_is_task, 0, 1);
+    uint64_t oc = aimg_coro(&m, c_other, 1, m.s->fs_yield_from, fut);
+    uint64_t other = aimg_task(&m, aimg_name(&m, "other", m.str_type), oc, 0, false);
+    PYPROFD_ASSERT(other > tasks[1]);
+    uint64_t keys[2] = {other, tasks[1]};
+    aimg_task_set(&m, tasks[2], m.al.task_awaited_by, aimg_set(&m, keys, 2), 8);
+    aimg_task_set(&m, tasks[2], m.al.task_awaited_by_is_set, 1, 1);
+    uint64_t all[4] = {tasks[0], tasks[1], tasks[2], other};
+    aimg_list(&m, all, 4);
+    aimg_start(&m, ASYNCIO_ALL);
+    const struct asyncio_result *ar = aimg_sample(&m);
+    expect_stack(&ar->samples[0], server_chain, PYPROFD_ARRAY_SIZE(server_chain));
+    assert_int_equal(ar->nsamples, 1); /* "other" awaits cruncher-1: not a leaf */
+    for (size_t i = 0; i < ar->ntasks; i++) {
+        if (strcmp(ar->tasks[i].name, "cruncher-1") == 0)
+            assert_int_equal(ar->tasks[i].nwaiters, 2);
+    }
+    aimg_free(&m);
+}
+
+static void test_asyncio__between_steps_keeps_thread_stack(void **state)
+{
+    (void)state;
+    struct aimg m;
+    aimg_new(&m, 14);
+    uint64_t tasks[3];
+    aimg_server(&m, tasks, NULL);
+    /* the running task is worker-1, whose coroutine is not on the stack */
+    aimg_running(&m, tasks[1]);
+    aimg_start(&m, ASYNCIO_RUNNING);
+    const struct asyncio_result *ar = aimg_sample(&m);
+    assert_int_equal(ar->nsamples, 1);
+    assert_null(ar->samples[0].task_name);
+    assert_int_equal(ar->samples[0].status, SAMPLE_OK);
+    static const char *const own[] = {"spin", "crunch", "cruncher", "run_forever"};
+    expect_stack(&ar->samples[0], own, 4);
+    assert_int_equal(asyncio_counts(m.a).outside_task, 1);
+    aimg_free(&m);
+}
+
+static void test_asyncio__garbage_is_torn_and_bounded(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 4; kind++) {
+        struct aimg m;
+        aimg_new(&m, 15);
+        uint64_t tasks[3];
+        aimg_server(&m, tasks, NULL);
+        switch (kind) {
+        case 0: /* main awaited by worker: a loop */
+            aimg_task_set(&m, tasks[0], m.al.task_awaited_by, tasks[1], 8);
+            break;
+        case 1: /* impossible flag */
+            aimg_task_set(&m, tasks[1], m.al.task_is_task, 7, 1);
+            break;
+        case 2: /* a name that is no name */
+            aimg_task_set(&m, tasks[1], m.al.task_name, aimg_name(&m, "x", m.odd_type), 8);
+            break;
+        case 3: /* a waiter pointer into nowhere */
+            aimg_task_set(&m, tasks[1], m.al.task_awaited_by, 0x7770000000ull, 8);
+            break;
+        default:
+            break;
+        }
+        aimg_start(&m, ASYNCIO_ALL);
+        const struct asyncio_result *ar = aimg_sample(&m);
+        assert_true(ar->nsamples >= 1);
+        if (ar->samples[0].status != SAMPLE_ASYNC_TORN)
+            fail_msg("garbage %d: status %s, %zu frames", kind, status_name(ar->samples[0].status),
+                     ar->samples[0].nframes);
+        assert_int_equal(ar->samples[0].nframes, 0);
+        assert_true(asyncio_counts(m.a).torn >= 1);
+        aimg_free(&m);
+    }
+}
+
+static void test_asyncio__unavailable_on_3_13(void **state)
+{
+    (void)state;
+    struct pyimage *img = pyimage_new(13);
+    (void)pyimage_thread(img, 1);
+    struct memread_fake *fake;
+    struct memread *mr;
+    struct pyruntime rt;
+    struct unwinder *u;
+    struct asyncio *a = NULL;
+    char why[256];
+    assert_int_equal(memread_fake_open(&fake, &mr), 0);
+    pyimage_install(img, fake, &rt);
+    assert_int_equal(unwinder_new(mr, &rt, &u, why, sizeof(why)), 0);
+    assert_int_equal(
+        asyncio_new(u, mr, &rt, 1, "/nonexistent-proc", ASYNCIO_RUNNING, &a, why, sizeof(why)),
+        -ENOTSUP);
+    assert_null(a);
+    assert_non_null(strstr(why, "has no asyncio debug table"));
+    unwinder_free(u);
+    memread_free(mr);
+    pyimage_free(img);
+}
+
+static void test_asyncio__mode_names(void **state)
+{
+    (void)state;
+    enum asyncio_mode m;
+    assert_int_equal(asyncio_mode_parse("all", &m), 0);
+    assert_int_equal(m, ASYNCIO_ALL);
+    assert_int_equal(asyncio_mode_parse("running", &m), 0);
+    assert_int_equal(m, ASYNCIO_RUNNING);
+    assert_int_equal(asyncio_mode_parse("some", &m), -EINVAL);
+    assert_string_equal(asyncio_mode_name(ASYNCIO_ALL), "all");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_asyncio__running_task_chain),
+        cmocka_unit_test(test_asyncio__all_mode_suspended_leaves),
+        cmocka_unit_test(test_asyncio__awaited_by_set),
+        cmocka_unit_test(test_asyncio__between_steps_keeps_thread_stack),
+        cmocka_unit_test(test_asyncio__garbage_is_torn_and_bounded),
+        cmocka_unit_test(test_asyncio__unavailable_on_3_13),
+        cmocka_unit_test(test_asyncio__mode_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
