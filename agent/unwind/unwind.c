@@ -1262,6 +1262,7 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     }
 
     uint64_t overflows = codecache_overflows(u->codes);
+    bool saw_main = false; /* the main interpreter had a main thread */
     uint64_t raddr = head;
     for (unsigned ninterp = 0; raddr && ninterp < UNWIND_MAX_INTERPRETERS; ninterp++) {
         struct interp_view in;
@@ -1305,6 +1306,7 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
                 t = u64_at(u->tstate + l->ts_next);
             }
         } else if (in.id == 0 && in.threads_main) {
+            saw_main = true;
             /* read already, with the runtime, if the guess held */
             bool pre = fused && ninterp == 0 && in.threads_main == u->main_guess &&
                        unwind_thread_finish(u, &fused_read) == 0;
@@ -1312,6 +1314,19 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
             u->main_guess = in.threads_main;
         }
         raddr = in.next;
+    }
+    if (!(flags & UNWIND_ALL_THREADS) && !saw_main) {
+        /*
+         * No main thread to sample: the interpreter is starting, or shutting
+         * down and has already deleted it (the finalizing flag may be up to
+         * UNWIND_RUNTIME_MAX_AGE old here). Not a sample: say which, from a
+         * fresh read of the flag, and read the runtime again next time.
+         */
+        uint64_t fin = 0;
+        u->only_main = false;
+        bool gone = memread_read(u->mr, u->runtime_raddr + l->rt_finalizing, &fin, 8) == 0 && fin;
+        *status = gone ? SAMPLE_FINALIZING : SAMPLE_NOT_INITIALIZED;
+        return -EAGAIN;
     }
     if (codecache_overflows(u->codes) != overflows) {
         /* The cache was cleared while this sample resolved frames: names
