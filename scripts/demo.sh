@@ -109,4 +109,58 @@ kill -TERM "$agent"
 wait "$agent" || true
 tail -n 3 "$agent_log" | sed 's/^/   /'
 echo
+echo "== pushing: the agent sends each target's profile every 5 s to a Pyroscope endpoint"
+echo "   (here tests/integration/pyroscope_receiver.py, a stand-in that implements Pyroscope's"
+echo "   push API, push.v1.PusherService/Push; a real Pyroscope or Grafana Cloud works the same,"
+echo "   and so does Parca with type: parca - see docs/exporters.md)"
+echo
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+/usr/bin/python3 -u tests/integration/pyroscope_receiver.py --port "$port" --dir "$out/received" \
+    >"$out/receiver.log" 2>&1 &
+receiver=$!
+trap 'kill "$receiver" 2>/dev/null || true; cleanup; rm -rf "$out"' EXIT
+for _ in $(seq 50); do
+    grep -q listening "$out/receiver.log" 2>/dev/null && break
+    sleep 0.1
+done
+cat >"$out/push.yml" <<EOF
+global:
+  sample_rate: 100
+  mode: cpu
+  profile_interval: 5s
+  external_labels: {cluster: demo}
+profile_configs:
+  - job_name: demo
+    relabel_configs:
+      - source_labels: [__meta_process_commandline]
+        regex: '.*demo_workload[.]py.*'
+        action: keep
+remote_write:
+  - name: local-pyroscope
+    type: pyroscope
+    url: http://127.0.0.1:$port
+server:
+  listen_address: ""
+EOF
+sed 's/^/   /' "$out/push.yml"
+echo
+"$bin" agent --config.file "$out/push.yml" >"$out/push-agent.log" 2>&1 &
+agent=$!
+sleep 6
+kill -TERM "$agent"
+wait "$agent" || true
+sleep 0.5
+echo "   what the endpoint received (the last three are the partial windows flushed at SIGTERM):"
+grep '^received' "$out/receiver.log" | sed 's/^/   /'
+first=$(find "$out/received" -name '*.pb.gz' | sort | head -n 1)
+if [ -n "$first" ]; then
+    echo
+    echo "== go tool pprof -top ${first##*/}   (one pushed profile, as the backend stores it)"
+    echo
+    HOME="$out" GOCACHE="$out/gocache" go tool pprof -top -nodecount=6 "$first" 2>&1 |
+        grep -v '^Main binary filename not available' | sed 's/^/   /'
+fi
+kill "$receiver" 2>/dev/null || true
+
+echo
 echo "== stopping the workload"

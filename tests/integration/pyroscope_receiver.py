@@ -213,6 +213,7 @@ class Receiver:
         self.hang = threading.Event()   # set: hang every request
         self.release = threading.Event()
         self.server = None
+        self.announce = False  # print each accepted profile (when run as a program)
         self.thread = None
         self.seq = 0
 
@@ -297,6 +298,11 @@ class Receiver:
         rec = Record(api, labels, t, d, path, headers, query)
         with self.lock:
             self.records.append(rec)
+        if self.announce:  # run as a program: one line per profile, for people
+            names = dict(labels)
+            rest = ",".join(f'{k}="{v}"' for k, v in sorted(names.items()) if k != "__name__")
+            print(f"received {names.get('__name__', '?')}{{{rest}}} "
+                  f"{d / 1e9:.1f} s, {len(raw)} bytes -> {path}", flush=True)
         return rec
 
     def peek_keys(self, url, h, body):
@@ -473,7 +479,9 @@ if __name__ == "__main__":
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     a = ap.parse_args()
-    rv = Receiver(a.dir, a.port, a.tls_cert, a.tls_key).start()
+    rv = Receiver(a.dir, a.port, a.tls_cert, a.tls_key)
+    rv.announce = True
+    rv = rv.start()
     print(f"listening on {rv.port}", flush=True)
     try:
         while True:
