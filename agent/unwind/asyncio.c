@@ -68,6 +68,7 @@ struct aio_entry {
     uint32_t run_first, run_n;    /* a running task: its frames, copied from its thread's */
     uint64_t cur;                 /* chain walk: the coroutine to read next (0: done) */
     uint64_t cur_type;            /* ... and the type it must have */
+    bool chain_torn;              /* a coroutine of it runs or ended: it is not waiting */
     uint32_t visit;               /* chain-walk stamp */
     char name[ASYNCIO_NAME_MAX + 1];
     char marker[ASYNCIO_NAME_MAX + 9]; /* "<task NAME>" */
@@ -663,10 +664,13 @@ static int aio_chains(struct asyncio *a)
     bool ok[ASYNCIO_MAX_TASKS];
     for (size_t i = 0; i < a->nentries; i++) {
         struct aio_entry *e = &a->entries[i];
-        e->cur = e->ok && e->is_task && !e->running ? e->coro : 0;
+        /* a running task's frames are on its thread's stack; its coroutine
+         * is read only to check that it still runs (see below) */
+        e->cur = e->ok && e->is_task ? e->coro : 0;
         e->cur_type = 0;
         e->nraw = 0;
         e->rfirst = e->rlast = UINT32_MAX;
+        e->chain_torn = false;
     }
     size_t known = l->gen_iframe + l->fr_size;
     for (unsigned level = 0; level < ASYNCIO_MAX_CHAIN; level++) {
@@ -693,8 +697,10 @@ static int aio_chains(struct asyncio *a)
             e->cur = 0;
             slot_of[k] = UINT32_MAX;
             if (!ok[k]) {
-                e->ok =
-                    e->nraw > 0; /* an awaited object gone: the chain ends; a task's own: torn */
+                /* the task's own coroutine unreadable: not a task; an awaited
+                 * one gone while awaited: the graph moved */
+                e->ok = e->nraw > 0;
+                e->chain_torn = e->nraw > 0;
                 continue;
             }
             uint64_t type = u64_at(g + l->ob_type);
@@ -702,6 +708,20 @@ static int aio_chains(struct asyncio *a)
                 continue; /* awaiting something else than a coroutine: the chain ends */
             const uint8_t *fr = g + l->gen_iframe;
             enum pyasync_frame_state st = pyasync_frame_state(l, (int8_t)g[l->gen_frame_state]);
+            if (e->running) {
+                /* The task the thread ran when its state was read. It may
+                 * have yielded since (its awaiters hold), but a coroutine not
+                 * started yet is another task at the same address, and one
+                 * that ended with no awaiter left lost its chain. */
+                e->chain_torn = st == PYASYNC_FS_CREATED || (st == PYASYNC_FS_GONE && e->nw == 0);
+                continue;
+            }
+            /* A task that is not running waits: each of its coroutines is
+             * suspended (or, the task's own, not started yet). One that runs
+             * or has finished means the task moved on while it was read. */
+            if (st == PYASYNC_FS_EXECUTING || (st == PYASYNC_FS_CREATED && e->nraw > 0) ||
+                st == PYASYNC_FS_GONE)
+                e->chain_torn = true;
             if (st == PYASYNC_FS_GONE)
                 continue;
             uint64_t code = u64_at(fr + l->fr_executable) & ~l->tag_mask;
@@ -723,12 +743,15 @@ static int aio_chains(struct asyncio *a)
             if (st != PYASYNC_FS_AWAITING)
                 continue;
             uint64_t sp = u64_at(fr + l->fr_stackpointer);
-            if (sp < cur + l->await_below_sp)
+            if (sp < cur + l->await_below_sp) {
+                e->chain_torn = true; /* awaiting, with nothing on its stack */
                 continue;
+            }
             uint64_t slot = sp - l->await_below_sp;
             e->cur_type = type;
             if (slot >= cur && slot + 8 <= cur + a->iov[k].len) {
                 e->cur = u64_at(g + (slot - cur)) & ~l->tag_mask;
+                e->chain_torn |= e->cur == 0;
             } else {
                 slot_of[k] = (uint32_t)nslot;
                 a->slot_val[nslot++] = slot; /* read below */
@@ -748,8 +771,8 @@ static int aio_chains(struct asyncio *a)
                 return err;
             for (size_t k = 0; k < m; k++) {
                 struct aio_entry *e = &a->entries[a->iov_entry[k]];
-                if (ok[k])
-                    e->cur = *(uint64_t *)a->iov[k].local & ~l->tag_mask;
+                e->cur = ok[k] ? *(uint64_t *)a->iov[k].local & ~l->tag_mask : 0;
+                e->chain_torn |= e->cur == 0;
             }
         }
     }
@@ -885,6 +908,8 @@ static enum sample_status aio_push_awaiters(struct asyncio *a, const struct aio_
         if (depth == ASYNCIO_MAX_DEPTH || w->visit == a->visit || !w->read || !w->ok)
             return SAMPLE_ASYNC_TORN;
         w->visit = a->visit;
+        if (w->is_task && !w->running && w->chain_torn)
+            return SAMPLE_ASYNC_TORN; /* it runs or ended: not the task awaiting this one now */
         if (w->is_task) {
             /* a running waiter (a TaskGroup's parent still in its body):
              * where it runs now, as far as its thread's stack was copied */
@@ -935,6 +960,11 @@ static void aio_thread_sample(struct asyncio *a, const struct unwind_result *r, 
         a->counts.outside_task++; /* between two steps of the task: the loop's own stack */
         return;
     }
+    if (e->chain_torn) { /* its coroutine was on the stack, but the task moved on */
+        s->status = SAMPLE_ASYNC_TORN;
+        a->counts.torn++;
+        return;
+    }
     size_t first = a->nframes;
     enum sample_status st = SAMPLE_OK;
     for (size_t f = 0; f <= k && st == SAMPLE_OK; f++)
@@ -966,10 +996,10 @@ static void aio_suspended_samples(struct asyncio *a)
     for (size_t i = 0; i < a->nentries; i++) {
         struct aio_entry *e = &a->entries[i];
         if (!e->listed || e->running || !e->read || !e->ok || !e->is_task || e->is_waiter ||
-            e->nraw == 0)
+            (e->nraw == 0 && !e->chain_torn))
             continue;
         size_t first = a->nframes;
-        enum sample_status st = SAMPLE_OK;
+        enum sample_status st = e->chain_torn ? SAMPLE_ASYNC_TORN : SAMPLE_OK;
         for (uint32_t k = 0; k < e->nf && st == SAMPLE_OK; k++)
             st = aio_push(a, &a->task_frames[e->ffirst + k], first) ? SAMPLE_OK : SAMPLE_TOO_DEEP;
         if (st == SAMPLE_OK)

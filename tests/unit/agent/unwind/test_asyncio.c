@@ -450,7 +450,7 @@ static void test_asyncio__between_steps_keeps_thread_stack(void **state)
 static void test_asyncio__garbage_is_torn_and_bounded(void **state)
 {
     (void)state;
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 5; kind++) {
         struct aimg m;
         aimg_new(&m, 15);
         uint64_t tasks[3];
@@ -468,6 +468,12 @@ static void test_asyncio__garbage_is_torn_and_bounded(void **state)
         case 3: /* a waiter pointer into nowhere */
             aimg_task_set(&m, tasks[1], m.al.task_awaited_by, 0x7770000000ull, 8);
             break;
+        case 4: { /* the awaiting task runs by now: read at two moments */
+            uint64_t coro;
+            memcpy(&coro, aimg_local(&m, tasks[1], m.al.task_size) + m.al.task_coro, 8);
+            aimg_local(&m, coro, m.al.gen_size)[m.al.gen_frame_state] = (uint8_t)m.s->fs_executing;
+            break;
+        }
         default:
             break;
         }
