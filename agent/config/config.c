@@ -748,6 +748,7 @@ static void cfg_discovery(struct cfg *x, const struct config_node *m, struct pyp
 /* What a job set itself, for inheritance and duplicate checks. */
 struct cfg_job_seen {
     const struct config_node *name_node;
+    const struct config_node *async_all; /* "async_mode: all", for the mode check */
     bool rate, mode, interval;
 };
 
@@ -794,9 +795,10 @@ static void cfg_job(struct cfg *x, const char *path, const struct config_node *m
                 continue;
             if (strcmp(v->value, "running") == 0)
                 j->async_mode = CONFIG_ASYNC_RUNNING;
-            else if (strcmp(v->value, "all") == 0)
+            else if (strcmp(v->value, "all") == 0) {
                 j->async_mode = CONFIG_ASYNC_ALL;
-            else
+                seen->async_all = v;
+            } else
                 cfg_err(x, v, "%s: unknown async_mode '%s' (one of running, all)", kp, v->value);
         } else if (strcmp(k, "relabel_configs") == 0) {
             relabel = v;
@@ -1354,6 +1356,17 @@ int config_load_buffer(const char *buf, size_t len, const char *name,
     if (rc)
         goto out;
     cfg_walk(&x, root, c, &seen);
+    if (!x.rc && !x.bad) {
+        cfg_inherit(c, seen);
+        /* needs the inherited mode: checked after inheritance */
+        for (size_t i = 0; seen && i < c->njobs; i++) {
+            if (seen[i].async_all && c->jobs[i].mode != CONFIG_MODE_WALL)
+                cfg_err(&x, seen[i].async_all,
+                        "profile_configs[%zu].async_mode: 'all' needs mode wall, not %s (waiting "
+                        "tasks use no CPU, hold no GIL and handle no exception)",
+                        i, config_mode_name(c->jobs[i].mode));
+        }
+    }
     if (x.rc) {
         rc = x.rc;
         goto out;
@@ -1362,7 +1375,6 @@ int config_load_buffer(const char *buf, size_t len, const char *name,
         rc = -EINVAL;
         goto out;
     }
-    cfg_inherit(c, seen);
     for (size_t i = 0; i < c->njobs; i++) {
         if (!c->jobs[i].relabel) { /* no relabel_configs key at all */
             char err[64];

@@ -408,6 +408,12 @@ static void test_config__job_errors(void **state)
                   {"6:18", "profile_configs[0].sample_rate: must be in (0, 1000000] Hz"});
     expect_errors("profile_configs:\n  - job_name: [a]\n",
                   {"2:15", "profile_configs[0].job_name: expected a single value, got a list"});
+    /* async_mode all needs wall mode, also when the mode is inherited */
+    expect_errors("global: {mode: cpu}\nprofile_configs:\n  - job_name: a\n"
+                  "    async_aware: true\n    async_mode: all\n",
+                  {"5:17", "profile_configs[0].async_mode: 'all' needs mode wall, not cpu"});
+    expect_errors("profile_configs:\n  - job_name: a\n    mode: gil\n    async_mode: all\n",
+                  {"4:17", "'all' needs mode wall, not gil"});
 }
 
 static void test_config__relabel_errors(void **state)
