@@ -13,8 +13,16 @@
  *    or a negative errno that the dispatcher counts (the exporter itself
  *    counts its own reasons, in metrics()).
  *  - metrics() may be called from any thread at any time (an HTTP scrape).
- *  - shutdown() delivers what it still can before @a deadline_ns
- *    (CLOCK_MONOTONIC); free() releases everything (NULL ctx allowed).
+ *  - stop() (optional) starts shutting down without blocking: no more
+ *    pushes come, what is queued is delivered until @a deadline_ns
+ *    (CLOCK_MONOTONIC), work still in flight then (a network send) is
+ *    aborted, and the exporter leaves /metrics at once (a replacement with the
+ *    same name may already be there). The dispatcher calls stop() on every
+ *    exporter of a set first, then shutdown() on each, so N exporters take
+ *    one deadline, not N.
+ *  - shutdown() does what stop() does if it was not called, then waits until
+ *    it is done, which must be shortly after @a deadline_ns whatever the
+ *    network does; free() releases everything (NULL ctx allowed).
  */
 #ifndef PYPROFD_EXPORTERS_EXPORTER_H
 #define PYPROFD_EXPORTERS_EXPORTER_H
@@ -41,6 +49,7 @@ struct exporter_ops {
     bool wants_plain; /* needs export_profile.pprof_plain */
     int (*push)(void *ctx, const struct export_profile *p);
     int (*metrics)(void *ctx, struct promtext *w);
+    void (*stop)(void *ctx, uint64_t deadline_ns); /* may be NULL */
     void (*shutdown)(void *ctx, uint64_t deadline_ns);
     void (*free)(void *ctx);
 };
