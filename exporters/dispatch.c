@@ -16,45 +16,72 @@
 #define DISPATCH_MAX_EXPORTERS 64u
 #define DISPATCH_RETIRE_NS     5000000000ull /* a replaced exporter's time to deliver */
 
+/*
+ * A set of exporters: the outputs of one config. The export thread uses the
+ * current set; a reload makes a new set current and the old one retired. Only
+ * the export thread moves retired sets on (between two windows, so never one
+ * it is using), stopping them (non-blocking) and handing them to the reaper
+ * thread, which waits for them to finish and frees them. Nothing blocks the
+ * export thread, and no set is freed while in use.
+ */
+struct dispatch_set {
+    struct exporter ex[DISPATCH_MAX_EXPORTERS];
+    size_t n;
+    uint64_t max_bytes;
+    uint64_t deadline; /* when retired: until when it may deliver */
+    struct dispatch_set *next;
+};
+
 struct dispatch {
     struct window_queue *q;
-    pthread_t thread;
-    bool running;
+    pthread_t thread, reaper;
+    bool running, reaper_running, reaper_quit;
     uint64_t deadline;  /* set by stop: 0 = none; under mu */
-    pthread_mutex_t mu; /* guards the exporter sets and the deadline */
-    struct exporter ex[DISPATCH_MAX_EXPORTERS];
-    size_t nex;
-    struct exporter retired[DISPATCH_MAX_EXPORTERS]; /* replaced, to free on the thread */
-    size_t nretired;
-    uint64_t max_bytes;
+    pthread_mutex_t mu; /* guards everything below that is not atomic */
+    pthread_cond_t reap_cond;
+    struct dispatch_set *cur;     /* never NULL */
+    struct dispatch_set *retired; /* replaced, not yet stopped (export thread's to move) */
+    struct dispatch_set *reaping; /* stopped, for the reaper to finish and free */
     _Atomic uint64_t encoded, encode_errors, too_big, dropped_at_stop, push_errors;
     struct promtext_hist encode_seconds, profile_bytes, window_seconds;
 };
 
-static void dispatch_free_set(struct exporter *ex, size_t n, uint64_t deadline)
+/* Two phases: every exporter stops (non-blocking), then each is waited for. */
+static void dispatch_set_stop(struct dispatch_set *set, uint64_t deadline)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (ex[i].ops->shutdown)
-            ex[i].ops->shutdown(ex[i].ctx, deadline);
-        if (ex[i].ops->free)
-            ex[i].ops->free(ex[i].ctx);
+    for (size_t i = 0; i < set->n; i++) {
+        if (set->ex[i].ops->stop)
+            set->ex[i].ops->stop(set->ex[i].ctx, deadline);
     }
+}
+
+static void dispatch_set_free(struct dispatch_set *set, uint64_t deadline)
+{
+    if (!set)
+        return;
+    dispatch_set_stop(set, deadline);
+    for (size_t i = 0; i < set->n; i++) {
+        if (set->ex[i].ops->shutdown)
+            set->ex[i].ops->shutdown(set->ex[i].ctx, deadline);
+    }
+    for (size_t i = 0; i < set->n; i++) {
+        if (set->ex[i].ops->free)
+            set->ex[i].ops->free(set->ex[i].ctx);
+    }
+    alloc_free(set);
 }
 
 static void dispatch_one(struct dispatch *d, struct window_item *it)
 {
     pthread_mutex_lock(&d->mu);
-    struct exporter ex[DISPATCH_MAX_EXPORTERS];
-    size_t n = d->nex;
-    memcpy(ex, d->ex, n * sizeof(*ex));
+    const struct dispatch_set *set = d->cur; /* stays valid: only this thread retires it */
     pthread_mutex_unlock(&d->mu);
-    /* the sets only change on this thread's watch (retired sets are freed here) */
     bool plain = false, labelled = false;
-    for (size_t i = 0; i < n; i++) {
-        plain |= ex[i].ops->wants_plain;
-        labelled |= !ex[i].ops->wants_plain;
+    for (size_t i = 0; i < set->n; i++) {
+        plain |= set->ex[i].ops->wants_plain;
+        labelled |= !set->ex[i].ops->wants_plain;
     }
-    labelled |= n == 0; /* still encode: the metrics describe every window */
+    labelled |= set->n == 0; /* still encode: the metrics describe every window */
 
     struct pprof_part part = {.agg = it->agg, .labels = &it->labels};
     struct pprof_meta m = {
@@ -63,7 +90,7 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
         .period_ns = it->period_ns,
         .time_nanos = it->time_nanos,
         .duration_nanos = it->duration_nanos,
-        .max_bytes = (size_t)d->max_bytes,
+        .max_bytes = (size_t)set->max_bytes,
     };
     struct export_profile p = {.item = it};
     uint8_t *gz = NULL, *gz_plain = NULL;
@@ -86,8 +113,8 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
     atomic_fetch_add(&d->encoded, 1);
     promtext_hist_observe(&d->profile_bytes, (double)(labelled ? p.len : p.len_plain));
     promtext_hist_observe(&d->window_seconds, (double)it->duration_nanos / 1e9);
-    for (size_t i = 0; i < n; i++) {
-        if (ex[i].ops->push(ex[i].ctx, &p))
+    for (size_t i = 0; i < set->n; i++) {
+        if (set->ex[i].ops->push(set->ex[i].ctx, &p))
             atomic_fetch_add(&d->push_errors, 1);
     }
 out:
@@ -96,35 +123,58 @@ out:
 }
 
 /*
- * Frees the exporters a reload replaced. Each gets DISPATCH_RETIRE_NS to
- * deliver what it still holds (the new set receives everything from now on);
- * what is left then is counted by the exporter as dropped at shutdown.
+ * Moves the sets a reload replaced to the reaper. Each gets DISPATCH_RETIRE_NS
+ * to deliver what it still holds (the new set receives everything from now
+ * on); what is left then is counted by the exporter as dropped at shutdown.
  */
-static void dispatch_reap(struct dispatch *d)
+static void dispatch_retire(struct dispatch *d)
 {
-    struct exporter old[DISPATCH_MAX_EXPORTERS];
     pthread_mutex_lock(&d->mu);
-    size_t n = d->nretired;
-    memcpy(old, d->retired, n * sizeof(*old));
-    d->nretired = 0;
+    struct dispatch_set *list = d->retired;
+    d->retired = NULL;
     pthread_mutex_unlock(&d->mu);
-    if (n)
-        dispatch_free_set(old, n, window_now_ns() + DISPATCH_RETIRE_NS);
+    while (list) {
+        struct dispatch_set *set = list;
+        list = list->next;
+        set->deadline = window_now_ns() + DISPATCH_RETIRE_NS;
+        dispatch_set_stop(set, set->deadline);
+        pthread_mutex_lock(&d->mu);
+        set->next = d->reaping;
+        d->reaping = set;
+        pthread_cond_signal(&d->reap_cond);
+        pthread_mutex_unlock(&d->mu);
+    }
+}
+
+static void *dispatch_reaper(void *arg)
+{
+    struct dispatch *d = arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (!d->reaping && !d->reaper_quit)
+            pthread_cond_wait(&d->reap_cond, &d->mu);
+        struct dispatch_set *set = d->reaping;
+        if (!set)
+            break; /* quit, nothing left */
+        d->reaping = set->next;
+        pthread_mutex_unlock(&d->mu);
+        dispatch_set_free(set, set->deadline);
+        pthread_mutex_lock(&d->mu);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
 }
 
 static void *dispatch_main(void *arg)
 {
     struct dispatch *d = arg;
     for (;;) {
-        dispatch_reap(d);
+        dispatch_retire(d);
         pthread_mutex_lock(&d->mu);
         uint64_t deadline = d->deadline;
         pthread_mutex_unlock(&d->mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
         struct window_item it;
-        int err = window_pop(d->q, now + 200000000ull, &it);
+        int err = window_pop(d->q, window_now_ns() + 200000000ull, &it);
         if (err == -EPIPE)
             break;
         if (err)
@@ -135,8 +185,20 @@ static void *dispatch_main(void *arg)
             dispatch_one(d, &it);
         window_item_release(d->q, &it);
     }
-    dispatch_reap(d);
+    dispatch_retire(d);
     return NULL;
+}
+
+static struct dispatch_set *dispatch_set_new(const struct exporter *ex, size_t n,
+                                             uint64_t max_bytes)
+{
+    struct dispatch_set *set = alloc_calloc(1, sizeof(*set));
+    if (set) {
+        memcpy(set->ex, ex, n * sizeof(*ex));
+        set->n = n;
+        set->max_bytes = max_bytes;
+    }
+    return set;
 }
 
 int dispatch_new(struct window_queue *q, uint64_t max_profile_bytes, struct dispatch **out)
@@ -145,18 +207,20 @@ int dispatch_new(struct window_queue *q, uint64_t max_profile_bytes, struct disp
     if (!d)
         return -ENOMEM;
     d->q = q;
-    d->max_bytes = max_profile_bytes;
+    d->cur = dispatch_set_new(NULL, 0, max_profile_bytes);
     static const double secs[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                   0.05,   0.1,   0.25,   0.5,   1,    2.5};
     static const double windows[] = {1, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600};
     static const double bytes[] = {1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216};
-    if (promtext_hist_init(&d->encode_seconds, secs, PYPROFD_ARRAY_SIZE(secs)) ||
+    if (!d->cur || promtext_hist_init(&d->encode_seconds, secs, PYPROFD_ARRAY_SIZE(secs)) ||
         promtext_hist_init(&d->profile_bytes, bytes, PYPROFD_ARRAY_SIZE(bytes)) ||
         promtext_hist_init(&d->window_seconds, windows, PYPROFD_ARRAY_SIZE(windows))) {
+        alloc_free(d->cur);
         alloc_free(d);
-        return -EINVAL;
+        return -ENOMEM;
     }
     pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->reap_cond, NULL);
     *out = d;
     return 0;
 }
@@ -166,56 +230,85 @@ int dispatch_set_exporters(struct dispatch *d, const struct exporter *ex, size_t
 {
     if (n > DISPATCH_MAX_EXPORTERS)
         return -E2BIG;
-    struct exporter old[DISPATCH_MAX_EXPORTERS];
-    size_t nold = 0;
+    struct dispatch_set *set = dispatch_set_new(ex, n, max_profile_bytes);
+    if (!set)
+        return -ENOMEM;
     pthread_mutex_lock(&d->mu);
-    if (d->nretired + d->nex > DISPATCH_MAX_EXPORTERS || !d->running) {
-        /* not running (or a burst of reloads): free the old set here */
-        memcpy(old, d->ex, d->nex * sizeof(*old));
-        nold = d->nex;
-    } else {
-        memcpy(d->retired + d->nretired, d->ex, d->nex * sizeof(*d->ex));
-        d->nretired += d->nex;
+    struct dispatch_set *old = d->cur;
+    d->cur = set;
+    bool running = d->running;
+    if (running) { /* the export thread may be using it: it retires it itself */
+        old->next = d->retired;
+        d->retired = old;
     }
-    memcpy(d->ex, ex, n * sizeof(*ex));
-    d->nex = n;
-    d->max_bytes = max_profile_bytes;
     pthread_mutex_unlock(&d->mu);
-    dispatch_free_set(old, nold, 0);
+    if (!running)
+        dispatch_set_free(old, window_now_ns());
     return 0;
 }
 
 int dispatch_start(struct dispatch *d)
 {
-    int err = pthread_create(&d->thread, NULL, dispatch_main, d);
+    int err = pthread_create(&d->reaper, NULL, dispatch_reaper, d);
     if (err)
         return -err;
+    err = pthread_create(&d->thread, NULL, dispatch_main, d);
     pthread_mutex_lock(&d->mu);
-    d->running = true;
+    d->reaper_running = true;
+    d->running = err == 0;
     pthread_mutex_unlock(&d->mu);
-    return 0;
+    return -err;
 }
 
 void dispatch_stop(struct dispatch *d, uint64_t deadline_ns)
 {
     pthread_mutex_lock(&d->mu);
-    bool running = d->running;
+    bool running = d->running, reaper = d->reaper_running;
     d->deadline = deadline_ns;
     pthread_mutex_unlock(&d->mu);
     window_close(d->q);
     if (running) {
-        pthread_join(d->thread, NULL);
+        pthread_join(d->thread, NULL); /* what is queued went out until the deadline */
         pthread_mutex_lock(&d->mu);
         d->running = false;
         pthread_mutex_unlock(&d->mu);
     }
+    /* the current outputs and those still reaping all end by the deadline */
     pthread_mutex_lock(&d->mu);
-    struct exporter ex[DISPATCH_MAX_EXPORTERS];
-    size_t n = d->nex;
-    memcpy(ex, d->ex, n * sizeof(*ex));
-    d->nex = 0;
+    struct dispatch_set *cur = d->cur, *retired = d->retired;
+    d->retired = NULL;
+    for (struct dispatch_set *s = d->reaping; s; s = s->next) {
+        if (s->deadline > deadline_ns)
+            s->deadline = deadline_ns;
+        dispatch_set_stop(s, deadline_ns);
+    }
+    d->cur = dispatch_set_new(NULL, 0, cur->max_bytes);
+    if (!d->cur) { /* keep a valid (empty) current set */
+        d->cur = cur;
+        cur = NULL;
+        for (size_t i = 0; i < d->cur->n; i++)
+            if (d->cur->ex[i].ops->stop)
+                d->cur->ex[i].ops->stop(d->cur->ex[i].ctx, deadline_ns);
+    }
+    d->reaper_quit = true;
+    pthread_cond_signal(&d->reap_cond);
     pthread_mutex_unlock(&d->mu);
-    dispatch_free_set(ex, n, deadline_ns);
+    if (cur)
+        dispatch_set_stop(cur, deadline_ns);
+    for (struct dispatch_set *s = retired; s; s = s->next)
+        dispatch_set_stop(s, deadline_ns);
+    if (reaper) {
+        pthread_join(d->reaper, NULL);
+        pthread_mutex_lock(&d->mu);
+        d->reaper_running = false;
+        pthread_mutex_unlock(&d->mu);
+    }
+    dispatch_set_free(cur, deadline_ns);
+    while (retired) {
+        struct dispatch_set *next = retired->next;
+        dispatch_set_free(retired, deadline_ns);
+        retired = next;
+    }
 }
 
 void dispatch_free(struct dispatch *d)
@@ -223,8 +316,14 @@ void dispatch_free(struct dispatch *d)
     if (!d)
         return;
     dispatch_stop(d, window_now_ns());
-    dispatch_reap(d);
+    while (d->reaping) { /* only when the reaper never ran */
+        struct dispatch_set *next = d->reaping->next;
+        dispatch_set_free(d->reaping, window_now_ns());
+        d->reaping = next;
+    }
+    dispatch_set_free(d->cur, window_now_ns());
     pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->reap_cond);
     alloc_free(d);
 }
 
@@ -269,10 +368,10 @@ int dispatch_metrics(struct dispatch *d, struct promtext *w)
                               "a target that exited, a reload or a shutdown.");
     if (!err)
         err = promtext_histogram(w, NULL, 0, &d->window_seconds);
-    pthread_mutex_lock(&d->mu);
-    for (size_t i = 0; !err && i < d->nex; i++) {
-        if (d->ex[i].ops->metrics)
-            err = d->ex[i].ops->metrics(d->ex[i].ctx, w);
+    pthread_mutex_lock(&d->mu); /* the current set cannot be retired meanwhile */
+    for (size_t i = 0; !err && i < d->cur->n; i++) {
+        if (d->cur->ex[i].ops->metrics)
+            err = d->cur->ex[i].ops->metrics(d->cur->ex[i].ctx, w);
     }
     pthread_mutex_unlock(&d->mu);
     return err;

@@ -178,6 +178,21 @@ int window_grow_pool(struct window_queue *q, size_t pool_cap)
             err = -ENOMEM;
         }
     }
+    /* every queued item holds a pool window: as many slots as windows, so a
+     * push never finds the queue full while windows are to be had */
+    if (!err && pool_cap > q->cap) {
+        struct window_item *items = alloc_calloc(pool_cap, sizeof(*items));
+        if (items) {
+            for (size_t i = 0; i < q->n; i++)
+                items[i] = q->items[(q->head + i) % q->cap];
+            alloc_free(q->items);
+            q->items = items;
+            q->head = 0;
+            q->cap = pool_cap;
+        } else {
+            err = -ENOMEM;
+        }
+    }
     pthread_mutex_unlock(&q->mu);
     return err;
 }

@@ -68,7 +68,10 @@ PYPROFD_WARN_UNUSED int window_push(struct window_queue *q, struct window_item *
  */
 PYPROFD_WARN_UNUSED int window_pop(struct window_queue *q, uint64_t deadline_ns,
                                    struct window_item *out);
-/** Lets the pool hold up to @a pool_cap windows (never shrinks). Returns 0 or -ENOMEM. */
+/**
+ * Lets the pool hold up to @a pool_cap windows and the queue as many items
+ * (never shrinks; queued items keep their order). Returns 0 or -ENOMEM.
+ */
 PYPROFD_WARN_UNUSED int window_grow_pool(struct window_queue *q, size_t pool_cap);
 /** After this, pushes fail and pops return what is left, then -EPIPE. */
 void window_close(struct window_queue *q);

@@ -355,7 +355,9 @@ int cli_agent(int argc, char **argv)
     size_t max_targets = agent_max_targets(cfg);
     struct agg_limits lim = loop_window_limits(cfg->global.limits.target_memory_bytes);
     /* two windows per target (the current one and one in flight), and some slack */
-    e = window_queue_new(max_targets + 16, 2 * max_targets + 16, &lim, &a.queue);
+    /* as many queue slots as windows: a push never finds the queue full (each
+     * queued item holds a window), only the pool can run out */
+    e = window_queue_new(2 * max_targets + 16, 2 * max_targets + 16, &lim, &a.queue);
     if (!e)
         e = dispatch_new(a.queue, cfg->global.limits.max_profile_bytes, &a.dispatch);
     if (e) {

@@ -17,9 +17,10 @@
 #include "base/log.h"
 #include "exporters/file/file_store.h"
 
-#define FILE_STORE_SWEEP_NS  10000000000ull /* retention is checked at most this often */
-#define FILE_STORE_MAX_FILES 100000u        /* files looked at per sweep */
-#define FILE_STORE_SUFFIX    ".pb.gz"
+#define FILE_STORE_SWEEP_NS    10000000000ull /* retention is checked at most this often */
+#define FILE_STORE_MAX_FILES   100000u        /* files looked at per sweep */
+#define FILE_STORE_SUFFIX      ".pb.gz"
+#define FILE_STORE_STALE_TMP_S 60 /* a temporary older than this was left by a crash */
 
 struct file_store {
     char *dir;
@@ -83,10 +84,48 @@ static int file_store_mkdirs(const char *path)
     return 0;
 }
 
+/* Whether @p..@p+n are all decimal digits. */
+static bool file_store_digits(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Whether @name is one of ours: JOB-PID-YYYYMMDDTHHMMSS.mmmZ.pb.gz with JOB as
+ * file_store_name() writes it. Anything else in the directory is never
+ * touched, even a *.pb.gz.
+ */
 static bool file_store_ours(const char *name)
 {
-    size_t n = strlen(name), s = strlen(FILE_STORE_SUFFIX);
-    return name[0] != '.' && n > s && strcmp(name + n - s, FILE_STORE_SUFFIX) == 0;
+    static const char tail[] = "-YYYYMMDDTHHMMSS.mmmZ" FILE_STORE_SUFFIX;
+    size_t n = strlen(name), t = sizeof(tail) - 1;
+    if (name[0] == '.' || n <= t + 2)
+        return false;
+    const char *s = name + n - t; /* "-20261129T175323.123Z.pb.gz" */
+    if (s[0] != '-' || !file_store_digits(s + 1, 8) || s[9] != 'T' ||
+        !file_store_digits(s + 10, 6) || s[16] != '.' || !file_store_digits(s + 17, 3) ||
+        strcmp(s + 20, "Z" FILE_STORE_SUFFIX) != 0)
+        return false;
+    /* before it: JOB-PID */
+    const char *p = s;
+    size_t digits = 0;
+    while (p > name && p[-1] >= '0' && p[-1] <= '9') {
+        p--;
+        digits++;
+    }
+    if (digits == 0 || p - name < 2 || p[-1] != '-')
+        return false;
+    for (const char *c = name; c < p - 1; c++) {
+        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' || *c == '-';
+        if (!ok)
+            return false;
+    }
+    return true;
 }
 
 static int file_entry_cmp(const void *a, const void *b)
@@ -104,8 +143,18 @@ static void file_store_sweep(struct file_store *fs)
     struct file_entry *e = alloc_calloc(FILE_STORE_MAX_FILES, sizeof(*e));
     size_t n = 0;
     struct dirent *de;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
     while (e && (de = readdir(d)) != NULL && n < FILE_STORE_MAX_FILES) {
         struct stat st;
+        /* a temporary left by a crash (ours are renamed within a write) */
+        if (strncmp(de->d_name, ".tmp-", 5) == 0 && file_store_ours(de->d_name + 5) &&
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            wall.tv_sec - st.st_mtim.tv_sec > FILE_STORE_STALE_TMP_S) {
+            if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                atomic_fetch_add(&fs->deleted, 1);
+            continue;
+        }
         if (!file_store_ours(de->d_name) || strlen(de->d_name) >= sizeof(e[n].name) ||
             fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
             continue;
@@ -172,6 +221,8 @@ static int file_store_push(void *ctx, const struct export_profile *p)
         }
         off += (size_t)w;
     }
+    if (!err && fsync(fd)) /* the data is on disk before the name is */
+        err = -errno;
     if (close(fd) && !err)
         err = -errno;
     if (!err && rename(tmp, path))
@@ -194,6 +245,12 @@ fail:
     if (!fs->warned_write)
         log_error("cannot write profile '%s': %s", path, strerror(-err));
     fs->warned_write = true;
+    /* a full disk is when retention matters most: apply it on failure too */
+    uint64_t mono = file_store_mono();
+    if (mono - fs->last_sweep >= FILE_STORE_SWEEP_NS || fs->last_sweep == 0) {
+        fs->last_sweep = mono;
+        file_store_sweep(fs);
+    }
     return err;
 }
 

@@ -94,6 +94,42 @@ static void test_window__close_drains_then_reports_epipe(void **state)
     window_queue_free(q);
 }
 
+static void test_window__grow_keeps_queued_items_in_order(void **state)
+{
+    (void)state;
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(3, 3, NULL, &q), 0);
+    struct window_item out;
+    /* wrap the ring: push 3, pop 2, push 2 */
+    for (int pid = 1; pid <= 3; pid++) {
+        struct window_item it = item_with(q, pid);
+        assert_int_equal(window_push(q, &it), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
+        window_item_release(q, &out);
+    }
+    for (int pid = 4; pid <= 5; pid++) {
+        struct window_item it = item_with(q, pid);
+        assert_int_equal(window_push(q, &it), 0);
+    }
+    struct agg *spare;
+    assert_int_equal(window_get(q, &spare), -EAGAIN); /* all 3 windows are queued */
+    assert_int_equal(window_grow_pool(q, 6), 0);
+    assert_int_equal(window_get(q, &spare), 0);
+    window_recycle(q, spare);
+    for (int pid = 6; pid <= 8; pid++) { /* room in the queue for the new windows */
+        struct window_item it = item_with(q, pid);
+        assert_int_equal(window_push(q, &it), 0);
+    }
+    for (int pid = 3; pid <= 8; pid++) {
+        assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
+        assert_int_equal(out.pid, pid);
+        window_item_release(q, &out);
+    }
+    window_queue_free(q);
+}
+
 struct consumer {
     struct window_queue *q;
     int got;
@@ -137,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_window__pool_is_capped_and_reuses),
         cmocka_unit_test(test_window__close_drains_then_reports_epipe),
         cmocka_unit_test(test_window__pop_wakes_for_a_push_from_another_thread),
+        cmocka_unit_test(test_window__grow_keeps_queued_items_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,6 +115,22 @@ static void test_file_store__retention_by_size_deletes_oldest_only_ours(void **s
     }
     bool tmp_left;
     assert_int_equal(count_files(dir, &tmp_left), 3); /* two newest + notes.txt */
+    /* other *.pb.gz files are the user's: never deleted, whatever their size */
+    char users[2][320];
+    snprintf(users[0], sizeof(users[0]), "%s/heap.pb.gz", dir);
+    snprintf(users[1], sizeof(users[1]), "%s/j-5-2026.pb.gz", dir);
+    for (int i = 0; i < 2; i++) {
+        FILE *u = fopen(users[i], "w");
+        assert_non_null(u);
+        for (int k = 0; k < 5000; k++)
+            fputc('x', u);
+        fclose(u);
+    }
+    assert_int_equal(file_store_new(dir, 0, 2500, &ex), 0);
+    assert_int_equal(push(&ex, "j", 6, 6 * 1000000000ll, 1000), 0);
+    ex.ops->free(ex.ctx);
+    assert_int_equal(access(users[0], F_OK), 0);
+    assert_int_equal(access(users[1], F_OK), 0);
     char path[512];
     snprintf(path, sizeof(path), "%s/j-4-19700101T000004.000Z.pb.gz", dir);
     assert_int_equal(access(path, F_OK), 0);
@@ -140,6 +156,27 @@ static void test_file_store__retention_by_age(void **state)
     assert_int_not_equal(access(path, F_OK), 0);
     bool tmp_left;
     assert_int_equal(count_files(dir, &tmp_left), 1);
+}
+
+static void test_file_store__stale_temporaries_are_removed(void **state)
+{
+    (void)state;
+    char stale[400], fresh[400];
+    snprintf(stale, sizeof(stale), "%s/.tmp-j-1-19700101T000000.000Z.pb.gz", dir);
+    snprintf(fresh, sizeof(fresh), "%s/.tmp-j-2-19700101T000000.000Z.pb.gz", dir);
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(i ? fresh : stale, "w");
+        assert_non_null(f);
+        fclose(f);
+    }
+    struct timespec old[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
+    assert_int_equal(utimensat(AT_FDCWD, stale, old, 0), 0);
+    struct exporter ex;
+    assert_int_equal(file_store_new(dir, 0, 0, &ex), 0);
+    assert_int_equal(push(&ex, "j", 3, 0, 10), 0);
+    ex.ops->free(ex.ctx);
+    assert_int_not_equal(access(stale, F_OK), 0); /* left by a crash long ago */
+    assert_int_equal(access(fresh, F_OK), 0);     /* maybe being written right now */
 }
 
 static void test_file_store__unwritable_directory_is_an_error_not_a_crash(void **state)
@@ -168,6 +205,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_file_store__retention_by_size_deletes_oldest_only_ours,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store__retention_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_store__stale_temporaries_are_removed, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_file_store__unwritable_directory_is_an_error_not_a_crash, setup, teardown),
     };
