@@ -324,7 +324,14 @@ server:
             self.wait_active(t.pid, REFRESH_S + 5)
 
     def test_08_sigterm(self):
-        before = {v: len(self.stored(t.pid)) for v, t in self.targets.items()}
+        # the windows the reload flushed (test_07) reach the disk a moment later
+        before, deadline = None, time.monotonic() + 10
+        while time.monotonic() < deadline:
+            now = {v: len(self.stored(t.pid)) for v, t in self.targets.items()}
+            if now == before:
+                break
+            before = now
+            time.sleep(0.5)
         time.sleep(1)  # something to flush
         started = time.monotonic()
         self.agent.send_signal(signal.SIGTERM)
