@@ -47,7 +47,14 @@ struct push_item {
 struct push_code_count {
     char code[32];
     uint64_t n;
-    bool logged; /* a permanent error with this code was logged */
+    uint64_t carried; /* of n, what was handed to a successor (push_carry_over) */
+    bool logged;      /* a permanent error with this code was logged */
+};
+
+/* The counters, as far as they were handed to a successor. */
+struct push_carried {
+    uint64_t pushed, retries;
+    uint64_t dropped[PUSH_DROP_NREASONS], dropped_bytes[PUSH_DROP_NREASONS];
 };
 
 struct push_exporter {
@@ -79,7 +86,10 @@ struct push_exporter {
     _Atomic uint64_t dropped[PUSH_DROP_NREASONS], dropped_bytes[PUSH_DROP_NREASONS];
     struct promtext_hist duration;
 
-    struct push_exporter *next; /* registry */
+    /* guarded by push_registry_mu */
+    struct push_exporter *next;
+    bool registered;
+    struct push_carried carried;
 };
 
 static pthread_mutex_t push_registry_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -310,6 +320,16 @@ static void push_on_result(struct push_exporter *pe, struct push_item *it,
 
 /* --- the sender ----------------------------------------------------------- */
 
+/* push_request.abort: stopped and past the deadline. */
+static bool push_send_aborted(void *arg)
+{
+    struct push_exporter *pe = arg;
+    pthread_mutex_lock(&pe->mu);
+    bool abort = pe->stopping && push_mono(pe) >= pe->deadline;
+    pthread_mutex_unlock(&pe->mu);
+    return abort;
+}
+
 static void *push_sender_main(void *arg)
 {
     struct push_exporter *pe = arg;
@@ -351,6 +371,8 @@ static void *push_sender_main(void *arg)
             .period_ns = it.period_ns,
             .time_nanos = it.time_nanos,
             .duration_nanos = it.duration_nanos,
+            .abort = push_send_aborted,
+            .abort_arg = pe,
         };
         struct push_result res = {.outcome = PUSH_RETRY};
         uint64_t t0 = push_sys_mono();
@@ -362,7 +384,13 @@ static void *push_sender_main(void *arg)
 
         pthread_mutex_lock(&pe->mu);
         pe->inflight = false;
-        push_on_result(pe, &it, &res, push_mono(pe));
+        now = push_mono(pe);
+        /* aborted at the deadline, or failed too late to be tried again: not
+         * a failure of the endpoint, a profile shutdown did not let through */
+        if (res.outcome == PUSH_RETRY && pe->stopping && now >= pe->deadline)
+            push_drop_item(pe, &it, PUSH_DROP_SHUTDOWN);
+        else
+            push_on_result(pe, &it, &res, now);
     }
     while (pe->n > 0) {
         struct push_item it;
@@ -459,19 +487,96 @@ out:
     return err;
 }
 
-static void push_shutdown(void *ctx, uint64_t deadline_ns)
+/* --- leaving the registry -------------------------------------------------- */
+
+static void push_add(_Atomic uint64_t *dst, uint64_t now, uint64_t *carried)
+{
+    if (now > *carried)
+        atomic_fetch_add(dst, now - *carried);
+    *carried = now;
+}
+
+/*
+ * Hands what @a pe counted since the last call to the live exporter with the
+ * same name, if any (push.h, Metrics). push_registry_mu held, @a pe already
+ * out of the registry. Without a successor the counts are not kept.
+ */
+static void push_carry_over(struct push_exporter *pe)
+{
+    struct push_exporter *to = push_registry;
+    while (to && strcmp(to->name, pe->name) != 0)
+        to = to->next;
+    if (!to)
+        return;
+    struct push_carried *c = &pe->carried;
+    push_add(&to->pushed, atomic_load(&pe->pushed), &c->pushed);
+    push_add(&to->retries, atomic_load(&pe->retries), &c->retries);
+    for (size_t r = 0; r < PUSH_DROP_NREASONS; r++) {
+        push_add(&to->dropped[r], atomic_load(&pe->dropped[r]), &c->dropped[r]);
+        push_add(&to->dropped_bytes[r], atomic_load(&pe->dropped_bytes[r]), &c->dropped_bytes[r]);
+    }
+    /* the failure codes: two exporter locks are never held together */
+    struct push_code_count codes[PUSH_MAX_CODES];
+    size_t ncodes = 0;
+    pthread_mutex_lock(&pe->mu);
+    for (size_t i = 0; i < pe->ncodes; i++) {
+        struct push_code_count *src = &pe->codes[i];
+        if (src->n > src->carried) {
+            codes[ncodes] = *src;
+            codes[ncodes++].n = src->n - src->carried;
+            src->carried = src->n;
+        }
+    }
+    pthread_mutex_unlock(&pe->mu);
+    pthread_mutex_lock(&to->mu);
+    for (size_t i = 0; i < ncodes; i++)
+        push_code(to, codes[i].code)->n += codes[i].n;
+    pthread_mutex_unlock(&to->mu);
+}
+
+/* Leaves the registry (once) and carries the counts so far over. */
+static void push_unregister(struct push_exporter *pe)
+{
+    pthread_mutex_lock(&push_registry_mu);
+    if (pe->registered) {
+        for (struct push_exporter **pp = &push_registry; *pp; pp = &(*pp)->next) {
+            if (*pp == pe) {
+                *pp = pe->next;
+                break;
+            }
+        }
+        pe->registered = false;
+        pe->next = NULL;
+    }
+    push_carry_over(pe);
+    pthread_mutex_unlock(&push_registry_mu);
+}
+
+/* --- stop, shutdown, free --------------------------------------------------- */
+
+static void push_stop(void *ctx, uint64_t deadline_ns)
 {
     struct push_exporter *pe = ctx;
     pthread_mutex_lock(&pe->mu);
-    bool join = pe->thread_running;
     if (!pe->stopping || deadline_ns < pe->deadline)
         pe->deadline = deadline_ns;
     pe->stopping = true;
-    pe->thread_running = false;
     pthread_cond_broadcast(&pe->cv);
+    pthread_mutex_unlock(&pe->mu);
+    push_unregister(pe);
+}
+
+static void push_shutdown(void *ctx, uint64_t deadline_ns)
+{
+    struct push_exporter *pe = ctx;
+    push_stop(pe, deadline_ns);
+    pthread_mutex_lock(&pe->mu);
+    bool join = pe->thread_running;
+    pe->thread_running = false;
     pthread_mutex_unlock(&pe->mu);
     if (join)
         pthread_join(pe->thread, NULL);
+    push_unregister(pe); /* the counts since stop() */
 }
 
 static void push_free(void *ctx)
@@ -480,14 +585,6 @@ static void push_free(void *ctx)
     if (!pe)
         return;
     push_shutdown(pe, 0);
-    pthread_mutex_lock(&push_registry_mu);
-    for (struct push_exporter **pp = &push_registry; *pp; pp = &(*pp)->next) {
-        if (*pp == pe) {
-            *pp = pe->next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&push_registry_mu);
     for (size_t i = 0; i < pe->n; i++)
         push_item_release(&pe->ring[(pe->head + i) % pe->cap]);
     alloc_free(pe->ring);
@@ -549,6 +646,7 @@ int push_exporter_new(struct config_remote_write *rw, const struct push_transpor
         .wants_plain = true,
         .push = push_push,
         .metrics = NULL, /* push_metrics_all() */
+        .stop = push_stop,
         .shutdown = push_shutdown,
         .free = push_free,
     };
@@ -566,6 +664,7 @@ int push_exporter_new(struct config_remote_write *rw, const struct push_transpor
     while (*pp)
         pp = &(*pp)->next;
     *pp = pe;
+    pe->registered = true;
     pthread_mutex_unlock(&push_registry_mu);
     out->ops = &pe->xops;
     out->ctx = pe;

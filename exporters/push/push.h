@@ -26,8 +26,15 @@
  *  - series labels: the target's labels (relabelled, external labels added)
  *    plus __name__ from the mode (push_metric_name()), then the endpoint's
  *    write_relabel_configs; a profile they drop is counted, not sent.
- *  - shutdown(): the sender keeps delivering until the deadline, then stops;
- *    what is left is counted as dropped.
+ *  - stop(deadline) (exporter.h), non-blocking: no more pushes are taken,
+ *    the sender keeps delivering until the deadline, then stops; a send still
+ *    in flight at the deadline is aborted (the transport is told through
+ *    push_request.abort), and what is left, the aborted send included, is
+ *    counted as dropped with reason "shutdown". The exporter leaves the
+ *    metrics registry at once (see Metrics below). shutdown(deadline) is
+ *    stop() if not called yet (the earlier deadline wins), then waits for the
+ *    sender, so it returns shortly after the deadline whatever the network
+ *    does.
  *  - metrics (per endpoint, label endpoint="<name>"): pushed, failed by code,
  *    retried, dropped by reason (count and bytes), queue length and bytes,
  *    push latency histogram.
@@ -46,7 +53,12 @@
  * The agent calls push_metrics_all() once per scrape instead; it writes each
  * family once with one sample per live push exporter (Pyroscope and Parca
  * alike), from a registry the exporters join in push_exporter_new() and
- * leave in their free().
+ * leave in stop() (or shutdown()/free(), whichever comes first), so that a
+ * replaced exporter and its replacement never appear together. Counters are
+ * carried over: what a leaving exporter counted (at stop(), then the rest
+ * after its sender ended) is added to the live exporter with the same
+ * endpoint name, when there is one, so the series stay monotonic across a
+ * reload; the latency histogram is not carried (it restarts).
  *
  * Thread safety: as exporter.h. The transport's send() runs on the sender
  * thread only; its context is the transport's.
@@ -79,14 +91,28 @@ struct push_request {
     int64_t period_ns;
     int64_t time_nanos; /* window start, epoch ns */
     int64_t duration_nanos;
+    /*
+     * Asks whether the send must end now (the exporter was stopped and its
+     * deadline has passed): a transport that blocks calls abort(abort_arg)
+     * at least every PUSH_ABORT_POLL_MS while it waits and gives up when it
+     * returns true (the outcome then does not matter: the engine counts the
+     * profile as dropped at shutdown). Cheap and thread-safe (it takes the
+     * exporter's lock briefly); never NULL when the engine calls send().
+     */
+    bool (*abort)(void *abort_arg);
+    void *abort_arg;
 };
+
+/** How often a blocked transport must ask push_request.abort, at most (ms). */
+#define PUSH_ABORT_POLL_MS 100
 
 struct push_transport_ops {
     const char *kind; /* "pyroscope", "parca" */
     /**
-     * Sends @a r once, giving up after @a timeout_ns. Must classify the
-     * outcome in @a res (never leave it PUSH_OK on failure). Blocking is fine:
-     * this runs on the endpoint's sender thread.
+     * Sends @a r once, giving up after @a timeout_ns or as soon as
+     * r->abort() says so. Must classify the outcome in @a res (never leave it
+     * PUSH_OK on failure). Blocking is fine: this runs on the endpoint's
+     * sender thread.
      */
     void (*send)(void *tctx, const struct push_request *r, uint64_t timeout_ns,
                  struct push_result *res);
@@ -96,9 +122,9 @@ struct push_transport_ops {
 
 /**
  * Time and randomness, injectable. NULL fields: CLOCK_MONOTONIC / CLOCK_REALTIME / random.
- * With an injected mono_ns, shutdown()'s deadline is in that clock's time, and
- * the sender re-reads the clock at least every millisecond while it waits
- * (so a test that moves its clock forward is noticed promptly).
+ * With an injected mono_ns, the deadline of stop() and shutdown() is in that
+ * clock's time, and the sender re-reads the clock at least every millisecond
+ * while it waits (so a test that moves its clock forward is noticed promptly).
  */
 struct push_clock {
     uint64_t (*mono_ns)(void *arg);

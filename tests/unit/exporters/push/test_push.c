@@ -2,7 +2,9 @@
 /* Tests for exporters/push/push.c: the delivery engine with a fake transport
  * (the transport ops are the seam) and an injected clock: order, retries with
  * backoff and Retry-After, permanent drops, queue caps, age and retry limits,
- * write relabeling, shutdown with a deadline, and the metrics text. */
+ * write relabeling, stop and shutdown with a deadline (non-blocking stop, sends
+ * aborted at the deadline, counters carried over to a replacement), and the
+ * metrics text. */
 #include "base/compat.h"
 
 #include <pthread.h>
@@ -70,6 +72,9 @@ struct fake_tx {
     struct call calls[64];
     size_t ncalls;
     bool block;          /* the next send waits until unblocked */
+    bool until_abort;    /* a send waits until its request's abort() says so */
+    size_t entered;      /* sends started */
+    size_t aborted;      /* sends that ended because abort() said so */
     uint64_t advance_ns; /* each send moves the clock by this much */
     _Atomic int *freed;
 };
@@ -77,13 +82,33 @@ struct fake_tx {
 static struct fake_tx *tx;
 static _Atomic int tx_freed;
 
+static struct push_result result(enum push_outcome o, const char *code, uint64_t retry_after);
+
 static void fake_send(void *tctx, const struct push_request *r, uint64_t timeout_ns,
                       struct push_result *res)
 {
     struct fake_tx *t = tctx;
     pthread_mutex_lock(&t->mu);
+    t->entered++;
+    pthread_cond_broadcast(&t->cv);
     while (t->block)
         pthread_cond_wait(&t->cv, &t->mu);
+    if (t->until_abort) {
+        /* like a transport polling abort() while the server says nothing */
+        bool abort = false;
+        while (!abort) {
+            pthread_mutex_unlock(&t->mu);
+            abort = r->abort(r->abort_arg);
+            if (!abort)
+                usleep(1000);
+            pthread_mutex_lock(&t->mu);
+        }
+        t->aborted++;
+        *res = result(PUSH_RETRY, "aborted", 0);
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
     size_t i = t->ncalls;
     if (i < PYPROFD_ARRAY_SIZE(t->calls)) {
         struct call *c = &t->calls[i];
@@ -178,7 +203,9 @@ static struct config_remote_write rw_defaults(void)
     return rw;
 }
 
-static struct exporter make(struct config_remote_write *rw, uint64_t max_age)
+/* An exporter on a new fake transport, which `tx` then points at. */
+static struct exporter make_clock(struct config_remote_write *rw, uint64_t max_age,
+                                  const struct push_clock *clock)
 {
     tx = alloc_calloc(1, sizeof(*tx));
     assert_non_null(tx);
@@ -186,10 +213,16 @@ static struct exporter make(struct config_remote_write *rw, uint64_t max_age)
     pthread_cond_init(&tx->cv, NULL);
     tx->always = result(PUSH_OK, "200", 0);
     struct exporter ex = {0};
-    assert_int_equal(push_exporter_new(rw, &fake_ops, tx, max_age, &fake_clock, &ex), 0);
+    assert_int_equal(push_exporter_new(rw, &fake_ops, tx, max_age, clock, &ex), 0);
     assert_null(ex.ops->metrics);
     assert_true(ex.ops->wants_plain);
+    assert_non_null(ex.ops->stop);
     return ex;
+}
+
+static struct exporter make(struct config_remote_write *rw, uint64_t max_age)
+{
+    return make_clock(rw, max_age, &fake_clock);
 }
 
 static void destroy(struct exporter *ex)
@@ -239,6 +272,55 @@ static double metric(const char *sample)
     }
     promtext_free(w);
     return v;
+}
+
+/* How many samples of push_metrics_all() start with @a prefix. */
+static size_t count_samples(const char *prefix)
+{
+    struct promtext *w = NULL;
+    assert_int_equal(promtext_new(0, &w), 0);
+    assert_int_equal(push_metrics_all(w), 0);
+    size_t len = 0, n = 0;
+    const char *d = promtext_data(w, &len);
+    size_t pl = strlen(prefix);
+    for (const char *l = d; l < d + len;) {
+        const char *nl = memchr(l, '\n', (size_t)(d + len - l));
+        if (!nl)
+            break;
+        n += (size_t)(nl - l) >= pl && strncmp(l, prefix, pl) == 0;
+        l = nl + 1;
+    }
+    promtext_free(w);
+    return n;
+}
+
+static uint64_t real_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits (real time, up to 5 s) until transport @a t started @a n sends. */
+static void wait_entered(struct fake_tx *t, size_t n)
+{
+    pthread_mutex_lock(&t->mu);
+    for (int i = 0; i < 5000 && t->entered < n; i++) {
+        pthread_mutex_unlock(&t->mu);
+        usleep(1000);
+        pthread_mutex_lock(&t->mu);
+    }
+    size_t got = t->entered;
+    pthread_mutex_unlock(&t->mu);
+    assert_int_equal(got, n);
+}
+
+static size_t naborted(struct fake_tx *t)
+{
+    pthread_mutex_lock(&t->mu);
+    size_t n = t->aborted;
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
 static int setup(void **state)
@@ -532,6 +614,13 @@ static void test_push__shutdown_drains_until_the_deadline(void **state)
     for (int i = 0; i < 5; i++)
         assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
     uint64_t t = atomic_load(&fake_mono);
+    /* the stopped exporter leaves /metrics; a replacement with the same name
+     * shows its counts */
+    struct fake_tx *old_tx = tx;
+    struct config_remote_write rw2 = rw_defaults();
+    struct exporter next = make(&rw2, 0);
+    struct fake_tx *next_tx = tx;
+    tx = old_tx;
     pthread_t th;
     struct unblocker u = {.delay_us = 50000};
     assert_int_equal(pthread_create(&th, NULL, unblock_later, &u), 0);
@@ -545,9 +634,12 @@ static void test_push__shutdown_drains_until_the_deadline(void **state)
                        "reason=\"shutdown\"}") == 2);
     /* after shutdown, pushes are counted and dropped */
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 9, 100), 0);
+    destroy(&ex);
     assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
                        "reason=\"shutdown\"}") == 3);
-    destroy(&ex);
+    assert_int_equal(count_samples("pyprofd_push_profiles_total{"), 1);
+    tx = next_tx;
+    destroy(&next);
 
     /* free without shutdown: nothing is sent any more, nothing leaks */
     ex = make(&rw, 0);
@@ -562,6 +654,132 @@ static void test_push__shutdown_drains_until_the_deadline(void **state)
     assert_int_equal(pthread_create(&th, NULL, unblock_later, &u2), 0);
     ex.ops->free(ex.ctx);
     pthread_join(th, NULL);
+}
+
+static void test_push__stop_does_not_block_and_leaves_metrics_at_once(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    struct exporter ex = make(&rw, 0);
+    struct fake_tx *old_tx = tx;
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
+    wait_calls(2);
+    tx->always = result(PUSH_RETRY, "503", 0);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 + 2, 100), 0);
+    wait_calls(3);
+    pthread_mutex_lock(&tx->mu);
+    tx->until_abort = true;
+    pthread_mutex_unlock(&tx->mu);
+    advance_to(atomic_load(&fake_mono) + SEC); /* past the backoff: the retry blocks */
+    wait_entered(tx, 4);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 + 3, 100), 0);
+    assert_int_equal(count_samples("pyprofd_push_profiles_total{endpoint=\"ep\"}"), 1);
+
+    /* a replacement exists (a reload), then the old one is stopped */
+    struct config_remote_write rw2 = rw_defaults();
+    struct exporter next = make(&rw2, 0);
+    struct fake_tx *next_tx = tx;
+    tx = old_tx;
+    assert_int_equal(count_samples("pyprofd_push_profiles_total{endpoint=\"ep\"}"), 2);
+    uint64_t t = atomic_load(&fake_mono);
+    uint64_t r0 = real_mono();
+    ex.ops->stop(ex.ctx, t + 5 * SEC);
+    assert_true(real_mono() - r0 < SEC / 10);
+    /* out of /metrics at once; the counts so far are the replacement's */
+    assert_int_equal(count_samples("pyprofd_push_profiles_total{endpoint=\"ep\"}"), 1);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 2);
+    assert_true(metric("pyprofd_push_retries_total{endpoint=\"ep\"}") == 1);
+    assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"503\"}") == 1);
+    /* the send goes on until the deadline; pushes are refused meanwhile */
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 + 4, 100), 0);
+    settle();
+    assert_int_equal(naborted(tx), 0);
+    advance_to(t + 5 * SEC);
+    ex.ops->shutdown(ex.ctx, t + 5 * SEC);
+    assert_int_equal(naborted(tx), 1);
+    /* the aborted send, the one queued behind it, the one pushed after stop */
+    assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                       "reason=\"shutdown\"}") == 3);
+    assert_true(metric("pyprofd_push_dropped_bytes_total{endpoint=\"ep\","
+                       "reason=\"shutdown\"}") == 300);
+    /* the abort is neither a failure of the endpoint nor a retry */
+    assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"aborted\"}") == -1);
+    assert_true(metric("pyprofd_push_retries_total{endpoint=\"ep\"}") == 1);
+    destroy(&ex);
+    tx = next_tx;
+    /* the replacement works as usual, from the carried counts on */
+    assert_int_equal(push_one(&next, "web", "cpu", T0 + 5, 100), 0);
+    wait_calls(1);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 3);
+    destroy(&next);
+    assert_int_equal(count_samples("pyprofd_push_profiles_total{"), 0);
+}
+
+static void test_push__blocked_send_is_aborted_at_the_deadline(void **state)
+{
+    (void)state;
+    struct config_remote_write rw = rw_defaults();
+    rw.remote_timeout_ns = 600 * SEC;
+    struct exporter ex = make(&rw, 0);
+    tx->until_abort = true;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
+    wait_entered(tx, 1);
+    uint64_t t = atomic_load(&fake_mono);
+    ex.ops->stop(ex.ctx, t + 2 * SEC);
+    advance_to(t + 2 * SEC - 1);
+    settle();
+    assert_int_equal(naborted(tx), 0);
+    advance_to(t + 2 * SEC);
+    for (int i = 0; i < 1000 && naborted(tx) == 0; i++)
+        usleep(1000);
+    assert_int_equal(naborted(tx), 1);
+    /* shutdown with a later deadline keeps the earlier one, and returns */
+    uint64_t r0 = real_mono();
+    ex.ops->shutdown(ex.ctx, t + 100 * SEC);
+    assert_true(real_mono() - r0 < SEC / 2);
+    pthread_mutex_lock(&tx->mu);
+    assert_int_equal(tx->entered, 1); /* the queued ones were not started */
+    pthread_mutex_unlock(&tx->mu);
+    destroy(&ex);
+}
+
+/* Real time: N exporters blocked in a send, stopped together, then shut down
+ * one after the other, take about one deadline in all, not N. */
+static void test_push__blocked_exporters_take_one_deadline_in_all(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    const uint64_t grace = 300000000ull; /* 300 ms */
+    struct exporter ex[N];
+    struct fake_tx *txs[N];
+    char names[N][16];
+    for (int i = 0; i < N; i++) {
+        struct config_remote_write rw = rw_defaults();
+        rw.remote_timeout_ns = 20 * SEC;
+        snprintf(names[i], sizeof(names[i]), "blocked%d", i);
+        rw.name = names[i];
+        ex[i] = make_clock(&rw, 0, NULL);
+        txs[i] = tx;
+        tx->until_abort = true;
+        assert_int_equal(push_one(&ex[i], "web", "cpu", T0, 100), 0);
+        wait_entered(tx, 1);
+    }
+    uint64_t r0 = real_mono();
+    uint64_t deadline = r0 + grace;
+    for (int i = 0; i < N; i++)
+        ex[i].ops->stop(ex[i].ctx, deadline);
+    for (int i = 0; i < N; i++)
+        ex[i].ops->shutdown(ex[i].ctx, deadline);
+    uint64_t took = real_mono() - r0;
+    assert_true(took >= grace - 1000000ull);
+    assert_true(took < grace + grace / 2);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(naborted(txs[i]), 1);
+        tx = txs[i];
+        destroy(&ex[i]);
+    }
 }
 
 static void test_push__metrics_text_is_valid(void **state)
@@ -642,6 +860,9 @@ int main(void)
         cmocka_unit_test_setup(test_push__retry_after_is_honoured_up_to_max_backoff, setup),
         cmocka_unit_test_setup(test_push__write_relabel_drops_and_cleans_labels, setup),
         cmocka_unit_test_setup(test_push__shutdown_drains_until_the_deadline, setup),
+        cmocka_unit_test_setup(test_push__stop_does_not_block_and_leaves_metrics_at_once, setup),
+        cmocka_unit_test_setup(test_push__blocked_send_is_aborted_at_the_deadline, setup),
+        cmocka_unit_test_setup(test_push__blocked_exporters_take_one_deadline_in_all, setup),
         cmocka_unit_test_setup(test_push__metrics_text_is_valid, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
