@@ -58,7 +58,8 @@ enum {
 
 struct parca_transport {
     struct push_endpoint ep;
-    CURL *h;   /* reused for every request: its connection cache keeps the h2 connection */
+    CURL *h;   /* reused for every request */
+    CURLM *m;  /* runs h (push_endpoint_perform): its connection cache keeps the h2 connection */
     char *url; /* push_endpoint_url() of PARCA_WRITERAW_PATH */
     bool tls;  /* https: h2 through ALPN; http: h2 with prior knowledge */
     bool fresh_connections;  /* a new connection for every request (see parca_exporter_new) */
@@ -544,7 +545,7 @@ static void parca_send(void *tctx, const struct push_request *r, uint64_t timeou
     if (t->fresh_connections)
         curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
 
-    CURLcode rc = curl_easy_perform(h);
+    CURLcode rc = push_endpoint_perform(t->m, h, r);
     long status = 0, version = 0;
     if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status)
         t->rep.http_status = status;
@@ -565,6 +566,8 @@ static void parca_transport_free(void *tctx)
     if (t) {
         if (t->h)
             curl_easy_cleanup(t->h);
+        if (t->m)
+            curl_multi_cleanup(t->m);
         push_endpoint_release(&t->ep);
         alloc_free(t->url);
         alloc_free(t);
@@ -606,7 +609,8 @@ int parca_exporter_new(struct config_remote_write *rw, const struct push_clock *
                   sizeof(PARCA_WRITERAW_PATH) + 16;
     t->url = alloc_malloc(ulen);
     t->h = curl_easy_init();
-    if (!t->url || !t->h) {
+    t->m = curl_multi_init();
+    if (!t->url || !t->h || !t->m) {
         err = -ENOMEM;
         goto out;
     }

@@ -2,6 +2,7 @@
 /*
  * endpoint.c: connection settings of one push endpoint applied to a libcurl
  * handle (TLS, auth, tenant, custom headers, secrets re-read per request),
+ * a transfer that ends early when the exporter stops (push_endpoint_perform),
  * and the shared classification of HTTP outcomes (see endpoint.h).
  */
 #include "base/compat.h"
@@ -412,9 +413,67 @@ uint64_t push_parse_retry_after(const char *value, int64_t now_real_ns)
     return at > now_real_ns ? (uint64_t)(at - now_real_ns) : 0;
 }
 
+/* CURLOPT_XFERINFOFUNCTION: non-zero ends the transfer */
+static int endpoint_xferinfo(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                             curl_off_t ulnow)
+{
+    const struct push_request *r = arg;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    return r->abort && r->abort(r->abort_arg) ? 1 : 0;
+}
+
+static CURLcode endpoint_multi_error(CURLMcode mc)
+{
+    return mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT;
+}
+
+CURLcode push_endpoint_perform(CURLM *m, CURL *h, const struct push_request *r)
+{
+    CURLcode rc = CURLE_FAILED_INIT;
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, endpoint_xferinfo);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)r);
+    CURLMcode mc = curl_multi_add_handle(m, h);
+    if (mc != CURLM_OK)
+        return endpoint_multi_error(mc);
+    for (;;) {
+        int running = 0, left = 0;
+        bool done = false;
+        mc = curl_multi_perform(m, &running);
+        if (mc != CURLM_OK) {
+            rc = endpoint_multi_error(mc);
+            break;
+        }
+        for (CURLMsg *msg; (msg = curl_multi_info_read(m, &left)) != NULL;) {
+            if (msg->msg == CURLMSG_DONE && msg->easy_handle == h) {
+                rc = msg->data.result;
+                done = true;
+            }
+        }
+        if (done || running == 0) /* running == 0 without DONE: FAILED_INIT */
+            break;
+        if (r->abort && r->abort(r->abort_arg)) {
+            rc = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        mc = curl_multi_poll(m, NULL, 0, PUSH_ABORT_POLL_MS, NULL);
+        if (mc != CURLM_OK) {
+            rc = endpoint_multi_error(mc);
+            break;
+        }
+    }
+    curl_multi_remove_handle(m, h);
+    /* nothing may point at @a r once the caller's request is gone */
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, NULL);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
+    return rc;
+}
+
 static const char *endpoint_curl_code(CURLcode rc)
 {
     switch (rc) {
+    case CURLE_ABORTED_BY_CALLBACK:
+        return "aborted";
     case CURLE_OPERATION_TIMEDOUT:
         return "timeout";
     case CURLE_COULDNT_CONNECT:

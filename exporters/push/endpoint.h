@@ -4,7 +4,9 @@
  * libcurl, taken from one remote_write entry (config/config.h): the URL, TLS
  * (ca_file, cert_file, key_file, server_name, insecure_skip_verify), auth
  * (basic auth, an Authorization header, X-Scope-OrgID from tenant_id) and
- * custom headers; and the HTTP outcome classification the transports share.
+ * custom headers; a perform that ends a transfer when the engine aborts it
+ * (stop() past its deadline); and the HTTP outcome classification the
+ * transports share.
  *
  * Secrets given as files (password_file, credentials_file) are re-read on
  * every request, so rotated secrets are picked up; a file that cannot be read
@@ -89,14 +91,30 @@ PYPROFD_WARN_UNUSED int push_read_secret(const char *path, char **out, char *err
 uint64_t push_parse_retry_after(const char *value, int64_t now_real_ns);
 
 /**
+ * Runs the transfer set up on easy handle @a h, like curl_easy_perform(), but
+ * through the transport's multi handle @a m (kept across calls, so its
+ * connection cache lets the next request reuse the connection) and ending it
+ * early when @a r's abort callback (push.h) says so: the callback is asked
+ * between waits of at most PUSH_ABORT_POLL_MS, and from libcurl's progress
+ * callback (CURLOPT_XFERINFOFUNCTION, installed here) while data flows.
+ * The caller's CURLOPT_TIMEOUT_MS still applies. @a h must not be in a multi
+ * handle; it is taken out again before return, and its transfer info
+ * (CURLINFO_*, curl_easy_header()) stays readable. Returns the transfer's
+ * result, CURLE_ABORTED_BY_CALLBACK when aborted, or CURLE_OUT_OF_MEMORY /
+ * CURLE_FAILED_INIT when the multi handle fails.
+ */
+CURLcode push_endpoint_perform(CURLM *m, CURL *h, const struct push_request *r);
+
+/**
  * Classifies an HTTP exchange: @a rc the curl result, @a status the HTTP
  * status (0 if none), @a body the response body (may be NULL; used as the
  * message, cut to fit), @a retry_after the Retry-After header value (may be
  * NULL; seconds or an HTTP-date). Connection errors, timeouts, 408, 429, 5xx
  * are PUSH_RETRY; 2xx PUSH_OK; everything else PUSH_DROP.
  * res->code is the HTTP status ("503"), or for a curl error "timeout",
- * "connect" (connection refused, name not resolved), "tls", "send", "recv"
- * or "curl_<n>"; res->message the body's printable text or curl's message.
+ * "connect" (connection refused, name not resolved), "tls", "send", "recv",
+ * "aborted" (push_endpoint_perform() gave up at the abort) or "curl_<n>";
+ * res->message the body's printable text or curl's message.
  */
 void push_classify_http(CURLcode rc, long status, const char *body, const char *retry_after,
                         int64_t now_real_ns, struct push_result *res);

@@ -28,6 +28,7 @@ struct pyroscope {
     enum config_pyroscope_api api;
     struct push_clock clock;
     CURL *h;
+    CURLM *m;   /* runs h (push_endpoint_perform); its connection cache persists */
     char *resp; /* PYRO_RESP_MAX + 1 */
     size_t resp_len;
     char errbuf[CURL_ERROR_SIZE];
@@ -363,7 +364,7 @@ static void pyro_send(void *tctx, const struct push_request *r, uint64_t timeout
     curl_easy_setopt(p->h, CURLOPT_TIMEOUT_MS, (long)ms);
     curl_easy_setopt(p->h, CURLOPT_CONNECTTIMEOUT_MS, (long)ms);
     curl_easy_setopt(p->h, CURLOPT_PROTOCOLS_STR, "http,https");
-    CURLcode rc = curl_easy_perform(p->h);
+    CURLcode rc = push_endpoint_perform(p->m, p->h, r);
     long status = 0;
     curl_easy_getinfo(p->h, CURLINFO_RESPONSE_CODE, &status);
     struct curl_header *ra = NULL;
@@ -389,6 +390,8 @@ static void pyro_free(void *tctx)
         return;
     if (p->h)
         curl_easy_cleanup(p->h);
+    if (p->m)
+        curl_multi_cleanup(p->m);
     push_endpoint_release(&p->ep);
     alloc_free(p->resp);
     alloc_free(p);
@@ -413,7 +416,8 @@ int pyroscope_exporter_new(struct config_remote_write *rw, const struct push_clo
     err = -ENOMEM;
     p->resp = alloc_malloc(PYRO_RESP_MAX + 1);
     p->h = curl_easy_init();
-    if (!p->resp || !p->h)
+    p->m = curl_multi_init();
+    if (!p->resp || !p->h || !p->m)
         goto fail;
     p->api = rw->api;
     if (clock)

@@ -2,12 +2,14 @@
 /* Tests for exporters/push/endpoint.c: the outcome classification table,
  * Retry-After parsing, and the headers a real libcurl request carries (auth,
  * tenant, custom headers, rotated secret files, server_name), recorded by a
- * small HTTP server on a loopback socket. */
+ * small HTTP server on a loopback socket; push_endpoint_perform() completing
+ * requests and ending one early when its abort callback says so. */
 #include "base/compat.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -372,6 +374,89 @@ static void test_endpoint__authorization_credentials_and_overrides(void **state)
     rmdir(dir);
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static _Atomic uint64_t abort_at; /* mono ns; 0: never */
+
+static bool abort_after(void *arg)
+{
+    (void)arg;
+    uint64_t at = atomic_load(&abort_at);
+    return at && mono_ns() >= at;
+}
+
+static void test_endpoint__perform_completes_and_aborts_when_told(void **state)
+{
+    (void)state;
+    CURL *h = curl_easy_init();
+    CURLM *m = curl_multi_init();
+    assert_non_null(h);
+    assert_non_null(m);
+    struct push_request r = {.abort = abort_after};
+    char url[64];
+    atomic_store(&abort_at, 0);
+
+    /* a server that answers: done, twice with the same handles */
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/probe", srv_port);
+    for (int i = 0; i < 2; i++) {
+        curl_easy_reset(h);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+        assert_int_equal(push_endpoint_perform(m, h, &r), CURLE_OK);
+        long status = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        assert_int_equal(status, 200);
+    }
+
+    /* a server that accepts and never answers (the connection completes in
+     * the listen backlog) */
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    int bh = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(bh >= 0);
+    assert_int_equal(bind(bh, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(bh, 8), 0);
+    assert_int_equal(getsockname(bh, (struct sockaddr *)&a, &al), 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/push", ntohs(a.sin_port));
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, "profile");
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 20000L);
+    uint64_t t0 = mono_ns();
+    atomic_store(&abort_at, t0 + 300000000ull);
+    CURLcode rc = push_endpoint_perform(m, h, &r);
+    uint64_t took = mono_ns() - t0;
+    assert_int_equal(rc, CURLE_ABORTED_BY_CALLBACK);
+    assert_true(took >= 300000000ull);
+    /* libcurl alone would notice only about once a second while idle */
+    assert_true(took < 300000000ull + 3 * PUSH_ABORT_POLL_MS * 1000000ull);
+    struct push_result res;
+    push_classify_http(rc, 0, NULL, NULL, 0, &res);
+    assert_int_equal(res.outcome, PUSH_RETRY);
+    assert_string_equal(res.code, "aborted");
+
+    /* without an abort the caller's timeout still ends it */
+    atomic_store(&abort_at, 0);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 200L);
+    t0 = mono_ns();
+    assert_int_equal(push_endpoint_perform(m, h, &r), CURLE_OPERATION_TIMEDOUT);
+    assert_true(mono_ns() - t0 < 2000000000ull);
+    /* a request without an abort callback works too */
+    struct push_request plain = {0};
+    assert_int_equal(push_endpoint_perform(m, h, &plain), CURLE_OPERATION_TIMEDOUT);
+
+    close(bh);
+    curl_easy_cleanup(h);
+    curl_multi_cleanup(m);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -381,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_endpoint__init_copies_and_builds_urls),
         cmocka_unit_test(test_endpoint__basic_auth_file_is_reread_per_request),
         cmocka_unit_test(test_endpoint__authorization_credentials_and_overrides),
+        cmocka_unit_test(test_endpoint__perform_completes_and_aborts_when_told),
     };
     int rc = cmocka_run_group_tests(tests, srv_setup, srv_teardown);
     curl_global_cleanup();
