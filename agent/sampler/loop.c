@@ -78,6 +78,7 @@ struct loop_target {
     struct unwinder *u;
     struct asyncio *aio;  /* async_aware jobs on CPython 3.14+ */
     char async_note[300]; /* async_aware but unavailable: why (/targets) */
+    char async_snap[320]; /* what /targets says about async, as of housekeeping (under mu) */
     bool async_all;       /* async_mode all was asked for */
     struct sampler *s;
     struct agg *win;
@@ -112,6 +113,7 @@ struct loop_part {
 
 struct loop_request {
     pid_t pid;
+    uint64_t max_bytes; /* limits.max_profile_bytes when it started */
     uint64_t seconds;
     uint64_t deadline; /* set when started */
     bool started, done, cancelled;
@@ -379,7 +381,8 @@ static void loop_request_attach(struct loop *l, struct loop_request *r, struct l
         q++;
     if (q == SAMPLER_MAX_TAPS || r->nparts == r->cap)
         return;
-    struct agg_limits lim = loop_window_limits(l->cfg->global.limits.target_memory_bytes);
+    /* a tap is a target's third window: a quarter of its memory cap */
+    struct agg_limits lim = loop_window_limits(l->cfg->global.limits.target_memory_bytes / 2);
     struct loop_part *p = &r->parts[r->nparts];
     memset(p, 0, sizeof(*p));
     if (agg_new(&lim, &p->agg))
@@ -443,6 +446,7 @@ static void loop_requests_tick(struct loop *l, uint64_t now)
             }
             r->started = true;
             r->deadline = now + r->seconds * 1000000000ull;
+            r->max_bytes = l->cfg->global.limits.max_profile_bytes;
             for (size_t i = 0; i < l->ntargets; i++) {
                 if (!l->targets[i]->gone && loop_request_wants(r, l->targets[i]))
                     loop_request_attach(l, r, l->targets[i]);
@@ -771,6 +775,23 @@ out:
     memread_free(mr);
 }
 
+/*
+ * Makes room in a full process table by forgetting one process known not to
+ * be Python (it is looked at again like a new one if still there). Returns
+ * false when every entry matters (all Python).
+ */
+static bool loop_evict(struct loop *l)
+{
+    for (size_t i = l->nprocs; i-- > 0;) {
+        if (l->procs[i].state == LS_NOT_PYTHON && !l->procs[i].t) {
+            l->procs[i] = l->procs[--l->nprocs];
+            loop_index_rebuild(l);
+            return true;
+        }
+    }
+    return false;
+}
+
 static void loop_discover(struct loop *l, uint64_t now)
 {
     for (size_t i = 0; i < l->nprocs; i++)
@@ -794,7 +815,7 @@ static void loop_discover(struct loop *l, uint64_t now)
         const struct proc_info *info = proc_scan_get(l->scan, i);
         struct loop_proc *p = loop_proc_find(l, &info->key);
         if (!p) {
-            if (l->nprocs == LOOP_MAX_PROCS)
+            if (l->nprocs == LOOP_MAX_PROCS && !loop_evict(l))
                 continue; /* looked at once there is room */
             p = &l->procs[l->nprocs++];
             memset(p, 0, sizeof(*p));
@@ -909,6 +930,25 @@ static void loop_budget(struct loop *l, uint64_t now)
 
 /* ---- the thread ------------------------------------------------------------ */
 
+static const char *loop_async_json(const struct loop_target *t, char *buf, size_t len)
+{
+    if (!t->aio)
+        return t->async_note;
+    switch (asyncio_state(t->aio)) {
+    case ASYNCIO_ACTIVE:
+        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != CONFIG_MODE_WALL &&
+            t->async_all)
+            return "running (async_mode all counts waiting tasks: only with mode wall)";
+        return asyncio_mode_name(asyncio_get_mode(t->aio));
+    case ASYNCIO_INVALID:
+        snprintf(buf, len, "unavailable: %s", asyncio_why(t->aio));
+        return buf;
+    case ASYNCIO_SEARCHING:
+    default:
+        return "waiting: asyncio not imported yet";
+    }
+}
+
 static void loop_housekeeping(struct loop *l, uint64_t now)
 {
     if (l->pending_cfg) {
@@ -930,7 +970,7 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
                 p->t = NULL;
                 p->state = LS_NEW;
                 p->seen = true;
-                p->recheck_ns = UINT64_MAX;
+                p->recheck_ns = 0; /* gone: the next scan drops it; if not, looks again */
             }
             loop_target_remove(l, t, now);
             i--;
@@ -939,6 +979,11 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
         if (now - t->win_start >= t->window_ns)
             loop_cut(l, t, now, false);
         t->snap = sampler_counts(t->s);
+        if (t->aio || t->async_note[0]) {
+            char abuf[320];
+            snprintf(t->async_snap, sizeof(t->async_snap), "%s",
+                     loop_async_json(t, abuf, sizeof(abuf)));
+        }
     }
     loop_requests_tick(l, now);
     loop_budget(l, now);
@@ -954,7 +999,7 @@ static void loop_sample_due(struct loop *l)
         if (due > now)
             break;
         if (t->gone) {
-            sampler_skip(t->s, now, 1); /* removed at the next housekeeping */
+            sampler_idle(t->s, now); /* removed at the next housekeeping */
         } else {
             /* Each due attempt earns the budget factor; a whole one is spent on a sample. */
             t->credit += l->factor;
@@ -1076,23 +1121,26 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
 
 int loop_start(struct loop *l)
 {
+    pthread_mutex_lock(&l->mu); /* running: read by loop_profile() under the lock */
     int err = pthread_create(&l->thread, NULL, loop_main, l);
-    if (err)
-        return -err;
-    l->running = true;
-    return 0;
+    l->running = err == 0;
+    pthread_mutex_unlock(&l->mu);
+    return -err;
 }
 
 void loop_stop(struct loop *l)
 {
-    if (!l->running)
-        return;
     pthread_mutex_lock(&l->mu);
+    bool running = l->running;
     l->stop = true;
     pthread_cond_signal(&l->wake);
     pthread_mutex_unlock(&l->mu);
+    if (!running)
+        return;
     pthread_join(l->thread, NULL);
+    pthread_mutex_lock(&l->mu);
     l->running = false;
+    pthread_mutex_unlock(&l->mu);
 }
 
 void loop_free(struct loop *l)
@@ -1166,6 +1214,7 @@ static int loop_request_encode(struct loop *l, struct loop_request *r, uint64_t 
         .time_nanos = (int64_t)started_real,
         .duration_nanos = (int64_t)duration,
         .comment = "pyprofd /debug/pprof/profile",
+        .max_bytes = (size_t)r->max_bytes,
     };
     (void)l;
     int e = pprof_build_multi(parts, r->nparts, &m, out, out_len);
@@ -1192,13 +1241,13 @@ int loop_profile(struct loop *l, uint32_t seconds, pid_t pid, bool (*cancelled)(
     uint64_t started = window_now_ns();
 
     pthread_mutex_lock(&l->mu);
-    if (l->nrequests >= LOOP_MAX_REQUESTS || l->stop || !l->running) {
+    bool stopping = l->stop || !l->running;
+    if (l->nrequests >= LOOP_MAX_REQUESTS || stopping) {
         pthread_mutex_unlock(&l->mu);
         pthread_cond_destroy(&r.cond);
         snprintf(err, errlen, "%s",
-                 l->stop || !l->running ? "the agent is stopping"
-                                        : "too many profile requests at once");
-        return l->stop || !l->running ? -ECANCELED : -EBUSY;
+                 stopping ? "the agent is stopping" : "too many profile requests at once");
+        return stopping ? -ECANCELED : -EBUSY;
     }
     r.next = l->requests;
     l->requests = &r;
@@ -1254,110 +1303,157 @@ static json_object *loop_labels_json(const struct labels *ls)
 }
 
 /* The "async" field of a target: its async-aware state in a few words. */
-static const char *loop_async_json(const struct loop_target *t, char *buf, size_t len)
+/* What /targets shows of one process, copied under the lock. */
+struct loop_tsnap {
+    int pid;
+    enum loop_state state;
+    char comm[32];
+    char version[32];
+    char reason[320];
+    bool target;
+    char job[64];
+    enum config_mode mode;
+    double rate, effective_rate, interval_s;
+    char async[320];
+    struct sampler_counts counts;
+    uint64_t windows, windows_dropped;
+    struct labels labels, meta;
+};
+
+static bool loop_listed(const struct loop_proc *p)
 {
-    if (!t->aio)
-        return t->async_note;
-    switch (asyncio_state(t->aio)) {
-    case ASYNCIO_ACTIVE:
-        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != CONFIG_MODE_WALL &&
-            t->async_all)
-            return "running (async_mode all counts waiting tasks: only with mode wall)";
-        return asyncio_mode_name(asyncio_get_mode(t->aio));
-    case ASYNCIO_INVALID:
-        snprintf(buf, len, "unavailable: %s", asyncio_why(t->aio));
-        return buf;
-    case ASYNCIO_SEARCHING:
-    default:
-        return "waiting: asyncio not imported yet";
-    }
+    return p->state != LS_NOT_PYTHON && p->state != LS_NEW;
 }
 
+static json_object *loop_tsnap_json(const struct loop_tsnap *t)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "pid", json_object_new_int(t->pid));
+    json_object_object_add(o, "comm", json_object_new_string(t->comm));
+    json_object_object_add(o, "state", json_object_new_string(loop_state_names[t->state]));
+    if (t->version[0])
+        json_object_object_add(o, "python_version", json_object_new_string(t->version));
+    if (t->reason[0])
+        json_object_object_add(o, "reason", json_object_new_string(t->reason));
+    if (!t->target)
+        return o;
+    json_object_object_add(o, "job", json_object_new_string(t->job));
+    json_object_object_add(o, "labels", loop_labels_json(&t->labels));
+    json_object_object_add(o, "discovered_labels", loop_labels_json(&t->meta));
+    json_object_object_add(o, "mode", json_object_new_string(config_mode_name(t->mode)));
+    if (t->async[0])
+        json_object_object_add(o, "async", json_object_new_string(t->async));
+    json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));
+    json_object_object_add(o, "effective_rate_hz", json_object_new_double(t->effective_rate));
+    json_object_object_add(o, "profile_interval_seconds", json_object_new_double(t->interval_s));
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "samples", json_object_new_uint64(t->counts.taken));
+    json_object_object_add(c, "thread_samples", json_object_new_uint64(t->counts.thread_samples));
+    json_object_object_add(c, "failed", json_object_new_uint64(t->counts.failed));
+    json_object_object_add(c, "missed", json_object_new_uint64(t->counts.missed));
+    json_object_object_add(c, "skipped", json_object_new_uint64(t->counts.skipped));
+    json_object *by = json_object_new_object();
+    for (size_t k = 0; k < SAMPLE_STATUS_COUNT; k++) {
+        if (t->counts.failed_by[k])
+            json_object_object_add(by, status_name((enum sample_status)k),
+                                   json_object_new_uint64(t->counts.failed_by[k]));
+    }
+    json_object_object_add(c, "failed_by_reason", by);
+    json_object_object_add(c, "profiles", json_object_new_uint64(t->windows));
+    json_object_object_add(c, "profiles_dropped", json_object_new_uint64(t->windows_dropped));
+    json_object_object_add(o, "counts", c);
+    return o;
+}
+
+/*
+ * The document is built from a copy taken under the lock, so a scrape holds
+ * up the sampling thread only for the copy, not for the JSON.
+ */
 int loop_targets_json(struct loop *l, char **out, size_t *out_len)
 {
+    int err = 0;
+    struct loop_tsnap *snap = NULL;
+    size_t n = 0;
+    double factor;
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->nprocs; i++)
+        n += loop_listed(&l->procs[i]);
+    snap = alloc_calloc(n ? n : 1, sizeof(*snap));
+    size_t k = 0;
+    for (size_t i = 0; snap && i < l->nprocs; i++) {
+        const struct loop_proc *p = &l->procs[i];
+        if (!loop_listed(p))
+            continue;
+        struct loop_tsnap *t = &snap[k++];
+        t->pid = p->key.pid;
+        t->state = p->state;
+        memcpy(t->comm, p->comm, sizeof(t->comm));
+        memcpy(t->version, p->version, sizeof(t->version));
+        memcpy(t->reason, p->reason, sizeof(t->reason));
+        const struct loop_target *lt = p->t;
+        if (!lt)
+            continue;
+        t->target = true;
+        memcpy(t->job, lt->job_name, sizeof(t->job));
+        t->mode = lt->mode;
+        t->rate = lt->rate;
+        t->effective_rate = lt->rate * l->factor;
+        t->interval_s = (double)lt->window_ns / 1e9;
+        memcpy(t->async, lt->async_snap, sizeof(t->async));
+        t->counts = lt->snap;
+        t->windows = lt->windows;
+        t->windows_dropped = lt->windows_dropped;
+        if (labels_copy(&t->labels, &lt->labels) || labels_copy(&t->meta, &lt->meta))
+            err = -ENOMEM;
+    }
+    factor = l->factor;
+    pthread_mutex_unlock(&l->mu);
+    if (!snap)
+        return -ENOMEM;
+
     json_object *root = json_object_new_object();
     json_object *arr = json_object_new_array();
-    if (!root || !arr) {
-        json_object_put(root);
-        json_object_put(arr);
-        return -ENOMEM;
-    }
-    json_object_object_add(root, "targets", arr);
-    pthread_mutex_lock(&l->mu);
-    for (size_t i = 0; i < l->nprocs; i++) {
-        const struct loop_proc *p = &l->procs[i];
-        if (p->state == LS_NOT_PYTHON || p->state == LS_NEW)
-            continue;
-        json_object *o = json_object_new_object();
-        if (!o)
-            continue;
-        json_object_object_add(o, "pid", json_object_new_int(p->key.pid));
-        json_object_object_add(o, "comm", json_object_new_string(p->comm));
-        json_object_object_add(o, "state", json_object_new_string(loop_state_names[p->state]));
-        if (p->version[0])
-            json_object_object_add(o, "python_version", json_object_new_string(p->version));
-        if (p->reason[0])
-            json_object_object_add(o, "reason", json_object_new_string(p->reason));
-        const struct loop_target *t = p->t;
-        if (t) {
-            json_object_object_add(o, "job", json_object_new_string(t->job_name));
-            json_object_object_add(o, "labels", loop_labels_json(&t->labels));
-            json_object_object_add(o, "discovered_labels", loop_labels_json(&t->meta));
-            json_object_object_add(o, "mode", json_object_new_string(config_mode_name(t->mode)));
-            char abuf[320];
-            if (t->aio || t->async_note[0])
-                json_object_object_add(
-                    o, "async", json_object_new_string(loop_async_json(t, abuf, sizeof(abuf))));
-            json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));
-            json_object_object_add(o, "effective_rate_hz",
-                                   json_object_new_double(t->rate * l->factor));
-            json_object_object_add(o, "profile_interval_seconds",
-                                   json_object_new_double((double)t->window_ns / 1e9));
-            json_object *c = json_object_new_object();
-            json_object_object_add(c, "samples", json_object_new_uint64(t->snap.taken));
-            json_object_object_add(c, "thread_samples",
-                                   json_object_new_uint64(t->snap.thread_samples));
-            json_object_object_add(c, "failed", json_object_new_uint64(t->snap.failed));
-            json_object_object_add(c, "missed", json_object_new_uint64(t->snap.missed));
-            json_object_object_add(c, "skipped", json_object_new_uint64(t->snap.skipped));
-            json_object *by = json_object_new_object();
-            for (size_t k = 0; k < SAMPLE_STATUS_COUNT; k++) {
-                if (t->snap.failed_by[k])
-                    json_object_object_add(by, status_name((enum sample_status)k),
-                                           json_object_new_uint64(t->snap.failed_by[k]));
-            }
-            json_object_object_add(c, "failed_by_reason", by);
-            json_object_object_add(c, "profiles", json_object_new_uint64(t->windows));
-            json_object_object_add(c, "profiles_dropped",
-                                   json_object_new_uint64(t->windows_dropped));
-            json_object_object_add(o, "counts", c);
-        }
-        json_object_array_add(arr, o);
-    }
-    json_object_object_add(root, "budget_factor", json_object_new_double(l->factor));
-    pthread_mutex_unlock(&l->mu);
-    size_t len = 0;
-    const char *s = json_object_to_json_string_length(root, JSON_C_TO_STRING_PRETTY, &len);
-    int err = 0;
-    *out = s ? alloc_strndup(s, len) : NULL;
-    if (!*out)
+    if (!root || !arr)
         err = -ENOMEM;
-    else
-        *out_len = len;
+    for (size_t i = 0; !err && i < k; i++) {
+        json_object *o = loop_tsnap_json(&snap[i]);
+        if (!o || json_object_array_add(arr, o)) {
+            json_object_put(o);
+            err = -ENOMEM;
+        }
+    }
+    if (!err) {
+        json_object_object_add(root, "targets", arr);
+        arr = NULL;
+        json_object_object_add(root, "budget_factor", json_object_new_double(factor));
+        size_t len = 0;
+        const char *str = json_object_to_json_string_length(root, JSON_C_TO_STRING_PRETTY, &len);
+        *out = str ? alloc_strndup(str, len) : NULL;
+        if (*out)
+            *out_len = len;
+        else
+            err = -ENOMEM;
+    }
+    json_object_put(arr);
     json_object_put(root);
+    for (size_t i = 0; i < k; i++) {
+        labels_release(&snap[i].labels);
+        labels_release(&snap[i].meta);
+    }
+    alloc_free(snap);
     return err;
 }
 
 int loop_metrics(struct loop *l, struct promtext *w)
 {
-    pthread_mutex_lock(&l->mu);
     /* per job: the gone targets' totals plus the live targets' snapshots */
     struct loop_job_stats *tot = alloc_calloc(LOOP_MAX_JOBS_STATS, sizeof(*tot));
     size_t ntot = 0;
-    if (!tot) {
-        pthread_mutex_unlock(&l->mu);
+    if (!tot)
         return -ENOMEM;
-    }
+    pthread_mutex_lock(&l->mu);
     memcpy(tot, l->jobs, l->njobs * sizeof(*tot));
     ntot = l->njobs;
     uint64_t by_state[PYPROFD_ARRAY_SIZE(loop_state_names)] = {0};

@@ -390,6 +390,12 @@ void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
     s->counts.skipped += n;
 }
 
+void sampler_idle(struct sampler *s, uint64_t now_ns)
+{
+    schedule_attempted(&s->sched, now_ns);
+    s->last_attempt_ns = now_ns;
+}
+
 void sampler_set_window(struct sampler *s, struct agg *agg)
 {
     s->agg = agg;

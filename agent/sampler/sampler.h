@@ -105,6 +105,12 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns);
 void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n);
 
 /**
+ * Lets the due attempt pass without sampling or counting it anywhere: for a
+ * target that is known to be gone and about to be removed.
+ */
+void sampler_idle(struct sampler *s, uint64_t now_ns);
+
+/**
  * From the next attempt on, adds samples to @a agg (borrowed) instead of the
  * current window, which the caller may then hand to an encoder. No sample is
  * lost or counted twice across the switch.
