@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -27,6 +28,7 @@
 #define HTTP_MAX_QUERY_ARGS 16
 #define HTTP_TEXT_MAX       1024
 #define HTTP_ERR_MAX        512
+#define HTTP_HANGUP_POLL_NS 100000000ull /* look at a profile client's socket this often */
 
 #define HTTP_TEXT_PLAIN "text/plain; charset=utf-8"
 
@@ -84,10 +86,52 @@ struct http_request {
     uint64_t body; /* bytes of request body seen (and ignored) */
 };
 
+/*
+ * struct http_profile_request.priv: what http_profile_cancelled() looks at.
+ * Lives on the connection thread's stack for the profile callback's duration.
+ */
+struct http_profile_watch {
+    const struct http_server *srv;
+    int fd;                        /* the client's socket; -1: unknown */
+    _Atomic uint64_t next_poll_ns; /* CLOCK_MONOTONIC; the socket is polled at most this often */
+    atomic_bool gone;              /* the client hung up */
+};
+
+static uint64_t http_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Whether the client closed its side. While the callback runs, libmicrohttpd
+ * (thread per connection) does not touch the socket, so a zero-timeout poll
+ * for POLLRDHUP (the peer's FIN), POLLHUP or POLLERR (a reset) is all it
+ * takes; nothing is read. Rate-limited: callbacks poll every few ms.
+ */
+static bool http_client_gone(struct http_profile_watch *w)
+{
+    if (atomic_load(&w->gone))
+        return true;
+    if (w->fd < 0)
+        return false;
+    uint64_t now = http_mono_ns();
+    uint64_t next = atomic_load(&w->next_poll_ns);
+    if (now < next ||
+        !atomic_compare_exchange_strong(&w->next_poll_ns, &next, now + HTTP_HANGUP_POLL_NS))
+        return false;
+    struct pollfd pfd = {.fd = w->fd, .events = POLLRDHUP};
+    if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+        atomic_store(&w->gone, true);
+    return atomic_load(&w->gone);
+}
+
 bool http_profile_cancelled(const struct http_profile_request *req)
 {
-    const struct http_server *s = req->priv;
-    return s && atomic_load(&s->stopping);
+    /* priv is our own non-const watch, const only in the public struct */
+    struct http_profile_watch *w = (struct http_profile_watch *)req->priv;
+    return w && (atomic_load(&w->srv->stopping) || http_client_gone(w));
 }
 
 /* ---- query parsing ---- */
@@ -296,7 +340,8 @@ static enum MHD_Result http_profile(struct http_server *s, struct MHD_Connection
     const enum http_route R = HTTP_ROUTE_PROFILE;
     struct http_args args = {.n = 0};
     char err[HTTP_ERR_MAX] = "";
-    struct http_profile_request req = {.priv = s};
+    struct http_profile_watch watch = {.srv = s, .fd = -1};
+    struct http_profile_request req = {.priv = &watch};
     uint8_t *out = NULL;
     size_t out_len = 0;
     enum MHD_Result ret;
@@ -332,6 +377,10 @@ static enum MHD_Result http_profile(struct http_server *s, struct MHD_Connection
                       "too many concurrent profile requests (limit %" PRIu32 ")", s->max_profiles);
         goto out;
     }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci)
+        watch.fd = (int)ci->connect_fd;
     int rc = s->ops.profile(s->ops.ctx, &req, &out, &out_len, err, sizeof(err));
     atomic_fetch_sub(&s->profiles_active, 1);
     if (rc != 0) {
@@ -758,8 +807,10 @@ int http_server_stop(struct http_server *s, unsigned timeout_ms)
     if (!s || s->stopped)
         goto out;
     atomic_store(&s->stopping, true);
-    /* the listening socket stays ours: closed below, after the threads are gone */
-    (void)MHD_quiesce_daemon(s->mhd);
+    /* Quiesced, the listening socket stays ours: closed below, after the
+     * threads are gone. If quiescing fails, MHD_stop_daemon() closes it, and
+     * closing it again could close a descriptor another thread just opened. */
+    MHD_socket quiesced = MHD_quiesce_daemon(s->mhd);
     uint64_t deadline = http_now_ms() + timeout_ms;
     while (atomic_load(&s->inflight) > 0 && http_now_ms() < deadline) {
         struct timespec nap = {0, 10 * 1000 * 1000};
@@ -769,7 +820,8 @@ int http_server_stop(struct http_server *s, unsigned timeout_ms)
         rc = -ETIMEDOUT;
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
-    close(s->listen_fd);
+    if (quiesced != MHD_INVALID_SOCKET)
+        close(quiesced);
     s->listen_fd = -1;
     s->stopped = true;
 out:

@@ -55,8 +55,10 @@ struct http_profile_request {
 };
 
 /**
- * Whether the server is stopping and the profile request @a req should end
- * now (the callback then returns -ECANCELED). Thread-safe, cheap: poll it.
+ * Whether the profile request @a req should end now (the callback then
+ * returns -ECANCELED): the server is stopping, or the client hung up (closed
+ * or reset its connection; its socket is looked at no more than every
+ * 100 ms). Thread-safe, cheap: poll it.
  */
 bool http_profile_cancelled(const struct http_profile_request *req);
 

@@ -4,13 +4,17 @@
  * callbacks standing in for the daemon, driven by real HTTP requests through
  * libcurl. Covers every route, status codes, content types, query checking,
  * the lifecycle switch, 405 + Allow, HEAD, body caps, concurrency (a long
- * profile request does not block /metrics) and stopping mid-profile.
+ * profile request does not block /metrics), stopping mid-profile and a
+ * profile client that hangs up.
  */
 #include "base/compat.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cmocka_wrap.h"
@@ -30,6 +34,7 @@ struct fake {
     atomic_int profile_calls;
     atomic_int reload_calls;
     atomic_bool saw_cancel;
+    _Atomic uint64_t cancel_ms; /* now_ms() when the cancel was seen */
     atomic_uint last_seconds;
     atomic_int last_pid;
 };
@@ -57,6 +62,7 @@ static int fake_profile(void *ctx, const struct http_profile_request *req, uint8
     uint64_t end = now_ms() + (uint64_t)req->seconds * f->ms_per_second;
     while (now_ms() < end) {
         if (http_profile_cancelled(req)) {
+            atomic_store(&f->cancel_ms, now_ms());
             atomic_store(&f->saw_cancel, true);
             snprintf(err, err_size, "shutting down");
             return -ECANCELED;
@@ -638,6 +644,49 @@ static void test_http_server__stop_cancels_profile(void **state)
     assert_int_not_equal(request_port(port, "GET", "/-/healthy", NULL, 0, r), CURLE_OK);
 }
 
+static void test_http_server__client_hangup_cancels_profile(void **state)
+{
+    (void)state;
+    struct resp *r = &g_resp;
+    struct http_server_config cfg = {.listen_address = "127.0.0.1:0", .max_concurrent_profiles = 1};
+    struct http_server_ops ops = fake_ops();
+    http_server_free(g_srv);
+    start_with(&cfg, &ops);
+    g_fake.ms_per_second = 1000;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(http_server_port(g_srv)),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    static const char get[] = "GET /debug/pprof/profile?seconds=30 HTTP/1.1\r\n"
+                              "Host: 127.0.0.1\r\n\r\n";
+    assert_int_equal(write(fd, get, sizeof(get) - 1), (ssize_t)(sizeof(get) - 1));
+    wait_profiles(1);
+    /* a client that stays is not cancelled */
+    struct timespec second = {1, 0};
+    nanosleep(&second, NULL);
+    assert_false(atomic_load(&g_fake.saw_cancel));
+    uint64_t closed = now_ms();
+    close(fd);
+    uint64_t end = closed + 3000;
+    while (!atomic_load(&g_fake.saw_cancel) && now_ms() < end) {
+        struct timespec nap = {0, 5 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    assert_true(atomic_load(&g_fake.saw_cancel));
+    assert_true(atomic_load(&g_fake.cancel_ms) - closed < 1000);
+    /* the slot is free again (the only one) */
+    g_fake.ms_per_second = 0;
+    end = now_ms() + 2000;
+    do {
+        request("GET", "/debug/pprof/profile?seconds=1", r);
+    } while (r->status == 503 && now_ms() < end);
+    assert_int_equal(r->status, 200);
+    request("GET", "/metrics", r);
+    assert_non_null(strstr(r->body, "pyprofd_http_profile_requests_in_flight 0\n"));
+}
+
 static void test_http_server__start_errors(void **state)
 {
     (void)state;
@@ -746,6 +795,7 @@ int main(void)
         T(test_http_server__profile_does_not_block_others),
         T(test_http_server__too_many_profiles_503),
         T(test_http_server__stop_cancels_profile),
+        T(test_http_server__client_hangup_cancels_profile),
         T(test_http_server__start_errors),
         T(test_http_server__ipv6_and_hostname),
         T(test_http_server__parse_query_directly),
