@@ -7,8 +7,9 @@
  * the unwinder read with the thread state; in ALL mode each thread's task
  * list), read task objects and follow their awaited-by links level by level
  * (one batched read per level), read all names in one batched read, then the
- * suspended coroutine chains level by level, resolve code objects through a
- * cache of its own, and finally assemble the samples. Remote memory is
+ * suspended coroutine chains level by level, read every link of those chains
+ * again to verify them, resolve code objects through a cache of its own, and
+ * finally assemble the samples. Remote memory is
  * untrusted: every pointer read is checked before use and every loop is
  * capped; what does not add up makes the thread's sample SAMPLE_ASYNC_TORN.
  */
@@ -37,16 +38,26 @@
 #define AIO_LINETABLE    (256u * 1024u)
 #define AIO_NAMEBUF      (4 * PYSTR_MAX_CHARS + 1)
 #define AIO_PAGE         4096u
+#define AIO_OB_REFCNT    0u /* an object's reference count, 32 bits: negative when immortal */
+#define AIO_AWAIT_WORDS  2u /* words from the awaited object up to the stack pointer, at most */
+#define AIO_VERIFY_RAW   (MEMREAD_MAX_IOV / 2u) /* coroutines per verification read */
 
 static const char aio_marker_file[] = "~";
 static const char aio_unknown_function[] = "<unknown function>";
 static const char aio_unknown_file[] = "<unknown file>";
 static const char aio_unreadable[] = "<unreadable frame>";
 
-/* A coroutine frame found suspended, before its code object is looked up. */
+/*
+ * A coroutine frame found suspended, before its code object is looked up;
+ * with what its chain link was read from, for the verification read.
+ */
 struct aio_raw {
     uint64_t code, ip, frame;
-    uint32_t next; /* the next (inner) coroutine of the same task, UINT32_MAX: none */
+    uint64_t sp;      /* its stack pointer */
+    uint64_t awaited; /* the object it awaits (untagged), 0: not awaiting */
+    uint32_t next;    /* the next (inner) coroutine of the same task, UINT32_MAX: none */
+    uint32_t entry;   /* the task it belongs to */
+    int8_t state;     /* its gi_frame_state */
 };
 
 /* A task (or a plain future standing between tasks) seen by this sample. */
@@ -114,8 +125,8 @@ struct asyncio {
     /* scratch for batched reads */
     struct memread_iov *iov;
     uint32_t *iov_entry;
-    uint8_t *buf; /* ASYNCIO_MAX_TASKS windows of AIO_GEN_WINDOW bytes */
-    uint64_t *slot_val;
+    uint8_t *buf;       /* ASYNCIO_MAX_TASKS windows of AIO_GEN_WINDOW bytes */
+    uint64_t *slot_val; /* AIO_AWAIT_WORDS per task */
 
     /* type flags by type address, direct-mapped */
     uint64_t type_raddr[AIO_TYPES], type_flags[AIO_TYPES];
@@ -297,7 +308,7 @@ int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *
     a->iov = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->iov));
     a->iov_entry = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->iov_entry));
     a->buf = alloc_malloc((size_t)ASYNCIO_MAX_TASKS * AIO_GEN_WINDOW);
-    a->slot_val = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->slot_val));
+    a->slot_val = alloc_calloc(ASYNCIO_MAX_TASKS * AIO_AWAIT_WORDS, sizeof(*a->slot_val));
     a->linetable_buf = alloc_malloc(AIO_LINETABLE);
     int err = -ENOMEM;
     if (!a->entries || !a->slot_idx || !a->slot_stamp || !a->waiters || !a->raw ||
@@ -653,6 +664,22 @@ static int aio_names(struct asyncio *a)
 /* --- coroutine chains -------------------------------------------------- */
 
 /*
+ * Takes the awaited object of @e's innermost suspended coroutine from the
+ * @n words below its stack pointer (@w[0] the object, the others, if any,
+ * null references: 3.15 keeps one above the awaited object). Anything else
+ * is a stack caught while it changed: the chain is torn.
+ */
+static void aio_take_awaited(struct asyncio *a, struct aio_entry *e, const uint64_t *w, size_t n)
+{
+    uint64_t mask = ~a->l.tag_mask;
+    e->cur = w[0] & mask;
+    e->chain_torn |= e->cur == 0;
+    for (size_t i = 1; i < n; i++)
+        e->chain_torn |= (w[i] & mask) != 0;
+    a->raw[e->rlast].awaited = e->cur;
+}
+
+/*
  * Walks the coroutine chains of the entries that need one (suspended tasks),
  * one level per round: one batched read of every chain's next coroutine
  * (the generator with its embedded frame and value stack), then one of the
@@ -704,8 +731,15 @@ static int aio_chains(struct asyncio *a)
                 continue;
             }
             uint64_t type = u64_at(g + l->ob_type);
-            if (e->cur_type && type != e->cur_type)
-                continue; /* awaiting something else than a coroutine: the chain ends */
+            if (e->cur_type && type != e->cur_type) {
+                /* Awaiting something else than a coroutine: the chain ends.
+                 * Not at an immortal object (None, small ints, ...): no
+                 * awaitable's iterator is one, but the value sent into a
+                 * coroutine being resumed is (3.14 pushes it before the
+                 * coroutine's state says that it runs). */
+                e->chain_torn |= (int32_t)u32_at(g + AIO_OB_REFCNT) < 0;
+                continue;
+            }
             const uint8_t *fr = g + l->gen_iframe;
             enum pyasync_frame_state st = pyasync_frame_state(l, (int8_t)g[l->gen_frame_state]);
             if (e->running) {
@@ -732,8 +766,14 @@ static int aio_chains(struct asyncio *a)
             if (a->nraw == AIO_RAW_MAX || e->nraw == ASYNCIO_MAX_CHAIN)
                 continue;
             uint32_t at = (uint32_t)a->nraw++;
-            a->raw[at] = (struct aio_raw){code, u64_at(fr + l->fr_instr_ptr), cur + l->gen_iframe,
-                                          UINT32_MAX};
+            uint64_t sp = u64_at(fr + l->fr_stackpointer);
+            a->raw[at] = (struct aio_raw){.code = code,
+                                          .ip = u64_at(fr + l->fr_instr_ptr),
+                                          .frame = cur + l->gen_iframe,
+                                          .sp = sp,
+                                          .next = UINT32_MAX,
+                                          .entry = a->iov_entry[k],
+                                          .state = (int8_t)g[l->gen_frame_state]};
             if (e->nraw == 0)
                 e->rfirst = at;
             else
@@ -742,19 +782,20 @@ static int aio_chains(struct asyncio *a)
             e->nraw++;
             if (st != PYASYNC_FS_AWAITING)
                 continue;
-            uint64_t sp = u64_at(fr + l->fr_stackpointer);
-            if (sp < cur + l->await_below_sp) {
+            size_t nw = l->await_below_sp / 8;
+            if (sp < cur + l->await_below_sp || nw == 0 || nw > AIO_AWAIT_WORDS) {
                 e->chain_torn = true; /* awaiting, with nothing on its stack */
                 continue;
             }
             uint64_t slot = sp - l->await_below_sp;
             e->cur_type = type;
-            if (slot >= cur && slot + 8 <= cur + a->iov[k].len) {
-                e->cur = u64_at(g + (slot - cur)) & ~l->tag_mask;
-                e->chain_torn |= e->cur == 0;
+            if (slot >= cur && slot + l->await_below_sp <= cur + a->iov[k].len) {
+                uint64_t w[AIO_AWAIT_WORDS];
+                memcpy(w, g + (slot - cur), l->await_below_sp);
+                aio_take_awaited(a, e, w, nw);
             } else {
                 slot_of[k] = (uint32_t)nslot;
-                a->slot_val[nslot++] = slot; /* read below */
+                a->slot_val[AIO_AWAIT_WORDS * nslot++] = slot; /* read below */
             }
         }
         if (nslot) {
@@ -762,8 +803,8 @@ static int aio_chains(struct asyncio *a)
             for (size_t k = 0; k < n; k++) {
                 if (slot_of[k] == UINT32_MAX)
                     continue;
-                a->iov[m] =
-                    (struct memread_iov){a->slot_val[slot_of[k]], &a->slot_val[slot_of[k]], 8};
+                uint64_t *w = &a->slot_val[AIO_AWAIT_WORDS * slot_of[k]];
+                a->iov[m] = (struct memread_iov){w[0], w, l->await_below_sp};
                 a->iov_entry[m++] = a->iov_entry[k];
             }
             err = aio_readv(a, m, ok);
@@ -771,9 +812,74 @@ static int aio_chains(struct asyncio *a)
                 return err;
             for (size_t k = 0; k < m; k++) {
                 struct aio_entry *e = &a->entries[a->iov_entry[k]];
-                e->cur = ok[k] ? *(uint64_t *)a->iov[k].local & ~l->tag_mask : 0;
-                e->chain_torn |= e->cur == 0;
+                if (ok[k]) {
+                    aio_take_awaited(a, e, a->iov[k].local, l->await_below_sp / 8);
+                } else {
+                    e->cur = 0;
+                    e->chain_torn = true;
+                }
             }
+        }
+    }
+    return 0;
+}
+
+/*
+ * The verification read. Each coroutine of a chain was copied at its own
+ * moment, and a copy can mix two: the state of a suspended coroutine with
+ * the stack of the same coroutine running again, an awaited object taken
+ * from below a stack pointer that had just moved. Every link is read again,
+ * in one batched read per AIO_VERIFY_RAW coroutines, after the whole walk:
+ * the state, the frame's code, instruction and stack pointers, and the
+ * awaited object with the words above it must all be unchanged, otherwise
+ * the task moved while it was read and its chain is torn.
+ */
+static int aio_verify(struct asyncio *a)
+{
+    const struct pyasync_layout *l = &a->l;
+    bool ok[MEMREAD_MAX_IOV];
+    /* the state byte and the embedded frame's header, in one range */
+    size_t lo = l->gen_frame_state < l->gen_iframe ? l->gen_frame_state : l->gen_iframe;
+    size_t hi = l->gen_iframe + l->fr_size > l->gen_frame_state + 1u ? l->gen_iframe + l->fr_size
+                                                                     : l->gen_frame_state + 1u;
+    size_t stride = hi - lo + AIO_AWAIT_WORDS * 8; /* <= PYASYNC_MAX_GEN + 16 */
+    uint64_t mask = ~l->tag_mask;
+    for (size_t from = 0; from < a->nraw;) {
+        size_t n = 0, nr = 0;
+        for (; from < a->nraw && nr < AIO_VERIFY_RAW; from++) {
+            const struct aio_raw *r = &a->raw[from];
+            const struct aio_entry *e = &a->entries[r->entry];
+            if (e->chain_torn || !e->ok)
+                continue;
+            uint8_t *at = a->buf + nr++ * stride;
+            uint64_t gen = r->frame - l->gen_iframe;
+            a->iov[n] = (struct memread_iov){gen + lo, at, hi - lo};
+            a->iov_entry[n++] = (uint32_t)from;
+            if (r->awaited) {
+                uint64_t slot = r->sp - l->await_below_sp;
+                a->iov[n] = (struct memread_iov){slot, at + (hi - lo), l->await_below_sp};
+                a->iov_entry[n++] = (uint32_t)from;
+            }
+        }
+        int err = aio_readv(a, n, ok);
+        if (err)
+            return err;
+        for (size_t k = 0; k < n; k++) {
+            const struct aio_raw *r = &a->raw[a->iov_entry[k]];
+            struct aio_entry *e = &a->entries[r->entry];
+            const uint8_t *g = a->iov[k].local; /* the generator from offset lo */
+            const uint8_t *fr = g + (l->gen_iframe - lo);
+            bool same = ok[k] && (int8_t)g[l->gen_frame_state - lo] == r->state &&
+                        (u64_at(fr + l->fr_executable) & mask) == r->code &&
+                        u64_at(fr + l->fr_instr_ptr) == r->ip &&
+                        u64_at(fr + l->fr_stackpointer) == r->sp;
+            if (r->awaited) {
+                const uint8_t *w = a->iov[++k].local;
+                same = same && ok[k] && (u64_at(w) & mask) == r->awaited;
+                for (size_t i = 1; i < l->await_below_sp / 8; i++)
+                    same = same && (u64_at(w + 8 * i) & mask) == 0;
+            }
+            e->chain_torn |= !same;
         }
     }
     return 0;
@@ -1145,6 +1251,8 @@ int asyncio_sample(struct asyncio *a, const struct unwind_result *r, uint64_t no
         err = aio_names(a);
     if (!err)
         err = aio_chains(a);
+    if (!err)
+        err = aio_verify(a);
     if (err)
         goto plain;
     bool resolved = aio_resolve(a);
