@@ -774,7 +774,7 @@ static void test_push__blocked_exporters_take_one_deadline_in_all(void **state)
         ex[i].ops->shutdown(ex[i].ctx, deadline);
     uint64_t took = real_mono() - r0;
     assert_true(took >= grace - 1000000ull);
-    assert_true(took < grace + grace / 2);
+    assert_true(took < 2 * grace); /* one after the other would be N * grace */
     for (int i = 0; i < N; i++) {
         assert_int_equal(naborted(txs[i]), 1);
         tx = txs[i];
