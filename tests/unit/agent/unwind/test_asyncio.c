@@ -6,7 +6,9 @@
  * the suspended coroutines of the tasks awaiting it, with markers), suspended
  * leaf tasks in ALL mode, awaited-by sets, int task names, a running task
  * between two steps, and garbage: loops, impossible flags, names that are
- * not names; all bounded, counted, never reported as a chain. A sample
+ * not names; all bounded, counted, never reported as a chain. Torn chains:
+ * a coroutine copied while it moved (a reader that changes the image
+ * between two reads of one sample), a coroutine caught being resumed. A sample
  * allocates nothing. With PYPROFD_WRITE_ASYNC_SEEDS=DIR set, the images are
  * written there as seeds for tests/fuzz/fuzz_asyncio.c.
  */
@@ -30,6 +32,7 @@ struct aimg {
     unsigned t; /* the thread */
     struct memread_fake *fake;
     struct memread *mr;
+    struct memread *amr; /* the walker's reader, when not mr (set before aimg_start) */
     struct pyruntime rt;
     struct unwinder *u;
     struct asyncio *a;
@@ -170,6 +173,24 @@ static void aimg_task_set(struct aimg *m, uint64_t task, uint32_t off, uint64_t 
         put64(p + off, v);
 }
 
+/* Sets the value stack of coroutine @coro to @words (at most 8), its stack pointer above them. */
+static void aimg_coro_stack(struct aimg *m, uint64_t coro, const uint64_t *words, size_t n)
+{
+    uint8_t *p = aimg_local(m, coro, m->al.gen_iframe + m->l->fr_size + 64);
+    uint64_t stack = coro + m->al.gen_iframe + m->l->fr_size;
+    for (size_t i = 0; i < n; i++)
+        put64(p + m->al.gen_iframe + m->l->fr_size + 8 * i, words[i]);
+    put64(p + m->al.gen_iframe + m->al.fr_stackpointer, stack + 8 * n);
+}
+
+/* The coroutine of @task. */
+static uint64_t aimg_task_coro(struct aimg *m, uint64_t task)
+{
+    uint64_t coro;
+    memcpy(&coro, aimg_local(m, task, m->al.task_size) + m->al.task_coro, 8);
+    return coro;
+}
+
 /* Links @tasks into the thread's task list, in order. */
 static void aimg_list(struct aimg *m, const uint64_t *tasks, size_t n)
 {
@@ -212,11 +233,12 @@ static uint64_t aimg_set(struct aimg *m, const uint64_t *keys, size_t n)
 static void aimg_start(struct aimg *m, enum asyncio_mode mode)
 {
     char why[256];
-    assert_int_equal(memread_fake_open(&m->fake, &m->mr), 0);
+    if (!m->mr) /* else opened by the test, to wrap it */
+        assert_int_equal(memread_fake_open(&m->fake, &m->mr), 0);
     pyimage_install(m->img, m->fake, &m->rt);
     assert_int_equal(unwinder_new(m->mr, &m->rt, &m->u, why, sizeof(why)), 0);
-    int err =
-        asyncio_new(m->u, m->mr, &m->rt, 1, "/nonexistent-proc", mode, &m->a, why, sizeof(why));
+    int err = asyncio_new(m->u, m->amr ? m->amr : m->mr, &m->rt, 1, "/nonexistent-proc", mode,
+                          &m->a, why, sizeof(why));
     if (err)
         fail_msg("asyncio_new: %s", why);
     assert_int_equal(asyncio_state(m->a), ASYNCIO_SEARCHING);
@@ -242,6 +264,7 @@ static void aimg_free(struct aimg *m)
 {
     asyncio_free(m->a);
     unwinder_free(m->u);
+    memread_free(m->amr);
     memread_free(m->mr);
     pyimage_free(m->img);
 }
@@ -489,6 +512,134 @@ static void test_asyncio__garbage_is_torn_and_bounded(void **state)
     }
 }
 
+/*
+ * A reader that changes the image once, right after the first read that
+ * covers address @watch: the target moving on between two reads of one
+ * sample.
+ */
+struct mover {
+    struct memread *inner;
+    struct memread_fake *fake;
+    uint64_t watch, at;
+    uint8_t bytes[8];
+    bool fired;
+};
+
+static int mover_readv(void *priv, const struct memread_iov *iov, size_t n)
+{
+    struct mover *mv = priv;
+    int err = memread_readv(mv->inner, iov, n);
+    for (size_t i = 0; i < n && !mv->fired; i++) {
+        if (iov[i].raddr <= mv->watch && mv->watch - iov[i].raddr < iov[i].len) {
+            mv->fired = true;
+            assert_int_equal(memread_fake_poke(mv->fake, mv->at, mv->bytes, sizeof(mv->bytes)), 0);
+        }
+    }
+    return err;
+}
+
+static const struct memread_ops mover_ops = {.name = "mover", .readv = mover_readv};
+
+/* An object of a type no chain follows; immortal (like None) or not. */
+static uint64_t aimg_other(struct aimg *m, bool immortal)
+{
+    uint8_t *p;
+    uint64_t raddr = pyimage_object(m->img, 64, &p);
+    uint32_t refcnt = immortal ? 0xc0000000u : 3u;
+    memcpy(p, &refcnt, 4);
+    put64(p + m->al.ob_type, m->odd_type);
+    return raddr;
+}
+
+/*
+ * The wrong stack test_async_live caught (tasks churning): main's coroutine
+ * copied in the middle of a move, its state saying "awaiting" and its stack
+ * pointer a moment later, above an object that is no coroutine. The chain
+ * then ended at main, without scenario, and nothing said it was torn. The
+ * verification read sees the stack pointer move: torn; the next sample, the
+ * image unchanged, has the whole chain.
+ */
+static void test_asyncio__chain_read_at_two_moments_is_torn(void **state)
+{
+    (void)state;
+    for (unsigned minor = 14; minor <= 15; minor++) {
+        struct aimg m;
+        aimg_new(&m, minor);
+        uint64_t tasks[3];
+        aimg_server(&m, tasks, NULL);
+        uint64_t mn = aimg_task_coro(&m, tasks[0]);
+        uint64_t sc;
+        memcpy(&sc, aimg_local(&m, mn, m.al.gen_size) + m.al.gen_iframe + m.l->fr_size, 8);
+        uint64_t stack = mn + m.al.gen_iframe + m.l->fr_size;
+        /* the torn copy: [scenario, null, other, (3.15) null], the slot below
+         * the stack pointer holding the other object */
+        uint64_t words[4] = {sc, 1, aimg_other(&m, false), 1};
+        aimg_coro_stack(&m, mn, words, 2 + m.al.await_below_sp / 8);
+        /* the stack pointer as it is once the copy is over */
+        struct mover mv = {.watch = mn, .at = mn + m.al.gen_iframe + m.al.fr_stackpointer};
+        put64(mv.bytes, stack + m.al.await_below_sp);
+        assert_int_equal(memread_fake_open(&m.fake, &m.mr), 0);
+        mv.inner = m.mr;
+        mv.fake = m.fake;
+        assert_int_equal(memread_new_custom(&mover_ops, &mv, &m.amr), 0);
+        aimg_start(&m, ASYNCIO_RUNNING);
+
+        const struct asyncio_result *ar = aimg_sample(&m);
+        assert_true(mv.fired);
+        assert_int_equal(ar->nsamples, 1);
+        /* before the fix: OK, 8 frames, ...;worker;<task worker-1>;main;<task main> */
+        if (ar->samples[0].status != SAMPLE_ASYNC_TORN)
+            fail_msg("3.%u: a chain read at two moments: status %s, %zu frames", minor,
+                     status_name(ar->samples[0].status), ar->samples[0].nframes);
+        assert_int_equal(ar->samples[0].nframes, 0);
+        assert_int_equal(asyncio_counts(m.a).torn, 1);
+        ar = aimg_sample(&m);
+        assert_int_equal(ar->samples[0].status, SAMPLE_OK);
+        expect_stack(&ar->samples[0], server_chain, PYPROFD_ARRAY_SIZE(server_chain));
+        aimg_free(&m);
+    }
+}
+
+/*
+ * A coroutine being resumed: 3.14 pushes the value sent to it (None, from a
+ * task's step) before its state says that it runs, so for a moment it looks
+ * suspended in await with None as the awaited object; 3.15 keeps a null
+ * reference above the awaited object, and one that is not null is a stack
+ * caught moving. Both are torn, even when the copy is consistent.
+ */
+static void test_asyncio__resumed_coroutine_is_torn(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 3; kind++) {
+        struct aimg m;
+        aimg_new(&m, kind == 0 ? 14 : 15);
+        uint64_t tasks[3];
+        aimg_server(&m, tasks, NULL);
+        uint64_t mn = aimg_task_coro(&m, tasks[0]);
+        uint64_t sc;
+        memcpy(&sc, aimg_local(&m, mn, m.al.gen_size) + m.al.gen_iframe + m.l->fr_size, 8);
+        uint64_t none = aimg_other(&m, true);
+        if (kind == 0) { /* 3.14: [scenario, None] */
+            uint64_t words[2] = {sc, none};
+            aimg_coro_stack(&m, mn, words, 2);
+        } else if (kind == 1) { /* 3.15: [scenario, null, None] */
+            uint64_t words[3] = {sc, 1, none};
+            aimg_coro_stack(&m, mn, words, 3);
+        } else { /* 3.15: [scenario, not null] */
+            uint64_t words[2] = {sc, aimg_other(&m, false)};
+            aimg_coro_stack(&m, mn, words, 2);
+        }
+        aimg_start(&m, ASYNCIO_RUNNING);
+        const struct asyncio_result *ar = aimg_sample(&m);
+        assert_int_equal(ar->nsamples, 1);
+        if (ar->samples[0].status != SAMPLE_ASYNC_TORN)
+            fail_msg("kind %d: status %s, %zu frames", kind, status_name(ar->samples[0].status),
+                     ar->samples[0].nframes);
+        assert_int_equal(asyncio_counts(m.a).torn, 1);
+        aimg_free(&m);
+    }
+}
+
 static void test_asyncio__unavailable_on_3_13(void **state)
 {
     (void)state;
@@ -533,6 +684,8 @@ int main(void)
         cmocka_unit_test(test_asyncio__awaited_by_set),
         cmocka_unit_test(test_asyncio__between_steps_keeps_thread_stack),
         cmocka_unit_test(test_asyncio__garbage_is_torn_and_bounded),
+        cmocka_unit_test(test_asyncio__chain_read_at_two_moments_is_torn),
+        cmocka_unit_test(test_asyncio__resumed_coroutine_is_torn),
         cmocka_unit_test(test_asyncio__unavailable_on_3_13),
         cmocka_unit_test(test_asyncio__mode_names),
     };
