@@ -194,7 +194,8 @@ static struct dispatch_set *dispatch_set_new(const struct exporter *ex, size_t n
 {
     struct dispatch_set *set = alloc_calloc(1, sizeof(*set));
     if (set) {
-        memcpy(set->ex, ex, n * sizeof(*ex));
+        if (n)
+            memcpy(set->ex, ex, n * sizeof(*ex));
         set->n = n;
         set->max_bytes = max_bytes;
     }
