@@ -288,10 +288,26 @@ static unsigned sampler_unwind_flags(const struct sampler *s)
 
 /* Counts one stack of thread @t. @plain: the thread's own stack, which the
  * unwinder's "unchanged" flag may let be counted without looking at it. */
+/*
+ * A thread sampled while it runs no Python code at all (the interpreter
+ * starting or finishing, a C thread holding a thread state): its time is
+ * counted under this marker, so no sample the summary counts is missing from
+ * the profile (consumers drop samples without locations).
+ */
+static const struct unwind_frame sampler_interpreter_frame = {
+    .kind = UNWIND_FRAME_NATIVE,
+    .function = "<interpreter>",
+    .file = "~",
+};
+
 static void sampler_add(struct sampler *s, const struct unwind_thread *t,
                         const struct unwind_frame *frames, size_t nframes, const char *task,
                         bool plain)
 {
+    if (nframes == 0) {
+        frames = &sampler_interpreter_frame;
+        nframes = 1;
+    }
     struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
     int64_t ns = (int64_t)s->opts.interval_ns;
     if (!plain) {
