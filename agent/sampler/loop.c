@@ -56,7 +56,7 @@ static const char *const loop_state_names[] = {
 
 struct loop_job_stats {
     char name[64];
-    uint64_t taken, failed, missed, skipped, thread_samples, windows, windows_dropped;
+    uint64_t taken, failed, missed, skipped, thread_samples, windows, windows_dropped, retried;
     uint64_t failed_by[SAMPLE_STATUS_COUNT];
 };
 
@@ -302,6 +302,7 @@ static void loop_job_add(struct loop_job_stats *j, const struct sampler_counts *
     j->missed += c->missed;
     j->skipped += c->skipped;
     j->thread_samples += c->thread_samples;
+    j->retried += c->retried;
     for (size_t i = 0; i < SAMPLE_STATUS_COUNT; i++)
         j->failed_by[i] += c->failed_by[i];
 }
@@ -1354,6 +1355,7 @@ static json_object *loop_tsnap_json(const struct loop_tsnap *t)
     json_object_object_add(c, "failed", json_object_new_uint64(t->counts.failed));
     json_object_object_add(c, "missed", json_object_new_uint64(t->counts.missed));
     json_object_object_add(c, "skipped", json_object_new_uint64(t->counts.skipped));
+    json_object_object_add(c, "retried", json_object_new_uint64(t->counts.retried));
     json_object *by = json_object_new_object();
     for (size_t k = 0; k < SAMPLE_STATUS_COUNT; k++) {
         if (t->counts.failed_by[k])
@@ -1516,6 +1518,8 @@ int loop_metrics(struct loop *l, struct promtext *w)
     LOOP_COUNTER("pyprofd_samples_missed_total",
                  "Attempts due by the schedule that never ran because the sampler fell behind.",
                  missed)
+    LOOP_COUNTER("pyprofd_samples_retried_total",
+                 "Attempts read a second time at once because the first read was torn.", retried)
     LOOP_COUNTER("pyprofd_samples_skipped_total",
                  "Attempts let pass on purpose to stay within limits.cpu_budget.", skipped)
     LOOP_COUNTER("pyprofd_profiles_total", "Profile windows handed to the outputs, by job.",

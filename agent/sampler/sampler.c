@@ -347,6 +347,29 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
     }
 }
 
+static bool sampler_torn_status(enum sample_status st)
+{
+    return st == SAMPLE_INCOMPLETE || st == SAMPLE_BAD_FRAME || st == SAMPLE_CYCLE ||
+           st == SAMPLE_ASYNC_TORN;
+}
+
+/* Whether an attempt failed only because something moved while it was read. */
+static bool sampler_torn(int err, enum sample_status why, const struct unwind_result *r,
+                         const struct asyncio_result *ar)
+{
+    if (err)
+        return sampler_torn_status(why);
+    for (size_t i = 0; ar && i < ar->nsamples; i++) {
+        if (sampler_torn_status(ar->samples[i].status))
+            return true;
+    }
+    for (size_t i = 0; !ar && i < r->nthreads; i++) {
+        if (sampler_torn_status(r->threads[i].status))
+            return true;
+    }
+    return false;
+}
+
 int sampler_attempt(struct sampler *s, uint64_t now_ns)
 {
     s->now_ns = now_ns;
@@ -358,12 +381,27 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
         (void)sampler_stop_all(s); /* a thread that cannot be stopped is sampled running */
     const struct unwind_result *r = NULL;
     enum sample_status why = SAMPLE_OK;
-    int err = unwinder_sample(s->u, sampler_unwind_flags(s), &r, &why);
-    /* the task graph is read while the threads are still stopped */
     const struct asyncio_result *ar = NULL;
     bool gone = false;
-    if (!err && s->opts.async)
-        gone = asyncio_sample(s->opts.async, r, now_ns, &ar) == -ESRCH;
+    int err = 0;
+    /*
+     * A stack or task graph that changed while it was read (a torn read) is
+     * read again at once, one time: the second read almost always holds, and
+     * a failed attempt would leave its moment out of the profile, more often
+     * for code whose stacks change fast. The retry costs a second walk only
+     * when the first tore; it is counted (retried).
+     */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        ar = NULL;
+        gone = false;
+        err = unwinder_sample(s->u, sampler_unwind_flags(s), &r, &why);
+        /* the task graph is read while the threads are still stopped */
+        if (!err && s->opts.async)
+            gone = asyncio_sample(s->opts.async, r, now_ns, &ar) == -ESRCH;
+        if (attempt > 0 || gone || !sampler_torn(err, why, r, ar))
+            break;
+        s->counts.retried++;
+    }
     /* The threads are resumed before the (local) aggregation work. */
     if (s->opts.blocking)
         sampler_resume_all(s);

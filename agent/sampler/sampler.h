@@ -69,6 +69,7 @@ struct sampler_counts {
     uint64_t missed;
     uint64_t skipped;        /* due attempts not made on purpose (sampler_skip: CPU budget) */
     uint64_t thread_samples; /* thread stacks added to the profile */
+    uint64_t retried;        /* attempts read a second time because the first read tore */
 };
 
 /** Windows besides the main one that a sampler may also feed at once (sampler_add_tap). */
