@@ -62,6 +62,24 @@ HOME="$out" GOCACHE="$out/gocache" GOFLAGS=-mod=mod GOPROXY=off \
     go tool pprof -top -nodecount=12 -sample_index=1 "$out/demo.pb.gz" 2>&1 |
     grep -v '^Main binary filename not available'
 echo
+echo "== async-aware stacks: an asyncio server (tests/targets/async_server.py) under CPython 3.15"
+echo "   main -> gather(worker-1, worker-2) -> each awaits a cruncher task that computes"
+echo
+apid=$(scripts/run-target.sh start --python 3.15 async_server)
+pids+=("$apid")
+sleep 0.5
+echo "== $bin dump --async-aware $apid   (the thread's own stack, then the task tree)"
+echo
+"$bin" dump --async-aware "$apid" | sed 's/^/   /'
+echo
+echo "== $bin record --async-aware -d 2 --format collapsed $apid   (the top logical stacks,"
+echo "   root first: each cruncher under the worker awaiting it under main, not under the event loop)"
+echo
+"$bin" record --async-aware -d 2 --format collapsed -o "$out/async.txt" "$apid" 2>&1 | sed 's/^/   /'
+awk '{print $NF "\t" $0}' "$out/async.txt" | sort -nr | head -n 3 | cut -f2- |
+    sed -e 's| ([^)]*)||g' -e 's/^/   /'
+
+echo
 echo "== $bin agent --config.file config/pyprofd.yml   (the daemon, with the shipped default config)"
 echo "   one job samples every Python process at 100 Hz in cpu mode; HTTP on 127.0.0.1:7979"
 echo
