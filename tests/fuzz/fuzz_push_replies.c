@@ -39,8 +39,7 @@ static void fuzz_parca(const char *text, size_t len)
     struct push_result res;
     memset(&res, 0, sizeof(res));
     parca_classify(CURLE_OK, "", CURL_HTTP_VERSION_2_0, &rep, 1700000000000000000ll, &res);
-    PYPROFD_ASSERT(res.outcome == PUSH_OK || res.outcome == PUSH_RETRY ||
-                   res.outcome == PUSH_DROP);
+    PYPROFD_ASSERT(res.outcome == PUSH_OK || res.outcome == PUSH_RETRY || res.outcome == PUSH_DROP);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
