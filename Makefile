@@ -66,9 +66,12 @@ format-check: bootstrap
 
 lint: build
 	@clang-tidy --quiet -p build $(LINT_FILES)
+	@# cppcheck 2.10 cannot parse PROMTEXT_LABELS' compound literals in push.c's
+	@# loops (internalAstError, a parser limit, not a finding)
 	@cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
 	    --inline-suppr --std=c11 -D__GNUC__ -D_GNU_SOURCE -Iagent \
-	    --suppress=missingIncludeSystem $(LINT_FILES)
+	    --suppress=missingIncludeSystem \
+	    --suppress=internalAstError:exporters/push/push.c $(LINT_FILES)
 	@echo "lint: clang-tidy and cppcheck clean on $(words $(LINT_FILES)) files"
 
 clean:

@@ -40,6 +40,7 @@ int window_queue_new(size_t queue_cap, size_t pool_cap, const struct agg_limits 
     if (!q)
         return -ENOMEM;
     q->items = alloc_calloc(queue_cap, sizeof(*q->items));
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
     q->pool = alloc_calloc(pool_cap, sizeof(*q->pool));
     if (!q->items || !q->pool) {
         alloc_free(q->items);
@@ -170,6 +171,7 @@ int window_grow_pool(struct window_queue *q, size_t pool_cap)
     int err = 0;
     pthread_mutex_lock(&q->mu);
     if (pool_cap > q->pool_cap) {
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
         struct agg **pool = alloc_realloc(q->pool, pool_cap * sizeof(*pool));
         if (pool) {
             q->pool = pool;

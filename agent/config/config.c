@@ -114,7 +114,8 @@ static const char *cfg_key(struct cfg *x, const char *path, const struct config_
     }
     for (size_t j = 0; j < i; j += 2) {
         const struct config_node *o = m->kids[j];
-        if (o->kind == CONFIG_NODE_SCALAR && strcmp(o->value, k->value) == 0) {
+        if (o->kind == CONFIG_NODE_SCALAR && o->value && k->value &&
+            strcmp(o->value, k->value) == 0) {
             cfg_err(x, k, "%s: duplicate key '%s' (first at line %" PRIu32 ")", path, k->value,
                     o->line);
             return NULL;
@@ -1152,6 +1153,7 @@ static void cfg_remote_writes(struct cfg *x, const struct config_node *seq,
         return;
     }
     c->remote_write = alloc_calloc(seq->n, sizeof(c->remote_write[0]));
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
     names = alloc_calloc(seq->n, sizeof(*names));
     if (!c->remote_write || !names) {
         alloc_free(names);

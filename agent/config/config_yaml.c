@@ -157,6 +157,7 @@ static int config_yaml_attach(struct config_yaml_parse *p, struct config_node *n
     }
     if (parent->n == parent->cap) {
         size_t ncap = parent->cap ? parent->cap * 2 : 8;
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
         struct config_node **nk = alloc_realloc(parent->kids, ncap * sizeof(*nk));
         if (!nk) {
             config_yaml_free(n);

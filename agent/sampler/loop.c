@@ -567,7 +567,6 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
             snprintf(t->async_note, sizeof(t->async_note), "unavailable: %s", why);
         else if (err)
             goto fail;
-        err = 0;
     }
     err = window_get(l->opts.queue, &t->win);
     if (err) {
@@ -871,7 +870,9 @@ static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64
                       ? LOOP_TARGETS_CAP
                       : (size_t)cfg->global.limits.max_targets;
     if (want > l->cap_targets) {
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
         struct loop_target **heap = alloc_calloc(want, sizeof(*heap));
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
         struct loop_target **targets = alloc_calloc(want, sizeof(*targets));
         if (heap && targets) {
             alloc_free(l->heap);
@@ -1099,7 +1100,9 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
     l->index = alloc_calloc(slots, sizeof(*l->index));
     /* targets and heap are sized for the largest max_targets a config may set */
     size_t cap = l->max_targets > LOOP_TARGETS_CAP ? LOOP_TARGETS_CAP : (size_t)l->max_targets;
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
     l->heap = alloc_calloc(cap ? cap : 1, sizeof(*l->heap));
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
     l->targets = alloc_calloc(cap ? cap : 1, sizeof(*l->targets));
     l->jobs = alloc_calloc(LOOP_MAX_JOBS_STATS, sizeof(*l->jobs));
     l->max_targets = cap;
@@ -1251,6 +1254,8 @@ int loop_profile(struct loop *l, uint32_t seconds, pid_t pid, bool (*cancelled)(
         return stopping ? -ECANCELED : -EBUSY;
     }
     r.next = l->requests;
+    /* unlinked again below, under the same lock, before r goes out of scope */
+    /* cppcheck-suppress autoVariables */
     l->requests = &r;
     l->nrequests++;
     l->kick = true;

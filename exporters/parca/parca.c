@@ -91,6 +91,7 @@ PYPROFD_STATIC int parca_encode(const struct push_request *r, uint8_t **out, siz
     *out_len = 0;
     if (n) {
         lv = alloc_calloc(n, sizeof(*lv));
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
         lp = alloc_calloc(n, sizeof(*lp));
         if (!lv || !lp) {
             err = -ENOMEM;

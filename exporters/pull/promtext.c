@@ -550,15 +550,16 @@ int promtext_histogram(struct promtext *w, const struct promtext_label *labels, 
         goto out;
     }
     /* one snapshot of the counts, so +Inf and _count agree */
-    for (uint32_t i = 0; i <= h->nbounds; i++)
+    uint32_t nb = h->nbounds <= PROMTEXT_HIST_MAX_BOUNDS ? h->nbounds : PROMTEXT_HIST_MAX_BOUNDS;
+    for (uint32_t i = 0; i <= nb; i++)
         counts[i] = atomic_load_explicit(&h->counts[i], memory_order_relaxed);
     uint64_t bits = atomic_load_explicit(&h->sum_bits, memory_order_relaxed);
     double sum;
     memcpy(&sum, &bits, sizeof(sum));
     uint64_t cum = 0;
-    for (uint32_t i = 0; rc == 0 && i <= h->nbounds; i++) {
+    for (uint32_t i = 0; rc == 0 && i <= nb; i++) {
         cum += counts[i];
-        if (i < h->nbounds)
+        if (i < nb)
             promtext_format_value(h->bounds[i], le, sizeof(le));
         else
             snprintf(le, sizeof(le), "+Inf");

@@ -299,7 +299,7 @@ static int endpoint_authorization(const struct push_endpoint *e, char **out, cha
             goto out;
         }
         snprintf(plain, n + 1, "%s:%s", e->basic_user, pw);
-        memcpy(v, "Basic ", 6);
+        snprintf(v, 7, "Basic ");
         endpoint_base64((const unsigned char *)plain, n, v + 6);
         *out = v;
     } else if (e->auth_credentials || e->auth_credentials_file) {
@@ -308,6 +308,11 @@ static int endpoint_authorization(const struct push_endpoint *e, char **out, cha
         if (rc)
             goto out;
         const char *cred = secret ? secret : e->auth_credentials;
+        if (!cred) {
+            rc = -EINVAL;
+            snprintf(err, errlen, "authorization: no credentials");
+            goto out;
+        }
         const char *type = e->auth_type && e->auth_type[0] ? e->auth_type : "Bearer";
         size_t n = strlen(type) + 1 + strlen(cred) + 1;
         char *v = alloc_malloc(n);

@@ -209,7 +209,7 @@ static int push_ring_grow(struct push_exporter *pe)
     struct push_item *v = alloc_calloc(ncap, sizeof(*v));
     if (!v)
         return -ENOMEM;
-    for (size_t i = 0; i < pe->n; i++)
+    for (size_t i = 0; pe->cap && i < pe->n; i++) /* n > 0 implies cap > 0 */
         v[i] = pe->ring[(pe->head + i) % pe->cap];
     alloc_free(pe->ring);
     pe->ring = v;

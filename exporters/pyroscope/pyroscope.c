@@ -166,6 +166,7 @@ static int pyro_encode_push(const struct push_request *r, uint8_t **out, size_t 
     size_t n = r->labels->n;
     char uuid[37];
     Types__V1__LabelPair *pairs = alloc_calloc(n ? n : 1, sizeof(*pairs));
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
     Types__V1__LabelPair **pp = alloc_calloc(n ? n : 1, sizeof(*pp));
     *out = NULL;
     if (!pairs || !pp)
