@@ -80,6 +80,8 @@ struct sampler {
     struct sampler_counts counts;
     struct sampler_thread threads[SAMPLER_THREADS];
     uint64_t now_ns; /* of the attempt in progress */
+    uint64_t jitter; /* the next attempt is made this long after it is due */
+    uint64_t rng;    /* xorshift state for the jitter */
     pid_t *traced;   /* blocking mode: seized TIDs */
     int *pending;    /* a signal each stopped thread was about to get */
     size_t ntraced;
@@ -230,6 +232,7 @@ int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg, const struct sam
     s->agg = agg;
     s->opts = *opts;
     schedule_init(&s->sched, now_ns, opts->interval_ns);
+    s->rng = (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u;
     s->last_attempt_ns = now_ns;
     if (opts->mode == SAMPLER_CPU)
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
@@ -267,7 +270,25 @@ void sampler_free(struct sampler *s)
 
 uint64_t sampler_due(const struct sampler *s)
 {
-    return schedule_due(&s->sched);
+    return schedule_due(&s->sched) + s->jitter;
+}
+
+/*
+ * Each attempt after the first is made at a random point of the first half
+ * of its interval, not exactly on the grid: code that runs periodically at
+ * (a multiple of) the sampling rate would otherwise be caught at the same
+ * phase every time and be over- or under-counted. The schedule itself (due
+ * times, missed counting) does not move.
+ */
+static void sampler_next_jitter(struct sampler *s)
+{
+    uint64_t x = s->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    s->rng = x;
+    uint64_t half = s->opts.interval_ns / 2;
+    s->jitter = half ? x % half : 0;
 }
 
 static unsigned sampler_unwind_flags(const struct sampler *s)
@@ -374,6 +395,7 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
 {
     s->now_ns = now_ns;
     schedule_attempted(&s->sched, now_ns);
+    sampler_next_jitter(s);
     s->last_attempt_ns = now_ns;
     s->counts.attempts++;
 
@@ -440,6 +462,7 @@ void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++)
         schedule_attempted(&s->sched, now_ns);
+    sampler_next_jitter(s);
     s->last_attempt_ns = now_ns;
     s->counts.skipped += n;
 }

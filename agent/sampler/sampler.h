@@ -88,7 +88,13 @@ PYPROFD_WARN_UNUSED int sampler_new(pid_t pid, struct unwinder *u, struct agg *a
 /** Releases (and detaches ptrace in blocking mode); NULL is a no-op. */
 void sampler_free(struct sampler *s);
 
-/** When the next attempt is due (CLOCK_MONOTONIC nanoseconds). */
+/**
+ * When to make the next attempt (CLOCK_MONOTONIC nanoseconds): its due time
+ * on the fixed schedule plus a random offset in the first half of the
+ * interval (none for the first attempt), so periodic code is not sampled at
+ * the same phase every time. The schedule's due times and the missed count
+ * do not depend on the offset.
+ */
 uint64_t sampler_due(const struct sampler *s);
 
 /**
