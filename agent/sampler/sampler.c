@@ -470,6 +470,7 @@ void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
 void sampler_idle(struct sampler *s, uint64_t now_ns)
 {
     schedule_attempted(&s->sched, now_ns);
+    sampler_next_jitter(s);
     s->last_attempt_ns = now_ns;
 }
 

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests for agent/sampler/sampler.c: when attempts are made (the jitter over
+ * the fixed schedule). The stack walk itself is covered by the live tests. */
+#include "base/compat.h"
+
+#include "cmocka_wrap.h"
+
+#include "aggregate/agg.h"
+#include "sampler/sampler.h"
+
+#define INTERVAL 10000000ull /* 100 Hz */
+#define START    1000000000ull
+
+static void test_sampler__first_attempt_is_due_at_once(void **state)
+{
+    (void)state;
+    struct agg *a;
+    struct sampler *s;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct sampler_opts o = {.mode = SAMPLER_WALL, .interval_ns = INTERVAL};
+    /* wall mode without blocking never touches the unwinder before an attempt */
+    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    assert_int_equal(sampler_due(s), START);
+    sampler_free(s);
+    agg_free(a);
+}
+
+static void test_sampler__attempts_are_spread_over_the_first_half_of_each_interval(void **state)
+{
+    (void)state;
+    struct agg *a;
+    struct sampler *s;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct sampler_opts o = {.mode = SAMPLER_WALL, .interval_ns = INTERVAL};
+    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    uint64_t buckets[10] = {0};
+    uint64_t now = START;
+    for (uint64_t k = 1; k <= 10000; k++) {
+        sampler_idle(s, now); /* the attempt due now passes; the next is k intervals in */
+        uint64_t due = sampler_due(s);
+        uint64_t grid = START + k * INTERVAL;
+        assert_true(due >= grid);
+        assert_true(due < grid + INTERVAL / 2); /* before the next one is due */
+        buckets[(due - grid) * 10 / (INTERVAL / 2)]++;
+        now = due;
+    }
+    /* roughly uniform: every tenth of the half interval gets 1000 +- 20% */
+    for (size_t i = 0; i < 10; i++)
+        assert_true(buckets[i] > 800 && buckets[i] < 1200);
+    /* the schedule itself did not move: nothing was missed */
+    assert_int_equal(sampler_counts(s).missed, 0);
+    assert_int_equal(sampler_counts(s).skipped, 0);
+    sampler_free(s);
+    agg_free(a);
+}
+
+static void test_sampler__skipped_runs_keep_the_grid(void **state)
+{
+    (void)state;
+    struct agg *a;
+    struct sampler *s;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct sampler_opts o = {.mode = SAMPLER_WALL, .interval_ns = INTERVAL};
+    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    sampler_skip(s, START, 5);
+    uint64_t due = sampler_due(s);
+    assert_true(due >= START + 5 * INTERVAL && due < START + 5 * INTERVAL + INTERVAL / 2);
+    assert_int_equal(sampler_counts(s).skipped, 5);
+    sampler_free(s);
+    agg_free(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sampler__first_attempt_is_due_at_once),
+        cmocka_unit_test(test_sampler__attempts_are_spread_over_the_first_half_of_each_interval),
+        cmocka_unit_test(test_sampler__skipped_runs_keep_the_grid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
