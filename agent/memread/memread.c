@@ -70,8 +70,11 @@ int memread_readv(struct memread *mr, const struct memread_iov *iov, size_t n)
     if (n > MEMREAD_MAX_IOV)
         return -EINVAL;
     for (size_t i = 0; i < n; i++) {
+        /* past the end of the address space: unmapped, like any wild address
+         * (a torn read can hand the caller one; it must fail like the others,
+         * not as a usage error the caller would not retry around) */
         if (iov[i].len > 0 && iov[i].raddr + iov[i].len - 1 < iov[i].raddr)
-            return -EINVAL;
+            return -EFAULT;
     }
     return mr->ops->readv(mr->priv, iov, n);
 }

@@ -17,8 +17,11 @@
  *  -ESRCH   the process is gone (exited, or reaped);
  *  -EPERM   the kernel refused access (ptrace access mode check failed; needs
  *           root or CAP_SYS_PTRACE);
- *  -EFAULT  a range is unmapped or only partly readable (a short read);
- *  -EINVAL  bad arguments (too many ranges, a range that wraps around);
+ *  -EFAULT  a range is unmapped or only partly readable (a short read), or
+ *           lies (partly) beyond the end of the address space: addresses
+ *           come from the target's memory, so a wild one is the target's
+ *           data, not the caller's bug;
+ *  -EINVAL  bad arguments (more than MEMREAD_MAX_IOV ranges);
  * plus other negative errno values from the kernel, passed through. The
  * contents of the local buffers are unspecified after a failure.
  *

@@ -537,14 +537,37 @@ static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr
     return 0;
 }
 
+/*
+ * Forgets what the last walk of the thread at @tstate_raddr taught: the
+ * chunks and outside frames read with its state. A read that carried them
+ * failed, and a guess that can never be read (a wild address from a torn
+ * walk) must not fail every later sample of the thread.
+ */
+static void unwind_forget_guesses(struct unwinder *u, uint64_t tstate_raddr)
+{
+    size_t slot = unwind_slot(tstate_raddr);
+    if (u->guess_tstate[slot] != tstate_raddr)
+        return;
+    memset(u->guess_chunks[slot], 0, sizeof(u->guess_chunks[slot]));
+    memset(u->guess_frames[slot], 0, sizeof(u->guess_frames[slot]));
+}
+
+/* Whether a read that failed with @err may succeed without the guesses it carried. */
+static bool unwind_guess_may_be_why(int err)
+{
+    return err != 0 && err != -ESRCH && err != -EPERM;
+}
+
 static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
 {
     struct memread_iov iov[UNWIND_THREAD_IOV];
     struct thread_read tr;
     size_t n = unwind_thread_prepare(u, tstate_raddr, iov, &tr);
     int err = memread_readv(u->mr, iov, n);
-    if (err == -EFAULT) {
-        /* a guess went stale (a chunk freed), or the struct ends early: plainly */
+    if (unwind_guess_may_be_why(err)) {
+        /* a guess went stale (a chunk freed, a wild frame address), or the
+         * struct ends early: plainly, and learn the guesses again */
+        unwind_forget_guesses(u, tstate_raddr);
         tr.nguess = 0;
         u->nextra = 0;
         err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
@@ -1221,8 +1244,12 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         skip_runtime = now - u->runtime_read_ns < UNWIND_RUNTIME_MAX_AGE;
     }
     int err = skip_runtime ? memread_readv(u->mr, rt + nrt, n - nrt) : memread_readv(u->mr, rt, n);
-    if (err == -EFAULT && n > nrt) {
-        u->interp_guess = 0; /* it went away */
+    if (unwind_guess_may_be_why(err) && n > nrt) {
+        /* the interpreter or main thread went away, or a guess read with the
+         * main thread can no longer be read: none of them is kept */
+        if (fused)
+            unwind_forget_guesses(u, u->main_guess);
+        u->interp_guess = 0;
         u->main_guess = 0;
         fused = false;
         skip_runtime = false;

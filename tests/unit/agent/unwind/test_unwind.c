@@ -759,6 +759,52 @@ static void test_unwind__warm_sample_takes_a_handful_of_reads(void **state)
     }
 }
 
+/*
+ * A frame pointer that is garbage at the very end of the address space (a
+ * torn read of a young process: a stale word on its data stack) fails that
+ * sample; the unwinder must not keep the address as a "frame to read with
+ * the thread state" and fail every later sample (issue 11: a target stuck in
+ * read_fault for good after an attach to a very young process).
+ */
+static void test_unwind__wild_frame_address_does_not_stick(void **state)
+{
+    (void)state;
+    static const uint64_t wild[] = {0xfffffffffffffff8ull, 0xffffffffffffff00ull, 0x7777000ull};
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        for (size_t w = 0; w < PYPROFD_ARRAY_SIZE(wild); w++) {
+            struct fixture fx;
+            fx_open(&fx, minor);
+            unsigned t = pyimage_thread(fx.img, 1);
+            uint64_t f[4];
+            build_stack(&fx, t, f);
+            fx_attach(&fx);
+            const struct py_layout *l = pyimage_layout(fx.img);
+            uint64_t good = f[1];
+            assert_int_equal(fx_sample(&fx, 0)->threads[0].status, SAMPLE_OK);
+            /* the chain is torn for a few samples ... */
+            assert_int_equal(
+                memread_fake_poke(fx.fake, f[2] + l->fr_previous, &wild[w], sizeof(wild[w])), 0);
+            for (int i = 0; i < 3; i++) {
+                const struct unwind_result *r = NULL;
+                enum sample_status st = SAMPLE_OK;
+                int err = unwinder_sample(fx.u, 0, &r, &st);
+                assert_true(err != 0 || r->threads[0].status != SAMPLE_OK);
+            }
+            /* ... and whole again: the next sample must see it */
+            assert_int_equal(memread_fake_poke(fx.fake, f[2] + l->fr_previous, &good, 8), 0);
+            const struct unwind_result *r = NULL;
+            enum sample_status st = SAMPLE_OK;
+            int err = unwinder_sample(fx.u, 0, &r, &st);
+            if (err)
+                fail_msg("3.%u, previous 0x%llx: still failing: %s", minor,
+                         (unsigned long long)wild[w], status_name(st));
+            assert_int_equal(r->threads[0].status, SAMPLE_OK);
+            assert_int_equal(r->threads[0].nframes, 3);
+            fx_close(&fx);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -781,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_unwind__runtime_is_read_at_least_once_a_millisecond),
         cmocka_unit_test(test_unwind__code_cache_invalidation),
         cmocka_unit_test(test_unwind__warm_sample_takes_a_handful_of_reads),
+        cmocka_unit_test(test_unwind__wild_frame_address_does_not_stick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
