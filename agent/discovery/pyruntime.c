@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "discovery/elf_sections.h"
@@ -59,13 +60,34 @@ static bool pyruntime_initialized(struct memread *mr, uint64_t raddr, const stru
     return head != 0;
 }
 
+/*
+ * The path of @path inside the root of process @pid when @path is written
+ * from the reader's root (a chroot'ed target: the kernel writes maps paths
+ * relative to the reader's root): the target's root as the reader sees it
+ * is stripped off. Returns a pointer into @path ("/usr/bin/python3.14"), or
+ * NULL when @path is not under that root, or the root is "/".
+ */
+static const char *pyruntime_inside_root(const char *proc_root, pid_t pid, const char *path)
+{
+    char link[PATH_MAX + 32], root[PATH_MAX];
+    snprintf(link, sizeof(link), "%s/%d/root", proc_root, (int)pid);
+    ssize_t n = readlink(link, root, sizeof(root) - 1);
+    if (n <= 1)
+        return NULL; /* unreadable, or "/" */
+    root[n] = '\0';
+    size_t len = (size_t)n;
+    if (strncmp(path, root, len) != 0 || path[len] != '/')
+        return NULL;
+    return path + len;
+}
+
 int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_map_entry *e,
                           const char **via)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, proc_root, (int)pid,
              e->start, e->end);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd >= 0) {
         *via = "map_files";
         return fd;
@@ -73,17 +95,34 @@ int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_ma
     if (e->deleted)
         return -ENOENT; /* only map_files can still reach a deleted file */
 
-    for (int attempt = 0; attempt < 2; attempt++) {
+    /*
+     * Through the target's root first: /proc/PID/root is a jump that needs
+     * only ptrace access (CAP_SYS_PTRACE), not the right to walk the
+     * directories above that root (a container's rootfs under a 0700
+     * directory), which map_files' directory, owned by the target's user,
+     * and the plain path would need (CAP_DAC_READ_SEARCH).
+     */
+    const char *inside = pyruntime_inside_root(proc_root, pid, e->path);
+    for (int attempt = 0; attempt < 3; attempt++) {
         if (attempt == 0)
             snprintf(path, sizeof(path), "%s/%d/root%s", proc_root, (int)pid, e->path);
-        else
+        else if (attempt == 1 && inside)
+            snprintf(path, sizeof(path), "%s/%d/root%s", proc_root, (int)pid, inside);
+        else if (attempt == 2)
             snprintf(path, sizeof(path), "%s", e->path);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        else
+            continue;
+        /* O_NONBLOCK: a FIFO planted under the mapped name must not block us */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
             continue;
         struct stat st;
-        if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == e->inode) {
-            *via = attempt == 0 ? "root" : "path";
+        /* as the reader sees it, the same inode number on another device is
+         * another file: the device must match too */
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == e->inode &&
+            (attempt < 2 ||
+             (major(st.st_dev) == e->dev_major && minor(st.st_dev) == e->dev_minor))) {
+            *via = attempt < 2 ? "root" : "path";
             return fd;
         }
         close(fd); /* same name, another file: the chroot pitfall */

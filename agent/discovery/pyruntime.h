@@ -12,9 +12,17 @@
  * (python3.X, libpython3.X.so.1.0) and the main executable, whatever it is
  * called. Each file is opened as the target sees it: /proc/PID/map_files/
  * first (always the mapped file, even inside a chroot or another mount
- * namespace, or deleted), then /proc/PID/root/<path>, then <path>; the last two
- * only if the inode matches the mapping, since a chroot target's maps path is
- * relative to the reader's root. Every candidate's cookie is checked and the
+ * namespace, or deleted; but its directory belongs to the target's user, so
+ * an agent of another user needs CAP_DAC_READ_SEARCH besides the capability
+ * map_files itself asks for), then /proc/PID/root/<path> (the target in
+ * another mount namespace: maps paths are relative to its root), then
+ * /proc/PID/root/<path less the target's root as the reader sees it> (a
+ * chroot'ed target: maps paths are relative to the reader's root), then
+ * <path>. /proc/PID/root needs only ptrace access, not the right to walk the
+ * directories above the target's root, so the middle two work for an agent
+ * with CAP_SYS_PTRACE alone. A file opened by name is used only if its inode
+ * matches the mapping (and, opened by the plain path, its device too), and
+ * only if it is a regular file. Every candidate's cookie is checked and the
  * first good one wins. A second libpython that was mapped but never started
  * (dlopen'ed by ctypes, say) carries the cookie too, since the table is static
  * data; so for the versions pyprofd knows, a runtime whose interpreter list is
@@ -83,8 +91,8 @@ PYPROFD_WARN_UNUSED int pyruntime_locate(const char *proc_root, pid_t pid, struc
 
 /**
  * Opens the file behind mapping @a e of @a pid as the target sees it (the
- * order described above: map_files, then the root or plain path if the inode
- * matches), read-only. Returns the fd (caller closes it) and sets *@a via to
+ * order described above: map_files, then the root paths or the plain path if
+ * the inode matches), read-only and non-blocking (the fd is only pread). Returns the fd (caller closes it) and sets *@a via to
  * "map_files", "root" or "path"; or -ENOENT. Also used to find the asyncio
  * table (unwind/asyncio.h).
  */

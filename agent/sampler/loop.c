@@ -21,6 +21,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "discovery/execid.h"
 #include "discovery/proc_scan.h"
 #include "discovery/pyruntime.h"
 #include "pprof/pprof_build.h"
@@ -36,6 +37,22 @@
 #define LOOP_MAX_JOBS_STATS 1024u
 #define LOOP_QUEUE_WINDOWS  2u      /* windows per target in the pool (current + in flight) */
 #define LOOP_TARGETS_CAP    100000u /* the most max_targets can mean */
+/* A target none of whose attempts succeeded for this long (and at least
+ * LOOP_STUCK_MIN_ATTEMPTS of them) is attached again from scratch; each
+ * further time in a row waits twice as long, up to LOOP_STUCK_MAX_NS. */
+#define LOOP_STUCK_NS           10000000000ull
+#define LOOP_STUCK_MAX_NS       600000000000ull
+#define LOOP_STUCK_MIN_ATTEMPTS 20u
+#define LOOP_EXEC_CHECK_NS      1000000000ull /* how often a target's program image is checked */
+
+/* Why a target was attached again (pyprofd_target_reattaches_total{reason}). */
+enum loop_reattach {
+    LR_FAILING, /* every attempt failed for a while */
+    LR_EXEC,    /* the process ran exec(): another program image */
+    LR_COUNT,
+};
+
+static const char *const loop_reattach_names[LR_COUNT] = {"failing", "exec"};
 
 enum loop_state {
     LS_NEW,         /* reported by the scan, not looked at yet */
@@ -58,6 +75,7 @@ struct loop_job_stats {
     char name[64];
     uint64_t taken, failed, missed, skipped, thread_samples, windows, windows_dropped, retried;
     uint64_t failed_by[SAMPLE_STATUS_COUNT];
+    uint64_t reattached[LR_COUNT];
 };
 
 struct loop_request;
@@ -89,6 +107,13 @@ struct loop_target {
     bool gone;                  /* the sampler saw the process exit */
     struct sampler_counts snap; /* under l->mu */
     uint64_t windows, windows_dropped;
+    /* is it still the program it was? (the AT_RANDOM bytes of its image) */
+    struct exec_id exec;
+    uint64_t exec_checked;
+    /* attempts all failing since (0: the last one taken), the counts then */
+    uint64_t failing_since, failing_attempts, seen_taken;
+    uint64_t stuck_ns;       /* how long failing makes it stale (from its process entry) */
+    const char *removed_why; /* set when removed on purpose: for the log line */
     struct loop_request *tap_req[SAMPLER_MAX_TAPS];
     struct agg *taps[SAMPLER_MAX_TAPS];
 };
@@ -102,6 +127,10 @@ struct loop_proc {
     char version[32];
     char comm[32];
     struct loop_target *t; /* LS_ACTIVE only */
+    /* attached again from scratch (loop_reattach), and why the last time */
+    uint32_t reattaches;
+    char reattach_why[160];
+    uint64_t stuck_ns; /* 0: LOOP_STUCK_NS; doubled by each reattach for failing in a row */
 };
 
 struct loop_part {
@@ -498,7 +527,9 @@ static void loop_target_remove(struct loop *l, struct loop_target *t, uint64_t n
         }
     }
     log_info("stopped sampling process %d (%s): %s", (int)t->key.pid, t->job_name,
-             t->gone ? "it exited" : "no longer a target");
+             t->gone          ? "it exited"
+             : t->removed_why ? t->removed_why
+                              : "no longer a target");
     loop_target_free(l, t);
 }
 
@@ -591,6 +622,12 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
     }
     t->win_start = now;
     t->win_start_real = loop_real_ns();
+    /* without it (no usable auxiliary vector) an exec is noticed only once
+     * every attempt fails (loop_stale) */
+    if (execid_read(l->cfg->discovery.proc_root, p->key.pid, mr, &t->exec))
+        memset(&t->exec, 0, sizeof(t->exec));
+    t->exec_checked = now;
+    t->stuck_ns = p->stuck_ns ? p->stuck_ns : LOOP_STUCK_NS;
     l->targets[l->ntargets++] = t;
     t->heap = l->nheap;
     l->heap[l->nheap++] = t;
@@ -663,6 +700,7 @@ static uint64_t loop_refresh(const struct loop *l)
 static void loop_consider(struct loop *l, struct loop_proc *p, const struct proc_info *info,
                           uint64_t now)
 {
+    enum loop_state before = p->state;
     loop_copy_str(p->comm, sizeof(p->comm), info->comm);
     p->reason[0] = '\0';
     p->recheck_ns = now; /* by default: look again at the next scan */
@@ -699,6 +737,11 @@ static void loop_consider(struct loop *l, struct loop_proc *p, const struct proc
             snprintf(p->reason, sizeof(p->reason),
                      "Python 3.%u has no debug offsets table: pyprofd needs CPython 3.13 or newer",
                      rt->name_minor);
+            p->recheck_ns = now + LOOP_RECHECK_RARE * loop_refresh(l);
+        } else if (rt->miss == PYRUNTIME_MISS_UNREADABLE) {
+            /* python files it maps that we may not open: listed, with why */
+            p->state = LS_UNREADABLE;
+            snprintf(p->reason, sizeof(p->reason), "%s", why);
             p->recheck_ns = now + LOOP_RECHECK_RARE * loop_refresh(l);
         } else {
             p->state = LS_NOT_PYTHON;
@@ -767,7 +810,9 @@ static void loop_consider(struct loop *l, struct loop_proc *p, const struct proc
     mr = NULL; /* the target owns them now */
     rt = NULL;
 out:
-    if (p->state == LS_UNSUPPORTED && p->reason[0])
+    /* said once, when a process comes to be in the state (rechecks are quiet) */
+    if ((p->state == LS_UNSUPPORTED || p->state == LS_UNREADABLE) && p->state != before &&
+        p->reason[0])
         log_info("process %d (%s) is not sampled: %s", (int)info->key.pid, p->comm, p->reason);
     labels_release(&meta);
     labels_release(&labels);
@@ -951,6 +996,96 @@ static const char *loop_async_json(const struct loop_target *t, char *buf, size_
     }
 }
 
+/* ---- stale targets ---------------------------------------------------------- */
+
+/*
+ * Whether target @t must be attached again from scratch, and why: its
+ * process ran exec() (checked once a second, one 16-byte read), or none of
+ * its attempts succeeded for t->stuck_ns (cached state that went bad, a
+ * runtime that never finished starting, a program that is Python no more).
+ * Sets t->gone when the check finds the process gone. Uses t->snap.
+ */
+static bool loop_stale(struct loop *l, struct loop_target *t, uint64_t now, enum loop_reattach *why)
+{
+    const struct sampler_counts *c = &t->snap;
+    if (c->taken != t->seen_taken) {
+        t->seen_taken = c->taken;
+        t->failing_attempts = c->attempts;
+        t->failing_since = 0;
+        if (t->stuck_ns != LOOP_STUCK_NS) {
+            /* it works again: the next failing spell starts from scratch */
+            t->stuck_ns = LOOP_STUCK_NS;
+            struct loop_proc *p = loop_proc_find(l, &t->key);
+            if (p)
+                p->stuck_ns = 0;
+        }
+    } else if (c->attempts != t->failing_attempts && t->failing_since == 0) {
+        t->failing_since = now;
+    }
+    if (now - t->exec_checked >= LOOP_EXEC_CHECK_NS) {
+        t->exec_checked = now;
+        bool same = true;
+        int err = execid_check(t->mr, &t->exec, &same);
+        if (err == -ESRCH) {
+            t->gone = true;
+            return false;
+        }
+        if (err || !same) {
+            *why = LR_EXEC; /* (or it can no longer be read: a set-user-ID program) */
+            return true;
+        }
+    }
+    if (t->failing_since && now - t->failing_since >= t->stuck_ns &&
+        c->attempts - t->failing_attempts >= LOOP_STUCK_MIN_ATTEMPTS) {
+        *why = LR_FAILING;
+        return true;
+    }
+    return false;
+}
+
+/*
+ * Ends target @t (its window flushed) and has its process looked at again
+ * as if new at the next housekeeping: a new memory reader, runtime search,
+ * version check, unwinder and relabeling. Counted per job and reason, shown
+ * in /targets, logged.
+ */
+static void loop_reattach(struct loop *l, struct loop_target *t, uint64_t now,
+                          enum loop_reattach why)
+{
+    char what[160];
+    if (why == LR_EXEC) {
+        snprintf(what, sizeof(what), "it runs another program (exec)");
+    } else {
+        size_t worst = SAMPLE_OK;
+        for (size_t k = 1; k < SAMPLE_STATUS_COUNT; k++) {
+            if (t->snap.failed_by[k] > t->snap.failed_by[worst])
+                worst = k;
+        }
+        snprintf(what, sizeof(what), "every attempt for %.0f s failed (mostly %s)",
+                 (double)(now - t->failing_since) / 1e9, status_name((enum sample_status)worst));
+    }
+    struct loop_job_stats *j = loop_job_stats(l, t->job_name);
+    if (j)
+        j->reattached[why]++;
+    struct loop_proc *p = loop_proc_find(l, &t->key);
+    if (p) {
+        p->t = NULL;
+        p->state = LS_NEW;
+        p->seen = true;
+        p->recheck_ns = 0;
+        p->reattaches++;
+        snprintf(p->reattach_why, sizeof(p->reattach_why), "%s", what);
+        p->stuck_ns = why == LR_FAILING ? (t->stuck_ns >= LOOP_STUCK_MAX_NS / 2 ? LOOP_STUCK_MAX_NS
+                                                                                : 2 * t->stuck_ns)
+                                        : 0;
+    }
+    log_info("process %d (%s): %s: attaching to it again", (int)t->key.pid,
+             p ? p->comm : t->job_name, what);
+    t->removed_why = "attaching to it again";
+    loop_target_remove(l, t, now);
+    l->next_scan = now; /* looked at by the next housekeeping */
+}
+
 static void loop_housekeeping(struct loop *l, uint64_t now)
 {
     if (l->pending_cfg) {
@@ -978,9 +1113,15 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
             i--;
             continue;
         }
+        t->snap = sampler_counts(t->s);
+        enum loop_reattach why;
+        if (loop_stale(l, t, now, &why)) {
+            loop_reattach(l, t, now, why);
+            i--;
+            continue;
+        }
         if (now - t->win_start >= t->window_ns)
             loop_cut(l, t, now, false);
-        t->snap = sampler_counts(t->s);
         if (t->aio || t->async_note[0]) {
             char abuf[320];
             snprintf(t->async_snap, sizeof(t->async_snap), "%s",
@@ -1324,6 +1465,8 @@ struct loop_tsnap {
     struct sampler_counts counts;
     uint64_t windows, windows_dropped;
     struct labels labels, meta;
+    uint32_t reattaches;
+    char reattach_why[160];
 };
 
 static bool loop_listed(const struct loop_proc *p)
@@ -1343,6 +1486,10 @@ static json_object *loop_tsnap_json(const struct loop_tsnap *t)
         json_object_object_add(o, "python_version", json_object_new_string(t->version));
     if (t->reason[0])
         json_object_object_add(o, "reason", json_object_new_string(t->reason));
+    if (t->reattaches) {
+        json_object_object_add(o, "reattaches", json_object_new_int64(t->reattaches));
+        json_object_object_add(o, "last_reattach", json_object_new_string(t->reattach_why));
+    }
     if (!t->target)
         return o;
     json_object_object_add(o, "job", json_object_new_string(t->job));
@@ -1399,6 +1546,8 @@ int loop_targets_json(struct loop *l, char **out, size_t *out_len)
         memcpy(t->comm, p->comm, sizeof(t->comm));
         memcpy(t->version, p->version, sizeof(t->version));
         memcpy(t->reason, p->reason, sizeof(t->reason));
+        t->reattaches = p->reattaches;
+        memcpy(t->reattach_why, p->reattach_why, sizeof(t->reattach_why));
         const struct loop_target *lt = p->t;
         if (!lt)
             continue;
@@ -1545,6 +1694,16 @@ int loop_metrics(struct loop *l, struct promtext *w)
                                                   {"reason", status_name((enum sample_status)s)}),
                                   (double)tot[k].failed_by[s]);
         }
+    }
+    if (!err)
+        err = promtext_family(w, "pyprofd_target_reattaches_total", PROMTEXT_COUNTER,
+                              "Targets attached again from scratch, by job and reason (failing: "
+                              "every attempt failed for a while; exec: another program).");
+    for (size_t k = 0; !err && k < ntot; k++) {
+        for (size_t r = 0; !err && r < LR_COUNT; r++)
+            err = promtext_sample(
+                w, NULL, PROMTEXT_LABELS({"job", tot[k].name}, {"reason", loop_reattach_names[r]}),
+                (double)tot[k].reattached[r]);
     }
     if (!err)
         err = promtext_family(w, "pyprofd_sampling_rate_factor", PROMTEXT_GAUGE,

@@ -2,10 +2,12 @@
 /*
  * Fuzz target: the /proc file parsers of agent/discovery/proc_scan.c. The
  * first byte selects the parser (stat, status, cgroup, btime, container id
- * of one path); the rest is the file's text.
+ * of one path, and discovery/execid.c's auxiliary vector); the rest is the
+ * file's text (bytes, for the vector).
  */
 #include "base/compat.h"
 
+#include "discovery/execid.h"
 #include "discovery/proc_scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -16,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const char *text = (const char *)data + 1;
     size_t len = size - 1;
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: {
         struct proc_stat st;
         if (proc_scan_parse_stat(text, len, &st) == 0) {
@@ -45,6 +47,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t bt;
         if (proc_scan_parse_btime(text, len, &bt) == 0)
             PYPROFD_ASSERT(bt >= 0);
+        break;
+    }
+    case 5: {
+        uint64_t raddr = 0;
+        if (execid_parse_auxv(data + 1, len, &raddr) == 0)
+            PYPROFD_ASSERT(raddr != 0);
         break;
     }
     default: {

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * execid.c: a process's program image, by its AT_RANDOM bytes (see execid.h).
+ */
+#include "base/compat.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include "discovery/execid.h"
+
+#define EXECID_AT_NULL   0u
+#define EXECID_AT_RANDOM 25u
+
+int execid_parse_auxv(const uint8_t *data, size_t len, uint64_t *raddr)
+{
+    for (size_t off = 0; off + 16 <= len; off += 16) {
+        uint64_t type, value;
+        memcpy(&type, data + off, 8);
+        memcpy(&value, data + off + 8, 8);
+        if (type == EXECID_AT_NULL)
+            return -ENOENT;
+        if (type == EXECID_AT_RANDOM) {
+            if (value == 0)
+                return -ENOENT;
+            *raddr = value;
+            return 0;
+        }
+    }
+    return -EINVAL; /* ran out before AT_NULL */
+}
+
+int execid_read(const char *proc_root, pid_t pid, struct memread *mr, struct exec_id *out)
+{
+    memset(out, 0, sizeof(*out));
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%d/auxv", proc_root, (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return errno == ENOENT ? -ESRCH : -errno;
+    uint8_t buf[EXECID_AUXV_MAX];
+    size_t have = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int err = errno == ESRCH ? -ESRCH : -errno;
+            close(fd);
+            return err;
+        }
+        if (n == 0 || (have += (size_t)n) == sizeof(buf))
+            break;
+    }
+    close(fd);
+    if (have == 0)
+        return -ESRCH; /* a zombie's (or kernel thread's) vector is empty */
+    uint64_t raddr = 0;
+    int err = execid_parse_auxv(buf, have, &raddr);
+    if (err)
+        return err;
+    err = memread_read(mr, raddr, out->random, sizeof(out->random));
+    if (err) {
+        memset(out, 0, sizeof(*out));
+        return err;
+    }
+    out->random_raddr = raddr;
+    return 0;
+}
+
+int execid_check(struct memread *mr, const struct exec_id *id, bool *same)
+{
+    *same = true;
+    if (id->random_raddr == 0)
+        return 0;
+    uint8_t now[EXECID_RANDOM_LEN];
+    int err = memread_read(mr, id->random_raddr, now, sizeof(now));
+    if (err == -EFAULT) {
+        *same = false; /* the address is not in the process's image any more */
+        return 0;
+    }
+    if (err)
+        return err;
+    *same = memcmp(now, id->random, sizeof(now)) == 0;
+    return 0;
+}
