@@ -23,7 +23,9 @@ enum pyruntime_candidate {
 static bool pyruntime_name_matches(const char *path)
 {
     const char *base = strrchr(path, '/');
-    return strstr(base ? base + 1 : path, "python") != NULL;
+    base = base ? base + 1 : path;
+    /* extension modules (_bz2.cpython-314-x86_64-linux-gnu.so) hold no runtime */
+    return strstr(base, "python") != NULL && strstr(base, ".cpython-") == NULL;
 }
 
 /* The minor version in a name like "python3.11" or "libpython3.12.so.1.0", or 0. */
@@ -253,6 +255,7 @@ int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struc
 
     struct pyruntime cand, fallback;
     bool have_fallback = false;
+    char worst_why[PATH_MAX + 128] = "";
     memset(out, 0, sizeof(*out));
     uint64_t seen[PYRUNTIME_MAX_CANDIDATES];
     size_t nseen = 0;
@@ -289,9 +292,15 @@ int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struc
         }
         if (c == PYRUNTIME_FATAL)
             break;
+        /* the reason kept is that of the worst miss: an unreadable python
+         * file says more than a library without the section after it */
+        if (cand.miss >= out->miss)
+            snprintf(worst_why, sizeof(worst_why), "%s", why);
         out->miss = cand.miss > out->miss ? cand.miss : out->miss;
         err = -ENOENT;
     }
+    if (err == -ENOENT && !have_fallback && worst_why[0])
+        snprintf(why, why_len, "%s", worst_why);
     if (have_fallback && err == -ENOENT) {
         *out = fallback;
         err = 0;

@@ -93,6 +93,18 @@ class Target:
             print(f"warning: run-target.sh stop {self.pid}: {out.stderr.strip()}",
                   file=sys.stderr)
 
+    def kill(self):
+        """SIGKILL, for a target that is not the python run-target.sh started any more."""
+        if self._stopped:
+            return
+        self._stopped = True
+        with _live_lock:
+            _live.pop(self.pid, None)
+        try:
+            os.kill(self.pid, 9)
+        except ProcessLookupError:
+            pass
+
     def alive(self):
         try:
             with open(f"/proc/{self.pid}/stat") as f:
@@ -122,3 +134,120 @@ def stop_all():
         targets = list(_live.values())
     for t in targets:
         t.stop()
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Agent:
+    """`pyprofd agent` run with a config text, on a free loopback port.
+
+    @config is the YAML with {port} where the listen port goes. @wrap is a
+    command prefix (e.g. setpriv ... to run it with fewer privileges). The
+    agent's output goes to TMP/NAME.log. Always stop() it (also on failure).
+    """
+
+    def __init__(self, tmp, name, config, wrap=(), extra_args=(), env=None):
+        import urllib.request  # noqa: F401 (used by get)
+        self.tmp, self.name = tmp, name
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.config = os.path.join(tmp, f"{name}.yml")
+        with open(self.config, "w") as f:
+            f.write(config.replace("{port}", str(self.port)))
+        os.chmod(self.config, 0o644)
+        self.log_path = os.path.join(tmp, f"{name}.log")
+        self._log = open(self.log_path, "w+")
+        self.proc = subprocess.Popen([*wrap, BINARY, "agent", "--config.file", self.config,
+                                      *extra_args], stdout=self._log, stderr=subprocess.STDOUT,
+                                     env=env)
+
+    def wait_http(self, timeout=20):
+        import time
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"agent {self.name} exited ({self.proc.returncode}):\n"
+                                   f"{self.log()}")
+            try:
+                if self.get("/-/healthy", timeout=2)[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"agent {self.name} does not answer on {self.base}:\n{self.log()}")
+
+    def log(self):
+        if not self._log.closed:
+            self._log.flush()
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def get(self, path, timeout=30, method="GET"):
+        import urllib.error
+        import urllib.request
+        req = urllib.request.Request(self.base + path, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def targets(self):
+        import json
+        status, body = self.get("/targets")
+        if status != 200:
+            raise RuntimeError(f"/targets: {status} {body[:200]!r}")
+        return {t["pid"]: t for t in json.loads(body)["targets"]}
+
+    def wait_for(self, pid, pred, timeout, what):
+        """Polls /targets until pred(entry or None) holds; returns the entry."""
+        import time
+        deadline = time.monotonic() + timeout
+        entry = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"agent {self.name} exited ({self.proc.returncode}) while "
+                                   f"waiting for pid {pid} to be {what}:\n{self.log()}")
+            entry = self.targets().get(pid)
+            if pred(entry):
+                return entry
+            time.sleep(0.1)
+        raise AssertionError(f"pid {pid} not {what} after {timeout} s: {entry}\n{self.log()}")
+
+    def wait_state(self, pid, state, timeout=10):
+        return self.wait_for(pid, lambda e: e is not None and e["state"] == state, timeout, state)
+
+    def metrics(self):
+        status, body = self.get("/metrics")
+        if status != 200:
+            raise RuntimeError(f"/metrics: {status}")
+        return body.decode()
+
+    def metric(self, name, text=None):
+        """The value of one sample (NAME or NAME{labels} exactly as written), or None."""
+        for line in (text if text is not None else self.metrics()).splitlines():
+            if not line.startswith("#") and line.rsplit(" ", 1)[0] == name:
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    def stop(self, timeout=20):
+        """SIGTERM, wait; returns the exit status (SIGKILL after @timeout: None)."""
+        import signal as _signal
+        rc = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(_signal.SIGTERM)
+            try:
+                rc = self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        else:
+            rc = self.proc.returncode
+        self._log.close()
+        return rc
