@@ -183,6 +183,12 @@ struct loop {
     size_t cap_targets; /* room in heap/targets */
     uint64_t scans, scan_errors;
     uint64_t phase_seq;
+    /* the two clocks read together at the start of housekeeping: a window's
+     * wall-clock start is its monotonic start on this pair, so a window's
+     * time and duration (monotonic) never overlap the next one's, however
+     * long housekeeping takes before it gets to the cut */
+    uint64_t hk_mono;
+    int64_t hk_real;
     /* budget */
     double factor;
     uint64_t budget_wall, budget_cpu;
@@ -203,6 +209,19 @@ static int64_t loop_real_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* The wall-clock time of monotonic time @mono (near the last housekeeping). */
+static int64_t loop_real_at(const struct loop *l, uint64_t mono)
+{
+    return l->hk_real + ((int64_t)mono - (int64_t)l->hk_mono);
+}
+
+/* Reads both clocks; @mono is taken as the monotonic reading of the pair. */
+static void loop_clocks(struct loop *l, uint64_t mono)
+{
+    l->hk_mono = mono;
+    l->hk_real = loop_real_ns();
 }
 
 static enum sampler_mode loop_sampler_mode(enum config_mode m)
@@ -354,7 +373,7 @@ static void loop_cut(struct loop *l, struct loop_target *t, uint64_t now, bool f
         t->windows_dropped++;
         l->windows_dropped_total++;
         t->win_start = now;
-        t->win_start_real = loop_real_ns();
+        t->win_start_real = loop_real_at(l, now);
         return;
     }
     struct window_item item = {
@@ -385,7 +404,7 @@ static void loop_cut(struct loop *l, struct loop_target *t, uint64_t now, bool f
     if (t->s && fresh)
         sampler_set_window(t->s, fresh);
     t->win_start = now;
-    t->win_start_real = loop_real_ns();
+    t->win_start_real = loop_real_at(l, now);
 }
 
 /* ---- requests ------------------------------------------------------------- */
@@ -621,7 +640,7 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
         goto fail;
     }
     t->win_start = now;
-    t->win_start_real = loop_real_ns();
+    t->win_start_real = loop_real_at(l, now);
     /* without it (no usable auxiliary vector) an exec is noticed only once
      * every attempt fails (loop_stale) */
     if (execid_read(l->cfg->discovery.proc_root, p->key.pid, mr, &t->exec))
@@ -1088,6 +1107,7 @@ static void loop_reattach(struct loop *l, struct loop_target *t, uint64_t now,
 
 static void loop_housekeeping(struct loop *l, uint64_t now)
 {
+    loop_clocks(l, now);
     if (l->pending_cfg) {
         struct pyprofd_config *cfg = l->pending_cfg;
         l->pending_cfg = NULL;
@@ -1191,6 +1211,7 @@ static void *loop_main(void *arg)
     }
     /* stopping: flush every window, end the requests with what they have */
     uint64_t now = window_now_ns();
+    loop_clocks(l, now);
     while (l->ntargets) {
         struct loop_target *t = l->targets[0];
         struct loop_proc *p = loop_proc_find(l, &t->key);
