@@ -592,9 +592,9 @@ static void test_pprof_build__empty_labelled_part_alone(void **state)
 }
 
 /*
- * Empty parts first, between and last, among parts with 0, 1, 2 and 4 labels:
- * each sample carries its own part's labels and no one else's, and the empty
- * parts leave no sample and no label string behind.
+ * Empty parts first, between and last (with 3, 5 and 2 labels) among parts
+ * with 2, 1 and 0 labels: each sample carries its own part's labels and no one
+ * else's, and the empty parts leave no sample and no label string behind.
  */
 static void test_pprof_build__empty_parts_among_labelled_parts(void **state)
 {
