@@ -32,8 +32,9 @@ struct pprof_plan {
     size_t nlocations;
     size_t nsamples;
     size_t nslots;      /* location ids over all samples */
-    size_t nlabels;     /* labels over all samples */
-    size_t npartlabels; /* target labels over all parts (each adds two strings) */
+    size_t nlabels;     /* Label messages: each sample's own, each part's once */
+    size_t nlabelrefs;  /* label pointers: every label of every sample */
+    size_t npartlabels; /* part labels written, over all parts (each adds two strings) */
     bool has_task;
     size_t bytes; /* of the block */
 };
@@ -43,6 +44,51 @@ static bool pprof_part_label_ok(const struct label *l)
 {
     return l->name && l->name[0] && l->value && l->value[0] && strcmp(l->name, "thread_id") != 0 &&
            strcmp(l->name, "thread_name") != 0 && strcmp(l->name, "task_name") != 0;
+}
+
+/*
+ * Whether the names of @ls strictly increase, so none repeats: what labels.h
+ * promises, checked because a set made by hand need not keep the promise and
+ * the quadratic search for repeats is then only needed for those.
+ */
+static bool pprof_part_labels_unique(const struct labels *ls)
+{
+    for (size_t i = 1; i < ls->n; i++) {
+        const char *prev = ls->v[i - 1].name, *name = ls->v[i].name;
+        if (!prev || !name || strcmp(prev, name) >= 0)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Whether label @i of @ls is written: it may be (pprof_part_label_ok) and no
+ * earlier label of the same name is (one value per key, the first). The plan
+ * and the fill both decide through this, so they cannot disagree.
+ */
+static bool pprof_part_label_used(const struct labels *ls, size_t i, bool unique)
+{
+    const struct label *l = &ls->v[i];
+    if (!pprof_part_label_ok(l))
+        return false;
+    for (size_t j = 0; !unique && j < i; j++) {
+        if (pprof_part_label_ok(&ls->v[j]) && strcmp(ls->v[j].name, l->name) == 0)
+            return false;
+    }
+    return true;
+}
+
+/* How many labels each sample of @part gets from the part: none when it has no samples. */
+static size_t pprof_part_nlabels(const struct pprof_part *part)
+{
+    const struct labels *ls = part->labels;
+    if (!ls || agg_sample_count(part->agg) == 0)
+        return 0;
+    bool unique = pprof_part_labels_unique(ls);
+    size_t n = 0;
+    for (size_t i = 0; i < ls->n; i++)
+        n += pprof_part_label_used(ls, i, unique);
+    return n;
 }
 
 /* A bump allocator over the block; sizes were checked by the plan. */
@@ -103,11 +149,7 @@ static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
     size_t nfunctions = agg_function_count(a);
     size_t nlocations = agg_location_count(a);
     size_t nsamples = agg_sample_count(a);
-    size_t partlabels = 0;
-    if (part->labels) {
-        for (size_t i = 0; i < part->labels->n; i++)
-            partlabels += pprof_part_label_ok(&part->labels->v[i]);
-    }
+    size_t partlabels = pprof_part_nlabels(part);
 
     for (size_t i = 0; i < nstrings; i++) {
         const char *s = agg_string(a, (uint32_t)i);
@@ -138,11 +180,15 @@ static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
         if (err)
             return err;
         p->has_task |= task;
+        size_t own = 1u + name + task;
         if (__builtin_add_overflow(p->nslots, s->nlocations, &p->nslots) ||
-            __builtin_add_overflow(p->nlabels, 1u + name + task + partlabels, &p->nlabels))
+            __builtin_add_overflow(p->nlabels, own, &p->nlabels) ||
+            __builtin_add_overflow(p->nlabelrefs, own + partlabels, &p->nlabelrefs))
             return -E2BIG;
     }
-    if (__builtin_add_overflow(p->nstrings, nstrings, &p->nstrings) ||
+    /* the part's labels are made once and shared by its samples */
+    if (__builtin_add_overflow(p->nlabels, partlabels, &p->nlabels) ||
+        __builtin_add_overflow(p->nstrings, nstrings, &p->nstrings) ||
         __builtin_add_overflow(p->nfunctions, nfunctions, &p->nfunctions) ||
         __builtin_add_overflow(p->nlocations, nlocations, &p->nlocations) ||
         __builtin_add_overflow(p->nsamples, nsamples, &p->nsamples) ||
@@ -179,7 +225,7 @@ static int pprof_plan(const struct pprof_part *parts, size_t nparts, struct ppro
     ok = ok && pprof_room(&p->bytes, p->nsamples, 2 * sizeof(int64_t));
     ok = ok && pprof_room(&p->bytes, p->nslots, sizeof(uint64_t));
     ok = ok && pprof_room(&p->bytes, p->nlabels, sizeof(Perftools__Profiles__Label));
-    ok = ok && pprof_room(&p->bytes, p->nlabels, sizeof(void *));
+    ok = ok && pprof_room(&p->bytes, p->nlabelrefs, sizeof(void *));
     return ok ? 0 : -E2BIG;
 }
 
@@ -192,6 +238,7 @@ static int pprof_plan(const struct pprof_part *parts, size_t nparts, struct ppro
 struct pprof_strings {
     char **s;
     size_t n;
+    size_t cap;     /* of s, as planned */
     uint32_t *slot; /* table id + 1; 0 = empty */
     size_t mask;
 };
@@ -214,6 +261,7 @@ static int64_t pprof_intern(struct pprof_strings *t, const char *str)
             return (int64_t)id;
         i = (i + 1) & t->mask;
     }
+    PYPROFD_ASSERT(t->n < t->cap);
     /* protobuf-c only reads through these pointers */
     t->s[t->n] = (char *)(uintptr_t)str;
     t->slot[i] = (uint32_t)(t->n + 1);
@@ -237,6 +285,7 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
     size_t slots = pprof_index_slots(nstr);
     struct pprof_strings t = {
         .s = pprof_take(ar, nstr, sizeof(char *)),
+        .cap = nstr,
         .slot = pprof_take(ar, slots, sizeof(uint32_t)),
         .mask = slots - 1,
     };
@@ -313,7 +362,10 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
     uint64_t *ids = pprof_take(ar, p->nslots, sizeof(uint64_t));
     Perftools__Profiles__Label *labels =
         pprof_take(ar, p->nlabels, sizeof(Perftools__Profiles__Label));
-    Perftools__Profiles__Label **labelp = pprof_take(ar, p->nlabels, sizeof(void *));
+    Perftools__Profiles__Label **labelp = pprof_take(ar, p->nlabelrefs, sizeof(void *));
+    const Perftools__Profiles__Label *labels_end = labels + p->nlabels;
+    Perftools__Profiles__Label *const *labelp_end = labelp + p->nlabelrefs;
+    const uint64_t *ids_end = ids + p->nslots;
 
     /*
      * Windows are concatenated: part k's string, function and location ids
@@ -363,21 +415,27 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
             locp[j] = &locs[j];
         }
 
-        /* The part's own labels, shared by all its samples. */
+        /*
+         * The part's own labels, shared by all its samples; a part without
+         * samples has no one to give them to, so they (and their strings)
+         * are left out, as the plan counted.
+         */
         Perftools__Profiles__Label *plabels = labels;
         size_t nplabels = 0;
-        if (parts[k].labels) {
-            for (size_t i = 0; i < parts[k].labels->n; i++) {
-                const struct label *pl = &parts[k].labels->v[i];
-                if (!pprof_part_label_ok(pl))
+        const struct labels *ls = parts[k].labels;
+        if (ls && nsamples) {
+            bool unique = pprof_part_labels_unique(ls);
+            for (size_t i = 0; i < ls->n; i++) {
+                if (!pprof_part_label_used(ls, i, unique))
                     continue;
                 Perftools__Profiles__Label *l = labels++;
                 perftools__profiles__label__init(l);
-                l->key = pprof_intern(&t, pl->name);
-                l->str = pprof_intern(&t, pl->value);
+                l->key = pprof_intern(&t, ls->v[i].name);
+                l->str = pprof_intern(&t, ls->v[i].value);
                 nplabels++;
             }
         }
+        PYPROFD_ASSERT(nplabels == pprof_part_nlabels(&parts[k]));
 
         for (size_t i = 0; i < nsamples; i++) {
             const struct agg_sample *s = agg_sample(a, i);
@@ -423,6 +481,13 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
         foff += nfunctions;
         loff += nlocations;
     }
+    /* the plan and the fill agree: every reserved element was made, no more */
+    PYPROFD_ASSERT(labels == labels_end && labelp == labelp_end && ids == ids_end);
+    PYPROFD_ASSERT(nsamp == p->nsamples && foff == p->nfunctions && loff == p->nlocations);
+    PYPROFD_ASSERT(ar->used == ar->size);
+    (void)labels_end;
+    (void)labelp_end;
+    (void)ids_end;
     prof->n_function = p->nfunctions;
     prof->function = fnp;
     prof->n_location = p->nlocations;

@@ -24,7 +24,16 @@
  *    the last (time) column by default;
  *  - location_id is leaf first; labels are "thread_id" (numeric, num),
  *    "thread_name" and, for asyncio tasks, "task_name" (strings); a label with
- *    an empty string value is never written.
+ *    an empty string value is never written, nor is a key twice on a sample.
+ *
+ * Empty parts (pprof_build_multi()): a window with no samples is normal (an
+ * idle target in cpu mode, a target found late in a request, one whose every
+ * sample failed or was dropped at a cap). Such a part adds no sample, so its
+ * labels are written nowhere and their names and values are not added to
+ * string_table either; its window's own tables (strings, functions,
+ * locations, possibly left by dropped samples) are concatenated like any
+ * other part's, so the ids of later parts do not depend on which parts were
+ * empty. A profile of empty parts only is a valid profile with no samples.
  *
  * Memory: all intermediate structures live in one block allocated per call
  * (alloc_*); everything but the result is freed before returning, on every
@@ -74,16 +83,20 @@ PYPROFD_WARN_UNUSED int pprof_build(const struct agg *a, const struct pprof_meta
 /** One window of a merged profile and the labels every one of its samples gets. */
 struct pprof_part {
     const struct agg *agg;       /* borrowed, read only */
-    const struct labels *labels; /* borrowed; NULL: none. Labels with an empty value or
-                                    named thread_id/thread_name/task_name are skipped */
+    const struct labels *labels; /* borrowed; NULL: none. Labels with an empty name or value
+                                    or named thread_id/thread_name/task_name are skipped, as
+                                    is any but the first written label of a name (a set
+                                    built by hand may repeat one; labels.h's do not) */
 };
 
 /**
  * Encodes @a nparts windows as one profile, as pprof_build() does for one:
  * the windows' tables are concatenated (ids stay dense, 1..N in array order)
  * and each sample of part k also carries part k's labels as string labels
- * (how the HTTP server tells targets apart in one profile). All parts share
- * @a m: one sample type, one period. Same returns as pprof_build(); also
+ * (how the HTTP server tells targets apart in one profile); a part without
+ * samples adds its tables but no label and no label string (see "Empty
+ * parts" above). All parts share @a m: one sample type, one period. The same
+ * window may be given in several parts. Same returns as pprof_build(); also
  * -EINVAL for a NULL window. nparts == 0 gives an empty profile.
  */
 PYPROFD_WARN_UNUSED int pprof_build_multi(const struct pprof_part *parts, size_t nparts,

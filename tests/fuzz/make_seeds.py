@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the generated seed inputs of the fuzz targets (seeds/elf_sections and
-seeds/pyversion). Deterministic; rerun after changing it and commit the output.
-The proc_maps seeds are text files kept by hand."""
+"""Writes the generated seed inputs of the fuzz targets (seeds/elf_sections,
+seeds/pyversion, seeds/unwind and seeds/pprof_multi). Deterministic; rerun
+after changing it and commit the output. The proc_maps seeds are text files
+kept by hand."""
 import os
 import struct
 
@@ -82,3 +83,86 @@ def unwind_seeds():
 
 
 unwind_seeds()
+
+
+# -- pprof_multi: merged profiles (the input format is in fuzz_pprof_multi.c)
+# Palette indices of fuzz_pprof_multi.c's label names and values.
+N_PID, N_JOB, N_EMPTY, N_THREAD_NAME, N_TASK_NAME, N_THREAD_ID, N_PID2, N_LONG = range(8)
+N_UTF8, N_SERVICE, N_SAMPLES, N_MAIN, N_DASH, N_INSTANCE, N_EURO, N_NULL = range(8, 16)
+V_EMPTY, V_1, V_2, V_LONG, V_UTF8, V_MAIN, V_CPU, V_NS = range(8)
+V_THREAD, V_NULL, V_X, V_TASK, V_FILE, V_THREAD_ID, V_QUOTE, V_1B = range(8, 16)
+CPU, WALL, GIL, TIME = range(4)
+
+
+def sample(thread, task, count, frames):
+    return bytes([thread, task, count - 1, len(frames)] + list(frames))
+
+
+def part(labels=(), samples=(), null=False, reuse=False, tight=False):
+    head = len(labels) | null << 3 | reuse << 4 | tight << 5
+    body = bytes([head]) + bytes(n << 4 | v for n, v in labels)
+    if not reuse:
+        body += bytes([len(samples)]) + b"".join(samples)
+    return body
+
+
+def multi(parts, vtype=CPU, comment=False, period_ms=10, cap32=0):
+    return bytes([vtype | comment << 2 | period_ms << 4, cap32, len(parts) - 1]) + b"".join(parts)
+
+
+BUSY = [sample(0, 0, 3, [6, 1, 0]), sample(1, 0, 1, [3, 1, 0]), sample(2, 1, 2, [5, 6]),
+        sample(3, 2, 1, [12, 13])]
+TARGET = [(N_PID, V_1), (N_SERVICE, V_UTF8)]
+
+
+def pprof_multi_seeds():
+    seeds = {
+        # the README's quick start: one idle target in cpu mode
+        "quick_start_idle": multi([part(TARGET)]),
+        "no_input": b"",
+        # empty parts first, between and last, among parts with 0, 1, 2 labels
+        "empty_among_labelled": multi([
+            part([(N_PID, V_2), (N_JOB, V_X)]),
+            part(TARGET, BUSY),
+            part([(N_INSTANCE, V_FILE), (N_PID, V_1B), (N_UTF8, V_LONG)]),
+            part([(N_PID, V_2)], [sample(0, 0, 1, [2])]),
+            part([], [sample(1, 1, 4, [4, 0])]),
+            part([(N_JOB, V_X)]),
+        ], comment=True),
+        # every sample dropped at a cap: tables, no samples
+        "all_dropped": multi([
+            part(TARGET, [sample(0, 0, 1, [0, 1, 3, 4, 5, 6, 7]),
+                          sample(1, 2, 2, [15, 14, 13, 12, 11])], tight=True),
+            part([(N_PID, V_2)], BUSY[:2]),
+        ], vtype=WALL),
+        # repeated, empty, reserved and NULL names; empty and NULL values
+        "label_rules": multi([
+            part([(N_PID, V_1), (N_PID2, V_2), (N_JOB, V_EMPTY), (N_JOB, V_X),
+                  (N_EMPTY, V_X), (N_THREAD_NAME, V_X), (N_NULL, V_X)], BUSY),
+            part([(N_TASK_NAME, V_TASK), (N_THREAD_ID, V_1), (N_SAMPLES, V_NULL),
+                  (N_MAIN, V_MAIN), (N_DASH, V_CPU), (N_JOB, V_1), (N_JOB, V_2)], BUSY[2:]),
+        ], vtype=GIL),
+        # long and UTF-8 names and values, strings the windows use
+        "long_utf8": multi([
+            part([(N_LONG, V_LONG), (N_EURO, V_QUOTE), (N_UTF8, V_UTF8), (N_INSTANCE, V_THREAD),
+                  (N_SERVICE, V_THREAD_ID)], BUSY),
+        ], vtype=TIME, comment=True, period_ms=0),
+        # one window in two parts with other labels; NULL labels
+        "reused_window": multi([
+            part([(N_PID, V_1)], BUSY),
+            part([(N_PID, V_2), (N_JOB, V_X)], reuse=True),
+            part([(N_PID, V_1B)], null=True),
+            part([(N_JOB, V_NS)], null=True, reuse=True),
+        ]),
+        # a cap the profile does not fit in
+        "small_cap": multi([part(TARGET, BUSY), part(TARGET, BUSY)], cap32=8),
+        # eight parts, every other one empty
+        "eight_parts": multi([part([(i % 16, (i * 5) % 16)] * (i % 4),
+                                   BUSY[: i % 5] if i % 2 else ())
+                              for i in range(8)], vtype=WALL, period_ms=15),
+    }
+    for name, blob in seeds.items():
+        write("pprof_multi", name, blob)
+
+
+pprof_multi_seeds()

@@ -148,6 +148,12 @@ int pprof_test_check(const Perftools__Profiles__Profile *p, char *why, size_t wh
                 return pprof_test_fail(why, why_len, "sample %zu label %zu: str and num", i, k);
             if (!l->str && !l->num && !l->num_unit)
                 return pprof_test_fail(why, why_len, "sample %zu label %zu: empty value", i, k);
+            /* profile.proto: several values for one key "should never be used" */
+            for (size_t j = 0; j < k; j++) {
+                if (s->label[j]->key == l->key)
+                    return pprof_test_fail(why, why_len, "sample %zu label %zu repeats key of %zu",
+                                           i, k, j);
+            }
         }
     }
     return 0;

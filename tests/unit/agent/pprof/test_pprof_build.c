@@ -494,6 +494,238 @@ static void test_pprof_build__merges_windows_with_their_labels(void **state)
     agg_free(second);
 }
 
+/* Builds @a nparts parts, decodes, checks the consumer rules; the profile goes to f->prof. */
+static void encode_parts(struct fixture *f, const struct pprof_part *parts, size_t nparts)
+{
+    struct pprof_meta m = pprof_test_meta();
+    uint8_t *gz = NULL;
+    size_t len = 0;
+    assert_int_equal(pprof_build_multi(parts, nparts, &m, &gz, &len), 0);
+    pprof_test_free(f->prof);
+    f->prof = NULL;
+    assert_int_equal(pprof_test_decode(gz, len, &f->prof), 0);
+    alloc_free(gz);
+    char why[256] = "";
+    if (pprof_test_check(f->prof, why, sizeof(why)))
+        fail_msg("profile breaks a rule: %s", why);
+}
+
+static bool has_string(const Perftools__Profiles__Profile *p, const char *s)
+{
+    for (size_t i = 0; i < p->n_string_table; i++) {
+        if (strcmp(p->string_table[i], s) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Checks that samples [@a from, @a from + @a n) of f->prof are window @a a's
+ * samples in order and that each carries, besides its thread labels, exactly
+ * the (name, value) pairs of @a want (NULL-terminated, name then value).
+ */
+static void check_part(const Perftools__Profiles__Profile *p, size_t from, const struct agg *a,
+                       const char *const *want)
+{
+    size_t nwant = 0;
+    while (want[2 * nwant])
+        nwant++;
+    size_t n = agg_sample_count(a);
+    assert_true(from + n <= p->n_sample);
+    for (size_t i = 0; i < n; i++) {
+        const Perftools__Profiles__Sample *s = p->sample[from + i];
+        const struct agg_sample *as = agg_sample(a, i);
+        assert_int_equal(s->value[0], as->count);
+        assert_int_equal(s->value[1], as->nanos);
+        assert_int_equal(label(p, s, "thread_id")->num, (int64_t)as->thread_id);
+        assert_string_equal(str(p, label(p, s, "thread_name")->str),
+                            agg_string(a, as->thread_name));
+        size_t thread_labels = as->task_name ? 3 : 2;
+        assert_int_equal(s->n_label, thread_labels + nwant);
+        for (size_t k = 0; k < nwant; k++) {
+            const Perftools__Profiles__Label *l = label(p, s, want[2 * k]);
+            if (!l)
+                fail_msg("sample %zu has no label '%s'", from + i, want[2 * k]);
+            assert_int_equal(l->num, 0);
+            assert_string_equal(str(p, l->str), want[2 * k + 1]);
+        }
+    }
+}
+
+/* Adds one sample of thread @a tid with a one-frame stack in @a fn to @a a. */
+static void add_one(struct agg *a, const char *fn, uint64_t tid, int64_t count)
+{
+    const struct unwind_frame fr = {.kind = UNWIND_FRAME_PYTHON,
+                                    .function = fn,
+                                    .file = "one.py",
+                                    .first_line = 1,
+                                    .pos = {.line = 2, .end_line = 2, .col = 0, .end_col = 1}};
+    assert_int_equal(agg_add(a, &fr, 1, tid, "worker", NULL, count, count * 1000), 0);
+}
+
+#define LABELS(arr)                                                                                \
+    {                                                                                              \
+        .v = (arr), .n = sizeof(arr) / sizeof((arr)[0]), .cap = 0                                  \
+    }
+#define L(n_, v_)                                                                                  \
+    {                                                                                              \
+        .name = (char *)(n_), .value = (char *)(v_)                                                \
+    }
+
+/* The README's quick start: one idle target, so one empty window, with the target's labels. */
+static void test_pprof_build__empty_labelled_part_alone(void **state)
+{
+    struct fixture *f = *state;
+    struct label l[] = {L("pid", "4242"), L("service_name", "idle"), L("comm", "python3")};
+    struct labels ls = LABELS(l);
+    struct pprof_part part = {.agg = f->agg, .labels = &ls};
+    encode_parts(f, &part, 1);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_int_equal(p->n_sample, 0);
+    assert_int_equal(p->n_function, 0);
+    assert_int_equal(p->n_location, 0);
+    /* labels no sample carries are not written, nor are their strings */
+    for (size_t i = 0; i < 3; i++) {
+        assert_false(has_string(p, l[i].name));
+        assert_false(has_string(p, l[i].value));
+    }
+}
+
+/*
+ * Empty parts first, between and last (with 3, 5 and 2 labels) among parts
+ * with 2, 1 and 0 labels: each sample carries its own part's labels and no one
+ * else's, and the empty parts leave no sample and no label string behind.
+ */
+static void test_pprof_build__empty_parts_among_labelled_parts(void **state)
+{
+    struct fixture *f = *state;
+    struct agg *w[6] = {NULL};
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(agg_new(NULL, &w[i]), 0);
+    /* w[0], w[2], w[5]: empty */
+    assert_int_equal(pprof_test_fill(w[1]), 0);
+    add_one(w[3], "three", 31, 2);
+    add_one(w[3], "three_b", 32, 1);
+    add_one(w[4], "four", 41, 5);
+
+    struct label l0[] = {L("pid", "10"), L("job", "empty_first"), L("zone", "z0")};
+    struct label l1[] = {L("job", "fixed"), L("pid", "11")};
+    struct label l2[] = {L("gone", "empty_middle"), L("pid", "12"), L("job", "jm"), L("x", "y"),
+                         L("w", "v")};
+    struct label l3[] = {L("pid", "13")};
+    struct label l5[] = {L("pid", "15"), L("job", "empty_last")};
+    struct labels ls0 = LABELS(l0), ls1 = LABELS(l1), ls2 = LABELS(l2), ls3 = LABELS(l3),
+                  ls5 = LABELS(l5);
+    struct labels none = {0};
+    const struct pprof_part parts[] = {
+        {.agg = w[0], .labels = &ls0},  {.agg = w[1], .labels = &ls1},
+        {.agg = w[2], .labels = &ls2},  {.agg = w[3], .labels = &ls3},
+        {.agg = w[4], .labels = &none}, {.agg = w[5], .labels = &ls5},
+    };
+    encode_parts(f, parts, 6);
+    const Perftools__Profiles__Profile *p = f->prof;
+
+    size_t n1 = agg_sample_count(w[1]), n3 = agg_sample_count(w[3]);
+    assert_int_equal(n3, 2);
+    assert_int_equal(p->n_sample, n1 + n3 + 1);
+    check_part(p, 0, w[1], (const char *const[]){"job", "fixed", "pid", "11", NULL});
+    check_part(p, n1, w[3], (const char *const[]){"pid", "13", NULL});
+    check_part(p, n1 + n3, w[4], (const char *const[]){NULL});
+
+    /* "pid" and "job" are used by other parts; the rest only by empty ones */
+    static const char *const unused[] = {"10", "empty_first", "zone", "z0", "gone", "empty_middle",
+                                         "12", "jm",          "x",    "y",  "w",    "v",
+                                         "15", "empty_last"};
+    for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++) {
+        if (has_string(p, unused[i]))
+            fail_msg("string '%s' of an empty part was written", unused[i]);
+    }
+    /* every window's tables are still there, in part order */
+    size_t nfn = 0;
+    for (size_t i = 0; i < 6; i++)
+        nfn += agg_function_count(w[i]);
+    assert_int_equal(p->n_function, nfn);
+    for (size_t i = 0; i < 6; i++)
+        agg_free(w[i]);
+}
+
+/*
+ * A window whose every sample was dropped at a cap has tables but no sample:
+ * it is an empty part like any other (its tables kept, its labels not).
+ */
+static void test_pprof_build__part_with_every_sample_dropped(void **state)
+{
+    struct fixture *f = *state;
+    struct agg_limits lim = {.stack_slots = 1};
+    struct agg *dropped = NULL;
+    assert_int_equal(agg_new(&lim, &dropped), 0);
+    const struct unwind_frame fr[2] = {
+        {.kind = UNWIND_FRAME_PYTHON, .function = "leaf", .file = "d.py", .first_line = 1},
+        {.kind = UNWIND_FRAME_PYTHON, .function = "root", .file = "d.py", .first_line = 9},
+    };
+    assert_int_equal(agg_add(dropped, fr, 2, 7, "t", NULL, 1, 1000), -E2BIG);
+    assert_int_equal(agg_sample_count(dropped), 0);
+    assert_true(agg_location_count(dropped) > 0);
+    assert_int_equal(agg_stats(dropped).dropped, 1);
+    add_one(f->agg, "kept", 8, 3);
+
+    struct label ld[] = {L("pid", "1"), L("job", "dropped_all")};
+    struct label lk[] = {L("pid", "2")};
+    struct labels lsd = LABELS(ld), lsk = LABELS(lk);
+    const struct pprof_part parts[] = {{.agg = dropped, .labels = &lsd},
+                                       {.agg = f->agg, .labels = &lsk},
+                                       {.agg = dropped, .labels = &lsd}};
+    encode_parts(f, parts, 3);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_int_equal(p->n_sample, 1);
+    check_part(p, 0, f->agg, (const char *const[]){"pid", "2", NULL});
+    assert_int_equal(p->n_location, 2 * agg_location_count(dropped) + agg_location_count(f->agg));
+    /* the kept sample's location is found past the first window's */
+    uint64_t loc = p->sample[0]->location_id[0];
+    assert_int_equal(loc, agg_location_count(dropped) + 1);
+    assert_string_equal(str(p, loc_function(p, loc)->name), "kept");
+    assert_false(has_string(p, "dropped_all"));
+    assert_false(has_string(p, "1"));
+    assert_false(has_string(p, "job"));
+    agg_free(dropped);
+}
+
+/*
+ * A label set made by hand may break labels.h's rules: names out of order or
+ * repeated, empty names or values, the encoder's own names. Only the first
+ * label of each name that can be written is, on every sample of its part.
+ */
+static void test_pprof_build__part_labels_first_of_each_name(void **state)
+{
+    struct fixture *f = *state;
+    add_one(f->agg, "a", 1, 1);
+    add_one(f->agg, "b", 2, 2);
+    struct agg *other = NULL;
+    assert_int_equal(agg_new(NULL, &other), 0);
+    add_one(other, "c", 3, 3);
+
+    struct label l1[] = {L("pid", "1"),       L("job", ""),         L("job", "x"),
+                         L("pid", "2"),       L("", "noname"),      L("zone", "\xe2\x82\xac"),
+                         L("task_name", "t"), L("thread_id", "99"), L("job", "y"),
+                         L("empty", ""),      L("nul", NULL),       L(NULL, "nul")};
+    struct label l2[] = {L("zone", "b"), L("pid", "3"), L("zone", "zz_dup")};
+    struct labels ls1 = LABELS(l1), ls2 = LABELS(l2);
+    const struct pprof_part parts[] = {{.agg = f->agg, .labels = &ls1},
+                                       {.agg = other, .labels = &ls2}};
+    encode_parts(f, parts, 2);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_int_equal(p->n_sample, 3);
+    check_part(p, 0, f->agg,
+               (const char *const[]){"pid", "1", "job", "x", "zone", "\xe2\x82\xac", NULL});
+    check_part(p, 2, other, (const char *const[]){"zone", "b", "pid", "3", NULL});
+    static const char *const unused[] = {"2", "noname", "t", "99", "y", "empty", "nul", "zz_dup"};
+    for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++) {
+        if (has_string(p, unused[i]))
+            fail_msg("string '%s' of a label not written was written", unused[i]);
+    }
+    agg_free(other);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, pprof_build_setup, pprof_build_teardown)
 
 int main(void)
@@ -506,6 +738,10 @@ int main(void)
         T(test_pprof_build__system_name_only_when_it_differs),
         T(test_pprof_build__golden),
         T(test_pprof_build__merges_windows_with_their_labels),
+        T(test_pprof_build__empty_labelled_part_alone),
+        T(test_pprof_build__empty_parts_among_labelled_parts),
+        T(test_pprof_build__part_with_every_sample_dropped),
+        T(test_pprof_build__part_labels_first_of_each_name),
         T(test_pprof_build__empty_window),
         T(test_pprof_build__added_strings_are_deduplicated),
         T(test_pprof_build__rejects_bad_meta),
