@@ -140,7 +140,13 @@ static int agent_load(struct agent *a, struct pyprofd_config **out, struct confi
     return config_load_file(a->config_file, &a->load_opts, out, errs);
 }
 
-/* Loads the config file again and hands it to the pipeline; the old one stays on error. */
+/*
+ * Loads the config file again and hands it to the pipeline; the old one stays
+ * on error. On SIGHUP this runs on the signal thread, with SIGTERM blocked
+ * until it returns: the loader never waits on a file (config_file_open()
+ * refuses a FIFO or a device at once, without blocking), so a reload cannot
+ * hold a SIGTERM back.
+ */
 static int agent_reload(struct agent *a, char *err, size_t errlen)
 {
     pthread_mutex_lock(&a->reload_mu);
@@ -325,13 +331,20 @@ int cli_agent(int argc, char **argv)
     char err[512] = "";
     pthread_mutex_init(&a.reload_mu, NULL);
 
-    /* Signals are taken synchronously by this thread; every thread inherits the mask. */
+    /*
+     * Signals are taken synchronously by this thread (sigwait below), and
+     * every thread inherits the mask, so they are blocked before the first
+     * thread starts. SIGTERM and SIGINT are blocked only after the first
+     * load, though: until then nothing needs flushing, and their default
+     * action (exit) must stay able to end a load that hangs. A SIGHUP that
+     * comes early waits for the loop.
+     */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     /* once, before any thread exists: libcurl's global state (TLS, resolver) */
@@ -340,6 +353,7 @@ int cli_agent(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     int e = agent_load(&a, &cfg, &errs);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     if (e) {
         agent_log_errors(&errs);
         if (!errs.n)

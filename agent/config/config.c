@@ -13,12 +13,9 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/strnum.h"
@@ -1401,51 +1398,17 @@ int config_load_file(const char *path, const struct config_load_opts *opts,
 {
     char *buf = NULL;
     size_t len = 0;
-    struct stat st;
-    int rc = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char why[256];
+    int rc = config_file_read(path, CONFIG_MAX_FILE_BYTES, &buf, &len, why, sizeof(why));
     *out = NULL;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        rc = -errno;
-        goto fail;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        rc = -EISDIR;
-        goto fail;
-    }
-    if (st.st_size > (off_t)CONFIG_MAX_FILE_BYTES) {
-        rc = config_yaml_error(errs, path, 0, 0, "larger than %u bytes", CONFIG_MAX_FILE_BYTES);
-        rc = rc ? rc : -EFBIG;
-        goto out;
-    }
-    /* Read up to one byte past the cap: the size may change under us. */
-    buf = alloc_malloc(CONFIG_MAX_FILE_BYTES + 1);
-    if (!buf) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (;;) {
-        ssize_t n = read(fd, buf + len, CONFIG_MAX_FILE_BYTES + 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = -errno;
-            goto fail;
-        }
-        if (n == 0 || len + (size_t)n > CONFIG_MAX_FILE_BYTES) {
-            len += (size_t)n;
-            break;
-        }
-        len += (size_t)n;
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc) {
+        int e = rc == -EFBIG ? config_yaml_error(errs, path, 0, 0, "%s", why)
+                             : config_yaml_error(errs, path, 0, 0, "cannot read: %s", why);
+        return e ? e : rc;
     }
     rc = config_load_buffer(buf, len, path, opts, out, errs);
-    goto out;
-fail:
-    if (config_yaml_error(errs, path, 0, 0, "cannot read: %s", strerror(-rc)))
-        rc = -ENOMEM;
-out:
-    if (fd >= 0)
-        close(fd);
     alloc_free(buf);
     return rc;
 }

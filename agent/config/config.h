@@ -159,7 +159,9 @@ struct config_load_opts {
  * Loads and validates @a path. Returns 0 with *@a out (caller owns;
  * config_free), or -EINVAL with every problem in @a errs (caller releases), or
  * -ENOENT/-EACCES/... when the file cannot be read (also described in @a errs),
- * or -ENOMEM. An empty file gives the defaults with no jobs.
+ * or -ENOMEM. The file is opened with config_file_open(): a FIFO, socket,
+ * device or directory is refused at once (-EINVAL, -EISDIR), never waited on.
+ * An empty file gives the defaults with no jobs.
  */
 PYPROFD_WARN_UNUSED int config_load_file(const char *path, const struct config_load_opts *opts,
                                          struct pyprofd_config **out, struct config_errors *errs);
@@ -167,6 +169,29 @@ PYPROFD_WARN_UNUSED int config_load_file(const char *path, const struct config_l
 PYPROFD_WARN_UNUSED int config_load_buffer(const char *buf, size_t len, const char *name,
                                            const struct config_load_opts *opts,
                                            struct pyprofd_config **out, struct config_errors *errs);
+/**
+ * Opens @a path for reading the way pyprofd opens every file its config names
+ * (the config file itself, *_file secrets, TLS files): O_RDONLY | O_NONBLOCK |
+ * O_NOCTTY | O_CLOEXEC, so that the open never blocks (a FIFO's waits for a
+ * writer), then fstat(): anything but a regular file is refused before it is
+ * read. O_NONBLOCK is left set (it changes nothing for a regular file).
+ * Returns 0 with *@a fd (caller closes), or a negative errno with the reason
+ * in @a why: open()'s error (strerror() text), -EISDIR for a directory, or
+ * -EINVAL for a FIFO, socket or device ("not a regular file (a FIFO)").
+ * Thread-safe.
+ */
+PYPROFD_WARN_UNUSED int config_file_open(const char *path, int *fd, char *why, size_t whylen);
+
+/**
+ * Reads all of @a path, opened with config_file_open(), when it holds at most
+ * @a max bytes. Returns 0 with *@a out (NUL-terminated, *@a len bytes; caller
+ * frees with alloc_free()), or a negative errno with the reason in @a why:
+ * config_file_open()'s, read()'s, -EFBIG ("larger than MAX bytes") or
+ * -ENOMEM. Thread-safe.
+ */
+PYPROFD_WARN_UNUSED int config_file_read(const char *path, size_t max, char **out, size_t *len,
+                                         char *why, size_t whylen);
+
 /** The built-in default config: one job "python" sampling every Python process. */
 PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);
 void config_free(struct pyprofd_config *c);

@@ -7,7 +7,6 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -164,11 +163,13 @@ int push_read_secret(const char *path, char **out, char *err, size_t errlen)
     int rc = 0;
     char *buf = NULL;
     size_t n = 0;
+    char why[128];
+    int fd = -1;
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+    /* never blocks: a FIFO here would hold the sender thread forever */
+    rc = config_file_open(path, &fd, why, sizeof(why));
+    if (rc) {
+        snprintf(err, errlen, "cannot read '%s': %s", path, why);
         goto out;
     }
     buf = alloc_malloc(PUSH_SECRET_MAX + 1);

@@ -75,10 +75,12 @@ PYPROFD_WARN_UNUSED int push_endpoint_url(const struct push_endpoint *e, const c
 
 /**
  * Reads a secret file: at most PUSH_SECRET_MAX bytes, surrounding whitespace
- * removed (as Prometheus does). Returns 0 with a NUL-terminated copy in
- * *@a out (caller frees with alloc_free(); wipe it first), or a negative
- * errno with @a err set: the open/read error, -EFBIG (too large), -EINVAL (a
- * control character inside, which could split an HTTP header).
+ * removed (as Prometheus does). Opened with config_file_open(), so a FIFO or
+ * device is refused at once instead of blocking the sender. Returns 0 with a
+ * NUL-terminated copy in *@a out (caller frees with alloc_free(); wipe it
+ * first), or a negative errno with @a err set: the open/read error, -EINVAL
+ * (not a regular file, or a control character inside, which could split an
+ * HTTP header), -EFBIG (too large).
  */
 PYPROFD_WARN_UNUSED int push_read_secret(const char *path, char **out, char *err, size_t errlen);
 

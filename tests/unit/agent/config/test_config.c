@@ -8,6 +8,7 @@
 
 #include "cmocka_wrap.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -625,6 +626,20 @@ static void test_config__files(void **state)
     assert_string_equal(e.msgs[0], want);
     config_errors_release(&e);
     assert_int_equal(config_load_file("/tmp", NULL, &c, &e), -EISDIR);
+    config_errors_release(&e);
+    /* a FIFO is refused at once: opening it would wait for a writer forever */
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(10);
+    assert_int_equal(config_load_file(path, NULL, &c, &e), -EINVAL);
+    alarm(0);
+    assert_null(c);
+    snprintf(want, sizeof(want), "%s: cannot read: not a regular file (a FIFO)", path);
+    assert_string_equal(e.msgs[0], want);
+    config_errors_release(&e);
+    unlink(path);
+    assert_int_equal(config_load_file("/dev/zero", NULL, &c, &e), -EINVAL);
+    assert_string_equal(e.msgs[0],
+                        "/dev/zero: cannot read: not a regular file (a character device)");
     config_errors_release(&e);
 }
 

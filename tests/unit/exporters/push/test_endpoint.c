@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmocka_wrap.h"
@@ -300,6 +301,13 @@ static void test_endpoint__basic_auth_file_is_reread_per_request(void **state)
     assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), -EFBIG);
     write_file(pwfile, "line1\nline2\n");
     assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), -EINVAL);
+    /* a FIFO is refused at once: opening it would hold the sender until a writer came */
+    unlink(pwfile);
+    assert_int_equal(mkfifo(pwfile, 0600), 0);
+    alarm(10);
+    assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), -EINVAL);
+    alarm(0);
+    assert_non_null(strstr(err, "not a regular file (a FIFO)"));
     push_endpoint_release(&e);
 
     /* inline password */
