@@ -875,6 +875,35 @@ static bool cfg_valid_header_name(const char *s)
     return true;
 }
 
+/* Whether @s holds a control character (C0 or DEL); a tab only counts unless @tab_ok. */
+static bool cfg_has_ctl(const char *s, bool tab_ok)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p < ' ' && !(tab_ok && *p == '\t')) || *p == 0x7f)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * cfg_str() for a value that goes into every request (tenant_id, the
+ * basic_auth user and password, the authorization scheme and credentials,
+ * the TLS server name): a CR or LF would end the header line it is in and
+ * start another one of the config's choosing, so no control character is
+ * accepted. Returns false when @v was refused.
+ */
+static bool cfg_request_str(struct cfg *x, const char *path, const struct config_node *v,
+                            char **dst)
+{
+    if (v->kind == CONFIG_NODE_SCALAR && !v->null && cfg_has_ctl(v->value, false)) {
+        cfg_err(x, v, "%s: must not contain control characters (it is sent in HTTP requests)",
+                path);
+        return false;
+    }
+    cfg_str(x, path, v, dst, true);
+    return true;
+}
+
 static void cfg_headers(struct cfg *x, const char *path, const struct config_node *m,
                         struct labels *hs)
 {
@@ -893,10 +922,7 @@ static void cfg_headers(struct cfg *x, const char *path, const struct config_nod
         }
         if (!cfg_is_scalar(x, kp, v))
             continue;
-        bool ctl = false;
-        for (const unsigned char *p = (const unsigned char *)v->value; *p; p++)
-            ctl = ctl || (*p < ' ' && *p != '\t') || *p == 0x7f;
-        if (ctl) {
+        if (cfg_has_ctl(v->value, true)) {
             cfg_err(x, v, "%s: header values must not contain control characters", kp);
             continue;
         }
@@ -920,6 +946,7 @@ static void cfg_basic_auth(struct cfg *x, const char *path, const struct config_
 {
     char kp[300];
     const struct config_node *password = NULL;
+    bool user_refused = false;
     if (!cfg_is_map(x, path, m))
         return;
     s->basic_auth = m;
@@ -930,10 +957,10 @@ static void cfg_basic_auth(struct cfg *x, const char *path, const struct config_
             continue;
         cfg_path_join(kp, sizeof(kp), path, k);
         if (strcmp(k, "username") == 0) {
-            cfg_str(x, kp, v, &rw->basic_auth_username, true);
+            user_refused = !cfg_request_str(x, kp, v, &rw->basic_auth_username);
         } else if (strcmp(k, "password") == 0) {
             password = v;
-            cfg_str(x, kp, v, &rw->basic_auth_password, true);
+            cfg_request_str(x, kp, v, &rw->basic_auth_password);
         } else if (strcmp(k, "password_file") == 0) {
             s->password_file = v;
             cfg_str(x, kp, v, &rw->basic_auth_password_file, true);
@@ -941,7 +968,7 @@ static void cfg_basic_auth(struct cfg *x, const char *path, const struct config_
             cfg_unknown(x, path, m->kids[i]);
         }
     }
-    if (!rw->basic_auth_username)
+    if (!rw->basic_auth_username && !user_refused)
         cfg_err(x, m, "%s: username is required", path);
     if (password && rw->basic_auth_password && rw->basic_auth_password_file)
         cfg_err(x, s->password_file, "%s: set only one of password and password_file", path);
@@ -951,6 +978,7 @@ static void cfg_authorization(struct cfg *x, const char *path, const struct conf
                               struct config_remote_write *rw, struct cfg_rw_seen *s)
 {
     char kp[300];
+    bool cred_refused = false;
     if (!cfg_is_map(x, path, m))
         return;
     s->authorization = m;
@@ -962,9 +990,9 @@ static void cfg_authorization(struct cfg *x, const char *path, const struct conf
         cfg_path_join(kp, sizeof(kp), path, k);
         if (strcmp(k, "type") == 0) {
             s->auth_type = v;
-            cfg_str(x, kp, v, &rw->authorization_type, true);
+            cfg_request_str(x, kp, v, &rw->authorization_type);
         } else if (strcmp(k, "credentials") == 0) {
-            cfg_str(x, kp, v, &rw->authorization_credentials, true);
+            cred_refused = !cfg_request_str(x, kp, v, &rw->authorization_credentials);
         } else if (strcmp(k, "credentials_file") == 0) {
             s->credentials_file = v;
             cfg_str(x, kp, v, &rw->authorization_credentials_file, true);
@@ -975,7 +1003,7 @@ static void cfg_authorization(struct cfg *x, const char *path, const struct conf
     if (rw->authorization_credentials && rw->authorization_credentials_file)
         cfg_err(x, s->credentials_file, "%s: set only one of credentials and credentials_file",
                 path);
-    else if (!rw->authorization_credentials && !rw->authorization_credentials_file)
+    else if (!rw->authorization_credentials && !rw->authorization_credentials_file && !cred_refused)
         cfg_err(x, m, "%s: credentials or credentials_file is required", path);
     if (rw->authorization_type && strcasecmp(rw->authorization_type, "Basic") == 0)
         cfg_err(x, s->auth_type, "%s.type: use basic_auth for Basic authorization", path);
@@ -1006,7 +1034,7 @@ static void cfg_tls(struct cfg *x, const char *path, const struct config_node *m
         else if (strcmp(k, "key_file") == 0)
             cfg_str(x, kp, v, &rw->tls_key_file, true);
         else if (strcmp(k, "server_name") == 0)
-            cfg_str(x, kp, v, &rw->tls_server_name, true);
+            cfg_request_str(x, kp, v, &rw->tls_server_name);
         else if (strcmp(k, "insecure_skip_verify") == 0)
             cfg_bool(x, kp, v, &rw->tls_insecure_skip_verify);
         else
@@ -1100,7 +1128,7 @@ static void cfg_remote_write(struct cfg *x, const char *path, const struct confi
         } else if (strcmp(k, "remote_timeout") == 0) {
             cfg_duration(x, kp, v, 100 * NS_PER_MS, 600 * NS_PER_SEC, &rw->remote_timeout_ns);
         } else if (strcmp(k, "tenant_id") == 0) {
-            cfg_str(x, kp, v, &rw->tenant_id, true);
+            cfg_request_str(x, kp, v, &rw->tenant_id);
         } else if (strcmp(k, "headers") == 0) {
             cfg_headers(x, kp, v, &rw->headers);
         } else if (strcmp(k, "basic_auth") == 0) {

@@ -30,6 +30,8 @@ static const char *fake_getenv(const char *name, void *ctx)
         return "250";
     if (strcmp(name, "MODE") == 0)
         return "wall";
+    if (strcmp(name, "EVIL") == 0)
+        return "t\r\nX-Injected: 1";
     return NULL;
 }
 
@@ -526,6 +528,50 @@ static void test_config__remote_write_errors(void **state)
     expect_errors("remote_write:\n  -\n", {"2:4", "remote_write[0]: empty endpoint"});
 }
 
+/*
+ * Every value that goes into a request refuses control characters: a CR LF
+ * in tenant_id would add a header of the config's choosing to every request.
+ * Custom header values may hold a tab (RFC 9110 field values do).
+ */
+static void test_config__refuses_control_characters_in_request_values(void **state)
+{
+    (void)state;
+    expect_errors("remote_write:\n"
+                  "  - type: pyroscope\n"
+                  "    url: http://x\n"
+                  "    tenant_id: \"t\\r\\nX-Injected: 1\"\n"
+                  "    basic_auth: {username: \"u\\n\", password: \"p\\x01\"}\n"
+                  "  - type: parca\n"
+                  "    url: http://y\n"
+                  "    authorization: {type: \"Bearer\\t\", credentials: \"c\\r\"}\n"
+                  "    tls_config: {server_name: \"s\\x7f\"}\n"
+                  "    headers: {X-Ok: \"a\\tb\", X-Bad: \"a\\nb\"}\n",
+                  {"4:16", "remote_write[0].tenant_id: must not contain control characters"},
+                  {"5:28", "remote_write[0].basic_auth.username: must not contain control"},
+                  {"5:45", "remote_write[0].basic_auth.password: must not contain control"},
+                  {"8:27", "remote_write[1].authorization.type: must not contain control"},
+                  {"8:52", "remote_write[1].authorization.credentials: must not contain"},
+                  {"9:31", "remote_write[1].tls_config.server_name: must not contain"},
+                  {"10:36", "remote_write[1].headers.X-Bad: header values must not contain"});
+    /* the same after ${VAR} expansion */
+    struct pyprofd_config *c = NULL;
+    struct config_errors e;
+    assert_int_equal(
+        load("remote_write:\n  - {type: parca, url: http://y, tenant_id: \"${EVIL}\"}\n", true, &c,
+             &e),
+        -EINVAL);
+    assert_int_equal(e.n, 1);
+    assert_non_null(strstr(e.msgs[0], "t.yml:2:45: remote_write[0].tenant_id: must not contain"));
+    config_errors_release(&e);
+    /* printable values, UTF-8 included, are fine */
+    c = load_ok("remote_write:\n  - {type: parca, url: http://y, tenant_id: \"t\\u00e9 1\",\n"
+                "     basic_auth: {username: \"u s\", password: \"p w\"},\n"
+                "     tls_config: {server_name: s.example}}\n",
+                false);
+    assert_string_equal(c->remote_write[0].tenant_id, "t\xc3\xa9 1");
+    config_free(c);
+}
+
 static void test_config__collects_every_error_in_file_order(void **state)
 {
     (void)state;
@@ -788,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_config__job_errors),
         cmocka_unit_test(test_config__relabel_errors),
         cmocka_unit_test(test_config__remote_write_errors),
+        cmocka_unit_test(test_config__refuses_control_characters_in_request_values),
         cmocka_unit_test(test_config__collects_every_error_in_file_order),
         cmocka_unit_test(test_config__caps),
         cmocka_unit_test(test_config__files),
