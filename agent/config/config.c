@@ -13,9 +13,12 @@
  */
 #include "base/compat.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+
+#include <curl/curl.h>
 
 #include "base/alloc.h"
 #include "base/strnum.h"
@@ -846,21 +849,59 @@ static void cfg_jobs(struct cfg *x, const struct config_node *seq, struct pyprof
 
 /* ---- remote_write ---- */
 
-static bool cfg_valid_url(const char *u)
+/*
+ * Checks a remote_write url and returns NULL when it is fine, or what is
+ * wrong with it (in @buf; reported by the caller). The scheme and the bytes
+ * are checked here; the rest is left to libcurl's URL parser, the one that
+ * will use the URL, so that what it refuses is refused at load and never
+ * tried and retried at every push: a bad port, and above all a missing host
+ * ("http://:4040", which "http://${UNSET}:4040" expands to).
+ */
+static const char *cfg_url_problem(struct cfg *x, const char *u, char *buf, size_t len)
 {
+    const char *problem = NULL;
+    char *host = NULL;
     size_t skip;
     if (strncasecmp(u, "http://", 7) == 0)
         skip = 7;
     else if (strncasecmp(u, "https://", 8) == 0)
         skip = 8;
     else
-        return false;
+        return "is not an http:// or https:// URL";
     if (!u[skip] || u[skip] == '/' || u[skip] == '?' || u[skip] == '#')
-        return false;
+        return "has no host";
     for (const unsigned char *p = (const unsigned char *)u; *p; p++)
         if (*p <= ' ' || *p == 0x7f)
-            return false;
-    return true;
+            return "is not an http:// or https:// URL (spaces and control characters are not "
+                   "allowed)";
+    CURLU *cu = curl_url();
+    if (!cu) {
+        cfg_nomem(x);
+        return NULL;
+    }
+    CURLUcode rc = curl_url_set(cu, CURLUPART_URL, u, 0);
+    if (rc == CURLUE_OK)
+        rc = curl_url_get(cu, CURLUPART_HOST, &host, 0);
+    if (rc == CURLUE_OK && !host[0])
+        rc = CURLUE_NO_HOST;
+    if (rc == CURLUE_OUT_OF_MEMORY) {
+        cfg_nomem(x);
+    } else if (rc == CURLUE_NO_HOST) {
+        problem = "has no host";
+    } else if (rc != CURLUE_OK) {
+        /* libcurl's message, in the house style: lower case, no full stop */
+        snprintf(buf, len, "is not a valid URL: %s", curl_url_strerror(rc));
+        size_t n = strlen(buf);
+        const size_t at = strlen("is not a valid URL: ");
+        if (n > at)
+            buf[at] = (char)tolower((unsigned char)buf[at]);
+        if (n > 0 && buf[n - 1] == '.')
+            buf[n - 1] = '\0';
+        problem = buf;
+    }
+    curl_free(host);
+    curl_url_cleanup(cu);
+    return problem;
 }
 
 static bool cfg_valid_header_name(const char *s)
@@ -1120,9 +1161,13 @@ static void cfg_remote_write(struct cfg *x, const char *path, const struct confi
             else
                 cfg_err(x, v, "%s: unknown api '%s' (one of push, ingest)", kp, v->value);
         } else if (strcmp(k, "url") == 0) {
+            char why[160];
+            const char *problem = NULL;
             s.url = v;
-            if (cfg_is_scalar(x, kp, v) && !cfg_valid_url(v->value))
-                cfg_err(x, v, "%s: '%s' is not an http:// or https:// URL", kp, v->value);
+            if (cfg_is_scalar(x, kp, v))
+                problem = cfg_url_problem(x, v->value, why, sizeof(why));
+            if (problem)
+                cfg_err(x, v, "%s: '%s' %s", kp, v->value, problem);
             else
                 cfg_str(x, kp, v, &rw->url, true);
         } else if (strcmp(k, "remote_timeout") == 0) {

@@ -529,6 +529,43 @@ static void test_config__remote_write_errors(void **state)
 }
 
 /*
+ * A URL libcurl cannot use is refused at load, not tried and retried at every
+ * push: above all one without a host, which "http://${UNSET}:4040" expands to.
+ */
+static void test_config__refuses_urls_without_a_host(void **state)
+{
+    (void)state;
+    expect_errors("remote_write:\n"
+                  "  - {type: parca, url: 'http://:4040'}\n"
+                  "  - {type: parca, url: 'https://bob@:443/x'}\n"
+                  "  - {type: parca, url: 'http:///path'}\n"
+                  "  - {type: parca, url: 'http://h:99999'}\n"
+                  "  - {type: parca, url: 'http://a b/'}\n",
+                  {"2:24", "remote_write[0].url: 'http://:4040' has no host"},
+                  {"3:24", "remote_write[1].url: 'https://bob@:443/x' has no host"},
+                  {"4:24", "remote_write[2].url: 'http:///path' has no host"},
+                  /* libcurl's own message follows */
+                  {"5:24", "remote_write[3].url: 'http://h:99999' is not a valid URL: "},
+                  {"6:24", "remote_write[4].url: 'http://a b/' is not an http:// or https:// "
+                           "URL (spaces and control characters are not allowed)"});
+    struct pyprofd_config *c = NULL;
+    struct config_errors e;
+    assert_int_equal(
+        load("remote_write:\n  - {type: parca, url: 'http://${UNSET}:4040'}\n", true, &c, &e),
+        -EINVAL);
+    assert_int_equal(e.n, 1);
+    assert_string_equal(e.msgs[0], "t.yml:2:24: remote_write[0].url: 'http://:4040' has no host");
+    config_errors_release(&e);
+    c = load_ok("remote_write:\n"
+                "  - {type: parca, url: 'http://[::1]:7070'}\n"
+                "  - {type: parca, url: 'HTTPS://Profiles.Example/base?x=1'}\n"
+                "  - {type: parca, url: 'http://${NODE_NAME}:4040'}\n",
+                true);
+    assert_string_equal(c->remote_write[2].url, "http://worker-7:4040");
+    config_free(c);
+}
+
+/*
  * Every value that goes into a request refuses control characters: a CR LF
  * in tenant_id would add a header of the config's choosing to every request.
  * Custom header values may hold a tab (RFC 9110 field values do).
@@ -834,6 +871,7 @@ int main(void)
         cmocka_unit_test(test_config__job_errors),
         cmocka_unit_test(test_config__relabel_errors),
         cmocka_unit_test(test_config__remote_write_errors),
+        cmocka_unit_test(test_config__refuses_urls_without_a_host),
         cmocka_unit_test(test_config__refuses_control_characters_in_request_values),
         cmocka_unit_test(test_config__collects_every_error_in_file_order),
         cmocka_unit_test(test_config__caps),
