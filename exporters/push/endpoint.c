@@ -475,9 +475,46 @@ CURLcode push_endpoint_perform(CURLM *m, CURL *h, const struct push_request *r)
     return rc;
 }
 
+/*
+ * libcurl errors made on this side, before anything reached the server: a
+ * URL or protocol libcurl cannot use, a TLS file it cannot load, a feature
+ * this libcurl lacks. The same request fails the same way every time, so
+ * it is dropped and counted, never retried (a retry loop would hold the
+ * queue until max_retries, or forever with max_retries 0).
+ */
+static bool endpoint_curl_permanent(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_NOT_BUILT_IN:
+    case CURLE_BAD_FUNCTION_ARGUMENT:
+    case CURLE_UNKNOWN_OPTION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static const char *endpoint_curl_code(CURLcode rc)
 {
     switch (rc) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+        return "url";
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+        return "tls_config";
     case CURLE_ABORTED_BY_CALLBACK:
         return "aborted";
     case CURLE_OPERATION_TIMEDOUT:
@@ -488,11 +525,8 @@ static const char *endpoint_curl_code(CURLcode rc)
         return "connect";
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_CRL_BADFILE:
         return "tls";
     case CURLE_SEND_ERROR:
         return "send";
@@ -531,7 +565,7 @@ void push_classify_http(CURLcode rc, long status, const char *body, const char *
     res->message[0] = '\0';
     if (rc != CURLE_OK) {
         const char *code = endpoint_curl_code(rc);
-        res->outcome = PUSH_RETRY;
+        res->outcome = endpoint_curl_permanent(rc) ? PUSH_DROP : PUSH_RETRY;
         if (code)
             snprintf(res->code, sizeof(res->code), "%s", code);
         else

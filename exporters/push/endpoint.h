@@ -111,12 +111,16 @@ CURLcode push_endpoint_perform(CURLM *m, CURL *h, const struct push_request *r);
  * Classifies an HTTP exchange: @a rc the curl result, @a status the HTTP
  * status (0 if none), @a body the response body (may be NULL; used as the
  * message, cut to fit), @a retry_after the Retry-After header value (may be
- * NULL; seconds or an HTTP-date). Connection errors, timeouts, 408, 429, 5xx
- * are PUSH_RETRY; 2xx PUSH_OK; everything else PUSH_DROP.
+ * NULL; seconds or an HTTP-date). 2xx is PUSH_OK; 408, 429, 5xx and curl
+ * errors are PUSH_RETRY, except the local, permanent curl errors (a URL or
+ * protocol libcurl cannot use, a TLS file it cannot load, a feature it was
+ * built without), which are PUSH_DROP like every other status.
  * res->code is the HTTP status ("503"), or for a curl error "timeout",
- * "connect" (connection refused, name not resolved), "tls", "send", "recv",
- * "aborted" (push_endpoint_perform() gave up at the abort) or "curl_<n>";
- * res->message the body's printable text or curl's message.
+ * "connect" (connection refused, name not resolved), "tls" (handshake,
+ * verification), "send", "recv", "aborted" (push_endpoint_perform() gave up
+ * at the abort), "url" (CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL),
+ * "tls_config" (CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, ...) or
+ * "curl_<n>"; res->message the body's printable text or curl's message.
  */
 void push_classify_http(CURLcode rc, long status, const char *body, const char *retry_after,
                         int64_t now_real_ns, struct push_result *res);
