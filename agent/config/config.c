@@ -850,6 +850,28 @@ static void cfg_jobs(struct cfg *x, const struct config_node *seq, struct pyprof
 /* ---- remote_write ---- */
 
 /*
+ * @u for a message: the password of its userinfo (from the first ':' to the
+ * last '@' before the path) as "<secret>", in @buf. The URL may be one that
+ * libcurl cannot parse, so this is a plain scan that rather hides too much.
+ */
+static const char *cfg_url_redact(const char *u, char *buf, size_t len)
+{
+    const char *auth = strstr(u, "://");
+    if (!auth)
+        return u;
+    auth += 3;
+    const char *end = auth + strcspn(auth, "/?#"), *at = NULL;
+    for (const char *p = auth; p < end; p++)
+        if (*p == '@')
+            at = p;
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    if (!colon)
+        return u;
+    snprintf(buf, len, "%.*s<secret>%s", (int)(colon + 1 - u), u, at);
+    return buf;
+}
+
+/*
  * Checks a remote_write url and returns NULL when it is fine, or what is
  * wrong with it (in @buf; reported by the caller). The scheme and the bytes
  * are checked here; the rest is left to libcurl's URL parser, the one that
@@ -1166,9 +1188,11 @@ static void cfg_remote_write(struct cfg *x, const char *path, const struct confi
             s.url = v;
             if (cfg_is_scalar(x, kp, v))
                 problem = cfg_url_problem(x, v->value, why, sizeof(why));
-            if (problem)
-                cfg_err(x, v, "%s: '%s' %s", kp, v->value, problem);
-            else
+            if (problem) {
+                char shown[1024];
+                cfg_err(x, v, "%s: '%s' %s", kp, cfg_url_redact(v->value, shown, sizeof(shown)),
+                        problem);
+            } else
                 cfg_str(x, kp, v, &rw->url, true);
         } else if (strcmp(k, "remote_timeout") == 0) {
             cfg_duration(x, kp, v, 100 * NS_PER_MS, 600 * NS_PER_SEC, &rw->remote_timeout_ns);
@@ -1554,6 +1578,43 @@ static void cfg_print_str(FILE *out, const char *indent, const char *key, const 
     fputc('\n', out);
 }
 
+/*
+ * Writes a URL with the password of its userinfo, if it has one, shown as
+ * "<secret>" (as Prometheus prints http://bob:<secret>@host/). libcurl's URL
+ * API splits and rebuilds it, so what is hidden is what libcurl would send as
+ * the password. Should that fail (out of memory), the userinfo is hidden by
+ * cfg_url_redact() instead; the password is never printed.
+ */
+static void cfg_print_url(FILE *out, const char *indent, const char *key, const char *url)
+{
+    char *pw = NULL, *full = NULL;
+    char buf[1024];
+    const char *shown = url;
+    CURLU *u = NULL;
+    if (!url)
+        return;
+    if (strchr(url, '@')) {
+        u = curl_url();
+        CURLUcode rc = u ? curl_url_set(u, CURLUPART_URL, url, 0) : CURLUE_OUT_OF_MEMORY;
+        if (rc == CURLUE_OK)
+            rc = curl_url_get(u, CURLUPART_PASSWORD, &pw, 0);
+        if (rc == CURLUE_OK)
+            rc = curl_url_set(u, CURLUPART_PASSWORD, "<secret>", 0);
+        if (rc == CURLUE_OK)
+            rc = curl_url_get(u, CURLUPART_URL, &full, 0);
+        if (rc == CURLUE_OK)
+            shown = full;
+        else if (rc != CURLUE_NO_PASSWORD)
+            shown = cfg_url_redact(url, buf, sizeof(buf));
+    }
+    cfg_print_str(out, indent, key, shown, false);
+    curl_free(full);
+    if (pw)
+        explicit_bzero(pw, strlen(pw));
+    curl_free(pw);
+    curl_url_cleanup(u);
+}
+
 static void cfg_print_map(FILE *out, const char *indent, const char *key, const struct labels *ls,
                           bool secret)
 {
@@ -1617,7 +1678,7 @@ static void cfg_print_rw(FILE *out, const struct config_remote_write *rw)
     fprintf(out, "\n    type: %s\n", rw->type == CONFIG_PUSH_PARCA ? "parca" : "pyroscope");
     if (rw->type == CONFIG_PUSH_PYROSCOPE)
         fprintf(out, "    api: %s\n", rw->api == CONFIG_PYROSCOPE_API_INGEST ? "ingest" : "push");
-    cfg_print_str(out, in, "url", rw->url, false);
+    cfg_print_url(out, in, "url", rw->url);
     cfg_print_dur(out, in, "remote_timeout", rw->remote_timeout_ns);
     cfg_print_str(out, in, "tenant_id", rw->tenant_id, false);
     cfg_print_map(out, in, "headers", &rw->headers, true);

@@ -809,6 +809,37 @@ static void test_config__shipped_example_is_valid(void **state)
     config_free(c);
 }
 
+/*
+ * A password in a URL is a secret too: --print shows it as <secret>, as
+ * Prometheus does, and so do errors about the URL.
+ */
+static void test_config__url_passwords_are_not_printed(void **state)
+{
+    (void)state;
+    struct pyprofd_config *c =
+        load_ok("remote_write:\n"
+                "  - {type: parca, url: 'http://bob:hunter2@parca.example:7070/base?x=1'}\n"
+                "  - {type: parca, url: 'https://:hunter2@p.example'}\n"
+                "  - {type: parca, url: 'http://bob@p.example/'}\n"
+                "  - {type: parca, url: 'http://p.example/a@b'}\n",
+                false);
+    assert_string_equal(c->remote_write[0].url, "http://bob:hunter2@parca.example:7070/base?x=1");
+    char *out = print_to_string(c);
+    assert_null(strstr(out, "hunter"));
+    assert_non_null(strstr(out, "url: \"http://bob:<secret>@parca.example:7070/base?x=1\"\n"));
+    assert_non_null(strstr(out, "url: \"https://:<secret>@p.example/\"\n"));
+    assert_non_null(strstr(out, "url: \"http://bob@p.example/\"\n"));
+    assert_non_null(strstr(out, "url: \"http://p.example/a@b\"\n"));
+    alloc_free(out);
+    check_round_trip(c);
+    config_free(c);
+    expect_errors("remote_write:\n"
+                  "  - {type: parca, url: 'http://bob:hunter2@:4040'}\n"
+                  "  - {type: parca, url: 'http://bob:hun@ter2@p.example/'}\n",
+                  {"2:24", "remote_write[0].url: 'http://bob:<secret>@:4040' has no host"},
+                  {"3:24", "remote_write[1].url: 'http://bob:<secret>@p.example/' is not a "});
+}
+
 static void test_config__print_escapes_round_trip(void **state)
 {
     (void)state;
@@ -878,6 +909,7 @@ int main(void)
         cmocka_unit_test(test_config__files),
         cmocka_unit_test(test_config__shipped_default_matches_config_default),
         cmocka_unit_test(test_config__shipped_example_is_valid),
+        cmocka_unit_test(test_config__url_passwords_are_not_printed),
         cmocka_unit_test(test_config__print_escapes_round_trip),
         cmocka_unit_test(test_config__survives_allocation_failures),
     };
