@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -32,8 +33,9 @@
 struct cfg {
     const char *name;
     struct config_errors *errs;
-    int rc;   /* -ENOMEM once allocation failed */
-    bool bad; /* some error was reported */
+    int rc;           /* -ENOMEM once allocation failed */
+    bool bad;         /* some error was reported */
+    bool check_files; /* open the files the config names (not skip_file_checks) */
 };
 
 static void cfg_err(struct cfg *x, const struct config_node *n, const char *fmt, ...)
@@ -998,6 +1000,41 @@ static void cfg_headers(struct cfg *x, const char *path, const struct config_nod
     }
 }
 
+/*
+ * The files a remote_write entry names are checked at load, as they will be
+ * used, so that a missing or unreadable one is an error in the file rather
+ * than a failure at the first push: a tls_config file must open as a
+ * regular file (its content is libcurl's to judge), a secret file must read
+ * as a secret (config_read_secret(): no control character once the
+ * surrounding whitespace is gone). The value node @v was just stored.
+ */
+static void cfg_check_file(struct cfg *x, const char *path, const struct config_node *v,
+                           bool secret)
+{
+    char err[600];
+    int fd = -1, rc;
+    if (!x->check_files || v->kind != CONFIG_NODE_SCALAR || v->null || v->len == 0)
+        return;
+    if (secret) {
+        char *s = NULL;
+        rc = config_read_secret(v->value, &s, err, sizeof(err));
+        if (s) {
+            explicit_bzero(s, strlen(s));
+            alloc_free(s);
+        }
+    } else {
+        char why[128];
+        rc = config_file_open(v->value, &fd, why, sizeof(why));
+        if (fd >= 0)
+            close(fd);
+        snprintf(err, sizeof(err), "cannot read '%s': %s", v->value, why);
+    }
+    if (rc == -ENOMEM)
+        cfg_nomem(x);
+    else if (rc)
+        cfg_err(x, v, "%s: %s", path, err);
+}
+
 /* Nodes of a remote_write entry that cross-field checks point at. */
 struct cfg_rw_seen {
     const struct config_node *m, *name, *type, *api, *url, *basic_auth, *password_file,
@@ -1027,6 +1064,7 @@ static void cfg_basic_auth(struct cfg *x, const char *path, const struct config_
         } else if (strcmp(k, "password_file") == 0) {
             s->password_file = v;
             cfg_str(x, kp, v, &rw->basic_auth_password_file, true);
+            cfg_check_file(x, kp, v, true);
         } else {
             cfg_unknown(x, path, m->kids[i]);
         }
@@ -1059,6 +1097,7 @@ static void cfg_authorization(struct cfg *x, const char *path, const struct conf
         } else if (strcmp(k, "credentials_file") == 0) {
             s->credentials_file = v;
             cfg_str(x, kp, v, &rw->authorization_credentials_file, true);
+            cfg_check_file(x, kp, v, true);
         } else {
             cfg_unknown(x, path, m->kids[i]);
         }
@@ -1090,18 +1129,22 @@ static void cfg_tls(struct cfg *x, const char *path, const struct config_node *m
         if (!k)
             continue;
         cfg_path_join(kp, sizeof(kp), path, k);
-        if (strcmp(k, "ca_file") == 0)
+        if (strcmp(k, "ca_file") == 0) {
             cfg_str(x, kp, v, &rw->tls_ca_file, true);
-        else if (strcmp(k, "cert_file") == 0)
+            cfg_check_file(x, kp, v, false);
+        } else if (strcmp(k, "cert_file") == 0) {
             cfg_str(x, kp, v, &rw->tls_cert_file, true);
-        else if (strcmp(k, "key_file") == 0)
+            cfg_check_file(x, kp, v, false);
+        } else if (strcmp(k, "key_file") == 0) {
             cfg_str(x, kp, v, &rw->tls_key_file, true);
-        else if (strcmp(k, "server_name") == 0)
+            cfg_check_file(x, kp, v, false);
+        } else if (strcmp(k, "server_name") == 0) {
             cfg_request_str(x, kp, v, &rw->tls_server_name);
-        else if (strcmp(k, "insecure_skip_verify") == 0)
+        } else if (strcmp(k, "insecure_skip_verify") == 0) {
             cfg_bool(x, kp, v, &rw->tls_insecure_skip_verify);
-        else
+        } else {
             cfg_unknown(x, path, m->kids[i]);
+        }
     }
     if (!rw->tls_cert_file != !rw->tls_key_file)
         cfg_err(x, m, "%s: cert_file and key_file must be set together", path);
@@ -1437,7 +1480,7 @@ int config_load_buffer(const char *buf, size_t len, const char *name,
     struct config_node *root = NULL;
     struct pyprofd_config *c = NULL;
     struct cfg_job_seen *seen = NULL;
-    struct cfg x = {.name = name, .errs = errs};
+    struct cfg x = {.name = name, .errs = errs, .check_files = !(opts && opts->skip_file_checks)};
     size_t first_err = errs->n;
     int rc;
     *out = NULL;

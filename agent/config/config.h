@@ -153,6 +153,13 @@ struct config_load_opts {
     /* Lookup used for expansion; NULL means getenv. Tests inject their own. */
     const char *(*getenv_fn)(const char *name, void *ctx);
     void *getenv_ctx;
+    /*
+     * Do not open the files the config names. By default each is checked at
+     * load, as it would be used: the *_file secrets are read
+     * (config_read_secret()), the tls_config files opened (config_file_open()).
+     * For tests of the YAML alone.
+     */
+    bool skip_file_checks;
 };
 
 /**
@@ -191,6 +198,24 @@ PYPROFD_WARN_UNUSED int config_file_open(const char *path, int *fd, char *why, s
  */
 PYPROFD_WARN_UNUSED int config_file_read(const char *path, size_t max, char **out, size_t *len,
                                          char *why, size_t whylen);
+
+/** The longest secret file (password_file, credentials_file) read; longer is an error. */
+#define CONFIG_SECRET_MAX 65536
+
+/**
+ * Reads the secret file @a path (password_file, credentials_file), at load
+ * and again for every request: opened with config_file_open(), at most
+ * CONFIG_SECRET_MAX bytes, surrounding whitespace removed (as Prometheus
+ * does: the final newline of a file written by an editor or `echo` is not
+ * part of the secret). A control character left inside is refused: it
+ * could end the Authorization header line and start another. Returns 0 with
+ * a NUL-terminated copy in *@a out (caller wipes, then frees with
+ * alloc_free()), or a negative errno with the whole message in @a err
+ * ("cannot read '/p': No such file or directory", "cannot use '/p': control
+ * character in the secret"): config_file_open()'s or read()'s error, -EFBIG,
+ * -EINVAL (also for a control character), -ENOMEM. Thread-safe.
+ */
+PYPROFD_WARN_UNUSED int config_read_secret(const char *path, char **out, char *err, size_t errlen);
 
 /** The built-in default config: one job "python" sampling every Python process. */
 PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);

@@ -111,3 +111,36 @@ out:
     close(fd);
     return rc;
 }
+
+int config_read_secret(const char *path, char **out, char *err, size_t errlen)
+{
+    char why[128];
+    char *buf = NULL;
+    size_t n = 0;
+    *out = NULL;
+    int rc = config_file_read(path, CONFIG_SECRET_MAX, &buf, &n, why, sizeof(why));
+    if (rc) {
+        snprintf(err, errlen, "cannot read '%s': %s", path, why);
+        return rc;
+    }
+    size_t a = 0, len = n;
+    while (a < len && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\r' || buf[a] == '\n'))
+        a++;
+    while (len > a && (buf[len - 1] == ' ' || buf[len - 1] == '\t' || buf[len - 1] == '\r' ||
+                       buf[len - 1] == '\n'))
+        len--;
+    for (size_t i = a; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c < 0x20 || c == 0x7f) {
+            snprintf(err, errlen, "cannot use '%s': control character in the secret", path);
+            explicit_bzero(buf, n);
+            alloc_free(buf);
+            return -EINVAL;
+        }
+    }
+    memmove(buf, buf + a, len - a);
+    explicit_bzero(buf + (len - a), n - (len - a)); /* the moved-from tail */
+    buf[len - a] = '\0';
+    *out = buf;
+    return 0;
+}

@@ -7,8 +7,6 @@
  */
 #include "base/compat.h"
 
-#include <unistd.h>
-
 #include "base/alloc.h"
 #include "exporters/push/endpoint.h"
 
@@ -160,68 +158,8 @@ out:
 
 int push_read_secret(const char *path, char **out, char *err, size_t errlen)
 {
-    int rc = 0;
-    char *buf = NULL;
-    size_t n = 0;
-    char why[128];
-    int fd = -1;
-    *out = NULL;
-    /* never blocks: a FIFO here would hold the sender thread forever */
-    rc = config_file_open(path, &fd, why, sizeof(why));
-    if (rc) {
-        snprintf(err, errlen, "cannot read '%s': %s", path, why);
-        goto out;
-    }
-    buf = alloc_malloc(PUSH_SECRET_MAX + 1);
-    if (!buf) {
-        rc = -ENOMEM;
-        snprintf(err, errlen, "cannot read '%s': out of memory", path);
-        goto out;
-    }
-    for (;;) {
-        ssize_t r = read(fd, buf + n, PUSH_SECRET_MAX + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = -errno;
-            snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-            goto out;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n > PUSH_SECRET_MAX) {
-            rc = -EFBIG;
-            snprintf(err, errlen, "cannot read '%s': larger than %d bytes", path, PUSH_SECRET_MAX);
-            goto out;
-        }
-    }
-    size_t a = 0;
-    while (a < n && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\r' || buf[a] == '\n'))
-        a++;
-    while (n > a &&
-           (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\r' || buf[n - 1] == '\n'))
-        n--;
-    for (size_t i = a; i < n; i++) {
-        unsigned char c = (unsigned char)buf[i];
-        if (c < 0x20 || c == 0x7f) {
-            rc = -EINVAL;
-            snprintf(err, errlen, "cannot use '%s': control character in the secret", path);
-            goto out;
-        }
-    }
-    memmove(buf, buf + a, n - a);
-    buf[n - a] = '\0';
-    *out = buf;
-    buf = NULL;
-out:
-    if (buf) {
-        explicit_bzero(buf, PUSH_SECRET_MAX + 1);
-        alloc_free(buf);
-    }
-    if (fd >= 0)
-        close(fd);
-    return rc;
+    /* the loader's reader: a file accepted at load is read the same way here */
+    return config_read_secret(path, out, err, errlen);
 }
 
 static void endpoint_base64(const unsigned char *in, size_t n, char *out)

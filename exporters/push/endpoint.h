@@ -43,7 +43,7 @@ struct push_endpoint {
 };
 
 /** Longest secret file read (password_file, credentials_file); longer is an error. */
-#define PUSH_SECRET_MAX 65536
+#define PUSH_SECRET_MAX CONFIG_SECRET_MAX
 
 /** Copies @a rw's settings into @a e. Returns 0 or -ENOMEM (@a e then released). */
 PYPROFD_WARN_UNUSED int push_endpoint_init(struct push_endpoint *e,
@@ -74,9 +74,10 @@ PYPROFD_WARN_UNUSED int push_endpoint_url(const struct push_endpoint *e, const c
                                           char *buf, size_t len);
 
 /**
- * Reads a secret file: at most PUSH_SECRET_MAX bytes, surrounding whitespace
- * removed (as Prometheus does). Opened with config_file_open(), so a FIFO or
- * device is refused at once instead of blocking the sender. Returns 0 with a
+ * Reads a secret file for a request: config_read_secret(), the reader the
+ * config loader checked the file with, so what loaded is read the same way
+ * (at most PUSH_SECRET_MAX bytes, surrounding whitespace removed, no control
+ * character inside, never blocking on a FIFO). Returns 0 with a
  * NUL-terminated copy in *@a out (caller frees with alloc_free(); wipe it
  * first), or a negative errno with @a err set: the open/read error, -EINVAL
  * (not a regular file, or a control character inside, which could split an

@@ -35,9 +35,15 @@ static const char *fake_getenv(const char *name, void *ctx)
     return NULL;
 }
 
+/*
+ * Loads @yaml as "t.yml". The files it names (/ca, /p, ...) are not opened:
+ * these tests are about the YAML; test_config__checks_named_files is about
+ * the files.
+ */
 static int load(const char *yaml, bool env, struct pyprofd_config **c, struct config_errors *e)
 {
-    struct config_load_opts o = {.expand_env = env, .getenv_fn = fake_getenv};
+    struct config_load_opts o = {
+        .expand_env = env, .getenv_fn = fake_getenv, .skip_file_checks = true};
     memset(e, 0, sizeof(*e));
     return config_load_buffer(yaml, strlen(yaml), "t.yml", &o, c, e);
 }
@@ -726,6 +732,115 @@ static void test_config__files(void **state)
     config_errors_release(&e);
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * The files a remote_write entry names are checked at load: a missing one,
+ * a FIFO, a directory or a secret with a control character inside is an
+ * error at the value, not a failure at the first push.
+ */
+static void test_config__checks_named_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pyprofd-test-config-files.XXXXXX", yaml[2048], want[600];
+    char p_missing[96], p_fifo[96], p_key[96], p_bad[96], p_good[96];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p_missing, sizeof(p_missing), "%s/missing", dir);
+    snprintf(p_fifo, sizeof(p_fifo), "%s/fifo", dir);
+    snprintf(p_key, sizeof(p_key), "%s/key.pem", dir);
+    snprintf(p_bad, sizeof(p_bad), "%s/bad-secret", dir);
+    snprintf(p_good, sizeof(p_good), "%s/good-secret", dir);
+    assert_int_equal(mkfifo(p_fifo, 0600), 0);
+    write_text(p_key, "-----BEGIN PRIVATE KEY-----\n");
+    write_text(p_bad, "line1\nline2\n");
+    write_text(p_good, "  s3cret \n"); /* surrounding whitespace is not part of it */
+    snprintf(yaml, sizeof(yaml),
+             "remote_write:\n"
+             "  - type: pyroscope\n"
+             "    url: https://p.example\n"
+             "    basic_auth:\n"
+             "      username: u\n"
+             "      password_file: %s\n"
+             "    tls_config:\n"
+             "      ca_file: %s\n"
+             "      cert_file: %s\n"
+             "      key_file: %s\n"
+             "  - type: parca\n"
+             "    url: https://q.example\n"
+             "    authorization:\n"
+             "      credentials_file: %s\n",
+             p_missing, p_fifo, dir, p_key, p_bad);
+    struct pyprofd_config *c = NULL;
+    struct config_errors e = {0};
+    alarm(10); /* the FIFO must not be waited on */
+    int rc = config_load_buffer(yaml, strlen(yaml), "t.yml", NULL, &c, &e);
+    alarm(0);
+    assert_int_equal(rc, -EINVAL);
+    assert_null(c);
+    if (e.n != 4) {
+        dump_errors(&e);
+        fail_msg("%zu errors, want 4", e.n);
+    }
+    snprintf(want, sizeof(want),
+             "t.yml:6:22: remote_write[0].basic_auth.password_file: cannot read '%s': No such "
+             "file or directory",
+             p_missing);
+    assert_string_equal(e.msgs[0], want);
+    snprintf(want, sizeof(want),
+             "t.yml:8:16: remote_write[0].tls_config.ca_file: cannot read '%s': not a regular "
+             "file (a FIFO)",
+             p_fifo);
+    assert_string_equal(e.msgs[1], want);
+    snprintf(want, sizeof(want),
+             "t.yml:9:18: remote_write[0].tls_config.cert_file: cannot read '%s': Is a directory",
+             dir);
+    assert_string_equal(e.msgs[2], want);
+    snprintf(want, sizeof(want),
+             "t.yml:14:25: remote_write[1].authorization.credentials_file: cannot use '%s': "
+             "control character in the secret",
+             p_bad);
+    assert_string_equal(e.msgs[3], want);
+    config_errors_release(&e);
+
+    /* the same file with readable files loads, and keeps the paths */
+    snprintf(yaml, sizeof(yaml),
+             "remote_write:\n"
+             "  - type: pyroscope\n"
+             "    url: https://p.example\n"
+             "    basic_auth: {username: u, password_file: '%s'}\n"
+             "    tls_config: {ca_file: '%s', cert_file: '%s', key_file: '%s'}\n"
+             "  - {type: parca, url: 'https://q.example', authorization: {credentials_file: "
+             "'%s'}}\n",
+             p_good, p_key, p_key, p_key, p_good);
+    assert_int_equal(config_load_buffer(yaml, strlen(yaml), "t.yml", NULL, &c, &e), 0);
+    assert_string_equal(c->remote_write[0].basic_auth_password_file, p_good);
+    assert_string_equal(c->remote_write[0].tls_ca_file, p_key);
+    config_free(c);
+    config_errors_release(&e);
+
+    /* skip_file_checks: the YAML alone */
+    snprintf(yaml, sizeof(yaml),
+             "remote_write:\n  - {type: parca, url: 'https://q.example', tls_config: {ca_file: "
+             "'%s'}}\n",
+             p_missing);
+    struct config_load_opts o = {.skip_file_checks = true};
+    assert_int_equal(config_load_buffer(yaml, strlen(yaml), "t.yml", &o, &c, &e), 0);
+    config_free(c);
+    config_errors_release(&e);
+
+    unlink(p_fifo);
+    unlink(p_key);
+    unlink(p_bad);
+    unlink(p_good);
+    rmdir(dir);
+}
+
 /* ---- the shipped files and printing ---- */
 
 static char *print_to_string(const struct pyprofd_config *c)
@@ -752,7 +867,9 @@ static struct pyprofd_config *load_shipped(const char *name)
     struct config_errors e = {0};
     assert_non_null(src);
     snprintf(path, sizeof(path), "%s/config/%s", src, name);
-    int rc = config_load_file(path, NULL, &c, &e);
+    /* the example names files in /etc/pyprofd that a test machine lacks */
+    struct config_load_opts o = {.skip_file_checks = true};
+    int rc = config_load_file(path, &o, &c, &e);
     if (rc) {
         dump_errors(&e);
         fail_msg("%s: %d", path, rc);
@@ -907,6 +1024,7 @@ int main(void)
         cmocka_unit_test(test_config__collects_every_error_in_file_order),
         cmocka_unit_test(test_config__caps),
         cmocka_unit_test(test_config__files),
+        cmocka_unit_test(test_config__checks_named_files),
         cmocka_unit_test(test_config__shipped_default_matches_config_default),
         cmocka_unit_test(test_config__shipped_example_is_valid),
         cmocka_unit_test(test_config__url_passwords_are_not_printed),

@@ -133,6 +133,34 @@ static void test_config_file__reads_up_to_the_cap(void **state)
     rmdir(t.dir);
 }
 
+static void test_config_file__secrets_are_trimmed_and_checked(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    char err[256] = "", want[256];
+    char *sec = NULL;
+    tmpdir_make(&t);
+    tmpdir_path(&t, "secret");
+    write_file(t.path, "tok\n", 4); /* the newline an editor or echo adds */
+    assert_int_equal(config_read_secret(t.path, &sec, err, sizeof(err)), 0);
+    assert_string_equal(sec, "tok");
+    alloc_free(sec);
+    write_file(t.path, " \t a b \r\n\n", 10);
+    assert_int_equal(config_read_secret(t.path, &sec, err, sizeof(err)), 0);
+    assert_string_equal(sec, "a b");
+    alloc_free(sec);
+    write_file(t.path, "a\r\nX-Injected: 1\n", 17);
+    assert_int_equal(config_read_secret(t.path, &sec, err, sizeof(err)), -EINVAL);
+    assert_null(sec);
+    snprintf(want, sizeof(want), "cannot use '%s': control character in the secret", t.path);
+    assert_string_equal(err, want);
+    unlink(t.path);
+    assert_int_equal(config_read_secret(t.path, &sec, err, sizeof(err)), -ENOENT);
+    snprintf(want, sizeof(want), "cannot read '%s': No such file or directory", t.path);
+    assert_string_equal(err, want);
+    rmdir(t.dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_config_file__refuses_fifo_without_blocking),
         cmocka_unit_test(test_config_file__refuses_devices_sockets_and_directories),
         cmocka_unit_test(test_config_file__reads_up_to_the_cap),
+        cmocka_unit_test(test_config_file__secrets_are_trimmed_and_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
