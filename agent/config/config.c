@@ -1378,11 +1378,13 @@ static void cfg_server(struct cfg *x, const struct config_node *m, struct pyprof
             continue;
         cfg_path_join(kp, sizeof(kp), path, k);
         if (strcmp(k, "listen_address") == 0) {
-            if (cfg_is_scalar(x, kp, v) && v->len && !cfg_valid_listen(v->value))
+            if (cfg_is_scalar(x, kp, v) && v->len && !cfg_valid_listen(v->value)) {
                 cfg_err(x, v, "%s: expected host:port, [ipv6]:port or :port, got '%s'", kp,
                         v->value);
-            else
+            } else {
                 cfg_str(x, kp, v, &c->server.listen_address, false);
+                c->server.listen_address_expanded = v->kind == CONFIG_NODE_SCALAR && v->expanded;
+            }
         } else if (strcmp(k, "enable_lifecycle") == 0) {
             cfg_bool(x, kp, v, &c->server.enable_lifecycle);
         } else {

@@ -112,6 +112,9 @@ struct pyprofd_config {
     } storage;
     struct {
         char *listen_address; /* default "127.0.0.1:PYPROFD_DEFAULT_PORT"; "" disables the server */
+        /* listen_address came out of ${VAR} expansion: "" then most likely
+         * means an unset variable, not "no server" (the agent warns) */
+        bool listen_address_expanded;
         bool enable_lifecycle; /* POST /-/reload; default false */
     } server;
 };

@@ -261,8 +261,34 @@ static void test_config__all_sections(void **state)
     /* "" disables the server; cpu_budget as a fraction */
     c = load_ok("server: {listen_address: \"\"}\nglobal: {limits: {cpu_budget: 0.25}}\n", false);
     assert_string_equal(c->server.listen_address, "");
+    assert_false(c->server.listen_address_expanded);
     assert_true(c->global.limits.cpu_budget == 0.25);
     config_free(c);
+}
+
+/*
+ * A listen_address that ${VAR} expansion emptied (an unset variable) turns
+ * the server off like "" does; the config says where it came from, so that
+ * the agent can warn (agent.c) while an explicit "" stays quiet.
+ */
+static void test_config__listen_address_emptied_by_expansion(void **state)
+{
+    (void)state;
+    struct pyprofd_config *c = load_ok("server: {listen_address: \"${UNSET}\"}\n", true);
+    assert_string_equal(c->server.listen_address, "");
+    assert_true(c->server.listen_address_expanded);
+    config_free(c);
+    c = load_ok("server: {listen_address: \"\"}\n", true);
+    assert_string_equal(c->server.listen_address, "");
+    assert_false(c->server.listen_address_expanded);
+    config_free(c);
+    c = load_ok("server: {listen_address: \"${NODE_NAME}:7979\"}\n", true);
+    assert_string_equal(c->server.listen_address, "worker-7:7979");
+    assert_true(c->server.listen_address_expanded);
+    config_free(c);
+    /* not expanded without --config.expand-env, and then not a host:port */
+    expect_errors("server: {listen_address: \"${UNSET}\"}\n",
+                  {"1:26", "server.listen_address: expected host:port"});
 }
 
 static void test_config__env_expansion(void **state)
@@ -1012,6 +1038,7 @@ int main(void)
         cmocka_unit_test(test_config__inheritance_and_overrides),
         cmocka_unit_test(test_config__all_sections),
         cmocka_unit_test(test_config__env_expansion),
+        cmocka_unit_test(test_config__listen_address_emptied_by_expansion),
         cmocka_unit_test(test_config__yaml_syntax_errors),
         cmocka_unit_test(test_config__structure_errors),
         cmocka_unit_test(test_config__global_value_errors),
