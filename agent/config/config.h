@@ -2,11 +2,14 @@
 /*
  * config.h: the agent's configuration, loaded from Prometheus-style YAML
  * (libyaml) into struct pyprofd_config, the only thing `pyprofd agent`
- * passes down. Loading is pure (no side effects besides reading the file and,
- * with expand_env, the environment), strict (unknown keys, wrong types and bad
- * values are errors) and complete: every error found is reported, each as
- * "FILE:LINE:COLUMN: message", not just the first. Every key, its default and
- * unit are documented in docs/configuration.md.
+ * passes down. Loading is pure (no side effects besides reading the file, the
+ * files it names unless skip_file_checks, and, with expand_env, the
+ * environment), strict (unknown keys, wrong types and bad values are errors;
+ * so are a URL libcurl cannot use, control characters in what is sent with
+ * every request, and a named file that cannot be read) and complete: every
+ * error found is reported, each as "FILE:LINE:COLUMN: message", not just the
+ * first. No file is ever waited on (config_file_open()). Every key, its
+ * default and unit are documented in docs/configuration.md.
  *
  * Shape (see config/pyprofd.example.yml):
  *   global:           sample_rate, mode, profile_interval, external_labels, limits
@@ -20,7 +23,8 @@
  *
  * Values in the loaded config are final: per-job fields already carry the
  * global defaults where the job did not override them; durations are
- * nanoseconds; secrets given as *_file are kept as paths (re-read on use).
+ * nanoseconds; secrets given as *_file are kept as paths (read at load to
+ * check them, then again on every use).
  *
  * Ownership: the loader returns a heap object the caller owns (config_free).
  * A loaded config is immutable and may be read from any thread.
