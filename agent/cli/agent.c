@@ -37,7 +37,8 @@
 #define AGENT_MAX_OUTPUTS        64u /* storage + remote_write endpoints */
 
 struct agent {
-    const char *config_file; /* NULL: the built-in default */
+    const char *config_file;   /* NULL: the built-in default */
+    const char *listen_option; /* --web.listen-address, or NULL */
     struct config_load_opts load_opts;
     struct loop *loop;
     struct window_queue *queue;
@@ -133,6 +134,45 @@ static void agent_log_errors(const struct config_errors *errs)
         log_error("%s", errs->msgs[i]);
 }
 
+/*
+ * Says when the HTTP server is (or would be) off, and whether that looks
+ * intended: an explicit "" (--web.listen-address="" or listen_address: "")
+ * is logged as information; a listen_address that ${VAR} expansion emptied
+ * (listen_address: ${LISTEN_ADDRESS} with the variable unset or empty) is a
+ * warning, since /metrics, /debug/pprof and /-/reload silently go with it.
+ * The address is read at start only: at a reload (@a reload) the warning
+ * says so. @a listen_option: --web.listen-address or NULL. Returns whether
+ * @a cfg turns the server off.
+ */
+PYPROFD_STATIC bool agent_log_listen(const struct pyprofd_config *cfg, const char *listen_option,
+                                     const char *config_file, bool reload)
+{
+    const char *file = config_file ? config_file : "(built-in default)";
+    if (listen_option) {
+        if (!listen_option[0] && !reload)
+            log_info("HTTP server off (--web.listen-address is \"\")");
+        return !listen_option[0];
+    }
+    bool off = !cfg->server.listen_address || !cfg->server.listen_address[0];
+    if (!off)
+        return false;
+    if (!cfg->server.listen_address_expanded) {
+        if (!reload)
+            log_info("HTTP server off (server.listen_address is \"\" in '%s')", file);
+    } else if (reload) {
+        log_warn("server.listen_address in '%s' is empty after ${VAR} expansion (an unset "
+                 "variable?); not applied now (the address is read at start only), the next "
+                 "start would turn the HTTP server off",
+                 file);
+    } else {
+        log_warn("server.listen_address in '%s' is empty after ${VAR} expansion (an unset "
+                 "variable?): HTTP server off, no /metrics, /debug/pprof or /-/reload; write "
+                 "listen_address: \"\" to turn it off on purpose",
+                 file);
+    }
+    return true;
+}
+
 static int agent_load(struct agent *a, struct pyprofd_config **out, struct config_errors *errs)
 {
     if (!a->config_file)
@@ -140,7 +180,13 @@ static int agent_load(struct agent *a, struct pyprofd_config **out, struct confi
     return config_load_file(a->config_file, &a->load_opts, out, errs);
 }
 
-/* Loads the config file again and hands it to the pipeline; the old one stays on error. */
+/*
+ * Loads the config file again and hands it to the pipeline; the old one stays
+ * on error. On SIGHUP this runs on the signal thread, with SIGTERM blocked
+ * until it returns: the loader never waits on a file (config_file_open()
+ * refuses a FIFO or a device at once, without blocking), so a reload cannot
+ * hold a SIGTERM back.
+ */
 static int agent_reload(struct agent *a, char *err, size_t errlen)
 {
     pthread_mutex_lock(&a->reload_mu);
@@ -170,6 +216,7 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
         snprintf(err, errlen, "cannot set up the outputs: %s", strerror(-e));
         goto fail;
     }
+    (void)agent_log_listen(cfg, a->listen_option, a->config_file, true);
     (void)loop_set_config(a->loop, cfg); /* takes it */
     cfg = NULL;
     a->last_reload_ok = true;
@@ -272,7 +319,6 @@ int cli_agent(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct agent a = {.last_reload_ok = true, .last_reload_success_s = (int64_t)time(NULL)};
-    const char *listen = NULL;
     bool lifecycle = false;
     int64_t shutdown_s = AGENT_DEFAULT_SHUTDOWN_S;
     int opt;
@@ -286,7 +332,7 @@ int cli_agent(int argc, char **argv)
             a.load_opts.expand_env = true;
             break;
         case OPT_LISTEN:
-            listen = optarg;
+            a.listen_option = optarg;
             break;
         case OPT_LIFECYCLE:
             lifecycle = true;
@@ -325,13 +371,20 @@ int cli_agent(int argc, char **argv)
     char err[512] = "";
     pthread_mutex_init(&a.reload_mu, NULL);
 
-    /* Signals are taken synchronously by this thread; every thread inherits the mask. */
+    /*
+     * Signals are taken synchronously by this thread (sigwait below), and
+     * every thread inherits the mask, so they are blocked before the first
+     * thread starts. SIGTERM and SIGINT are blocked only after the first
+     * load, though: until then nothing needs flushing, and their default
+     * action (exit) must stay able to end a load that hangs. A SIGHUP that
+     * comes early waits for the loop.
+     */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     /* once, before any thread exists: libcurl's global state (TLS, resolver) */
@@ -340,6 +393,7 @@ int cli_agent(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     int e = agent_load(&a, &cfg, &errs);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     if (e) {
         agent_log_errors(&errs);
         if (!errs.n)
@@ -348,9 +402,10 @@ int cli_agent(int argc, char **argv)
     }
     char listen_addr[256];
     snprintf(listen_addr, sizeof(listen_addr), "%s",
-             listen                       ? listen
+             a.listen_option              ? a.listen_option
              : cfg->server.listen_address ? cfg->server.listen_address
                                           : "");
+    (void)agent_log_listen(cfg, a.listen_option, a.config_file, false);
     lifecycle = lifecycle || cfg->server.enable_lifecycle;
     size_t max_targets = agent_max_targets(cfg);
     struct agg_limits lim = loop_window_limits(cfg->global.limits.target_memory_bytes);

@@ -13,12 +13,13 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "base/alloc.h"
 #include "base/strnum.h"
@@ -32,8 +33,9 @@
 struct cfg {
     const char *name;
     struct config_errors *errs;
-    int rc;   /* -ENOMEM once allocation failed */
-    bool bad; /* some error was reported */
+    int rc;           /* -ENOMEM once allocation failed */
+    bool bad;         /* some error was reported */
+    bool check_files; /* open the files the config names (not skip_file_checks) */
 };
 
 static void cfg_err(struct cfg *x, const struct config_node *n, const char *fmt, ...)
@@ -849,21 +851,81 @@ static void cfg_jobs(struct cfg *x, const struct config_node *seq, struct pyprof
 
 /* ---- remote_write ---- */
 
-static bool cfg_valid_url(const char *u)
+/*
+ * @u for a message: the password of its userinfo (from the first ':' to the
+ * last '@' before the path) as "<secret>", in @buf. The URL may be one that
+ * libcurl cannot parse, so this is a plain scan that rather hides too much.
+ */
+static const char *cfg_url_redact(const char *u, char *buf, size_t len)
 {
+    const char *auth = strstr(u, "://");
+    if (!auth)
+        return u;
+    auth += 3;
+    const char *end = auth + strcspn(auth, "/?#"), *at = NULL;
+    for (const char *p = auth; p < end; p++)
+        if (*p == '@')
+            at = p;
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    if (!colon)
+        return u;
+    snprintf(buf, len, "%.*s<secret>%s", (int)(colon + 1 - u), u, at);
+    return buf;
+}
+
+/*
+ * Checks a remote_write url and returns NULL when it is fine, or what is
+ * wrong with it (in @buf; reported by the caller). The scheme and the bytes
+ * are checked here; the rest is left to libcurl's URL parser, the one that
+ * will use the URL, so that what it refuses is refused at load and never
+ * tried and retried at every push: a bad port, and above all a missing host
+ * ("http://:4040", which "http://${UNSET}:4040" expands to).
+ */
+static const char *cfg_url_problem(struct cfg *x, const char *u, char *buf, size_t len)
+{
+    const char *problem = NULL;
+    char *host = NULL;
     size_t skip;
     if (strncasecmp(u, "http://", 7) == 0)
         skip = 7;
     else if (strncasecmp(u, "https://", 8) == 0)
         skip = 8;
     else
-        return false;
+        return "is not an http:// or https:// URL";
     if (!u[skip] || u[skip] == '/' || u[skip] == '?' || u[skip] == '#')
-        return false;
+        return "has no host";
     for (const unsigned char *p = (const unsigned char *)u; *p; p++)
         if (*p <= ' ' || *p == 0x7f)
-            return false;
-    return true;
+            return "is not an http:// or https:// URL (spaces and control characters are not "
+                   "allowed)";
+    CURLU *cu = curl_url();
+    if (!cu) {
+        cfg_nomem(x);
+        return NULL;
+    }
+    CURLUcode rc = curl_url_set(cu, CURLUPART_URL, u, 0);
+    if (rc == CURLUE_OK)
+        rc = curl_url_get(cu, CURLUPART_HOST, &host, 0);
+    if (rc == CURLUE_OK && !host[0])
+        rc = CURLUE_NO_HOST;
+    if (rc == CURLUE_OUT_OF_MEMORY) {
+        cfg_nomem(x);
+    } else if (rc == CURLUE_NO_HOST) {
+        problem = "has no host";
+    } else if (rc != CURLUE_OK) {
+        /* libcurl's message, in the house style: lower case, no full stop */
+        snprintf(buf, len, "is not a valid URL: %s", curl_url_strerror(rc));
+        size_t n = strlen(buf);
+        const size_t at = strlen("is not a valid URL: ");
+        if (n > at)
+            buf[at] = (char)tolower((unsigned char)buf[at]);
+        if (n > 0 && buf[n - 1] == '.')
+            buf[n - 1] = '\0';
+        problem = buf;
+    }
+    curl_free(host);
+    curl_url_cleanup(cu);
+    return problem;
 }
 
 static bool cfg_valid_header_name(const char *s)
@@ -875,6 +937,35 @@ static bool cfg_valid_header_name(const char *s)
         if (!(c > ' ' && c < 0x7f && !strchr("\"(),/:;<=>?@[\\]{}", c)))
             return false;
     }
+    return true;
+}
+
+/* Whether @s holds a control character (C0 or DEL); a tab only counts unless @tab_ok. */
+static bool cfg_has_ctl(const char *s, bool tab_ok)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p < ' ' && !(tab_ok && *p == '\t')) || *p == 0x7f)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * cfg_str() for a value that goes into every request (tenant_id, the
+ * basic_auth user and password, the authorization scheme and credentials,
+ * the TLS server name): a CR or LF would end the header line it is in and
+ * start another one of the config's choosing, so no control character is
+ * accepted. Returns false when @v was refused.
+ */
+static bool cfg_request_str(struct cfg *x, const char *path, const struct config_node *v,
+                            char **dst)
+{
+    if (v->kind == CONFIG_NODE_SCALAR && !v->null && cfg_has_ctl(v->value, false)) {
+        cfg_err(x, v, "%s: must not contain control characters (it is sent in HTTP requests)",
+                path);
+        return false;
+    }
+    cfg_str(x, path, v, dst, true);
     return true;
 }
 
@@ -896,10 +987,7 @@ static void cfg_headers(struct cfg *x, const char *path, const struct config_nod
         }
         if (!cfg_is_scalar(x, kp, v))
             continue;
-        bool ctl = false;
-        for (const unsigned char *p = (const unsigned char *)v->value; *p; p++)
-            ctl = ctl || (*p < ' ' && *p != '\t') || *p == 0x7f;
-        if (ctl) {
+        if (cfg_has_ctl(v->value, true)) {
             cfg_err(x, v, "%s: header values must not contain control characters", kp);
             continue;
         }
@@ -910,6 +998,41 @@ static void cfg_headers(struct cfg *x, const char *path, const struct config_nod
         if (labels_set(hs, k, v->value))
             cfg_nomem(x);
     }
+}
+
+/*
+ * The files a remote_write entry names are checked at load, as they will be
+ * used, so that a missing or unreadable one is an error in the file rather
+ * than a failure at the first push: a tls_config file must open as a
+ * regular file (its content is libcurl's to judge), a secret file must read
+ * as a secret (config_read_secret(): no control character once the
+ * surrounding whitespace is gone). The value node @v was just stored.
+ */
+static void cfg_check_file(struct cfg *x, const char *path, const struct config_node *v,
+                           bool secret)
+{
+    char err[600];
+    int fd = -1, rc;
+    if (!x->check_files || v->kind != CONFIG_NODE_SCALAR || v->null || v->len == 0)
+        return;
+    if (secret) {
+        char *s = NULL;
+        rc = config_read_secret(v->value, &s, err, sizeof(err));
+        if (s) {
+            explicit_bzero(s, strlen(s));
+            alloc_free(s);
+        }
+    } else {
+        char why[128];
+        rc = config_file_open(v->value, &fd, why, sizeof(why));
+        if (fd >= 0)
+            close(fd);
+        snprintf(err, sizeof(err), "cannot read '%s': %s", v->value, why);
+    }
+    if (rc == -ENOMEM)
+        cfg_nomem(x);
+    else if (rc)
+        cfg_err(x, v, "%s: %s", path, err);
 }
 
 /* Nodes of a remote_write entry that cross-field checks point at. */
@@ -923,6 +1046,7 @@ static void cfg_basic_auth(struct cfg *x, const char *path, const struct config_
 {
     char kp[300];
     const struct config_node *password = NULL;
+    bool user_refused = false;
     if (!cfg_is_map(x, path, m))
         return;
     s->basic_auth = m;
@@ -933,18 +1057,19 @@ static void cfg_basic_auth(struct cfg *x, const char *path, const struct config_
             continue;
         cfg_path_join(kp, sizeof(kp), path, k);
         if (strcmp(k, "username") == 0) {
-            cfg_str(x, kp, v, &rw->basic_auth_username, true);
+            user_refused = !cfg_request_str(x, kp, v, &rw->basic_auth_username);
         } else if (strcmp(k, "password") == 0) {
             password = v;
-            cfg_str(x, kp, v, &rw->basic_auth_password, true);
+            cfg_request_str(x, kp, v, &rw->basic_auth_password);
         } else if (strcmp(k, "password_file") == 0) {
             s->password_file = v;
             cfg_str(x, kp, v, &rw->basic_auth_password_file, true);
+            cfg_check_file(x, kp, v, true);
         } else {
             cfg_unknown(x, path, m->kids[i]);
         }
     }
-    if (!rw->basic_auth_username)
+    if (!rw->basic_auth_username && !user_refused)
         cfg_err(x, m, "%s: username is required", path);
     if (password && rw->basic_auth_password && rw->basic_auth_password_file)
         cfg_err(x, s->password_file, "%s: set only one of password and password_file", path);
@@ -954,6 +1079,7 @@ static void cfg_authorization(struct cfg *x, const char *path, const struct conf
                               struct config_remote_write *rw, struct cfg_rw_seen *s)
 {
     char kp[300];
+    bool cred_refused = false;
     if (!cfg_is_map(x, path, m))
         return;
     s->authorization = m;
@@ -965,12 +1091,13 @@ static void cfg_authorization(struct cfg *x, const char *path, const struct conf
         cfg_path_join(kp, sizeof(kp), path, k);
         if (strcmp(k, "type") == 0) {
             s->auth_type = v;
-            cfg_str(x, kp, v, &rw->authorization_type, true);
+            cfg_request_str(x, kp, v, &rw->authorization_type);
         } else if (strcmp(k, "credentials") == 0) {
-            cfg_str(x, kp, v, &rw->authorization_credentials, true);
+            cred_refused = !cfg_request_str(x, kp, v, &rw->authorization_credentials);
         } else if (strcmp(k, "credentials_file") == 0) {
             s->credentials_file = v;
             cfg_str(x, kp, v, &rw->authorization_credentials_file, true);
+            cfg_check_file(x, kp, v, true);
         } else {
             cfg_unknown(x, path, m->kids[i]);
         }
@@ -978,7 +1105,7 @@ static void cfg_authorization(struct cfg *x, const char *path, const struct conf
     if (rw->authorization_credentials && rw->authorization_credentials_file)
         cfg_err(x, s->credentials_file, "%s: set only one of credentials and credentials_file",
                 path);
-    else if (!rw->authorization_credentials && !rw->authorization_credentials_file)
+    else if (!rw->authorization_credentials && !rw->authorization_credentials_file && !cred_refused)
         cfg_err(x, m, "%s: credentials or credentials_file is required", path);
     if (rw->authorization_type && strcasecmp(rw->authorization_type, "Basic") == 0)
         cfg_err(x, s->auth_type, "%s.type: use basic_auth for Basic authorization", path);
@@ -1002,18 +1129,22 @@ static void cfg_tls(struct cfg *x, const char *path, const struct config_node *m
         if (!k)
             continue;
         cfg_path_join(kp, sizeof(kp), path, k);
-        if (strcmp(k, "ca_file") == 0)
+        if (strcmp(k, "ca_file") == 0) {
             cfg_str(x, kp, v, &rw->tls_ca_file, true);
-        else if (strcmp(k, "cert_file") == 0)
+            cfg_check_file(x, kp, v, false);
+        } else if (strcmp(k, "cert_file") == 0) {
             cfg_str(x, kp, v, &rw->tls_cert_file, true);
-        else if (strcmp(k, "key_file") == 0)
+            cfg_check_file(x, kp, v, false);
+        } else if (strcmp(k, "key_file") == 0) {
             cfg_str(x, kp, v, &rw->tls_key_file, true);
-        else if (strcmp(k, "server_name") == 0)
-            cfg_str(x, kp, v, &rw->tls_server_name, true);
-        else if (strcmp(k, "insecure_skip_verify") == 0)
+            cfg_check_file(x, kp, v, false);
+        } else if (strcmp(k, "server_name") == 0) {
+            cfg_request_str(x, kp, v, &rw->tls_server_name);
+        } else if (strcmp(k, "insecure_skip_verify") == 0) {
             cfg_bool(x, kp, v, &rw->tls_insecure_skip_verify);
-        else
+        } else {
             cfg_unknown(x, path, m->kids[i]);
+        }
     }
     if (!rw->tls_cert_file != !rw->tls_key_file)
         cfg_err(x, m, "%s: cert_file and key_file must be set together", path);
@@ -1095,15 +1226,21 @@ static void cfg_remote_write(struct cfg *x, const char *path, const struct confi
             else
                 cfg_err(x, v, "%s: unknown api '%s' (one of push, ingest)", kp, v->value);
         } else if (strcmp(k, "url") == 0) {
+            char why[160];
+            const char *problem = NULL;
             s.url = v;
-            if (cfg_is_scalar(x, kp, v) && !cfg_valid_url(v->value))
-                cfg_err(x, v, "%s: '%s' is not an http:// or https:// URL", kp, v->value);
-            else
+            if (cfg_is_scalar(x, kp, v))
+                problem = cfg_url_problem(x, v->value, why, sizeof(why));
+            if (problem) {
+                char shown[1024];
+                cfg_err(x, v, "%s: '%s' %s", kp, cfg_url_redact(v->value, shown, sizeof(shown)),
+                        problem);
+            } else
                 cfg_str(x, kp, v, &rw->url, true);
         } else if (strcmp(k, "remote_timeout") == 0) {
             cfg_duration(x, kp, v, 100 * NS_PER_MS, 600 * NS_PER_SEC, &rw->remote_timeout_ns);
         } else if (strcmp(k, "tenant_id") == 0) {
-            cfg_str(x, kp, v, &rw->tenant_id, true);
+            cfg_request_str(x, kp, v, &rw->tenant_id);
         } else if (strcmp(k, "headers") == 0) {
             cfg_headers(x, kp, v, &rw->headers);
         } else if (strcmp(k, "basic_auth") == 0) {
@@ -1241,11 +1378,13 @@ static void cfg_server(struct cfg *x, const struct config_node *m, struct pyprof
             continue;
         cfg_path_join(kp, sizeof(kp), path, k);
         if (strcmp(k, "listen_address") == 0) {
-            if (cfg_is_scalar(x, kp, v) && v->len && !cfg_valid_listen(v->value))
+            if (cfg_is_scalar(x, kp, v) && v->len && !cfg_valid_listen(v->value)) {
                 cfg_err(x, v, "%s: expected host:port, [ipv6]:port or :port, got '%s'", kp,
                         v->value);
-            else
+            } else {
                 cfg_str(x, kp, v, &c->server.listen_address, false);
+                c->server.listen_address_expanded = v->kind == CONFIG_NODE_SCALAR && v->expanded;
+            }
         } else if (strcmp(k, "enable_lifecycle") == 0) {
             cfg_bool(x, kp, v, &c->server.enable_lifecycle);
         } else {
@@ -1343,7 +1482,7 @@ int config_load_buffer(const char *buf, size_t len, const char *name,
     struct config_node *root = NULL;
     struct pyprofd_config *c = NULL;
     struct cfg_job_seen *seen = NULL;
-    struct cfg x = {.name = name, .errs = errs};
+    struct cfg x = {.name = name, .errs = errs, .check_files = !(opts && opts->skip_file_checks)};
     size_t first_err = errs->n;
     int rc;
     *out = NULL;
@@ -1401,51 +1540,17 @@ int config_load_file(const char *path, const struct config_load_opts *opts,
 {
     char *buf = NULL;
     size_t len = 0;
-    struct stat st;
-    int rc = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char why[256];
+    int rc = config_file_read(path, CONFIG_MAX_FILE_BYTES, &buf, &len, why, sizeof(why));
     *out = NULL;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        rc = -errno;
-        goto fail;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        rc = -EISDIR;
-        goto fail;
-    }
-    if (st.st_size > (off_t)CONFIG_MAX_FILE_BYTES) {
-        rc = config_yaml_error(errs, path, 0, 0, "larger than %u bytes", CONFIG_MAX_FILE_BYTES);
-        rc = rc ? rc : -EFBIG;
-        goto out;
-    }
-    /* Read up to one byte past the cap: the size may change under us. */
-    buf = alloc_malloc(CONFIG_MAX_FILE_BYTES + 1);
-    if (!buf) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (;;) {
-        ssize_t n = read(fd, buf + len, CONFIG_MAX_FILE_BYTES + 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = -errno;
-            goto fail;
-        }
-        if (n == 0 || len + (size_t)n > CONFIG_MAX_FILE_BYTES) {
-            len += (size_t)n;
-            break;
-        }
-        len += (size_t)n;
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc) {
+        int e = rc == -EFBIG ? config_yaml_error(errs, path, 0, 0, "%s", why)
+                             : config_yaml_error(errs, path, 0, 0, "cannot read: %s", why);
+        return e ? e : rc;
     }
     rc = config_load_buffer(buf, len, path, opts, out, errs);
-    goto out;
-fail:
-    if (config_yaml_error(errs, path, 0, 0, "cannot read: %s", strerror(-rc)))
-        rc = -ENOMEM;
-out:
-    if (fd >= 0)
-        close(fd);
     alloc_free(buf);
     return rc;
 }
@@ -1518,6 +1623,43 @@ static void cfg_print_str(FILE *out, const char *indent, const char *key, const 
     fputc('\n', out);
 }
 
+/*
+ * Writes a URL with the password of its userinfo, if it has one, shown as
+ * "<secret>" (as Prometheus prints http://bob:<secret>@host/). libcurl's URL
+ * API splits and rebuilds it, so what is hidden is what libcurl would send as
+ * the password. Should that fail (out of memory), the userinfo is hidden by
+ * cfg_url_redact() instead; the password is never printed.
+ */
+static void cfg_print_url(FILE *out, const char *indent, const char *key, const char *url)
+{
+    char *pw = NULL, *full = NULL;
+    char buf[1024];
+    const char *shown = url;
+    CURLU *u = NULL;
+    if (!url)
+        return;
+    if (strchr(url, '@')) {
+        u = curl_url();
+        CURLUcode rc = u ? curl_url_set(u, CURLUPART_URL, url, 0) : CURLUE_OUT_OF_MEMORY;
+        if (rc == CURLUE_OK)
+            rc = curl_url_get(u, CURLUPART_PASSWORD, &pw, 0);
+        if (rc == CURLUE_OK)
+            rc = curl_url_set(u, CURLUPART_PASSWORD, "<secret>", 0);
+        if (rc == CURLUE_OK)
+            rc = curl_url_get(u, CURLUPART_URL, &full, 0);
+        if (rc == CURLUE_OK)
+            shown = full;
+        else if (rc != CURLUE_NO_PASSWORD)
+            shown = cfg_url_redact(url, buf, sizeof(buf));
+    }
+    cfg_print_str(out, indent, key, shown, false);
+    curl_free(full);
+    if (pw)
+        explicit_bzero(pw, strlen(pw));
+    curl_free(pw);
+    curl_url_cleanup(u);
+}
+
 static void cfg_print_map(FILE *out, const char *indent, const char *key, const struct labels *ls,
                           bool secret)
 {
@@ -1581,7 +1723,7 @@ static void cfg_print_rw(FILE *out, const struct config_remote_write *rw)
     fprintf(out, "\n    type: %s\n", rw->type == CONFIG_PUSH_PARCA ? "parca" : "pyroscope");
     if (rw->type == CONFIG_PUSH_PYROSCOPE)
         fprintf(out, "    api: %s\n", rw->api == CONFIG_PYROSCOPE_API_INGEST ? "ingest" : "push");
-    cfg_print_str(out, in, "url", rw->url, false);
+    cfg_print_url(out, in, "url", rw->url);
     cfg_print_dur(out, in, "remote_timeout", rw->remote_timeout_ns);
     cfg_print_str(out, in, "tenant_id", rw->tenant_id, false);
     cfg_print_map(out, in, "headers", &rw->headers, true);

@@ -2,11 +2,14 @@
 /*
  * config.h: the agent's configuration, loaded from Prometheus-style YAML
  * (libyaml) into struct pyprofd_config, the only thing `pyprofd agent`
- * passes down. Loading is pure (no side effects besides reading the file and,
- * with expand_env, the environment), strict (unknown keys, wrong types and bad
- * values are errors) and complete: every error found is reported, each as
- * "FILE:LINE:COLUMN: message", not just the first. Every key, its default and
- * unit are documented in docs/configuration.md.
+ * passes down. Loading is pure (no side effects besides reading the file, the
+ * files it names unless skip_file_checks, and, with expand_env, the
+ * environment), strict (unknown keys, wrong types and bad values are errors;
+ * so are a URL libcurl cannot use, control characters in what is sent with
+ * every request, and a named file that cannot be read) and complete: every
+ * error found is reported, each as "FILE:LINE:COLUMN: message", not just the
+ * first. No file is ever waited on (config_file_open()). Every key, its
+ * default and unit are documented in docs/configuration.md.
  *
  * Shape (see config/pyprofd.example.yml):
  *   global:           sample_rate, mode, profile_interval, external_labels, limits
@@ -20,7 +23,8 @@
  *
  * Values in the loaded config are final: per-job fields already carry the
  * global defaults where the job did not override them; durations are
- * nanoseconds; secrets given as *_file are kept as paths (re-read on use).
+ * nanoseconds; secrets given as *_file are kept as paths (read at load to
+ * check them, then again on every use).
  *
  * Ownership: the loader returns a heap object the caller owns (config_free).
  * A loaded config is immutable and may be read from any thread.
@@ -112,6 +116,9 @@ struct pyprofd_config {
     } storage;
     struct {
         char *listen_address; /* default "127.0.0.1:PYPROFD_DEFAULT_PORT"; "" disables the server */
+        /* listen_address came out of ${VAR} expansion: "" then most likely
+         * means an unset variable, not "no server" (the agent warns) */
+        bool listen_address_expanded;
         bool enable_lifecycle; /* POST /-/reload; default false */
     } server;
 };
@@ -153,13 +160,22 @@ struct config_load_opts {
     /* Lookup used for expansion; NULL means getenv. Tests inject their own. */
     const char *(*getenv_fn)(const char *name, void *ctx);
     void *getenv_ctx;
+    /*
+     * Do not open the files the config names. By default each is checked at
+     * load, as it would be used: the *_file secrets are read
+     * (config_read_secret()), the tls_config files opened (config_file_open()).
+     * For tests of the YAML alone.
+     */
+    bool skip_file_checks;
 };
 
 /**
  * Loads and validates @a path. Returns 0 with *@a out (caller owns;
  * config_free), or -EINVAL with every problem in @a errs (caller releases), or
  * -ENOENT/-EACCES/... when the file cannot be read (also described in @a errs),
- * or -ENOMEM. An empty file gives the defaults with no jobs.
+ * or -ENOMEM. The file is opened with config_file_open(): a FIFO, socket,
+ * device or directory is refused at once (-EINVAL, -EISDIR), never waited on.
+ * An empty file gives the defaults with no jobs.
  */
 PYPROFD_WARN_UNUSED int config_load_file(const char *path, const struct config_load_opts *opts,
                                          struct pyprofd_config **out, struct config_errors *errs);
@@ -167,6 +183,47 @@ PYPROFD_WARN_UNUSED int config_load_file(const char *path, const struct config_l
 PYPROFD_WARN_UNUSED int config_load_buffer(const char *buf, size_t len, const char *name,
                                            const struct config_load_opts *opts,
                                            struct pyprofd_config **out, struct config_errors *errs);
+/**
+ * Opens @a path for reading the way pyprofd opens every file its config names
+ * (the config file itself, *_file secrets, TLS files): O_RDONLY | O_NONBLOCK |
+ * O_NOCTTY | O_CLOEXEC, so that the open never blocks (a FIFO's waits for a
+ * writer), then fstat(): anything but a regular file is refused before it is
+ * read. O_NONBLOCK is left set (it changes nothing for a regular file).
+ * Returns 0 with *@a fd (caller closes), or a negative errno with the reason
+ * in @a why: open()'s error (strerror() text), -EISDIR for a directory, or
+ * -EINVAL for a FIFO, socket or device ("not a regular file (a FIFO)").
+ * Thread-safe.
+ */
+PYPROFD_WARN_UNUSED int config_file_open(const char *path, int *fd, char *why, size_t whylen);
+
+/**
+ * Reads all of @a path, opened with config_file_open(), when it holds at most
+ * @a max bytes. Returns 0 with *@a out (NUL-terminated, *@a len bytes; caller
+ * frees with alloc_free()), or a negative errno with the reason in @a why:
+ * config_file_open()'s, read()'s, -EFBIG ("larger than MAX bytes") or
+ * -ENOMEM. Thread-safe.
+ */
+PYPROFD_WARN_UNUSED int config_file_read(const char *path, size_t max, char **out, size_t *len,
+                                         char *why, size_t whylen);
+
+/** The longest secret file (password_file, credentials_file) read; longer is an error. */
+#define CONFIG_SECRET_MAX 65536
+
+/**
+ * Reads the secret file @a path (password_file, credentials_file), at load
+ * and again for every request: opened with config_file_open(), at most
+ * CONFIG_SECRET_MAX bytes, surrounding whitespace removed (as Prometheus
+ * does: the final newline of a file written by an editor or `echo` is not
+ * part of the secret). A control character left inside is refused: it
+ * could end the Authorization header line and start another. Returns 0 with
+ * a NUL-terminated copy in *@a out (caller wipes, then frees with
+ * alloc_free()), or a negative errno with the whole message in @a err
+ * ("cannot read '/p': No such file or directory", "cannot use '/p': control
+ * character in the secret"): config_file_open()'s or read()'s error, -EFBIG,
+ * -EINVAL (also for a control character), -ENOMEM. Thread-safe.
+ */
+PYPROFD_WARN_UNUSED int config_read_secret(const char *path, char **out, char *err, size_t errlen);
+
 /** The built-in default config: one job "python" sampling every Python process. */
 PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);
 void config_free(struct pyprofd_config *c);

@@ -218,6 +218,7 @@ static int config_yaml_scalar(struct config_yaml_parse *p, const yaml_event_t *e
     n->null = config_yaml_is_null(raw, len, plain);
     if (p->opts && p->opts->expand_env && !config_yaml_next_is_key(p) && memchr(raw, '$', len)) {
         int rc = config_expand_env(raw, p->opts, &n->value, NULL);
+        n->expanded = true;
         if (rc == -EINVAL || rc == -E2BIG) {
             config_yaml_free(n);
             /* Not fatal: report and keep walking the rest of the file. */

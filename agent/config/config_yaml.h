@@ -28,8 +28,9 @@ struct config_node {
     /* scalars */
     char *value; /* NUL-terminated, after ${VAR} expansion */
     size_t len;
-    bool plain; /* written without quotes (numbers and booleans must be) */
-    bool null;  /* a plain "", "~" or "null": the key is unset */
+    bool plain;    /* written without quotes (numbers and booleans must be) */
+    bool null;     /* a plain "", "~" or "null": the key is unset */
+    bool expanded; /* the value came out of ${VAR} expansion */
     /* collections: a mapping holds key, value, key, value, ... */
     struct config_node **kids;
     size_t n;

@@ -7,9 +7,6 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "base/alloc.h"
 #include "exporters/push/endpoint.h"
 
@@ -161,66 +158,8 @@ out:
 
 int push_read_secret(const char *path, char **out, char *err, size_t errlen)
 {
-    int rc = 0;
-    char *buf = NULL;
-    size_t n = 0;
-    *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    buf = alloc_malloc(PUSH_SECRET_MAX + 1);
-    if (!buf) {
-        rc = -ENOMEM;
-        snprintf(err, errlen, "cannot read '%s': out of memory", path);
-        goto out;
-    }
-    for (;;) {
-        ssize_t r = read(fd, buf + n, PUSH_SECRET_MAX + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = -errno;
-            snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-            goto out;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n > PUSH_SECRET_MAX) {
-            rc = -EFBIG;
-            snprintf(err, errlen, "cannot read '%s': larger than %d bytes", path, PUSH_SECRET_MAX);
-            goto out;
-        }
-    }
-    size_t a = 0;
-    while (a < n && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\r' || buf[a] == '\n'))
-        a++;
-    while (n > a &&
-           (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\r' || buf[n - 1] == '\n'))
-        n--;
-    for (size_t i = a; i < n; i++) {
-        unsigned char c = (unsigned char)buf[i];
-        if (c < 0x20 || c == 0x7f) {
-            rc = -EINVAL;
-            snprintf(err, errlen, "cannot use '%s': control character in the secret", path);
-            goto out;
-        }
-    }
-    memmove(buf, buf + a, n - a);
-    buf[n - a] = '\0';
-    *out = buf;
-    buf = NULL;
-out:
-    if (buf) {
-        explicit_bzero(buf, PUSH_SECRET_MAX + 1);
-        alloc_free(buf);
-    }
-    if (fd >= 0)
-        close(fd);
-    return rc;
+    /* the loader's reader: a file accepted at load is read the same way here */
+    return config_read_secret(path, out, err, errlen);
 }
 
 static void endpoint_base64(const unsigned char *in, size_t n, char *out)
@@ -474,9 +413,46 @@ CURLcode push_endpoint_perform(CURLM *m, CURL *h, const struct push_request *r)
     return rc;
 }
 
+/*
+ * libcurl errors made on this side, before anything reached the server: a
+ * URL or protocol libcurl cannot use, a TLS file it cannot load, a feature
+ * this libcurl lacks. The same request fails the same way every time, so
+ * it is dropped and counted, never retried (a retry loop would hold the
+ * queue until max_retries, or forever with max_retries 0).
+ */
+static bool endpoint_curl_permanent(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_NOT_BUILT_IN:
+    case CURLE_BAD_FUNCTION_ARGUMENT:
+    case CURLE_UNKNOWN_OPTION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static const char *endpoint_curl_code(CURLcode rc)
 {
     switch (rc) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+        return "url";
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+        return "tls_config";
     case CURLE_ABORTED_BY_CALLBACK:
         return "aborted";
     case CURLE_OPERATION_TIMEDOUT:
@@ -487,11 +463,8 @@ static const char *endpoint_curl_code(CURLcode rc)
         return "connect";
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_CRL_BADFILE:
         return "tls";
     case CURLE_SEND_ERROR:
         return "send";
@@ -530,7 +503,7 @@ void push_classify_http(CURLcode rc, long status, const char *body, const char *
     res->message[0] = '\0';
     if (rc != CURLE_OK) {
         const char *code = endpoint_curl_code(rc);
-        res->outcome = PUSH_RETRY;
+        res->outcome = endpoint_curl_permanent(rc) ? PUSH_DROP : PUSH_RETRY;
         if (code)
             snprintf(res->code, sizeof(res->code), "%s", code);
         else

@@ -43,7 +43,7 @@ struct push_endpoint {
 };
 
 /** Longest secret file read (password_file, credentials_file); longer is an error. */
-#define PUSH_SECRET_MAX 65536
+#define PUSH_SECRET_MAX CONFIG_SECRET_MAX
 
 /** Copies @a rw's settings into @a e. Returns 0 or -ENOMEM (@a e then released). */
 PYPROFD_WARN_UNUSED int push_endpoint_init(struct push_endpoint *e,
@@ -74,11 +74,14 @@ PYPROFD_WARN_UNUSED int push_endpoint_url(const struct push_endpoint *e, const c
                                           char *buf, size_t len);
 
 /**
- * Reads a secret file: at most PUSH_SECRET_MAX bytes, surrounding whitespace
- * removed (as Prometheus does). Returns 0 with a NUL-terminated copy in
- * *@a out (caller frees with alloc_free(); wipe it first), or a negative
- * errno with @a err set: the open/read error, -EFBIG (too large), -EINVAL (a
- * control character inside, which could split an HTTP header).
+ * Reads a secret file for a request: config_read_secret(), the reader the
+ * config loader checked the file with, so what loaded is read the same way
+ * (at most PUSH_SECRET_MAX bytes, surrounding whitespace removed, no control
+ * character inside, never blocking on a FIFO). Returns 0 with a
+ * NUL-terminated copy in *@a out (caller frees with alloc_free(); wipe it
+ * first), or a negative errno with @a err set: the open/read error, -EINVAL
+ * (not a regular file, or a control character inside, which could split an
+ * HTTP header), -EFBIG (too large).
  */
 PYPROFD_WARN_UNUSED int push_read_secret(const char *path, char **out, char *err, size_t errlen);
 
@@ -109,12 +112,16 @@ CURLcode push_endpoint_perform(CURLM *m, CURL *h, const struct push_request *r);
  * Classifies an HTTP exchange: @a rc the curl result, @a status the HTTP
  * status (0 if none), @a body the response body (may be NULL; used as the
  * message, cut to fit), @a retry_after the Retry-After header value (may be
- * NULL; seconds or an HTTP-date). Connection errors, timeouts, 408, 429, 5xx
- * are PUSH_RETRY; 2xx PUSH_OK; everything else PUSH_DROP.
+ * NULL; seconds or an HTTP-date). 2xx is PUSH_OK; 408, 429, 5xx and curl
+ * errors are PUSH_RETRY, except the local, permanent curl errors (a URL or
+ * protocol libcurl cannot use, a TLS file it cannot load, a feature it was
+ * built without), which are PUSH_DROP like every other status.
  * res->code is the HTTP status ("503"), or for a curl error "timeout",
- * "connect" (connection refused, name not resolved), "tls", "send", "recv",
- * "aborted" (push_endpoint_perform() gave up at the abort) or "curl_<n>";
- * res->message the body's printable text or curl's message.
+ * "connect" (connection refused, name not resolved), "tls" (handshake,
+ * verification), "send", "recv", "aborted" (push_endpoint_perform() gave up
+ * at the abort), "url" (CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL),
+ * "tls_config" (CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, ...) or
+ * "curl_<n>"; res->message the body's printable text or curl's message.
  */
 void push_classify_http(CURLcode rc, long status, const char *body, const char *retry_after,
                         int64_t now_real_ns, struct push_result *res);

@@ -53,6 +53,21 @@ pid_t test_spawn(char *const argv[], char *line, size_t line_len)
     return pid;
 }
 
+int test_wait_child(pid_t pid, unsigned timeout_ms)
+{
+    for (unsigned waited = 0;; waited += 10) {
+        int st = 0;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return st;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (waited >= timeout_ms)
+            return -1;
+        usleep(10000);
+    }
+}
+
 void test_kill_child(pid_t pid)
 {
     if (pid <= 0)

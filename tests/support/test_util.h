@@ -17,6 +17,12 @@
  */
 pid_t test_spawn(char *const argv[], char *line, size_t line_len);
 
+/**
+ * Waits up to @a timeout_ms for child @a pid to end and reaps it. Returns its
+ * waitpid() status, or -1 when it is still running (it is left running).
+ */
+int test_wait_child(pid_t pid, unsigned timeout_ms);
+
 /** SIGKILLs and reaps a child started by test_spawn(). */
 void test_kill_child(pid_t pid);
 

@@ -5,9 +5,12 @@
 #include "cmocka_wrap.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "test_util.h"
 
 static int run(int argc, const char *const *args)
 {
@@ -78,10 +81,41 @@ static void test_check_config__exit_statuses(void **state)
     unlink(bad);
 }
 
+/*
+ * A FIFO given as the config file: check-config says so and fails at once.
+ * It runs in a child so that a blocking open fails the test (the child is
+ * killed after 5 s) rather than hanging it.
+ */
+static void test_check_config__fifo_fails_at_once(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pyprofd-cc-fifo-XXXXXX", fifo[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/config.yml", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const char *a[] = {"check-config", fifo};
+        _exit(run(2, a));
+    }
+    int st = test_wait_child(pid, 5000);
+    if (st == -1)
+        test_kill_child(pid);
+    unlink(fifo);
+    rmdir(dir);
+    assert_true(st != -1); /* it did not block */
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), CLI_EXIT_FAIL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_config__exit_statuses),
+        cmocka_unit_test(test_check_config__fifo_fails_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

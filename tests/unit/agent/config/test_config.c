@@ -8,6 +8,7 @@
 
 #include "cmocka_wrap.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -29,12 +30,20 @@ static const char *fake_getenv(const char *name, void *ctx)
         return "250";
     if (strcmp(name, "MODE") == 0)
         return "wall";
+    if (strcmp(name, "EVIL") == 0)
+        return "t\r\nX-Injected: 1";
     return NULL;
 }
 
+/*
+ * Loads @yaml as "t.yml". The files it names (/ca, /p, ...) are not opened:
+ * these tests are about the YAML; test_config__checks_named_files is about
+ * the files.
+ */
 static int load(const char *yaml, bool env, struct pyprofd_config **c, struct config_errors *e)
 {
-    struct config_load_opts o = {.expand_env = env, .getenv_fn = fake_getenv};
+    struct config_load_opts o = {
+        .expand_env = env, .getenv_fn = fake_getenv, .skip_file_checks = true};
     memset(e, 0, sizeof(*e));
     return config_load_buffer(yaml, strlen(yaml), "t.yml", &o, c, e);
 }
@@ -252,8 +261,34 @@ static void test_config__all_sections(void **state)
     /* "" disables the server; cpu_budget as a fraction */
     c = load_ok("server: {listen_address: \"\"}\nglobal: {limits: {cpu_budget: 0.25}}\n", false);
     assert_string_equal(c->server.listen_address, "");
+    assert_false(c->server.listen_address_expanded);
     assert_true(c->global.limits.cpu_budget == 0.25);
     config_free(c);
+}
+
+/*
+ * A listen_address that ${VAR} expansion emptied (an unset variable) turns
+ * the server off like "" does; the config says where it came from, so that
+ * the agent can warn (agent.c) while an explicit "" stays quiet.
+ */
+static void test_config__listen_address_emptied_by_expansion(void **state)
+{
+    (void)state;
+    struct pyprofd_config *c = load_ok("server: {listen_address: \"${UNSET}\"}\n", true);
+    assert_string_equal(c->server.listen_address, "");
+    assert_true(c->server.listen_address_expanded);
+    config_free(c);
+    c = load_ok("server: {listen_address: \"\"}\n", true);
+    assert_string_equal(c->server.listen_address, "");
+    assert_false(c->server.listen_address_expanded);
+    config_free(c);
+    c = load_ok("server: {listen_address: \"${NODE_NAME}:7979\"}\n", true);
+    assert_string_equal(c->server.listen_address, "worker-7:7979");
+    assert_true(c->server.listen_address_expanded);
+    config_free(c);
+    /* not expanded without --config.expand-env, and then not a host:port */
+    expect_errors("server: {listen_address: \"${UNSET}\"}\n",
+                  {"1:26", "server.listen_address: expected host:port"});
 }
 
 static void test_config__env_expansion(void **state)
@@ -525,6 +560,87 @@ static void test_config__remote_write_errors(void **state)
     expect_errors("remote_write:\n  -\n", {"2:4", "remote_write[0]: empty endpoint"});
 }
 
+/*
+ * A URL libcurl cannot use is refused at load, not tried and retried at every
+ * push: above all one without a host, which "http://${UNSET}:4040" expands to.
+ */
+static void test_config__refuses_urls_without_a_host(void **state)
+{
+    (void)state;
+    expect_errors("remote_write:\n"
+                  "  - {type: parca, url: 'http://:4040'}\n"
+                  "  - {type: parca, url: 'https://bob@:443/x'}\n"
+                  "  - {type: parca, url: 'http:///path'}\n"
+                  "  - {type: parca, url: 'http://h:99999'}\n"
+                  "  - {type: parca, url: 'http://a b/'}\n",
+                  {"2:24", "remote_write[0].url: 'http://:4040' has no host"},
+                  {"3:24", "remote_write[1].url: 'https://bob@:443/x' has no host"},
+                  {"4:24", "remote_write[2].url: 'http:///path' has no host"},
+                  /* libcurl's own message follows */
+                  {"5:24", "remote_write[3].url: 'http://h:99999' is not a valid URL: "},
+                  {"6:24", "remote_write[4].url: 'http://a b/' is not an http:// or https:// "
+                           "URL (spaces and control characters are not allowed)"});
+    struct pyprofd_config *c = NULL;
+    struct config_errors e;
+    assert_int_equal(
+        load("remote_write:\n  - {type: parca, url: 'http://${UNSET}:4040'}\n", true, &c, &e),
+        -EINVAL);
+    assert_int_equal(e.n, 1);
+    assert_string_equal(e.msgs[0], "t.yml:2:24: remote_write[0].url: 'http://:4040' has no host");
+    config_errors_release(&e);
+    c = load_ok("remote_write:\n"
+                "  - {type: parca, url: 'http://[::1]:7070'}\n"
+                "  - {type: parca, url: 'HTTPS://Profiles.Example/base?x=1'}\n"
+                "  - {type: parca, url: 'http://${NODE_NAME}:4040'}\n",
+                true);
+    assert_string_equal(c->remote_write[2].url, "http://worker-7:4040");
+    config_free(c);
+}
+
+/*
+ * Every value that goes into a request refuses control characters: a CR LF
+ * in tenant_id would add a header of the config's choosing to every request.
+ * Custom header values may hold a tab (RFC 9110 field values do).
+ */
+static void test_config__refuses_control_characters_in_request_values(void **state)
+{
+    (void)state;
+    expect_errors("remote_write:\n"
+                  "  - type: pyroscope\n"
+                  "    url: http://x\n"
+                  "    tenant_id: \"t\\r\\nX-Injected: 1\"\n"
+                  "    basic_auth: {username: \"u\\n\", password: \"p\\x01\"}\n"
+                  "  - type: parca\n"
+                  "    url: http://y\n"
+                  "    authorization: {type: \"Bearer\\t\", credentials: \"c\\r\"}\n"
+                  "    tls_config: {server_name: \"s\\x7f\"}\n"
+                  "    headers: {X-Ok: \"a\\tb\", X-Bad: \"a\\nb\"}\n",
+                  {"4:16", "remote_write[0].tenant_id: must not contain control characters"},
+                  {"5:28", "remote_write[0].basic_auth.username: must not contain control"},
+                  {"5:45", "remote_write[0].basic_auth.password: must not contain control"},
+                  {"8:27", "remote_write[1].authorization.type: must not contain control"},
+                  {"8:52", "remote_write[1].authorization.credentials: must not contain"},
+                  {"9:31", "remote_write[1].tls_config.server_name: must not contain"},
+                  {"10:36", "remote_write[1].headers.X-Bad: header values must not contain"});
+    /* the same after ${VAR} expansion */
+    struct pyprofd_config *c = NULL;
+    struct config_errors e;
+    assert_int_equal(
+        load("remote_write:\n  - {type: parca, url: http://y, tenant_id: \"${EVIL}\"}\n", true, &c,
+             &e),
+        -EINVAL);
+    assert_int_equal(e.n, 1);
+    assert_non_null(strstr(e.msgs[0], "t.yml:2:45: remote_write[0].tenant_id: must not contain"));
+    config_errors_release(&e);
+    /* printable values, UTF-8 included, are fine */
+    c = load_ok("remote_write:\n  - {type: parca, url: http://y, tenant_id: \"t\\u00e9 1\",\n"
+                "     basic_auth: {username: \"u s\", password: \"p w\"},\n"
+                "     tls_config: {server_name: s.example}}\n",
+                false);
+    assert_string_equal(c->remote_write[0].tenant_id, "t\xc3\xa9 1");
+    config_free(c);
+}
+
 static void test_config__collects_every_error_in_file_order(void **state)
 {
     (void)state;
@@ -626,6 +742,129 @@ static void test_config__files(void **state)
     config_errors_release(&e);
     assert_int_equal(config_load_file("/tmp", NULL, &c, &e), -EISDIR);
     config_errors_release(&e);
+    /* a FIFO is refused at once: opening it would wait for a writer forever */
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(10);
+    assert_int_equal(config_load_file(path, NULL, &c, &e), -EINVAL);
+    alarm(0);
+    assert_null(c);
+    snprintf(want, sizeof(want), "%s: cannot read: not a regular file (a FIFO)", path);
+    assert_string_equal(e.msgs[0], want);
+    config_errors_release(&e);
+    unlink(path);
+    assert_int_equal(config_load_file("/dev/zero", NULL, &c, &e), -EINVAL);
+    assert_string_equal(e.msgs[0],
+                        "/dev/zero: cannot read: not a regular file (a character device)");
+    config_errors_release(&e);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * The files a remote_write entry names are checked at load: a missing one,
+ * a FIFO, a directory or a secret with a control character inside is an
+ * error at the value, not a failure at the first push.
+ */
+static void test_config__checks_named_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pyprofd-test-config-files.XXXXXX", yaml[2048], want[600];
+    char p_missing[96], p_fifo[96], p_key[96], p_bad[96], p_good[96];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p_missing, sizeof(p_missing), "%s/missing", dir);
+    snprintf(p_fifo, sizeof(p_fifo), "%s/fifo", dir);
+    snprintf(p_key, sizeof(p_key), "%s/key.pem", dir);
+    snprintf(p_bad, sizeof(p_bad), "%s/bad-secret", dir);
+    snprintf(p_good, sizeof(p_good), "%s/good-secret", dir);
+    assert_int_equal(mkfifo(p_fifo, 0600), 0);
+    write_text(p_key, "-----BEGIN PRIVATE KEY-----\n");
+    write_text(p_bad, "line1\nline2\n");
+    write_text(p_good, "  s3cret \n"); /* surrounding whitespace is not part of it */
+    snprintf(yaml, sizeof(yaml),
+             "remote_write:\n"
+             "  - type: pyroscope\n"
+             "    url: https://p.example\n"
+             "    basic_auth:\n"
+             "      username: u\n"
+             "      password_file: %s\n"
+             "    tls_config:\n"
+             "      ca_file: %s\n"
+             "      cert_file: %s\n"
+             "      key_file: %s\n"
+             "  - type: parca\n"
+             "    url: https://q.example\n"
+             "    authorization:\n"
+             "      credentials_file: %s\n",
+             p_missing, p_fifo, dir, p_key, p_bad);
+    struct pyprofd_config *c = NULL;
+    struct config_errors e = {0};
+    alarm(10); /* the FIFO must not be waited on */
+    int rc = config_load_buffer(yaml, strlen(yaml), "t.yml", NULL, &c, &e);
+    alarm(0);
+    assert_int_equal(rc, -EINVAL);
+    assert_null(c);
+    if (e.n != 4) {
+        dump_errors(&e);
+        fail_msg("%zu errors, want 4", e.n);
+    }
+    snprintf(want, sizeof(want),
+             "t.yml:6:22: remote_write[0].basic_auth.password_file: cannot read '%s': No such "
+             "file or directory",
+             p_missing);
+    assert_string_equal(e.msgs[0], want);
+    snprintf(want, sizeof(want),
+             "t.yml:8:16: remote_write[0].tls_config.ca_file: cannot read '%s': not a regular "
+             "file (a FIFO)",
+             p_fifo);
+    assert_string_equal(e.msgs[1], want);
+    snprintf(want, sizeof(want),
+             "t.yml:9:18: remote_write[0].tls_config.cert_file: cannot read '%s': Is a directory",
+             dir);
+    assert_string_equal(e.msgs[2], want);
+    snprintf(want, sizeof(want),
+             "t.yml:14:25: remote_write[1].authorization.credentials_file: cannot use '%s': "
+             "control character in the secret",
+             p_bad);
+    assert_string_equal(e.msgs[3], want);
+    config_errors_release(&e);
+
+    /* the same file with readable files loads, and keeps the paths */
+    snprintf(yaml, sizeof(yaml),
+             "remote_write:\n"
+             "  - type: pyroscope\n"
+             "    url: https://p.example\n"
+             "    basic_auth: {username: u, password_file: '%s'}\n"
+             "    tls_config: {ca_file: '%s', cert_file: '%s', key_file: '%s'}\n"
+             "  - {type: parca, url: 'https://q.example', authorization: {credentials_file: "
+             "'%s'}}\n",
+             p_good, p_key, p_key, p_key, p_good);
+    assert_int_equal(config_load_buffer(yaml, strlen(yaml), "t.yml", NULL, &c, &e), 0);
+    assert_string_equal(c->remote_write[0].basic_auth_password_file, p_good);
+    assert_string_equal(c->remote_write[0].tls_ca_file, p_key);
+    config_free(c);
+    config_errors_release(&e);
+
+    /* skip_file_checks: the YAML alone */
+    snprintf(yaml, sizeof(yaml),
+             "remote_write:\n  - {type: parca, url: 'https://q.example', tls_config: {ca_file: "
+             "'%s'}}\n",
+             p_missing);
+    struct config_load_opts o = {.skip_file_checks = true};
+    assert_int_equal(config_load_buffer(yaml, strlen(yaml), "t.yml", &o, &c, &e), 0);
+    config_free(c);
+    config_errors_release(&e);
+
+    unlink(p_fifo);
+    unlink(p_key);
+    unlink(p_bad);
+    unlink(p_good);
+    rmdir(dir);
 }
 
 /* ---- the shipped files and printing ---- */
@@ -654,7 +893,9 @@ static struct pyprofd_config *load_shipped(const char *name)
     struct config_errors e = {0};
     assert_non_null(src);
     snprintf(path, sizeof(path), "%s/config/%s", src, name);
-    int rc = config_load_file(path, NULL, &c, &e);
+    /* the example names files in /etc/pyprofd that a test machine lacks */
+    struct config_load_opts o = {.skip_file_checks = true};
+    int rc = config_load_file(path, &o, &c, &e);
     if (rc) {
         dump_errors(&e);
         fail_msg("%s: %d", path, rc);
@@ -709,6 +950,37 @@ static void test_config__shipped_example_is_valid(void **state)
     alloc_free(out);
     config_free(s);
     config_free(c);
+}
+
+/*
+ * A password in a URL is a secret too: --print shows it as <secret>, as
+ * Prometheus does, and so do errors about the URL.
+ */
+static void test_config__url_passwords_are_not_printed(void **state)
+{
+    (void)state;
+    struct pyprofd_config *c =
+        load_ok("remote_write:\n"
+                "  - {type: parca, url: 'http://bob:hunter2@parca.example:7070/base?x=1'}\n"
+                "  - {type: parca, url: 'https://:hunter2@p.example'}\n"
+                "  - {type: parca, url: 'http://bob@p.example/'}\n"
+                "  - {type: parca, url: 'http://p.example/a@b'}\n",
+                false);
+    assert_string_equal(c->remote_write[0].url, "http://bob:hunter2@parca.example:7070/base?x=1");
+    char *out = print_to_string(c);
+    assert_null(strstr(out, "hunter"));
+    assert_non_null(strstr(out, "url: \"http://bob:<secret>@parca.example:7070/base?x=1\"\n"));
+    assert_non_null(strstr(out, "url: \"https://:<secret>@p.example/\"\n"));
+    assert_non_null(strstr(out, "url: \"http://bob@p.example/\"\n"));
+    assert_non_null(strstr(out, "url: \"http://p.example/a@b\"\n"));
+    alloc_free(out);
+    check_round_trip(c);
+    config_free(c);
+    expect_errors("remote_write:\n"
+                  "  - {type: parca, url: 'http://bob:hunter2@:4040'}\n"
+                  "  - {type: parca, url: 'http://bob:hun@ter2@p.example/'}\n",
+                  {"2:24", "remote_write[0].url: 'http://bob:<secret>@:4040' has no host"},
+                  {"3:24", "remote_write[1].url: 'http://bob:<secret>@p.example/' is not a "});
 }
 
 static void test_config__print_escapes_round_trip(void **state)
@@ -766,6 +1038,7 @@ int main(void)
         cmocka_unit_test(test_config__inheritance_and_overrides),
         cmocka_unit_test(test_config__all_sections),
         cmocka_unit_test(test_config__env_expansion),
+        cmocka_unit_test(test_config__listen_address_emptied_by_expansion),
         cmocka_unit_test(test_config__yaml_syntax_errors),
         cmocka_unit_test(test_config__structure_errors),
         cmocka_unit_test(test_config__global_value_errors),
@@ -773,11 +1046,15 @@ int main(void)
         cmocka_unit_test(test_config__job_errors),
         cmocka_unit_test(test_config__relabel_errors),
         cmocka_unit_test(test_config__remote_write_errors),
+        cmocka_unit_test(test_config__refuses_urls_without_a_host),
+        cmocka_unit_test(test_config__refuses_control_characters_in_request_values),
         cmocka_unit_test(test_config__collects_every_error_in_file_order),
         cmocka_unit_test(test_config__caps),
         cmocka_unit_test(test_config__files),
+        cmocka_unit_test(test_config__checks_named_files),
         cmocka_unit_test(test_config__shipped_default_matches_config_default),
         cmocka_unit_test(test_config__shipped_example_is_valid),
+        cmocka_unit_test(test_config__url_passwords_are_not_printed),
         cmocka_unit_test(test_config__print_escapes_round_trip),
         cmocka_unit_test(test_config__survives_allocation_failures),
     };

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmocka_wrap.h"
@@ -169,6 +170,14 @@ static void test_endpoint__classification_table(void **state)
         {CURLE_GOT_NOTHING, 0, PUSH_RETRY, "recv"},
         {CURLE_SEND_ERROR, 0, PUSH_RETRY, "send"},
         {CURLE_WRITE_ERROR, 0, PUSH_RETRY, "curl_23"},
+        /* local and permanent: the same request fails the same way every time */
+        {CURLE_URL_MALFORMAT, 0, PUSH_DROP, "url"},
+        {CURLE_UNSUPPORTED_PROTOCOL, 0, PUSH_DROP, "url"},
+        {CURLE_SSL_CACERT_BADFILE, 0, PUSH_DROP, "tls_config"},
+        {CURLE_SSL_CERTPROBLEM, 0, PUSH_DROP, "tls_config"},
+        {CURLE_SSL_CRL_BADFILE, 0, PUSH_DROP, "tls_config"},
+        {CURLE_NOT_BUILT_IN, 0, PUSH_DROP, "curl_4"},
+        {CURLE_OUT_OF_MEMORY, 0, PUSH_RETRY, "curl_27"},
     };
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
         struct push_result r;
@@ -300,6 +309,13 @@ static void test_endpoint__basic_auth_file_is_reread_per_request(void **state)
     assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), -EFBIG);
     write_file(pwfile, "line1\nline2\n");
     assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), -EINVAL);
+    /* a FIFO is refused at once: opening it would hold the sender until a writer came */
+    unlink(pwfile);
+    assert_int_equal(mkfifo(pwfile, 0600), 0);
+    alarm(10);
+    assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), -EINVAL);
+    alarm(0);
+    assert_non_null(strstr(err, "not a regular file (a FIFO)"));
     push_endpoint_release(&e);
 
     /* inline password */
@@ -372,6 +388,43 @@ static void test_endpoint__authorization_credentials_and_overrides(void **state)
 
     unlink(tokfile);
     rmdir(dir);
+}
+
+/*
+ * A CA file that cannot be loaded fails every request the same way, before
+ * anything is sent: it is dropped as "tls_config", not retried forever.
+ */
+static void test_endpoint__bad_tls_file_is_permanent(void **state)
+{
+    (void)state;
+    char url[64], err[256] = "";
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d", srv_port);
+    struct config_remote_write rw = rw_for(url);
+    rw.tls_ca_file = (char *)"/nonexistent/pyprofd-test/ca.pem";
+    struct push_endpoint e;
+    assert_int_equal(push_endpoint_init(&e, &rw), 0);
+    CURL *h = curl_easy_init();
+    CURLM *m = curl_multi_init();
+    assert_non_null(h);
+    assert_non_null(m);
+    struct curl_slist *hdrs = NULL;
+    char full[128];
+    assert_int_equal(push_endpoint_url(&e, "/probe", full, sizeof(full)), 0);
+    assert_int_equal(push_endpoint_apply(&e, h, &hdrs, err, sizeof(err)), 0);
+    curl_easy_setopt(h, CURLOPT_URL, full);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+    struct push_request r = {0};
+    CURLcode rc = push_endpoint_perform(m, h, &r);
+    struct push_result res;
+    push_classify_http(rc, 0, NULL, NULL, 0, &res);
+    assert_int_equal(rc, CURLE_SSL_CACERT_BADFILE);
+    assert_int_equal(res.outcome, PUSH_DROP);
+    assert_string_equal(res.code, "tls_config");
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    curl_multi_cleanup(m);
+    push_endpoint_release(&e);
 }
 
 static uint64_t mono_ns(void)
@@ -466,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_endpoint__init_copies_and_builds_urls),
         cmocka_unit_test(test_endpoint__basic_auth_file_is_reread_per_request),
         cmocka_unit_test(test_endpoint__authorization_credentials_and_overrides),
+        cmocka_unit_test(test_endpoint__bad_tls_file_is_permanent),
         cmocka_unit_test(test_endpoint__perform_completes_and_aborts_when_told),
     };
     int rc = cmocka_run_group_tests(tests, srv_setup, srv_teardown);
