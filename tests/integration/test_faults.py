@@ -533,6 +533,13 @@ HOSTILE_CONFIGS = [
     ("remote_bad_scheme", "remote_write:\n  - type: pyroscope\n    url: gopher://a/\n"),
     ("remote_header_crlf", "remote_write:\n  - type: pyroscope\n    url: http://a/\n"
                            "    headers:\n      X-A: \"b\\r\\nX-Injected: 1\"\n"),
+    ("tenant_crlf", "remote_write:\n  - type: pyroscope\n    url: http://a/\n"
+                    "    tenant_id: \"t\\r\\nX-Injected: 1\"\n"),
+    ("username_ctl", "remote_write:\n  - type: pyroscope\n    url: http://a/\n"
+                     "    basic_auth:\n      username: \"u\\x01\"\n      password: p\n"),
+    ("url_no_host", "remote_write:\n  - type: pyroscope\n    url: http://:4040\n"),
+    ("ca_file_missing", "remote_write:\n  - type: pyroscope\n    url: https://a/\n"
+                        "    tls_config:\n      ca_file: /nonexistent/ca.pem\n"),
     ("secret_file_missing", "remote_write:\n  - type: pyroscope\n    url: http://a/\n"
                             "    basic_auth:\n      username: u\n"
                             "      password_file: /nonexistent/pw\n"),
@@ -579,11 +586,48 @@ class ConfigFaults(FaultCase):
                                     self.write(name, content), "--web.listen-address", ""], name)
                 self.assertIn(name, err)
 
+    def test_expanded_url_without_host(self):
+        """Defect 8: http://${UNSET}:4040 is refused at load, not retried forever."""
+        path = self.write("env_host", "remote_write:\n  - type: pyroscope\n"
+                                      "    url: http://${PYPROFD_FAULTS_UNSET_HOST}:4040\n")
+        env = {k: v for k, v in os.environ.items() if k != "PYPROFD_FAULTS_UNSET_HOST"}
+        out = subprocess.run([livelib.BINARY, "check-config", "--config.expand-env", path],
+                             capture_output=True, text=True, timeout=20, env=env)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("host", out.stderr)
+
+    def test_print_hides_url_passwords(self):
+        """Defect 10: --print writes <secret>, as Prometheus does."""
+        path = self.write("url_password", "remote_write:\n  - type: pyroscope\n"
+                                          "    url: http://bob:hunter2@example.invalid:4040/\n")
+        out = subprocess.run([livelib.BINARY, "check-config", "--print", path],
+                             capture_output=True, text=True, timeout=20)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertNotIn("hunter2", out.stdout + out.stderr)
+        self.assertIn("<secret>", out.stdout)
+
     def test_not_a_file(self):
+        """Defect 9: a FIFO (or any non-regular file) is refused at once, not waited on."""
+        fifo = os.path.join(self.tmp, "fifo.yml")
+        os.mkfifo(fifo)
         for what, path in (("a directory", self.tmp), ("a device", "/dev/zero"),
-                           ("missing", os.path.join(self.tmp, "missing.yml"))):
+                           ("a fifo", fifo), ("missing", os.path.join(self.tmp, "missing.yml"))):
             with self.subTest(what=what):
                 self.refused([livelib.BINARY, "check-config", path], what)
+        # the agent too, and SIGTERM is not ignored while it starts
+        started = time.monotonic()
+        agent = subprocess.Popen([livelib.BINARY, "agent", "--config.file", fifo,
+                                  "--web.listen-address", ""], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        try:
+            out, _ = agent.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            agent.send_signal(signal.SIGTERM)
+            out, _ = agent.communicate(timeout=10)
+            self.fail(f"the agent waited on a FIFO config:\n{out}")
+        self.assertEqual(agent.returncode, 1, out)
+        self.assertIn("regular", out)
+        self.assertLess(time.monotonic() - started, 10)
 
 
 if __name__ == "__main__":
