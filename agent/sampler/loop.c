@@ -76,6 +76,7 @@ struct loop_job_stats {
     uint64_t taken, failed, missed, skipped, thread_samples, windows, windows_dropped, retried;
     uint64_t failed_by[SAMPLE_STATUS_COUNT];
     uint64_t reattached[LR_COUNT];
+    uint64_t stacks_dropped; /* thread stacks a full window could not take */
 };
 
 struct loop_request;
@@ -107,6 +108,7 @@ struct loop_target {
     bool gone;                  /* the sampler saw the process exit */
     struct sampler_counts snap; /* under l->mu */
     uint64_t windows, windows_dropped;
+    uint64_t stacks_dropped; /* at a window's caps, in windows cut so far (agg_stats) */
     /* is it still the program it was? (the AT_RANDOM bytes of its image) */
     struct exec_id exec;
     uint64_t exec_checked;
@@ -366,6 +368,7 @@ static const char *loop_value_type(enum config_mode m)
 static void loop_cut(struct loop *l, struct loop_target *t, uint64_t now, bool final)
 {
     struct agg *fresh = NULL;
+    t->stacks_dropped += agg_stats(t->win).dropped;
     if (!final && window_get(l->opts.queue, &fresh)) {
         /* no window to switch to: keep the one we have, losing its content */
         agg_reset(t->win);
@@ -537,6 +540,7 @@ static void loop_target_remove(struct loop *l, struct loop_target *t, uint64_t n
         loop_job_add(j, &c);
         j->windows += t->windows;
         j->windows_dropped += t->windows_dropped;
+        j->stacks_dropped += t->stacks_dropped;
     }
     loop_heap_remove(l, t);
     for (size_t i = 0; i < l->ntargets; i++) {
@@ -1484,7 +1488,7 @@ struct loop_tsnap {
     double rate, effective_rate, interval_s;
     char async[320];
     struct sampler_counts counts;
-    uint64_t windows, windows_dropped;
+    uint64_t windows, windows_dropped, stacks_dropped;
     struct labels labels, meta;
     uint32_t reattaches;
     char reattach_why[160];
@@ -1529,6 +1533,7 @@ static json_object *loop_tsnap_json(const struct loop_tsnap *t)
     json_object_object_add(c, "missed", json_object_new_uint64(t->counts.missed));
     json_object_object_add(c, "skipped", json_object_new_uint64(t->counts.skipped));
     json_object_object_add(c, "retried", json_object_new_uint64(t->counts.retried));
+    json_object_object_add(c, "thread_stacks_dropped", json_object_new_uint64(t->stacks_dropped));
     json_object *by = json_object_new_object();
     for (size_t k = 0; k < SAMPLE_STATUS_COUNT; k++) {
         if (t->counts.failed_by[k])
@@ -1582,6 +1587,7 @@ int loop_targets_json(struct loop *l, char **out, size_t *out_len)
         t->counts = lt->snap;
         t->windows = lt->windows;
         t->windows_dropped = lt->windows_dropped;
+        t->stacks_dropped = lt->stacks_dropped;
         if (labels_copy(&t->labels, &lt->labels) || labels_copy(&t->meta, &lt->meta))
             err = -ENOMEM;
     }
@@ -1651,6 +1657,7 @@ int loop_metrics(struct loop *l, struct promtext *w)
             loop_job_add(j, &t->snap);
             j->windows += t->windows;
             j->windows_dropped += t->windows_dropped;
+            j->stacks_dropped += t->stacks_dropped;
         }
     }
     /* targets per job */
@@ -1697,6 +1704,10 @@ int loop_metrics(struct loop *l, struct promtext *w)
                  "Attempts read a second time at once because the first read was torn.", retried)
     LOOP_COUNTER("pyprofd_samples_skipped_total",
                  "Attempts let pass on purpose to stay within limits.cpu_budget.", skipped)
+    LOOP_COUNTER("pyprofd_thread_stacks_dropped_total",
+                 "Thread stacks sampled but not kept: their window was full "
+                 "(limits.target_memory_bytes), counted when the window is cut.",
+                 stacks_dropped)
     LOOP_COUNTER("pyprofd_profiles_total", "Profile windows handed to the outputs, by job.",
                  windows)
     LOOP_COUNTER("pyprofd_profiles_dropped_total",
