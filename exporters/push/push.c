@@ -78,6 +78,11 @@ struct push_exporter {
     unsigned fail_streak;
     bool stopping, unreachable, thread_running;
     uint64_t deadline;
+    /* for push_wait_parked(): bumped by every push and stop; the sender
+     * notes the value it acted on when it parks in push_wait() */
+    uint64_t seq, parked_seq;
+    bool parked;
+    uint64_t parked_until; /* mono ns; UINT64_MAX: idle */
     pthread_t thread;
     struct push_code_count codes[PUSH_MAX_CODES];
     size_t ncodes;
@@ -142,7 +147,11 @@ static void push_wait(struct push_exporter *pe, uint64_t until)
     uint64_t abs = push_sys_mono() + d;
     struct timespec ts = {.tv_sec = (time_t)(abs / 1000000000ull),
                           .tv_nsec = (long)(abs % 1000000000ull)};
+    pe->parked = true;
+    pe->parked_seq = pe->seq;
+    pe->parked_until = until == 0 ? UINT64_MAX : until;
     pthread_cond_timedwait(&pe->cv, &pe->mu, &ts);
+    pe->parked = false;
 }
 
 /* --- public helpers ------------------------------------------------------- */
@@ -401,6 +410,33 @@ static void *push_sender_main(void *arg)
     return NULL;
 }
 
+#ifdef PYPROFD_UNITTEST
+int push_wait_parked(void *ctx, uint64_t *until)
+{
+    struct push_exporter *pe = ctx;
+    const uint64_t give_up = push_sys_mono() + 5000000000ull;
+    const struct timespec nap = {.tv_sec = 0, .tv_nsec = 200000};
+    int err = -ETIMEDOUT;
+    pthread_mutex_lock(&pe->mu);
+    for (;;) {
+        /* parked after seeing every push and stop, and woken by nothing
+         * before its deadline: the clock has not reached it yet */
+        if (pe->parked && pe->parked_seq == pe->seq && pe->parked_until > push_mono(pe)) {
+            *until = pe->parked_until;
+            err = 0;
+            break;
+        }
+        if (push_sys_mono() >= give_up)
+            break;
+        pthread_mutex_unlock(&pe->mu);
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&pe->mu);
+    }
+    pthread_mutex_unlock(&pe->mu);
+    return err;
+}
+#endif
+
 /* --- exporter ops --------------------------------------------------------- */
 
 /* Drops "__"-prefixed labels except __name__, which is (re)set when missing. */
@@ -464,6 +500,7 @@ static int push_push(void *ctx, const struct export_profile *p)
     memcpy(it.pprof, bytes, len);
 
     pthread_mutex_lock(&pe->mu);
+    pe->seq++;
     if (pe->stopping) {
         push_count_drop(pe, PUSH_DROP_SHUTDOWN, len);
     } else {
@@ -561,6 +598,7 @@ static void push_stop(void *ctx, uint64_t deadline_ns)
     if (!pe->stopping || deadline_ns < pe->deadline)
         pe->deadline = deadline_ns;
     pe->stopping = true;
+    pe->seq++;
     pthread_cond_broadcast(&pe->cv);
     pthread_mutex_unlock(&pe->mu);
     push_unregister(pe);

@@ -167,4 +167,18 @@ PYPROFD_WARN_UNUSED int push_exporter_new(struct config_remote_write *rw,
  */
 PYPROFD_WARN_UNUSED int push_metrics_all(struct promtext *w);
 
+#ifdef PYPROFD_UNITTEST
+/**
+ * For tests/unit/exporters/push/test_push.c, with an injected clock: waits
+ * (real time, up to 5 s) until the sender of push exporter @a ctx is parked,
+ * that is waiting on its condition variable, having acted on every push()
+ * and stop() made so far, until a time the injected clock has not reached:
+ * nothing happens before the clock is moved to *@a until (UINT64_MAX: idle,
+ * nothing queued), or something is pushed or stopped. A deterministic "nothing
+ * happened yet", unlike a real-time sleep. Returns 0 with *@a until set, or
+ * -ETIMEDOUT (the sender is busy in a send, or has ended).
+ */
+int push_wait_parked(void *ctx, uint64_t *until);
+#endif
+
 #endif /* PYPROFD_EXPORTERS_PUSH_PUSH_H */

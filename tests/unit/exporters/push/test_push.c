@@ -4,7 +4,8 @@
  * backoff and Retry-After, permanent drops, queue caps, age and retry limits,
  * write relabeling, stop and shutdown with a deadline (non-blocking stop, sends
  * aborted at the deadline, counters carried over to a replacement), and the
- * metrics text. */
+ * metrics text. "Nothing happened yet" is push_wait_parked() (parked()), not
+ * a real-time pause, wherever the sender is not inside a send. */
 #include "base/compat.h"
 
 #include <pthread.h>
@@ -173,7 +174,11 @@ static void wait_calls(size_t n)
     assert_int_equal(got, n);
 }
 
-/* Nothing more happens for a while (real time). */
+/*
+ * A real-time pause, for a sender busy in a send (where push_wait_parked()
+ * cannot tell): best effort only, "nothing happened" after it may be vacuous
+ * on a loaded machine. Everywhere else the tests use parked().
+ */
 static void settle(void)
 {
     usleep(30000);
@@ -185,6 +190,15 @@ static void set_block(bool on)
     tx->block = on;
     pthread_cond_broadcast(&tx->cv);
     pthread_mutex_unlock(&tx->mu);
+}
+
+/* Waits until the sender of @a ex is parked (push_wait_parked()): nothing
+ * happens before the fake clock reaches the time returned (UINT64_MAX: idle). */
+static uint64_t parked(const struct exporter *ex)
+{
+    uint64_t until = 0;
+    assert_int_equal(push_wait_parked(ex->ctx, &until), 0);
+    return until;
 }
 
 /* --- exporter helpers ------------------------------------------------------- */
@@ -398,14 +412,14 @@ static void test_push__retries_with_backoff_then_delivers_once(void **state)
     const uint64_t gaps[] = {1 * SEC, 1 * SEC, 2 * SEC};
     for (size_t i = 0; i < 3; i++) {
         advance_to(t + gaps[i] - 1);
-        settle();
+        assert_int_equal(parked(&ex), t + gaps[i]);
         assert_int_equal(ncalls(), i + 1);
         t += gaps[i];
         advance_to(t);
         wait_calls(i + 2);
         assert_int_equal(tx->calls[i + 1].at, t);
     }
-    settle();
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(ncalls(), 4);
     for (size_t i = 0; i < 4; i++)
         assert_int_equal(tx->calls[i].time_nanos, T0);
@@ -425,7 +439,7 @@ static void test_push__permanent_error_is_not_retried(void **state)
     assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
     wait_calls(1);
     advance_to(atomic_load(&fake_mono) + 600 * SEC);
-    settle();
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(ncalls(), 1);
     /* the next profile goes at once: no backoff after a server's answer */
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 1, 100), 0);
@@ -506,7 +520,7 @@ static void test_push__too_old_is_dropped_not_sent(void **state)
     wait_calls(1);
     atomic_store(&fake_real, T0 + 3601 * (int64_t)SEC);
     advance_to(atomic_load(&fake_mono) + 10 * SEC);
-    settle();
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(ncalls(), 1);
     assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
                        "reason=\"too_old\"}") == 2);
@@ -553,12 +567,12 @@ static void test_push__retry_after_is_honoured_up_to_max_backoff(void **state)
     assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
     wait_calls(1);
     advance_to(t + 5 * SEC - 1);
-    settle();
+    assert_int_equal(parked(&ex), t + 5 * SEC);
     assert_int_equal(ncalls(), 1);
     advance_to(t + 5 * SEC);
     wait_calls(2);
     advance_to(t + 13 * SEC - 1);
-    settle();
+    assert_int_equal(parked(&ex), t + 13 * SEC);
     assert_int_equal(ncalls(), 2);
     advance_to(t + 13 * SEC);
     wait_calls(3);
@@ -582,7 +596,7 @@ static void test_push__write_relabel_drops_and_cleans_labels(void **state)
     assert_int_equal(push_one(&ex, "dropme", "cpu", T0, 100), 0);
     assert_int_equal(push_one(&ex, "keepme", "gil", T0 + 1, 100), 0);
     wait_calls(1);
-    settle();
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(ncalls(), 1);
     assert_string_equal(tx->calls[0].job, "keepme");
     assert_string_equal(tx->calls[0].name, "gil");
