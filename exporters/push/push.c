@@ -185,6 +185,40 @@ uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uin
     return r;
 }
 
+static uint64_t push_sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+uint64_t push_fill_deadline_ns(const struct push_fill *f)
+{
+    uint64_t earliest = push_sat_add(f->failed_ns, f->min_ns);
+    uint64_t fits = f->n < f->max_n ? f->max_n - f->n : 0;
+    if (f->n > 0 && f->bytes > 0) {
+        /* what still fits by bytes, at the mean size of what is queued */
+        uint64_t room = f->bytes < f->max_bytes ? f->max_bytes - f->bytes : 0;
+        uint64_t mean = f->bytes / f->n + (f->bytes % f->n != 0);
+        uint64_t by_bytes = room / mean;
+        if (by_bytes < fits)
+            fits = by_bytes;
+    }
+    if (f->gap_ns == 0)
+        return fits > 0 ? UINT64_MAX : earliest;
+    uint64_t g = f->gap_ns;
+    uint64_t margin = g / 4 < PUSH_FILL_MARGIN_NS ? g / 4 : PUSH_FILL_MARGIN_NS;
+    /* last_arrival + (fits + 1) * g - margin, saturating */
+    if (fits >= UINT64_MAX / g)
+        return UINT64_MAX;
+    uint64_t t = push_sat_add(f->last_arrival_ns, (fits + 1) * g - margin);
+    if (t < earliest) {
+        uint64_t k = (earliest - t) / g + ((earliest - t) % g != 0);
+        if (k > (UINT64_MAX - t) / g)
+            return UINT64_MAX;
+        t += k * g;
+    }
+    return t;
+}
+
 /* --- the queue (mu held) -------------------------------------------------- */
 
 static void push_item_release(struct push_item *it)

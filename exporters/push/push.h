@@ -144,6 +144,35 @@ const char *push_metric_name(const char *value_type);
  */
 uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uint64_t rnd);
 
+/** What push_fill_deadline_ns() needs to know about a queue; all times mono ns. */
+struct push_fill {
+    uint64_t failed_ns;        /* when the failed attempt ended */
+    uint64_t min_ns;           /* min_backoff: attempts are never closer together */
+    uint64_t n, max_n;         /* profiles waiting (the failed one included), queue_max_profiles */
+    uint64_t bytes, max_bytes; /* their bytes, queue_max_bytes */
+    uint64_t last_arrival_ns;  /* when the newest profile was queued */
+    uint64_t gap_ns;           /* mean time between arrivals; 0: not known */
+};
+
+/** The most push_fill_deadline_ns() keeps before an arrival (at most a quarter of the gap). */
+#define PUSH_FILL_MARGIN_NS 1000000000ull
+
+/**
+ * The latest time the next attempt of a failing endpoint may start so that
+ * its queue does not overflow first: backoff and Retry-After are capped by
+ * it. With f the profiles that still fit (by count, and by bytes at the
+ * queue's mean profile size), the (f+1)-th arrival after the newest one
+ * would drop the oldest, so the deadline is just before it:
+ * last_arrival + (f+1) * gap - min(gap / 4, PUSH_FILL_MARGIN_NS). It is
+ * never before failed + min: a deadline earlier than that is moved on by
+ * whole gaps, so a full queue is probed once per arrival, just before it
+ * (no more often than a healthy endpoint sends, nor than min_backoff).
+ * gap_ns 0 (unknown: fewer than two arrivals, or all at one instant):
+ * UINT64_MAX (no cap) while something still fits, failed + min when nothing
+ * does. Saturates instead of overflowing. Pure; tested.
+ */
+uint64_t push_fill_deadline_ns(const struct push_fill *f);
+
 /**
  * Creates a push exporter for endpoint @a rw, sending with @a ops / @a tctx.
  * What is needed of @a rw is copied, except its compiled write_relabel rules,

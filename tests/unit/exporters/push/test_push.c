@@ -377,6 +377,83 @@ static void test_push__backoff_bounds(void **state)
     assert_string_equal(push_metric_name("exception"), "exception");
 }
 
+static void test_push__fill_deadline(void **state)
+{
+    (void)state;
+    const uint64_t now = 5000 * SEC, a = 4990 * SEC, g = 15 * SEC;
+    struct push_fill f = {.failed_ns = now,
+                          .min_ns = SEC,
+                          .n = 4,
+                          .max_n = 10,
+                          .bytes = 400,
+                          .max_bytes = 1 << 20,
+                          .last_arrival_ns = a,
+                          .gap_ns = g};
+    /* 6 fit: the 7th arrival after the newest would drop; 1 s before it */
+    assert_int_equal(push_fill_deadline_ns(&f), a + 7 * g - SEC);
+    /* one fits: just before the second arrival from the newest */
+    f.n = 9;
+    assert_int_equal(push_fill_deadline_ns(&f), a + 2 * g - SEC);
+    /* full: just before the next arrival, which is due 5 s from now */
+    f.n = 10;
+    assert_int_equal(push_fill_deadline_ns(&f), a + g - SEC);
+    /* the arrival is overdue: once per gap, never before failed + min */
+    f.last_arrival_ns = now - g + SEC / 2;
+    assert_int_equal(push_fill_deadline_ns(&f), now - g + SEC / 2 + 2 * g - SEC);
+    f.last_arrival_ns = now - 3 * g;
+    assert_int_equal(push_fill_deadline_ns(&f), now - 3 * g + 4 * g - SEC);
+    /* arrivals closer together than min_backoff: min_backoff wins */
+    f.gap_ns = SEC / 10;
+    f.last_arrival_ns = now;
+    uint64_t d = push_fill_deadline_ns(&f);
+    assert_true(d >= now + SEC);
+    assert_true(d < now + SEC + SEC / 10);
+    /* the margin is a quarter of the gap when that is under a second */
+    f.gap_ns = 2 * SEC;
+    f.n = 7;
+    f.last_arrival_ns = now;
+    assert_int_equal(push_fill_deadline_ns(&f), now + 4 * 2 * SEC - SEC / 2);
+    /* by bytes: 400 bytes in 4 profiles, 700 allowed: 3 more fit */
+    f.n = 4;
+    f.bytes = 400;
+    f.max_bytes = 700;
+    f.gap_ns = g;
+    f.last_arrival_ns = a;
+    assert_int_equal(push_fill_deadline_ns(&f), a + 4 * g - SEC);
+    /* ... the mean size rounded up: 401 bytes, 3 more of 101 do not fit */
+    f.bytes = 401;
+    f.max_bytes = 701;
+    assert_int_equal(push_fill_deadline_ns(&f), a + 3 * g - SEC);
+    /* unknown rate: no limit while something fits, min_backoff when full */
+    f.gap_ns = 0;
+    assert_int_equal(push_fill_deadline_ns(&f), UINT64_MAX);
+    f.bytes = 700;
+    f.max_bytes = 700;
+    assert_int_equal(push_fill_deadline_ns(&f), now + SEC);
+    /* an empty queue after the failed one was dropped */
+    f = (struct push_fill){.failed_ns = now,
+                           .min_ns = SEC,
+                           .max_n = 3,
+                           .max_bytes = 100,
+                           .last_arrival_ns = a,
+                           .gap_ns = g};
+    assert_int_equal(push_fill_deadline_ns(&f), a + 4 * g - SEC);
+    /* saturates */
+    f = (struct push_fill){.failed_ns = UINT64_MAX - 1,
+                           .min_ns = SEC,
+                           .n = 1,
+                           .max_n = 1000000,
+                           .bytes = 1,
+                           .max_bytes = UINT64_MAX,
+                           .last_arrival_ns = UINT64_MAX - 5,
+                           .gap_ns = UINT64_MAX / 2};
+    assert_int_equal(push_fill_deadline_ns(&f), UINT64_MAX);
+    f.n = 1000000;
+    assert_int_equal(push_fill_deadline_ns(&f), UINT64_MAX);
+    f.gap_ns = 0;
+    assert_int_equal(push_fill_deadline_ns(&f), UINT64_MAX);
+}
+
 static void test_push__delivers_in_order_with_series_labels(void **state)
 {
     (void)state;
@@ -865,6 +942,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_push__backoff_bounds, setup),
+        cmocka_unit_test_setup(test_push__fill_deadline, setup),
         cmocka_unit_test_setup(test_push__delivers_in_order_with_series_labels, setup),
         cmocka_unit_test_setup(test_push__retries_with_backoff_then_delivers_once, setup),
         cmocka_unit_test_setup(test_push__permanent_error_is_not_retried, setup),
