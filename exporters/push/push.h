@@ -17,7 +17,14 @@
  *                   again after an exponential backoff with jitter between
  *                   min_backoff and max_backoff (Retry-After, when the server
  *                   sends one, is honoured up to max_backoff), at most
- *                   max_retries times (0: no limit but age);
+ *                   max_retries times (0: no limit but age). Neither the
+ *                   backoff nor Retry-After may outlast the room left in the
+ *                   queue: the next attempt is made at the latest just
+ *                   before the arrival that would drop the oldest profile
+ *                   (push_fill_deadline_ns(), at the observed rate of
+ *                   arrivals), so a full queue is probed once per arrival
+ *                   and an outage costs only the profiles the queue cannot
+ *                   hold;
  *      PUSH_DROP    4xx and other permanent errors (INVALID_ARGUMENT, ...):
  *                   dropped and counted, the server's message logged once per
  *                   distinct code.

@@ -70,7 +70,7 @@ struct fake_tx {
     struct push_result script[16]; /* outcomes of the first calls; then "always" */
     size_t nscript;
     struct push_result always;
-    struct call calls[64];
+    struct call calls[256];
     size_t ncalls;
     bool block;          /* the next send waits until unblocked */
     bool until_abort;    /* a send waits until its request's abort() says so */
@@ -334,6 +334,112 @@ static size_t naborted(struct fake_tx *t)
     pthread_mutex_lock(&t->mu);
     size_t n = t->aborted;
     pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+static void set_always(struct push_result r)
+{
+    pthread_mutex_lock(&tx->mu);
+    tx->always = r;
+    pthread_mutex_unlock(&tx->mu);
+}
+
+/* Profiles dropped for any reason. */
+static double dropped_total(void)
+{
+    static const char *const reasons[] = {"queue_full",        "too_old",   "permanent_error",
+                                          "retries_exhausted", "relabeled", "shutdown"};
+    double n = 0;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(reasons); i++) {
+        char sample[160];
+        snprintf(sample, sizeof(sample),
+                 "pyprofd_push_dropped_profiles_total{endpoint=\"ep\",reason=\"%s\"}", reasons[i]);
+        double v = metric(sample);
+        assert_true(v >= 0);
+        n += v;
+    }
+    return n;
+}
+
+/* Every profile offered is delivered, dropped (counted) or queued: exactly. */
+static void assert_accounted(size_t produced)
+{
+    double pushed = metric("pyprofd_push_profiles_total{endpoint=\"ep\"}");
+    double queued = metric("pyprofd_push_queue_length{endpoint=\"ep\"}");
+    assert_int_equal((uint64_t)(pushed + dropped_total() + queued), produced);
+}
+
+static double dropped(const char *reason)
+{
+    char sample[160];
+    snprintf(sample, sizeof(sample),
+             "pyprofd_push_dropped_profiles_total{endpoint=\"ep\",reason=\"%s\"}", reason);
+    return metric(sample);
+}
+
+/*
+ * A fake-time run: bursts of @a burst profiles every @a interval from @a t0,
+ * @a nbursts of them; before each burst the fake clock is moved from one
+ * attempt of the sender to the next (so every attempt is made at the time it
+ * was scheduled for), the receiver being down (503) until @a up and up from
+ * then on. The accounting is checked whenever the sender is parked.
+ */
+struct outage {
+    uint64_t t0, interval, up;
+    unsigned burst, nbursts;
+    size_t produced;
+    bool is_up;
+};
+
+static void outage_step_to(struct exporter *ex, struct outage *o, uint64_t t)
+{
+    for (;;) {
+        uint64_t until = parked(ex);
+        assert_accounted(o->produced);
+        uint64_t next = until < t ? until : t;
+        if (!o->is_up && next >= o->up) {
+            advance_to(o->up);
+            set_always(result(PUSH_OK, "200", 0));
+            o->is_up = true;
+            continue;
+        }
+        advance_to(next);
+        if (next == t)
+            return;
+    }
+}
+
+static void outage_run(struct exporter *ex, struct outage *o)
+{
+    set_always(result(PUSH_RETRY, "503", 0));
+    for (unsigned k = 1; k <= o->nbursts; k++) {
+        uint64_t at = o->t0 + k * o->interval;
+        outage_step_to(ex, o, at);
+        for (unsigned j = 0; j < o->burst; j++) {
+            assert_int_equal(push_one(ex, "web", "cpu", T0 + (int64_t)(k * o->interval + j), 100),
+                             0);
+            o->produced++;
+        }
+    }
+    parked(ex);
+    assert_accounted(o->produced);
+}
+
+/* The first send at or after @a t, or NULL. */
+static const struct call *first_call_from(uint64_t t)
+{
+    for (size_t i = 0; i < tx->ncalls; i++) {
+        if (tx->calls[i].at >= t)
+            return &tx->calls[i];
+    }
+    return NULL;
+}
+
+static size_t calls_before(uint64_t t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < tx->ncalls; i++)
+        n += tx->calls[i].at < t;
     return n;
 }
 
@@ -657,6 +763,148 @@ static void test_push__retry_after_is_honoured_up_to_max_backoff(void **state)
     destroy(&ex);
 }
 
+/*
+ * Issue 11: the receiver is down for 40 profile intervals with max_backoff 5m
+ * and a queue of 10: the backoff must not sleep past the point where the
+ * queue overflows, so the first attempt after the receiver is back comes
+ * before the next profile arrives, and exactly the 30 profiles the queue
+ * could not hold are lost, none made after the recovery.
+ */
+static void test_push__outage_costs_only_what_the_queue_cannot_hold(void **state)
+{
+    (void)state;
+    enum { Q = 10, DOWN = 40, AFTER = 10 };
+    struct config_remote_write rw = rw_defaults();
+    rw.queue_max_profiles = Q;
+    rw.min_backoff_ns = 1 * SEC;
+    rw.max_backoff_ns = 300 * SEC;
+    rw.max_retries = 0;
+    struct exporter ex = make(&rw, 0);
+    struct outage o = {
+        .t0 = atomic_load(&fake_mono), .interval = 15 * SEC, .burst = 1, .nbursts = DOWN + AFTER};
+    o.up = o.t0 + DOWN * o.interval + o.interval / 2; /* halfway to the next profile */
+    outage_run(&ex, &o);
+
+    const struct call *first = first_call_from(o.up);
+    assert_non_null(first);
+    assert_true(first->at < o.t0 + (DOWN + 1) * o.interval); /* before the next arrival */
+    assert_true(first->at - o.up <= o.interval);
+    assert_true(dropped("queue_full") == DOWN - Q);
+    assert_true(dropped_total() == DOWN - Q);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") ==
+                DOWN + AFTER - (DOWN - Q));
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == 0);
+    /* what was delivered: the newest Q made while down, then every later one */
+    for (size_t i = 0, k = DOWN - Q + 1; i < tx->ncalls; i++) {
+        if (tx->calls[i].at < o.up)
+            continue;
+        assert_int_equal(tx->calls[i].time_nanos, T0 + (int64_t)(k * o.interval));
+        k++;
+    }
+    /* the full queue was probed about once per arrival, not at min_backoff */
+    assert_true(calls_before(o.up) <= DOWN + 10);
+    destroy(&ex);
+}
+
+/*
+ * The same with bursts (3 profiles at once per interval, as 3 targets give)
+ * and the queue bounded by bytes (12 profiles' worth), after a profile the
+ * server refused: the accounting is exact at every step, and the outage
+ * costs only what the queue cannot hold.
+ */
+static void test_push__outage_accounting_is_exact_with_bursts_and_bytes(void **state)
+{
+    (void)state;
+    enum { BURST = 3, DOWN = 20, AFTER = 5, HOLD = 12 };
+    struct config_remote_write rw = rw_defaults();
+    rw.queue_max_profiles = 1000;
+    rw.queue_max_bytes = HOLD * 100;
+    rw.min_backoff_ns = SEC / 2;
+    rw.max_backoff_ns = 300 * SEC;
+    rw.max_retries = 0;
+    struct exporter ex = make(&rw, 0);
+    tx->nscript = 1;
+    tx->script[0] = result(PUSH_DROP, "400", 0);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 - 1, 100), 0);
+    wait_calls(1);
+    struct outage o = {.t0 = atomic_load(&fake_mono),
+                       .interval = 15 * SEC,
+                       .burst = BURST,
+                       .nbursts = DOWN + AFTER,
+                       .produced = 1};
+    o.up = o.t0 + DOWN * o.interval + o.interval / 2;
+    outage_run(&ex, &o);
+
+    const struct call *first = first_call_from(o.up);
+    assert_non_null(first);
+    assert_true(first->at < o.t0 + (DOWN + 1) * o.interval);
+    assert_true(dropped("permanent_error") == 1);
+    assert_true(dropped("queue_full") == BURST * DOWN - HOLD);
+    assert_true(dropped_total() == 1 + BURST * DOWN - HOLD);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") ==
+                BURST * (DOWN + AFTER) - (BURST * DOWN - HOLD));
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == 0);
+    /* probed about once per arrival while full */
+    assert_true(calls_before(o.up) <= 1 + BURST * DOWN + 10);
+    destroy(&ex);
+}
+
+/*
+ * Retry-After is honoured up to max_backoff and up to the room in the queue:
+ * a server asking for 10 min while the queue fills in under a minute is asked
+ * again just before the profile that would be dropped arrives (1 s before it),
+ * and then once per arrival; what the queue cannot hold meanwhile is dropped
+ * oldest first and counted.
+ */
+static void test_push__retry_after_is_capped_by_the_room_in_the_queue(void **state)
+{
+    (void)state;
+    enum { Q = 5 };
+    const uint64_t interval = 10 * SEC;
+    struct config_remote_write rw = rw_defaults();
+    rw.queue_max_profiles = Q;
+    rw.max_backoff_ns = 300 * SEC;
+    rw.max_retries = 0;
+    struct exporter ex = make(&rw, 0);
+    set_always(result(PUSH_RETRY, "429", 600 * SEC));
+    const uint64_t t0 = atomic_load(&fake_mono);
+    size_t produced = 0;
+    for (unsigned k = 1; k <= 12; k++) {
+        uint64_t at = t0 + k * interval;
+        for (;;) {
+            uint64_t until = parked(&ex);
+            assert_accounted(produced);
+            if (until >= at)
+                break;
+            advance_to(until);
+        }
+        advance_to(at);
+        assert_int_equal(push_one(&ex, "web", "cpu", T0 + (int64_t)k, 100), 0);
+        produced++;
+    }
+    parked(&ex);
+    assert_accounted(produced);
+    /* at t0 + 10 s (the first profile), then 1 s before each arrival from
+     * the sixth on, the first one that would not fit */
+    assert_int_equal(tx->calls[0].at, t0 + interval);
+    for (unsigned k = 6; k <= 12; k++)
+        assert_int_equal(tx->calls[k - 5].at, t0 + k * interval - SEC);
+    assert_int_equal(ncalls(), 8);
+    /* arrivals 6 to 12 each dropped the oldest */
+    assert_true(dropped("queue_full") == 12 - Q);
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == Q);
+    /* the server takes them: the queue drains at once */
+    set_always(result(PUSH_OK, "200", 0));
+    advance_to(parked(&ex));
+    wait_calls(8 + Q);
+    parked(&ex);
+    assert_accounted(produced);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == Q);
+    for (unsigned i = 0; i < Q; i++)
+        assert_int_equal(tx->calls[8 + i].time_nanos, T0 + 12 - Q + 1 + i);
+    destroy(&ex);
+}
+
 static void test_push__write_relabel_drops_and_cleans_labels(void **state)
 {
     (void)state;
@@ -950,6 +1198,9 @@ int main(void)
         cmocka_unit_test_setup(test_push__too_old_is_dropped_not_sent, setup),
         cmocka_unit_test_setup(test_push__max_retries_exhausted, setup),
         cmocka_unit_test_setup(test_push__retry_after_is_honoured_up_to_max_backoff, setup),
+        cmocka_unit_test_setup(test_push__outage_costs_only_what_the_queue_cannot_hold, setup),
+        cmocka_unit_test_setup(test_push__outage_accounting_is_exact_with_bursts_and_bytes, setup),
+        cmocka_unit_test_setup(test_push__retry_after_is_capped_by_the_room_in_the_queue, setup),
         cmocka_unit_test_setup(test_push__write_relabel_drops_and_cleans_labels, setup),
         cmocka_unit_test_setup(test_push__shutdown_drains_until_the_deadline, setup),
         cmocka_unit_test_setup(test_push__stop_does_not_block_and_leaves_metrics_at_once, setup),
