@@ -53,7 +53,9 @@
  * bytes) bound the profiles WAITING; the one being sent is out of the queue
  * (so at most max_profiles + 1 are held). A profile that comes back for a
  * retry goes to the head again; when the queue is full meanwhile it is the
- * oldest, so it is the one dropped.
+ * oldest, so it is the one dropped. Every profile push() took (returned 0
+ * for) is at any moment counted in exactly one of pushed, dropped (by
+ * reason) and the queue length (waiting or being sent).
  *
  * Metrics: the exporter's ops->metrics is NULL, because several endpoints
  * share each metric family and a family may appear only once per document.
