@@ -20,6 +20,7 @@
 #define PUSH_MAX_CODES 32u        /* distinct failure codes kept per endpoint; then "other" */
 #define PUSH_FAKE_POLL 1000000ull /* re-read an injected clock this often while waiting */
 #define PUSH_IDLE_WAIT 60000000000ull
+#define PUSH_ARRIVALS  64u /* arrivals the mean gap between them is taken over */
 
 enum push_drop_reason {
     PUSH_DROP_QUEUE_FULL,
@@ -76,8 +77,18 @@ struct push_exporter {
     bool inflight;
     uint64_t next_send; /* mono ns; 0: now */
     unsigned fail_streak;
+    uint64_t failed_at; /* mono ns: when the last failed attempt ended */
+    /* when the last PUSH_ARRIVALS queued profiles arrived (mono ns, a ring),
+     * for their rate: push_fill_deadline() */
+    uint64_t arrivals[PUSH_ARRIVALS];
+    size_t narrivals, arrivals_next;
     bool stopping, unreachable, thread_running;
     uint64_t deadline;
+    /* for push_wait_parked(): bumped by every push and stop; the sender
+     * notes the value it acted on when it parks in push_wait() */
+    uint64_t seq, parked_seq;
+    bool parked;
+    uint64_t parked_until; /* mono ns; UINT64_MAX: idle */
     pthread_t thread;
     struct push_code_count codes[PUSH_MAX_CODES];
     size_t ncodes;
@@ -142,7 +153,11 @@ static void push_wait(struct push_exporter *pe, uint64_t until)
     uint64_t abs = push_sys_mono() + d;
     struct timespec ts = {.tv_sec = (time_t)(abs / 1000000000ull),
                           .tv_nsec = (long)(abs % 1000000000ull)};
+    pe->parked = true;
+    pe->parked_seq = pe->seq;
+    pe->parked_until = until == 0 ? UINT64_MAX : until;
     pthread_cond_timedwait(&pe->cv, &pe->mu, &ts);
+    pe->parked = false;
 }
 
 /* --- public helpers ------------------------------------------------------- */
@@ -174,6 +189,40 @@ uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uin
     if (r < min_ns)
         r = min_ns;
     return r;
+}
+
+static uint64_t push_sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+uint64_t push_fill_deadline_ns(const struct push_fill *f)
+{
+    uint64_t earliest = push_sat_add(f->failed_ns, f->min_ns);
+    uint64_t fits = f->n < f->max_n ? f->max_n - f->n : 0;
+    if (f->n > 0 && f->bytes > 0) {
+        /* what still fits by bytes, at the mean size of what is queued */
+        uint64_t room = f->bytes < f->max_bytes ? f->max_bytes - f->bytes : 0;
+        uint64_t mean = f->bytes / f->n + (f->bytes % f->n != 0);
+        uint64_t by_bytes = room / mean;
+        if (by_bytes < fits)
+            fits = by_bytes;
+    }
+    if (f->gap_ns == 0)
+        return fits > 0 ? UINT64_MAX : earliest;
+    uint64_t g = f->gap_ns;
+    uint64_t margin = g / 4 < PUSH_FILL_MARGIN_NS ? g / 4 : PUSH_FILL_MARGIN_NS;
+    /* last_arrival + (fits + 1) * g - margin, saturating */
+    if (fits >= UINT64_MAX / g)
+        return UINT64_MAX;
+    uint64_t t = push_sat_add(f->last_arrival_ns, (fits + 1) * g - margin);
+    if (t < earliest) {
+        uint64_t k = (earliest - t) / g + ((earliest - t) % g != 0);
+        if (k > (UINT64_MAX - t) / g)
+            return UINT64_MAX;
+        t += k * g;
+    }
+    return t;
 }
 
 /* --- the queue (mu held) -------------------------------------------------- */
@@ -256,6 +305,43 @@ static struct push_code_count *push_code(struct push_exporter *pe, const char *c
     return c;
 }
 
+/* Notes that a profile was queued at @a now, for the rate of arrivals. */
+static void push_note_arrival(struct push_exporter *pe, uint64_t now)
+{
+    pe->arrivals[pe->arrivals_next] = now;
+    pe->arrivals_next = (pe->arrivals_next + 1) % PUSH_ARRIVALS;
+    if (pe->narrivals < PUSH_ARRIVALS)
+        pe->narrivals++;
+}
+
+/*
+ * push_fill_deadline_ns() for the queue as it is, the gap being the mean over
+ * the last PUSH_ARRIVALS arrivals (profiles come one per target and mode per
+ * profile_interval, in bursts at the end of each interval: the mean over
+ * several bursts is the interval divided by the burst size, which makes a
+ * full queue probed once per arrival, the last time just before the next
+ * burst).
+ */
+static uint64_t push_fill_deadline(const struct push_exporter *pe)
+{
+    struct push_fill f = {
+        .failed_ns = pe->failed_at,
+        .min_ns = pe->min_backoff_ns,
+        .n = pe->n,
+        .max_n = pe->max_items,
+        .bytes = pe->bytes,
+        .max_bytes = pe->max_bytes,
+    };
+    if (pe->narrivals > 0) {
+        size_t newest = (pe->arrivals_next + PUSH_ARRIVALS - 1) % PUSH_ARRIVALS;
+        size_t oldest = pe->narrivals < PUSH_ARRIVALS ? 0 : pe->arrivals_next;
+        f.last_arrival_ns = pe->arrivals[newest];
+        if (pe->narrivals > 1)
+            f.gap_ns = (pe->arrivals[newest] - pe->arrivals[oldest]) / (pe->narrivals - 1);
+    }
+    return push_fill_deadline_ns(&f);
+}
+
 static void push_on_result(struct push_exporter *pe, struct push_item *it,
                            const struct push_result *res, uint64_t now)
 {
@@ -288,6 +374,7 @@ static void push_on_result(struct push_exporter *pe, struct push_item *it,
     it->attempts++;
     if (pe->fail_streak < 64)
         pe->fail_streak++;
+    pe->failed_at = now;
     if (!pe->unreachable)
         log_warn("push endpoint '%s' unreachable (%s): %s; retrying", pe->name, c->code,
                  res->message[0] ? res->message : "no message");
@@ -298,24 +385,20 @@ static void push_on_result(struct push_exporter *pe, struct push_item *it,
         res->retry_after_ns < pe->max_backoff_ns ? res->retry_after_ns : pe->max_backoff_ns;
     if (ra > delay)
         delay = ra;
-    pe->next_send = now + delay;
     if (pe->max_retries && it->attempts > pe->max_retries) {
         push_drop_item(pe, it, PUSH_DROP_RETRIES);
-        return;
-    }
-    if (pe->n > 0 && push_full(pe, it->len)) {
+    } else if ((pe->n > 0 && push_full(pe, it->len)) || push_ring_grow(pe)) {
         push_drop_item(pe, it, PUSH_DROP_QUEUE_FULL); /* it is the oldest */
-        return;
+    } else {
+        pe->head = (pe->head + pe->cap - 1) % pe->cap;
+        pe->ring[pe->head] = *it;
+        pe->n++;
+        pe->bytes += it->len;
+        atomic_fetch_add(&pe->retries, 1);
     }
-    if (push_ring_grow(pe)) {
-        push_drop_item(pe, it, PUSH_DROP_QUEUE_FULL);
-        return;
-    }
-    pe->head = (pe->head + pe->cap - 1) % pe->cap;
-    pe->ring[pe->head] = *it;
-    pe->n++;
-    pe->bytes += it->len;
-    atomic_fetch_add(&pe->retries, 1);
+    /* neither the backoff nor Retry-After may outlast the room in the queue */
+    uint64_t fill = push_fill_deadline(pe);
+    pe->next_send = delay < fill - now ? now + delay : fill;
 }
 
 /* --- the sender ----------------------------------------------------------- */
@@ -401,6 +484,33 @@ static void *push_sender_main(void *arg)
     return NULL;
 }
 
+#ifdef PYPROFD_UNITTEST
+int push_wait_parked(void *ctx, uint64_t *until)
+{
+    struct push_exporter *pe = ctx;
+    const uint64_t give_up = push_sys_mono() + 5000000000ull;
+    const struct timespec nap = {.tv_sec = 0, .tv_nsec = 200000};
+    int err = -ETIMEDOUT;
+    pthread_mutex_lock(&pe->mu);
+    for (;;) {
+        /* parked after seeing every push and stop, and woken by nothing
+         * before its deadline: the clock has not reached it yet */
+        if (pe->parked && pe->parked_seq == pe->seq && pe->parked_until > push_mono(pe)) {
+            *until = pe->parked_until;
+            err = 0;
+            break;
+        }
+        if (push_sys_mono() >= give_up)
+            break;
+        pthread_mutex_unlock(&pe->mu);
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&pe->mu);
+    }
+    pthread_mutex_unlock(&pe->mu);
+    return err;
+}
+#endif
+
 /* --- exporter ops --------------------------------------------------------- */
 
 /* Drops "__"-prefixed labels except __name__, which is (re)set when missing. */
@@ -464,6 +574,7 @@ static int push_push(void *ctx, const struct export_profile *p)
     memcpy(it.pprof, bytes, len);
 
     pthread_mutex_lock(&pe->mu);
+    pe->seq++;
     if (pe->stopping) {
         push_count_drop(pe, PUSH_DROP_SHUTDOWN, len);
     } else {
@@ -478,6 +589,14 @@ static int push_push(void *ctx, const struct export_profile *p)
             pe->n++;
             pe->bytes += len;
             memset(&it, 0, sizeof(it));
+            push_note_arrival(pe, push_mono(pe));
+            /* backing off: the queue has less room now, so try sooner if
+             * the backoff would let it overflow */
+            if (pe->fail_streak > 0 && pe->next_send > 0) {
+                uint64_t fill = push_fill_deadline(pe);
+                if (fill < pe->next_send)
+                    pe->next_send = fill;
+            }
             pthread_cond_broadcast(&pe->cv);
         }
     }
@@ -561,6 +680,7 @@ static void push_stop(void *ctx, uint64_t deadline_ns)
     if (!pe->stopping || deadline_ns < pe->deadline)
         pe->deadline = deadline_ns;
     pe->stopping = true;
+    pe->seq++;
     pthread_cond_broadcast(&pe->cv);
     pthread_mutex_unlock(&pe->mu);
     push_unregister(pe);

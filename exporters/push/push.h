@@ -17,7 +17,14 @@
  *                   again after an exponential backoff with jitter between
  *                   min_backoff and max_backoff (Retry-After, when the server
  *                   sends one, is honoured up to max_backoff), at most
- *                   max_retries times (0: no limit but age);
+ *                   max_retries times (0: no limit but age). Neither the
+ *                   backoff nor Retry-After may outlast the room left in the
+ *                   queue: the next attempt is made at the latest just
+ *                   before the arrival that would drop the oldest profile
+ *                   (push_fill_deadline_ns(), at the observed rate of
+ *                   arrivals), so a full queue is probed once per arrival
+ *                   and an outage costs only the profiles the queue cannot
+ *                   hold;
  *      PUSH_DROP    4xx and other permanent errors (INVALID_ARGUMENT, ...):
  *                   dropped and counted, the server's message logged once per
  *                   distinct code.
@@ -46,7 +53,9 @@
  * bytes) bound the profiles WAITING; the one being sent is out of the queue
  * (so at most max_profiles + 1 are held). A profile that comes back for a
  * retry goes to the head again; when the queue is full meanwhile it is the
- * oldest, so it is the one dropped.
+ * oldest, so it is the one dropped. Every profile push() took (returned 0
+ * for) is at any moment counted in exactly one of pushed, dropped (by
+ * reason) and the queue length (waiting or being sent).
  *
  * Metrics: the exporter's ops->metrics is NULL, because several endpoints
  * share each metric family and a family may appear only once per document.
@@ -144,6 +153,35 @@ const char *push_metric_name(const char *value_type);
  */
 uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uint64_t rnd);
 
+/** What push_fill_deadline_ns() needs to know about a queue; all times mono ns. */
+struct push_fill {
+    uint64_t failed_ns;        /* when the failed attempt ended */
+    uint64_t min_ns;           /* min_backoff: attempts are never closer together */
+    uint64_t n, max_n;         /* profiles waiting (the failed one included), queue_max_profiles */
+    uint64_t bytes, max_bytes; /* their bytes, queue_max_bytes */
+    uint64_t last_arrival_ns;  /* when the newest profile was queued */
+    uint64_t gap_ns;           /* mean time between arrivals; 0: not known */
+};
+
+/** The most push_fill_deadline_ns() keeps before an arrival (at most a quarter of the gap). */
+#define PUSH_FILL_MARGIN_NS 1000000000ull
+
+/**
+ * The latest time the next attempt of a failing endpoint may start so that
+ * its queue does not overflow first: backoff and Retry-After are capped by
+ * it. With f the profiles that still fit (by count, and by bytes at the
+ * queue's mean profile size), the (f+1)-th arrival after the newest one
+ * would drop the oldest, so the deadline is just before it:
+ * last_arrival + (f+1) * gap - min(gap / 4, PUSH_FILL_MARGIN_NS). It is
+ * never before failed + min: a deadline earlier than that is moved on by
+ * whole gaps, so a full queue is probed once per arrival, just before it
+ * (no more often than a healthy endpoint sends, nor than min_backoff).
+ * gap_ns 0 (unknown: fewer than two arrivals, or all at one instant):
+ * UINT64_MAX (no cap) while something still fits, failed + min when nothing
+ * does. Saturates instead of overflowing. Pure; tested.
+ */
+uint64_t push_fill_deadline_ns(const struct push_fill *f);
+
 /**
  * Creates a push exporter for endpoint @a rw, sending with @a ops / @a tctx.
  * What is needed of @a rw is copied, except its compiled write_relabel rules,
@@ -166,5 +204,19 @@ PYPROFD_WARN_UNUSED int push_exporter_new(struct config_remote_write *rw,
  * are created, used and freed on other threads.
  */
 PYPROFD_WARN_UNUSED int push_metrics_all(struct promtext *w);
+
+#ifdef PYPROFD_UNITTEST
+/**
+ * For tests/unit/exporters/push/test_push.c, with an injected clock: waits
+ * (real time, up to 5 s) until the sender of push exporter @a ctx is parked,
+ * that is waiting on its condition variable, having acted on every push()
+ * and stop() made so far, until a time the injected clock has not reached:
+ * nothing happens before the clock is moved to *@a until (UINT64_MAX: idle,
+ * nothing queued), or something is pushed or stopped. A deterministic "nothing
+ * happened yet", unlike a real-time sleep. Returns 0 with *@a until set, or
+ * -ETIMEDOUT (the sender is busy in a send, or has ended).
+ */
+int push_wait_parked(void *ctx, uint64_t *until);
+#endif
 
 #endif /* PYPROFD_EXPORTERS_PUSH_PUSH_H */

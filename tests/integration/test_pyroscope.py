@@ -13,7 +13,8 @@ Two agents run for the whole test, with a 2 s profile interval and cpu mode:
               bearer token file
       ingest  api: ingest (the legacy /ingest form)
   agent 2 samples the 3.13 target only and pushes to an endpoint that is down
-  from the start, with queue.max_profiles 2.
+  from the start, with queue.max_profiles 2, and to "bounded": max_profiles
+  3, backoff 200ms..5m (a profile every 2 s).
 
 What is checked, in order (test_NN_ names keep the order):
     01 normal     every endpoint gets profiles of all three targets with
@@ -33,6 +34,15 @@ What is checked, in order (test_NN_ names keep the order):
                   first one on exactly once (time ranges back to back), but
                   the refused one; every stored pprof decodes with
                   `go tool pprof`; /metrics passes `promtool check metrics`
+    08 bounded    the bounded receiver is down until its queue (3) has
+                  overflowed three times, about 12 s, long enough for the
+                  backoff to grow past 3 s, and comes back just after a
+                  profile was dropped: the full queue was tried before each
+                  arrival, the first delivery follows within one interval
+                  (the backoff never outlasts the room in the queue),
+                  nothing made after that is dropped, and the profiles lost
+                  are exactly the oldest ones made while it was down, all
+                  but the 3 the queue holds
 
 Run by ctest as test_pyroscope_live (label integration), or by hand:
     /usr/bin/python3 tests/integration/test_pyroscope.py [-v]
@@ -56,6 +66,7 @@ import pyroscope_receiver as pr  # noqa: E402
 PROMTOOL = "/usr/bin/promtool"
 INTERVAL_S = 2
 DOWN_S = 30
+BOUNDED_Q = 3
 HOT = {"3.13": "hot_alpha", "3.14": "hot_beta", "3.15": "hot_gamma"}
 
 
@@ -173,7 +184,8 @@ class PyroscopeTest(unittest.TestCase):
                                   bearer="tok-123").start()
             cls.ingest = pr.Receiver(os.path.join(cls.tmp, "ingest")).start()
             cls.overflow = pr.Receiver(os.path.join(cls.tmp, "overflow"), port=free_port())
-            cls.receivers = [cls.main, cls.tls, cls.ingest, cls.overflow]
+            cls.bounded = pr.Receiver(os.path.join(cls.tmp, "bounded")).start()
+            cls.receivers = [cls.main, cls.tls, cls.ingest, cls.overflow, cls.bounded]
             for version, mode, which in (("3.13", "chroot", "alpha"),
                                          ("3.14", "container", "beta"),
                                          ("3.15", "chroot", "gamma")):
@@ -246,6 +258,14 @@ remote_write:
       max_profiles: 2
       min_backoff: 100ms
       max_backoff: 500ms
+      max_retries: 0
+  - name: bounded
+    type: pyroscope
+    url: http://127.0.0.1:{cls.bounded.port}
+    queue:
+      max_profiles: {BOUNDED_Q}
+      min_backoff: 200ms
+      max_backoff: 5m
       max_retries: 0
 """)
             cls.agents.append(cls.agent2)
@@ -423,6 +443,63 @@ remote_write:
             check = subprocess.run([PROMTOOL, "check", "metrics"], input=a.metrics(),
                                    capture_output=True, timeout=60)
             self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
+    def test_08_bounded(self):
+        a, rcv = self.agent2, self.bounded
+        dropped = lambda: a.metric('pyprofd_push_dropped_profiles_total'  # noqa: E731
+                                   '{endpoint="bounded",reason="queue_full"}')
+        failed = lambda: a.metric_sum("pyprofd_push_failures_total",  # noqa: E731
+                                      endpoint="bounded")
+        count = lambda: len(rcv.snapshot()[0])  # noqa: E731
+        self.assertEqual(dropped(), 0)
+        # down right after a delivery: nothing is in flight or queued
+        n0 = count()
+        wait_for(lambda: count() > max(n0, 1), 10, f"profiles at {rcv.dir}:\n{a.text()}",
+                 step=0.02)
+        rcv.stop()
+        t_down = time.monotonic()
+        n_before = count()
+        # the queue fills (BOUNDED_Q intervals), then overflows at every
+        # arrival; by then the backoff has grown past 3 s
+        d1 = wait_for(dropped, (BOUNDED_Q + 2) * INTERVAL_S, "the first queue_full drop",
+                      step=0.02)
+        f1 = failed()
+        # up right after the second drop from then on, so that the next
+        # profile is an interval away
+        d_up = wait_for(lambda: dropped() >= d1 + 2 and dropped(), 3 * INTERVAL_S + 2,
+                        "two more queue_full drops", step=0.02)
+        f_up = failed()
+        rcv.start()
+        t_up, t_up_epoch = time.monotonic(), time.time()
+        # the full queue was tried before each arrival, not after a backoff
+        # grown to the length of the outage
+        self.assertGreaterEqual(f_up - f1, 2, f"{f_up - f1} attempts in the last "
+                                f"{d_up - d1:.0f} intervals of {t_up - t_down:.1f} s down")
+        wait_for(lambda: count() > n_before, 4 * INTERVAL_S, f"a delivery:\n{a.text()}",
+                 step=0.02)
+        first = time.monotonic() - t_up
+        wait_for(lambda: a.metric('pyprofd_push_queue_length{endpoint="bounded"}') == 0, 10,
+                 "the queue to drain")
+        time.sleep(INTERVAL_S + 0.5)
+        self.assertLess(first, INTERVAL_S + 1,
+                        f"first delivery {first:.1f} s after the receiver came back")
+        self.assertEqual(dropped(), d_up, "profiles dropped after the receiver came back")
+        # what was delivered: back-to-back windows but for one hole, right
+        # after the last one before the outage, of exactly the dropped ones;
+        # of the profiles made while down, the newest BOUNDED_Q arrived
+        recs = sorted(rcv.snapshot()[0], key=lambda r: r.time_nanos)
+        self.assertEqual(len({r.key() for r in recs}), len(recs), "a profile arrived twice")
+        holes = []
+        for i in range(n_before, len(recs)):  # from the last one before the outage
+            prev, cur = recs[i - 1], recs[i]
+            gap = cur.time_nanos - (prev.time_nanos + prev.duration_nanos)
+            if abs(gap) > 200_000_000:
+                holes.append((i, round(gap / (INTERVAL_S * 1e9))))
+        self.assertEqual(holes, [(n_before, d_up)], recs)
+        # (a window's nominal end may be a few ms after it was pushed)
+        during = [r for r in recs[n_before:]
+                  if (r.time_nanos + r.duration_nanos / 2) / 1e9 < t_up_epoch]
+        self.assertEqual(len(during), BOUNDED_Q, (recs, t_up_epoch))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
  * backoff and Retry-After, permanent drops, queue caps, age and retry limits,
  * write relabeling, stop and shutdown with a deadline (non-blocking stop, sends
  * aborted at the deadline, counters carried over to a replacement), and the
- * metrics text. */
+ * metrics text. "Nothing happened yet" is push_wait_parked() (parked()), not
+ * a real-time pause, wherever the sender is not inside a send. */
 #include "base/compat.h"
 
 #include <pthread.h>
@@ -69,7 +70,7 @@ struct fake_tx {
     struct push_result script[16]; /* outcomes of the first calls; then "always" */
     size_t nscript;
     struct push_result always;
-    struct call calls[64];
+    struct call calls[256];
     size_t ncalls;
     bool block;          /* the next send waits until unblocked */
     bool until_abort;    /* a send waits until its request's abort() says so */
@@ -173,7 +174,11 @@ static void wait_calls(size_t n)
     assert_int_equal(got, n);
 }
 
-/* Nothing more happens for a while (real time). */
+/*
+ * A real-time pause, for a sender busy in a send (where push_wait_parked()
+ * cannot tell): best effort only, "nothing happened" after it may be vacuous
+ * on a loaded machine. Everywhere else the tests use parked().
+ */
 static void settle(void)
 {
     usleep(30000);
@@ -185,6 +190,15 @@ static void set_block(bool on)
     tx->block = on;
     pthread_cond_broadcast(&tx->cv);
     pthread_mutex_unlock(&tx->mu);
+}
+
+/* Waits until the sender of @a ex is parked (push_wait_parked()): nothing
+ * happens before the fake clock reaches the time returned (UINT64_MAX: idle). */
+static uint64_t parked(const struct exporter *ex)
+{
+    uint64_t until = 0;
+    assert_int_equal(push_wait_parked(ex->ctx, &until), 0);
+    return until;
 }
 
 /* --- exporter helpers ------------------------------------------------------- */
@@ -323,6 +337,112 @@ static size_t naborted(struct fake_tx *t)
     return n;
 }
 
+static void set_always(struct push_result r)
+{
+    pthread_mutex_lock(&tx->mu);
+    tx->always = r;
+    pthread_mutex_unlock(&tx->mu);
+}
+
+/* Profiles dropped for any reason. */
+static double dropped_total(void)
+{
+    static const char *const reasons[] = {"queue_full",        "too_old",   "permanent_error",
+                                          "retries_exhausted", "relabeled", "shutdown"};
+    double n = 0;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(reasons); i++) {
+        char sample[160];
+        snprintf(sample, sizeof(sample),
+                 "pyprofd_push_dropped_profiles_total{endpoint=\"ep\",reason=\"%s\"}", reasons[i]);
+        double v = metric(sample);
+        assert_true(v >= 0);
+        n += v;
+    }
+    return n;
+}
+
+/* Every profile offered is delivered, dropped (counted) or queued: exactly. */
+static void assert_accounted(size_t produced)
+{
+    double pushed = metric("pyprofd_push_profiles_total{endpoint=\"ep\"}");
+    double queued = metric("pyprofd_push_queue_length{endpoint=\"ep\"}");
+    assert_int_equal((uint64_t)(pushed + dropped_total() + queued), produced);
+}
+
+static double dropped(const char *reason)
+{
+    char sample[160];
+    snprintf(sample, sizeof(sample),
+             "pyprofd_push_dropped_profiles_total{endpoint=\"ep\",reason=\"%s\"}", reason);
+    return metric(sample);
+}
+
+/*
+ * A fake-time run: bursts of @a burst profiles every @a interval from @a t0,
+ * @a nbursts of them; before each burst the fake clock is moved from one
+ * attempt of the sender to the next (so every attempt is made at the time it
+ * was scheduled for), the receiver being down (503) until @a up and up from
+ * then on. The accounting is checked whenever the sender is parked.
+ */
+struct outage {
+    uint64_t t0, interval, up;
+    unsigned burst, nbursts;
+    size_t produced;
+    bool is_up;
+};
+
+static void outage_step_to(struct exporter *ex, struct outage *o, uint64_t t)
+{
+    for (;;) {
+        uint64_t until = parked(ex);
+        assert_accounted(o->produced);
+        uint64_t next = until < t ? until : t;
+        if (!o->is_up && next >= o->up) {
+            advance_to(o->up);
+            set_always(result(PUSH_OK, "200", 0));
+            o->is_up = true;
+            continue;
+        }
+        advance_to(next);
+        if (next == t)
+            return;
+    }
+}
+
+static void outage_run(struct exporter *ex, struct outage *o)
+{
+    set_always(result(PUSH_RETRY, "503", 0));
+    for (unsigned k = 1; k <= o->nbursts; k++) {
+        uint64_t at = o->t0 + k * o->interval;
+        outage_step_to(ex, o, at);
+        for (unsigned j = 0; j < o->burst; j++) {
+            assert_int_equal(push_one(ex, "web", "cpu", T0 + (int64_t)(k * o->interval + j), 100),
+                             0);
+            o->produced++;
+        }
+    }
+    parked(ex);
+    assert_accounted(o->produced);
+}
+
+/* The first send at or after @a t, or NULL. */
+static const struct call *first_call_from(uint64_t t)
+{
+    for (size_t i = 0; i < tx->ncalls; i++) {
+        if (tx->calls[i].at >= t)
+            return &tx->calls[i];
+    }
+    return NULL;
+}
+
+static size_t calls_before(uint64_t t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < tx->ncalls; i++)
+        n += tx->calls[i].at < t;
+    return n;
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -363,6 +483,83 @@ static void test_push__backoff_bounds(void **state)
     assert_string_equal(push_metric_name("exception"), "exception");
 }
 
+static void test_push__fill_deadline(void **state)
+{
+    (void)state;
+    const uint64_t now = 5000 * SEC, a = 4990 * SEC, g = 15 * SEC;
+    struct push_fill f = {.failed_ns = now,
+                          .min_ns = SEC,
+                          .n = 4,
+                          .max_n = 10,
+                          .bytes = 400,
+                          .max_bytes = 1 << 20,
+                          .last_arrival_ns = a,
+                          .gap_ns = g};
+    /* 6 fit: the 7th arrival after the newest would drop; 1 s before it */
+    assert_int_equal(push_fill_deadline_ns(&f), a + 7 * g - SEC);
+    /* one fits: just before the second arrival from the newest */
+    f.n = 9;
+    assert_int_equal(push_fill_deadline_ns(&f), a + 2 * g - SEC);
+    /* full: just before the next arrival, which is due 5 s from now */
+    f.n = 10;
+    assert_int_equal(push_fill_deadline_ns(&f), a + g - SEC);
+    /* the arrival is overdue: once per gap, never before failed + min */
+    f.last_arrival_ns = now - g + SEC / 2;
+    assert_int_equal(push_fill_deadline_ns(&f), now - g + SEC / 2 + 2 * g - SEC);
+    f.last_arrival_ns = now - 3 * g;
+    assert_int_equal(push_fill_deadline_ns(&f), now - 3 * g + 4 * g - SEC);
+    /* arrivals closer together than min_backoff: min_backoff wins */
+    f.gap_ns = SEC / 10;
+    f.last_arrival_ns = now;
+    uint64_t d = push_fill_deadline_ns(&f);
+    assert_true(d >= now + SEC);
+    assert_true(d < now + SEC + SEC / 10);
+    /* the margin is a quarter of the gap when that is under a second */
+    f.gap_ns = 2 * SEC;
+    f.n = 7;
+    f.last_arrival_ns = now;
+    assert_int_equal(push_fill_deadline_ns(&f), now + 4 * 2 * SEC - SEC / 2);
+    /* by bytes: 400 bytes in 4 profiles, 700 allowed: 3 more fit */
+    f.n = 4;
+    f.bytes = 400;
+    f.max_bytes = 700;
+    f.gap_ns = g;
+    f.last_arrival_ns = a;
+    assert_int_equal(push_fill_deadline_ns(&f), a + 4 * g - SEC);
+    /* ... the mean size rounded up: 401 bytes, 3 more of 101 do not fit */
+    f.bytes = 401;
+    f.max_bytes = 701;
+    assert_int_equal(push_fill_deadline_ns(&f), a + 3 * g - SEC);
+    /* unknown rate: no limit while something fits, min_backoff when full */
+    f.gap_ns = 0;
+    assert_int_equal(push_fill_deadline_ns(&f), UINT64_MAX);
+    f.bytes = 700;
+    f.max_bytes = 700;
+    assert_int_equal(push_fill_deadline_ns(&f), now + SEC);
+    /* an empty queue after the failed one was dropped */
+    f = (struct push_fill){.failed_ns = now,
+                           .min_ns = SEC,
+                           .max_n = 3,
+                           .max_bytes = 100,
+                           .last_arrival_ns = a,
+                           .gap_ns = g};
+    assert_int_equal(push_fill_deadline_ns(&f), a + 4 * g - SEC);
+    /* saturates */
+    f = (struct push_fill){.failed_ns = UINT64_MAX - 1,
+                           .min_ns = SEC,
+                           .n = 1,
+                           .max_n = 1000000,
+                           .bytes = 1,
+                           .max_bytes = UINT64_MAX,
+                           .last_arrival_ns = UINT64_MAX - 5,
+                           .gap_ns = UINT64_MAX / 2};
+    assert_int_equal(push_fill_deadline_ns(&f), UINT64_MAX);
+    f.n = 1000000;
+    assert_int_equal(push_fill_deadline_ns(&f), UINT64_MAX);
+    f.gap_ns = 0;
+    assert_int_equal(push_fill_deadline_ns(&f), UINT64_MAX);
+}
+
 static void test_push__delivers_in_order_with_series_labels(void **state)
 {
     (void)state;
@@ -398,14 +595,14 @@ static void test_push__retries_with_backoff_then_delivers_once(void **state)
     const uint64_t gaps[] = {1 * SEC, 1 * SEC, 2 * SEC};
     for (size_t i = 0; i < 3; i++) {
         advance_to(t + gaps[i] - 1);
-        settle();
+        assert_int_equal(parked(&ex), t + gaps[i]);
         assert_int_equal(ncalls(), i + 1);
         t += gaps[i];
         advance_to(t);
         wait_calls(i + 2);
         assert_int_equal(tx->calls[i + 1].at, t);
     }
-    settle();
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(ncalls(), 4);
     for (size_t i = 0; i < 4; i++)
         assert_int_equal(tx->calls[i].time_nanos, T0);
@@ -425,7 +622,7 @@ static void test_push__permanent_error_is_not_retried(void **state)
     assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
     wait_calls(1);
     advance_to(atomic_load(&fake_mono) + 600 * SEC);
-    settle();
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(ncalls(), 1);
     /* the next profile goes at once: no backoff after a server's answer */
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 1, 100), 0);
@@ -506,7 +703,7 @@ static void test_push__too_old_is_dropped_not_sent(void **state)
     wait_calls(1);
     atomic_store(&fake_real, T0 + 3601 * (int64_t)SEC);
     advance_to(atomic_load(&fake_mono) + 10 * SEC);
-    settle();
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(ncalls(), 1);
     assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
                        "reason=\"too_old\"}") == 2);
@@ -553,16 +750,158 @@ static void test_push__retry_after_is_honoured_up_to_max_backoff(void **state)
     assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
     wait_calls(1);
     advance_to(t + 5 * SEC - 1);
-    settle();
+    assert_int_equal(parked(&ex), t + 5 * SEC);
     assert_int_equal(ncalls(), 1);
     advance_to(t + 5 * SEC);
     wait_calls(2);
     advance_to(t + 13 * SEC - 1);
-    settle();
+    assert_int_equal(parked(&ex), t + 13 * SEC);
     assert_int_equal(ncalls(), 2);
     advance_to(t + 13 * SEC);
     wait_calls(3);
     assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 1);
+    destroy(&ex);
+}
+
+/*
+ * Issue 11: the receiver is down for 40 profile intervals with max_backoff 5m
+ * and a queue of 10: the backoff must not sleep past the point where the
+ * queue overflows, so the first attempt after the receiver is back comes
+ * before the next profile arrives, and exactly the 30 profiles the queue
+ * could not hold are lost, none made after the recovery.
+ */
+static void test_push__outage_costs_only_what_the_queue_cannot_hold(void **state)
+{
+    (void)state;
+    enum { Q = 10, DOWN = 40, AFTER = 10 };
+    struct config_remote_write rw = rw_defaults();
+    rw.queue_max_profiles = Q;
+    rw.min_backoff_ns = 1 * SEC;
+    rw.max_backoff_ns = 300 * SEC;
+    rw.max_retries = 0;
+    struct exporter ex = make(&rw, 0);
+    struct outage o = {
+        .t0 = atomic_load(&fake_mono), .interval = 15 * SEC, .burst = 1, .nbursts = DOWN + AFTER};
+    o.up = o.t0 + DOWN * o.interval + o.interval / 2; /* halfway to the next profile */
+    outage_run(&ex, &o);
+
+    const struct call *first = first_call_from(o.up);
+    assert_non_null(first);
+    assert_true(first->at < o.t0 + (DOWN + 1) * o.interval); /* before the next arrival */
+    assert_true(first->at - o.up <= o.interval);
+    assert_true(dropped("queue_full") == DOWN - Q);
+    assert_true(dropped_total() == DOWN - Q);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") ==
+                DOWN + AFTER - (DOWN - Q));
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == 0);
+    /* what was delivered: the newest Q made while down, then every later one */
+    for (size_t i = 0, k = DOWN - Q + 1; i < tx->ncalls; i++) {
+        if (tx->calls[i].at < o.up)
+            continue;
+        assert_int_equal(tx->calls[i].time_nanos, T0 + (int64_t)(k * o.interval));
+        k++;
+    }
+    /* the full queue was probed about once per arrival, not at min_backoff */
+    assert_true(calls_before(o.up) <= DOWN + 10);
+    destroy(&ex);
+}
+
+/*
+ * The same with bursts (3 profiles at once per interval, as 3 targets give)
+ * and the queue bounded by bytes (12 profiles' worth), after a profile the
+ * server refused: the accounting is exact at every step, and the outage
+ * costs only what the queue cannot hold.
+ */
+static void test_push__outage_accounting_is_exact_with_bursts_and_bytes(void **state)
+{
+    (void)state;
+    enum { BURST = 3, DOWN = 20, AFTER = 5, HOLD = 12 };
+    struct config_remote_write rw = rw_defaults();
+    rw.queue_max_profiles = 1000;
+    rw.queue_max_bytes = HOLD * 100;
+    rw.min_backoff_ns = SEC / 2;
+    rw.max_backoff_ns = 300 * SEC;
+    rw.max_retries = 0;
+    struct exporter ex = make(&rw, 0);
+    tx->nscript = 1;
+    tx->script[0] = result(PUSH_DROP, "400", 0);
+    assert_int_equal(push_one(&ex, "web", "cpu", T0 - 1, 100), 0);
+    wait_calls(1);
+    struct outage o = {.t0 = atomic_load(&fake_mono),
+                       .interval = 15 * SEC,
+                       .burst = BURST,
+                       .nbursts = DOWN + AFTER,
+                       .produced = 1};
+    o.up = o.t0 + DOWN * o.interval + o.interval / 2;
+    outage_run(&ex, &o);
+
+    const struct call *first = first_call_from(o.up);
+    assert_non_null(first);
+    assert_true(first->at < o.t0 + (DOWN + 1) * o.interval);
+    assert_true(dropped("permanent_error") == 1);
+    assert_true(dropped("queue_full") == BURST * DOWN - HOLD);
+    assert_true(dropped_total() == 1 + BURST * DOWN - HOLD);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") ==
+                BURST * (DOWN + AFTER) - (BURST * DOWN - HOLD));
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == 0);
+    /* probed about once per arrival while full */
+    assert_true(calls_before(o.up) <= 1 + BURST * DOWN + 10);
+    destroy(&ex);
+}
+
+/*
+ * Retry-After is honoured up to max_backoff and up to the room in the queue:
+ * a server asking for 10 min while the queue fills in under a minute is asked
+ * again just before the profile that would be dropped arrives (1 s before it),
+ * and then once per arrival; what the queue cannot hold meanwhile is dropped
+ * oldest first and counted.
+ */
+static void test_push__retry_after_is_capped_by_the_room_in_the_queue(void **state)
+{
+    (void)state;
+    enum { Q = 5 };
+    const uint64_t interval = 10 * SEC;
+    struct config_remote_write rw = rw_defaults();
+    rw.queue_max_profiles = Q;
+    rw.max_backoff_ns = 300 * SEC;
+    rw.max_retries = 0;
+    struct exporter ex = make(&rw, 0);
+    set_always(result(PUSH_RETRY, "429", 600 * SEC));
+    const uint64_t t0 = atomic_load(&fake_mono);
+    size_t produced = 0;
+    for (unsigned k = 1; k <= 12; k++) {
+        uint64_t at = t0 + k * interval;
+        for (;;) {
+            uint64_t until = parked(&ex);
+            assert_accounted(produced);
+            if (until >= at)
+                break;
+            advance_to(until);
+        }
+        advance_to(at);
+        assert_int_equal(push_one(&ex, "web", "cpu", T0 + (int64_t)k, 100), 0);
+        produced++;
+    }
+    parked(&ex);
+    assert_accounted(produced);
+    /* at t0 + 10 s (the first profile), then 1 s before each arrival from
+     * the sixth on, the first one that would not fit */
+    assert_int_equal(tx->calls[0].at, t0 + interval);
+    for (unsigned k = 6; k <= 12; k++)
+        assert_int_equal(tx->calls[k - 5].at, t0 + k * interval - SEC);
+    assert_int_equal(ncalls(), 8);
+    /* arrivals 6 to 12 each dropped the oldest */
+    assert_true(dropped("queue_full") == 12 - Q);
+    assert_true(metric("pyprofd_push_queue_length{endpoint=\"ep\"}") == Q);
+    /* the server takes them: the queue drains at once */
+    set_always(result(PUSH_OK, "200", 0));
+    advance_to(parked(&ex));
+    wait_calls(8 + Q);
+    parked(&ex);
+    assert_accounted(produced);
+    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == Q);
+    for (unsigned i = 0; i < Q; i++)
+        assert_int_equal(tx->calls[8 + i].time_nanos, T0 + 12 - Q + 1 + i);
     destroy(&ex);
 }
 
@@ -582,7 +921,7 @@ static void test_push__write_relabel_drops_and_cleans_labels(void **state)
     assert_int_equal(push_one(&ex, "dropme", "cpu", T0, 100), 0);
     assert_int_equal(push_one(&ex, "keepme", "gil", T0 + 1, 100), 0);
     wait_calls(1);
-    settle();
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(ncalls(), 1);
     assert_string_equal(tx->calls[0].job, "keepme");
     assert_string_equal(tx->calls[0].name, "gil");
@@ -851,6 +1190,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_push__backoff_bounds, setup),
+        cmocka_unit_test_setup(test_push__fill_deadline, setup),
         cmocka_unit_test_setup(test_push__delivers_in_order_with_series_labels, setup),
         cmocka_unit_test_setup(test_push__retries_with_backoff_then_delivers_once, setup),
         cmocka_unit_test_setup(test_push__permanent_error_is_not_retried, setup),
@@ -858,6 +1198,9 @@ int main(void)
         cmocka_unit_test_setup(test_push__too_old_is_dropped_not_sent, setup),
         cmocka_unit_test_setup(test_push__max_retries_exhausted, setup),
         cmocka_unit_test_setup(test_push__retry_after_is_honoured_up_to_max_backoff, setup),
+        cmocka_unit_test_setup(test_push__outage_costs_only_what_the_queue_cannot_hold, setup),
+        cmocka_unit_test_setup(test_push__outage_accounting_is_exact_with_bursts_and_bytes, setup),
+        cmocka_unit_test_setup(test_push__retry_after_is_capped_by_the_room_in_the_queue, setup),
         cmocka_unit_test_setup(test_push__write_relabel_drops_and_cleans_labels, setup),
         cmocka_unit_test_setup(test_push__shutdown_drains_until_the_deadline, setup),
         cmocka_unit_test_setup(test_push__stop_does_not_block_and_leaves_metrics_at_once, setup),
