@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 import threading
+import select
+import socket
 
 SOURCE_DIR = os.path.abspath(os.environ.get("PYPROFD_SOURCE_DIR") or
                              os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -251,3 +253,43 @@ class Agent:
             rc = self.proc.returncode
         self._log.close()
         return rc
+
+
+class BlackHole:
+    """Listens on a port and accepts connections, reads what comes, never answers
+    (a receiver behind a dead load balancer): unlike a hung receiver it never
+    processes a request late, so every retry after a timeout is no duplicate."""
+
+    def __init__(self, port):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(64)
+        self.conns = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        while not self.done.is_set():
+            ready, _, _ = select.select([self.sock] + self.conns, [], [], 0.2)
+            for r in ready:
+                if r is self.sock:
+                    try:
+                        self.conns.append(self.sock.accept()[0])
+                    except OSError:
+                        pass
+                else:
+                    try:
+                        if not r.recv(65536):
+                            self.conns.remove(r)
+                            r.close()
+                    except OSError:
+                        self.conns.remove(r)
+
+    def close(self):
+        self.done.set()
+        self.thread.join()
+        for c in self.conns:
+            c.close()
+        self.sock.close()

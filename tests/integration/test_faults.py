@@ -18,6 +18,10 @@ is refused, and that the agent is still alive and answering at the end.
     PrivilegeFaults   the agent as an unprivileged user with CAP_SYS_PTRACE
                       (+ CAP_CHECKPOINT_RESTORE), with none; targets under
                       a 0700 directory (defect 7), a deleted executable
+    BackendFaults     push endpoints that are down, silent, failing (503)
+                      and slow beside a healthy one: each accounts for every
+                      profile (delivered + dropped + queued = encoded), the
+                      healthy one is not held up, SIGTERM ends in time
     ConfigFaults      hostile configuration files: every one refused with an
                       error, at once, by check-config and by the agent
 
@@ -33,6 +37,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -113,8 +118,13 @@ class TargetFaults(FaultCase):
         cls.store = os.path.join(cls.tmp, "store")
         t = cls.token
         try:
-            cls.idle = livelib.start_target(cls.tmp, copy_target(cls.tmp, "sleepy", f"{t}_idle"),
-                                            "3.14")
+            idle = os.path.join(cls.tmp, f"{t}_idle.py")
+            with open(idle, "w") as f:  # off CPU for good: no sample in cpu mode
+                f.write("import signal, sys, threading\n"
+                        "signal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))\n"
+                        "print('pyprofd-target: ready', flush=True)\n"
+                        "threading.Event().wait()\n")
+            cls.idle = livelib.start_target(cls.tmp, idle, "3.14")
             cls.busy = livelib.start_target(
                 cls.tmp, copy_target(cls.tmp, "hotspot", f"{t}_busy"), "3.15", "chroot",
                 "--which", "alpha")
@@ -173,7 +183,14 @@ server:
         a.wait_state(self.busy.pid, "active")
         top = self.profile("seconds=2", "all.pb.gz")
         self.assertIn("hot_alpha", top)
-        self.profile(f"seconds=1&pid={self.idle.pid}", "idle.pb.gz")
+        # the README's quick start: an idle process alone (it crashed the agent)
+        status, body = a.get(f"/debug/pprof/profile?seconds=1&pid={self.idle.pid}")
+        self.assertEqual(status, 200, f"{body[:300]!r}\n{a.log()[-3000:]}")
+        path = os.path.join(self.tmp, "idle.pb.gz")
+        with open(path, "wb") as f:
+            f.write(body)
+        livelib.pprof_top(path, self.tmp)  # an empty profile, but a valid one
+        self.assertEqual(a.targets()[self.idle.pid]["counts"]["thread_samples"], 0)
         self.check_alive(a)
 
     def test_exec(self):
@@ -487,6 +504,129 @@ server:
         a = self.start_agent("priv-root", self.config())
         a.wait_state(self.deleted.pid, "active")
         self.stop_agent(a)
+
+
+class BackendFaults(FaultCase):
+    """Push endpoints that are down, silent, failing and slow, beside a healthy one."""
+
+    ENDPOINTS = ("ok", "down", "silent", "failing", "slow")
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        import pyroscope_receiver
+        cls.receivers, cls.holes = {}, []
+        cls.pulse_stop = threading.Event()
+        try:
+            cls.target = livelib.start_target(
+                cls.tmp, copy_target(cls.tmp, "hotspot", f"{cls.token}_push"), "3.14", "chroot",
+                "--which", "beta")
+            for name in ("ok", "failing", "slow"):
+                cls.receivers[name] = pyroscope_receiver.Receiver(
+                    os.path.join(cls.tmp, f"recv-{name}")).start()
+            with cls.receivers["failing"].lock:
+                cls.receivers["failing"].fail_next = ["unavailable"] * 100000
+            cls.receivers["slow"].set_hang(True)
+            threading.Thread(target=cls.pulse, daemon=True).start()
+            cls.holes.append(livelib.BlackHole(livelib.free_port()))
+            ports = {name: r.port for name, r in cls.receivers.items()}
+            ports["silent"] = cls.holes[0].sock.getsockname()[1]
+            ports["down"] = livelib.free_port()  # nothing listens there
+            remote = "".join(f"""\
+  - type: pyroscope
+    name: {name}
+    url: http://127.0.0.1:{ports[name]}
+    remote_timeout: 2s
+    queue:
+      max_profiles: 5
+      min_backoff: 100ms
+      max_backoff: 2s
+      max_retries: 0
+""" for name in cls.ENDPOINTS)
+            cls.agent = cls.start_agent("push", f"""\
+global:
+  sample_rate: 100
+  mode: wall
+  profile_interval: 1s
+discovery:
+  refresh_interval: 1s
+  min_process_age: 100ms
+profile_configs:
+  - job_name: push
+    relabel_configs:
+      - source_labels: [__meta_process_commandline]
+        regex: '.*/{cls.token}_push[.]py.*'
+        action: keep
+remote_write:
+{remote}server:
+  listen_address: 127.0.0.1:{{port}}
+""", extra_args=("--shutdown-timeout", "3"))
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def pulse(cls):
+        """The slow receiver answers one hung request every 1.5 s."""
+        r = cls.receivers["slow"]
+        while not cls.pulse_stop.wait(1.5):
+            r.release.set()
+            time.sleep(0.05)
+            r.release.clear()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.pulse_stop.set()
+            for r in getattr(cls, "receivers", {}).values():
+                r.set_hang(False)
+                r.stop()
+            for h in getattr(cls, "holes", []):
+                h.close()
+
+    def account(self, text, name):
+        m = lambda q: self.agent.metric(q, text) or 0  # noqa: E731
+        delivered = m(f'pyprofd_push_profiles_total{{endpoint="{name}"}}')
+        dropped = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                      if line.startswith("pyprofd_push_dropped_profiles_total{")
+                      and f'endpoint="{name}"' in line)
+        queued = m(f'pyprofd_push_queue_length{{endpoint="{name}"}}')
+        return delivered, dropped, queued
+
+    def test_each_endpoint_on_its_own(self):
+        a = self.agent
+        a.wait_state(self.target.pid, "active")
+        time.sleep(8)
+        text = self.check_metrics(a)
+        encoded = a.metric("pyprofd_profiles_encoded_total", text)
+        self.assertGreaterEqual(encoded, 5)
+        for name in self.ENDPOINTS:
+            with self.subTest(endpoint=name):
+                delivered, dropped, queued = self.account(text, name)
+                # every profile offered is in exactly one place
+                self.assertEqual(delivered + dropped + queued, encoded,
+                                 f"{name}: {delivered} + {dropped} + {queued} != {encoded}")
+        # the healthy endpoint is not held up by the others
+        ok = self.account(text, "ok")[0]
+        self.assertGreaterEqual(ok, encoded - 2, text)
+        self.assertGreaterEqual(len(self.receivers["ok"].snapshot()[0]), ok)
+        self.assertEqual(self.account(text, "failing")[0], 0)
+        self.assertEqual(self.account(text, "down")[0], 0)
+        self.assertEqual(self.account(text, "silent")[0], 0)
+        for name, code in (("down", "connect"), ("silent", "timeout"), ("failing", "503")):
+            self.assertGreater(
+                a.metric(f'pyprofd_push_failures_total{{endpoint="{name}",code="{code}"}}', text)
+                or 0, 0, f"{name}: no {code} failure counted")
+        # an endpoint whose queue overflowed dropped the oldest, counted
+        self.assertGreater(a.metric('pyprofd_push_dropped_profiles_total'
+                                    '{endpoint="down",reason="queue_full"}', text) or 0, 0)
+        self.check_alive(a)
+        # SIGTERM: out within --shutdown-timeout despite a silent and a slow endpoint
+        started = time.monotonic()
+        self.stop_agent(a)
+        self.assertLess(time.monotonic() - started, 8, a.log())
 
 
 # name, file content: each must be refused (exit 1, an error line, no report)
