@@ -15,7 +15,7 @@ source_tree=$(dirname "$script_dir")
 RECIPE_VERSION=1
 PYTHON_VERSIONS=(3.13 3.14 3.15)
 SUITE=${PYPROFD_DEBIAN_SUITE:-forky}
-MIRROR=${PYPROFD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+APT_SOURCES_DIR=${PYPROFD_APT_SOURCES_DIR:-/etc/apt}
 STAMP_NAME=.pyprofd-rootfs
 
 INCLUDE=()
@@ -27,12 +27,13 @@ RECIPE="pyprofd-rootfs recipe=$RECIPE_VERSION variant=minbase suite=$SUITE inclu
 
 usage() {
 	cat <<EOF
-usage: scripts/python-rootfs.sh [--print-path | --rebuild]
+usage: scripts/python-rootfs.sh [--print-path | --print-mirror | --rebuild]
 
 Build (once, as root, about a minute) or reuse a Debian $SUITE rootfs with
 CPython ${PYTHON_VERSIONS[*]}, and print its path on stdout.
 
   --print-path  print the rootfs path without building anything
+  --print-mirror print the Debian mirror a build would use
   --rebuild     rebuild the rootfs even if it is up to date
   -h, --help    show this help
 
@@ -40,7 +41,10 @@ environment:
   PYPROFD_ROOTFS         rootfs directory (default: \$PYPROFD_CACHE_DIR/rootfs-$SUITE)
   PYPROFD_CACHE_DIR      cache directory (default: \${XDG_CACHE_HOME:-\$HOME/.cache}/pyprofd)
   PYPROFD_DEBIAN_SUITE   Debian suite (default: forky)
-  PYPROFD_DEBIAN_MIRROR  Debian mirror (default: http://deb.debian.org/debian)
+  PYPROFD_APT_SOURCES_DIR  where the apt sources are read (default: /etc/apt)
+  PYPROFD_DEBIAN_MIRROR  Debian mirror (default: the Debian archive this machine's own
+                         apt sources name, in /etc/apt/sources.list.d/*.sources or
+                         /etc/apt/sources.list)
 EOF
 }
 
@@ -52,6 +56,77 @@ die() {
 say() {
 	printf '%s: %s\n' "$prog" "$*" >&2
 }
+
+# The Debian archive this machine's apt sources use: the first "deb" source
+# with a plain suite (a codename such as bookworm, not bookworm-security or
+# bookworm-updates) whose URI path ends in /debian. deb822 files
+# (sources.list.d/*.sources) first, then the one-line format. Prints nothing
+# when there is none (an Ubuntu machine: its archive has no Debian suites).
+apt_debian_mirror() {
+	local f line key value uris suites types found=
+	for f in "$APT_SOURCES_DIR"/sources.list.d/*.sources; do
+		[[ -r $f ]] || continue
+		uris='' suites='' types=''
+		# a blank line ends a stanza; a final one is added so the last ends too
+		while IFS= read -r line || [[ -n $line ]]; do
+			if [[ -z ${line//[[:space:]]/} ]]; then
+				found=$(apt_pick "$types" "$uris" "$suites")
+				[[ -n $found ]] && break
+				uris='' suites='' types=''
+				continue
+			fi
+			[[ $line == \#* || $line != *:* ]] && continue
+			key=${line%%:*}
+			value=${line#*:}
+			case ${key,,} in
+			types) types=$value ;;
+			uris) uris=$value ;;
+			suites) suites=$value ;;
+			esac
+		done < <(cat -- "$f"; echo)
+		[[ -n $found ]] && break
+	done
+	if [[ -z $found ]]; then
+		for f in "$APT_SOURCES_DIR"/sources.list "$APT_SOURCES_DIR"/sources.list.d/*.list; do
+			[[ -r $f ]] || continue
+			while read -r line; do
+				[[ $line == 'deb '* ]] || continue
+				line=${line#deb }
+				# options: "deb [arch=amd64 signed-by=...] URI SUITE ..."
+				[[ $line == '['*']'* ]] && line=${line#*]}
+				local uri suite
+				read -r uri suite _ <<<"$line"
+				found=$(apt_pick deb "$uri" "$suite")
+				[[ -n $found ]] && break 2
+			done <"$f"
+		done
+	fi
+	printf '%s' "$found"
+}
+
+# The first of the URIs $2 when the types $1 include deb and the suites $3
+# include a plain codename and the URI's path ends in /debian.
+apt_pick() {
+	local types=$1 uris=$2 suites=$3 u s
+	[[ " $types " == *" deb "* ]] || return 0
+	for s in $suites; do
+		[[ $s == *-* || $s == */* ]] && continue
+		for u in $uris; do
+			u=${u%/}
+			if [[ $u == http://*/debian || $u == https://*/debian ]]; then
+				printf '%s' "$u"
+				return 0
+			fi
+		done
+	done
+}
+
+if [[ ${1:-} == --print-mirror ]]; then
+	m=${PYPROFD_DEBIAN_MIRROR:-$(apt_debian_mirror)}
+	[[ -n $m ]] || die "no Debian archive in the apt sources under $APT_SOURCES_DIR; set PYPROFD_DEBIAN_MIRROR"
+	printf '%s\n' "$m"
+	exit 0
+fi
 
 print_path=0
 rebuild=0
@@ -175,6 +250,10 @@ remove_tree() {
 
 parent=$(dirname "$rootfs")
 mkdir -p -- "$parent" || die "cannot create $parent"
+
+MIRROR=${PYPROFD_DEBIAN_MIRROR:-$(apt_debian_mirror)}
+[[ -n $MIRROR ]] ||
+	die "cannot choose a Debian mirror: no Debian archive in this machine's apt sources ($APT_SOURCES_DIR/sources.list.d/*.sources, $APT_SOURCES_DIR/sources.list); set PYPROFD_DEBIAN_MIRROR to one"
 
 # Make sure debootstrap and friends are installed.
 "$script_dir/bootstrap.sh" || die "cannot install the packages needed to build the rootfs (scripts/bootstrap.sh failed)"
