@@ -5,7 +5,10 @@
  * holds only its own thread. The listening socket is created here rather than
  * by libmicrohttpd, which reports bind errors only through its logger: this
  * way the caller gets EADDRINUSE & co. as return values, and names resolve
- * with getaddrinfo(). Routing is a fixed table; the daemon is reached only
+ * with getaddrinfo(). libmicrohttpd never sees that socket: the gate
+ * (http_gate.c) accepts, enforces the connection limits and the head
+ * deadline, and passes on connections whose request head is complete
+ * (MHD_add_connection). Routing is a fixed table; the daemon is reached only
  * through struct http_server_ops.
  */
 #include "base/compat.h"
@@ -23,12 +26,14 @@
 
 #include "base/alloc.h"
 #include "config/config.h"
+#include "exporters/pull/http_gate.h"
 
 #define HTTP_BODY_CAP       ((uint64_t)64 << 10)
 #define HTTP_MAX_QUERY_ARGS 16
 #define HTTP_TEXT_MAX       1024
 #define HTTP_ERR_MAX        512
 #define HTTP_HANGUP_POLL_NS 100000000ull /* look at a profile client's socket this often */
+#define HTTP_BACKLOG        1024 /* a burst of connects waits for the gate, not for SYN retries */
 
 #define HTTP_TEXT_PLAIN "text/plain; charset=utf-8"
 
@@ -65,13 +70,15 @@ static const unsigned http_codes[] = {200, 400, 403, 404, 405, 413, 500, 501, 50
 
 struct http_server {
     struct MHD_Daemon *mhd;
-    int listen_fd;
+    struct http_gate *gate;
     uint16_t port;
     bool stopped;
     struct http_server_ops ops;
     bool enable_lifecycle;
     uint32_t max_seconds;
     uint32_t max_profiles;
+    uint32_t head_timeout_ms;
+    uint32_t conn_timeout_s;
     size_t metrics_cap;
 
     atomic_bool stopping;
@@ -83,7 +90,9 @@ struct http_server {
 /* Per-request state, from the first handler call to the completion notice. */
 struct http_request {
     struct http_server *srv;
-    uint64_t body; /* bytes of request body seen (and ignored) */
+    uint64_t body;        /* bytes of request body seen (and ignored) */
+    uint64_t deadline_ns; /* CLOCK_MONOTONIC: the body must be in by then; 0: none */
+    bool short_timeout;   /* the idle timeout is cut to the deadline while the body comes */
 };
 
 /*
@@ -244,6 +253,9 @@ static enum MHD_Result http_reply(struct http_server *s, struct MHD_Connection *
     if (hname && MHD_add_response_header(resp, hname, hval) != MHD_YES)
         goto out;
     if (MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff") != MHD_YES)
+        goto out;
+    /* one request per connection: only the first head of a connection passes the gate */
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") != MHD_YES)
         goto out;
     ret = MHD_queue_response(c, status, resp);
     if (ret == MHD_YES)
@@ -415,7 +427,42 @@ out:
     return ret;
 }
 
-/* The server's own families: requests by route and code, profiles running. */
+/* The gate's families: connections open by state, accepted, and rejected by reason. */
+static int http_connection_metrics(struct http_server *s, struct promtext *w)
+{
+    struct http_gate_stats st;
+    http_gate_stats(s->gate, &st);
+    const struct {
+        const char *reason;
+        uint64_t n;
+    } rejected[] = {
+        {"bad_request", st.bad_request},   {"head_too_large", st.head_too_large},
+        {"head_timeout", st.head_timeout}, {"evicted", st.evicted},
+        {"client_limit", st.client_limit}, {"connection_limit", st.connection_limit},
+    };
+    int rc = promtext_family(w, "pyprofd_http_connections", PROMTEXT_GAUGE,
+                             "Open HTTP connections: reading their request head, or active "
+                             "(handed to a server thread).");
+    if (rc == 0)
+        rc = promtext_sample(w, NULL, PROMTEXT_LABELS({"state", "reading"}), (double)st.reading);
+    if (rc == 0)
+        rc = promtext_sample(w, NULL, PROMTEXT_LABELS({"state", "active"}), (double)st.active);
+    if (rc == 0)
+        rc = promtext_family(w, "pyprofd_http_connections_accepted_total", PROMTEXT_COUNTER,
+                             "HTTP connections accepted.");
+    if (rc == 0)
+        rc = promtext_sample(w, NULL, NULL, 0, (double)st.accepted);
+    if (rc == 0)
+        rc = promtext_family(w, "pyprofd_http_connections_rejected_total", PROMTEXT_COUNTER,
+                             "HTTP connections closed before a complete request head reached "
+                             "a handler, by reason.");
+    for (size_t i = 0; rc == 0 && i < PYPROFD_ARRAY_SIZE(rejected); i++)
+        rc = promtext_sample(w, NULL, PROMTEXT_LABELS({"reason", rejected[i].reason}),
+                             (double)rejected[i].n);
+    return rc;
+}
+
+/* The server's own families: requests by route and code, profiles running, connections. */
 static int http_own_metrics(struct http_server *s, struct promtext *w)
 {
     char code[16];
@@ -440,6 +487,8 @@ static int http_own_metrics(struct http_server *s, struct promtext *w)
                              "Profile requests being collected now.");
     if (rc == 0)
         rc = promtext_sample(w, NULL, NULL, 0, (double)atomic_load(&s->profiles_active));
+    if (rc == 0)
+        rc = http_connection_metrics(s, w);
     return rc;
 }
 
@@ -559,9 +608,34 @@ out:
 }
 
 /*
+ * A body is coming: it must be in by the head deadline, counted from the
+ * accept. libmicrohttpd calls the handler for each piece of body, which
+ * checks the deadline; the idle timeout is cut to the time left meanwhile
+ * (whole seconds, at least 1), so a body that stalls is not waited for
+ * longer either.
+ */
+static void http_body_deadline(struct http_server *s, struct MHD_Connection *c,
+                               struct http_request *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    uint64_t accepted = ci ? http_gate_accepted_ns(ci->socket_context) : 0;
+    if (!accepted)
+        return;
+    r->deadline_ns = accepted + (uint64_t)s->head_timeout_ms * 1000000ull;
+    uint64_t now = http_mono_ns();
+    uint64_t left_s =
+        now < r->deadline_ns ? (r->deadline_ns - now + 999999999ull) / 1000000000ull : 1;
+    if (left_s < s->conn_timeout_s) {
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)left_s);
+        r->short_timeout = true;
+    }
+}
+
+/*
  * libmicrohttpd calls this first when the headers are in (set up the request
- * state, refuse an announced oversized body), then once per chunk of body
- * (ignored), then with no more data (answer).
+ * state, refuse an announced oversized body, start the body deadline), then
+ * once per chunk of body (ignored), then with no more data (answer).
  */
 static enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const char *url,
                                    const char *method, const char *version, const char *upload_data,
@@ -583,10 +657,16 @@ static enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const ch
         atomic_fetch_add(&s->inflight, 1);
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *te =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
         uint64_t clen = 0;
-        if (cl && (!http_parse_uint(cl, 19, &clen) || clen > HTTP_BODY_CAP))
+        if (cl && (!http_parse_uint(cl, 19, &clen) || clen > HTTP_BODY_CAP)) {
             ret = http_text(s, c, http_lookup(url), MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL,
                             "request body too large (limit %" PRIu64 " bytes)", HTTP_BODY_CAP);
+            goto out;
+        }
+        if (clen > 0 || te)
+            http_body_deadline(s, c, r);
         goto out;
     }
     if (*upload_data_size != 0) {
@@ -594,7 +674,13 @@ static enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const ch
         *upload_data_size = 0;
         if (r->body > HTTP_BODY_CAP)
             ret = MHD_NO; /* chunked and too long: close the connection */
+        else if (r->deadline_ns && http_mono_ns() > r->deadline_ns)
+            ret = MHD_NO; /* trickled past the deadline: close */
         goto out;
+    }
+    if (r->short_timeout) {
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->conn_timeout_s);
+        r->short_timeout = false;
     }
     ret = http_route_request(s, c, url, method);
 out:
@@ -611,6 +697,35 @@ static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         alloc_free(*con_cls);
         *con_cls = NULL;
         atomic_fetch_sub(&s->inflight, 1);
+    }
+}
+
+/* ---- connections: from the gate to libmicrohttpd ---- */
+
+/* The gate's handoff: a connection with a complete request head. */
+static int http_handoff(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen)
+{
+    struct http_server *s = ctx;
+    /* closes fd on failure as well */
+    if (MHD_add_connection(s->mhd, fd, addr, addrlen) != MHD_YES)
+        return errno ? -errno : -EIO;
+    return 0;
+}
+
+/* libmicrohttpd took over a connection, or closed one: the gate keeps count. */
+static void http_notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                                   enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = NULL;
+        if (ci)
+            http_gate_attach(s->gate, (int)ci->connect_fd, socket_context);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        http_gate_detach(s->gate, *socket_context);
+        *socket_context = NULL;
     }
 }
 
@@ -693,7 +808,7 @@ static int http_listen(const char *addr, char *err, size_t err_size)
             continue;
         }
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-            bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0) {
+            bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, HTTP_BACKLOG) == 0) {
             rc = 0;
             break;
         }
@@ -715,6 +830,7 @@ int http_server_start(const struct http_server_config *cfg, const struct http_se
     char dummy[1];
     char addr[300];
     struct http_server *s = NULL;
+    int listen_fd = -1;
     int rc = 0;
     if (!err) {
         err = dummy;
@@ -732,13 +848,22 @@ int http_server_start(const struct http_server_config *cfg, const struct http_se
         snprintf(err, err_size, "out of memory");
         goto out;
     }
-    s->listen_fd = -1;
     s->ops = *ops;
     s->enable_lifecycle = cfg->enable_lifecycle;
     s->max_seconds =
         cfg->max_profile_seconds ? cfg->max_profile_seconds : HTTP_SERVER_DEFAULT_MAX_SECONDS;
     s->max_profiles = cfg->max_concurrent_profiles ? cfg->max_concurrent_profiles : 4;
     s->metrics_cap = cfg->metrics_cap ? cfg->metrics_cap : PROMTEXT_DEFAULT_CAP;
+    s->head_timeout_ms =
+        cfg->head_timeout_ms ? cfg->head_timeout_ms : HTTP_SERVER_DEFAULT_HEAD_TIMEOUT_MS;
+    s->conn_timeout_s = cfg->connection_timeout_s ? cfg->connection_timeout_s : 30;
+    struct http_gate_config gc = {
+        .connection_limit =
+            cfg->connection_limit ? cfg->connection_limit : HTTP_SERVER_DEFAULT_CONNECTION_LIMIT,
+        .per_client_limit =
+            cfg->per_client_limit ? cfg->per_client_limit : HTTP_SERVER_DEFAULT_PER_CLIENT_LIMIT,
+        .head_timeout_ms = s->head_timeout_ms,
+    };
     atomic_init(&s->stopping, false);
     atomic_init(&s->profiles_active, 0);
     atomic_init(&s->inflight, 0);
@@ -746,14 +871,14 @@ int http_server_start(const struct http_server_config *cfg, const struct http_se
         for (size_t i = 0; i < HTTP_NCODES; i++)
             atomic_init(&s->requests[r][i], 0);
 
-    rc = http_listen(addr, err, err_size);
-    if (rc < 0)
+    listen_fd = http_listen(addr, err, err_size);
+    if (listen_fd < 0) {
+        rc = listen_fd;
         goto out;
-    s->listen_fd = rc;
-    rc = 0;
+    }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &sl) != 0) {
+    if (getsockname(listen_fd, (struct sockaddr *)&ss, &sl) != 0) {
         rc = -errno;
         snprintf(err, err_size, "getsockname: %s", strerror(errno));
         goto out;
@@ -763,27 +888,37 @@ int http_server_start(const struct http_server_config *cfg, const struct http_se
     else
         s->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 
+    /* No listening socket: connections come from the gate (MHD_add_connection,
+     * which needs the ITC to wake the daemon thread). The limit is a backstop
+     * over the gate's own, with room for connections libmicrohttpd has
+     * reported closed but not yet counted out. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_POLL | MHD_USE_ITC;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    s->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, http_handle, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->listen_fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(cfg->connection_limit ? cfg->connection_limit : 64),
-        MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)(cfg->connection_timeout_s ? cfg->connection_timeout_s : 30),
-        MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_END);
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, http_handle, s, MHD_OPTION_CONNECTION_LIMIT,
+                              (unsigned)(gc.connection_limit + 16), MHD_OPTION_CONNECTION_TIMEOUT,
+                              (unsigned)s->conn_timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
+                              http_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+                              http_notify_connection, s, MHD_OPTION_END);
     if (!s->mhd) {
         rc = errno ? -errno : -EIO;
         snprintf(err, err_size, "cannot start the HTTP server on %s", addr);
         goto out;
     }
+    struct http_gate_ops go = {.ctx = s, .handoff = http_handoff};
+    rc = http_gate_start(&gc, listen_fd, &go, &s->gate); /* takes listen_fd */
+    listen_fd = -1;
+    if (rc != 0) {
+        snprintf(err, err_size, "cannot start the HTTP server on %s: %s", addr, strerror(-rc));
+        goto out;
+    }
     *out = s;
     s = NULL;
 out:
+    if (listen_fd >= 0)
+        close(listen_fd);
     if (s) {
-        if (s->listen_fd >= 0)
-            close(s->listen_fd);
+        if (s->mhd)
+            MHD_stop_daemon(s->mhd);
         alloc_free(s);
     }
     return rc;
@@ -807,10 +942,8 @@ int http_server_stop(struct http_server *s, unsigned timeout_ms)
     if (!s || s->stopped)
         goto out;
     atomic_store(&s->stopping, true);
-    /* Quiesced, the listening socket stays ours: closed below, after the
-     * threads are gone. If quiescing fails, MHD_stop_daemon() closes it, and
-     * closing it again could close a descriptor another thread just opened. */
-    MHD_socket quiesced = MHD_quiesce_daemon(s->mhd);
+    /* no new connections; those still sending their head are closed */
+    http_gate_stop(s->gate);
     uint64_t deadline = http_now_ms() + timeout_ms;
     while (atomic_load(&s->inflight) > 0 && http_now_ms() < deadline) {
         struct timespec nap = {0, 10 * 1000 * 1000};
@@ -818,11 +951,9 @@ int http_server_stop(struct http_server *s, unsigned timeout_ms)
     }
     if (atomic_load(&s->inflight) > 0)
         rc = -ETIMEDOUT;
+    /* detaches every connection from the gate, which lives until free */
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
-    if (quiesced != MHD_INVALID_SOCKET)
-        close(quiesced);
-    s->listen_fd = -1;
     s->stopped = true;
 out:
     return rc;
@@ -833,5 +964,6 @@ void http_server_free(struct http_server *s)
     if (!s)
         return;
     (void)http_server_stop(s, 5000);
+    http_gate_free(s->gate);
     alloc_free(s);
 }

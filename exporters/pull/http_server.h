@@ -17,19 +17,31 @@
  *   GET  /-/ready                 200 or 503 from ops.ready
  *   POST|PUT /-/reload            ops.reload; 403 unless enable_lifecycle
  *
- * Threads: one listening thread plus one thread per connection (libmicrohttpd's
- * thread-per-connection mode), at most connection_limit connections, so a
- * profile request blocked for N seconds never delays /metrics or the others.
- * Request bodies are ignored; a body larger than 64 KiB is refused (413 when
- * announced by Content-Length, otherwise the connection is closed).
+ * Connections (http_gate.h): a gate thread accepts every connection and
+ * reads its request head itself; only a complete head reaches libmicrohttpd,
+ * which serves it on a thread of its own (thread-per-connection mode), so a
+ * profile request blocked for N seconds never delays /metrics or the others,
+ * and a client trickling its head holds no thread. The head must be complete
+ * within head_timeout_ms of the accept (else 408), be well-formed HTTP/1.x
+ * (else 400 at the first wrong byte) and fit in 16 KiB (else 431).
+ * At most connection_limit connections are open, per_client_limit from one
+ * client address; a new connection over either limit displaces the oldest
+ * one still sending its head (503), so complete requests get through while
+ * slow ones hold slots, and is refused with 503 only when every slot serves
+ * a request. Every response closes its connection (no keep-alive: a second
+ * request on the connection would bypass the gate). A request body must be
+ * complete within the same deadline; bodies are ignored, and one larger
+ * than 64 KiB is refused (413 when announced by Content-Length, otherwise
+ * the connection is closed).
  *
  * Thread safety of the callbacks: every callback may be called from several
  * server threads AT THE SAME TIME (two scrapes of /metrics, a profile request
  * during a /targets request, ...). The daemon must make them safe: lock its
  * own state or read snapshots. Callbacks must not call http_server_stop().
  *
- * Shutdown: http_server_stop() first stops accepting connections and marks
- * every profile request cancelled; profile callbacks must then return soon
+ * Shutdown: http_server_stop() first stops accepting connections (closing
+ * those still sending their request head) and marks every profile request
+ * cancelled; profile callbacks must then return soon
  * (poll http_profile_cancelled() at least every 100 ms, or watch the daemon's
  * own shutdown flag, and return -ECANCELED). It waits for in-flight requests
  * until the deadline, then closes all connections and joins the server's
@@ -46,6 +58,12 @@
 #define HTTP_SERVER_DEFAULT_MAX_SECONDS 3600
 /** seconds= when the request gives none, as Go's net/http/pprof. */
 #define HTTP_SERVER_DEFAULT_SECONDS 30
+/** Open connections, reading their head or being served, unless configured otherwise. */
+#define HTTP_SERVER_DEFAULT_CONNECTION_LIMIT 128
+/** Open connections from one client address unless configured otherwise. */
+#define HTTP_SERVER_DEFAULT_PER_CLIENT_LIMIT 16
+/** From accept to a complete request head (and body) unless configured otherwise. */
+#define HTTP_SERVER_DEFAULT_HEAD_TIMEOUT_MS 10000
 
 /** What a profile request asks for; passed to ops.profile. */
 struct http_profile_request {
@@ -105,8 +123,10 @@ struct http_server_config {
     bool enable_lifecycle;            /* serve POST/PUT /-/reload */
     uint32_t max_profile_seconds;     /* 0: HTTP_SERVER_DEFAULT_MAX_SECONDS */
     uint32_t max_concurrent_profiles; /* 0: 4; more at once get 503 */
-    uint32_t connection_limit;        /* 0: 64 connections */
-    uint32_t connection_timeout_s;    /* 0: 30 s of inactivity closes a connection */
+    uint32_t connection_limit;        /* 0: HTTP_SERVER_DEFAULT_CONNECTION_LIMIT */
+    uint32_t per_client_limit;        /* 0: HTTP_SERVER_DEFAULT_PER_CLIENT_LIMIT */
+    uint32_t head_timeout_ms;         /* 0: HTTP_SERVER_DEFAULT_HEAD_TIMEOUT_MS */
+    uint32_t connection_timeout_s;    /* 0: 30 s of inactivity closes a served connection */
     size_t metrics_cap;               /* 0: PROMTEXT_DEFAULT_CAP */
 };
 

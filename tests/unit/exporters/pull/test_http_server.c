@@ -5,13 +5,16 @@
  * libcurl. Covers every route, status codes, content types, query checking,
  * the lifecycle switch, 405 + Allow, HEAD, body caps, concurrency (a long
  * profile request does not block /metrics), stopping mid-profile and a
- * profile client that hangs up.
+ * profile client that hangs up. Raw sockets play the hostile clients: a
+ * malformed request line, a head or body trickled past its deadline, a
+ * slowloris flood from one address, a client over its connection limit.
  */
 #include "base/compat.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -124,6 +127,7 @@ static int fake_reload(void *ctx, char *err, size_t err_size)
 
 static struct fake g_fake;
 static struct http_server *g_srv;
+static long g_timeout_s; /* of a curl request */
 
 static struct http_server_ops fake_ops(void)
 {
@@ -153,6 +157,7 @@ static int server_setup(void **state)
     memset(&g_fake, 0, sizeof(g_fake));
     g_fake.ms_per_second = 10;
     g_fake.ready = true;
+    g_timeout_s = 40;
     struct http_server_config cfg = {.listen_address = "127.0.0.1:0"};
     struct http_server_ops ops = fake_ops();
     start_with(&cfg, &ops);
@@ -231,7 +236,7 @@ static CURLcode request_port(uint16_t port, const char *method, const char *path
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 40L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, g_timeout_s);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
@@ -775,6 +780,312 @@ static void test_http_server__parse_query_directly(void **state)
                      -EINVAL);
 }
 
+/* ---- hostile clients, on raw sockets ---- */
+
+/*
+ * A connection to the server from @a src (an address of the 127/8 loopback
+ * net, so that tests can be several clients), or -1 if it did not connect
+ * within 2 s.
+ */
+static int raw_connect(const char *src)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, src, &a.sin_addr), 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    a.sin_port = htons(http_server_port(g_srv));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int soerr = 0;
+        socklen_t len = sizeof(soerr);
+        if (errno != EINPROGRESS || poll(&p, 1, 2000) != 1 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 || soerr != 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* Sends @a s; false if the server has closed the connection. */
+static bool raw_send(int fd, const char *s)
+{
+    size_t len = strlen(s);
+    return send(fd, s, len, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+/*
+ * Reads what the server sends into @a buf (NUL-terminated) until it closes
+ * the connection or @a timeout_ms pass. Returns whether it closed.
+ */
+static bool raw_read_to_close(int fd, char *buf, size_t size, int timeout_ms)
+{
+    size_t len = 0;
+    uint64_t end = now_ms() + (uint64_t)timeout_ms;
+    buf[0] = '\0';
+    for (;;) {
+        uint64_t now = now_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, now < end ? (int)(end - now) : 0) != 1)
+            return false;
+        char tmp[4096];
+        ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
+        if (n <= 0)
+            return n == 0 || errno == ECONNRESET;
+        size_t take = (size_t)n < size - 1 - len ? (size_t)n : size - 1 - len;
+        memcpy(buf + len, tmp, take);
+        len += take;
+        buf[len] = '\0';
+    }
+}
+
+/* Whether the server has closed @a fd already (a reply before the close is read and dropped). */
+static bool raw_closed(int fd)
+{
+    char buf[512];
+    return raw_read_to_close(fd, buf, sizeof(buf), 0);
+}
+
+/* The value of the sample @a series ("name{labels}") in a metrics document, or -1. */
+static double metric(const char *doc, const char *series)
+{
+    char key[256];
+    snprintf(key, sizeof(key), "\n%s ", series);
+    const char *p = strstr(doc, key);
+    return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+static void test_http_server__malformed_request_line_400(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "garbage\r\n",                                  /* no target, no version */
+        "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", /* a TLS ClientHello: no line end at all */
+        "GET /metrics\r\n\r\n",                         /* HTTP/0.9 */
+        "GET  /metrics HTTP/1.1\r\n\r\n",               /* two spaces */
+        "GET /metrics HTTP/1.1\r\nHost: x\r\n\001bad: 1\r\n\r\n",
+        "\r\n\r\n\r\n\r\n\r\n\r\n", /* empty lines and nothing else */
+    };
+    char buf[2048];
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(bad); i++) {
+        int fd = raw_connect("127.0.0.1");
+        assert_true(fd >= 0);
+        assert_true(raw_send(fd, bad[i]));
+        uint64_t t0 = now_ms();
+        /* at once, not at the 10 s head deadline (5 s: the test machine may be busy) */
+        bool closed = raw_read_to_close(fd, buf, sizeof(buf), 5000);
+        uint64_t took = now_ms() - t0;
+        close(fd);
+        if (!closed || strncmp(buf, "HTTP/1.1 400 ", 13) != 0)
+            fail_msg("request %zu: closed %d after %" PRIu64 " ms, got '%.40s'", i, closed, took,
+                     buf);
+        assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
+        assert_non_null(strstr(buf, "\r\n\r\nbad request: "));
+    }
+    /* a head over 16 KiB: 431 */
+    static char big[20000];
+    snprintf(big, sizeof(big), "GET /metrics HTTP/1.1\r\nX-Big: ");
+    memset(big + strlen(big), 'a', sizeof(big) - 1 - strlen(big));
+    int fd = raw_connect("127.0.0.1");
+    assert_true(fd >= 0);
+    assert_true(raw_send(fd, big));
+    assert_true(raw_read_to_close(fd, buf, sizeof(buf), 5000));
+    close(fd);
+    assert_memory_equal(buf, "HTTP/1.1 431 ", 13);
+
+    struct resp *r = &g_resp;
+    request("GET", "/metrics", r);
+    assert_int_equal(r->status, 200);
+    assert_true(
+        metric(r->body, "pyprofd_http_connections_rejected_total{reason=\"bad_request\"}") ==
+        (double)PYPROFD_ARRAY_SIZE(bad));
+    assert_true(
+        metric(r->body, "pyprofd_http_connections_rejected_total{reason=\"head_too_large\"}") == 1);
+}
+
+static void test_http_server__one_request_per_connection(void **state)
+{
+    (void)state;
+    char buf[2048];
+    int fd = raw_connect("127.0.0.1");
+    assert_true(fd >= 0);
+    /* HTTP/1.1 keeps a connection open by default: not here */
+    assert_true(raw_send(fd, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"));
+    assert_true(raw_read_to_close(fd, buf, sizeof(buf), 5000));
+    close(fd);
+    assert_memory_equal(buf, "HTTP/1.1 200 ", 13);
+    assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
+    assert_non_null(strstr(buf, "\r\n\r\npyprofd is healthy.\n"));
+}
+
+static void test_http_server__head_deadline_cuts_trickle(void **state)
+{
+    (void)state;
+    char buf[2048];
+    struct http_server_config cfg = {.listen_address = "127.0.0.1:0", .head_timeout_ms = 500};
+    struct http_server_ops ops = fake_ops();
+    http_server_free(g_srv);
+    start_with(&cfg, &ops);
+
+    /* one header line every 100 ms: an idle timeout would never fire */
+    int fd = raw_connect("127.0.0.1");
+    assert_true(fd >= 0);
+    uint64_t t0 = now_ms();
+    bool sent = raw_send(fd, "GET /metrics HTTP/1.1\r\n");
+    while (sent && !raw_closed(fd) && now_ms() - t0 < 6000) {
+        struct timespec nap = {0, 100 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        sent = raw_send(fd, "X-Slow: 1\r\n");
+    }
+    uint64_t took = now_ms() - t0;
+    close(fd);
+    if (took < 450 || took > 5000)
+        fail_msg("the trickling connection lasted %" PRIu64 " ms (deadline 500 ms)", took);
+
+    /* the 408 reaches a client that stops sending */
+    fd = raw_connect("127.0.0.1");
+    assert_true(fd >= 0);
+    assert_true(raw_send(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n"));
+    assert_true(raw_read_to_close(fd, buf, sizeof(buf), 5000));
+    close(fd);
+    assert_memory_equal(buf, "HTTP/1.1 408 ", 13);
+    assert_non_null(strstr(buf, "request head not complete within 500 ms\n"));
+
+    /* a slow head that completes in time is served */
+    fd = raw_connect("127.0.0.1");
+    assert_true(fd >= 0);
+    assert_true(raw_send(fd, "GET /-/healthy HTTP/1.1\r\n"));
+    struct timespec nap = {0, 300 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    assert_true(raw_send(fd, "Host: x\r\n\r\n"));
+    assert_true(raw_read_to_close(fd, buf, sizeof(buf), 5000));
+    close(fd);
+    assert_memory_equal(buf, "HTTP/1.1 200 ", 13);
+
+    struct resp *r = &g_resp;
+    request("GET", "/metrics", r);
+    assert_true(
+        metric(r->body, "pyprofd_http_connections_rejected_total{reason=\"head_timeout\"}") == 2);
+}
+
+static void test_http_server__slow_body_cut_at_deadline(void **state)
+{
+    (void)state;
+    struct http_server_config cfg = {
+        .listen_address = "127.0.0.1:0", .enable_lifecycle = true, .head_timeout_ms = 500};
+    struct http_server_ops ops = fake_ops();
+    http_server_free(g_srv);
+    start_with(&cfg, &ops);
+    int fd = raw_connect("127.0.0.1");
+    assert_true(fd >= 0);
+    uint64_t t0 = now_ms();
+    bool sent = raw_send(fd, "POST /-/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n");
+    while (sent && !raw_closed(fd) && now_ms() - t0 < 6000) {
+        struct timespec nap = {0, 100 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        sent = raw_send(fd, "x");
+    }
+    uint64_t took = now_ms() - t0;
+    close(fd);
+    if (took < 450 || took > 5000)
+        fail_msg("the trickled body lasted %" PRIu64 " ms (deadline 500 ms)", took);
+    assert_int_equal(atomic_load(&g_fake.reload_calls), 0);
+}
+
+/* The defect's attack: hundreds of connections from one address trickling their heads. */
+static void test_http_server__metrics_answers_under_slowloris(void **state)
+{
+    (void)state;
+    enum { NSLOW = 300 };
+    static int fds[NSLOW];
+    int connected = 0;
+    for (int i = 0; i < NSLOW; i++) {
+        fds[i] = raw_connect("127.0.0.1");
+        if (fds[i] >= 0 && raw_send(fds[i], "GET /metrics HTTP/1.1\r\nHost: x\r\n"))
+            connected++;
+    }
+    /* a scraper from the same address, on a fresh connection */
+    struct resp *r = &g_resp;
+    g_timeout_s = 5;
+    CURLcode rc = request_port(http_server_port(g_srv), "GET", "/metrics", NULL, 0, r);
+    int closed = 0;
+    for (int i = 0; i < NSLOW; i++) {
+        if (fds[i] >= 0) {
+            closed += raw_closed(fds[i]);
+            close(fds[i]);
+        }
+    }
+    if (rc != CURLE_OK || r->status != 200)
+        fail_msg("/metrics under %d slow connections: %s, status %ld after %.2f s", connected,
+                 curl_easy_strerror(rc), r->status, r->elapsed_s);
+    assert_int_equal(connected, NSLOW);
+    /* the slow ones held at most their client's share, the older ones made room */
+    double reading = metric(r->body, "pyprofd_http_connections{state=\"reading\"}");
+    double evicted = metric(r->body, "pyprofd_http_connections_rejected_total{reason=\"evicted\"}");
+    if (reading < 0 || reading > HTTP_SERVER_DEFAULT_PER_CLIENT_LIMIT ||
+        evicted < NSLOW - HTTP_SERVER_DEFAULT_PER_CLIENT_LIMIT)
+        fail_msg("reading %.0f, evicted %.0f", reading, evicted);
+    assert_true(closed >= NSLOW - HTTP_SERVER_DEFAULT_PER_CLIENT_LIMIT);
+}
+
+static void test_http_server__per_client_limit(void **state)
+{
+    (void)state;
+    enum { LIMIT = 4, NSLOW = 10 };
+    struct resp *r = &g_resp;
+    char buf[2048];
+    struct http_server_config cfg = {.listen_address = "127.0.0.1:0",
+                                     .per_client_limit = LIMIT,
+                                     .connection_limit = 16,
+                                     .max_concurrent_profiles = 8};
+    struct http_server_ops ops = fake_ops();
+    http_server_free(g_srv);
+    start_with(&cfg, &ops);
+
+    /* slow heads from 127.0.0.2: only the newest LIMIT stay */
+    int fds[NSLOW];
+    for (int i = 0; i < NSLOW; i++) {
+        fds[i] = raw_connect("127.0.0.2");
+        assert_true(fds[i] >= 0);
+        assert_true(raw_send(fds[i], "GET / HTTP/1.1\r\n"));
+    }
+    request("GET", "/-/healthy", r); /* from 127.0.0.1, accepted after all of them */
+    assert_int_equal(r->status, 200);
+    for (int i = 0; i < NSLOW; i++) {
+        bool closed = raw_read_to_close(fds[i], buf, sizeof(buf), i < NSLOW - LIMIT ? 5000 : 0);
+        if (closed != (i < NSLOW - LIMIT))
+            fail_msg("slow connection %d: closed %d", i, closed);
+        if (closed)
+            assert_memory_equal(buf, "HTTP/1.1 503 ", 13);
+        close(fds[i]);
+    }
+
+    /* LIMIT requests being served from 127.0.0.2: a further one is refused, 127.0.0.1 is not */
+    g_fake.ms_per_second = 1000;
+    for (int i = 0; i < LIMIT; i++) {
+        fds[i] = raw_connect("127.0.0.2");
+        assert_true(fds[i] >= 0);
+        assert_true(raw_send(fds[i], "GET /debug/pprof/profile?seconds=30 HTTP/1.1\r\n\r\n"));
+    }
+    wait_profiles(LIMIT);
+    int fd = raw_connect("127.0.0.2");
+    assert_true(fd >= 0);
+    assert_true(raw_send(fd, "GET /-/healthy HTTP/1.1\r\n\r\n"));
+    assert_true(raw_read_to_close(fd, buf, sizeof(buf), 5000));
+    close(fd);
+    assert_memory_equal(buf, "HTTP/1.1 503 ", 13);
+    assert_non_null(strstr(buf, "too many connections from your address (limit 4)\n"));
+    request("GET", "/metrics", r);
+    assert_int_equal(r->status, 200);
+    assert_true(metric(r->body, "pyprofd_http_connections{state=\"active\"}") >= LIMIT);
+    assert_true(
+        metric(r->body, "pyprofd_http_connections_rejected_total{reason=\"client_limit\"}") == 1);
+    for (int i = 0; i < LIMIT; i++)
+        close(fds[i]); /* the profiles end with their clients */
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, server_setup, server_teardown)
@@ -799,6 +1110,12 @@ int main(void)
         T(test_http_server__start_errors),
         T(test_http_server__ipv6_and_hostname),
         T(test_http_server__parse_query_directly),
+        T(test_http_server__malformed_request_line_400),
+        T(test_http_server__one_request_per_connection),
+        T(test_http_server__head_deadline_cuts_trickle),
+        T(test_http_server__slow_body_cut_at_deadline),
+        T(test_http_server__metrics_answers_under_slowloris),
+        T(test_http_server__per_client_limit),
     };
 #undef T
     curl_global_init(CURL_GLOBAL_DEFAULT);
