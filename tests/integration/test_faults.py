@@ -18,6 +18,9 @@ is refused, and that the agent is still alive and answering at the end.
     PrivilegeFaults   the agent as an unprivileged user with CAP_SYS_PTRACE
                       (+ CAP_CHECKPOINT_RESTORE), with none; targets under
                       a 0700 directory (defect 7), a deleted executable
+    HttpFaults        garbage, oversized and slow clients (slowloris:
+                      defect 4), bad queries, more profile requests than
+                      allowed: each gets its status, /metrics keeps answering
     BackendFaults     push endpoints that are down, silent, failing (503)
                       and slow beside a healthy one: each accounts for every
                       profile (delivered + dropped + queued = encoded), the
@@ -504,6 +507,135 @@ server:
         a = self.start_agent("priv-root", self.config())
         a.wait_state(self.deleted.pid, "active")
         self.stop_agent(a)
+
+
+class HttpFaults(FaultCase):
+    """Garbage, oversized and slow clients, bad queries, too many profile requests."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            cls.target = livelib.start_target(
+                cls.tmp, copy_target(cls.tmp, "hotspot", f"{cls.token}_http"), "3.15", "chroot",
+                "--which", "gamma")
+            cls.agent = cls.start_agent("http", f"""\
+global:
+  sample_rate: 100
+  mode: wall
+discovery:
+  refresh_interval: 1s
+  min_process_age: 100ms
+profile_configs:
+  - job_name: http
+    relabel_configs:
+      - source_labels: [__meta_process_commandline]
+        regex: '.*/{cls.token}_http[.]py.*'
+        action: keep
+server:
+  listen_address: 127.0.0.1:{{port}}
+""")
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    def raw(self, data, timeout=15):
+        """Sends @data on a new connection; the status line of the reply ("" if none)."""
+        import socket
+        with socket.create_connection(("127.0.0.1", self.agent.port), timeout=timeout) as c:
+            c.sendall(data)
+            reply = b""
+            try:
+                while b"\r\n" not in reply:
+                    chunk = c.recv(4096)
+                    if not chunk:
+                        break
+                    reply += chunk
+            except socket.timeout:
+                pass
+            return reply.split(b"\r\n", 1)[0].decode(errors="replace")
+
+    def test_malformed_and_oversized(self):
+        for what, data, status in (
+                ("garbage line", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"x" * 64, "400"),
+                ("no version", b"GET /metrics\r\n\r\n", "400"),
+                ("control byte in a header", b"GET /metrics HTTP/1.1\r\nX: a\x01b\r\n\r\n", "400"),
+                ("huge header", b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 40000 + b"\r\n\r\n",
+                 "431")):
+            with self.subTest(what=what):
+                started = time.monotonic()
+                line = self.raw(data)
+                self.assertIn(f" {status} ", line + " ", f"{what}: {line!r}")
+                self.assertLess(time.monotonic() - started, 5)
+        self.check_alive(self.agent)
+
+    def test_bad_queries(self):
+        a = self.agent
+        a.wait_state(self.target.pid, "active")
+        for q, status in (("seconds=abc", 400), ("seconds=-1", 400), ("seconds=99999999999", 400),
+                          ("pid=abc", 400), ("seconds=1&pid=1", 404),
+                          ("&".join(f"x{i}=1" for i in range(40)), 400)):
+            with self.subTest(query=q):
+                self.assertEqual(a.get(f"/debug/pprof/profile?{q}", timeout=20)[0], status)
+        self.assertEqual(a.get("/nope")[0], 404)
+        self.assertEqual(a.get("/metrics", method="DELETE")[0], 405)
+        self.check_alive(a)
+
+    def test_too_many_profile_requests(self):
+        a = self.agent
+        a.wait_state(self.target.pid, "active")
+        results = []
+        lock = threading.Lock()
+
+        def one():
+            st = a.get("/debug/pprof/profile?seconds=2", timeout=30)[0]
+            with lock:
+                results.append(st)
+
+        threads = [threading.Thread(target=one) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(results.count(200), 4, results)
+        self.assertEqual(results.count(503), 4, results)
+        self.check_alive(a)
+
+    def test_slowloris(self):
+        """Defect 4: 300 connections trickling a header: /metrics still answers."""
+        import socket
+        a = self.agent
+        conns = []
+        try:
+            for _ in range(300):
+                try:
+                    c = socket.create_connection(("127.0.0.1", a.port), timeout=5)
+                    c.sendall(b"GET /metrics HTTP/1.1\r\n")
+                    conns.append(c)
+                except OSError:
+                    pass
+            answered = 0
+            for i in range(10):
+                for c in conns[i * 30:(i + 1) * 30]:
+                    try:
+                        c.sendall(b"X-Slow: 1\r\n")  # a byte now and then: no idle timeout
+                    except OSError:
+                        pass
+                started = time.monotonic()
+                try:
+                    status, _ = a.get("/metrics", timeout=5)
+                    answered += status == 200 and time.monotonic() - started < 5
+                except OSError:
+                    pass
+                time.sleep(0.2)
+            self.assertEqual(answered, 10)
+        finally:
+            for c in conns:
+                c.close()
+        text = a.metrics()
+        self.assertGreater(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                               if line.startswith("pyprofd_http_connections_rejected_total{")), 0)
+        self.check_alive(a)
 
 
 class BackendFaults(FaultCase):
