@@ -92,9 +92,9 @@ PYPROFD_WARN_UNUSED int pyruntime_locate(const char *proc_root, pid_t pid, struc
 /**
  * Opens the file behind mapping @a e of @a pid as the target sees it (the
  * order described above: map_files, then the root paths or the plain path if
- * the inode matches), read-only and non-blocking (the fd is only pread). Returns the fd (caller closes it) and sets *@a via to
- * "map_files", "root" or "path"; or -ENOENT. Also used to find the asyncio
- * table (unwind/asyncio.h).
+ * the inode matches), read-only and non-blocking (the fd is only pread). Returns the fd (caller
+ * closes it) and sets *@a via to "map_files", "root" or "path"; or -ENOENT. Also used to find the
+ * asyncio table (unwind/asyncio.h).
  */
 PYPROFD_WARN_UNUSED int pyruntime_open_mapped(const char *proc_root, pid_t pid,
                                               const struct proc_map_entry *e, const char **via);
