@@ -2,11 +2,12 @@
 """Soak: `pyprofd agent` for an hour of process churn and push failures.
 
 What runs (all on this machine, as root, from the test rootfs):
-  - 8 long-lived targets (hotspot.py on CPython 3.13, 3.14, 3.15, two of them
-    in container mode), sampled at 100 Hz in wall mode;
-  - churn: a short-lived Python process (0.2-4 s, ending by exit, exception
-    or SIGKILL) every 0.5 s, and every 20 s an execer that exec()s into
-    itself, another Python or /bin/sleep;
+  - 8 long-lived targets on CPython 3.13, 3.14, 3.15 (two of them in
+    container mode): two busy (hotspot.py), six mostly asleep (sleepy.py),
+    sampled at 100 Hz in wall mode;
+  - churn: a short-lived, mostly sleeping Python process (0.2-4 s, ending by
+    exit, exception or SIGKILL) every 0.5 s, and every 20 s an execer that
+    exec()s into itself, another Python or /bin/sleep;
   - a Pyroscope-API receiver (tests/integration/pyroscope_receiver.py)
     cycling every 90 s through: up 30 s, down (connection refused) 20 s,
     503 for every request 15 s, silent 25 s (a socket that accepts and reads
@@ -169,7 +170,8 @@ server:
                     "    return sum(i * i for i in range(n))\n"
                     "end = time.monotonic() + float(sys.argv[1])\n"
                     "while time.monotonic() < end:\n"
-                    "    churn_work(5000)\n"
+                    "    churn_work(500)\n"
+                    "    time.sleep(0.01)\n"
                     "if sys.argv[2] == 'raise':\n"
                     "    raise SystemExit(3)\n"
                     "if sys.argv[2] == 'kill':\n"
@@ -225,8 +227,12 @@ server:
                                        ("3.15", "chroot"), ("3.14", "container"),
                                        ("3.13", "chroot"), ("3.14", "chroot"),
                                        ("3.15", "container"), ("3.15", "chroot"))):
-            livelib.start_target(self.tmp, self.copy("hotspot", f"{self.token}_long{i}"), v, mode,
-                                 "--which", ("alpha", "beta", "gamma")[i % 3])
+            if i < 2:  # two busy, the rest mostly asleep, as on a real node
+                livelib.start_target(self.tmp, self.copy("hotspot", f"{self.token}_long{i}"), v,
+                                     mode, "--which", ("alpha", "beta")[i])
+            else:
+                livelib.start_target(self.tmp, self.copy("sleepy", f"{self.token}_long{i}"), v,
+                                     mode)
         agent = livelib.Agent(self.tmp, "agent", self.config()).wait_http()
         threads = [threading.Thread(target=f, args=args, daemon=True)
                    for f, args in ((self.receiver_cycle, ()), (self.churn, ()),
