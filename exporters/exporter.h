@@ -30,7 +30,7 @@
 #include "base/compat.h"
 
 #include "aggregate/window.h"
-#include "exporters/pull/promtext.h"
+#include "base/promtext.h"
 
 /** One encoded profile, as offered to every exporter. All borrowed. */
 struct export_profile {

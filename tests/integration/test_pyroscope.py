@@ -241,7 +241,7 @@ remote_write:
             cls.agents.append(cls.agent1)
             if b"pyprofd_push_queue_length" not in cls.agent1.metrics():
                 raise RuntimeError("pyprofd agent has no push exporters: remote_write is not "
-                                   "wired into the agent (agent/cli/agent.c)")
+                                   "wired into the agent (cli/agent.c)")
             cls.agent2_started = time.time()
             cls.agent2 = Agent(cls.tmp, "agent2", common + f"""\
 profile_configs:
