@@ -12,7 +12,7 @@
 #   pipeline   base                        (agent/pipeline.h: hand-off types)
 #   memread    base
 #   python     base
-#   config     base
+#   config     base pipeline
 #   discovery  base memread python
 #   unwind     base pipeline memread python discovery
 #   aggregate  base pipeline
@@ -34,7 +34,7 @@ violations=$(
             allow["pipeline"] = "base"
             allow["memread"] = "base"
             allow["python"] = "base"
-            allow["config"] = "base"
+            allow["config"] = "base pipeline"
             allow["discovery"] = "base memread python"
             allow["unwind"] = "base pipeline memread python discovery"
             allow["aggregate"] = "base pipeline"
