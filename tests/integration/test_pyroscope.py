@@ -18,7 +18,7 @@ Two agents run for the whole test, with a 2 s profile interval and cpu mode:
 
 The checks share the agents and the receivers and build on each other
 (complete checks that what retry and down held back arrived later, and that
-only what refused refused is missing), so they are one scenario
+only the profile refused turned away is missing), so they are one scenario
 (livelib.Scenario): steps run in the order below, each reported by name,
 with its time, and a failing step does not stop the ones after it.
 
