@@ -642,8 +642,10 @@ class CommandTest(RecordCase):
         script = "/pyprofd-targets/shares.py"
         stdlib = (f"/usr/lib/python{version}/", "<frozen ")
         for s in prof.samples:
-            # no Python frame at all (start-up, teardown): counted, marked
-            if s.frames == ["<interpreter>"]:
+            # no Python frame at all (start-up, teardown), only markers:
+            # <interpreter>, or <GC> when the collector runs from C (seen
+            # once as a whole stack in ~300 samples under load)
+            if s.frames in (["<interpreter>"], ["<GC>"]):
                 continue
             where = list(zip(s.frames, s.files))
             if script in s.files:
