@@ -270,7 +270,11 @@ server:
 
     def step_exit(self):
         t = self.start_hotspot("3.15", "chroot", "gamma", "--duration", "3")
+        started = time.monotonic()
         self.wait_active(t.pid, 5)
+        # it must be active before it exits, 3 s after it was ready: the margin
+        livelib.note(f"exit: active {time.monotonic() - started:.1f} s after its start "
+                     f"returned (it exits 3 s after it was ready)")
         deadline = time.monotonic() + 15
         while t.alive() and time.monotonic() < deadline:
             time.sleep(0.1)
