@@ -44,6 +44,7 @@
 #define LOOP_STUCK_MAX_NS       600000000000ull
 #define LOOP_STUCK_MIN_ATTEMPTS 20u
 #define LOOP_EXEC_CHECK_NS      1000000000ull /* how often a target's program image is checked */
+#define LOOP_EXEC_RETRIES       10u /* reads of an image identity not known at attach */
 
 /* Why a target was attached again (pyprofd_target_reattaches_total{reason}). */
 enum loop_reattach {
@@ -112,6 +113,7 @@ struct loop_target {
     /* is it still the program it was? (the AT_RANDOM bytes of its image) */
     struct exec_id exec;
     uint64_t exec_checked;
+    unsigned exec_retries; /* reads of an exec id not known at attach */
     /* attempts all failing since (0: the last one taken), the counts then */
     uint64_t failing_since, failing_attempts, seen_taken;
     uint64_t stuck_ns;       /* how long failing makes it stale (from its process entry) */
@@ -1030,6 +1032,12 @@ static bool loop_stale(struct loop *l, struct loop_target *t, uint64_t now, enum
     }
     if (now - t->exec_checked >= LOOP_EXEC_CHECK_NS) {
         t->exec_checked = now;
+        if (t->exec.random_raddr == 0 && t->exec_retries < LOOP_EXEC_RETRIES) {
+            /* not known at attach (caught in the middle of an exec?): again */
+            t->exec_retries++;
+            if (execid_read(l->cfg->discovery.proc_root, t->key.pid, t->mr, &t->exec))
+                memset(&t->exec, 0, sizeof(t->exec));
+        }
         bool same = true;
         int err = execid_check(t->mr, &t->exec, &same);
         if (err == -ESRCH) {
