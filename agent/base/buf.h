@@ -36,7 +36,8 @@ void buf_release(struct buf *b);
 /** Empties @a b, keeping its memory. */
 void buf_reset(struct buf *b);
 
-/** Appends @a n bytes. Returns 0, -E2BIG (over the cap) or -ENOMEM; on failure @a b is unchanged. */
+/** Appends @a n bytes. Returns 0, -E2BIG (over the cap) or -ENOMEM; on failure @a b is unchanged.
+ */
 PYPROFD_WARN_UNUSED int buf_add(struct buf *b, const void *p, size_t n);
 /** Appends a C string. */
 PYPROFD_WARN_UNUSED int buf_adds(struct buf *b, const char *s);

@@ -44,7 +44,7 @@
 #define LOOP_STUCK_MAX_NS       600000000000ull
 #define LOOP_STUCK_MIN_ATTEMPTS 20u
 #define LOOP_EXEC_CHECK_NS      1000000000ull /* how often a target's program image is checked */
-#define LOOP_EXEC_RETRIES       10u /* reads of an image identity not known at attach */
+#define LOOP_EXEC_RETRIES       10u           /* reads of an image identity not known at attach */
 
 /* Why a target was attached again (pyprofd_target_reattaches_total{reason}). */
 enum loop_reattach {
@@ -991,8 +991,7 @@ static const char *loop_async_json(const struct loop_target *t, char *buf, size_
         return t->async_note;
     switch (asyncio_state(t->aio)) {
     case ASYNCIO_ACTIVE:
-        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != PROFILE_WALL &&
-            t->async_all)
+        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != PROFILE_WALL && t->async_all)
             return "running (async_mode all counts waiting tasks: only with mode wall)";
         return asyncio_mode_name(asyncio_get_mode(t->aio));
     case ASYNCIO_INVALID:
