@@ -227,7 +227,6 @@ PYPROFD_WARN_UNUSED int config_read_secret(const char *path, char **out, char *e
 PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);
 void config_free(struct pyprofd_config *c);
 
-
 /**
  * Parses a Prometheus duration ("15s", "1m30s", "500ms", "0"; units y w d h m s
  * ms, largest first, each once, integers only). Returns 0 or -EINVAL / -ERANGE.
