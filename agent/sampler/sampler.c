@@ -87,7 +87,6 @@ struct sampler {
     size_t ntraced;
 };
 
-
 /* The cached kernel view of thread @ns_tid, looked up or refreshed. */
 static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
 {
