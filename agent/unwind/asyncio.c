@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "discovery/elf_sections.h"
 #include "discovery/proc_maps.h"
 #include "unwind/asyncio.h"
@@ -156,20 +157,6 @@ int asyncio_mode_parse(const char *name, enum asyncio_mode *out)
         }
     }
     return -EINVAL;
-}
-
-static uint64_t u64_at(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint32_t u32_at(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
 }
 
 /* Bytes from @raddr that may be read without leaving the pages that hold
@@ -422,10 +409,10 @@ static void aio_parse_task(struct asyncio *a, struct aio_entry *e, const uint8_t
     const struct pyasync_layout *l = &a->l;
     uint8_t is_task = obj[l->task_is_task], is_set = obj[l->task_awaited_by_is_set];
     e->read = true;
-    e->name_raddr = u64_at(obj + l->task_name);
-    e->awaited_by = u64_at(obj + l->task_awaited_by);
-    e->coro = u64_at(obj + l->task_coro);
-    e->next_node = u64_at(obj + l->task_node + l->llist_next);
+    e->name_raddr = load_u64(obj + l->task_name);
+    e->awaited_by = load_u64(obj + l->task_awaited_by);
+    e->coro = load_u64(obj + l->task_coro);
+    e->next_node = load_u64(obj + l->task_node + l->llist_next);
     e->is_task = is_task == 1;
     e->is_set = is_set == 1;
     /* a task has a coroutine and a name; flags are bools */
@@ -528,8 +515,8 @@ static int aio_waiters(struct asyncio *a, size_t from)
         struct aio_entry *e = &a->entries[a->iov_entry[k]];
         e->waiters_done = true;
         const uint8_t *set = a->buf + k * AIO_GEN_WINDOW;
-        uint64_t mask = u64_at(set + l->set_mask), table = u64_at(set + l->set_table);
-        int64_t used_n = (int64_t)u64_at(set + l->set_used);
+        uint64_t mask = load_u64(set + l->set_mask), table = load_u64(set + l->set_table);
+        int64_t used_n = (int64_t)load_u64(set + l->set_used);
         size_t len = (size_t)(mask + 1) * PYASYNC_SET_ENTRY;
         if (!ok[k] || mask > AIO_SET_MAX_MASK || ((mask + 1) & mask) != 0 || used_n < 0 ||
             (uint64_t)used_n > mask + 1 || !table) {
@@ -557,7 +544,7 @@ static int aio_waiters(struct asyncio *a, size_t from)
             continue;
         }
         for (size_t s = 0; s < a->iov[k].len / PYASYNC_SET_ENTRY; s++) {
-            uint64_t key = u64_at(t + s * PYASYNC_SET_ENTRY);
+            uint64_t key = load_u64(t + s * PYASYNC_SET_ENTRY);
             /* empty slots are NULL; deleted ones hold a sentinel that is a
              * valid object (dummy): it is read like a task and found not to be one */
             if (key)
@@ -606,14 +593,14 @@ static bool aio_int_name(const struct asyncio *a, const uint8_t *obj, size_t len
                          size_t cap)
 {
     const struct pyasync_layout *l = &a->l;
-    uint64_t tag = u64_at(obj + l->long_lv_tag);
+    uint64_t tag = load_u64(obj + l->long_lv_tag);
     uint64_t ndigits = tag >> 3, v = 0;
     if ((tag & 3) == 1) /* zero */
         ndigits = 0;
     if (ndigits > 2 || l->long_ob_digit + ndigits * 4 > len)
         return false;
     for (uint64_t d = ndigits; d-- > 0;)
-        v = (v << 30) | (u32_at(obj + l->long_ob_digit + d * 4) & 0x3fffffffu);
+        v = (v << 30) | (load_u32(obj + l->long_ob_digit + d * 4) & 0x3fffffffu);
     snprintf(out, cap, "Task-%s%" PRIu64, (tag & 3) == 2 ? "-" : "", v);
     return true;
 }
@@ -641,7 +628,7 @@ static int aio_names(struct asyncio *a)
         uint64_t flags = 0;
         bool named = false;
         if (ok[k] && len >= a->l.ob_type + 8 &&
-            aio_type_flags(a, u64_at(obj + a->l.ob_type), &flags) == 0) {
+            aio_type_flags(a, load_u64(obj + a->l.ob_type), &flags) == 0) {
             if (flags & PYASYNC_TPFLAGS_UNICODE_SUBCLASS) {
                 size_t need = 0;
                 long r = pystr_decode(a->base, obj, len, e->name, sizeof(e->name), &need);
@@ -730,14 +717,14 @@ static int aio_chains(struct asyncio *a)
                 e->chain_torn = e->nraw > 0;
                 continue;
             }
-            uint64_t type = u64_at(g + l->ob_type);
+            uint64_t type = load_u64(g + l->ob_type);
             if (e->cur_type && type != e->cur_type) {
                 /* Awaiting something else than a coroutine: the chain ends.
                  * Not at an immortal object (None, small ints, ...): no
                  * awaitable's iterator is one, but the value sent into a
                  * coroutine being resumed is (3.14 pushes it before the
                  * coroutine's state says that it runs). */
-                e->chain_torn |= (int32_t)u32_at(g + AIO_OB_REFCNT) < 0;
+                e->chain_torn |= (int32_t)load_u32(g + AIO_OB_REFCNT) < 0;
                 continue;
             }
             const uint8_t *fr = g + l->gen_iframe;
@@ -758,7 +745,7 @@ static int aio_chains(struct asyncio *a)
                 e->chain_torn = true;
             if (st == PYASYNC_FS_GONE)
                 continue;
-            uint64_t code = u64_at(fr + l->fr_executable) & ~l->tag_mask;
+            uint64_t code = load_u64(fr + l->fr_executable) & ~l->tag_mask;
             if (fr[l->fr_owner] != PYABI_OWNER_GENERATOR || !code) {
                 e->ok = e->nraw > 0;
                 continue;
@@ -766,9 +753,9 @@ static int aio_chains(struct asyncio *a)
             if (a->nraw == AIO_RAW_MAX || e->nraw == ASYNCIO_MAX_CHAIN)
                 continue;
             uint32_t at = (uint32_t)a->nraw++;
-            uint64_t sp = u64_at(fr + l->fr_stackpointer);
+            uint64_t sp = load_u64(fr + l->fr_stackpointer);
             a->raw[at] = (struct aio_raw){.code = code,
-                                          .ip = u64_at(fr + l->fr_instr_ptr),
+                                          .ip = load_u64(fr + l->fr_instr_ptr),
                                           .frame = cur + l->gen_iframe,
                                           .sp = sp,
                                           .next = UINT32_MAX,
@@ -870,14 +857,14 @@ static int aio_verify(struct asyncio *a)
             const uint8_t *g = a->iov[k].local; /* the generator from offset lo */
             const uint8_t *fr = g + (l->gen_iframe - lo);
             bool same = ok[k] && (int8_t)g[l->gen_frame_state - lo] == r->state &&
-                        (u64_at(fr + l->fr_executable) & mask) == r->code &&
-                        u64_at(fr + l->fr_instr_ptr) == r->ip &&
-                        u64_at(fr + l->fr_stackpointer) == r->sp;
+                        (load_u64(fr + l->fr_executable) & mask) == r->code &&
+                        load_u64(fr + l->fr_instr_ptr) == r->ip &&
+                        load_u64(fr + l->fr_stackpointer) == r->sp;
             if (r->awaited) {
                 const uint8_t *w = a->iov[++k].local;
-                same = same && ok[k] && (u64_at(w) & mask) == r->awaited;
+                same = same && ok[k] && (load_u64(w) & mask) == r->awaited;
                 for (size_t i = 1; i < l->await_below_sp / 8; i++)
-                    same = same && (u64_at(w + 8 * i) & mask) == 0;
+                    same = same && (load_u64(w + 8 * i) & mask) == 0;
             }
             e->chain_torn |= !same;
         }
@@ -896,9 +883,9 @@ static struct code_info *aio_fetch_code(struct asyncio *a, uint64_t raddr)
         .raddr = raddr,
         .qualname = aio_unknown_function,
         .filename = aio_unknown_file,
-        .qualname_raddr = u64_at(a->code_buf + l->co_qualname),
-        .filename_raddr = u64_at(a->code_buf + l->co_filename),
-        .linetable_raddr = u64_at(a->code_buf + l->co_linetable),
+        .qualname_raddr = load_u64(a->code_buf + l->co_qualname),
+        .filename_raddr = load_u64(a->code_buf + l->co_filename),
+        .linetable_raddr = load_u64(a->code_buf + l->co_linetable),
         .bytecode_raddr = raddr + l->co_adaptive,
     };
     int32_t first;
