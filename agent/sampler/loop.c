@@ -99,6 +99,11 @@ struct loop_target {
     char async_note[300]; /* async_aware but unavailable: why (/targets) */
     char async_snap[320]; /* what /targets says about async, as of housekeeping (under mu) */
     bool async_all;       /* async_mode all was asked for */
+
+    /* the asyncio table search (loop_async_search): files looked at, next time due */
+    struct pyruntime_asyncio_memo aio_memo;
+    uint64_t aio_search_at;
+
     struct sampler *s;
     struct agg *win;
     uint64_t win_start;         /* CLOCK_MONOTONIC */
@@ -578,6 +583,27 @@ static int loop_job_labels(const struct pyprofd_config *cfg, const struct config
     return err;
 }
 
+/*
+ * An async-aware target whose asyncio table has not been found: looks for it
+ * (discovery's work, done here in housekeeping, never in a sampling attempt)
+ * at most every ASYNCIO_RESCAN_NS, and hands it to the walker.
+ */
+static void loop_async_search(struct loop *l, struct loop_target *t, uint64_t now)
+{
+    if (!t->aio || asyncio_state(t->aio) != ASYNCIO_SEARCHING || now < t->aio_search_at)
+        return;
+    t->aio_search_at = now + ASYNCIO_RESCAN_NS;
+    struct pyruntime_section sec;
+    char why[PATH_MAX + 128];
+    int err = pyruntime_find_asyncio(l->cfg->discovery.proc_root, t->key.pid, t->rt, &t->aio_memo,
+                                     &sec, why, sizeof(why));
+    if (err == 0)
+        err = asyncio_attach_table(t->aio, sec.raddr, sec.size);
+    else if (err == -EPROTO)
+        asyncio_refuse_table(t->aio, why);
+    (void)err; /* /targets says what became of the table; not there: next time */
+}
+
 /* Starts sampling process @p as a target of job @j. Fills p->reason on failure. */
 static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, struct labels *meta,
                              struct labels *labels, struct memread *mr, struct pyruntime *rt,
@@ -615,12 +641,13 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
          * "all" counts them only in wall mode (/targets says so otherwise) */
         t->async_all = job->async_mode == CONFIG_ASYNC_ALL;
         bool all = t->async_all && job->mode == CONFIG_MODE_WALL;
-        err = asyncio_new(t->u, mr, rt, p->key.pid, l->cfg->discovery.proc_root,
-                          all ? ASYNCIO_ALL : ASYNCIO_RUNNING, &t->aio, why, sizeof(why));
+        err = asyncio_new(t->u, mr, rt, all ? ASYNCIO_ALL : ASYNCIO_RUNNING, &t->aio, why,
+                          sizeof(why));
         if (err == -ENOTSUP) /* 3.13: plain stacks, said in /targets */
             snprintf(t->async_note, sizeof(t->async_note), "unavailable: %s", why);
         else if (err)
             goto fail;
+        loop_async_search(l, t, now);
     }
     err = window_get(l->opts.queue, &t->win);
     if (err) {
@@ -1146,6 +1173,7 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
         }
         if (now - t->win_start >= t->window_ns)
             loop_cut(l, t, now, false);
+        loop_async_search(l, t, now);
         if (t->aio || t->async_note[0]) {
             char abuf[320];
             snprintf(t->async_snap, sizeof(t->async_snap), "%s",

@@ -15,14 +15,11 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <stdatomic.h>
-#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/bytes.h"
-#include "discovery/elf_sections.h"
-#include "discovery/proc_maps.h"
+#include "discovery/pyruntime.h"
 #include "unwind/asyncio.h"
 #include "unwind/codecache.h"
 #include "unwind/pystr.h"
@@ -33,7 +30,6 @@
 #define AIO_NAME_WINDOW  128u  /* bytes of a task name object read at once */
 #define AIO_SET_MAX_MASK 1023u /* awaited-by sets larger than 1024 slots are refused */
 #define AIO_TYPES        16u   /* type flags remembered (power of two) */
-#define AIO_CHECKED      32u   /* files looked at for the table */
 #define AIO_CODE_ENTRIES 1024u
 #define AIO_CODE_ARENA   (1u << 20)
 #define AIO_LINETABLE    (256u * 1024u)
@@ -89,19 +85,14 @@ struct aio_entry {
 struct asyncio {
     struct unwinder *u;
     struct memread *mr;
-    struct pyruntime rt;
-    pid_t pid;
-    char proc_root[128];
+    struct py_version version; /* the runtime's */
+    uint64_t runtime_raddr;    /* ... and where its main table is */
     enum asyncio_mode mode;
     _Atomic int state; /* enum asyncio_state */
     char why[256];
     struct pyasync_layout l;
     const struct py_layout *base;
-    uint64_t next_search_ns;
-    uint64_t checked[AIO_CHECKED]; /* inodes looked at without a table */
-    size_t nchecked;
     struct asyncio_counts counts;
-    uint64_t (*clock)(void *ctx);
 
     /* per sample */
     struct aio_entry *entries;
@@ -168,103 +159,59 @@ static size_t aio_window(uint64_t raddr, size_t known, size_t want)
     return have < want ? (size_t)have : want;
 }
 
-/* --- finding the table ------------------------------------------------- */
+/* --- the table ------------------------------------------------------------ */
 
-static bool aio_name_matches(const char *path)
+int asyncio_attach_table(struct asyncio *a, uint64_t raddr, uint64_t size)
 {
-    const char *base = strrchr(path, '/');
-    return strstr(base ? base + 1 : path, "_asyncio") != NULL;
-}
-
-static bool aio_checked(const struct asyncio *a, uint64_t inode)
-{
-    for (size_t i = 0; i < a->nchecked; i++) {
-        if (a->checked[i] == inode)
-            return true;
-    }
-    return false;
-}
-
-/* The address of .AsyncioDebug in the file behind mapping @e, or 0. */
-static uint64_t aio_section(struct asyncio *a, const struct proc_map_entry *e)
-{
-    const char *via = NULL;
-    int fd = pyruntime_open_mapped(a->proc_root, a->pid, e, &via);
-    if (fd < 0)
-        return 0;
-    struct elf_file *ef = NULL;
-    int err = elf_file_open_fd(fd, &ef);
-    close(fd);
-    uint64_t raddr = 0;
-    struct elf_section sec;
-    uint64_t load_base;
-    if (!err && elf_file_find_section(ef, ".AsyncioDebug", &sec) == 0 &&
-        elf_file_load_base(ef, &load_base) == 0 && sec.addr >= load_base &&
-        sec.size >= PYASYNC_TABLE_SIZE)
-        raddr = e->start + (sec.addr - load_base);
-    elf_file_free(ef);
-    return raddr;
-}
-
-/* Validates the table at @raddr and switches async walking on; or INVALID. */
-PYPROFD_STATIC void asyncio_attach_table(struct asyncio *a, uint64_t raddr)
-{
-    const struct pyabi_schema *ds = pyabi_schema_for(a->rt.version.minor);
+    if (atomic_load(&a->state) != ASYNCIO_SEARCHING)
+        return -EALREADY;
+    const struct pyabi_schema *ds = pyabi_schema_for(a->version.minor);
     uint8_t debug[PYABI_MAX_TABLE], aio[PYASYNC_TABLE_SIZE];
-    struct memread_iov iov[2] = {{a->rt.raddr, debug, ds ? ds->table_size : 0},
+    if (size < sizeof(aio)) {
+        snprintf(a->why, sizeof(a->why),
+                 "asyncio offsets: .AsyncioDebug (%" PRIu64 " bytes) is smaller than the table "
+                 "(%u bytes)",
+                 size, PYASYNC_TABLE_SIZE);
+        goto invalid;
+    }
+    struct memread_iov iov[2] = {{a->runtime_raddr, debug, ds ? ds->table_size : 0},
                                  {raddr, aio, sizeof(aio)}};
     int err = ds ? memread_readv(a->mr, iov, 2) : -ENOTSUP;
     if (err == -ESRCH)
-        return; /* gone: the sampler sees it too */
+        return err; /* gone: the sampler sees it too */
     if (err) {
         snprintf(a->why, sizeof(a->why), "cannot read the asyncio debug table: %s",
                  memread_strerror(err));
-    } else if (pyasync_layout_load(&a->rt.version, a->base, debug, ds->table_size, aio, sizeof(aio),
-                                   &a->l, a->why, sizeof(a->why)) == 0) {
-        uint32_t words[3] = {a->l.ts_running_loop, a->l.ts_running_task,
-                             a->l.ts_tasks_head + a->l.llist_next};
-        if (unwinder_set_thread_words(a->u, words, 3) == 0) {
-            atomic_store(&a->state, ASYNCIO_ACTIVE);
-            return;
-        }
-        snprintf(a->why, sizeof(a->why), "asyncio offsets: thread-state fields beyond %u bytes",
-                 PYABI_MAX_TSTATE);
+        goto invalid;
     }
+    if (pyasync_layout_load(&a->version, a->base, debug, ds->table_size, aio, sizeof(aio), &a->l,
+                            a->why, sizeof(a->why)))
+        goto invalid;
+    uint32_t words[3] = {a->l.ts_running_loop, a->l.ts_running_task,
+                         a->l.ts_tasks_head + a->l.llist_next};
+    if (unwinder_set_thread_words(a->u, words, 3) == 0) {
+        atomic_store(&a->state, ASYNCIO_ACTIVE);
+        return 0;
+    }
+    snprintf(a->why, sizeof(a->why), "asyncio offsets: thread-state fields beyond %u bytes",
+             PYABI_MAX_TSTATE);
+invalid:
     atomic_store(&a->state, ASYNCIO_INVALID);
+    return -EPROTO;
 }
 
-/*
- * Looks for .AsyncioDebug: in the _asyncio extension module (3.14 builds it
- * as one, mapped once asyncio is imported) and in the file holding the
- * runtime (3.15 builds _asyncio in). Files already looked at are skipped.
- */
-static void aio_search(struct asyncio *a)
+void asyncio_refuse_table(struct asyncio *a, const char *why)
 {
-    struct proc_maps *maps = NULL;
-    a->counts.searches++;
-    if (proc_maps_read(a->proc_root, a->pid, &maps))
+    if (atomic_load(&a->state) != ASYNCIO_SEARCHING)
         return;
-    uint64_t found = 0;
-    for (size_t i = 0; i < proc_maps_count(maps) && !found; i++) {
-        const struct proc_map_entry *e = proc_maps_get(maps, i);
-        if (!proc_map_is_file(e) || e->inode == 0 || e->offset != 0 || aio_checked(a, e->inode))
-            continue;
-        if (!aio_name_matches(e->path) && e->start != a->rt.map_start)
-            continue;
-        found = aio_section(a, e);
-        if (!found && a->nchecked < AIO_CHECKED)
-            a->checked[a->nchecked++] = e->inode;
-    }
-    proc_maps_free(maps);
-    if (found)
-        asyncio_attach_table(a, found);
+    snprintf(a->why, sizeof(a->why), "%s", why);
+    atomic_store(&a->state, ASYNCIO_INVALID);
 }
 
 /* --- lifecycle --------------------------------------------------------- */
 
-int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *rt, pid_t pid,
-                const char *proc_root, enum asyncio_mode mode, struct asyncio **out, char *why,
-                size_t why_len)
+int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *rt,
+                enum asyncio_mode mode, struct asyncio **out, char *why, size_t why_len)
 {
     char ver[32];
     if (!pyasync_schema_for(rt->version.major == 3 ? rt->version.minor : 0)) {
@@ -277,9 +224,8 @@ int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *
         return -ENOMEM;
     a->u = u;
     a->mr = mr;
-    a->rt = *rt;
-    a->pid = pid;
-    snprintf(a->proc_root, sizeof(a->proc_root), "%s", proc_root);
+    a->version = rt->version;
+    a->runtime_raddr = rt->raddr;
     a->mode = mode;
     a->base = unwinder_layout(u);
     atomic_init(&a->state, ASYNCIO_SEARCHING);
@@ -308,7 +254,6 @@ int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *
     a->code_epoch = unwinder_code_epoch(u);
     a->result.samples = a->samples;
     a->result.tasks = a->tasks;
-    aio_search(a);
     *out = a;
     return 0;
 fail:
@@ -1174,7 +1119,7 @@ static void aio_export_tasks(struct asyncio *a)
     a->result.ntasks = n;
 }
 
-int asyncio_sample(struct asyncio *a, const struct unwind_result *r, uint64_t now_ns,
+int asyncio_sample(struct asyncio *a, const struct unwind_result *r,
                    const struct asyncio_result **out)
 {
     a->nsamples = 0;
@@ -1182,10 +1127,6 @@ int asyncio_sample(struct asyncio *a, const struct unwind_result *r, uint64_t no
     a->result.ntasks = 0;
     *out = &a->result;
     int err = 0;
-    if (atomic_load(&a->state) == ASYNCIO_SEARCHING && now_ns >= a->next_search_ns) {
-        aio_search(a);
-        a->next_search_ns = now_ns + ASYNCIO_RESCAN_NS;
-    }
     if (atomic_load(&a->state) != ASYNCIO_ACTIVE)
         goto plain;
 

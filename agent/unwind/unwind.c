@@ -14,6 +14,7 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "discovery/pyruntime.h"
 #include "unwind/codecache.h"
 #include "unwind/pystr.h"
 #include "unwind/unwind.h"

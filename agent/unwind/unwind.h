@@ -34,7 +34,6 @@
 #include "base/compat.h"
 
 #include "base/status.h"
-#include "discovery/pyruntime.h"
 #include "memread/memread.h"
 #include "python/pyabi.h"
 #include "unwind/linetable.h"
@@ -117,6 +116,7 @@ struct unwind_result {
     const struct unwind_thread *threads;
 };
 
+struct pyruntime; /* discovery/pyruntime.h: where the runtime is */
 struct unwinder;
 
 /**

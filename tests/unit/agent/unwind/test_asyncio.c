@@ -8,9 +8,11 @@
  * between two steps, and garbage: loops, impossible flags, names that are
  * not names; all bounded, counted, never reported as a chain. Torn chains:
  * a coroutine copied while it moved (a reader that changes the image
- * between two reads of one sample), a coroutine caught being resumed. A sample
- * allocates nothing. With PYPROFD_WRITE_ASYNC_SEEDS=DIR set, the images are
- * written there as seeds for tests/fuzz/fuzz_asyncio.c.
+ * between two reads of one sample), a coroutine caught being resumed. The
+ * table's states: searching (plain stacks), attached, too small, unreadable,
+ * refused by discovery. A sample allocates nothing. With
+ * PYPROFD_WRITE_ASYNC_SEEDS=DIR set, the images are written there as seeds
+ * for tests/fuzz/fuzz_asyncio.c.
  */
 #include "base/compat.h"
 
@@ -230,19 +232,24 @@ static uint64_t aimg_set(struct aimg *m, const uint64_t *keys, size_t n)
     return set;
 }
 
-static void aimg_start(struct aimg *m, enum asyncio_mode mode)
+/* The unwinder and the walker, which has no table yet. */
+static void aimg_open(struct aimg *m, enum asyncio_mode mode)
 {
     char why[256];
     if (!m->mr) /* else opened by the test, to wrap it */
         assert_int_equal(memread_fake_open(&m->fake, &m->mr), 0);
     pyimage_install(m->img, m->fake, &m->rt);
     assert_int_equal(unwinder_new(m->mr, &m->rt, &m->u, why, sizeof(why)), 0);
-    int err = asyncio_new(m->u, m->amr ? m->amr : m->mr, &m->rt, 1, "/nonexistent-proc", mode,
-                          &m->a, why, sizeof(why));
+    int err = asyncio_new(m->u, m->amr ? m->amr : m->mr, &m->rt, mode, &m->a, why, sizeof(why));
     if (err)
         fail_msg("asyncio_new: %s", why);
     assert_int_equal(asyncio_state(m->a), ASYNCIO_SEARCHING);
-    asyncio_attach_table(m->a, m->table);
+}
+
+static void aimg_start(struct aimg *m, enum asyncio_mode mode)
+{
+    aimg_open(m, mode);
+    assert_int_equal(asyncio_attach_table(m->a, m->table, PYASYNC_TABLE_SIZE), 0);
     assert_int_equal(asyncio_state(m->a), ASYNCIO_ACTIVE);
     const char *dir = getenv("PYPROFD_WRITE_ASYNC_SEEDS");
     if (dir) {
@@ -277,7 +284,7 @@ static const struct asyncio_result *aimg_sample(struct aimg *m)
     assert_int_equal(unwinder_sample(m->u, 0, &r, &st), 0);
     assert_int_equal(r->nthreads, 1);
     const struct asyncio_result *ar;
-    assert_int_equal(asyncio_sample(m->a, r, 0, &ar), 0);
+    assert_int_equal(asyncio_sample(m->a, r, &ar), 0);
     return ar;
 }
 
@@ -640,6 +647,71 @@ static void test_asyncio__resumed_coroutine_is_torn(void **state)
     }
 }
 
+/* The thread's own stack, as a walker without a usable table gives it. */
+static void expect_plain(struct aimg *m)
+{
+    const struct asyncio_result *ar = aimg_sample(m);
+    assert_int_equal(ar->nsamples, 1);
+    assert_null(ar->samples[0].task_name);
+    assert_int_equal(ar->samples[0].status, SAMPLE_OK);
+    assert_string_equal(ar->samples[0].frames[0].function, "spin");
+    assert_int_equal(ar->ntasks, 0);
+}
+
+static void test_asyncio__table_states(void **state)
+{
+    (void)state;
+    uint64_t tasks[3];
+    struct aimg m;
+    /* searching: plain stacks until the table is attached, logical ones after */
+    aimg_new(&m, 14);
+    aimg_server(&m, tasks, NULL);
+    aimg_open(&m, ASYNCIO_RUNNING);
+    expect_plain(&m);
+    assert_null(asyncio_layout(m.a));
+    assert_string_equal(asyncio_why(m.a), "");
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE), 0);
+    assert_non_null(asyncio_layout(m.a));
+    assert_string_equal(aimg_sample(&m)->samples[0].task_name, "cruncher-1");
+    /* attached once: a second table, or a late refusal, changes nothing */
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE), -EALREADY);
+    asyncio_refuse_table(m.a, "too late");
+    assert_int_equal(asyncio_state(m.a), ASYNCIO_ACTIVE);
+    aimg_free(&m);
+
+    /* a section smaller than the table */
+    aimg_new(&m, 15);
+    aimg_server(&m, tasks, NULL);
+    aimg_open(&m, ASYNCIO_RUNNING);
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE - 8), -EPROTO);
+    assert_int_equal(asyncio_state(m.a), ASYNCIO_INVALID);
+    assert_string_equal(asyncio_why(m.a), "asyncio offsets: .AsyncioDebug (96 bytes) is smaller "
+                                          "than the table (104 bytes)");
+    expect_plain(&m);
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE), -EALREADY);
+    aimg_free(&m);
+
+    /* a table that cannot be read */
+    aimg_new(&m, 15);
+    aimg_server(&m, tasks, NULL);
+    aimg_open(&m, ASYNCIO_RUNNING);
+    assert_int_equal(asyncio_attach_table(m.a, 0x10, PYASYNC_TABLE_SIZE), -EPROTO);
+    assert_non_null(strstr(asyncio_why(m.a), "cannot read the asyncio debug table: "));
+    aimg_free(&m);
+
+    /* discovery found it malformed */
+    aimg_new(&m, 14);
+    aimg_server(&m, tasks, NULL);
+    aimg_open(&m, ASYNCIO_ALL);
+    asyncio_refuse_table(m.a, "cannot place .AsyncioDebug of '/x/_asyncio.so' in memory");
+    assert_int_equal(asyncio_state(m.a), ASYNCIO_INVALID);
+    assert_string_equal(asyncio_why(m.a),
+                        "cannot place .AsyncioDebug of '/x/_asyncio.so' in memory");
+    expect_plain(&m);
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE), -EALREADY);
+    aimg_free(&m);
+}
+
 static void test_asyncio__unavailable_on_3_13(void **state)
 {
     (void)state;
@@ -654,9 +726,7 @@ static void test_asyncio__unavailable_on_3_13(void **state)
     assert_int_equal(memread_fake_open(&fake, &mr), 0);
     pyimage_install(img, fake, &rt);
     assert_int_equal(unwinder_new(mr, &rt, &u, why, sizeof(why)), 0);
-    assert_int_equal(
-        asyncio_new(u, mr, &rt, 1, "/nonexistent-proc", ASYNCIO_RUNNING, &a, why, sizeof(why)),
-        -ENOTSUP);
+    assert_int_equal(asyncio_new(u, mr, &rt, ASYNCIO_RUNNING, &a, why, sizeof(why)), -ENOTSUP);
     assert_null(a);
     assert_non_null(strstr(why, "has no asyncio debug table"));
     unwinder_free(u);
@@ -686,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_asyncio__garbage_is_torn_and_bounded),
         cmocka_unit_test(test_asyncio__chain_read_at_two_moments_is_torn),
         cmocka_unit_test(test_asyncio__resumed_coroutine_is_torn),
+        cmocka_unit_test(test_asyncio__table_states),
         cmocka_unit_test(test_asyncio__unavailable_on_3_13),
         cmocka_unit_test(test_asyncio__mode_names),
     };
