@@ -8,10 +8,11 @@
  * list), read task objects and follow their awaited-by links level by level
  * (one batched read per level), read all names in one batched read, then the
  * suspended coroutine chains level by level, read every link of those chains
- * again to verify them, resolve code objects through a cache of its own, and
- * finally assemble the samples. Remote memory is
- * untrusted: every pointer read is checked before use and every loop is
- * capped; what does not add up makes the thread's sample SAMPLE_ASYNC_TORN.
+ * again to verify them, resolve code objects through the unwinder's cache and
+ * reader (unwinder_resolve_code()), and finally assemble the samples. Remote
+ * memory is untrusted: every pointer read is checked before use and every
+ * loop is capped; what does not add up makes the thread's sample
+ * SAMPLE_ASYNC_TORN.
  */
 #include "base/compat.h"
 
@@ -21,7 +22,6 @@
 #include "base/bytes.h"
 #include "discovery/pyruntime.h"
 #include "unwind/asyncio.h"
-#include "unwind/codecache.h"
 #include "unwind/pystr.h"
 
 #define AIO_SLOTS        4096u /* task index, > ASYNCIO_MAX_TASKS, power of two */
@@ -30,19 +30,12 @@
 #define AIO_NAME_WINDOW  128u  /* bytes of a task name object read at once */
 #define AIO_SET_MAX_MASK 1023u /* awaited-by sets larger than 1024 slots are refused */
 #define AIO_TYPES        16u   /* type flags remembered (power of two) */
-#define AIO_CODE_ENTRIES 1024u
-#define AIO_CODE_ARENA   (1u << 20)
-#define AIO_LINETABLE    (256u * 1024u)
-#define AIO_NAMEBUF      (4 * PYSTR_MAX_CHARS + 1)
 #define AIO_PAGE         4096u
 #define AIO_OB_REFCNT    0u /* an object's reference count, 32 bits: negative when immortal */
 #define AIO_AWAIT_WORDS  2u /* words from the awaited object up to the stack pointer, at most */
 #define AIO_VERIFY_RAW   (MEMREAD_MAX_IOV / 2u) /* coroutines per verification read */
 
 static const char aio_marker_file[] = "~";
-static const char aio_unknown_function[] = "<unknown function>";
-static const char aio_unknown_file[] = "<unknown file>";
-static const char aio_unreadable[] = "<unreadable frame>";
 
 /*
  * A coroutine frame found suspended, before its code object is looked up;
@@ -122,14 +115,6 @@ struct asyncio {
 
     /* type flags by type address, direct-mapped */
     uint64_t type_raddr[AIO_TYPES], type_flags[AIO_TYPES];
-
-    /* code objects */
-    struct codecache *codes;
-    uint64_t code_epoch;
-    uint8_t code_buf[PYABI_MAX_CODE];
-    char name_buf[AIO_NAMEBUF];
-    char file_buf[AIO_NAMEBUF];
-    uint8_t *linetable_buf;
 };
 
 static const char *const aio_modes[] = {"running", "all"};
@@ -242,16 +227,10 @@ int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *
     a->iov_entry = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->iov_entry));
     a->buf = alloc_malloc((size_t)ASYNCIO_MAX_TASKS * AIO_GEN_WINDOW);
     a->slot_val = alloc_calloc(ASYNCIO_MAX_TASKS * AIO_AWAIT_WORDS, sizeof(*a->slot_val));
-    a->linetable_buf = alloc_malloc(AIO_LINETABLE);
-    int err = -ENOMEM;
     if (!a->entries || !a->slot_idx || !a->slot_stamp || !a->waiters || !a->raw ||
         !a->task_frames || !a->frames || !a->samples || !a->tasks || !a->iov || !a->iov_entry ||
-        !a->buf || !a->slot_val || !a->linetable_buf)
+        !a->buf || !a->slot_val)
         goto fail;
-    err = codecache_new(AIO_CODE_ENTRIES, AIO_CODE_ARENA, &a->codes);
-    if (err)
-        goto fail;
-    a->code_epoch = unwinder_code_epoch(u);
     a->result.samples = a->samples;
     a->result.tasks = a->tasks;
     *out = a;
@@ -259,7 +238,7 @@ int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *
 fail:
     snprintf(why, why_len, "out of memory for async-aware stacks");
     asyncio_free(a);
-    return err;
+    return -ENOMEM;
 }
 
 void asyncio_free(struct asyncio *a)
@@ -270,7 +249,6 @@ void asyncio_free(struct asyncio *a)
         int err = unwinder_set_thread_words(a->u, NULL, 0); /* cannot fail for none */
         (void)err;
     }
-    codecache_free(a->codes);
     alloc_free(a->entries);
     alloc_free(a->slot_idx);
     alloc_free(a->slot_stamp);
@@ -284,7 +262,6 @@ void asyncio_free(struct asyncio *a)
     alloc_free(a->iov_entry);
     alloc_free(a->buf);
     alloc_free(a->slot_val);
-    alloc_free(a->linetable_buf);
     alloc_free(a);
 }
 
@@ -819,83 +796,29 @@ static int aio_verify(struct asyncio *a)
 
 /* --- code objects ------------------------------------------------------ */
 
-static struct code_info *aio_fetch_code(struct asyncio *a, uint64_t raddr)
-{
-    const struct py_layout *l = a->base;
-    if (memread_read(a->mr, raddr, a->code_buf, l->co_read_len))
-        return NULL;
-    struct code_info ci = {
-        .raddr = raddr,
-        .qualname = aio_unknown_function,
-        .filename = aio_unknown_file,
-        .qualname_raddr = load_u64(a->code_buf + l->co_qualname),
-        .filename_raddr = load_u64(a->code_buf + l->co_filename),
-        .linetable_raddr = load_u64(a->code_buf + l->co_linetable),
-        .bytecode_raddr = raddr + l->co_adaptive,
-    };
-    int32_t first;
-    memcpy(&first, a->code_buf + l->co_firstlineno, sizeof(first));
-    ci.firstlineno = first;
-    if (pystr_read(a->mr, l, ci.qualname_raddr, a->name_buf, sizeof(a->name_buf)) >= 0)
-        ci.qualname = a->name_buf;
-    if (pystr_read(a->mr, l, ci.filename_raddr, a->file_buf, sizeof(a->file_buf)) >= 0)
-        ci.filename = a->file_buf;
-    long n = pybytes_read(a->mr, l, ci.linetable_raddr, a->linetable_buf, AIO_LINETABLE);
-    if (n > 0) {
-        ci.linetable = a->linetable_buf;
-        ci.linetable_len = (size_t)n;
-    }
-    return codecache_insert(a->codes, &ci);
-}
-
-static void aio_resolve_one(struct asyncio *a, const struct aio_raw *r, struct unwind_frame *f)
-{
-    *f = (struct unwind_frame){
-        .kind = UNWIND_FRAME_PYTHON,
-        .code_raddr = r->code,
-        .frame_raddr = r->frame,
-        .pos = {LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN}};
-    struct code_info *ci = codecache_find(a->codes, r->code);
-    if (!ci)
-        ci = aio_fetch_code(a, r->code);
-    if (!ci) {
-        f->kind = UNWIND_FRAME_UNREADABLE;
-        f->function = aio_unreadable;
-        f->file = aio_unknown_file;
-        return;
-    }
-    f->function = ci->qualname;
-    f->file = ci->filename;
-    f->first_line = ci->firstlineno;
-    f->code_id = ci->id;
-    if (r->ip >= ci->bytecode_raddr && (r->ip - ci->bytecode_raddr) / 2 <= UINT32_MAX) {
-        struct linetable_pos pos;
-        if (codecache_position(ci, (uint32_t)((r->ip - ci->bytecode_raddr) / 2), &pos) == 0)
-            f->pos = pos;
-    }
-}
-
-/* Resolves every chain into task_frames, leaf first. False: the code cache
- * overflowed even on a second pass (strings of early frames are gone). */
+/*
+ * Resolves every chain into task_frames, leaf first, through the unwinder's
+ * code cache. False when that filled the cache, which clears it: names
+ * resolved before are gone, the thread stacks' of this sample too.
+ */
 static bool aio_resolve(struct asyncio *a)
 {
-    for (int pass = 0; pass < 2; pass++) {
-        uint64_t overflows = codecache_overflows(a->codes);
-        a->ntask_frames = 0;
-        for (size_t i = 0; i < a->nentries; i++) {
-            struct aio_entry *e = &a->entries[i];
-            e->ffirst = (uint32_t)a->ntask_frames;
-            e->nf = e->nraw;
-            /* the list runs outermost first; frames are stored leaf first */
-            uint32_t r = e->rfirst;
-            for (uint32_t k = 0; k < e->nraw && r != UINT32_MAX; k++, r = a->raw[r].next)
-                aio_resolve_one(a, &a->raw[r], &a->task_frames[e->ffirst + e->nraw - 1 - k]);
-            a->ntask_frames += e->nraw;
+    uint64_t epoch = unwinder_code_epoch(a->u);
+    a->ntask_frames = 0;
+    for (size_t i = 0; i < a->nentries; i++) {
+        struct aio_entry *e = &a->entries[i];
+        e->ffirst = (uint32_t)a->ntask_frames;
+        e->nf = e->nraw;
+        /* the list runs outermost first; frames are stored leaf first */
+        uint32_t r = e->rfirst;
+        for (uint32_t k = 0; k < e->nraw && r != UINT32_MAX; k++, r = a->raw[r].next) {
+            struct unwind_frame *f = &a->task_frames[e->ffirst + e->nraw - 1 - k];
+            (void)unwinder_resolve_code(a->u, a->raw[r].code, a->raw[r].ip, f); /* or unreadable */
+            f->frame_raddr = a->raw[r].frame;
         }
-        if (codecache_overflows(a->codes) == overflows)
-            return true;
+        a->ntask_frames += e->nraw;
     }
-    return false;
+    return unwinder_code_epoch(a->u) == epoch;
 }
 
 /* --- assembling samples ------------------------------------------------ */
@@ -1095,8 +1018,9 @@ static int aio_list_tasks(struct asyncio *a, const struct unwind_result *r)
     return 0;
 }
 
-/* The task table of this sample, for callers that show it (pyprofd dump). */
-static void aio_export_tasks(struct asyncio *a)
+/* The task table of this sample, for callers that show it (pyprofd dump);
+ * without frames when their names are gone (!@resolved). */
+static void aio_export_tasks(struct asyncio *a, bool resolved)
 {
     size_t n = 0;
     for (size_t i = 0; i < a->nentries; i++) {
@@ -1110,11 +1034,15 @@ static void aio_export_tasks(struct asyncio *a)
                                    .running = e->running,
                                    .nwaiters = e->nw,
                                    .waiters = e->nw ? &a->waiters[e->wfirst] : NULL,
-                                   .nframes = e->running ? e->run_n : e->nf};
-        if (e->running)
-            t->frames = e->run_n ? &a->frames[e->run_first] : NULL;
+                                   .nframes = !resolved    ? 0
+                                              : e->running ? e->run_n
+                                                           : e->nf};
+        if (!t->nframes)
+            t->frames = NULL;
+        else if (e->running)
+            t->frames = &a->frames[e->run_first];
         else
-            t->frames = e->nf ? &a->task_frames[e->ffirst] : NULL;
+            t->frames = &a->task_frames[e->ffirst];
     }
     a->result.ntasks = n;
 }
@@ -1130,11 +1058,6 @@ int asyncio_sample(struct asyncio *a, const struct unwind_result *r,
     if (atomic_load(&a->state) != ASYNCIO_ACTIVE)
         goto plain;
 
-    uint64_t epoch = unwinder_code_epoch(a->u);
-    if (epoch != a->code_epoch) {
-        codecache_clear(a->codes);
-        a->code_epoch = epoch;
-    }
     a->stamp++;
     a->nentries = 0;
     a->nwaiters = 0;
@@ -1183,21 +1106,27 @@ int asyncio_sample(struct asyncio *a, const struct unwind_result *r,
         err = aio_verify(a);
     if (err)
         goto plain;
+    /* Code objects are read into the unwinder's cache. Filling it clears it,
+     * and the names of this sample's thread stacks go with it: those are
+     * resolved again, then the chains, once. */
     bool resolved = aio_resolve(a);
+    if (!resolved)
+        resolved = unwinder_resolve_again(a->u) && aio_resolve(a);
     for (size_t i = 0; i < r->nthreads; i++)
         aio_thread_sample(a, r, i);
     if (a->mode == ASYNCIO_ALL)
         aio_suspended_samples(a);
     if (!resolved) {
-        /* names of some frames are gone with the cache: count, do not report */
+        /* this sample's code objects do not fit the cache together: names
+         * of some frames are gone, counted and not reported */
         for (size_t i = 0; i < a->nsamples; i++) {
-            if (a->samples[i].task_name) {
+            if (a->samples[i].status == SAMPLE_OK) {
                 a->samples[i].status = SAMPLE_NO_MEMORY;
                 a->samples[i].nframes = 0;
             }
         }
     }
-    aio_export_tasks(a);
+    aio_export_tasks(a, resolved);
     a->result.nsamples = a->nsamples;
     return 0;
 plain:

@@ -32,7 +32,11 @@
  * no extra read); then one read per task on the running task's await chain,
  * one batched read for all task names, one batched read per coroutine level
  * of suspended tasks, and code objects not in the cache. ASYNCIO_ALL also
- * walks each sampled thread's task list (one read per task).
+ * walks each sampled thread's task list (one read per task). Code objects
+ * are read and cached by the unwinder (unwinder_resolve_code(): its reader,
+ * its cache, its invalidation); when the walker's reads fill that cache, the
+ * thread stacks of the sample are resolved again, and a sample whose code
+ * objects do not fit the cache together gets SAMPLE_NO_MEMORY.
  *
  * Torn reads: the graph changes while it is read. The running task's
  * coroutine must be on its thread's stack (else the loop is between two
