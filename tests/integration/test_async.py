@@ -318,13 +318,13 @@ class AsyncTest(unittest.TestCase):
         before = sum(c for s, c in stacks.items()
                      if "<task " not in s and
                      f"main (L:{L['BEFORE_CALL']});before_import (L:{L['TICK_CALL']})" in s)
-        logical = (f"<task main>;run (L:{L['RUN_AWAIT']});<task late>;"
-                   f"late_work (L:{L['LATE_CALL']});tick (L:")
-        after = sum(c for s, c in stacks.items() if s.startswith(logical))
+        root = f"<task main>;run (L:{L['RUN_AWAIT']});<task late>;late_work (L:"
+        after = sum(c for s, c in stacks.items()
+                    if s.startswith(f"{root}{L['LATE_CALL']});tick (L:"))
         self.assertGreater(before, 100, "\n".join(stacks))
         self.assertGreater(after, 100, "\n".join(stacks))
         for s in stacks:
-            self.assertTrue("<task " not in s or s.startswith(logical), s)
+            self.assertTrue("<task " not in s or s.startswith(root), s)
 
     def test_agent_late_import__3_14(self):
         token = f"aiolate{os.getpid()}"
