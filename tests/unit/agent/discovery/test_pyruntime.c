@@ -241,7 +241,7 @@ static void aio_stop(struct aio_proc *p)
 static void expect_fake_table(struct aio_proc *p, const struct pyruntime_section *sec)
 {
     uint64_t first = 0;
-    assert_int_equal(sec->size, 13 * 8);
+    assert_true(sec->size >= 13 * 8); /* more with sanitizers' redzones */
     assert_int_equal(memread_read(p->mr, sec->raddr, &first, sizeof(first)), 0);
     assert_true(first == FAKE_ASYNCIO_MAGIC);
 }
