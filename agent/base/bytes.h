@@ -1,31 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bytes.h: loads of fixed-width integers from byte buffers, such as a copy of
- * a target's object. The pointer need not be aligned (the loads go through
- * memcpy, which compilers turn into one move). The byte order is the host's:
- * pyprofd reads processes of the machine it runs on, whose memory has that
- * order (little-endian on every platform pyprofd supports).
+ * bytes.h: loads of little-endian integers from byte buffers (copies of
+ * another process's memory, ELF files, wire formats), at any alignment,
+ * without type punning. pyprofd reads x86-64 and AArch64 Linux targets, both
+ * little-endian; the loads are written for a little-endian host too and a
+ * static assertion keeps it honest.
  *
- * The caller checks that the bytes are there (p + width within its buffer).
- * Thread safety: pure functions.
+ * Header only; pure; thread-safe.
  */
 #ifndef PYPROFD_BASE_BYTES_H
 #define PYPROFD_BASE_BYTES_H
 
 #include "base/compat.h"
 
-/** The 8 bytes at @a p as an unsigned 64-bit integer. */
-static inline uint64_t load_u64(const uint8_t *p)
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "pyprofd reads little-endian targets");
+
+static inline uint64_t load_le64(const void *p)
 {
     uint64_t v;
     memcpy(&v, p, sizeof(v));
     return v;
 }
 
-/** The 4 bytes at @a p as an unsigned 32-bit integer. */
-static inline uint32_t load_u32(const uint8_t *p)
+static inline uint32_t load_le32(const void *p)
 {
     uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static inline uint16_t load_le16(const void *p)
+{
+    uint16_t v;
     memcpy(&v, p, sizeof(v));
     return v;
 }

@@ -331,10 +331,10 @@ static void aio_parse_task(struct asyncio *a, struct aio_entry *e, const uint8_t
     const struct pyasync_layout *l = &a->l;
     uint8_t is_task = obj[l->task_is_task], is_set = obj[l->task_awaited_by_is_set];
     e->read = true;
-    e->name_raddr = load_u64(obj + l->task_name);
-    e->awaited_by = load_u64(obj + l->task_awaited_by);
-    e->coro = load_u64(obj + l->task_coro);
-    e->next_node = load_u64(obj + l->task_node + l->llist_next);
+    e->name_raddr = load_le64(obj + l->task_name);
+    e->awaited_by = load_le64(obj + l->task_awaited_by);
+    e->coro = load_le64(obj + l->task_coro);
+    e->next_node = load_le64(obj + l->task_node + l->llist_next);
     e->is_task = is_task == 1;
     e->is_set = is_set == 1;
     /* a task has a coroutine and a name; flags are bools */
@@ -437,8 +437,8 @@ static int aio_waiters(struct asyncio *a, size_t from)
         struct aio_entry *e = &a->entries[a->iov_entry[k]];
         e->waiters_done = true;
         const uint8_t *set = a->buf + k * AIO_GEN_WINDOW;
-        uint64_t mask = load_u64(set + l->set_mask), table = load_u64(set + l->set_table);
-        int64_t used_n = (int64_t)load_u64(set + l->set_used);
+        uint64_t mask = load_le64(set + l->set_mask), table = load_le64(set + l->set_table);
+        int64_t used_n = (int64_t)load_le64(set + l->set_used);
         size_t len = (size_t)(mask + 1) * PYASYNC_SET_ENTRY;
         if (!ok[k] || mask > AIO_SET_MAX_MASK || ((mask + 1) & mask) != 0 || used_n < 0 ||
             (uint64_t)used_n > mask + 1 || !table) {
@@ -466,7 +466,7 @@ static int aio_waiters(struct asyncio *a, size_t from)
             continue;
         }
         for (size_t s = 0; s < a->iov[k].len / PYASYNC_SET_ENTRY; s++) {
-            uint64_t key = load_u64(t + s * PYASYNC_SET_ENTRY);
+            uint64_t key = load_le64(t + s * PYASYNC_SET_ENTRY);
             /* empty slots are NULL; deleted ones hold a sentinel that is a
              * valid object (dummy): it is read like a task and found not to be one */
             if (key)
@@ -515,14 +515,14 @@ static bool aio_int_name(const struct asyncio *a, const uint8_t *obj, size_t len
                          size_t cap)
 {
     const struct pyasync_layout *l = &a->l;
-    uint64_t tag = load_u64(obj + l->long_lv_tag);
+    uint64_t tag = load_le64(obj + l->long_lv_tag);
     uint64_t ndigits = tag >> 3, v = 0;
     if ((tag & 3) == 1) /* zero */
         ndigits = 0;
     if (ndigits > 2 || l->long_ob_digit + ndigits * 4 > len)
         return false;
     for (uint64_t d = ndigits; d-- > 0;)
-        v = (v << 30) | (load_u32(obj + l->long_ob_digit + d * 4) & 0x3fffffffu);
+        v = (v << 30) | (load_le32(obj + l->long_ob_digit + d * 4) & 0x3fffffffu);
     snprintf(out, cap, "Task-%s%" PRIu64, (tag & 3) == 2 ? "-" : "", v);
     return true;
 }
@@ -550,7 +550,7 @@ static int aio_names(struct asyncio *a)
         uint64_t flags = 0;
         bool named = false;
         if (ok[k] && len >= a->l.ob_type + 8 &&
-            aio_type_flags(a, load_u64(obj + a->l.ob_type), &flags) == 0) {
+            aio_type_flags(a, load_le64(obj + a->l.ob_type), &flags) == 0) {
             if (flags & PYASYNC_TPFLAGS_UNICODE_SUBCLASS) {
                 size_t need = 0;
                 long r = pystr_decode(a->base, obj, len, e->name, sizeof(e->name), &need);
@@ -639,14 +639,14 @@ static int aio_chains(struct asyncio *a)
                 e->chain_torn = e->nraw > 0;
                 continue;
             }
-            uint64_t type = load_u64(g + l->ob_type);
+            uint64_t type = load_le64(g + l->ob_type);
             if (e->cur_type && type != e->cur_type) {
                 /* Awaiting something else than a coroutine: the chain ends.
                  * Not at an immortal object (None, small ints, ...): no
                  * awaitable's iterator is one, but the value sent into a
                  * coroutine being resumed is (3.14 pushes it before the
                  * coroutine's state says that it runs). */
-                e->chain_torn |= (int32_t)load_u32(g + AIO_OB_REFCNT) < 0;
+                e->chain_torn |= (int32_t)load_le32(g + AIO_OB_REFCNT) < 0;
                 continue;
             }
             const uint8_t *fr = g + l->gen_iframe;
@@ -667,7 +667,7 @@ static int aio_chains(struct asyncio *a)
                 e->chain_torn = true;
             if (st == PYASYNC_FS_GONE)
                 continue;
-            uint64_t code = load_u64(fr + l->fr_executable) & ~l->tag_mask;
+            uint64_t code = load_le64(fr + l->fr_executable) & ~l->tag_mask;
             if (fr[l->fr_owner] != PYABI_OWNER_GENERATOR || !code) {
                 e->ok = e->nraw > 0;
                 continue;
@@ -675,9 +675,9 @@ static int aio_chains(struct asyncio *a)
             if (a->nraw == AIO_RAW_MAX || e->nraw == ASYNCIO_MAX_CHAIN)
                 continue;
             uint32_t at = (uint32_t)a->nraw++;
-            uint64_t sp = load_u64(fr + l->fr_stackpointer);
+            uint64_t sp = load_le64(fr + l->fr_stackpointer);
             a->raw[at] = (struct aio_raw){.code = code,
-                                          .ip = load_u64(fr + l->fr_instr_ptr),
+                                          .ip = load_le64(fr + l->fr_instr_ptr),
                                           .frame = cur + l->gen_iframe,
                                           .sp = sp,
                                           .next = UINT32_MAX,
@@ -779,14 +779,14 @@ static int aio_verify(struct asyncio *a)
             const uint8_t *g = a->iov[k].local; /* the generator from offset lo */
             const uint8_t *fr = g + (l->gen_iframe - lo);
             bool same = ok[k] && (int8_t)g[l->gen_frame_state - lo] == r->state &&
-                        (load_u64(fr + l->fr_executable) & mask) == r->code &&
-                        load_u64(fr + l->fr_instr_ptr) == r->ip &&
-                        load_u64(fr + l->fr_stackpointer) == r->sp;
+                        (load_le64(fr + l->fr_executable) & mask) == r->code &&
+                        load_le64(fr + l->fr_instr_ptr) == r->ip &&
+                        load_le64(fr + l->fr_stackpointer) == r->sp;
             if (r->awaited) {
                 const uint8_t *w = a->iov[++k].local;
-                same = same && ok[k] && (load_u64(w) & mask) == r->awaited;
+                same = same && ok[k] && (load_le64(w) & mask) == r->awaited;
                 for (size_t i = 1; i < l->await_below_sp / 8; i++)
-                    same = same && (load_u64(w + 8 * i) & mask) == 0;
+                    same = same && (load_le64(w + 8 * i) & mask) == 0;
             }
             e->chain_torn |= !same;
         }

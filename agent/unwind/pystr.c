@@ -52,7 +52,7 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
         *need = header;
         return -EAGAIN;
     }
-    int64_t nchars = (int64_t)load_u64(obj + l->str_length);
+    int64_t nchars = (int64_t)load_le64(obj + l->str_length);
     uint32_t state;
     memcpy(&state, obj + l->str_state, sizeof(state));
     if (nchars < 0)
