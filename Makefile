@@ -17,7 +17,7 @@ MAKEFLAGS    += --no-print-directory
 JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 SRC_FILES     = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
-LINT_FILES    = $(shell git ls-files -co --exclude-standard -- 'agent/*.c' 'exporters/*.c' 2>/dev/null)
+LINT_FILES    = $(shell git ls-files -co --exclude-standard -- 'agent/*.c' 'exporters/*.c' 'cli/*.c' 2>/dev/null)
 
 .PHONY: all build bootstrap rootfs test unit demo fuzz format format-check lint clean
 

@@ -22,7 +22,9 @@ checks:
   - RSS flat after warm-up: the slope over the second half, in KiB/min;
   - fds and threads: their range over the second half;
   - push accounting: profiles encoded = delivered + dropped (every reason) +
-    still queued, exactly; the receiver holds each delivered profile once.
+    still queued, exactly; the receiver holds every delivered profile (a
+    send the receiver stored but whose reply was cut is sent again and
+    counted as received twice: delivery is at least once).
 
     /usr/bin/python3 bench/soak.py [--minutes 60] [--binary build-release/pyprofd]
                                    [--out DIR]
@@ -300,10 +302,13 @@ server:
             f"push: encoded {encoded:.0f} = delivered {pushed:.0f} + dropped "
             f"{sum(dropped.values()):.0f} {json.dumps({k: v for k, v in dropped.items() if v})} "
             f"+ queued {queued:.0f}",
-            f"receiver: {len(keys)} profiles, {len(keys) - len(set(keys))} duplicates",
+            f"receiver: {len(set(keys))} distinct profiles ({len(keys) - len(set(keys))} received "
+            f"twice: a send cut after the receiver stored it, when it went down, is sent again: "
+            f"delivery is at least once); {len(set(keys)) - pushed:.0f} more than counted "
+            f"delivered before SIGTERM (the windows flushed at shutdown)",
         ]
         ok = rc == 0 and encoded == pushed + sum(dropped.values()) + queued and \
-            len(keys) == len(set(keys)) and len(keys) >= pushed
+            len(set(keys)) >= pushed
         if half:
             ok = ok and abs(slope_kib_per_min([(r[0], r[1]) for r in half])) < 64
         lines.append("result: " + ("ok" if ok else "FAILED"))

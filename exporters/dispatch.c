@@ -83,16 +83,17 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
     }
     labelled |= set->n == 0; /* still encode: the metrics describe every window */
 
-    struct pprof_part part = {.agg = it->agg, .labels = &it->labels};
+    const struct window_meta *w = &it->meta;
+    struct pprof_part part = {.agg = it->agg, .labels = &w->labels};
     struct pprof_meta m = {
-        .value_type = it->value_type,
+        .value_type = profile_mode_name(w->mode),
         .value_unit = "nanoseconds",
-        .period_ns = it->period_ns,
-        .time_nanos = it->time_nanos,
-        .duration_nanos = it->duration_nanos,
+        .period_ns = w->period_ns,
+        .time_nanos = w->time_nanos,
+        .duration_nanos = w->duration_nanos,
         .max_bytes = (size_t)set->max_bytes,
     };
-    struct export_profile p = {.item = it};
+    struct export_profile p = {.meta = w};
     uint8_t *gz = NULL, *gz_plain = NULL;
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -112,7 +113,7 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
     p.pprof_plain = gz_plain;
     atomic_fetch_add(&d->encoded, 1);
     promtext_hist_observe(&d->profile_bytes, (double)(labelled ? p.len : p.len_plain));
-    promtext_hist_observe(&d->window_seconds, (double)it->duration_nanos / 1e9);
+    promtext_hist_observe(&d->window_seconds, (double)w->duration_nanos / 1e9);
     for (size_t i = 0; i < set->n; i++) {
         if (set->ex[i].ops->push(set->ex[i].ctx, &p))
             atomic_fetch_add(&d->push_errors, 1);

@@ -29,12 +29,12 @@
 
 #include "base/compat.h"
 
-#include "aggregate/window.h"
-#include "exporters/pull/promtext.h"
+#include "base/promtext.h"
+#include "pipeline.h"
 
 /** One encoded profile, as offered to every exporter. All borrowed. */
 struct export_profile {
-    const struct window_item *item; /* target labels, job, pid, value type, times */
+    const struct window_meta *meta; /* target labels, job, pid, mode, times */
     const uint8_t *pprof;           /* gzipped pprof; every sample carries the target labels */
     size_t len;
     /* The same window without the target labels on its samples (push backends

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 #
 # check-src.sh: house rules a compiler cannot enforce, over pyprofd's own C
-# sources (agent/, exporters/, tests/, bench/):
+# sources (agent/, exporters/, cli/, tests/, bench/):
 #   - no raw malloc/calloc/realloc/free/strdup outside agent/base/alloc.c
 #     (the fake programs in tests/support are standalone and exempt);
 #   - every .c/.h starts with an SPDX line;
-#   - compat.h is the first include of every .c under agent/ and exporters/.
+#   - compat.h is the first include of every .c under agent/, exporters/ and cli/.
 # Prints each violation as file:line: message; exits 1 if there is any.
 # Runs a fixed number of processes whatever the number of files: process
 # creation is slow on some CI machines.
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mapfile -t files < <(git ls-files -co --exclude-standard -- 'agent/*.[ch]' 'exporters/*.[ch]' \
-    'tests/*.[ch]' 'bench/*.[ch]' 2>/dev/null || find agent exporters tests bench -name '*.[ch]')
+    'cli/*.[ch]' 'tests/*.[ch]' 'bench/*.[ch]' 2>/dev/null || find agent exporters cli tests bench -name '*.[ch]')
 existing=()
 for f in "${files[@]}"; do
     [ -f "$f" ] && existing+=("$f")
@@ -28,7 +28,7 @@ violations=$(
         FNR <= 2 && /SPDX-License-Identifier/ { spdx = 1 }
         /^#include/ && !inc {
             inc = 1
-            if (FILENAME ~ /^(agent|exporters)\/.*\.c$/ && $0 !~ /"base\/compat\.h"/)
+            if (FILENAME ~ /^(agent|exporters|cli)\/.*\.c$/ && $0 !~ /"base\/compat\.h"/)
                 print FILENAME ":" FNR ": first include must be \"base/compat.h\""
         }
         FILENAME !~ /^(agent\/base\/alloc\.c|tests\/support\/fake_.*\.c)$/ &&

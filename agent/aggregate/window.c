@@ -65,7 +65,7 @@ void window_item_release(struct window_queue *q, struct window_item *item)
 {
     window_recycle(q, item->agg);
     item->agg = NULL;
-    labels_release(&item->labels);
+    labels_release(&item->meta.labels);
 }
 
 void window_queue_free(struct window_queue *q)
@@ -75,7 +75,7 @@ void window_queue_free(struct window_queue *q)
     for (size_t i = 0; i < q->n; i++) {
         struct window_item *it = &q->items[(q->head + i) % q->cap];
         agg_free(it->agg);
-        labels_release(&it->labels);
+        labels_release(&it->meta.labels);
     }
     for (size_t i = 0; i < q->npool; i++)
         agg_free(q->pool[i]);

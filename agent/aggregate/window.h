@@ -20,19 +20,12 @@
 #include "base/compat.h"
 
 #include "aggregate/agg.h"
-#include "base/labels.h"
+#include "pipeline.h"
 
 /** A finished window and what the encoder and the outputs need to know about it. */
 struct window_item {
-    struct agg *agg;      /* owned by the item; back to the pool with window_recycle() */
-    struct labels labels; /* the target's labels after relabeling, external labels added */
-    char job[64];         /* job_name */
-    int pid;
-    const char *value_type; /* "cpu", "wall", "gil", "exception" (static strings) */
-    int64_t period_ns;
-    int64_t time_nanos; /* window start, ns since the epoch */
-    int64_t duration_nanos;
-    bool final; /* the target's last window (it exited or the agent stops) */
+    struct agg *agg;         /* owned by the item; back to the pool with window_recycle() */
+    struct window_meta meta; /* its labels are owned by the item too */
 };
 
 struct window_queue;

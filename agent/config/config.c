@@ -268,29 +268,13 @@ static bool cfg_size(struct cfg *x, const char *path, const struct config_node *
     return true;
 }
 
-static const char *const cfg_mode_names[] = {
-    [CONFIG_MODE_WALL] = "wall",
-    [CONFIG_MODE_CPU] = "cpu",
-    [CONFIG_MODE_GIL] = "gil",
-    [CONFIG_MODE_EXCEPTION] = "exception",
-};
-
-const char *config_mode_name(enum config_mode m)
-{
-    return (size_t)m < PYPROFD_ARRAY_SIZE(cfg_mode_names) ? cfg_mode_names[m] : "unknown";
-}
-
 static bool cfg_mode(struct cfg *x, const char *path, const struct config_node *v,
-                     enum config_mode *dst)
+                     enum profile_mode *dst)
 {
     if (!cfg_is_scalar(x, path, v))
         return false;
-    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cfg_mode_names); i++) {
-        if (strcmp(v->value, cfg_mode_names[i]) == 0) {
-            *dst = (enum config_mode)i;
-            return true;
-        }
-    }
+    if (profile_mode_parse(v->value, dst) == 0)
+        return true;
     cfg_err(x, v, "%s: unknown mode '%s' (one of wall, cpu, gil, exception)", path, v->value);
     return false;
 }
@@ -306,7 +290,7 @@ static bool cfg_path_join(char *buf, size_t len, const char *path, const char *k
 static void cfg_set_defaults(struct pyprofd_config *c)
 {
     c->global.sample_rate = 100;
-    c->global.mode = CONFIG_MODE_CPU;
+    c->global.mode = PROFILE_CPU;
     c->global.profile_interval_ns = 15 * NS_PER_SEC;
     c->global.limits.max_targets = 1000;
     c->global.limits.max_labels_per_profile = 25;
@@ -1501,11 +1485,11 @@ int config_load_buffer(const char *buf, size_t len, const char *name,
         cfg_inherit(c, seen);
         /* needs the inherited mode: checked after inheritance */
         for (size_t i = 0; seen && i < c->njobs; i++) {
-            if (seen[i].async_all && c->jobs[i].mode != CONFIG_MODE_WALL)
+            if (seen[i].async_all && c->jobs[i].mode != PROFILE_WALL)
                 cfg_err(&x, seen[i].async_all,
                         "profile_configs[%zu].async_mode: 'all' needs mode wall, not %s (waiting "
                         "tasks use no CPU, hold no GIL and handle no exception)",
-                        i, config_mode_name(c->jobs[i].mode));
+                        i, profile_mode_name(c->jobs[i].mode));
         }
     }
     if (x.rc) {
@@ -1759,7 +1743,7 @@ int config_print(const struct pyprofd_config *c, FILE *out)
     const struct config_limits *l = &c->global.limits;
     fputs("global:\n  sample_rate: ", out);
     cfg_num(out, c->global.sample_rate);
-    fprintf(out, "\n  mode: %s\n", config_mode_name(c->global.mode));
+    fprintf(out, "\n  mode: %s\n", profile_mode_name(c->global.mode));
     cfg_print_dur(out, "  ", "profile_interval", c->global.profile_interval_ns);
     cfg_print_map(out, "  ", "external_labels", &c->global.external_labels, false);
     fprintf(out,
@@ -1780,7 +1764,7 @@ int config_print(const struct pyprofd_config *c, FILE *out)
         cfg_q(out, j->job_name);
         fputs("\n    sample_rate: ", out);
         cfg_num(out, j->sample_rate);
-        fprintf(out, "\n    mode: %s\n", config_mode_name(j->mode));
+        fprintf(out, "\n    mode: %s\n", profile_mode_name(j->mode));
         cfg_print_dur(out, "    ", "profile_interval", j->profile_interval_ns);
         fprintf(out,
                 "    all_threads: %s\n    native: %s\n    gc: %s\n    async_aware: %s\n"

@@ -36,9 +36,8 @@
 
 #include "base/labels.h"
 #include "config/relabel.h"
+#include "pipeline.h"
 
-/** The four sampling modes, by their config names "wall", "cpu", "gil", "exception". */
-enum config_mode { CONFIG_MODE_WALL, CONFIG_MODE_CPU, CONFIG_MODE_GIL, CONFIG_MODE_EXCEPTION };
 /** asyncio stacks: "running" (only the running task) or "all" (also suspended tasks). */
 enum config_async_mode { CONFIG_ASYNC_RUNNING, CONFIG_ASYNC_ALL };
 
@@ -54,7 +53,7 @@ struct config_limits {
 struct config_job {
     char *job_name;     /* unique, non-empty */
     double sample_rate; /* Hz, (0, 1e6] */
-    enum config_mode mode;
+    enum profile_mode mode;
     uint64_t profile_interval_ns; /* >= 1s */
     bool all_threads;             /* default true */
     bool native;                  /* default false */
@@ -95,7 +94,7 @@ struct pyprofd_config {
     char *source; /* file name it was loaded from, or the buffer's name */
     struct {
         double sample_rate;           /* Hz; default 100 */
-        enum config_mode mode;        /* default cpu */
+        enum profile_mode mode;       /* default cpu */
         uint64_t profile_interval_ns; /* default 15s */
         struct labels external_labels;
         struct config_limits limits;
@@ -227,9 +226,6 @@ PYPROFD_WARN_UNUSED int config_read_secret(const char *path, char **out, char *e
 /** The built-in default config: one job "python" sampling every Python process. */
 PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);
 void config_free(struct pyprofd_config *c);
-
-/** "wall", "cpu", ... */
-const char *config_mode_name(enum config_mode m);
 
 /**
  * Parses a Prometheus duration ("15s", "1m30s", "500ms", "0"; units y w d h m s

@@ -46,7 +46,9 @@ PYPROFD_WARN_UNUSED int execid_parse_auxv(const uint8_t *data, size_t len, uint6
  * Reads the current image's identity of process @a pid: /proc/PID/auxv under
  * @a proc_root, then the random bytes through @a mr (borrowed). Returns 0,
  * -ESRCH (gone), -EPERM/-EACCES (not allowed), -ENOENT/-EINVAL (no usable
- * AT_RANDOM), or a memread error.
+ * AT_RANDOM; also while the process is in the middle of an exec, whose new
+ * vector is written after /proc/PID/exe changes: try again later), or a
+ * memread error.
  */
 PYPROFD_WARN_UNUSED int execid_read(const char *proc_root, pid_t pid, struct memread *mr,
                                     struct exec_id *out);

@@ -44,6 +44,7 @@
 #define LOOP_STUCK_MAX_NS       600000000000ull
 #define LOOP_STUCK_MIN_ATTEMPTS 20u
 #define LOOP_EXEC_CHECK_NS      1000000000ull /* how often a target's program image is checked */
+#define LOOP_EXEC_RETRIES       10u           /* reads of an image identity not known at attach */
 
 /* Why a target was attached again (pyprofd_target_reattaches_total{reason}). */
 enum loop_reattach {
@@ -88,7 +89,7 @@ struct loop_target {
     char version[32];
     struct labels meta;   /* discovered labels, before relabeling */
     struct labels labels; /* after relabeling, external labels added */
-    enum config_mode mode;
+    enum profile_mode mode;
     double rate;
     uint64_t interval_ns; /* sampling */
     uint64_t window_ns;   /* profile interval */
@@ -117,6 +118,7 @@ struct loop_target {
     /* is it still the program it was? (the AT_RANDOM bytes of its image) */
     struct exec_id exec;
     uint64_t exec_checked;
+    unsigned exec_retries; /* reads of an exec id not known at attach */
     /* attempts all failing since (0: the last one taken), the counts then */
     uint64_t failing_since, failing_attempts, seen_taken;
     uint64_t stuck_ns;       /* how long failing makes it stale (from its process entry) */
@@ -143,7 +145,7 @@ struct loop_proc {
 struct loop_part {
     struct agg *agg;
     struct labels labels;
-    enum config_mode mode;
+    enum profile_mode mode;
     int64_t period_ns;
 };
 
@@ -229,21 +231,6 @@ static void loop_clocks(struct loop *l, uint64_t mono)
 {
     l->hk_mono = mono;
     l->hk_real = loop_real_ns();
-}
-
-static enum sampler_mode loop_sampler_mode(enum config_mode m)
-{
-    switch (m) {
-    case CONFIG_MODE_CPU:
-        return SAMPLER_CPU;
-    case CONFIG_MODE_GIL:
-        return SAMPLER_GIL;
-    case CONFIG_MODE_EXCEPTION:
-        return SAMPLER_EXCEPTION;
-    case CONFIG_MODE_WALL:
-    default:
-        return SAMPLER_WALL;
-    }
 }
 
 static void loop_copy_str(char *dst, size_t len, const char *src)
@@ -364,11 +351,6 @@ static void loop_job_add(struct loop_job_stats *j, const struct sampler_counts *
 
 /* ---- windows -------------------------------------------------------------- */
 
-static const char *loop_value_type(enum config_mode m)
-{
-    return config_mode_name(m);
-}
-
 /* Hands the target's window to the export thread and starts a new one. */
 static void loop_cut(struct loop *l, struct loop_target *t, uint64_t now, bool final)
 {
@@ -386,16 +368,19 @@ static void loop_cut(struct loop *l, struct loop_target *t, uint64_t now, bool f
     }
     struct window_item item = {
         .agg = t->win,
-        .pid = t->key.pid,
-        .value_type = loop_value_type(t->mode),
-        .period_ns = (int64_t)t->interval_ns,
-        .time_nanos = t->win_start_real,
-        .duration_nanos = (int64_t)(now - t->win_start),
-        .final = final,
+        .meta =
+            {
+                .pid = t->key.pid,
+                .mode = t->mode,
+                .period_ns = (int64_t)t->interval_ns,
+                .time_nanos = t->win_start_real,
+                .duration_nanos = (int64_t)(now - t->win_start),
+                .final = final,
+            },
     };
-    loop_copy_str(item.job, sizeof(item.job), t->job_name);
+    loop_copy_str(item.meta.job, sizeof(item.meta.job), t->job_name);
     bool empty = agg_sample_count(t->win) == 0;
-    int err = empty ? -ENODATA : labels_copy(&item.labels, &t->labels);
+    int err = empty ? -ENODATA : labels_copy(&item.meta.labels, &t->labels);
     if (!err)
         err = window_push(l->opts.queue, &item);
     if (err) {
@@ -403,7 +388,7 @@ static void loop_cut(struct loop *l, struct loop_target *t, uint64_t now, bool f
             t->windows_dropped++;
             l->windows_dropped_total++;
         }
-        labels_release(&item.labels);
+        labels_release(&item.meta.labels);
         window_recycle(l->opts.queue, t->win);
     } else {
         t->windows++;
@@ -640,7 +625,7 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
         /* suspended tasks use no CPU, hold no GIL, handle no exception:
          * "all" counts them only in wall mode (/targets says so otherwise) */
         t->async_all = job->async_mode == CONFIG_ASYNC_ALL;
-        bool all = t->async_all && job->mode == CONFIG_MODE_WALL;
+        bool all = t->async_all && job->mode == PROFILE_WALL;
         err = asyncio_new(t->u, mr, rt, all ? ASYNCIO_ALL : ASYNCIO_RUNNING, &t->aio, why,
                           sizeof(why));
         if (err == -ENOTSUP) /* 3.13: plain stacks, said in /targets */
@@ -658,7 +643,7 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
     double frac = (double)(l->phase_seq++ % 1000) * 0.6180339887498949;
     frac -= (double)(uint64_t)frac;
     struct sampler_opts so = {
-        .mode = loop_sampler_mode(job->mode),
+        .mode = job->mode,
         .interval_ns = t->interval_ns,
         .unwind_flags = (job->all_threads ? UNWIND_ALL_THREADS : 0u) |
                         (job->native ? UNWIND_NATIVE : 0u) | (job->gc ? 0u : UNWIND_NO_GC),
@@ -688,7 +673,7 @@ static int loop_target_start(struct loop *l, struct loop_proc *p, size_t j, stru
             loop_request_attach(l, r, t);
     }
     log_info("sampling process %d (%s, Python %s) as job '%s' at %g Hz, %s mode", (int)p->key.pid,
-             p->comm, p->version, t->job_name, t->rate, config_mode_name(t->mode));
+             p->comm, p->version, t->job_name, t->rate, profile_mode_name(t->mode));
     return 0;
 fail:
     /* the memory reader and runtime are freed by the caller on failure */
@@ -1033,8 +1018,7 @@ static const char *loop_async_json(const struct loop_target *t, char *buf, size_
         return t->async_note;
     switch (asyncio_state(t->aio)) {
     case ASYNCIO_ACTIVE:
-        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != CONFIG_MODE_WALL &&
-            t->async_all)
+        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != PROFILE_WALL && t->async_all)
             return "running (async_mode all counts waiting tasks: only with mode wall)";
         return asyncio_mode_name(asyncio_get_mode(t->aio));
     case ASYNCIO_INVALID:
@@ -1074,6 +1058,12 @@ static bool loop_stale(struct loop *l, struct loop_target *t, uint64_t now, enum
     }
     if (now - t->exec_checked >= LOOP_EXEC_CHECK_NS) {
         t->exec_checked = now;
+        if (t->exec.random_raddr == 0 && t->exec_retries < LOOP_EXEC_RETRIES) {
+            /* not known at attach (caught in the middle of an exec?): again */
+            t->exec_retries++;
+            if (execid_read(l->cfg->discovery.proc_root, t->key.pid, t->mr, &t->exec))
+                memset(&t->exec, 0, sizeof(t->exec));
+        }
         bool same = true;
         int err = execid_check(t->mr, &t->exec, &same);
         if (err == -ESRCH) {
@@ -1406,7 +1396,7 @@ static int loop_request_encode(struct loop *l, struct loop_request *r, uint64_t 
     }
     struct pprof_meta m = {
         /* targets of different modes: their time is still time, of mixed kinds */
-        .value_type = r->nparts && same ? config_mode_name(r->parts[0].mode) : "time",
+        .value_type = r->nparts && same ? profile_mode_name(r->parts[0].mode) : "time",
         .value_unit = "nanoseconds",
         .period_ns = r->nparts ? r->parts[0].period_ns : 0,
         .time_nanos = (int64_t)started_real,
@@ -1512,7 +1502,7 @@ struct loop_tsnap {
     char reason[320];
     bool target;
     char job[64];
-    enum config_mode mode;
+    enum profile_mode mode;
     double rate, effective_rate, interval_s;
     char async[320];
     struct sampler_counts counts;
@@ -1548,7 +1538,7 @@ static json_object *loop_tsnap_json(const struct loop_tsnap *t)
     json_object_object_add(o, "job", json_object_new_string(t->job));
     json_object_object_add(o, "labels", loop_labels_json(&t->labels));
     json_object_object_add(o, "discovered_labels", loop_labels_json(&t->meta));
-    json_object_object_add(o, "mode", json_object_new_string(config_mode_name(t->mode)));
+    json_object_object_add(o, "mode", json_object_new_string(profile_mode_name(t->mode)));
     if (t->async[0])
         json_object_object_add(o, "async", json_object_new_string(t->async));
     json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));

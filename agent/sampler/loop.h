@@ -51,7 +51,7 @@
 
 #include "aggregate/window.h"
 #include "config/config.h"
-#include "exporters/pull/promtext.h"
+#include "base/promtext.h"
 
 struct loop;
 

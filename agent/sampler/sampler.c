@@ -87,24 +87,6 @@ struct sampler {
     size_t ntraced;
 };
 
-static const char *const sampler_modes[] = {"wall", "cpu", "gil", "exception"};
-
-const char *sampler_mode_name(enum sampler_mode m)
-{
-    return (unsigned)m < PYPROFD_ARRAY_SIZE(sampler_modes) ? sampler_modes[m] : "?";
-}
-
-int sampler_mode_parse(const char *name, enum sampler_mode *out)
-{
-    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(sampler_modes); i++) {
-        if (strcmp(name, sampler_modes[i]) == 0) {
-            *out = (enum sampler_mode)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
 /* The cached kernel view of thread @ns_tid, looked up or refreshed. */
 static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
 {
@@ -222,7 +204,7 @@ static void sampler_resume_all(struct sampler *s)
 int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg, const struct sampler_opts *opts,
                 uint64_t now_ns, struct sampler **out)
 {
-    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PYPROFD_ARRAY_SIZE(sampler_modes))
+    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES)
         return -EINVAL;
     struct sampler *s = alloc_calloc(1, sizeof(*s));
     if (!s)
@@ -234,7 +216,7 @@ int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg, const struct sam
     schedule_init(&s->sched, now_ns, opts->interval_ns);
     s->rng = (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u;
     s->last_attempt_ns = now_ns;
-    if (opts->mode == SAMPLER_CPU)
+    if (opts->mode == PROFILE_CPU)
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
     if (opts->blocking) {
         s->traced = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->traced));
@@ -259,7 +241,7 @@ void sampler_free(struct sampler *s)
         return;
     if (s->traced && s->pending)
         sampler_resume_all(s); /* never leave the target stopped */
-    if (s->opts.mode == SAMPLER_CPU)
+    if (s->opts.mode == PROFILE_CPU)
         unwinder_set_on_cpu(s->u, NULL, NULL);
     for (size_t i = 0; i < SAMPLER_THREADS; i++)
         sampler_thread_close(&s->threads[i]);
@@ -295,13 +277,13 @@ static unsigned sampler_unwind_flags(const struct sampler *s)
 {
     unsigned f = s->opts.unwind_flags & (UNWIND_ALL_THREADS | UNWIND_NATIVE | UNWIND_NO_GC);
     switch (s->opts.mode) {
-    case SAMPLER_CPU:
+    case PROFILE_CPU:
         return f | UNWIND_ONLY_ON_CPU;
-    case SAMPLER_GIL:
+    case PROFILE_GIL:
         return f | UNWIND_ONLY_GIL;
-    case SAMPLER_EXCEPTION:
+    case PROFILE_EXCEPTION:
         return f | UNWIND_ONLY_EXCEPTION;
-    case SAMPLER_WALL:
+    case PROFILE_WALL:
     default:
         return f;
     }

@@ -36,22 +36,11 @@
 #include "aggregate/agg.h"
 #include "base/status.h"
 #include "unwind/asyncio.h"
+#include "pipeline.h"
 #include "unwind/unwind.h"
 
-enum sampler_mode {
-    SAMPLER_WALL,
-    SAMPLER_CPU,
-    SAMPLER_GIL,
-    SAMPLER_EXCEPTION,
-};
-
-/** "wall", "cpu", "gil", "exception". */
-const char *sampler_mode_name(enum sampler_mode m);
-/** Parses a mode name. Returns 0 or -EINVAL. */
-PYPROFD_WARN_UNUSED int sampler_mode_parse(const char *name, enum sampler_mode *out);
-
 struct sampler_opts {
-    enum sampler_mode mode;
+    enum profile_mode mode;
     uint64_t interval_ns;  /* > 0 */
     unsigned unwind_flags; /* UNWIND_ALL_THREADS, UNWIND_NATIVE, UNWIND_NO_GC */
     bool blocking;         /* stop the target's threads with ptrace around each sample */

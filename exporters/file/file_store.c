@@ -191,7 +191,7 @@ static int file_store_push(void *ctx, const struct export_profile *p)
 {
     struct file_store *fs = ctx;
     char name[256], path[4096], tmp[4096];
-    file_store_name(p->item->job, p->item->pid, p->item->time_nanos, name, sizeof(name));
+    file_store_name(p->meta->job, p->meta->pid, p->meta->time_nanos, name, sizeof(name));
     int err = file_store_mkdirs(fs->dir);
     if (err) {
         if (!fs->warned_dir)

@@ -52,7 +52,7 @@
 
 #include "base/compat.h"
 
-#include "exporters/pull/promtext.h"
+#include "base/promtext.h"
 
 /** Longest profile a request may ask for unless configured otherwise (1 hour). */
 #define HTTP_SERVER_DEFAULT_MAX_SECONDS 3600

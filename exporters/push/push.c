@@ -40,7 +40,7 @@ struct push_item {
     struct labels labels;
     uint8_t *pprof;
     size_t len;
-    const char *value_type;
+    enum profile_mode mode;
     int64_t period_ns, time_nanos, duration_nanos;
     unsigned attempts; /* failed attempts so far */
 };
@@ -162,17 +162,10 @@ static void push_wait(struct push_exporter *pe, uint64_t until)
 
 /* --- public helpers ------------------------------------------------------- */
 
-const char *push_metric_name(const char *value_type)
+const char *push_metric_name(enum profile_mode mode)
 {
-    if (!value_type || strcmp(value_type, "cpu") == 0)
-        return "process_cpu";
-    if (strcmp(value_type, "wall") == 0)
-        return "wall";
-    if (strcmp(value_type, "gil") == 0)
-        return "gil";
-    if (strcmp(value_type, "exception") == 0)
-        return "exception";
-    return value_type;
+    /* Pyroscope's own name for CPU time; the others by the mode's name */
+    return mode == PROFILE_CPU ? "process_cpu" : profile_mode_name(mode);
 }
 
 uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uint64_t rnd)
@@ -450,7 +443,7 @@ static void *push_sender_main(void *arg)
             .labels = &it.labels,
             .pprof = it.pprof,
             .len = it.len,
-            .value_type = it.value_type,
+            .mode = it.mode,
             .period_ns = it.period_ns,
             .time_nanos = it.time_nanos,
             .duration_nanos = it.duration_nanos,
@@ -532,13 +525,13 @@ static int push_series_finish(struct labels *ls, const char *metric)
 static int push_push(void *ctx, const struct export_profile *p)
 {
     struct push_exporter *pe = ctx;
-    const struct window_item *wi = p->item;
+    const struct window_meta *wi = p->meta;
     const uint8_t *bytes = p->pprof_plain ? p->pprof_plain : p->pprof;
     size_t len = p->pprof_plain ? p->len_plain : p->len;
-    const char *metric = push_metric_name(wi->value_type);
+    const char *metric = push_metric_name(wi->mode);
     struct push_item it = {
         .len = len,
-        .value_type = wi->value_type,
+        .mode = wi->mode,
         .period_ns = wi->period_ns,
         .time_nanos = wi->time_nanos,
         .duration_nanos = wi->duration_nanos,

@@ -96,7 +96,7 @@ struct push_request {
     const struct labels *labels; /* final series labels, __name__ and service_name included */
     const uint8_t *pprof;        /* gzipped pprof */
     size_t len;
-    const char *value_type; /* "cpu", "wall", "gil", "exception" */
+    enum profile_mode mode;
     int64_t period_ns;
     int64_t time_nanos; /* window start, epoch ns */
     int64_t duration_nanos;
@@ -144,7 +144,7 @@ struct push_clock {
 
 /** The series name (__name__) for a mode: cpu -> process_cpu, wall -> wall, gil -> gil,
  *  exception -> exception (documented in docs/exporters.md). */
-const char *push_metric_name(const char *value_type);
+const char *push_metric_name(enum profile_mode mode);
 
 /**
  * The backoff before retry @a attempt (1 = the first retry): min * 2^(attempt-1),

@@ -3,7 +3,21 @@
 
 Where things are (the source tree, the pyprofd binary, the rootfs, go), and
 targets started with scripts/run-target.sh that are always stopped, also
-when a test fails or the driver is interrupted (stop_all()).
+when a test fails or the driver is interrupted (stop_all()), and run(), the
+main of every driver: the same command line, cleanup and closing line
+everywhere.
+
+A driver ends with
+
+    if __name__ == "__main__":
+        livelib.run(needs=("root", "rootfs", "go"))
+
+and is run as
+    /usr/bin/python3 tests/integration/test_NAME.py [-v] [-k PATTERN] [Class[.test]]
+(unittest's command line). The last line of its output is
+"N passed, N failed, N skipped", counting test methods (a method with failed
+subtests counts once, as failed; an error in setUpClass counts as one failed);
+the exit status is 0 only if nothing failed.
 
 Environment:
     PYPROFD_BINARY      the pyprofd executable (default: SOURCE/build/pyprofd)
@@ -13,12 +27,17 @@ Environment:
 """
 
 import os
+import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
-import select
-import socket
+import time
+import traceback
+import unittest
 
 SOURCE_DIR = os.path.abspath(os.environ.get("PYPROFD_SOURCE_DIR") or
                              os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -26,6 +45,9 @@ BINARY = os.environ.get("PYPROFD_BINARY") or os.path.join(SOURCE_DIR, "build", "
 RUN_TARGET = os.path.join(SOURCE_DIR, "scripts", "run-target.sh")
 TARGETS_DIR = os.path.join(SOURCE_DIR, "tests", "targets")
 START_TIMEOUT = 30
+# The environment run-target.sh gives a target (for programs a driver starts itself).
+TARGET_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+              "HOME": "/root", "LANG": "C.UTF-8"}
 
 _rootfs = None
 _live = {}  # host pid -> Target, for stop_all()
@@ -75,10 +97,15 @@ def top_function(top_output):
 
 
 class Target:
-    """A target started by run-target.sh: host pid, log, how to stop it."""
+    """A target: host pid, log, how to stop it.
 
-    def __init__(self, name, version, mode, pid, log):
+    Started by run-target.sh (stop() runs `run-target.sh stop`), or by a
+    driver itself, which then passes its own @stop function.
+    """
+
+    def __init__(self, name, version, mode, pid, log, stop=None):
         self.name, self.version, self.mode, self.pid, self.log = name, version, mode, pid, log
+        self._stop = stop
         self._stopped = False
         with _live_lock:
             _live[pid] = self
@@ -89,6 +116,9 @@ class Target:
         self._stopped = True
         with _live_lock:
             _live.pop(self.pid, None)
+        if self._stop is not None:
+            self._stop()
+            return
         out = subprocess.run([RUN_TARGET, "stop", str(self.pid)], capture_output=True,
                              text=True, timeout=30)
         if out.returncode != 0:
@@ -132,10 +162,14 @@ def start_target(tmp, script, version, mode="chroot", *args):
 
 
 def stop_all():
+    """Stops every target still running (each one, even if stopping another fails)."""
     with _live_lock:
         targets = list(_live.values())
     for t in targets:
-        t.stop()
+        try:
+            t.stop()
+        except Exception as e:
+            print(f"warning: stopping {t!r}: {e}", file=sys.stderr)
 
 
 def free_port():
@@ -293,3 +327,416 @@ class BlackHole:
         for c in self.conns:
             c.close()
         self.sock.close()
+
+
+# --- running a driver --------------------------------------------------------
+
+_scratch = None
+_scratch_lock = threading.Lock()
+
+
+def scratch():
+    """This run's temporary directory, made on first use (from any thread).
+
+    run() removes it when everything passed and names it otherwise (logs of
+    the targets, profiles).
+    """
+    global _scratch
+    with _scratch_lock:
+        if _scratch is None:
+            name = os.path.basename(sys.argv[0]).removesuffix(".py") or "driver"
+            _scratch = tempfile.mkdtemp(prefix=f"pyprofd-{name}.")
+        return _scratch
+
+
+_notes = []           # (test id, line) kept for the end, without -v
+_notes_lock = threading.Lock()
+_result = None        # the running CountingResult
+
+
+def note(text):
+    """One line of what a test observed, printed whether it passes or not.
+
+    With -v it follows the test's line at once; otherwise all of them are
+    listed before the closing line, under the test's name.
+    """
+    with _notes_lock:
+        r = _result
+        if r is not None and r.showAll:
+            if not r._newline:
+                r.stream.writeln()
+                r._newline = True
+            r.noted = True  # the status follows on a line of its own
+            r.stream.writeln(f"    {text}")
+            r.stream.flush()
+        else:
+            current = getattr(r, "current", None)
+            _notes.append((current.id() if current is not None else "-", text))
+
+
+def _num(v):
+    return f"{v:.2f}" if isinstance(v, float) else str(v)
+
+
+def _observed(name, value, lo, hi, unit):
+    text = f"{name} observed {_num(value)}{unit}" if name else f"observed {_num(value)}{unit}"
+    if lo is not None and hi is not None:
+        text += f" (bounds {_num(lo)}..{_num(hi)}{unit})"
+    elif lo is not None:
+        text += f" (bounds >= {_num(lo)}{unit})"
+    elif hi is not None:
+        text += f" (bounds <= {_num(hi)}{unit})"
+    ok = (lo is None or value >= lo) and (hi is None or value <= hi)
+    return text if ok else text + " OUT OF BOUNDS", ok
+
+
+def within(test, what, value, lo=None, hi=None, msg=None, unit=""):
+    """Asserts lo <= value <= hi (a bound may be None) for @test and note()s
+    "WHAT: observed V (bounds LO..HI)" either way, so that a statistical
+    bound's drift shows in the output before it fails. Returns @value."""
+    text, ok = _observed(None, value, lo, hi, unit)
+    note(f"{what}: {text}")
+    if not ok:
+        test.fail(f"{what}: {text}" + (f"; {msg}" if msg else ""))
+    return value
+
+
+def within_each(test, what, checks, msg=None, unit=""):
+    """within() for several values on one line: @checks is a list of
+    (name, value, lo, hi); a value with neither bound is only shown. Fails
+    naming every value out of its bounds."""
+    parts, bad = [], []
+    for name, value, lo, hi in checks:
+        text, ok = _observed(name, value, lo, hi, unit)
+        parts.append(text)
+        if not ok:
+            bad.append(text)
+    note(f"{what}: " + ", ".join(parts))
+    if bad:
+        test.fail(f"{what}: " + ", ".join(bad) + (f"; {msg}" if msg else ""))
+
+
+class Scenario(unittest.TestCase):
+    """Steps that build on each other, run as one test in the order written.
+
+    A subclass defines step_NAME(self) methods instead of test_ methods;
+    test_scenario runs them in the order they appear in the class body (a
+    subclass's after its bases'), each as subTest(step=NAME): a failing step
+    is reported by its name and the steps after it still run (they may fail
+    as a consequence of it: read the first failure first). Each step's
+    outcome and time are note()d. The scenario is one test in the closing
+    count.
+    """
+
+    @classmethod
+    def steps(cls):
+        names = []
+        for klass in reversed(cls.__mro__):
+            for name, value in vars(klass).items():
+                if name.startswith("step_") and callable(value) and name not in names:
+                    names.append(name)
+        return names
+
+    def test_scenario(self):
+        steps = self.steps()
+        self.assertTrue(steps, f"{type(self).__name__} has no step_ methods")
+        for name in steps:
+            step = name[len("step_"):]
+            started = time.monotonic()
+            outcome = "FAILED"
+            with self.subTest(step=step):
+                getattr(self, name)()
+                outcome = "ok"
+            note(f"step {step}: {outcome} in {time.monotonic() - started:.1f} s")
+
+
+class CountingResult(unittest.TextTestResult):
+    """Counts test methods for the closing line (a failed subtest fails its method once)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.passed = 0
+        self.failed = 0
+        self.skipped_n = 0
+        self.current = None   # the test running (None between tests)
+        self.noted = False    # note()s printed for it (with -v)
+        self._failed_ids = set()
+        self._ended = set()   # ids of tests with an outcome
+
+    def _fail(self, test):
+        if test.id() not in self._failed_ids:
+            self._failed_ids.add(test.id())
+            self.failed += 1
+
+    def startTest(self, test):
+        self.current = test
+        self.noted = False
+        super().startTest(test)
+
+    def _write_status(self, test, status):
+        if self.noted and test is self.current:  # after the test's notes, not named again
+            self.stream.writeln(f"    ... {status}")
+            self.stream.flush()
+            self._newline = True
+            return
+        super()._write_status(test, status)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        if test.id() in self._ended or test.id() in self._failed_ids:
+            self.current = None
+        # else: interrupted (KeyboardInterrupt goes through stopTest): run() names it
+
+    def _outcome(self, test):
+        self._ended.add(test.id())
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._outcome(test)
+        if test.id() not in self._failed_ids:
+            self.passed += 1
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self._outcome(test)
+        self.passed += 1
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._outcome(test)
+        self._fail(test)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._outcome(test)
+        self._fail(test)
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            self._fail(test)
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._outcome(test)
+        self._fail(test)
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._outcome(test)
+        self.skipped_n += 1
+
+
+class _Runner(unittest.TextTestRunner):
+    """TextTestRunner on stdout with CountingResult; unittest.main passes -v/-q."""
+
+    resultclass = CountingResult
+
+    def __init__(self, **kwargs):
+        kwargs["stream"] = sys.stdout
+        super().__init__(**kwargs)
+
+    def _makeResult(self):
+        global _result
+        result = super()._makeResult()
+        with _notes_lock:
+            _result = result
+        return result
+
+
+def _missing(needs):
+    """Why the driver cannot run here, or None."""
+    for need in needs:
+        if need == "root" and os.geteuid() != 0:
+            return "must run as root (chroot, unshare, reading other processes)"
+        if need == "rootfs":
+            try:
+                path = rootfs()
+            except (OSError, subprocess.CalledProcessError) as e:
+                return f"cannot find the rootfs: {e}"
+            if not os.path.isdir(path):
+                return f"no rootfs at {path}: run scripts/python-rootfs.sh first"
+        if need == "go" and not os.access(go_binary(), os.X_OK):
+            return f"no go at {go_binary()}: install golang-go (scripts/bootstrap.sh)"
+        if need == "promtool" and not os.access("/usr/bin/promtool", os.X_OK):
+            return "no /usr/bin/promtool: install prometheus (scripts/bootstrap.sh)"
+        if need == "openssl" and not shutil.which("openssl"):
+            return "no openssl: install openssl"
+    return None
+
+
+def _children():
+    """PIDs of this process's children (of any of its threads)."""
+    pids = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def _stop_children():
+    """SIGTERM (then SIGKILL) children still running: agents and record runs a
+    test started and an interruption kept it from stopping."""
+    def cmdline(pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            return "?"
+
+    def gone(pid):
+        try:
+            return os.waitpid(pid, os.WNOHANG)[0] == pid
+        except ChildProcessError:
+            return True
+
+    left = [p for p in _children() if not gone(p)]
+    for pid in left:
+        print(f"warning: pid {pid} ({cmdline(pid)[:100]}) still running at the end: "
+              f"stopping it", file=sys.stderr)
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if not gone(p)]
+        time.sleep(0.05)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def _stop_strays():
+    """SIGTERM (then SIGKILL) processes whose output goes to a file in
+    scratch(): targets whose start was interrupted (run-target.sh start was
+    stopped after it had started the target, so no Target knows them), or
+    that a test forgot. Only this run's scratch directory: nobody else's."""
+    if _scratch is None:
+        return
+    prefix = _scratch + os.sep
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/fd/1").startswith(prefix):
+                found.append(int(entry))
+        except OSError:
+            pass
+    for pid in found:
+        print(f"warning: pid {pid} still writes to {_scratch} at the end: stopping it",
+              file=sys.stderr)
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5
+    while found and time.monotonic() < deadline:
+        found = [p for p in found if os.path.exists(f"/proc/{p}") and
+                 not _zombie(p)]
+        time.sleep(0.05)
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def _finish_pools(timeout):
+    """Waits for the worker threads of thread pools (which may be starting
+    targets while the main thread was interrupted) to finish their task."""
+    deadline = time.monotonic() + timeout
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and t.name.startswith("ThreadPoolExecutor"):
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run(needs=("root", "rootfs")):
+    """The main of every driver; does not return.
+
+    Checks @needs ("root", "rootfs", "go", "promtool", "openssl": without one
+    it says why and exits 77, the automake/ctest code for "skipped"), runs
+    the tests of __main__ with unittest's command line (-v, -k PATTERN,
+    names), and on the way out, also after an exception, Ctrl-C or SIGTERM
+    (ctest's timeout): stops every target (stop_all()) and any child still
+    running, removes scratch() if everything passed (else names it), and
+    prints the closing line "N passed, N failed, N skipped". Exit status 0
+    only if nothing failed and the run was not interrupted.
+    """
+    name = os.path.basename(sys.argv[0]).removesuffix(".py")
+    why = _missing(needs)
+    if why:
+        print(f"{name}: {why}", file=sys.stderr)
+        sys.exit(77)
+    signal.signal(signal.SIGTERM, _interrupt)
+    interrupted = None
+    try:
+        unittest.main(module="__main__", testRunner=_Runner, exit=False)
+    except KeyboardInterrupt as e:
+        interrupted = f"interrupted ({e})" if str(e) else "interrupted"
+    except SystemExit:
+        raise  # usage errors, -h: unittest has said what
+    except BaseException as e:
+        traceback.print_exc()
+        interrupted = f"{type(e).__name__}: {e}"
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup runs to its end
+        stop_all()
+        _stop_children()
+        if interrupted:  # a pool may still be starting targets: wait, stop those too
+            _finish_pools(START_TIMEOUT + 30)
+            stop_all()
+            _stop_children()
+        _stop_strays()
+    result = _result
+    passed = result.passed if result else 0
+    failed = result.failed if result else 0
+    skipped = result.skipped_n if result else 0
+    if interrupted:
+        current = result.current if result else None
+        if current is None or current.id() not in result._failed_ids:
+            failed += 1  # the test that was running, or the run (between tests, setUpClass)
+        print(f"{interrupted}" + (f" during {current.id()}" if current is not None else
+                                  " (counted as one failed test)"), flush=True)
+    ok = interrupted is None and result is not None and result.wasSuccessful()
+    if _scratch is not None:
+        if ok:
+            shutil.rmtree(_scratch, ignore_errors=True)
+        else:
+            print(f"logs and profiles kept in {_scratch}", flush=True)
+    if _notes:
+        print("observed:", flush=True)
+        last = None
+        for test_id, text in _notes:
+            if test_id != last:
+                print(f"  {test_id}", flush=True)
+                last = test_id
+            print(f"    {text}", flush=True)
+    print(f"{passed} passed, {failed} failed, {skipped} skipped", flush=True)
+    if interrupted:
+        sys.stderr.flush()
+        os._exit(1)  # everything is stopped: not waiting for the tests' other threads
+    sys.exit(0 if ok else 1)

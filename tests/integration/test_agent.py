@@ -8,32 +8,39 @@ profile interval (so that any profile file on disk before the end is a
 flush: a target that exited, a reload, SIGTERM), a 1 s refresh, storage in a
 temporary directory, and the HTTP server on a free loopback port.
 
-What is checked, in order (test_NN_ names keep the order):
-    01 targets     hotspot.py under 3.13 (chroot), 3.14 (container: own PID
+The checks share the agent and build on each other (a late target joins the
+three, the reload changes the config, SIGTERM ends the agent), so they are
+one scenario (livelib.Scenario): steps run in the order below, each reported
+by name, with its time, and a failing step does not stop the ones after it.
+
+    targets        hotspot.py under 3.13 (chroot), 3.14 (container: own PID
                    and mount namespaces) and 3.15 (chroot) are all in
                    /targets as active, with job, service_name, version
-    02 profile     /debug/pprof/profile?seconds=2&pid=P for the three at once:
+    profile        /debug/pprof/profile?seconds=2&pid=P for the three at once:
                    `go tool pprof -top` of each shows that target's own hot
                    function first; without pid: all three, told apart by the
                    labels every sample carries
-    03 metrics     /metrics passes `promtool check metrics` (Debian's
+    metrics        /metrics passes `promtool check metrics` (Debian's
                    prometheus) and counts samples for the job
-    04 late        a target started after the agent is active within one
+    late           a target started after the agent is active within one
                    refresh interval (plus slack)
-    05 exit        a target that exits by itself mid-interval has its
+    exit           a target that exits by itself mid-interval has its
                    samples flushed: a file for its pid in storage, whose
                    profile shows its hot function
-    06 unsupported Debian's own python3 (3.11) is listed with the reason
-    07 reload      a broken config on SIGHUP and on POST /-/reload is refused
+    unsupported    Debian's own python3 (3.11) is listed with the reason
+    reload         a broken config on SIGHUP and on POST /-/reload is refused
                    (500, pyprofd_config_last_reload_successful 0), the agent
                    keeps sampling; the good config again is accepted (200, 1)
-    08 sigterm     SIGTERM: the agent exits 0 within its deadline and every
+    sigterm        SIGTERM: the agent exits 0 within its deadline and every
                    running target's partial window is on disk
-    09 errors      `pyprofd agent --config.file` with a missing file: exit 1
-    (03 also asks /debug/pprof/profile for a pid that is not a target: 404)
+    (metrics also asks /debug/pprof/profile for a pid that is not a target: 404)
+
+and, on its own (AgentErrorTest):
+    errors         `pyprofd agent --config.file` with a missing file: exit 1
 
 Run by ctest as test_agent_live (label integration), or by hand:
     /usr/bin/python3 tests/integration/test_agent.py [-v]
+The last line of the output is "N passed, N failed, N skipped" (livelib.run()).
 """
 
 import glob
@@ -43,7 +50,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -63,12 +69,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-class AgentTest(unittest.TestCase):
+class AgentTest(livelib.Scenario):
     agent = None
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="pyprofd-test-agent.")
+        cls.tmp = livelib.scratch()
         cls.token = f"agt{os.getpid()}"
         cls.store = os.path.join(cls.tmp, "store")
         cls.port = free_port()
@@ -193,7 +199,7 @@ server:
 
     # --- tests --------------------------------------------------------------
 
-    def test_01_targets(self):
+    def step_targets(self):
         for version, t in self.targets.items():
             info = self.wait_active(t.pid, 10)
             self.assertEqual(info["job"], "agent-test")
@@ -203,7 +209,7 @@ server:
             self.assertFalse([k for k in info["labels"] if k.startswith("__")], info)
             self.assertEqual(info["mode"], "wall")
 
-    def test_02_profile(self):
+    def step_profile(self):
         results = {}
 
         def one(version, t):
@@ -236,7 +242,7 @@ server:
         self.assertIn("hot_beta", raw)
         self.assertNotIn("hot_alpha", raw)
 
-    def test_03_metrics(self):
+    def step_metrics(self):
         status, body = self.get("/metrics")
         self.assertEqual(status, 200)
         check = subprocess.run([PROMTOOL, "check", "metrics"], input=body,
@@ -244,7 +250,8 @@ server:
         self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
         text = body.decode()
         self.assertIn('pyprofd_targets{job="agent-test"} 3', text)
-        self.assertGreater(self.metric('pyprofd_samples_total{job="agent-test"}') or 0, 100)
+        livelib.within(self, "pyprofd_samples_total{job=\"agent-test\"}",
+                       self.metric('pyprofd_samples_total{job="agent-test"}') or 0, 101, None)
         self.assertIn("pyprofd_build_info{", text)
         self.assertIn("process_cpu_seconds_total", text)
         # not a target: 404 with the reason, at once
@@ -252,18 +259,22 @@ server:
         self.assertEqual(status, 404)
         self.assertIn(b"not a current target", body)
 
-    def test_04_late(self):
+    def step_late(self):
         t = self.start_hotspot("3.14", "chroot", "alpha")
         # from when it is ready: starting it can take seconds on a loaded machine
         started = time.monotonic()
         self.wait_active(t.pid, REFRESH_S + 3)
-        took = time.monotonic() - started
-        self.assertLess(took, REFRESH_S + 3)
+        livelib.within(self, "late target active after (s)", time.monotonic() - started,
+                       None, REFRESH_S + 3)
         t.stop()
 
-    def test_05_exit(self):
+    def step_exit(self):
         t = self.start_hotspot("3.15", "chroot", "gamma", "--duration", "3")
+        started = time.monotonic()
         self.wait_active(t.pid, 5)
+        # it must be active before it exits, 3 s after it was ready: the margin
+        livelib.note(f"exit: active {time.monotonic() - started:.1f} s after its start "
+                     f"returned (it exits 3 s after it was ready)")
         deadline = time.monotonic() + 15
         while t.alive() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -278,7 +289,7 @@ server:
         self.assertNotIn(t.pid, self.targets_by_pid())
         t.stop()
 
-    def test_06_unsupported(self):
+    def step_unsupported(self):
         script = os.path.join(self.tmp, f"{self.token}_old.py")
         with open(script, "w") as f:
             f.write("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
@@ -300,7 +311,7 @@ server:
             old.wait()
             old.stdout.close()
 
-    def test_07_reload(self):
+    def step_reload(self):
         with open(self.config, "w") as f:
             f.write(self.good_config.replace("mode: wall", "mode: sideways"))
         self.agent.send_signal(signal.SIGHUP)
@@ -324,8 +335,8 @@ server:
         for t in self.targets.values():
             self.wait_active(t.pid, REFRESH_S + 5)
 
-    def test_08_sigterm(self):
-        # the windows the reload flushed (test_07) reach the disk a moment later
+    def step_sigterm(self):
+        # the windows the reload flushed (step reload) reach the disk a moment later
         before, deadline = None, time.monotonic() + 10
         while time.monotonic() < deadline:
             now = {v: len(self.stored(t.pid)) for v, t in self.targets.items()}
@@ -345,16 +356,17 @@ server:
             self.assertIn({"3.13": "hot_alpha", "3.14": "hot_beta", "3.15": "hot_gamma"}[version],
                           livelib.pprof_top(files[-1], self.tmp))
 
-    def test_09_errors(self):
+
+
+class AgentErrorTest(unittest.TestCase):
+    def test_missing_config(self):
+        """`pyprofd agent --config.file` with a missing file: exit 1, the file named"""
         missing = subprocess.run([livelib.BINARY, "agent", "--config.file",
-                                  os.path.join(self.tmp, "missing.yml")],
+                                  os.path.join(livelib.scratch(), "missing.yml")],
                                  capture_output=True, text=True, timeout=30)
         self.assertEqual(missing.returncode, 1)
         self.assertIn("missing.yml", missing.stderr)
 
 
 if __name__ == "__main__":
-    try:
-        unittest.main(verbosity=2 if "-v" in sys.argv else 1)
-    finally:
-        livelib.stop_all()
+    livelib.run(needs=("root", "rootfs", "go", "promtool"))

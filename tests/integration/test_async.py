@@ -39,6 +39,8 @@ What is checked (3.14 and 3.15, chroot and container launch modes):
 Environment: as livelib.py (PYPROFD_BINARY, PYPROFD_SOURCE_DIR, PYPROFD_ROOTFS,
 PYPROFD_GO). Run by ctest as test_async_live (label integration), or by hand:
     /usr/bin/python3 tests/integration/test_async.py [-v] [-k chain]
+The last line of the output is "N passed, N failed, N skipped" (livelib.run());
+without root it exits 77 (skipped).
 """
 
 import json
@@ -48,7 +50,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.request
@@ -109,12 +110,11 @@ def failed_by(stderr):
 class AsyncTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="pyprofd-test-async.")
+        cls.tmp = livelib.scratch()
 
     @classmethod
     def tearDownClass(cls):
         livelib.stop_all()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def start(self, version, mode="chroot", *args):
         t = livelib.start_target(self.tmp, TARGET, version, mode, *args)
@@ -220,8 +220,11 @@ class AsyncTest(unittest.TestCase):
                            f"churn-{version}")
         self.assert_ok(proc)
         reasons, attempts = failed_by(proc.stderr)
-        self.assertGreater(attempts, 1000, proc.stderr)
         torn = reasons.get("async_torn", 0)
+        livelib.note(f"churn {version}: attempts observed {attempts} (bounds > 1000), "
+                     f"async_torn observed {torn} (bounds < {attempts / 100:g}, 1%), "
+                     f"failed {sum(reasons.values())} ({reasons})")
+        self.assertGreater(attempts, 1000, proc.stderr)
         self.assertLess(torn, attempts / 100, f"async_torn {torn} of {attempts}:\n{proc.stderr}")
         stacks = folded(out)
         main = f"<task main>;main (S:{LINES['MAIN_RUN']})"
@@ -237,9 +240,8 @@ class AsyncTest(unittest.TestCase):
                 self.assertEqual(rest[0], f"{LINES['CHURN_AWAIT']})", s)
                 self.assertRegex(rest[1], r"^<task short-\d+>;short_job \(S:\d+\)", s)
                 tasks += c
-        self.assertGreater(tasks, 50, "\n".join(stacks))
-        print(f"churn {version}: {attempts} attempts, async_torn {torn}, "
-              f"failed {sum(reasons.values())} ({reasons})", file=sys.stderr)
+        livelib.within(self, f"churn {version}: samples in a short-N task", tasks, 51, None,
+                       "\n".join(stacks))
 
     def test_churn__3_14(self):
         self.check_churn("3.14")
@@ -439,10 +441,4 @@ def free_port():
 
 
 if __name__ == "__main__":
-    if os.geteuid() != 0:
-        print("test_async: needs root (ptrace, chroot)", file=sys.stderr)
-        sys.exit(77)
-    try:
-        unittest.main(verbosity=2)
-    finally:
-        livelib.stop_all()
+    livelib.run(needs=("root", "rootfs", "go"))

@@ -20,8 +20,9 @@ Environment:
 
 Run by ctest as test_dump (label integration), or by hand:
     /usr/bin/python3 tests/integration/test_dump.py [-v] [-k record_stack]
-The last line of the output is "N passed, N failed" (one per generated test
-method); the exit status is non-zero if anything failed.
+The last line of the output is "N passed, N failed, N skipped" (one per
+generated test method, livelib.run()); the exit status is non-zero if
+anything failed. Target logs are kept if anything failed.
 """
 
 import concurrent.futures
@@ -32,16 +33,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import unittest
 
-SOURCE_DIR = os.path.abspath(os.environ.get("PYPROFD_SOURCE_DIR") or
-                             os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-BINARY = os.environ.get("PYPROFD_BINARY") or os.path.join(SOURCE_DIR, "build", "pyprofd")
-RUN_TARGET = os.path.join(SOURCE_DIR, "scripts", "run-target.sh")
-EMBED_BUILD = os.path.join(SOURCE_DIR, "tests", "targets", "embed", "build.sh")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import livelib  # noqa: E402
+
+BINARY = livelib.BINARY
+EMBED_BUILD = os.path.join(livelib.SOURCE_DIR, "tests", "targets", "embed", "build.sh")
 
 ALL_VERSIONS = ("3.13", "3.14", "3.15")
 ALL_MODES = ("chroot", "container")
@@ -52,39 +51,10 @@ CASES = tuple((v, m) for v in VERSIONS for m in MODES)
 
 EXPECTED_PREFIX = "pyprofd-expected: "
 READY_LINE = "pyprofd-target: ready"
-TARGET_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-              "HOME": "/root", "LANG": "C.UTF-8"}
 FRAME_KEYS = {"function", "file", "line", "end_line", "column", "end_column"}
 STATUS_KEYS = {"holds_gil", "gil_requested", "on_cpu", "has_exception"}
 DUMP_TIMEOUT = 30
-START_TIMEOUT = 30
-
-_logdir = None        # one temporary directory for all target logs
-_rootfs = None
-_live = {}            # host pid -> stop function, for the last-resort cleanup
-
-
-_logdir_lock = threading.Lock()
-
-
-def logdir():
-    global _logdir
-    with _logdir_lock:  # targets start from several threads at once
-        if _logdir is None:
-            _logdir = tempfile.mkdtemp(prefix="pyprofd-test-dump.")
-        return _logdir
-
-
-def rootfs():
-    global _rootfs
-    if _rootfs is None:
-        path = os.environ.get("PYPROFD_ROOTFS")
-        if not path:
-            path = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "python-rootfs.sh"),
-                                   "--print-path"], check=True, capture_output=True,
-                                  text=True).stdout.strip()
-        _rootfs = os.path.realpath(path)
-    return _rootfs
+START_TIMEOUT = livelib.START_TIMEOUT
 
 
 def read_expected(log):
@@ -97,47 +67,19 @@ def read_expected(log):
         raise AssertionError(f"no {EXPECTED_PREFIX!r} line in {log}:\n{f.read()[-2000:]}")
 
 
-class Target:
-    """A running target: host pid, what it expects, how to stop it."""
-
-    def __init__(self, name, version, mode, pid, log, stop):
-        self.name, self.version, self.mode = name, version, mode
-        self.pid, self.log, self._stop = pid, log, stop
-        self.expected = read_expected(log)
-        _live[pid] = self.stop
-
-    def stop(self):
-        if self._stop is not None:
-            stop, self._stop = self._stop, None
-            _live.pop(self.pid, None)
-            stop()
-
-    def __repr__(self):
-        return f"{self.name} (python{self.version}, {self.mode}, pid {self.pid})"
+def with_expected(target):
+    """@target (a livelib.Target) with .expected, what it recorded; stopped if that fails."""
+    try:
+        target.expected = read_expected(target.log)
+    except BaseException:
+        target.stop()
+        raise
+    return target
 
 
 def start_target(name, version, mode, *args):
-    """Start tests/targets/NAME.py with run-target.sh; return a Target."""
-    log = os.path.join(logdir(), f"{name}-{version}-{mode}.log")
-    proc = subprocess.run([RUN_TARGET, "start", "--python", version, "--mode", mode,
-                           "--log", log, "--timeout", str(START_TIMEOUT), name, *args],
-                          capture_output=True, text=True, timeout=START_TIMEOUT + 30)
-    if proc.returncode != 0 or not proc.stdout.strip().isdigit():
-        raise RuntimeError(f"run-target.sh start {name} (python{version}, {mode}) failed "
-                           f"({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    pid = int(proc.stdout.strip())
-
-    def stop():
-        out = subprocess.run([RUN_TARGET, "stop", str(pid)], capture_output=True, text=True,
-                             timeout=30)
-        if out.returncode != 0:
-            print(f"warning: run-target.sh stop {pid}: {out.stderr.strip()}", file=sys.stderr)
-
-    try:
-        return Target(name, version, mode, pid, log, stop)
-    except BaseException:
-        stop()
-        raise
+    """Start tests/targets/NAME.py with run-target.sh; a livelib.Target with .expected."""
+    return with_expected(livelib.start_target(livelib.scratch(), name, version, mode, *args))
 
 
 def proc_children(pid):
@@ -177,8 +119,8 @@ def start_program(name, version, mode, argv, exe_suffix):
     the target) and container (unshare --pid --mount --fork: the target is
     the child of unshare, PID 1 inside).
     """
-    log = os.path.join(logdir(), f"{name}-{version}-{mode}.log")
-    root = rootfs()
+    log = os.path.join(livelib.scratch(), f"{name}-{version}-{mode}.log")
+    root = livelib.rootfs()
     if mode == "chroot":
         cmd = ["setsid", "chroot", root]
     else:
@@ -186,7 +128,8 @@ def start_program(name, version, mode, argv, exe_suffix):
                f"--mount-proc={root}/proc", "chroot", root]
     with open(log, "wb") as out:
         popen = subprocess.Popen(cmd + argv, stdin=subprocess.DEVNULL, stdout=out,
-                                 stderr=subprocess.STDOUT, env=TARGET_ENV, close_fds=True)
+                                 stderr=subprocess.STDOUT, env=livelib.TARGET_ENV,
+                                 close_fds=True)
     pid = None
 
     def stop():
@@ -223,10 +166,10 @@ def start_program(name, version, mode, argv, exe_suffix):
                 raise RuntimeError(f"{argv} (python{version}, {mode}) not ready after "
                                    f"{START_TIMEOUT} s:\n{tail(log)}")
             time.sleep(0.02)
-        return Target(name, version, mode, pid, log, stop)
     except BaseException:
         stop()
         raise
+    return with_expected(livelib.Target(name, version, mode, pid, log, stop=stop))
 
 
 def tail(log, n=20):
@@ -627,8 +570,8 @@ class EmbedTest(DumpCase):
     def setUpClass(cls):
         cls.targets = {}
         cls.build_errors = {}
-        outdir = os.path.join(logdir(), "embed")
-        dest = os.path.join(rootfs(), "pyprofd-targets")
+        outdir = os.path.join(livelib.scratch(), "embed")
+        dest = os.path.join(livelib.rootfs(), "pyprofd-targets")
         os.makedirs(dest, exist_ok=True)
 
         def build(version):
@@ -725,6 +668,7 @@ class ErrorTest(DumpCase):
         def stop():
             proc.kill()
             proc.wait()
+            proc.stdout.close()
         self.addCleanup(stop)
         if ready is not None:
             self.assertEqual(proc.stdout.readline().decode().strip(), ready)
@@ -778,78 +722,5 @@ class ErrorTest(DumpCase):
         self.assertRegex(err, re.compile(r"permission|not permitted|denied", re.I))
 
 
-class CountingResult(unittest.TextTestResult):
-    """Counts test methods (a failed subtest fails its method) for the summary."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.passed = 0
-        self.failed = 0
-        self.skipped_n = 0
-        self._failed_ids = set()
-
-    def _fail(self, test):
-        if test.id() not in self._failed_ids:
-            self._failed_ids.add(test.id())
-            self.failed += 1
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        if test.id() not in self._failed_ids:
-            self.passed += 1
-
-    def addFailure(self, test, err):
-        super().addFailure(test, err)
-        self._fail(test)
-
-    def addError(self, test, err):
-        super().addError(test, err)
-        self._fail(test)
-
-    def addSubTest(self, test, subtest, err):
-        super().addSubTest(test, subtest, err)
-        if err is not None:
-            self._fail(test)
-
-    def addUnexpectedSuccess(self, test):
-        super().addUnexpectedSuccess(test)
-        self._fail(test)
-
-    def addSkip(self, test, reason):
-        super().addSkip(test, reason)
-        self.skipped_n += 1
-
-
-def main():
-    if os.geteuid() != 0:
-        print("test_dump: must run as root (chroot, unshare, reading other processes)",
-              file=sys.stderr)
-        return 1
-    if not os.path.isdir(rootfs()):
-        print(f"test_dump: no rootfs at {rootfs()}: run scripts/python-rootfs.sh first",
-              file=sys.stderr)
-        return 1
-    runner = unittest.TextTestRunner(resultclass=CountingResult, verbosity=2, stream=sys.stdout)
-    result = None
-    try:
-        program = unittest.main(module=__name__, testRunner=runner, exit=False)
-        result = program.result
-    finally:
-        for stop in list(_live.values()):  # last resort: nothing keeps running
-            try:
-                stop()
-            except Exception as e:
-                print(f"warning: cleanup: {e}", file=sys.stderr)
-    if _logdir is not None:
-        if result is not None and result.wasSuccessful():
-            shutil.rmtree(_logdir, ignore_errors=True)
-        else:
-            print(f"target logs kept in {_logdir}", flush=True)
-    if result.skipped_n:
-        print(f"{result.skipped_n} skipped", flush=True)
-    print(f"{result.passed} passed, {result.failed} failed", flush=True)
-    return 0 if result.wasSuccessful() else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    livelib.run(needs=("root", "rootfs"))

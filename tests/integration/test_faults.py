@@ -30,6 +30,7 @@ is refused, and that the agent is still alive and answering at the end.
 
 Run by ctest as test_faults_live (label integration), or by hand:
     /usr/bin/python3 tests/integration/test_faults.py [-v] [Class[.test]]
+The last line of the output is "N passed, N failed, N skipped" (livelib.run()).
 """
 
 import glob
@@ -903,11 +904,4 @@ class ConfigFaults(FaultCase):
 
 
 if __name__ == "__main__":
-    try:
-        result = unittest.main(verbosity=2 if "-v" in sys.argv else 1, exit=False).result
-        # a test with failed subtests counts once
-        failed = len({getattr(t, "test_case", t).id() for t, _ in result.failures + result.errors})
-        print(f"{max(result.testsRun - failed, 0)} passed, {failed} failed")
-        sys.exit(1 if failed else 0)
-    finally:
-        livelib.stop_all()
+    livelib.run(needs=("root", "rootfs", "go", "promtool"))

@@ -16,26 +16,29 @@ the trailers are checked by an independent implementation):
 
 The agent also writes every window to its storage directory; those files
 are the list of intervals that must arrive. After a few seconds the agent is
-stopped with SIGTERM (it drains its queues before exiting), then:
+stopped with SIGTERM (it drains its queues before exiting), all in
+setUpClass; the tests only read what was collected, so their order does not
+matter:
 
-    01 labels   every profile arrives with __name__=process_cpu, job and the
+    labels      every profile arrives with __name__=process_cpu, job and the
                 target's service_name, no other reserved label; one series
                 with one sample per call, normalized set, gzipped raw_profile
-    02 pprof    every received pprof parses (python3-protobuf) and shows its
+    pprof       every received pprof parses (python3-protobuf) and shows its
                 target's hot function and no other's; `go tool pprof -top`
                 reads all of them (one run per target over every receiver's
                 profiles) and shows the hot function
-    03 bearer   every call to `plain` carried "Bearer <token>"; the others none
-    04 tls      the TLS receiver got every interval
-    05 retried  UNAVAILABLE three times, then OK: every interval arrives, none
+    bearer      every call to `plain` carried "Bearer <token>"; the others none
+    tls         the TLS receiver got every interval
+    retried     UNAVAILABLE three times, then OK: every interval arrives, none
                 twice, and exactly three calls were refused
-    06 dropped  INVALID_ARGUMENT: one attempt per profile, never retried; the
+    dropped     INVALID_ARGUMENT: one attempt per profile, never retried; the
                 server's grpc-message (percent-encoded on the wire) is logged
                 decoded
-    (01 also checks that every interval stored arrived at plain, none twice)
+    (labels also checks that every interval stored arrived at plain, none twice)
 
 Run by ctest as test_parca_live (label integration), or by hand:
     /usr/bin/python3 tests/integration/test_parca.py [-v]
+The last line of the output is "N passed, N failed, N skipped" (livelib.run()).
 """
 
 import glob
@@ -46,7 +49,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.request
@@ -75,7 +77,7 @@ class ParcaTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="pyprofd-test-parca.")
+        cls.tmp = livelib.scratch()
         cls.token = f"prc{os.getpid()}"
         cls.secret = f"parca-secret-{os.getpid()}"
         cls.store = os.path.join(cls.tmp, "store")
@@ -241,7 +243,7 @@ remote_write:
 
     # --- tests --------------------------------------------------------------
 
-    def test_01_labels(self):
+    def test_labels(self):
         self.assertEqual(self.agent_rc, 0, self.log())
         services = {self.service_of(v) for v in HOT}
         self.assertEqual({k[0] for k in self.stored}, services)
@@ -262,7 +264,7 @@ remote_write:
                 self.assertEqual(r.raw[:2], b"\x1f\x8b", "raw_profile is not gzipped")
         self.assert_every_interval_once("plain")
 
-    def test_02_pprof(self):
+    def test_pprof(self):
         by_service = {}
         for name, (attempts, _) in self.got.items():
             for i, r in enumerate(attempts):
@@ -282,7 +284,7 @@ remote_write:
             self.assertIn(livelib.top_function(top), (HOT[version], "_spin"), top)
             self.assertIn(HOT[version], top)
 
-    def test_03_bearer(self):
+    def test_bearer(self):
         for name, (attempts, _) in self.got.items():
             for r in attempts:
                 if name == "plain":
@@ -292,16 +294,16 @@ remote_write:
         attempts, accepted = self.got["plain"]
         self.assertEqual(len(attempts), len(accepted), "a call with the token was refused")
 
-    def test_04_tls(self):
+    def test_tls(self):
         self.assert_every_interval_once("tls")
 
-    def test_05_retried(self):
+    def test_retried(self):
         attempts, accepted = self.got["flaky"]
         self.assertEqual(len(attempts), len(accepted) + 3)
         self.assert_every_interval_once("flaky")
         self.assertIn("UNAVAILABLE: receiver: failing on purpose", self.log())
 
-    def test_06_dropped(self):
+    def test_dropped(self):
         attempts, accepted = self.got["invalid"]
         self.assertEqual(accepted, [])
         keys = self.keys(attempts)
@@ -311,7 +313,4 @@ remote_write:
 
 
 if __name__ == "__main__":
-    try:
-        unittest.main()
-    finally:
-        livelib.stop_all()
+    livelib.run(needs=("root", "rootfs", "go", "openssl"))

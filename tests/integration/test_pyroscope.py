@@ -16,25 +16,30 @@ Two agents run for the whole test, with a 2 s profile interval and cpu mode:
   from the start, with queue.max_profiles 2, and to "bounded": max_profiles
   3, backoff 200ms..5m (a profile every 2 s).
 
-What is checked, in order (test_NN_ names keep the order):
-    01 normal     every endpoint gets profiles of all three targets with
+The checks share the agents and the receivers and build on each other
+(complete checks that what retry and down held back arrived later, and that
+only the profile refused turned away is missing), so they are one scenario
+(livelib.Scenario): steps run in the order below, each reported by name,
+with its time, and a failing step does not stop the ones after it.
+
+    normal        every endpoint gets profiles of all three targets with
                   __name__=process_cpu, service_name, job, the external label,
                   and nothing else starting with "__"; auth, tenant and the
                   custom header are present; the ingest form is right
-    02 retry      the receiver answers 503 three times: those profiles come
-                  again later (checked in 07)
-    03 refused    a 400 is not retried: that profile is never sent again,
+    retry         the receiver answers 503 three times: those profiles come
+                  again later (checked in complete)
+    refused       a 400 is not retried: that profile is never sent again,
                   counted as permanent_error
-    04 hang       a receiver that never answers trips remote_timeout (2s)
+    hang          a receiver that never answers trips remote_timeout (2s)
                   while sampling goes on (pyprofd_samples_total grows)
-    05 overflow   agent 2: the oldest profiles were dropped and counted
+    overflow      agent 2: the oldest profiles were dropped and counted
                   (queue_full); once the receiver is up, the newest arrive
-    06 down       the main receiver is down for 30 s, then back
-    07 complete   per target, the main receiver saw every interval from the
+    down          the main receiver is down for 30 s, then back
+    complete      per target, the main receiver saw every interval from the
                   first one on exactly once (time ranges back to back), but
                   the refused one; every stored pprof decodes with
                   `go tool pprof`; /metrics passes `promtool check metrics`
-    08 bounded    the bounded receiver is down until its queue (3) has
+    bounded       the bounded receiver is down until its queue (3) has
                   overflowed three times, about 12 s, long enough for the
                   backoff to grow past 3 s, and comes back just after a
                   profile was dropped: the full queue was tried before each
@@ -46,6 +51,7 @@ What is checked, in order (test_NN_ names keep the order):
 
 Run by ctest as test_pyroscope_live (label integration), or by hand:
     /usr/bin/python3 tests/integration/test_pyroscope.py [-v]
+The last line of the output is "N passed, N failed, N skipped" (livelib.run()).
 """
 
 import base64
@@ -54,9 +60,7 @@ import re
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -161,12 +165,12 @@ class Agent:
         self.log.close()
 
 
-class PyroscopeTest(unittest.TestCase):
+class PyroscopeTest(livelib.Scenario):
     agents = []
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="pyprofd-test-pyroscope.")
+        cls.tmp = livelib.scratch()
         cls.token = f"pyr{os.getpid()}"
         cls.targets = {}
         cls.receivers = []
@@ -241,7 +245,7 @@ remote_write:
             cls.agents.append(cls.agent1)
             if b"pyprofd_push_queue_length" not in cls.agent1.metrics():
                 raise RuntimeError("pyprofd agent has no push exporters: remote_write is not "
-                                   "wired into the agent (agent/cli/agent.c)")
+                                   "wired into the agent (cli/agent.c)")
             cls.agent2_started = time.time()
             cls.agent2 = Agent(cls.tmp, "agent2", common + f"""\
 profile_configs:
@@ -307,7 +311,7 @@ remote_write:
 
     # --- tests ----------------------------------------------------------------
 
-    def test_01_normal(self):
+    def step_normal(self):
         for rcv in (self.main, self.tls, self.ingest):
             self.wait_all_targets(rcv)
         for rec in self.main.snapshot()[0] + self.tls.snapshot()[0]:
@@ -343,7 +347,7 @@ remote_write:
             top = livelib.pprof_top(by[self.service(version)][-1].path, self.tmp)
             self.assertIn(HOT[version], top, f"python{version}:\n{top}")
 
-    def test_02_retry(self):
+    def step_retry(self):
         before = len(self.main.snapshot()[0])
         with self.main.lock:
             self.main.fail_next.extend(["unavailable"] * 3)
@@ -354,7 +358,7 @@ remote_write:
         self.assertGreaterEqual(self.agent1.metric('pyprofd_push_retries_total{endpoint="main"}'),
                                 3)
 
-    def test_03_refused(self):
+    def step_refused(self):
         with self.main.lock:
             self.main.fail_next.append("invalid_argument")
         wait_for(lambda: not self.main.fail_next, 15, "a 400 answer")
@@ -368,7 +372,7 @@ remote_write:
         self.assertEqual(
             self.agent1.metric('pyprofd_push_failures_total{endpoint="main",code="400"}'), 1)
 
-    def test_04_hang(self):
+    def step_hang(self):
         samples = lambda: self.agent1.metric_sum("pyprofd_samples_total")  # noqa: E731
         self.main.set_hang(True)
         try:
@@ -378,11 +382,12 @@ remote_write:
                 'pyprofd_push_failures_total{endpoint="main",code="timeout"}'), 10,
                 "a timeout against a receiver that never answers")
             s1 = samples()
-            self.assertGreater(s1, s0 + 100, "sampling stalled while the push hung")
+            livelib.within(self, "samples taken while the push hung", s1 - s0, 101, None,
+                           "sampling stalled while the push hung")
         finally:
             self.main.set_hang(False)
 
-    def test_05_overflow(self):
+    def step_overflow(self):
         elapsed = time.time() - self.agent2_started
         if elapsed < 5 * INTERVAL_S:
             time.sleep(5 * INTERVAL_S - elapsed)
@@ -403,7 +408,7 @@ remote_write:
         self.assertGreater(first, self.agent2_started + 2 * INTERVAL_S,
                            f"{recs} (agent 2 started at {self.agent2_started})")
 
-    def test_06_down(self):
+    def step_down(self):
         self.main.stop()
         time.sleep(DOWN_S)
         queued = self.agent1.metric('pyprofd_push_queue_length{endpoint="main"}')
@@ -414,7 +419,7 @@ remote_write:
         self.assertEqual(self.agent1.metric('pyprofd_push_dropped_profiles_total'
                                             '{endpoint="main",reason="queue_full"}'), 0)
 
-    def test_07_complete(self):
+    def step_complete(self):
         records = self.main.snapshot()[0]
         keys = [r.key() for r in records]
         self.assertEqual(len(keys), len(set(keys)), "a profile arrived twice")
@@ -444,7 +449,7 @@ remote_write:
                                    capture_output=True, timeout=60)
             self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
 
-    def test_08_bounded(self):
+    def step_bounded(self):
         a, rcv = self.agent2, self.bounded
         dropped = lambda: a.metric('pyprofd_push_dropped_profiles_total'  # noqa: E731
                                    '{endpoint="bounded",reason="queue_full"}')
@@ -473,16 +478,16 @@ remote_write:
         t_up, t_up_epoch = time.monotonic(), time.time()
         # the full queue was tried before each arrival, not after a backoff
         # grown to the length of the outage
-        self.assertGreaterEqual(f_up - f1, 2, f"{f_up - f1} attempts in the last "
-                                f"{d_up - d1:.0f} intervals of {t_up - t_down:.1f} s down")
+        livelib.within(self, f"bounded: attempts in the last {d_up - d1:.0f} intervals of "
+                       f"{t_up - t_down:.1f} s down", f_up - f1, 2, None)
         wait_for(lambda: count() > n_before, 4 * INTERVAL_S, f"a delivery:\n{a.text()}",
                  step=0.02)
         first = time.monotonic() - t_up
         wait_for(lambda: a.metric('pyprofd_push_queue_length{endpoint="bounded"}') == 0, 10,
                  "the queue to drain")
         time.sleep(INTERVAL_S + 0.5)
-        self.assertLess(first, INTERVAL_S + 1,
-                        f"first delivery {first:.1f} s after the receiver came back")
+        livelib.within(self, "bounded: first delivery after the receiver came back (s)", first,
+                       None, INTERVAL_S + 1)
         self.assertEqual(dropped(), d_up, "profiles dropped after the receiver came back")
         # what was delivered: back-to-back windows but for one hole, right
         # after the last one before the outage, of exactly the dropped ones;
@@ -503,7 +508,4 @@ remote_write:
 
 
 if __name__ == "__main__":
-    try:
-        unittest.main(verbosity=2 if "-v" in sys.argv else 1)
-    finally:
-        livelib.stop_all()
+    livelib.run(needs=("root", "rootfs", "go", "promtool", "openssl"))

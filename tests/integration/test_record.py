@@ -25,12 +25,21 @@ What is checked:
     command    `record -o X.pb.gz -- chroot ROOTFS python3.X script` runs
                until the command exits by itself, exits 0, and the profile
                has the work function
-    errors     a missing PID: non-zero exit, one line; `-r fast`: exit 2
+    errors     a missing PID: non-zero exit, one line; `-r fast`: exit 2;
+               --blocking keeps the target's signals; a command that never
+               starts Python: exit 1, one line
 
-The shares test runs one version after the other (parallel CPU burners on a
-small machine would skew the shares); the others record all versions at once.
-Every started target is stopped (also when a test fails) and profiles go to a
-temporary directory.
+The shares and modes tests run one version after the other (parallel CPU
+burners on a small machine would skew the shares); the others record all
+versions at once. Every started target is stopped (also when a test fails)
+and profiles go to a temporary directory (livelib.scratch()).
+
+The classes do not depend on each other's order: each one starts its own
+targets, records and stops them (run-target.sh stop waits until they are
+gone) before its tests return, and reads only its own recordings; so
+unittest runs them in its usual (alphabetical) order, and any order works.
+Every statistical bound is printed with the value observed, also on success
+(livelib.within(): under each test with -v, else before the closing line).
 
 Environment:
     PYPROFD_BINARY          the pyprofd executable (default: SOURCE/build/pyprofd)
@@ -41,8 +50,8 @@ Environment:
 
 Run by ctest as test_record_live (label integration), or by hand:
     /usr/bin/python3 tests/integration/test_record.py [-v] [-k shares]
-The last line of the output is "N passed, N failed" (one per test method);
-the exit status is non-zero if anything failed.
+The last line of the output is "N passed, N failed, N skipped" (one per
+test method, livelib.run()); the exit status is non-zero if anything failed.
 """
 
 import concurrent.futures
@@ -57,89 +66,22 @@ import threading
 import time
 import unittest
 
-SOURCE_DIR = os.path.abspath(os.environ.get("PYPROFD_SOURCE_DIR") or
-                             os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-BINARY = os.environ.get("PYPROFD_BINARY") or os.path.join(SOURCE_DIR, "build", "pyprofd")
-RUN_TARGET = os.path.join(SOURCE_DIR, "scripts", "run-target.sh")
-TARGETS_DIR = os.path.join(SOURCE_DIR, "tests", "targets")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import livelib  # noqa: E402
+
+BINARY = livelib.BINARY
 
 ALL_VERSIONS = ("3.13", "3.14", "3.15")
 VERSIONS = tuple(v for v in os.environ.get("PYPROFD_RECORD_VERSIONS",
                                            ",".join(ALL_VERSIONS)).split(",") if v)
 
-TARGET_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-              "HOME": "/root", "LANG": "C.UTF-8"}
-START_TIMEOUT = 30
 SUMMARY_RE = re.compile(r"^pyprofd: (\d+) samples in ([0-9.]+) s \(([0-9.]+) Hz achieved\), "
                         r"(\d+) failed \(([0-9.]+)%\), (\d+) missed \(([0-9.]+)%\)$")
 
-_tmpdir = None        # one temporary directory for logs, profiles, go's cache
-_tmpdir_lock = threading.Lock()
-_rootfs = None
-_live = {}            # host pid -> stop function, for the last-resort cleanup
-_live_lock = threading.Lock()
-
-
-def tmpdir():
-    global _tmpdir
-    with _tmpdir_lock:  # used from several threads at once
-        if _tmpdir is None:
-            _tmpdir = tempfile.mkdtemp(prefix="pyprofd-test-record.")
-        return _tmpdir
-
-
-def rootfs():
-    global _rootfs
-    if _rootfs is None:
-        path = os.environ.get("PYPROFD_ROOTFS")
-        if not path:
-            path = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "python-rootfs.sh"),
-                                   "--print-path"], check=True, capture_output=True,
-                                  text=True).stdout.strip()
-        _rootfs = os.path.realpath(path)
-    return _rootfs
-
-
-def go_binary():
-    return os.environ.get("PYPROFD_GO") or shutil.which("go") or "/usr/bin/go"
-
-
-# --- targets -----------------------------------------------------------------
-
-class Target:
-    """A target started by run-target.sh: host pid, log, how to stop it."""
-
-    def __init__(self, name, version, mode, pid, log):
-        self.name, self.version, self.mode, self.pid, self.log = name, version, mode, pid, log
-        self._stopped = False
-        with _live_lock:
-            _live[pid] = self.stop
-
-    def stop(self):
-        if self._stopped:
-            return
-        self._stopped = True
-        with _live_lock:
-            _live.pop(self.pid, None)
-        out = subprocess.run([RUN_TARGET, "stop", str(self.pid)], capture_output=True,
-                             text=True, timeout=30)
-        if out.returncode != 0:
-            print(f"warning: run-target.sh stop {self.pid}: {out.stderr.strip()}",
-                  file=sys.stderr)
-
-    def __repr__(self):
-        return f"{self.name} (python{self.version}, {self.mode}, pid {self.pid})"
-
 
 def start_target(name, version, mode="chroot", *args):
-    log = os.path.join(tmpdir(), f"{name}-{version}-{mode}.log")
-    proc = subprocess.run([RUN_TARGET, "start", "--python", version, "--mode", mode,
-                           "--log", log, "--timeout", str(START_TIMEOUT), name, *args],
-                          capture_output=True, text=True, timeout=START_TIMEOUT + 30)
-    if proc.returncode != 0 or not proc.stdout.strip().isdigit():
-        raise RuntimeError(f"run-target.sh start {name} (python{version}, {mode}) failed "
-                           f"({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    return Target(name, version, mode, int(proc.stdout.strip()), log)
+    """tests/targets/NAME.py started by run-target.sh (a livelib.Target)."""
+    return livelib.start_target(livelib.scratch(), name, version, mode, *args)
 
 
 # --- pyprofd record ----------------------------------------------------------
@@ -175,11 +117,11 @@ def record(flags, pid=None, command=None, suffix=".pb.gz", env=None, timeout=60)
     with _counter_lock:
         _counter[0] += 1
         n = _counter[0]
-    path = os.path.join(tmpdir(), f"profile-{n}{suffix}")
+    path = os.path.join(livelib.scratch(), f"profile-{n}{suffix}")
     argv = [BINARY, "record", *flags, "-o", path]
     argv += [str(pid)] if command is None else ["--", *command]
     t0 = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=tmpdir(),
+    proc = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=livelib.scratch(),
                           stdin=subprocess.DEVNULL, env=env)
     return Recording(argv, proc.returncode, proc.stdout.decode("utf-8", errors="replace"),
                      proc.stderr.decode("utf-8", errors="replace"), path,
@@ -239,21 +181,22 @@ def go_pprof(*args):
     its name, pprof "demangles" the names as C++ and its simplifier turns
     "<module>" into an empty name.
     """
-    home = os.path.join(tmpdir(), "gohome")
+    home = os.path.join(livelib.scratch(), "gohome")
     os.makedirs(home, exist_ok=True)
     env = dict(os.environ, HOME=home, GOCACHE=os.path.join(home, "cache"),
                PPROF_TMPDIR=os.path.join(home, "pprof"), GOFLAGS="", GOTOOLCHAIN="local")
-    proc = subprocess.run([go_binary(), "tool", "pprof", "-symbolize=none", *args],
+    proc = subprocess.run([livelib.go_binary(), "tool", "pprof", "-symbolize=none", *args],
                           capture_output=True, timeout=60, env=env, cwd=home)
     return (proc.returncode, proc.stdout.decode("utf-8", errors="replace"),
             proc.stderr.decode("utf-8", errors="replace"))
 
 
 class Sample:
-    def __init__(self, values, frames, labels):
+    def __init__(self, values, frames, labels, files=None):
         self.values = values    # one per sample type
         self.frames = frames    # function names, leaf first
         self.labels = labels    # {key: value}, strings
+        self.files = files or [""] * len(frames)  # each frame's file name
 
     def has(self, function):
         return function in self.frames
@@ -273,7 +216,8 @@ class Profile:
         sample_line = re.compile(r"^\s*((?:-?\d+\s+)*-?\d+):\s*((?:\d+\s*)*)$")
         label_re = re.compile(r"(\w+):\[([^\]]*)\]")
         loc_line = re.compile(r"^\s*(\d+): 0x[0-9a-fA-F]+ (?:M=\d+ )?(.*)$")
-        func_re = re.compile(r"^(.*?) (\S*):(-?\d+) s=(-?\d+)(?:\(.*\))?$")
+        # NAME FILE:LINE s=START(SYSTEM_NAME); a frozen module's FILE has a space
+        func_re = re.compile(r"^(.*?) (<frozen [^>]*>|\S*):(-?\d+) s=(-?\d+)(?:\(.*\))?$")
         for line in text.splitlines():
             if line.startswith("PeriodType:"):
                 self.period_type = line.split(":", 1)[1].strip()
@@ -302,9 +246,12 @@ class Profile:
                 m = loc_line.match(line)
                 if m:
                     fm = func_re.match(m.group(2))
-                    locations[int(m.group(1))] = fm.group(1) if fm else m.group(2)
+                    locations[int(m.group(1))] = ((fm.group(1), fm.group(2)) if fm else
+                                                  (m.group(2), ""))
         for values, ids, labels in raw:
-            self.samples.append(Sample(values, [locations.get(i, "?") for i in ids], labels))
+            frames = [locations.get(i, ("?", "")) for i in ids]
+            self.samples.append(Sample(values, [f[0] for f in frames], labels,
+                                       [f[1] for f in frames]))
 
     def total(self, index=0):
         return sum(s.values[index] for s in self.samples)
@@ -384,7 +331,7 @@ class RecordCase(unittest.TestCase):
 
 
 @per_version
-class A_SharesTest(RecordCase):
+class SharesTest(RecordCase):
     """shares.py: 50/30/20 % of the CPU time in burn_half/burn_third/burn_fifth.
 
     One version after the other, a single target at a time.
@@ -401,15 +348,12 @@ class A_SharesTest(RecordCase):
         target.stop()
         self.assert_recorded(rec)
         samples, seconds, hz, failed, _, missed, _ = rec.summary()
-        print(f"\n    python{version}: {samples} samples in {seconds} s ({hz} Hz), "
-              f"{failed} failed, {missed} missed", end="", flush=True)
-        for line in rec.stderr.splitlines():  # the breakdown of failures, if any
-            if line.startswith("pyprofd: failed samples:"):
-                print(f" ({line[len('pyprofd: '):]})", end="", flush=True)
-        self.assertGreaterEqual(samples, 4500, rec.describe())
-        self.assertLessEqual(samples, 5050, rec.describe())
-        self.assertGreater(seconds, 4.5, rec.describe())
-        self.assertLess(seconds, 5.5, rec.describe())
+        breakdown = "".join(f" ({line[len('pyprofd: '):]})" for line in rec.stderr.splitlines()
+                            if line.startswith("pyprofd: failed samples:"))
+        livelib.note(f"python{version}: {samples} samples in {seconds} s ({hz} Hz), "
+                     f"{failed} failed, {missed} missed{breakdown}")
+        livelib.within(self, f"python{version} samples", samples, 4500, 5050, rec.describe())
+        livelib.within(self, f"python{version} seconds", seconds, 4.5, 5.5, rec.describe())
 
         prof = self.pprof(rec, "wall")
         self.assertEqual(prof.total(0), samples, "samples in the profile vs. the summary line")
@@ -426,13 +370,10 @@ class A_SharesTest(RecordCase):
                 fields = line.split()
                 if len(fields) == 6 and fields[1].endswith("%"):
                     flat[fields[5]] = float(fields[1][:-1])
-            got = {f: flat.get(f, 0.0) for f in self.WANT}
-            print(f"\n    python{version} sample_index={index}: "
-                  + ", ".join(f"{f} {p:.2f}%" for f, p in got.items()), end="", flush=True)
-            for function, want in self.WANT.items():
-                self.assertAlmostEqual(got[function], want, delta=self.TOLERANCE,
-                                       msg=f"flat share of {function} (sample_index={index})"
-                                           f":\n{out}")
+            livelib.within_each(
+                self, f"python{version} flat shares (sample_index={index})",
+                [(f, flat.get(f, 0.0), want - self.TOLERANCE, want + self.TOLERANCE)
+                 for f, want in self.WANT.items()], msg=f"go tool pprof -top:\n{out}", unit="%")
 
 
 MODES_RUNS = {"wall": (["-a", "-r", "500", "-d", "2", "--mode", "wall"], ".pb.gz"),
@@ -443,7 +384,7 @@ THREAD_FUNCS = {"spinner": "spinner_loop", "sleeper": "sleeper_loop", "hasher": 
 
 
 @per_version
-class B_ModesTest(RecordCase):
+class ModesTest(RecordCase):
     """modes.py with -a: which threads each of --mode wall, cpu, gil keeps."""
 
     @classmethod
@@ -462,9 +403,14 @@ class B_ModesTest(RecordCase):
         self.assertGreater(total, 0)
         got = {name: 100.0 * prof.count(lambda s, f=f: s.has(f)) / total
                for name, f in THREAD_FUNCS.items()}
-        print(f"\n    {what}: {total} samples; " +
-              ", ".join(f"{n} {p:.1f}%" for n, p in got.items()), end="", flush=True)
+        self.total = total
         return got
+
+    def assert_shares(self, got, what, bounds):
+        """Each thread's share of @got within @bounds {name: (lo, hi)}; all of them noted."""
+        livelib.within_each(self, f"{what} ({self.total} samples), share",
+                            [(name, share, *bounds.get(name, (None, None)))
+                             for name, share in got.items()], msg=f"{got}", unit="%")
 
     def get(self, results, version, mode):
         r = results.get(version)
@@ -477,9 +423,7 @@ class B_ModesTest(RecordCase):
         rec = self.get(self.results, version, "wall")
         prof = self.pprof(rec, "wall")
         got = self.shares(prof, f"python{version} wall")
-        for name, share in got.items():
-            self.assertGreaterEqual(share, 20.0, f"{name} in wall mode: {got}")
-            self.assertLessEqual(share, 30.0, f"{name} in wall mode: {got}")
+        self.assert_shares(got, f"python{version} wall", {name: (20.0, 30.0) for name in got})
         # one thread_id per thread, and on 3.14+ the OS thread names
         by_func = {}
         for s in prof.samples:
@@ -505,9 +449,8 @@ class B_ModesTest(RecordCase):
         # a core and the GIL, which on a loaded 2-core machine (an ASan
         # pyprofd, two busy threads) takes a while: measured up to 3.3%,
         # against 25% in wall mode.
-        self.assertLessEqual(got["sleeper"], 8.0, f"sleeper in cpu mode: {got}")
-        self.assertLessEqual(got["MainThread"], 8.0, f"waiting main thread in cpu mode: {got}")
-        self.assertGreaterEqual(got["spinner"], 35.0, f"spinner in cpu mode: {got}")
+        self.assert_shares(got, what, {"sleeper": (None, 8.0), "MainThread": (None, 8.0),
+                                      "spinner": (35.0, None)})
 
     def check_cpu(self, version):
         """cpu: the spinner (and hasher), not the sleeper nor the waiting main thread"""
@@ -524,14 +467,13 @@ class B_ModesTest(RecordCase):
         got = self.shares(prof, f"python{version} gil")
         # Waking from time.sleep, the sleeper takes the GIL for a moment to
         # return into Python: it can be caught holding it (0.11% seen).
-        self.assertLessEqual(got["sleeper"], 1.0, f"sleeper in gil mode: {got}")
-        self.assertLessEqual(got["MainThread"], 1.0, f"main thread in gil mode: {got}")
-        self.assertLessEqual(got["hasher"], 5.0, f"hasher in gil mode: {got}")
-        self.assertGreaterEqual(got["spinner"], 90.0, f"spinner in gil mode: {got}")
+        self.assert_shares(got, f"python{version} gil", {
+            "sleeper": (None, 1.0), "MainThread": (None, 1.0), "hasher": (None, 5.0),
+            "spinner": (90.0, None)})
 
 
 @per_version
-class C_ExceptionTest(RecordCase):
+class ExceptionTest(RecordCase):
     """in_except.py: spin_handling() spins inside an except block, spin_plain() outside."""
 
     @classmethod
@@ -553,11 +495,13 @@ class C_ExceptionTest(RecordCase):
         total = prof.total(0)
         handling = prof.count(lambda s: s.frames[:1] == ["spin_handling"])
         plain = prof.count(lambda s: s.has("spin_plain"))
-        print(f"\n    python{version} exception: {total} samples, spin_handling {handling}, "
-              f"spin_plain {plain}", end="", flush=True)
-        self.assertGreaterEqual(total, 500, "samples while handling (about half of 2000)")
-        self.assertGreaterEqual(handling, 0.95 * total,
-                                f"spin_handling {handling} of {total} exception-mode samples")
+        livelib.note(f"python{version} exception: {total} samples, spin_handling {handling}, "
+                     f"spin_plain {plain}")
+        livelib.within(self, f"python{version} exception-mode samples", total, 500, None,
+                       "samples while handling (about half of 2000)")
+        livelib.within(self, f"python{version} exception mode, spin_handling's share",
+                       100.0 * handling / total, 95.0, None,
+                       f"spin_handling {handling} of {total} exception-mode samples", unit="%")
 
     def check_wall_mode(self, version):
         """--mode wall: both halves"""
@@ -565,16 +509,16 @@ class C_ExceptionTest(RecordCase):
         total = prof.total(0)
         handling = prof.count(lambda s: s.has("spin_handling"))
         plain = prof.count(lambda s: s.has("spin_plain"))
-        print(f"\n    python{version} wall: {total} samples, spin_handling {handling}, "
-              f"spin_plain {plain}", end="", flush=True)
+        self.assertGreater(total, 0, "no samples")
         # Nominally half each; under load (an ASan pyprofd on two busy cores)
         # a half was measured at 29%. What matters: wall keeps both.
-        self.assertGreaterEqual(handling, 0.2 * total, f"spin_handling {handling} of {total}")
-        self.assertGreaterEqual(plain, 0.2 * total, f"spin_plain {plain} of {total}")
+        livelib.within_each(self, f"python{version} wall ({total} samples), share",
+                            [("spin_handling", 100.0 * handling / total, 20.0, None),
+                             ("spin_plain", 100.0 * plain / total, 20.0, None)], unit="%")
 
 
 @per_version
-class D_NativeTest(RecordCase):
+class NativeTest(RecordCase):
     """callback.py: sort_with_key -> C sorted() -> slow_key, folded stacks."""
 
     @classmethod
@@ -597,11 +541,11 @@ class D_NativeTest(RecordCase):
         pattern = re.compile(r"(^|;)sort_with_key \([^;]*\);<native>;slow_key \(")
         total = sum(c for _, c in stacks)
         hit = sum(c for frames, c in stacks if pattern.search(";".join(frames)))
-        print(f"\n    python{version} --native: {hit} of {total} samples with "
-              f"sort_with_key;<native>;slow_key", end="", flush=True)
         self.assertGreater(hit, 0, "no stack with sort_with_key;<native>;slow_key:\n" +
                            "\n".join(";".join(f) + f" {c}" for f, c in stacks))
-        self.assertGreaterEqual(hit, 0.9 * total, "most samples are in the callback")
+        livelib.within(self, f"python{version} --native ({total} samples), share with "
+                       f"sort_with_key;<native>;slow_key", 100.0 * hit / total, 90.0, None,
+                       "most samples are in the callback", unit="%")
         for frames, _ in stacks:
             self.assertLessEqual(frames.count("<native>"), 1, f"one C boundary: {frames}")
 
@@ -615,7 +559,7 @@ class D_NativeTest(RecordCase):
 
 
 @per_version
-class E_GCTest(RecordCase):
+class GCTest(RecordCase):
     """gc_heavy.py: the cyclic collector runs all the time."""
 
     @classmethod
@@ -637,8 +581,8 @@ class E_GCTest(RecordCase):
         stacks = self.folded(self.get(version, "gc"))
         total = sum(c for _, c in stacks)
         gc = sum(c for f, c in stacks if "<GC>" in f)
-        print(f"\n    python{version}: <GC> in {gc} of {total} samples", end="", flush=True)
-        self.assertGreater(gc, 0, "no <GC> frame")
+        livelib.within(self, f"python{version} samples with <GC> (of {total})", gc, 1, None,
+                       "no <GC> frame")
         for frames, _ in stacks:
             if "<GC>" in frames:
                 self.assertEqual(frames[-1], "<GC>", f"<GC> is the leaf: {frames}")
@@ -656,7 +600,7 @@ class E_GCTest(RecordCase):
 
 
 @per_version
-class F_CommandTest(RecordCase):
+class CommandTest(RecordCase):
     """record -- COMMAND: pyprofd starts the program and profiles it until it exits."""
 
     DURATION = 1.5
@@ -664,17 +608,17 @@ class F_CommandTest(RecordCase):
     @classmethod
     def setUpClass(cls):
         # Copy the script into the rootfs atomically, as run-target.sh does.
-        dest = os.path.join(rootfs(), "pyprofd-targets")
+        dest = os.path.join(livelib.rootfs(), "pyprofd-targets")
         os.makedirs(dest, exist_ok=True)
         tmp = os.path.join(dest, f".shares.py.{os.getpid()}")
-        shutil.copyfile(os.path.join(TARGETS_DIR, "shares.py"), tmp)
+        shutil.copyfile(os.path.join(livelib.TARGETS_DIR, "shares.py"), tmp)
         os.chmod(tmp, 0o644)
         os.replace(tmp, os.path.join(dest, "shares.py"))
 
         def run(version):
-            cmd = ["chroot", rootfs(), f"/usr/bin/python{version}", "-u",
+            cmd = ["chroot", livelib.rootfs(), f"/usr/bin/python{version}", "-u",
                    "/pyprofd-targets/shares.py", "--duration", str(cls.DURATION)]
-            return record([], command=cmd, env=TARGET_ENV, timeout=60)
+            return record([], command=cmd, env=livelib.TARGET_ENV, timeout=60)
         cls.results = parallel({v: (lambda v=v: run(v)) for v in VERSIONS})
 
     def check_command(self, version):
@@ -684,29 +628,39 @@ class F_CommandTest(RecordCase):
             self.fail(f"python{version}: {rec}")
         self.assertEqual(rec.rc, 0, rec.describe())
         self.assertIn("pyprofd-target: ready", rec.stdout, "the command's own output")
-        self.assertGreaterEqual(rec.seconds, self.DURATION, "stopped before the command ended")
-        self.assertLess(rec.seconds, self.DURATION + 10, "did not stop when the command ended")
+        # at least the command's run; at most a stop long after it ended
+        livelib.within(self, f"python{version} seconds recorded", rec.seconds, self.DURATION,
+                       self.DURATION + 10, rec.describe())
         prof = self.pprof(rec, "wall")
         samples = rec.summary()[0]
-        print(f"\n    python{version}: {samples} samples, {rec.seconds:.2f} s; "
-              f"burn_half {prof.count(lambda s: s.has('burn_half'))}", end="", flush=True)
-        self.assertGreaterEqual(samples, 100, "~1.5 s at the default 100 Hz")
+        livelib.within(self, f"python{version} samples (burn_half in "
+                       f"{prof.count(lambda s: s.has('burn_half'))})", samples, 100, None,
+                       "~1.5 s at the default 100 Hz")
         self.assertEqual(prof.total(0), samples)
         for f in ("burn_half", "burn_third", "burn_fifth"):
             self.assertTrue(any(s.has(f) for s in prof.samples), f"{f} not in the profile")
+        script = "/pyprofd-targets/shares.py"
+        stdlib = (f"/usr/lib/python{version}/", "<frozen ")
         for s in prof.samples:
-            # While the interpreter starts, its C code calls importlib's
-            # _find_and_load directly: such stacks (rooted in a frozen
-            # importlib frame) legitimately have no <module> at the root.
-            if "<frozen" in s.frames[-1]:
+            # no Python frame at all (start-up, teardown), only markers:
+            # <interpreter>, or <GC> when the collector runs from C (seen
+            # once as a whole stack in ~300 samples under load)
+            if s.frames in (["<interpreter>"], ["<GC>"]):
                 continue
-            # no Python frame at all (start-up, teardown): counted, marked
-            if s.frames == ["<interpreter>"]:
-                continue
-            self.assertEqual(s.frames[-1], "<module>", f"root frame: {s.frames}")
+            where = list(zip(s.frames, s.files))
+            if script in s.files:
+                # the command's own code: whole stacks, from its <module>
+                self.assertEqual(where[-1], ("<module>", script), f"root frame: {where}")
+            else:
+                # While the interpreter starts and ends, its C code calls
+                # into its own library directly (importlib's _find_and_load,
+                # the codec registry's encodings.search_function, ...): such
+                # stacks have other roots, always in that library. (A loaded
+                # machine makes start-up long enough to catch them often.)
+                self.assertTrue(s.files[-1].startswith(stdlib), f"root frame: {where}")
 
 
-class G_ErrorTest(RecordCase):
+class ErrorTest(RecordCase):
     """Errors on the command line and with the target."""
 
     def test_no_such_process(self):
@@ -761,87 +715,5 @@ class G_ErrorTest(RecordCase):
         self.assertFalse(os.path.exists(rec.path), "wrote a profile")
 
 
-class CountingResult(unittest.TextTestResult):
-    """Counts test methods (a failed subtest fails its method) for the summary."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.passed = 0
-        self.failed = 0
-        self.skipped_n = 0
-        self._failed_ids = set()
-
-    def _fail(self, test):
-        if test.id() not in self._failed_ids:
-            self._failed_ids.add(test.id())
-            self.failed += 1
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        if test.id() not in self._failed_ids:
-            self.passed += 1
-
-    def addFailure(self, test, err):
-        super().addFailure(test, err)
-        self._fail(test)
-
-    def addError(self, test, err):
-        super().addError(test, err)
-        self._fail(test)
-
-    def addSubTest(self, test, subtest, err):
-        super().addSubTest(test, subtest, err)
-        if err is not None:
-            self._fail(test)
-
-    def addUnexpectedSuccess(self, test):
-        super().addUnexpectedSuccess(test)
-        self._fail(test)
-
-    def addSkip(self, test, reason):
-        super().addSkip(test, reason)
-        self.skipped_n += 1
-
-
-def main():
-    if os.geteuid() != 0:
-        print("test_record: must run as root (chroot, unshare, reading other processes)",
-              file=sys.stderr)
-        return 1
-    if not os.path.isdir(rootfs()):
-        print(f"test_record: no rootfs at {rootfs()}: run scripts/python-rootfs.sh first",
-              file=sys.stderr)
-        return 1
-    if not os.access(go_binary(), os.X_OK):
-        print(f"test_record: no go at {go_binary()}: install golang-go "
-              f"(scripts/bootstrap.sh)", file=sys.stderr)
-        return 1
-    runner = unittest.TextTestRunner(resultclass=CountingResult, verbosity=2, stream=sys.stdout)
-    result = None
-    t0 = time.monotonic()
-    try:
-        program = unittest.main(module=__name__, testRunner=runner, exit=False)
-        result = program.result
-    finally:
-        with _live_lock:
-            stops = list(_live.values())
-        for stop in stops:  # last resort: nothing keeps running
-            try:
-                stop()
-            except Exception as e:
-                print(f"warning: cleanup: {e}", file=sys.stderr)
-    if _tmpdir is not None:
-        if result is not None and result.wasSuccessful():
-            shutil.rmtree(_tmpdir, ignore_errors=True)
-        else:
-            print(f"target logs and profiles kept in {_tmpdir}", flush=True)
-    print(f"total {time.monotonic() - t0:.1f} s", flush=True)
-    if result.skipped_n:
-        print(f"{result.skipped_n} skipped", flush=True)
-    print(f"{result.passed} passed, {result.failed} failed", flush=True)
-    return 0 if result.wasSuccessful() else 1
-
-
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the cleanup on ctest's timeout
-    sys.exit(main())
+    livelib.run(needs=("root", "rootfs", "go"))

@@ -12,9 +12,9 @@
 
 static struct window_item item_with(struct window_queue *q, int pid)
 {
-    struct window_item it = {.pid = pid, .value_type = "wall"};
+    struct window_item it = {.meta = {.pid = pid, .mode = PROFILE_WALL}};
     assert_int_equal(window_get(q, &it.agg), 0);
-    assert_int_equal(labels_set(&it.labels, "job", "j"), 0);
+    assert_int_equal(labels_set(&it.meta.labels, "job", "j"), 0);
     return it;
 }
 
@@ -28,14 +28,14 @@ static void test_window__fifo_and_moves_ownership(void **state)
         struct window_item it = item_with(q, pid);
         assert_int_equal(window_push(q, &it), 0);
         assert_null(it.agg); /* moved */
-        assert_int_equal(it.labels.n, 0);
+        assert_int_equal(it.meta.labels.n, 0);
     }
     assert_int_equal(window_pending(q), 3);
     for (int pid = 1; pid <= 3; pid++) {
         struct window_item out;
         assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
-        assert_int_equal(out.pid, pid);
-        assert_string_equal(labels_get(&out.labels, "job"), "j");
+        assert_int_equal(out.meta.pid, pid);
+        assert_string_equal(labels_get(&out.meta.labels, "job"), "j");
         window_item_release(q, &out);
     }
     struct window_item out;
@@ -88,7 +88,7 @@ static void test_window__close_drains_then_reports_epipe(void **state)
     window_item_release(q, &late);
     struct window_item out;
     assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
-    assert_int_equal(out.pid, 7);
+    assert_int_equal(out.meta.pid, 7);
     window_item_release(q, &out);
     assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), -EPIPE);
     window_queue_free(q);
@@ -124,7 +124,7 @@ static void test_window__grow_keeps_queued_items_in_order(void **state)
     }
     for (int pid = 3; pid <= 8; pid++) {
         assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
-        assert_int_equal(out.pid, pid);
+        assert_int_equal(out.meta.pid, pid);
         window_item_release(q, &out);
     }
     window_queue_free(q);

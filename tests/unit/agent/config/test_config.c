@@ -107,7 +107,7 @@ static void test_config__empty_file_gives_defaults(void **state)
         assert_int_equal(c->njobs, 0);
         assert_int_equal(c->nremote_write, 0);
         assert_true(c->global.sample_rate == 100);
-        assert_int_equal(c->global.mode, CONFIG_MODE_CPU);
+        assert_int_equal(c->global.mode, PROFILE_CPU);
         assert_true(c->global.profile_interval_ns == 15 * NS_PER_SEC);
         assert_int_equal(c->global.external_labels.n, 0);
         assert_true(c->global.limits.max_targets == 1000);
@@ -136,7 +136,7 @@ static void test_config__default_config(void **state)
     assert_int_equal(c->njobs, 1);
     assert_string_equal(c->jobs[0].job_name, "python");
     assert_true(c->jobs[0].sample_rate == 100);
-    assert_int_equal(c->jobs[0].mode, CONFIG_MODE_CPU);
+    assert_int_equal(c->jobs[0].mode, PROFILE_CPU);
     assert_true(c->jobs[0].all_threads);
     assert_true(c->jobs[0].gc);
     assert_false(c->jobs[0].native);
@@ -172,11 +172,11 @@ static void test_config__inheritance_and_overrides(void **state)
                                        false);
     assert_int_equal(c->njobs, 2);
     assert_true(c->jobs[0].sample_rate == 50);
-    assert_int_equal(c->jobs[0].mode, CONFIG_MODE_GIL);
+    assert_int_equal(c->jobs[0].mode, PROFILE_GIL);
     assert_true(c->jobs[0].profile_interval_ns == 10 * NS_PER_SEC);
     assert_true(c->jobs[0].gc);
     assert_true(c->jobs[1].sample_rate == 19.5);
-    assert_int_equal(c->jobs[1].mode, CONFIG_MODE_WALL);
+    assert_int_equal(c->jobs[1].mode, PROFILE_WALL);
     assert_true(c->jobs[1].profile_interval_ns == 60 * NS_PER_SEC);
     assert_false(c->jobs[1].gc);
     assert_true(c->jobs[1].native);
@@ -310,7 +310,7 @@ static void test_config__env_expansion(void **state)
                                     "        replacement: ${1}-$${b}\n";
     struct pyprofd_config *c = load_ok(yaml, true);
     assert_true(c->global.sample_rate == 250);
-    assert_int_equal(c->global.mode, CONFIG_MODE_WALL);
+    assert_int_equal(c->global.mode, PROFILE_WALL);
     assert_string_equal(labels_get(&c->global.external_labels, "node"), "worker-7");
     assert_string_equal(labels_get(&c->global.external_labels, "zone"), "z1");
     assert_null(labels_get(&c->global.external_labels, "gone"));

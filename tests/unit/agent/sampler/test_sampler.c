@@ -17,7 +17,7 @@ static void test_sampler__first_attempt_is_due_at_once(void **state)
     struct agg *a;
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
-    struct sampler_opts o = {.mode = SAMPLER_WALL, .interval_ns = INTERVAL};
+    struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
     /* wall mode without blocking never touches the unwinder before an attempt */
     assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
     assert_int_equal(sampler_due(s), START);
@@ -31,7 +31,7 @@ static void test_sampler__attempts_are_spread_over_the_first_half_of_each_interv
     struct agg *a;
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
-    struct sampler_opts o = {.mode = SAMPLER_WALL, .interval_ns = INTERVAL};
+    struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
     assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
     uint64_t buckets[10] = {0};
     uint64_t now = START;
@@ -60,7 +60,7 @@ static void test_sampler__skipped_runs_keep_the_grid(void **state)
     struct agg *a;
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
-    struct sampler_opts o = {.mode = SAMPLER_WALL, .interval_ns = INTERVAL};
+    struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
     assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
     sampler_skip(s, START, 5);
     uint64_t due = sampler_due(s);

@@ -53,9 +53,9 @@ static int push(struct exporter *ex, const char *job, int pid, int64_t t, size_t
 {
     static uint8_t bytes[4096];
     memset(bytes, 0x5a, sizeof(bytes));
-    struct window_item it = {.pid = pid, .time_nanos = t};
+    struct window_meta it = {.pid = pid, .time_nanos = t};
     snprintf(it.job, sizeof(it.job), "%s", job);
-    struct export_profile p = {.item = &it, .pprof = bytes, .len = len};
+    struct export_profile p = {.meta = &it, .pprof = bytes, .len = len};
     return ex->ops->push(ex->ctx, &p);
 }
 

@@ -249,18 +249,21 @@ static void destroy(struct exporter *ex)
     tx = NULL;
 }
 
-static int push_one(struct exporter *ex, const char *job, const char *mode, int64_t t, size_t len)
+static int push_one(struct exporter *ex, const char *job, const char *mode_name, int64_t t,
+                    size_t len)
 {
+    enum profile_mode mode = PROFILE_WALL;
+    assert_int_equal(profile_mode_parse(mode_name, &mode), 0);
     static uint8_t bytes[8192], plain[8192];
     memset(bytes, 0xaa, sizeof(bytes));
     memset(plain, 0x55, sizeof(plain));
-    struct window_item it = {
-        .value_type = mode, .time_nanos = t, .period_ns = 10000000, .duration_nanos = (int64_t)SEC};
+    struct window_meta it = {
+        .mode = mode, .time_nanos = t, .period_ns = 10000000, .duration_nanos = (int64_t)SEC};
     snprintf(it.job, sizeof(it.job), "%s", job);
     assert_int_equal(labels_set(&it.labels, "job", job), 0);
     assert_int_equal(labels_set(&it.labels, "service_name", "svc"), 0);
     struct export_profile p = {
-        .item = &it, .pprof = bytes, .len = len + 1, .pprof_plain = plain, .len_plain = len};
+        .meta = &it, .pprof = bytes, .len = len + 1, .pprof_plain = plain, .len_plain = len};
     int err = ex->ops->push(ex->ctx, &p);
     labels_release(&it.labels);
     return err;
@@ -477,10 +480,10 @@ static void test_push__backoff_bounds(void **state)
     assert_int_equal(push_backoff_ns(100, SEC, 10 * SEC, 0), 5 * SEC);
     /* max below min is treated as min */
     assert_int_equal(push_backoff_ns(3, 2 * SEC, SEC, 99), 2 * SEC);
-    assert_string_equal(push_metric_name("cpu"), "process_cpu");
-    assert_string_equal(push_metric_name("wall"), "wall");
-    assert_string_equal(push_metric_name("gil"), "gil");
-    assert_string_equal(push_metric_name("exception"), "exception");
+    assert_string_equal(push_metric_name(PROFILE_CPU), "process_cpu");
+    assert_string_equal(push_metric_name(PROFILE_WALL), "wall");
+    assert_string_equal(push_metric_name(PROFILE_GIL), "gil");
+    assert_string_equal(push_metric_name(PROFILE_EXCEPTION), "exception");
 }
 
 static void test_push__fill_deadline(void **state)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for agent/cli/check_config.c: exit statuses of `pyprofd check-config`. */
+/* Tests for cli/check_config.c: exit statuses of `pyprofd check-config`. */
 #include "base/compat.h"
 
 #include "cmocka_wrap.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for exporters/pull/promtext.c: exact text for each kind of line,
+ * Tests for agent/base/promtext.c: exact text for each kind of line,
  * escaping, value formatting, the checks, the cap, the histogram type, the
  * process_* metrics, and Debian's promtool as the real consumer.
  */
@@ -14,7 +14,7 @@
 #include "test_util.h"
 
 #include "base/alloc.h"
-#include "exporters/pull/promtext.h"
+#include "base/promtext.h"
 
 /* The document so far as a NUL-terminated string (static buffer). */
 static const char *doc(struct promtext *w)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for agent/cli/record.c: option parsing. */
+/* Tests for cli/record.c: option parsing. */
 #include "base/compat.h"
 
 #include "cmocka_wrap.h"

@@ -8,7 +8,7 @@
  */
 #include "base/compat.h"
 
-#include "exporters/pull/promtext.h"
+#include "base/promtext.h"
 
 #include <dirent.h>
 #include <fcntl.h>

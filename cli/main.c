@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * main.c: the pyprofd command line. Wiring only: pick the subcommand and hand
- * it the arguments. The commands live in agent/cli/, the pipeline stages in
+ * it the arguments. The commands live in cli/, the pipeline stages in
  * agent/<stage>/ (discovery -> unwinder -> sampler -> aggregation -> pprof ->
  * exporters); see docs/architecture.md.
  */

@@ -30,7 +30,7 @@ enum record_format { RECORD_AUTO, RECORD_PPROF, RECORD_COLLAPSED };
 struct record_opts {
     double rate;
     double duration; /* seconds; 0 = until the target exits or Ctrl-C */
-    enum sampler_mode mode;
+    enum profile_mode mode;
     unsigned unwind_flags;
     bool blocking;
     bool realtime_stats;
@@ -159,7 +159,7 @@ static int record_wait_python(pid_t child, struct cli_target *t, enum memread_ba
 }
 
 static int record_write(const struct record_opts *o, const char *path, const struct agg *agg,
-                        enum sampler_mode mode, uint64_t interval_ns, int64_t start_wall,
+                        enum profile_mode mode, uint64_t interval_ns, int64_t start_wall,
                         int64_t duration_ns)
 {
     char tmp[4096];
@@ -175,7 +175,7 @@ static int record_write(const struct record_opts *o, const char *path, const str
                   (record_ends_with(path, ".pb.gz") || record_ends_with(path, ".pprof")));
     if (pprof) {
         struct pprof_meta meta = {
-            .value_type = sampler_mode_name(mode),
+            .value_type = profile_mode_name(mode),
             .value_unit = "nanoseconds",
             .period_ns = (int64_t)interval_ns,
             .time_nanos = start_wall,
@@ -315,7 +315,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     }
     char ver[32];
     fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s%s%s\n", (int)pid,
-            pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate, sampler_mode_name(o->mode),
+            pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate, profile_mode_name(o->mode),
             aio ? ", async-aware: " : "", aio ? asyncio_mode_name(o->async_mode) : "",
             o->duration > 0 ? "" : "; Ctrl-C to stop");
 
@@ -415,7 +415,7 @@ int cli_record(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct record_opts o = {.rate = 100, .mode = SAMPLER_WALL};
+    struct record_opts o = {.rate = 100, .mode = PROFILE_WALL};
     int c;
     optind = 1;
     /* '+': stop at the first non-option, so COMMAND's own options stay its own */
@@ -442,7 +442,7 @@ int cli_record(int argc, char **argv)
             break;
         }
         case OPT_MODE:
-            if (sampler_mode_parse(optarg, &o.mode)) {
+            if (profile_mode_parse(optarg, &o.mode)) {
                 log_error("unknown mode '%s' (use wall, cpu, gil or exception)", optarg);
                 return CLI_EXIT_USAGE;
             }
@@ -497,11 +497,11 @@ int cli_record(int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
     }
-    if (o.async_aware && o.async_mode == ASYNCIO_ALL && o.mode != SAMPLER_WALL) {
+    if (o.async_aware && o.async_mode == ASYNCIO_ALL && o.mode != PROFILE_WALL) {
         log_error("--async-mode all counts suspended tasks, which wait: they are not on a CPU, "
                   "hold no GIL and handle no exception, so it cannot combine with --mode %s "
                   "(use --mode wall, or --async-mode running)",
-                  sampler_mode_name(o.mode));
+                  profile_mode_name(o.mode));
         return CLI_EXIT_USAGE;
     }
     if (o.blocking && o.rate > 10000)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/cli/agent.c: `pyprofd agent` with a config file it must
+ * Tests for cli/agent.c: `pyprofd agent` with a config file it must
  * not wait on. The command runs in a forked child (it blocks signals and
  * starts threads), which the test stops with SIGTERM, then SIGKILL, when it
  * does not end by itself.

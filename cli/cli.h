@@ -61,9 +61,9 @@ int cli_agent(int argc, char **argv);
 int cli_check_config(int argc, char **argv);
 
 #ifdef PYPROFD_UNITTEST
-/* record.c internals reached by tests/unit/agent/cli/test_record.c */
+/* record.c internals reached by tests/unit/cli/test_record.c */
 int record_parse_rate(const char *s, double *out);
-/* agent.c internals reached by tests/unit/agent/cli/test_agent.c */
+/* agent.c internals reached by tests/unit/cli/test_agent.c */
 struct pyprofd_config;
 bool agent_log_listen(const struct pyprofd_config *cfg, const char *listen_option,
                       const char *config_file, bool reload);
