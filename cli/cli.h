@@ -16,6 +16,7 @@
 
 #include "discovery/pyruntime.h"
 #include "memread/memread.h"
+#include "unwind/asyncio.h"
 #include "unwind/unwind.h"
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
@@ -37,6 +38,15 @@ struct cli_target {
  */
 int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_target *t);
 void cli_detach(struct cli_target *t);
+
+/**
+ * Looks for the asyncio debug table of @a t (pyruntime_find_asyncio(), with
+ * @a memo, which the caller keeps per process, zeroed at first) and gives it
+ * to @a aio, or tells @a aio that it is malformed. Does nothing unless @a aio
+ * is ASYNCIO_SEARCHING. Reads /proc and opens files: call it between samples.
+ */
+void cli_async_search(const struct cli_target *t, struct asyncio *aio,
+                      struct pyruntime_asyncio_memo *memo);
 
 /** Parses a PID argument; logs and returns -EINVAL when it is not one. */
 int cli_parse_pid(const char *arg, pid_t *out);

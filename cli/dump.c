@@ -271,14 +271,15 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
 static int dump_async_new(const struct cli_target *t, struct asyncio **aio, char *note,
                           size_t note_len)
 {
-    int err =
-        asyncio_new(t->unwinder, t->mr, &t->rt, t->pid, "/proc", ASYNCIO_ALL, aio, note, note_len);
+    int err = asyncio_new(t->unwinder, t->mr, &t->rt, ASYNCIO_ALL, aio, note, note_len);
     if (err == -ENOTSUP)
         return 0; /* note: "CPython 3.13.x has no asyncio debug table" */
     if (err) {
         log_error("%s", note);
         return -1;
     }
+    struct pyruntime_asyncio_memo memo = {0};
+    cli_async_search(t, *aio, &memo);
     note[0] = '\0';
     if (asyncio_state(*aio) == ASYNCIO_SEARCHING)
         snprintf(note, note_len, "not imported by the process (no asyncio debug table mapped)");
@@ -322,7 +323,7 @@ static int dump_run(pid_t pid, const struct dump_opts *o)
     }
     /* the task graph right after the stacks (ALL: every task of the threads) */
     const struct asyncio_result *ar = NULL;
-    if (aio && asyncio_state(aio) == ASYNCIO_ACTIVE && asyncio_sample(aio, r, 0, &ar))
+    if (aio && asyncio_state(aio) == ASYNCIO_ACTIVE && asyncio_sample(aio, r, &ar))
         ar = NULL;
     int on_cpu[UNWIND_MAX_THREADS];
     for (size_t i = 0; i < r->nthreads; i++)

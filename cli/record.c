@@ -211,8 +211,7 @@ static int record_async_new(const struct record_opts *o, struct cli_target *t, s
     *out = NULL;
     if (!o->async_aware)
         return 0;
-    int err = asyncio_new(t->unwinder, t->mr, &t->rt, t->pid, "/proc", o->async_mode, out, why,
-                          sizeof(why));
+    int err = asyncio_new(t->unwinder, t->mr, &t->rt, o->async_mode, out, why, sizeof(why));
     if (err == -ENOTSUP) {
         fprintf(stderr,
                 "pyprofd: note: %s: async-aware stacks are not available, recording "
@@ -283,6 +282,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     struct agg *agg = NULL;
     struct sampler *s = NULL;
     struct asyncio *aio = NULL;
+    struct pyruntime_asyncio_memo aio_memo = {0};
     bool async_said = false;
     int status =
         child ? record_wait_python(child, &t, o->backend) : cli_attach(pid, o->backend, true, &t);
@@ -300,7 +300,9 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                               .unwind_flags = o->unwind_flags,
                               .blocking = o->blocking,
                               .async = aio};
+    cli_async_search(&t, aio, &aio_memo);
     uint64_t start = record_now();
+    uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
     int64_t start_wall = record_wall_ns();
     int err = sampler_new(pid, t.unwinder, agg, &so, start, &s);
     if (err) {
@@ -333,6 +335,11 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
             break; /* the duration is over */
         if (sampler_attempt(s, now) == -ESRCH)
             break; /* the target exited */
+        /* asyncio imported since? (between samples, not in an attempt) */
+        if (now >= aio_search_at) {
+            cli_async_search(&t, aio, &aio_memo);
+            aio_search_at = now + ASYNCIO_RESCAN_NS;
+        }
         record_async_note(aio, &async_said, pid);
         if (child && waitpid(child, NULL, WNOHANG) == child) {
             child = 0;

@@ -199,6 +199,7 @@ int elf_file_find_section(const struct elf_file *ef, const char *name, struct el
         out->offset = sh->sh_offset;
         out->size = sh->sh_size;
         out->type = sh->sh_type;
+        out->flags = sh->sh_flags;
         return 0;
     }
     return -ENOENT;

@@ -37,6 +37,7 @@ struct elf_section {
     uint64_t offset; /* sh_offset: position in the file */
     uint64_t size;   /* sh_size */
     uint32_t type;   /* sh_type (SHT_PROGBITS, SHT_NOBITS, ...) */
+    uint64_t flags;  /* sh_flags (SHF_ALLOC: the section is in the loaded image) */
 };
 
 struct elf_file;

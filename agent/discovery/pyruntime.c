@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pyruntime.c: locate .PyRuntime in a live process (see pyruntime.h).
+ * pyruntime.c: locate .PyRuntime, and .AsyncioDebug, in a live process (see
+ * pyruntime.h).
  */
 #include "base/compat.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -132,59 +134,97 @@ int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_ma
     return -ENOENT;
 }
 
+/* What looking for a section in a mapped file found. */
+enum pyruntime_place {
+    PYRUNTIME_PLACED,
+    PYRUNTIME_NO_FILE,    /* the file could not be opened as mapped */
+    PYRUNTIME_NOT_ELF,    /* its ELF headers could not be read (*err says why) */
+    PYRUNTIME_NO_SECTION, /* it has no such section */
+    PYRUNTIME_UNPLACED,   /* the section is not inside the file's loaded image */
+    PYRUNTIME_NO_MEMORY,
+};
+
+/*
+ * Opens the file behind mapping @e of @pid and finds its section @name, with
+ * where the process has it (@e must map the start of the file, which places
+ * it): *@sec, and how the file was opened: *@via.
+ */
+static enum pyruntime_place pyruntime_place(const char *proc_root, pid_t pid,
+                                            const struct proc_map_entry *e, const char *name,
+                                            struct pyruntime_section *sec, const char **via,
+                                            int *err)
+{
+    int fd = pyruntime_open_mapped(proc_root, pid, e, via);
+    if (fd < 0)
+        return PYRUNTIME_NO_FILE;
+    struct elf_file *ef = NULL;
+    int rc = elf_file_open_fd(fd, &ef);
+    close(fd);
+    if (rc) {
+        *err = rc;
+        return rc == -ENOMEM ? PYRUNTIME_NO_MEMORY : PYRUNTIME_NOT_ELF;
+    }
+    enum pyruntime_place result = PYRUNTIME_PLACED;
+    struct elf_section s;
+    uint64_t load_base;
+    if (elf_file_find_section(ef, name, &s))
+        result = PYRUNTIME_NO_SECTION;
+    else if (!(s.flags & SHF_ALLOC) || elf_file_load_base(ef, &load_base) || e->offset != 0 ||
+             s.addr < load_base)
+        result = PYRUNTIME_UNPLACED;
+    else
+        *sec = (struct pyruntime_section){e->start + (s.addr - load_base), s.size};
+    elf_file_free(ef);
+    return result;
+}
+
 static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, struct memread *mr,
                                               const struct proc_map_entry *e, struct pyruntime *out,
                                               int *err, char *why, size_t why_len)
 {
     const char *via = NULL;
-    int fd = pyruntime_open_mapped(proc_root, pid, e, &via);
-    if (fd < 0) {
+    struct pyruntime_section sec = {0};
+    int rc = 0;
+    switch (pyruntime_place(proc_root, pid, e, ".PyRuntime", &sec, &via, &rc)) {
+    case PYRUNTIME_PLACED:
+        break;
+    case PYRUNTIME_NO_FILE:
         snprintf(why, why_len, "cannot open '%s' as mapped by pid %d", e->path, (int)pid);
         out->miss = PYRUNTIME_MISS_UNREADABLE;
         return PYRUNTIME_SKIP;
+    case PYRUNTIME_NO_MEMORY:
+        *err = rc;
+        return PYRUNTIME_FATAL;
+    case PYRUNTIME_NOT_ELF:
+        snprintf(why, why_len, "cannot read ELF headers of '%s': %s", e->path, strerror(-rc));
+        out->miss = PYRUNTIME_MISS_UNREADABLE;
+        return PYRUNTIME_SKIP;
+    case PYRUNTIME_NO_SECTION:
+        snprintf(why, why_len, "'%s' has no .PyRuntime section (not CPython 3.13+?)", e->path);
+        if (out->miss < PYRUNTIME_MISS_NO_SECTION)
+            out->miss = PYRUNTIME_MISS_NO_SECTION;
+        return PYRUNTIME_SKIP;
+    case PYRUNTIME_UNPLACED:
+        snprintf(why, why_len, "cannot place .PyRuntime of '%s' in memory", e->path);
+        return PYRUNTIME_SKIP;
     }
-    struct elf_file *ef = NULL;
-    int rc = elf_file_open_fd(fd, &ef);
-    close(fd);
-    if (rc == -ENOMEM) {
+    if (sec.size < PYVERSION_HEADER_SIZE) {
+        snprintf(why, why_len, "cannot place .PyRuntime of '%s' in memory", e->path);
+        return PYRUNTIME_SKIP;
+    }
+
+    unsigned char header[PYVERSION_HEADER_SIZE];
+    rc = memread_read(mr, sec.raddr, header, sizeof(header));
+    if (rc == -ESRCH || rc == -EPERM) {
+        snprintf(why, why_len, "cannot read memory of pid %d: %s", (int)pid, memread_strerror(rc));
         *err = rc;
         return PYRUNTIME_FATAL;
     }
     if (rc) {
-        snprintf(why, why_len, "cannot read ELF headers of '%s': %s", e->path, strerror(-rc));
+        snprintf(why, why_len, "cannot read .PyRuntime of '%s' at 0x%" PRIx64 ": %s", e->path,
+                 sec.raddr, memread_strerror(rc));
         out->miss = PYRUNTIME_MISS_UNREADABLE;
         return PYRUNTIME_SKIP;
-    }
-
-    enum pyruntime_candidate result = PYRUNTIME_SKIP;
-    struct elf_section sec;
-    uint64_t load_base;
-    if (elf_file_find_section(ef, ".PyRuntime", &sec)) {
-        snprintf(why, why_len, "'%s' has no .PyRuntime section (not CPython 3.13+?)", e->path);
-        if (out->miss < PYRUNTIME_MISS_NO_SECTION)
-            out->miss = PYRUNTIME_MISS_NO_SECTION;
-        goto out;
-    }
-    if (elf_file_load_base(ef, &load_base) || e->offset != 0 || sec.addr < load_base ||
-        sec.size < PYVERSION_HEADER_SIZE) {
-        snprintf(why, why_len, "cannot place .PyRuntime of '%s' in memory", e->path);
-        goto out;
-    }
-
-    uint64_t raddr = e->start + (sec.addr - load_base);
-    unsigned char header[PYVERSION_HEADER_SIZE];
-    rc = memread_read(mr, raddr, header, sizeof(header));
-    if (rc == -ESRCH || rc == -EPERM) {
-        snprintf(why, why_len, "cannot read memory of pid %d: %s", (int)pid, memread_strerror(rc));
-        *err = rc;
-        result = PYRUNTIME_FATAL;
-        goto out;
-    }
-    if (rc) {
-        snprintf(why, why_len, "cannot read .PyRuntime of '%s' at 0x%" PRIx64 ": %s", e->path,
-                 raddr, memread_strerror(rc));
-        out->miss = PYRUNTIME_MISS_UNREADABLE;
-        goto out;
     }
     rc = pyversion_decode(header, sizeof(header), &out->version);
     if (rc == -ENOENT) {
@@ -192,25 +232,21 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
                  "'%s' has .PyRuntime but no 'xdebugpy' cookie (CPython older than 3.13?)",
                  e->path);
         out->miss = PYRUNTIME_MISS_NO_COOKIE;
-        goto out;
+        return PYRUNTIME_SKIP;
     }
     if (rc) {
         snprintf(why, why_len, "'%s' has a debug table with an implausible version word", e->path);
         *err = rc;
-        result = PYRUNTIME_FATAL;
-        goto out;
+        return PYRUNTIME_FATAL;
     }
-    out->raddr = raddr;
+    out->raddr = sec.raddr;
     out->section_size = sec.size;
     out->map_start = e->start;
     snprintf(out->path, sizeof(out->path), "%s", e->path);
     out->deleted = e->deleted;
     out->opened_via = via;
-    out->initialized = pyruntime_initialized(mr, raddr, &out->version);
-    result = PYRUNTIME_FOUND;
-out:
-    elf_file_free(ef);
-    return result;
+    out->initialized = pyruntime_initialized(mr, sec.raddr, &out->version);
+    return PYRUNTIME_FOUND;
 }
 
 /* A zombie's maps read as empty; so do a kernel thread's. Tell them apart. */
@@ -305,6 +341,79 @@ int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struc
         *out = fallback;
         err = 0;
         why[0] = '\0';
+    }
+    proc_maps_free(maps);
+    return err;
+}
+
+/* --- the asyncio debug table ------------------------------------------- */
+
+static bool pyruntime_asyncio_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    return strstr(base ? base + 1 : path, "_asyncio") != NULL;
+}
+
+static bool pyruntime_memo_has(const struct pyruntime_asyncio_memo *memo, uint64_t inode)
+{
+    for (size_t i = 0; i < memo->nchecked; i++) {
+        if (memo->checked[i] == inode)
+            return true;
+    }
+    return false;
+}
+
+static void pyruntime_memo_add(struct pyruntime_asyncio_memo *memo, uint64_t inode)
+{
+    if (memo->nchecked < PYRUNTIME_ASYNCIO_CHECKED)
+        memo->checked[memo->nchecked++] = inode;
+}
+
+int pyruntime_find_asyncio(const char *proc_root, pid_t pid, const struct pyruntime *rt,
+                           struct pyruntime_asyncio_memo *memo, struct pyruntime_section *out,
+                           char *why, size_t why_len)
+{
+    struct proc_maps *maps = NULL;
+    memo->searches++;
+    int err = proc_maps_read(proc_root, pid, &maps);
+    if (err) {
+        snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid, strerror(-err));
+        return err == -EACCES ? -EPERM : err;
+    }
+    err = -ENOENT;
+    snprintf(why, why_len,
+             "no file mapped by pid %d has an .AsyncioDebug section (asyncio not "
+             "imported yet?)",
+             (int)pid);
+    for (size_t i = 0; i < proc_maps_count(maps); i++) {
+        const struct proc_map_entry *e = proc_maps_get(maps, i);
+        /* only the lowest mapping of a file places it */
+        if (!proc_map_is_file(e) || e->inode == 0 || e->offset != 0 ||
+            pyruntime_memo_has(memo, e->inode))
+            continue;
+        if (!pyruntime_asyncio_name(e->path) && e->start != rt->map_start)
+            continue;
+        const char *via = NULL;
+        int rc = 0;
+        enum pyruntime_place p =
+            pyruntime_place(proc_root, pid, e, ".AsyncioDebug", out, &via, &rc);
+        if (p == PYRUNTIME_PLACED) {
+            why[0] = '\0';
+            err = 0;
+            break;
+        }
+        if (p == PYRUNTIME_NO_MEMORY) {
+            snprintf(why, why_len, "out of memory reading the ELF headers of '%s'", e->path);
+            err = -ENOMEM;
+            break;
+        }
+        if (p == PYRUNTIME_UNPLACED) {
+            snprintf(why, why_len, "cannot place .AsyncioDebug of '%s' in memory", e->path);
+            err = -EPROTO;
+        } else if (p == PYRUNTIME_NO_FILE && err == -ENOENT) {
+            snprintf(why, why_len, "cannot open '%s' as mapped by pid %d", e->path, (int)pid);
+        }
+        pyruntime_memo_add(memo, e->inode);
     }
     proc_maps_free(maps);
     return err;

@@ -28,6 +28,13 @@
  * data; so for the versions pyprofd knows, a runtime whose interpreter list is
  * still empty is kept only as a fallback when no initialised one exists.
  *
+ * The asyncio debug table (CPython 3.14+, section .AsyncioDebug) is found the
+ * same way, by pyruntime_find_asyncio(): it lives in the _asyncio extension
+ * module, mapped only once the program imports asyncio, or in the file that
+ * holds the runtime when _asyncio is built in. Callers look again while it is
+ * missing; they do it between samples (housekeeping), never in a sampling
+ * attempt: the search reads /proc/PID/maps (which allocates) and opens files.
+ *
  * Errors are returned, never logged. Thread safety: reentrant.
  */
 #ifndef PYPROFD_DISCOVERY_PYRUNTIME_H
@@ -93,10 +100,60 @@ PYPROFD_WARN_UNUSED int pyruntime_locate(const char *proc_root, pid_t pid, struc
  * Opens the file behind mapping @a e of @a pid as the target sees it (the
  * order described above: map_files, then the root paths or the plain path if
  * the inode matches), read-only and non-blocking (the fd is only pread). Returns the fd (caller
- * closes it) and sets *@a via to "map_files", "root" or "path"; or -ENOENT. Also used to find the
- * asyncio table (unwind/asyncio.h).
+ * closes it) and sets *@a via to "map_files", "root" or "path"; or -ENOENT.
  */
 PYPROFD_WARN_UNUSED int pyruntime_open_mapped(const char *proc_root, pid_t pid,
                                               const struct proc_map_entry *e, const char **via);
+
+/** Files pyruntime_find_asyncio() remembers having looked at without a table. */
+#define PYRUNTIME_ASYNCIO_CHECKED 32u
+
+/**
+ * What pyruntime_find_asyncio() keeps between calls for one process: the
+ * files (by inode) it looked at without finding the table, which it does not
+ * open again, and how often it looked. An embeddable value: zero it before the
+ * first call (e.g. `= {0}`); the fields are private to pyruntime.c, except
+ * @c searches, which callers may read.
+ */
+struct pyruntime_asyncio_memo {
+    uint64_t checked[PYRUNTIME_ASYNCIO_CHECKED];
+    size_t nchecked;
+    uint64_t searches; /* calls so far */
+};
+
+/** Where a section of a mapped file is in a process. */
+struct pyruntime_section {
+    uint64_t raddr; /* its first byte in the process */
+    uint64_t size;  /* sh_size */
+};
+
+/**
+ * Looks for the asyncio debug table (_Py_AsyncioModuleDebugOffsets, ELF
+ * section .AsyncioDebug) of @a pid, whose runtime @a rt pyruntime_locate()
+ * found, in the maps under @a proc_root. Candidates: the lowest mapping of
+ * every mapped file whose name contains "_asyncio" (3.14 builds _asyncio as an
+ * extension module) and of the file holding the runtime (3.15 builds it in),
+ * each opened with pyruntime_open_mapped(). Files @a memo says were looked at
+ * already are skipped, and every file looked at without a table is added to
+ * it. The table's bytes are neither read nor validated: that is the caller's
+ * (unwind/asyncio.h, asyncio_attach_table()).
+ *
+ * Returns 0 and the section in @a out; otherwise a negative errno and a
+ * one-line reason in @a why:
+ *  -ENOENT  not there (yet): no candidate has the section (the program has
+ *           not imported asyncio yet, or a candidate could not be opened);
+ *  -EPROTO  malformed: a file has the section, but it is not inside the
+ *           file's loaded image (reported once: the file is not looked at
+ *           again);
+ *  -ESRCH   the process is gone; -EPERM its maps may not be read; -ENOMEM.
+ *
+ * Allocates and does file I/O. Thread safety: reentrant; @a memo is used by
+ * one thread at a time.
+ */
+PYPROFD_WARN_UNUSED int pyruntime_find_asyncio(const char *proc_root, pid_t pid,
+                                               const struct pyruntime *rt,
+                                               struct pyruntime_asyncio_memo *memo,
+                                               struct pyruntime_section *out, char *why,
+                                               size_t why_len);
 
 #endif /* PYPROFD_DISCOVERY_PYRUNTIME_H */

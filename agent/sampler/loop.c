@@ -388,6 +388,7 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
             i--;
             continue;
         }
+        target_async_search(t, l->cfg->discovery.proc_root, now);
         if (now - t->win_start >= t->window_ns)
             (void)target_cut(t, l->opts.queue, now, loop_real_at(l, now), false);
         if (t->aio || t->async_note[0]) {

@@ -401,7 +401,7 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
         err = unwinder_sample(s->u, sampler_unwind_flags(s), &r, &why);
         /* the task graph is read while the threads are still stopped */
         if (!err && s->opts.async)
-            gone = asyncio_sample(s->opts.async, r, now_ns, &ar) == -ESRCH;
+            gone = asyncio_sample(s->opts.async, r, &ar) == -ESRCH;
         if (attempt > 0 || gone || !sampler_torn(err, why, r, ar))
             break;
         s->counts.retried++;

@@ -60,8 +60,8 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
          * "all" counts them only in wall mode (/targets says so otherwise) */
         t->async_all = job->async_mode == CONFIG_ASYNC_ALL;
         bool all = t->async_all && job->mode == PROFILE_WALL;
-        err = asyncio_new(t->u, v->mr, v->rt, p->key.pid, env->cfg->discovery.proc_root,
-                          all ? ASYNCIO_ALL : ASYNCIO_RUNNING, &t->aio, why, sizeof(why));
+        err = asyncio_new(t->u, v->mr, v->rt, all ? ASYNCIO_ALL : ASYNCIO_RUNNING, &t->aio, why,
+                          sizeof(why));
         if (err == -ENOTSUP) { /* 3.13: plain stacks, said in /targets */
             snprintf(t->async_note, sizeof(t->async_note), "unavailable: %s", why);
             err = 0;
@@ -105,6 +105,8 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     t->meta = v->meta;
     t->labels = v->labels;
     memset(v, 0, sizeof(*v));
+    /* a table already mapped is found at attach */
+    target_async_search(t, env->cfg->discovery.proc_root, now);
     *out = t;
     return 0;
 fail:
@@ -202,6 +204,22 @@ bool target_stale(struct target *t, const char *proc_root, uint64_t now,
         return true;
     }
     return false;
+}
+
+void target_async_search(struct target *t, const char *proc_root, uint64_t now)
+{
+    if (!t->aio || asyncio_state(t->aio) != ASYNCIO_SEARCHING || now < t->aio_search_at)
+        return;
+    t->aio_search_at = now + ASYNCIO_RESCAN_NS;
+    struct pyruntime_section sec;
+    char why[PATH_MAX + 128];
+    int err = pyruntime_find_asyncio(proc_root, t->key.pid, t->rt, &t->aio_memo, &sec, why,
+                                     sizeof(why));
+    if (err == 0)
+        err = asyncio_attach_table(t->aio, sec.raddr, sec.size);
+    else if (err == -EPROTO)
+        asyncio_refuse_table(t->aio, why);
+    (void)err; /* /targets says what became of the table; not there: next time */
 }
 
 const char *target_async_words(const struct target *t, char *buf, size_t len)

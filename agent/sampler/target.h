@@ -73,6 +73,9 @@ struct target {
     char async_note[300]; /* async_aware but unavailable: why (/targets) */
     char async_snap[320]; /* what /targets says about async, as of housekeeping */
     bool async_all;       /* async_mode all was asked for */
+    /* the asyncio table search (target_async_search): files looked at, next time due */
+    struct pyruntime_asyncio_memo aio_memo;
+    uint64_t aio_search_at;
     struct sampler *s;
     struct fleet_slot slot;
     struct agg *win;
@@ -129,6 +132,13 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
  */
 bool target_stale(struct target *t, const char *proc_root, uint64_t now,
                   enum target_reattach *why);
+
+/**
+ * An async-aware target whose asyncio table has not been found: looks for it
+ * (discovery's work, done in housekeeping, never in a sampling attempt) at
+ * most every ASYNCIO_RESCAN_NS, and hands it to the walker.
+ */
+void target_async_search(struct target *t, const char *proc_root, uint64_t now);
 
 /** The /targets "async" words of @a t, in @a buf (or a static string). */
 const char *target_async_words(const struct target *t, char *buf, size_t len);

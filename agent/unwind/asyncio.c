@@ -8,22 +8,20 @@
  * list), read task objects and follow their awaited-by links level by level
  * (one batched read per level), read all names in one batched read, then the
  * suspended coroutine chains level by level, read every link of those chains
- * again to verify them, resolve code objects through a cache of its own, and
- * finally assemble the samples. Remote memory is
- * untrusted: every pointer read is checked before use and every loop is
- * capped; what does not add up makes the thread's sample SAMPLE_ASYNC_TORN.
+ * again to verify them, resolve code objects through the unwinder's cache and
+ * reader (unwinder_resolve_code()), and finally assemble the samples. Remote
+ * memory is untrusted: every pointer read is checked before use and every
+ * loop is capped; what does not add up makes the thread's sample
+ * SAMPLE_ASYNC_TORN.
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <stdatomic.h>
-#include <unistd.h>
 
 #include "base/alloc.h"
-#include "discovery/elf_sections.h"
-#include "discovery/proc_maps.h"
+#include "base/bytes.h"
+#include "discovery/pyruntime.h"
 #include "unwind/asyncio.h"
-#include "unwind/codecache.h"
 #include "unwind/pystr.h"
 
 #define AIO_SLOTS        4096u /* task index, > ASYNCIO_MAX_TASKS, power of two */
@@ -32,20 +30,12 @@
 #define AIO_NAME_WINDOW  128u  /* bytes of a task name object read at once */
 #define AIO_SET_MAX_MASK 1023u /* awaited-by sets larger than 1024 slots are refused */
 #define AIO_TYPES        16u   /* type flags remembered (power of two) */
-#define AIO_CHECKED      32u   /* files looked at for the table */
-#define AIO_CODE_ENTRIES 1024u
-#define AIO_CODE_ARENA   (1u << 20)
-#define AIO_LINETABLE    (256u * 1024u)
-#define AIO_NAMEBUF      (4 * PYSTR_MAX_CHARS + 1)
 #define AIO_PAGE         4096u
 #define AIO_OB_REFCNT    0u /* an object's reference count, 32 bits: negative when immortal */
 #define AIO_AWAIT_WORDS  2u /* words from the awaited object up to the stack pointer, at most */
 #define AIO_VERIFY_RAW   (MEMREAD_MAX_IOV / 2u) /* coroutines per verification read */
 
 static const char aio_marker_file[] = "~";
-static const char aio_unknown_function[] = "<unknown function>";
-static const char aio_unknown_file[] = "<unknown file>";
-static const char aio_unreadable[] = "<unreadable frame>";
 
 /*
  * A coroutine frame found suspended, before its code object is looked up;
@@ -88,19 +78,14 @@ struct aio_entry {
 struct asyncio {
     struct unwinder *u;
     struct memread *mr;
-    struct pyruntime rt;
-    pid_t pid;
-    char proc_root[128];
+    struct py_version version; /* the runtime's */
+    uint64_t runtime_raddr;    /* ... and where its main table is */
     enum asyncio_mode mode;
     _Atomic int state; /* enum asyncio_state */
     char why[256];
     struct pyasync_layout l;
     const struct py_layout *base;
-    uint64_t next_search_ns;
-    uint64_t checked[AIO_CHECKED]; /* inodes looked at without a table */
-    size_t nchecked;
     struct asyncio_counts counts;
-    uint64_t (*clock)(void *ctx);
 
     /* per sample */
     struct aio_entry *entries;
@@ -130,14 +115,6 @@ struct asyncio {
 
     /* type flags by type address, direct-mapped */
     uint64_t type_raddr[AIO_TYPES], type_flags[AIO_TYPES];
-
-    /* code objects */
-    struct codecache *codes;
-    uint64_t code_epoch;
-    uint8_t code_buf[PYABI_MAX_CODE];
-    char name_buf[AIO_NAMEBUF];
-    char file_buf[AIO_NAMEBUF];
-    uint8_t *linetable_buf;
 };
 
 static const char *const aio_modes[] = {"running", "all"};
@@ -158,20 +135,6 @@ int asyncio_mode_parse(const char *name, enum asyncio_mode *out)
     return -EINVAL;
 }
 
-static uint64_t u64_at(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint32_t u32_at(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
 /* Bytes from @raddr that may be read without leaving the pages that hold
  * the first @known bytes (which are mapped: they are the object), at most @want. */
 static size_t aio_window(uint64_t raddr, size_t known, size_t want)
@@ -181,103 +144,59 @@ static size_t aio_window(uint64_t raddr, size_t known, size_t want)
     return have < want ? (size_t)have : want;
 }
 
-/* --- finding the table ------------------------------------------------- */
+/* --- the table ------------------------------------------------------------ */
 
-static bool aio_name_matches(const char *path)
+int asyncio_attach_table(struct asyncio *a, uint64_t raddr, uint64_t size)
 {
-    const char *base = strrchr(path, '/');
-    return strstr(base ? base + 1 : path, "_asyncio") != NULL;
-}
-
-static bool aio_checked(const struct asyncio *a, uint64_t inode)
-{
-    for (size_t i = 0; i < a->nchecked; i++) {
-        if (a->checked[i] == inode)
-            return true;
-    }
-    return false;
-}
-
-/* The address of .AsyncioDebug in the file behind mapping @e, or 0. */
-static uint64_t aio_section(struct asyncio *a, const struct proc_map_entry *e)
-{
-    const char *via = NULL;
-    int fd = pyruntime_open_mapped(a->proc_root, a->pid, e, &via);
-    if (fd < 0)
-        return 0;
-    struct elf_file *ef = NULL;
-    int err = elf_file_open_fd(fd, &ef);
-    close(fd);
-    uint64_t raddr = 0;
-    struct elf_section sec;
-    uint64_t load_base;
-    if (!err && elf_file_find_section(ef, ".AsyncioDebug", &sec) == 0 &&
-        elf_file_load_base(ef, &load_base) == 0 && sec.addr >= load_base &&
-        sec.size >= PYASYNC_TABLE_SIZE)
-        raddr = e->start + (sec.addr - load_base);
-    elf_file_free(ef);
-    return raddr;
-}
-
-/* Validates the table at @raddr and switches async walking on; or INVALID. */
-PYPROFD_STATIC void asyncio_attach_table(struct asyncio *a, uint64_t raddr)
-{
-    const struct pyabi_schema *ds = pyabi_schema_for(a->rt.version.minor);
+    if (atomic_load(&a->state) != ASYNCIO_SEARCHING)
+        return -EALREADY;
+    const struct pyabi_schema *ds = pyabi_schema_for(a->version.minor);
     uint8_t debug[PYABI_MAX_TABLE], aio[PYASYNC_TABLE_SIZE];
-    struct memread_iov iov[2] = {{a->rt.raddr, debug, ds ? ds->table_size : 0},
+    if (size < sizeof(aio)) {
+        snprintf(a->why, sizeof(a->why),
+                 "asyncio offsets: .AsyncioDebug (%" PRIu64 " bytes) is smaller than the table "
+                 "(%u bytes)",
+                 size, PYASYNC_TABLE_SIZE);
+        goto invalid;
+    }
+    struct memread_iov iov[2] = {{a->runtime_raddr, debug, ds ? ds->table_size : 0},
                                  {raddr, aio, sizeof(aio)}};
     int err = ds ? memread_readv(a->mr, iov, 2) : -ENOTSUP;
     if (err == -ESRCH)
-        return; /* gone: the sampler sees it too */
+        return err; /* gone: the sampler sees it too */
     if (err) {
         snprintf(a->why, sizeof(a->why), "cannot read the asyncio debug table: %s",
                  memread_strerror(err));
-    } else if (pyasync_layout_load(&a->rt.version, a->base, debug, ds->table_size, aio, sizeof(aio),
-                                   &a->l, a->why, sizeof(a->why)) == 0) {
-        uint32_t words[3] = {a->l.ts_running_loop, a->l.ts_running_task,
-                             a->l.ts_tasks_head + a->l.llist_next};
-        if (unwinder_set_thread_words(a->u, words, 3) == 0) {
-            atomic_store(&a->state, ASYNCIO_ACTIVE);
-            return;
-        }
-        snprintf(a->why, sizeof(a->why), "asyncio offsets: thread-state fields beyond %u bytes",
-                 PYABI_MAX_TSTATE);
+        goto invalid;
     }
+    if (pyasync_layout_load(&a->version, a->base, debug, ds->table_size, aio, sizeof(aio), &a->l,
+                            a->why, sizeof(a->why)))
+        goto invalid;
+    uint32_t words[3] = {a->l.ts_running_loop, a->l.ts_running_task,
+                         a->l.ts_tasks_head + a->l.llist_next};
+    if (unwinder_set_thread_words(a->u, words, 3) == 0) {
+        atomic_store(&a->state, ASYNCIO_ACTIVE);
+        return 0;
+    }
+    snprintf(a->why, sizeof(a->why), "asyncio offsets: thread-state fields beyond %u bytes",
+             PYABI_MAX_TSTATE);
+invalid:
     atomic_store(&a->state, ASYNCIO_INVALID);
+    return -EPROTO;
 }
 
-/*
- * Looks for .AsyncioDebug: in the _asyncio extension module (3.14 builds it
- * as one, mapped once asyncio is imported) and in the file holding the
- * runtime (3.15 builds _asyncio in). Files already looked at are skipped.
- */
-static void aio_search(struct asyncio *a)
+void asyncio_refuse_table(struct asyncio *a, const char *why)
 {
-    struct proc_maps *maps = NULL;
-    a->counts.searches++;
-    if (proc_maps_read(a->proc_root, a->pid, &maps))
+    if (atomic_load(&a->state) != ASYNCIO_SEARCHING)
         return;
-    uint64_t found = 0;
-    for (size_t i = 0; i < proc_maps_count(maps) && !found; i++) {
-        const struct proc_map_entry *e = proc_maps_get(maps, i);
-        if (!proc_map_is_file(e) || e->inode == 0 || e->offset != 0 || aio_checked(a, e->inode))
-            continue;
-        if (!aio_name_matches(e->path) && e->start != a->rt.map_start)
-            continue;
-        found = aio_section(a, e);
-        if (!found && a->nchecked < AIO_CHECKED)
-            a->checked[a->nchecked++] = e->inode;
-    }
-    proc_maps_free(maps);
-    if (found)
-        asyncio_attach_table(a, found);
+    snprintf(a->why, sizeof(a->why), "%s", why);
+    atomic_store(&a->state, ASYNCIO_INVALID);
 }
 
 /* --- lifecycle --------------------------------------------------------- */
 
-int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *rt, pid_t pid,
-                const char *proc_root, enum asyncio_mode mode, struct asyncio **out, char *why,
-                size_t why_len)
+int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *rt,
+                enum asyncio_mode mode, struct asyncio **out, char *why, size_t why_len)
 {
     char ver[32];
     if (!pyasync_schema_for(rt->version.major == 3 ? rt->version.minor : 0)) {
@@ -290,9 +209,8 @@ int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *
         return -ENOMEM;
     a->u = u;
     a->mr = mr;
-    a->rt = *rt;
-    a->pid = pid;
-    snprintf(a->proc_root, sizeof(a->proc_root), "%s", proc_root);
+    a->version = rt->version;
+    a->runtime_raddr = rt->raddr;
     a->mode = mode;
     a->base = unwinder_layout(u);
     atomic_init(&a->state, ASYNCIO_SEARCHING);
@@ -309,25 +227,18 @@ int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *
     a->iov_entry = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->iov_entry));
     a->buf = alloc_malloc((size_t)ASYNCIO_MAX_TASKS * AIO_GEN_WINDOW);
     a->slot_val = alloc_calloc(ASYNCIO_MAX_TASKS * AIO_AWAIT_WORDS, sizeof(*a->slot_val));
-    a->linetable_buf = alloc_malloc(AIO_LINETABLE);
-    int err = -ENOMEM;
     if (!a->entries || !a->slot_idx || !a->slot_stamp || !a->waiters || !a->raw ||
         !a->task_frames || !a->frames || !a->samples || !a->tasks || !a->iov || !a->iov_entry ||
-        !a->buf || !a->slot_val || !a->linetable_buf)
+        !a->buf || !a->slot_val)
         goto fail;
-    err = codecache_new(AIO_CODE_ENTRIES, AIO_CODE_ARENA, &a->codes);
-    if (err)
-        goto fail;
-    a->code_epoch = unwinder_code_epoch(u);
     a->result.samples = a->samples;
     a->result.tasks = a->tasks;
-    aio_search(a);
     *out = a;
     return 0;
 fail:
     snprintf(why, why_len, "out of memory for async-aware stacks");
     asyncio_free(a);
-    return err;
+    return -ENOMEM;
 }
 
 void asyncio_free(struct asyncio *a)
@@ -338,7 +249,6 @@ void asyncio_free(struct asyncio *a)
         int err = unwinder_set_thread_words(a->u, NULL, 0); /* cannot fail for none */
         (void)err;
     }
-    codecache_free(a->codes);
     alloc_free(a->entries);
     alloc_free(a->slot_idx);
     alloc_free(a->slot_stamp);
@@ -352,7 +262,6 @@ void asyncio_free(struct asyncio *a)
     alloc_free(a->iov_entry);
     alloc_free(a->buf);
     alloc_free(a->slot_val);
-    alloc_free(a->linetable_buf);
     alloc_free(a);
 }
 
@@ -422,10 +331,10 @@ static void aio_parse_task(struct asyncio *a, struct aio_entry *e, const uint8_t
     const struct pyasync_layout *l = &a->l;
     uint8_t is_task = obj[l->task_is_task], is_set = obj[l->task_awaited_by_is_set];
     e->read = true;
-    e->name_raddr = u64_at(obj + l->task_name);
-    e->awaited_by = u64_at(obj + l->task_awaited_by);
-    e->coro = u64_at(obj + l->task_coro);
-    e->next_node = u64_at(obj + l->task_node + l->llist_next);
+    e->name_raddr = load_le64(obj + l->task_name);
+    e->awaited_by = load_le64(obj + l->task_awaited_by);
+    e->coro = load_le64(obj + l->task_coro);
+    e->next_node = load_le64(obj + l->task_node + l->llist_next);
     e->is_task = is_task == 1;
     e->is_set = is_set == 1;
     /* a task has a coroutine and a name; flags are bools */
@@ -528,8 +437,8 @@ static int aio_waiters(struct asyncio *a, size_t from)
         struct aio_entry *e = &a->entries[a->iov_entry[k]];
         e->waiters_done = true;
         const uint8_t *set = a->buf + k * AIO_GEN_WINDOW;
-        uint64_t mask = u64_at(set + l->set_mask), table = u64_at(set + l->set_table);
-        int64_t used_n = (int64_t)u64_at(set + l->set_used);
+        uint64_t mask = load_le64(set + l->set_mask), table = load_le64(set + l->set_table);
+        int64_t used_n = (int64_t)load_le64(set + l->set_used);
         size_t len = (size_t)(mask + 1) * PYASYNC_SET_ENTRY;
         if (!ok[k] || mask > AIO_SET_MAX_MASK || ((mask + 1) & mask) != 0 || used_n < 0 ||
             (uint64_t)used_n > mask + 1 || !table) {
@@ -557,7 +466,7 @@ static int aio_waiters(struct asyncio *a, size_t from)
             continue;
         }
         for (size_t s = 0; s < a->iov[k].len / PYASYNC_SET_ENTRY; s++) {
-            uint64_t key = u64_at(t + s * PYASYNC_SET_ENTRY);
+            uint64_t key = load_le64(t + s * PYASYNC_SET_ENTRY);
             /* empty slots are NULL; deleted ones hold a sentinel that is a
              * valid object (dummy): it is read like a task and found not to be one */
             if (key)
@@ -606,14 +515,14 @@ static bool aio_int_name(const struct asyncio *a, const uint8_t *obj, size_t len
                          size_t cap)
 {
     const struct pyasync_layout *l = &a->l;
-    uint64_t tag = u64_at(obj + l->long_lv_tag);
+    uint64_t tag = load_le64(obj + l->long_lv_tag);
     uint64_t ndigits = tag >> 3, v = 0;
     if ((tag & 3) == 1) /* zero */
         ndigits = 0;
     if (ndigits > 2 || l->long_ob_digit + ndigits * 4 > len)
         return false;
     for (uint64_t d = ndigits; d-- > 0;)
-        v = (v << 30) | (u32_at(obj + l->long_ob_digit + d * 4) & 0x3fffffffu);
+        v = (v << 30) | (load_le32(obj + l->long_ob_digit + d * 4) & 0x3fffffffu);
     snprintf(out, cap, "Task-%s%" PRIu64, (tag & 3) == 2 ? "-" : "", v);
     return true;
 }
@@ -641,7 +550,7 @@ static int aio_names(struct asyncio *a)
         uint64_t flags = 0;
         bool named = false;
         if (ok[k] && len >= a->l.ob_type + 8 &&
-            aio_type_flags(a, u64_at(obj + a->l.ob_type), &flags) == 0) {
+            aio_type_flags(a, load_le64(obj + a->l.ob_type), &flags) == 0) {
             if (flags & PYASYNC_TPFLAGS_UNICODE_SUBCLASS) {
                 size_t need = 0;
                 long r = pystr_decode(a->base, obj, len, e->name, sizeof(e->name), &need);
@@ -730,14 +639,14 @@ static int aio_chains(struct asyncio *a)
                 e->chain_torn = e->nraw > 0;
                 continue;
             }
-            uint64_t type = u64_at(g + l->ob_type);
+            uint64_t type = load_le64(g + l->ob_type);
             if (e->cur_type && type != e->cur_type) {
                 /* Awaiting something else than a coroutine: the chain ends.
                  * Not at an immortal object (None, small ints, ...): no
                  * awaitable's iterator is one, but the value sent into a
                  * coroutine being resumed is (3.14 pushes it before the
                  * coroutine's state says that it runs). */
-                e->chain_torn |= (int32_t)u32_at(g + AIO_OB_REFCNT) < 0;
+                e->chain_torn |= (int32_t)load_le32(g + AIO_OB_REFCNT) < 0;
                 continue;
             }
             const uint8_t *fr = g + l->gen_iframe;
@@ -758,7 +667,7 @@ static int aio_chains(struct asyncio *a)
                 e->chain_torn = true;
             if (st == PYASYNC_FS_GONE)
                 continue;
-            uint64_t code = u64_at(fr + l->fr_executable) & ~l->tag_mask;
+            uint64_t code = load_le64(fr + l->fr_executable) & ~l->tag_mask;
             if (fr[l->fr_owner] != PYABI_OWNER_GENERATOR || !code) {
                 e->ok = e->nraw > 0;
                 continue;
@@ -766,9 +675,9 @@ static int aio_chains(struct asyncio *a)
             if (a->nraw == AIO_RAW_MAX || e->nraw == ASYNCIO_MAX_CHAIN)
                 continue;
             uint32_t at = (uint32_t)a->nraw++;
-            uint64_t sp = u64_at(fr + l->fr_stackpointer);
+            uint64_t sp = load_le64(fr + l->fr_stackpointer);
             a->raw[at] = (struct aio_raw){.code = code,
-                                          .ip = u64_at(fr + l->fr_instr_ptr),
+                                          .ip = load_le64(fr + l->fr_instr_ptr),
                                           .frame = cur + l->gen_iframe,
                                           .sp = sp,
                                           .next = UINT32_MAX,
@@ -870,14 +779,14 @@ static int aio_verify(struct asyncio *a)
             const uint8_t *g = a->iov[k].local; /* the generator from offset lo */
             const uint8_t *fr = g + (l->gen_iframe - lo);
             bool same = ok[k] && (int8_t)g[l->gen_frame_state - lo] == r->state &&
-                        (u64_at(fr + l->fr_executable) & mask) == r->code &&
-                        u64_at(fr + l->fr_instr_ptr) == r->ip &&
-                        u64_at(fr + l->fr_stackpointer) == r->sp;
+                        (load_le64(fr + l->fr_executable) & mask) == r->code &&
+                        load_le64(fr + l->fr_instr_ptr) == r->ip &&
+                        load_le64(fr + l->fr_stackpointer) == r->sp;
             if (r->awaited) {
                 const uint8_t *w = a->iov[++k].local;
-                same = same && ok[k] && (u64_at(w) & mask) == r->awaited;
+                same = same && ok[k] && (load_le64(w) & mask) == r->awaited;
                 for (size_t i = 1; i < l->await_below_sp / 8; i++)
-                    same = same && (u64_at(w + 8 * i) & mask) == 0;
+                    same = same && (load_le64(w + 8 * i) & mask) == 0;
             }
             e->chain_torn |= !same;
         }
@@ -887,83 +796,29 @@ static int aio_verify(struct asyncio *a)
 
 /* --- code objects ------------------------------------------------------ */
 
-static struct code_info *aio_fetch_code(struct asyncio *a, uint64_t raddr)
-{
-    const struct py_layout *l = a->base;
-    if (memread_read(a->mr, raddr, a->code_buf, l->co_read_len))
-        return NULL;
-    struct code_info ci = {
-        .raddr = raddr,
-        .qualname = aio_unknown_function,
-        .filename = aio_unknown_file,
-        .qualname_raddr = u64_at(a->code_buf + l->co_qualname),
-        .filename_raddr = u64_at(a->code_buf + l->co_filename),
-        .linetable_raddr = u64_at(a->code_buf + l->co_linetable),
-        .bytecode_raddr = raddr + l->co_adaptive,
-    };
-    int32_t first;
-    memcpy(&first, a->code_buf + l->co_firstlineno, sizeof(first));
-    ci.firstlineno = first;
-    if (pystr_read(a->mr, l, ci.qualname_raddr, a->name_buf, sizeof(a->name_buf)) >= 0)
-        ci.qualname = a->name_buf;
-    if (pystr_read(a->mr, l, ci.filename_raddr, a->file_buf, sizeof(a->file_buf)) >= 0)
-        ci.filename = a->file_buf;
-    long n = pybytes_read(a->mr, l, ci.linetable_raddr, a->linetable_buf, AIO_LINETABLE);
-    if (n > 0) {
-        ci.linetable = a->linetable_buf;
-        ci.linetable_len = (size_t)n;
-    }
-    return codecache_insert(a->codes, &ci);
-}
-
-static void aio_resolve_one(struct asyncio *a, const struct aio_raw *r, struct unwind_frame *f)
-{
-    *f = (struct unwind_frame){
-        .kind = UNWIND_FRAME_PYTHON,
-        .code_raddr = r->code,
-        .frame_raddr = r->frame,
-        .pos = {LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN}};
-    struct code_info *ci = codecache_find(a->codes, r->code);
-    if (!ci)
-        ci = aio_fetch_code(a, r->code);
-    if (!ci) {
-        f->kind = UNWIND_FRAME_UNREADABLE;
-        f->function = aio_unreadable;
-        f->file = aio_unknown_file;
-        return;
-    }
-    f->function = ci->qualname;
-    f->file = ci->filename;
-    f->first_line = ci->firstlineno;
-    f->code_id = ci->id;
-    if (r->ip >= ci->bytecode_raddr && (r->ip - ci->bytecode_raddr) / 2 <= UINT32_MAX) {
-        struct linetable_pos pos;
-        if (codecache_position(ci, (uint32_t)((r->ip - ci->bytecode_raddr) / 2), &pos) == 0)
-            f->pos = pos;
-    }
-}
-
-/* Resolves every chain into task_frames, leaf first. False: the code cache
- * overflowed even on a second pass (strings of early frames are gone). */
+/*
+ * Resolves every chain into task_frames, leaf first, through the unwinder's
+ * code cache. False when that filled the cache, which clears it: names
+ * resolved before are gone, the thread stacks' of this sample too.
+ */
 static bool aio_resolve(struct asyncio *a)
 {
-    for (int pass = 0; pass < 2; pass++) {
-        uint64_t overflows = codecache_overflows(a->codes);
-        a->ntask_frames = 0;
-        for (size_t i = 0; i < a->nentries; i++) {
-            struct aio_entry *e = &a->entries[i];
-            e->ffirst = (uint32_t)a->ntask_frames;
-            e->nf = e->nraw;
-            /* the list runs outermost first; frames are stored leaf first */
-            uint32_t r = e->rfirst;
-            for (uint32_t k = 0; k < e->nraw && r != UINT32_MAX; k++, r = a->raw[r].next)
-                aio_resolve_one(a, &a->raw[r], &a->task_frames[e->ffirst + e->nraw - 1 - k]);
-            a->ntask_frames += e->nraw;
+    uint64_t epoch = unwinder_code_epoch(a->u);
+    a->ntask_frames = 0;
+    for (size_t i = 0; i < a->nentries; i++) {
+        struct aio_entry *e = &a->entries[i];
+        e->ffirst = (uint32_t)a->ntask_frames;
+        e->nf = e->nraw;
+        /* the list runs outermost first; frames are stored leaf first */
+        uint32_t r = e->rfirst;
+        for (uint32_t k = 0; k < e->nraw && r != UINT32_MAX; k++, r = a->raw[r].next) {
+            struct unwind_frame *f = &a->task_frames[e->ffirst + e->nraw - 1 - k];
+            (void)unwinder_resolve_code(a->u, a->raw[r].code, a->raw[r].ip, f); /* or unreadable */
+            f->frame_raddr = a->raw[r].frame;
         }
-        if (codecache_overflows(a->codes) == overflows)
-            return true;
+        a->ntask_frames += e->nraw;
     }
-    return false;
+    return unwinder_code_epoch(a->u) == epoch;
 }
 
 /* --- assembling samples ------------------------------------------------ */
@@ -1163,8 +1018,9 @@ static int aio_list_tasks(struct asyncio *a, const struct unwind_result *r)
     return 0;
 }
 
-/* The task table of this sample, for callers that show it (pyprofd dump). */
-static void aio_export_tasks(struct asyncio *a)
+/* The task table of this sample, for callers that show it (pyprofd dump);
+ * without frames when their names are gone (!@resolved). */
+static void aio_export_tasks(struct asyncio *a, bool resolved)
 {
     size_t n = 0;
     for (size_t i = 0; i < a->nentries; i++) {
@@ -1178,16 +1034,20 @@ static void aio_export_tasks(struct asyncio *a)
                                    .running = e->running,
                                    .nwaiters = e->nw,
                                    .waiters = e->nw ? &a->waiters[e->wfirst] : NULL,
-                                   .nframes = e->running ? e->run_n : e->nf};
-        if (e->running)
-            t->frames = e->run_n ? &a->frames[e->run_first] : NULL;
+                                   .nframes = !resolved    ? 0
+                                              : e->running ? e->run_n
+                                                           : e->nf};
+        if (!t->nframes)
+            t->frames = NULL;
+        else if (e->running)
+            t->frames = &a->frames[e->run_first];
         else
-            t->frames = e->nf ? &a->task_frames[e->ffirst] : NULL;
+            t->frames = &a->task_frames[e->ffirst];
     }
     a->result.ntasks = n;
 }
 
-int asyncio_sample(struct asyncio *a, const struct unwind_result *r, uint64_t now_ns,
+int asyncio_sample(struct asyncio *a, const struct unwind_result *r,
                    const struct asyncio_result **out)
 {
     a->nsamples = 0;
@@ -1195,18 +1055,9 @@ int asyncio_sample(struct asyncio *a, const struct unwind_result *r, uint64_t no
     a->result.ntasks = 0;
     *out = &a->result;
     int err = 0;
-    if (atomic_load(&a->state) == ASYNCIO_SEARCHING && now_ns >= a->next_search_ns) {
-        aio_search(a);
-        a->next_search_ns = now_ns + ASYNCIO_RESCAN_NS;
-    }
     if (atomic_load(&a->state) != ASYNCIO_ACTIVE)
         goto plain;
 
-    uint64_t epoch = unwinder_code_epoch(a->u);
-    if (epoch != a->code_epoch) {
-        codecache_clear(a->codes);
-        a->code_epoch = epoch;
-    }
     a->stamp++;
     a->nentries = 0;
     a->nwaiters = 0;
@@ -1255,21 +1106,27 @@ int asyncio_sample(struct asyncio *a, const struct unwind_result *r, uint64_t no
         err = aio_verify(a);
     if (err)
         goto plain;
+    /* Code objects are read into the unwinder's cache. Filling it clears it,
+     * and the names of this sample's thread stacks go with it: those are
+     * resolved again, then the chains, once. */
     bool resolved = aio_resolve(a);
+    if (!resolved)
+        resolved = unwinder_resolve_again(a->u) && aio_resolve(a);
     for (size_t i = 0; i < r->nthreads; i++)
         aio_thread_sample(a, r, i);
     if (a->mode == ASYNCIO_ALL)
         aio_suspended_samples(a);
     if (!resolved) {
-        /* names of some frames are gone with the cache: count, do not report */
+        /* this sample's code objects do not fit the cache together: names
+         * of some frames are gone, counted and not reported */
         for (size_t i = 0; i < a->nsamples; i++) {
-            if (a->samples[i].task_name) {
+            if (a->samples[i].status == SAMPLE_OK) {
                 a->samples[i].status = SAMPLE_NO_MEMORY;
                 a->samples[i].nframes = 0;
             }
         }
     }
-    aio_export_tasks(a);
+    aio_export_tasks(a, resolved);
     a->result.nsamples = a->nsamples;
     return 0;
 plain:

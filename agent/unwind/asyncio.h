@@ -13,19 +13,30 @@
  * The offsets come from the target: the _Py_AsyncioModuleDebugOffsets table
  * (section .AsyncioDebug of the _asyncio extension module, or of the file
  * holding the runtime when _asyncio is built in) and the main table, both
- * validated once (python/pyasync.h). The table exists only once the target
- * imported asyncio (3.14 maps the extension module then): until it is
- * found, asyncio_sample() looks for it again at most every
- * ASYNCIO_RESCAN_NS, only opening files it has not looked at, and leaves
- * the stacks as they are. A malformed table is reported once
- * (asyncio_state(), asyncio_why()) and never looked at again: plain stacks.
+ * validated once (python/pyasync.h). Finding the table is discovery's job
+ * (discovery/pyruntime.h, pyruntime_find_asyncio()), done by the caller
+ * between samples; the walker is told with asyncio_attach_table(), or
+ * asyncio_refuse_table() when discovery found it malformed. States:
+ *
+ *   ASYNCIO_SEARCHING  from asyncio_new(): no table yet, plain stacks. The
+ *                      table exists only once the target imported asyncio
+ *                      (3.14 maps the extension module then): callers look
+ *                      again at most every ASYNCIO_RESCAN_NS.
+ *   ASYNCIO_ACTIVE     the table was attached and is valid: logical stacks.
+ *   ASYNCIO_INVALID    the table failed validation, could not be read, or
+ *                      discovery found it malformed (asyncio_why() says
+ *                      which): plain stacks for good, never looked at again.
  *
  * What a sample reads, beyond the unwinder's own read: the running loop and
  * task of each thread come with the thread state (unwinder_set_thread_words,
  * no extra read); then one read per task on the running task's await chain,
  * one batched read for all task names, one batched read per coroutine level
  * of suspended tasks, and code objects not in the cache. ASYNCIO_ALL also
- * walks each sampled thread's task list (one read per task).
+ * walks each sampled thread's task list (one read per task). Code objects
+ * are read and cached by the unwinder (unwinder_resolve_code(): its reader,
+ * its cache, its invalidation); when the walker's reads fill that cache, the
+ * thread stacks of the sample are resolved again, and a sample whose code
+ * objects do not fit the cache together gets SAMPLE_NO_MEMORY.
  *
  * Torn reads: the graph changes while it is read. The running task's
  * coroutine must be on its thread's stack (else the loop is between two
@@ -36,20 +47,16 @@
  * made-up chain.
  *
  * Memory: everything is allocated by asyncio_new() and bounded (tasks,
- * frames, waiters per sample); asyncio_sample() does not allocate or log
- * (the table search reads /proc/PID/maps, which allocates, at most once per
- * ASYNCIO_RESCAN_NS while the table is missing). Thread safety: one thread
- * at a time, except asyncio_state() and asyncio_why(), which any thread may
- * call.
+ * frames, waiters per sample); asyncio_sample() does not allocate, log, open
+ * files or read /proc: it reads the target's memory only. Thread safety: one
+ * thread at a time (the one that samples), except asyncio_state() and
+ * asyncio_why(), which any thread may call.
  */
 #ifndef PYPROFD_UNWIND_ASYNCIO_H
 #define PYPROFD_UNWIND_ASYNCIO_H
 
 #include "base/compat.h"
 
-#include <sys/types.h>
-
-#include "discovery/pyruntime.h"
 #include "memread/memread.h"
 #include "python/pyasync.h"
 #include "unwind/unwind.h"
@@ -60,7 +67,8 @@
 #define ASYNCIO_MAX_CHAIN   64u    /* coroutines per task (await inside await) */
 #define ASYNCIO_MAX_DEPTH   128u   /* tasks from a leaf task to its root */
 #define ASYNCIO_NAME_MAX    128u   /* bytes of a task name kept */
-#define ASYNCIO_RESCAN_NS   1000000000ull
+/* While ASYNCIO_SEARCHING, callers look for the table at most this often. */
+#define ASYNCIO_RESCAN_NS 1000000000ull
 
 enum asyncio_mode {
     ASYNCIO_RUNNING, /* the running task of each thread */
@@ -72,10 +80,11 @@ const char *asyncio_mode_name(enum asyncio_mode m);
 /** Parses a mode name. Returns 0 or -EINVAL. */
 PYPROFD_WARN_UNUSED int asyncio_mode_parse(const char *name, enum asyncio_mode *out);
 
+/** Where the walker is with its table (see above). */
 enum asyncio_state {
     ASYNCIO_SEARCHING, /* no table yet: asyncio not imported (plain stacks meanwhile) */
-    ASYNCIO_ACTIVE,    /* the table is found and valid */
-    ASYNCIO_INVALID,   /* the table failed validation (asyncio_why): plain stacks */
+    ASYNCIO_ACTIVE,    /* the table was attached and is valid */
+    ASYNCIO_INVALID,   /* the table is unusable (asyncio_why): plain stacks */
 };
 
 /** One sample to count: a thread's own stack, a logical stack, or a suspended task. */
@@ -113,33 +122,50 @@ struct asyncio_counts {
     uint64_t suspended;    /* suspended-task samples (ASYNCIO_ALL) */
     uint64_t outside_task; /* a running task whose coroutine was not on the stack */
     uint64_t torn;         /* threads dropped with SAMPLE_ASYNC_TORN */
-    uint64_t searches;     /* looks for the table */
 };
 
 struct asyncio;
 
 /**
- * Prepares async-aware stacks for the process @a pid (maps read under
- * @a proc_root, usually "/proc") sampled by @a u through @a mr (both
- * borrowed; they must outlive the walker), whose runtime is @a rt (copied).
- * Looks for the table at once. Returns 0 (the table may still be missing:
- * asyncio_state()); -ENOTSUP when the version has no asyncio table (CPython
- * 3.13: @a why says so, plain stacks only); -ENOMEM.
+ * Prepares async-aware stacks for the target sampled by @a u through @a mr
+ * (both borrowed; they must outlive the walker), whose runtime is @a rt
+ * (borrowed for the call: its version and address are kept). The walker
+ * starts ASYNCIO_SEARCHING: plain stacks until asyncio_attach_table().
+ * Returns 0; -ENOTSUP when the version has no asyncio table (CPython 3.13:
+ * @a why says so, plain stacks only); -ENOMEM.
  */
 PYPROFD_WARN_UNUSED int asyncio_new(struct unwinder *u, struct memread *mr,
-                                    const struct pyruntime *rt, pid_t pid, const char *proc_root,
-                                    enum asyncio_mode mode, struct asyncio **out, char *why,
-                                    size_t why_len);
+                                    const struct pyruntime *rt, enum asyncio_mode mode,
+                                    struct asyncio **out, char *why, size_t why_len);
+
+/**
+ * Gives the walker its asyncio debug table: the @a size bytes at @a raddr in
+ * the target (discovery's pyruntime_find_asyncio()). Reads it together with
+ * the main table, validates both (python/pyasync.h) and switches async
+ * walking on. Returns 0 (ASYNCIO_ACTIVE); -EPROTO when the table is too
+ * small, cannot be read or fails validation (ASYNCIO_INVALID: asyncio_why()
+ * says why); -ESRCH when the process is gone (still ASYNCIO_SEARCHING);
+ * -EALREADY unless ASYNCIO_SEARCHING. Between samples, on the thread that
+ * samples: it changes what the unwinder reads with each thread state.
+ */
+PYPROFD_WARN_UNUSED int asyncio_attach_table(struct asyncio *a, uint64_t raddr, uint64_t size);
+
+/**
+ * Records that discovery found the table malformed (@a why, copied, says
+ * how): ASYNCIO_INVALID, plain stacks for good. A no-op unless
+ * ASYNCIO_SEARCHING. Thread safety: as asyncio_attach_table().
+ */
+void asyncio_refuse_table(struct asyncio *a, const char *why);
 
 /**
  * Turns the unwinder's latest result @a r (from unwinder_sample() on the
- * walker's unwinder, just before) into samples, at @a now_ns (for the table
- * search). Always returns a result in @a out listing every thread of @a r,
- * in order, followed by ASYNCIO_ALL's suspended tasks; threads whose sample
- * failed keep their status. Returns 0, or -ESRCH when the process is gone.
+ * walker's unwinder, just before) into samples. Always returns a result in
+ * @a out listing every thread of @a r, in order, followed by ASYNCIO_ALL's
+ * suspended tasks; threads whose sample failed keep their status. Reads the
+ * target's memory only. Returns 0, or -ESRCH when the process is gone.
  */
 PYPROFD_WARN_UNUSED int asyncio_sample(struct asyncio *a, const struct unwind_result *r,
-                                       uint64_t now_ns, const struct asyncio_result **out);
+                                       const struct asyncio_result **out);
 
 /** The table's state; safe from any thread. */
 enum asyncio_state asyncio_state(const struct asyncio *a);
@@ -153,11 +179,5 @@ const struct pyasync_layout *asyncio_layout(const struct asyncio *a);
 
 /** Frees; NULL is a no-op. Stops the unwinder's extra thread-state words. */
 void asyncio_free(struct asyncio *a);
-
-#ifdef PYPROFD_UNITTEST
-/* asyncio.c internals reached by tests/unit/agent/unwind/test_asyncio.c and
- * tests/fuzz/fuzz_asyncio.c: use the table at @a raddr (no maps search). */
-void asyncio_attach_table(struct asyncio *a, uint64_t raddr);
-#endif
 
 #endif /* PYPROFD_UNWIND_ASYNCIO_H */

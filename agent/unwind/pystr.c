@@ -4,14 +4,8 @@
  */
 #include "base/compat.h"
 
+#include "base/bytes.h"
 #include "unwind/pystr.h"
-
-static int64_t pystr_i64(const uint8_t *p)
-{
-    int64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
 
 static size_t pystr_put_utf8(char *out, size_t cap, size_t at, uint32_t cp)
 {
@@ -58,7 +52,7 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
         *need = header;
         return -EAGAIN;
     }
-    int64_t nchars = pystr_i64(obj + l->str_length);
+    int64_t nchars = (int64_t)load_le64(obj + l->str_length);
     uint32_t state;
     memcpy(&state, obj + l->str_state, sizeof(state));
     if (nchars < 0)

@@ -25,6 +25,10 @@
  * cached code objects in one batched read per sample and comparing fields.
  * See docs/unwinder.md.
  *
+ * The code cache and its reader are shared with the asyncio walker of the
+ * same target (unwinder_resolve_code()): one copy of each code object's
+ * names and line table, one invalidation.
+ *
  * Memory: everything is allocated by unwinder_new(); unwinder_sample() does
  * not allocate or log. Thread safety: one thread at a time per unwinder.
  */
@@ -34,7 +38,6 @@
 #include "base/compat.h"
 
 #include "base/status.h"
-#include "discovery/pyruntime.h"
 #include "memread/memread.h"
 #include "python/pyabi.h"
 #include "unwind/linetable.h"
@@ -117,6 +120,7 @@ struct unwind_result {
     const struct unwind_thread *threads;
 };
 
+struct pyruntime; /* discovery/pyruntime.h: where the runtime is */
 struct unwinder;
 
 /**
@@ -174,12 +178,38 @@ PYPROFD_WARN_UNUSED int unwinder_set_thread_words(struct unwinder *u, const uint
                                                   size_t n);
 
 /**
- * A number that changes whenever the unwinder learnt that a code object of
- * the target may have been freed (an interpreter's code_object_generation
- * moved, a 3.13 re-check failed): a cache of code objects by address kept
- * elsewhere must be cleared then.
+ * A number that changes whenever names the unwinder handed out may be gone:
+ * its code cache was cleared (an interpreter's code_object_generation moved,
+ * or the cache was full) or an entry dropped (a 3.13 re-check failed).
  */
 uint64_t unwinder_code_epoch(const struct unwinder *u);
+
+/**
+ * Resolves a Python frame the walk did not see (a suspended coroutine's, for
+ * unwind/asyncio.h): the code object at @a code_raddr executing the
+ * instruction at @a instr_ptr, through the unwinder's code cache and its
+ * reader, into @a f as unwinder_sample() would (kind UNWIND_FRAME_PYTHON, or
+ * UNWIND_FRAME_UNREADABLE with placeholder names; frame_raddr 0). Returns
+ * false when the code object could not be read. Strings belong to the
+ * unwinder, valid until its next sample or until the cache is cleared.
+ *
+ * Reading a code object into a full cache clears it: unwinder_code_epoch()
+ * then moves, and the names of frames resolved before, this sample's own
+ * included, are gone: see unwinder_resolve_again(). Call it between
+ * unwinder_sample() calls, from the thread that samples; it does not
+ * allocate.
+ */
+bool unwinder_resolve_code(struct unwinder *u, uint64_t code_raddr, uint64_t instr_ptr,
+                           struct unwind_frame *f);
+
+/**
+ * Resolves the frames of the latest sample again, after
+ * unwinder_resolve_code() cleared the code cache under them (the frames are
+ * kept raw, so no remote read but code objects); each thread gets a new
+ * stack_key. Returns false when the cache filled up and was cleared again
+ * meanwhile: this sample's names cannot all be trusted.
+ */
+PYPROFD_WARN_UNUSED bool unwinder_resolve_again(struct unwinder *u);
 
 /** The validated layout in use. */
 const struct py_layout *unwinder_layout(const struct unwinder *u);

@@ -14,6 +14,7 @@
  */
 #include "base/compat.h"
 
+#include "discovery/pyruntime.h"
 #include "memread_fake.h"
 #include "unwind/asyncio.h"
 
@@ -52,13 +53,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct asyncio *a = NULL;
     char why[256];
     if (unwinder_new(mr, &rt, &u, why, sizeof(why)) == 0 &&
-        asyncio_new(u, mr, &rt, 1, "/nonexistent-proc", mode, &a, why, sizeof(why)) == 0) {
-        asyncio_attach_table(a, table);
+        asyncio_new(u, mr, &rt, mode, &a, why, sizeof(why)) == 0) {
+        /* an invalid table leaves plain stacks: sampled all the same */
+        int err = asyncio_attach_table(a, table, PYASYNC_TABLE_SIZE);
+        (void)err;
         for (int i = 0; i < 2; i++) {
             const struct unwind_result *r;
             const struct asyncio_result *ar;
             enum sample_status st;
-            if (unwinder_sample(u, 0, &r, &st) || asyncio_sample(a, r, 0, &ar))
+            if (unwinder_sample(u, 0, &r, &st) || asyncio_sample(a, r, &ar))
                 continue;
             PYPROFD_ASSERT(ar->nsamples >= r->nthreads);
             for (size_t k = 0; k < ar->nsamples; k++) {

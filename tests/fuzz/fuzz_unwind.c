@@ -12,6 +12,7 @@
  */
 #include "base/compat.h"
 
+#include "discovery/pyruntime.h"
 #include "memread_fake.h"
 #include "unwind/unwind.h"
 

@@ -29,6 +29,12 @@ What is checked (3.14 and 3.15, chroot and container launch modes):
     fallback   CPython 3.13: a one-line note and plain stacks; dump says so
     agent      the agent with async_aware: /targets says "all" for 3.15 and
                "unavailable: ..." for 3.13; its profile has task_name labels
+    late       tests/targets/async_late.py imports asyncio seconds after it
+               started (3.14 maps the table only then): dump says it is not
+               imported; record has plain stacks before, then <task main> ->
+               run (RUN_AWAIT) -> <task late> -> late_work (LATE_CALL) -> tick;
+               the agent's /targets says "waiting: asyncio not imported yet",
+               then "running"
 
 Environment: as livelib.py (PYPROFD_BINARY, PYPROFD_SOURCE_DIR, PYPROFD_ROOTFS,
 PYPROFD_GO). Run by ctest as test_async_live (label integration), or by hand:
@@ -52,12 +58,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import livelib  # noqa: E402
 
 TARGET = os.path.join(livelib.TARGETS_DIR, "async_server.py")
+LATE_TARGET = os.path.join(livelib.TARGETS_DIR, "async_late.py")
 
 
-def target_lines():
+def target_lines(path=TARGET):
     """Line numbers of the "# NAME" markers in the target."""
     lines = {}
-    with open(TARGET) as f:
+    with open(path) as f:
         for n, line in enumerate(f, 1):
             m = re.search(r"#\s*([A-Z_]+)\s*$", line)
             if m:
@@ -66,6 +73,7 @@ def target_lines():
 
 
 LINES = target_lines()
+LATE_LINES = target_lines(LATE_TARGET)
 
 
 def record(tmp, pid, flags, name, fmt="collapsed", timeout=60):
@@ -82,6 +90,7 @@ def folded(path):
         for line in f:
             text, count = line.rstrip("\n").rsplit(" ", 1)
             text = text.replace("/pyprofd-targets/async_server.py", "S")
+            text = re.sub(r"/[^ ;()]*async_late[^ ;()]*[.]py", "L", text)
             stacks[text] = stacks.get(text, 0) + int(count)
     return stacks
 
@@ -291,6 +300,64 @@ class AsyncTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=30)
         self.assert_ok(dump)
         self.assertIn("no asyncio debug table", json.loads(dump.stdout)["async"])
+
+    # --- asyncio imported late ----------------------------------------------
+
+    def test_late_import__3_14(self):
+        t = livelib.start_target(self.tmp, LATE_TARGET, "3.14", "chroot", "--delay", "5")
+        self.addCleanup(t.stop)
+        dump = subprocess.run([livelib.BINARY, "dump", "--async-aware", "--json", str(t.pid)],
+                              capture_output=True, text=True, timeout=30)
+        self.assert_ok(dump)
+        self.assertEqual(json.loads(dump.stdout).get("async"),
+                         "not imported by the process (no asyncio debug table mapped)")
+        proc, out = record(self.tmp, t.pid, ["-r", "200", "-d", "8", "--async-aware"], "late")
+        self.assert_ok(proc)
+        self.assertNotIn("never imported asyncio", proc.stderr)
+        self.assertNotIn("recording plain stacks", proc.stderr)
+        stacks = folded(out)
+        L = LATE_LINES
+        before = sum(c for s, c in stacks.items()
+                     if "<task " not in s and
+                     f"main (L:{L['BEFORE_CALL']});before_import (L:{L['TICK_CALL']})" in s)
+        root = f"<task main>;run (L:{L['RUN_AWAIT']});<task late>;late_work (L:"
+        after = sum(c for s, c in stacks.items()
+                    if s.startswith(f"{root}{L['LATE_CALL']});tick (L:"))
+        self.assertGreater(before, 100, "\n".join(stacks))
+        self.assertGreater(after, 100, "\n".join(stacks))
+        for s in stacks:
+            self.assertTrue("<task " not in s or s.startswith(root), s)
+
+    def test_agent_late_import__3_14(self):
+        token = f"aiolate{os.getpid()}"
+        path = os.path.join(self.tmp, f"{token}.py")
+        shutil.copy(LATE_TARGET, path)
+        t = livelib.start_target(self.tmp, path, "3.14", "chroot", "--delay", "6")
+        self.addCleanup(t.stop)
+        agent = livelib.Agent(self.tmp, "agent-late", f"""\
+global:
+  sample_rate: 100
+  mode: wall
+  profile_interval: 5m
+discovery:
+  refresh_interval: 1s
+  min_process_age: 100ms
+profile_configs:
+  - job_name: async-late
+    async_aware: true
+    relabel_configs:
+      - source_labels: [__meta_process_commandline]
+        regex: '.*/{token}[.]py.*'
+        action: keep
+server:
+  listen_address: 127.0.0.1:{{port}}
+""")
+        self.addCleanup(agent.stop)
+        agent.wait_http()
+        entry = agent.wait_state(t.pid, "active", timeout=20)
+        self.assertEqual(entry.get("async"), "waiting: asyncio not imported yet", entry)
+        agent.wait_for(t.pid, lambda e: e is not None and e.get("async") == "running", 20,
+                       "async running")
 
     # --- the agent ----------------------------------------------------------
 

@@ -16,6 +16,7 @@
 
 #include "base/alloc.h"
 #include "base/strnum.h"
+#include "discovery/pyruntime.h"
 #include "golden.h"
 #include "memread/memread.h"
 #include "unwind/unwind.h"

@@ -50,6 +50,7 @@ static void mini_build(struct mini_elf *m)
     memcpy(m->shstrtab, mini_names, sizeof(mini_names));
     m->sh[1].sh_name = 1;
     m->sh[1].sh_type = SHT_PROGBITS;
+    m->sh[1].sh_flags = SHF_ALLOC | SHF_WRITE;
     m->sh[1].sh_addr = 0x4b1000;
     m->sh[1].sh_offset = offsetof(struct mini_elf, runtime);
     m->sh[1].sh_size = sizeof(m->runtime);
@@ -72,6 +73,7 @@ static void test_elf_sections__finds_section_and_load_base(void **state)
     assert_true(sec.addr == 0x4b1000);
     assert_int_equal(sec.size, 24);
     assert_int_equal(sec.type, SHT_PROGBITS);
+    assert_true(sec.flags == (SHF_ALLOC | SHF_WRITE));
     assert_int_equal(sec.offset, offsetof(struct mini_elf, runtime));
     uint64_t base = 0;
     assert_int_equal(elf_file_load_base(ef, &base), 0);

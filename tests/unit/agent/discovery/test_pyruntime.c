@@ -4,14 +4,19 @@
  * python programs of tests/support are real ELF executables (and a shared
  * object) with a .PyRuntime section, and print the address where the runtime
  * should be found, so the address arithmetic is checked against the truth.
+ * The asyncio debug table likewise: in the file holding the runtime, in an
+ * _asyncio module loaded late (not there, then found), and not in the loaded
+ * image (malformed, reported once).
  */
 #include "base/compat.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include "cmocka_wrap.h"
 
 #include "discovery/pyruntime.h"
+#include "fake_runtime.h"
 #include "memread/memread.h"
 #include "test_util.h"
 
@@ -198,6 +203,125 @@ static void test_pyruntime__non_python_process_is_enoent(void **state)
     test_kill_child(pid);
 }
 
+/* --- the asyncio debug table ------------------------------------------- */
+
+/* A fake program started for the asyncio table tests, with its runtime. */
+struct aio_proc {
+    pid_t pid;
+    uint64_t aio_addr; /* what it printed: its own table, 0 if none */
+    struct memread *mr;
+    struct pyruntime rt;
+    struct pyruntime_asyncio_memo memo;
+};
+
+static void aio_start(struct aio_proc *p, const char *name, char *arg)
+{
+    char path[4096], line[128], why[512];
+    char *argv[] = {(char *)test_fake_path(name, path, sizeof(path)), arg, NULL};
+    memset(p, 0, sizeof(*p));
+    p->pid = test_spawn(argv, line, sizeof(line));
+    assert_true(p->pid > 0);
+    test_track_target(p->pid);
+    unsigned long rt_addr = 0, aio_addr = 0;
+    assert_int_equal(sscanf(line, "ready 0x%lx 0x%lx", &rt_addr, &aio_addr), 2);
+    p->aio_addr = aio_addr;
+    assert_int_equal(memread_open(p->pid, MEMREAD_AUTO, &p->mr), 0);
+    assert_int_equal(pyruntime_locate("/proc", p->pid, p->mr, &p->rt, why, sizeof(why)), 0);
+    assert_true(p->rt.raddr == rt_addr);
+}
+
+static void aio_stop(struct aio_proc *p)
+{
+    memread_free(p->mr);
+    test_untrack_target(p->pid);
+    test_kill_child(p->pid);
+}
+
+/* The table at @sec must be the fake one: its first entry is the magic. */
+static void expect_fake_table(struct aio_proc *p, const struct pyruntime_section *sec)
+{
+    uint64_t first = 0;
+    assert_true(sec->size >= 13 * 8); /* more with sanitizers' redzones */
+    assert_int_equal(memread_read(p->mr, sec->raddr, &first, sizeof(first)), 0);
+    assert_true(first == FAKE_ASYNCIO_MAGIC);
+}
+
+static void test_pyruntime__finds_asyncio_table_in_runtime_file(void **state)
+{
+    (void)state;
+    struct aio_proc p;
+    aio_start(&p, "fake-python3.15-aio", NULL);
+    struct pyruntime_section sec;
+    char why[512];
+    assert_int_equal(pyruntime_find_asyncio("/proc", p.pid, &p.rt, &p.memo, &sec, why, sizeof(why)),
+                     0);
+    assert_string_equal(why, "");
+    assert_true(sec.raddr == p.aio_addr);
+    expect_fake_table(&p, &sec);
+    assert_int_equal(p.memo.searches, 1);
+    aio_stop(&p);
+}
+
+static void test_pyruntime__finds_asyncio_table_once_imported(void **state)
+{
+    (void)state;
+    char mod[4096];
+    test_fake_path("_asyncio.cpython-314-fake.so", mod, sizeof(mod));
+    struct aio_proc p;
+    aio_start(&p, "fake-python3.14-lateaio", mod);
+    assert_true(p.aio_addr == 0);
+    struct pyruntime_section sec;
+    char why[512];
+    /* not imported yet: the runtime's file has no table, and is not opened again */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(
+            pyruntime_find_asyncio("/proc", p.pid, &p.rt, &p.memo, &sec, why, sizeof(why)),
+            -ENOENT);
+        assert_non_null(strstr(why, "asyncio not imported yet"));
+        assert_int_equal(p.memo.nchecked, 1);
+    }
+    assert_int_equal(kill(p.pid, SIGUSR1), 0);
+    int err = -ENOENT;
+    for (int i = 0; i < 500 && err == -ENOENT; i++) {
+        err = pyruntime_find_asyncio("/proc", p.pid, &p.rt, &p.memo, &sec, why, sizeof(why));
+        if (err == -ENOENT)
+            usleep(10 * 1000);
+    }
+    assert_int_equal(err, 0);
+    expect_fake_table(&p, &sec);
+    assert_true(p.memo.searches >= 3);
+    aio_stop(&p);
+}
+
+static void test_pyruntime__unplaced_asyncio_table_is_eproto_once(void **state)
+{
+    (void)state;
+    struct aio_proc p;
+    aio_start(&p, "fake-python3.15-badaio", NULL);
+    struct pyruntime_section sec;
+    char why[512];
+    assert_int_equal(pyruntime_find_asyncio("/proc", p.pid, &p.rt, &p.memo, &sec, why, sizeof(why)),
+                     -EPROTO);
+    assert_non_null(strstr(why, "cannot place .AsyncioDebug of '"));
+    assert_non_null(strstr(why, "fake-python3.15-badaio' in memory"));
+    assert_int_equal(pyruntime_find_asyncio("/proc", p.pid, &p.rt, &p.memo, &sec, why, sizeof(why)),
+                     -ENOENT);
+    aio_stop(&p);
+}
+
+static void test_pyruntime__asyncio_table_of_exited_process_is_esrch(void **state)
+{
+    (void)state;
+    struct aio_proc p;
+    aio_start(&p, "fake-python3.15-aio", NULL);
+    aio_stop(&p);
+    struct pyruntime_section sec;
+    char why[512];
+    assert_int_equal(pyruntime_find_asyncio("/proc", p.pid, &p.rt, &p.memo, &sec, why, sizeof(why)),
+                     -ESRCH);
+    assert_non_null(strstr(why, "cannot read '/proc/"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +335,13 @@ int main(void)
         cmocka_unit_test(test_pyruntime__exited_process_is_esrch),
         cmocka_unit_test(test_pyruntime__deleted_executable_via_map_files),
         cmocka_unit_test(test_pyruntime__non_python_process_is_enoent),
+        cmocka_unit_test_teardown(test_pyruntime__finds_asyncio_table_in_runtime_file,
+                                  test_kill_targets),
+        cmocka_unit_test_teardown(test_pyruntime__finds_asyncio_table_once_imported,
+                                  test_kill_targets),
+        cmocka_unit_test_teardown(test_pyruntime__unplaced_asyncio_table_is_eproto_once,
+                                  test_kill_targets),
+        cmocka_unit_test(test_pyruntime__asyncio_table_of_exited_process_is_esrch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,11 +8,22 @@
  * between two steps, and garbage: loops, impossible flags, names that are
  * not names; all bounded, counted, never reported as a chain. Torn chains:
  * a coroutine copied while it moved (a reader that changes the image
- * between two reads of one sample), a coroutine caught being resumed. A sample
- * allocates nothing. With PYPROFD_WRITE_ASYNC_SEEDS=DIR set, the images are
- * written there as seeds for tests/fuzz/fuzz_asyncio.c.
+ * between two reads of one sample), a coroutine caught being resumed. The
+ * table's states: searching (plain stacks), attached, too small, unreadable,
+ * refused by discovery. A sample allocates nothing. With
+ * PYPROFD_WRITE_ASYNC_SEEDS=DIR set, the images are written there as seeds
+ * for tests/fuzz/fuzz_asyncio.c.
  */
 #include "base/compat.h"
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cmocka_wrap.h"
 
@@ -230,19 +241,24 @@ static uint64_t aimg_set(struct aimg *m, const uint64_t *keys, size_t n)
     return set;
 }
 
-static void aimg_start(struct aimg *m, enum asyncio_mode mode)
+/* The unwinder and the walker, which has no table yet. */
+static void aimg_open(struct aimg *m, enum asyncio_mode mode)
 {
     char why[256];
     if (!m->mr) /* else opened by the test, to wrap it */
         assert_int_equal(memread_fake_open(&m->fake, &m->mr), 0);
     pyimage_install(m->img, m->fake, &m->rt);
     assert_int_equal(unwinder_new(m->mr, &m->rt, &m->u, why, sizeof(why)), 0);
-    int err = asyncio_new(m->u, m->amr ? m->amr : m->mr, &m->rt, 1, "/nonexistent-proc", mode,
-                          &m->a, why, sizeof(why));
+    int err = asyncio_new(m->u, m->amr ? m->amr : m->mr, &m->rt, mode, &m->a, why, sizeof(why));
     if (err)
         fail_msg("asyncio_new: %s", why);
     assert_int_equal(asyncio_state(m->a), ASYNCIO_SEARCHING);
-    asyncio_attach_table(m->a, m->table);
+}
+
+static void aimg_start(struct aimg *m, enum asyncio_mode mode)
+{
+    aimg_open(m, mode);
+    assert_int_equal(asyncio_attach_table(m->a, m->table, PYASYNC_TABLE_SIZE), 0);
     assert_int_equal(asyncio_state(m->a), ASYNCIO_ACTIVE);
     const char *dir = getenv("PYPROFD_WRITE_ASYNC_SEEDS");
     if (dir) {
@@ -277,7 +293,7 @@ static const struct asyncio_result *aimg_sample(struct aimg *m)
     assert_int_equal(unwinder_sample(m->u, 0, &r, &st), 0);
     assert_int_equal(r->nthreads, 1);
     const struct asyncio_result *ar;
-    assert_int_equal(asyncio_sample(m->a, r, 0, &ar), 0);
+    assert_int_equal(asyncio_sample(m->a, r, &ar), 0);
     return ar;
 }
 
@@ -299,9 +315,11 @@ static void expect_stack(const struct asyncio_sample *s, const char *const *name
  * The server of tests/targets/async_server.py in miniature: main awaits
  * (through scenario) worker-1, which awaits cruncher-1, which runs on the
  * thread: spin <- crunch <- cruncher. Returns the tasks: main, worker,
- * cruncher.
+ * cruncher. The thread runs the @nbelow code objects @below (outermost
+ * first) between the event loop's frame, at *@loop_frame, and the cruncher.
  */
-static void aimg_server(struct aimg *m, uint64_t tasks[3], uint64_t *cruncher_coro)
+static void aimg_server_below(struct aimg *m, uint64_t tasks[3], uint64_t *cruncher_coro,
+                              const uint64_t *below, size_t nbelow, uint64_t *loop_frame)
 {
     struct pyimage *img = m->img;
     uint64_t c_loop = pyimage_code(img, "run_forever", "base_events.py", 600);
@@ -326,7 +344,9 @@ static void aimg_server(struct aimg *m, uint64_t tasks[3], uint64_t *cruncher_co
     aimg_task_set(m, cruncher, m->al.task_awaited_by, worker, 8);
     aimg_task_set(m, worker, m->al.task_awaited_by, main_task, 8);
 
-    (void)pyimage_push(img, m->t, PYABI_OWNER_THREAD, c_loop, 1);
+    uint64_t lf = pyimage_push(img, m->t, PYABI_OWNER_THREAD, c_loop, 1);
+    for (size_t i = 0; i < nbelow; i++)
+        (void)pyimage_push(img, m->t, PYABI_OWNER_THREAD, below[i], 1);
     pyimage_link_frame(img, m->t, aimg_coro_frame(m, cr));
     (void)pyimage_push(img, m->t, PYABI_OWNER_THREAD, c_crunch, 4);
     (void)pyimage_push(img, m->t, PYABI_OWNER_THREAD, c_spin, 6);
@@ -336,6 +356,13 @@ static void aimg_server(struct aimg *m, uint64_t tasks[3], uint64_t *cruncher_co
     tasks[2] = cruncher;
     if (cruncher_coro)
         *cruncher_coro = cr;
+    if (loop_frame)
+        *loop_frame = lf;
+}
+
+static void aimg_server(struct aimg *m, uint64_t tasks[3], uint64_t *cruncher_coro)
+{
+    aimg_server_below(m, tasks, cruncher_coro, NULL, 0, NULL);
 }
 
 static const char *const server_chain[] = {
@@ -640,6 +667,299 @@ static void test_asyncio__resumed_coroutine_is_torn(void **state)
     }
 }
 
+/* The thread's own stack, as a walker without a usable table gives it. */
+static void expect_plain(struct aimg *m)
+{
+    const struct asyncio_result *ar = aimg_sample(m);
+    assert_int_equal(ar->nsamples, 1);
+    assert_null(ar->samples[0].task_name);
+    assert_int_equal(ar->samples[0].status, SAMPLE_OK);
+    assert_string_equal(ar->samples[0].frames[0].function, "spin");
+    assert_int_equal(ar->ntasks, 0);
+}
+
+static void test_asyncio__table_states(void **state)
+{
+    (void)state;
+    uint64_t tasks[3];
+    struct aimg m;
+    /* searching: plain stacks until the table is attached, logical ones after */
+    aimg_new(&m, 14);
+    aimg_server(&m, tasks, NULL);
+    aimg_open(&m, ASYNCIO_RUNNING);
+    expect_plain(&m);
+    assert_null(asyncio_layout(m.a));
+    assert_string_equal(asyncio_why(m.a), "");
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE), 0);
+    assert_non_null(asyncio_layout(m.a));
+    assert_string_equal(aimg_sample(&m)->samples[0].task_name, "cruncher-1");
+    /* attached once: a second table, or a late refusal, changes nothing */
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE), -EALREADY);
+    asyncio_refuse_table(m.a, "too late");
+    assert_int_equal(asyncio_state(m.a), ASYNCIO_ACTIVE);
+    aimg_free(&m);
+
+    /* a section smaller than the table */
+    aimg_new(&m, 15);
+    aimg_server(&m, tasks, NULL);
+    aimg_open(&m, ASYNCIO_RUNNING);
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE - 8), -EPROTO);
+    assert_int_equal(asyncio_state(m.a), ASYNCIO_INVALID);
+    assert_string_equal(asyncio_why(m.a), "asyncio offsets: .AsyncioDebug (96 bytes) is smaller "
+                                          "than the table (104 bytes)");
+    expect_plain(&m);
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE), -EALREADY);
+    aimg_free(&m);
+
+    /* a table that cannot be read */
+    aimg_new(&m, 15);
+    aimg_server(&m, tasks, NULL);
+    aimg_open(&m, ASYNCIO_RUNNING);
+    assert_int_equal(asyncio_attach_table(m.a, 0x10, PYASYNC_TABLE_SIZE), -EPROTO);
+    assert_non_null(strstr(asyncio_why(m.a), "cannot read the asyncio debug table: "));
+    aimg_free(&m);
+
+    /* discovery found it malformed */
+    aimg_new(&m, 14);
+    aimg_server(&m, tasks, NULL);
+    aimg_open(&m, ASYNCIO_ALL);
+    asyncio_refuse_table(m.a, "cannot place .AsyncioDebug of '/x/_asyncio.so' in memory");
+    assert_int_equal(asyncio_state(m.a), ASYNCIO_INVALID);
+    assert_string_equal(asyncio_why(m.a),
+                        "cannot place .AsyncioDebug of '/x/_asyncio.so' in memory");
+    expect_plain(&m);
+    assert_int_equal(asyncio_attach_table(m.a, m.table, PYASYNC_TABLE_SIZE), -EALREADY);
+    aimg_free(&m);
+}
+
+/* --- the unwinder's code cache, shared ---------------------------------- */
+
+#define BIG_LINETABLE 250000u       /* bytes: 16 of them fill the 4 MiB code arena */
+#define BIG_BYTES     0x70000000ull /* where the bytes object holding it is */
+#define BIG_BELOW     15u           /* code objects on the thread's stack in sample 1 */
+
+/* Makes the code object at @code use the big line table. */
+static void big_linetable(struct aimg *m, uint64_t code)
+{
+    assert_int_equal(
+        memread_fake_poke(m->fake, code + m->l->co_linetable, &(uint64_t){BIG_BYTES}, 8), 0);
+}
+
+/* Makes the coroutine @coro run @code (at code unit 2). */
+static void coro_runs(struct aimg *m, uint64_t coro, uint64_t code)
+{
+    uint64_t frame = aimg_coro_frame(m, coro);
+    uint64_t exe = code | (m->l->tag_mask & 1), ip = code + m->l->co_adaptive + 4;
+    assert_int_equal(memread_fake_poke(m->fake, frame + m->l->fr_executable, &exe, 8), 0);
+    assert_int_equal(memread_fake_poke(m->fake, frame + m->l->fr_instr_ptr, &ip, 8), 0);
+}
+
+/*
+ * The walker reads code objects into the unwinder's cache. When one of its
+ * reads fills the cache, the cache is cleared, and with it the names of the
+ * thread's stack the unwinder had just resolved: they must be resolved again
+ * (or the sample dropped), never reported from the reused memory.
+ */
+static void test_asyncio__shared_code_cache_filled_by_the_walker(void **state)
+{
+    (void)state;
+    struct aimg m;
+    uint64_t tasks[3], cr, loop_frame, below[BIG_BELOW];
+    aimg_new(&m, 14);
+    for (size_t i = 0; i < BIG_BELOW; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "below_%zu", i);
+        below[i] = pyimage_code(m.img, name, "big.py", 1000);
+    }
+    uint64_t c_worker2 = pyimage_code(m.img, "worker_v2", "app.py", 50);
+    uint64_t c_main2 = pyimage_code(m.img, "main_v2", "app.py", 100);
+    aimg_server_below(&m, tasks, &cr, below, BIG_BELOW, &loop_frame);
+    aimg_start(&m, ASYNCIO_RUNNING);
+    /* a valid line table of BIG_LINETABLE bytes (unit i: line first + 1 + i) */
+    size_t len = m.l->bytes_ob_sval + BIG_LINETABLE + 1;
+    uint8_t *bytes = alloc_calloc(1, len);
+    assert_non_null(bytes);
+    put64(bytes + m.l->bytes_ob_size, BIG_LINETABLE);
+    for (size_t i = 0; i + 3 <= BIG_LINETABLE; i += 3) {
+        bytes[m.l->bytes_ob_sval + i] = (uint8_t)(0x80 | (11 << 3));
+        bytes[m.l->bytes_ob_sval + i + 2] = 4;
+    }
+    assert_int_equal(memread_fake_add(m.fake, BIG_BYTES, bytes, len), 0);
+    alloc_free(bytes);
+    for (size_t i = 0; i < BIG_BELOW; i++)
+        big_linetable(&m, below[i]);
+    big_linetable(&m, c_worker2);
+    big_linetable(&m, c_main2);
+
+    /* sample 1 fills 15 / 16 of the arena with the frames below the cruncher */
+    const struct asyncio_result *ar = aimg_sample(&m);
+    assert_int_equal(ar->samples[0].status, SAMPLE_OK);
+    assert_int_equal(ar->samples[0].nframes, PYPROFD_ARRAY_SIZE(server_chain));
+
+    /* sample 2: they are gone from the stack, and the suspended worker and
+     * main run new code objects, whose reads clear the cache */
+    uint64_t link = aimg_coro_frame(&m, cr) + m.l->fr_previous, below_top;
+    assert_int_equal(memread_read(m.mr, link, &below_top, 8), 0);
+    assert_int_equal(memread_fake_poke(m.fake, link, &loop_frame, 8), 0);
+    coro_runs(&m, aimg_task_coro(&m, tasks[1]), c_worker2);
+    coro_runs(&m, aimg_task_coro(&m, tasks[0]), c_main2);
+    const struct unwind_result *r;
+    enum sample_status st;
+    assert_int_equal(unwinder_sample(m.u, 0, &r, &st), 0);
+    uint64_t key = r->threads[0].stack_key, epoch = unwinder_code_epoch(m.u);
+    assert_int_equal(asyncio_sample(m.a, r, &ar), 0);
+    assert_true(unwinder_code_epoch(m.u) != epoch); /* the walker did fill it */
+    assert_true(r->threads[0].stack_key != key);    /* and the thread's stack was resolved again */
+    static const char *const chain2[] = {
+        "spin",     "crunch",  "cruncher",   "<task cruncher-1>", "worker_v2", "<task worker-1>",
+        "scenario", "main_v2", "<task main>"};
+    expect_stack(&ar->samples[0], chain2, PYPROFD_ARRAY_SIZE(chain2));
+    assert_string_equal(ar->samples[0].frames[0].file, "app.py");
+    assert_int_equal(ar->samples[0].frames[4].pos.line, 50 + 1 + 2);
+    assert_string_equal(r->threads[0].frames[3].function, "run_forever");
+
+    /* sample 3: the frames below are back: with the new chain, this
+     * sample's code objects do not fit the cache together. No names from
+     * reused memory: the sample is dropped, and counted */
+    assert_int_equal(memread_fake_poke(m.fake, link, &below_top, 8), 0);
+    ar = aimg_sample(&m);
+    assert_int_equal(ar->nsamples, 1);
+    assert_int_equal(ar->samples[0].status, SAMPLE_NO_MEMORY);
+    assert_int_equal(ar->samples[0].nframes, 0);
+    aimg_free(&m);
+}
+
+/* --- a sample reads the target's memory, nothing else ------------------- */
+
+#if defined(__x86_64__)
+#define NOIO_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NOIO_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+static volatile sig_atomic_t noio_trapped = -1; /* the first system call refused */
+
+static void noio_on_sigsys(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)ctx;
+    if (noio_trapped < 0)
+        noio_trapped = si->si_syscall;
+}
+
+/*
+ * Refuses (SIGSYS, caught: noio_trapped) every system call that opens, reads
+ * or looks up a file. Returns 0, or -1 when seccomp is not available.
+ */
+static int noio_install(void)
+{
+#ifdef NOIO_ARCH
+    static const int banned[] = {
+#ifdef __NR_open
+        __NR_open,
+#endif
+#ifdef __NR_stat
+        __NR_stat,       __NR_lstat,
+#endif
+#ifdef __NR_readlink
+        __NR_readlink,
+#endif
+        __NR_openat,     __NR_read,       __NR_pread64,    __NR_readv, __NR_preadv, __NR_preadv2,
+        __NR_getdents64, __NR_readlinkat, __NR_newfstatat, __NR_statx, __NR_fstat,
+    };
+    struct sock_filter prog[8 + 2 * PYPROFD_ARRAY_SIZE(banned)];
+    size_t n = 0;
+    prog[n++] =
+        (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NOIO_ARCH, 1, 0);
+    prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP);
+    prog[n++] =
+        (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(banned); i++) {
+        prog[n++] =
+            (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)banned[i], 0, 1);
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP);
+    }
+    prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog fprog = {.len = (unsigned short)n, .filter = prog};
+    struct sigaction sa = {.sa_sigaction = noio_on_sigsys, .sa_flags = SA_SIGINFO};
+    if (sigaction(SIGSYS, &sa, NULL) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0))
+        return -1;
+    return 0;
+#else
+    return -1;
+#endif
+}
+
+/* In the child: the walker's life from SEARCHING to ACTIVE, sampled under
+ * the filter with every allocation failing. Returns an exit status. */
+static int noio_child(struct aimg *m)
+{
+    const struct unwind_result *r;
+    const struct asyncio_result *ar;
+    enum sample_status st;
+    if (noio_install())
+        return 77;
+    (void)alloc_fail_nth(1); /* the next allocation fails, and they are counted */
+    if (unwinder_sample(m->u, 0, &r, &st) || asyncio_sample(m->a, r, &ar) ||
+        ar->samples[0].task_name)
+        return 1;
+    if (asyncio_attach_table(m->a, m->table, PYASYNC_TABLE_SIZE))
+        return 2;
+    for (int i = 0; i < 2; i++) { /* cold, then warm code cache */
+        if (unwinder_sample(m->u, 0, &r, &st) || asyncio_sample(m->a, r, &ar) ||
+            ar->nsamples != 2 || ar->samples[0].nframes != PYPROFD_ARRAY_SIZE(server_chain) ||
+            strcmp(ar->samples[0].frames[4].function, "worker") != 0 ||
+            strcmp(ar->samples[1].task_name, "Task-7") != 0)
+            return 3;
+    }
+    uint64_t allocations = alloc_fail_nth(0);
+    if (noio_trapped >= 0) {
+        fprintf(stderr, "system call %d refused\n", (int)noio_trapped);
+        return 4;
+    }
+    if (allocations) {
+        fprintf(stderr, "%" PRIu64 " allocations\n", allocations);
+        return 5;
+    }
+    return 0;
+}
+
+/*
+ * asyncio_sample() (and attaching the table) reads the target's memory and
+ * nothing else: no file is opened or read, nothing is allocated. Checked in a
+ * child under a seccomp filter that traps every file system call, with the
+ * allocator counting (and failing) allocations.
+ */
+static void test_asyncio__sample_does_no_io_and_no_allocation(void **state)
+{
+    (void)state;
+    struct aimg m;
+    uint64_t tasks[4];
+    aimg_new(&m, 14);
+    aimg_server(&m, tasks, NULL);
+    uint64_t c_wait = pyimage_code(m.img, "wait_forever", "app.py", 60);
+    uint64_t fut = aimg_task(&m, 0, 0, 0, false);
+    aimg_task_set(&m, fut, m.al.task_is_task, 0, 1);
+    uint64_t wc = aimg_coro(&m, c_wait, 1, m.s->fs_yield_from, fut);
+    tasks[3] = aimg_task(&m, aimg_int(&m, 7), wc, 0, false);
+    aimg_list(&m, tasks, 4);
+    aimg_open(&m, ASYNCIO_ALL);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(noio_child(&m));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    aimg_free(&m);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        skip(); /* no seccomp here */
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_asyncio__unavailable_on_3_13(void **state)
 {
     (void)state;
@@ -654,9 +974,7 @@ static void test_asyncio__unavailable_on_3_13(void **state)
     assert_int_equal(memread_fake_open(&fake, &mr), 0);
     pyimage_install(img, fake, &rt);
     assert_int_equal(unwinder_new(mr, &rt, &u, why, sizeof(why)), 0);
-    assert_int_equal(
-        asyncio_new(u, mr, &rt, 1, "/nonexistent-proc", ASYNCIO_RUNNING, &a, why, sizeof(why)),
-        -ENOTSUP);
+    assert_int_equal(asyncio_new(u, mr, &rt, ASYNCIO_RUNNING, &a, why, sizeof(why)), -ENOTSUP);
     assert_null(a);
     assert_non_null(strstr(why, "has no asyncio debug table"));
     unwinder_free(u);
@@ -686,6 +1004,9 @@ int main(void)
         cmocka_unit_test(test_asyncio__garbage_is_torn_and_bounded),
         cmocka_unit_test(test_asyncio__chain_read_at_two_moments_is_torn),
         cmocka_unit_test(test_asyncio__resumed_coroutine_is_torn),
+        cmocka_unit_test(test_asyncio__table_states),
+        cmocka_unit_test(test_asyncio__shared_code_cache_filled_by_the_walker),
+        cmocka_unit_test(test_asyncio__sample_does_no_io_and_no_allocation),
         cmocka_unit_test(test_asyncio__unavailable_on_3_13),
         cmocka_unit_test(test_asyncio__mode_names),
     };

@@ -12,6 +12,7 @@
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
+#include "discovery/pyruntime.h"
 #include "fixture.h"
 #include "golden.h"
 #include "memread_fake.h"
