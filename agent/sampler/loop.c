@@ -18,44 +18,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
-#include "sampler/loop.h"
-
-#define LOOP_MAX_JOBS_STATS 1024u
-#define LOOP_TARGETS_CAP    100000u /* the most max_targets can mean */
-
-struct loop {
-    pthread_mutex_t mu;
-    pthread_cond_t wake; /* the sampling thread sleeps on it */
-    pthread_t thread;
-    bool running, stop, stopped, ready, kick;
-    struct pyprofd_config *cfg;
-    struct pyprofd_config *pending_cfg;
-    struct loop_opts opts;
-    struct proc_scan *scan;
-    struct proc_table *procs;
-    struct fleet *fleet;
-    struct target **targets;
-    size_t ntargets, cap_targets, max_targets;
-    struct tap_request *requests;
-    size_t nrequests;
-    struct loop_job_view *jobs; /* totals of targets that are gone, by job name */
-    size_t njobs;
-    uint64_t next_scan, next_tick, scans, scan_errors, phase_seq;
-    /* the two clocks read together at the start of housekeeping: a window's
-     * wall-clock start is its monotonic start on this pair, so windows tile */
-    uint64_t hk_mono;
-    int64_t hk_real;
-};
-
-static uint64_t loop_now(const struct loop *l)
-{
-    return clock_mono(l->opts.clock);
-}
-
-static int64_t loop_real_at(const struct loop *l, uint64_t mono)
-{
-    return l->hk_real + ((int64_t)mono - (int64_t)l->hk_mono);
-}
+#include "sampler/loop_internal.h"
 
 static void loop_clocks(struct loop *l, uint64_t mono)
 {
@@ -67,39 +30,6 @@ static size_t loop_max_targets(const struct pyprofd_config *cfg)
 {
     uint64_t m = cfg->global.limits.max_targets;
     return m > LOOP_TARGETS_CAP ? LOOP_TARGETS_CAP : m ? (size_t)m : 1;
-}
-
-/* ---- job totals ------------------------------------------------------------ */
-
-static struct loop_job_view *loop_job(struct loop_job_view *v, size_t *n, const char *name)
-{
-    for (size_t i = 0; i < *n; i++) {
-        if (strcmp(v[i].name, name) == 0)
-            return &v[i];
-    }
-    if (*n == LOOP_MAX_JOBS_STATS)
-        return NULL;
-    struct loop_job_view *j = &v[(*n)++];
-    memset(j, 0, sizeof(*j));
-    snprintf(j->name, sizeof(j->name), "%s", name);
-    return j;
-}
-
-static void loop_job_add(struct loop_job_view *j, const struct target *t)
-{
-    const struct sampler_counts *c = &t->snap;
-    j->counts.attempts += c->attempts;
-    j->counts.taken += c->taken;
-    j->counts.failed += c->failed;
-    j->counts.missed += c->missed;
-    j->counts.skipped += c->skipped;
-    j->counts.thread_samples += c->thread_samples;
-    j->counts.retried += c->retried;
-    for (size_t i = 0; i < SAMPLE_STATUS_COUNT; i++)
-        j->counts.failed_by[i] += c->failed_by[i];
-    j->windows += t->windows;
-    j->windows_dropped += t->windows_dropped;
-    j->stacks_dropped += t->stacks_dropped;
 }
 
 /* ---- targets --------------------------------------------------------------- */
@@ -121,7 +51,9 @@ static void loop_end_target(struct loop *l, struct target *t, uint64_t now)
         }
     }
     log_info("stopped sampling process %d (%s): %s", (int)t->key.pid, t->job_name,
-             t->gone ? "it exited" : t->removed_why ? t->removed_why : "no longer a target");
+             t->gone          ? "it exited"
+             : t->removed_why ? t->removed_why
+                              : "no longer a target");
     target_free(t, l->opts.queue);
 }
 
@@ -135,8 +67,7 @@ static void loop_sweep_gone(struct proc_entry *p, void *arg)
 }
 
 /* Starts the target a verdict asked for; on failure the process is "failed". */
-static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdict *v,
-                              uint64_t now)
+static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdict *v, uint64_t now)
 {
     struct target_env env = {.cfg = l->cfg, .queue = l->opts.queue, .phase_seq = l->phase_seq++};
     struct target *t = NULL;
@@ -164,8 +95,7 @@ static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdi
 }
 
 /* Ends @t and has its process looked at again as if new: counted, shown, logged. */
-static void loop_reattach(struct loop *l, struct target *t, uint64_t now,
-                          enum target_reattach why)
+static void loop_reattach(struct loop *l, struct target *t, uint64_t now, enum target_reattach why)
 {
     char what[160];
     if (why == TARGET_EXEC) {
@@ -190,10 +120,10 @@ static void loop_reattach(struct loop *l, struct target *t, uint64_t now,
         p->recheck_ns = 0;
         p->reattaches++;
         snprintf(p->reattach_why, sizeof(p->reattach_why), "%s", what);
-        p->stuck_ns = why == TARGET_FAILING ? (t->stuck_ns >= TARGET_STUCK_MAX_NS / 2
-                                                   ? TARGET_STUCK_MAX_NS
-                                                   : 2 * t->stuck_ns)
-                                            : 0;
+        p->stuck_ns =
+            why == TARGET_FAILING
+                ? (t->stuck_ns >= TARGET_STUCK_MAX_NS / 2 ? TARGET_STUCK_MAX_NS : 2 * t->stuck_ns)
+                : 0;
     }
     log_info("process %d (%s): %s: attaching to it again", (int)t->key.pid,
              p ? p->comm : t->job_name, what);
@@ -287,8 +217,7 @@ static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64
         if (v && fleet_grow(l->fleet, want) == 0)
             l->cap_targets = want;
         else
-            log_error("out of memory for %zu targets; keeping room for %zu", want,
-                      l->cap_targets);
+            log_error("out of memory for %zu targets; keeping room for %zu", want, l->cap_targets);
     }
     if (strcmp(cfg->discovery.proc_root, l->cfg->discovery.proc_root) != 0) {
         struct proc_scan *scan = loop_scanner(l, cfg->discovery.proc_root);
@@ -304,51 +233,6 @@ static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64
     l->cfg = cfg;
     l->max_targets = want < l->cap_targets ? want : l->cap_targets;
     l->next_scan = now;
-}
-
-/* ---- requests ------------------------------------------------------------------ */
-
-static void loop_request_done(struct tap_request *r)
-{
-    r->done = true;
-    pthread_cond_broadcast(r->waiter);
-}
-
-static void loop_requests_tick(struct loop *l, uint64_t now)
-{
-    for (struct tap_request *r = l->requests; r; r = r->next) {
-        if (r->done)
-            continue;
-        if (!r->started && (r->cancelled || l->stop)) {
-            loop_request_done(r);
-        } else if (!r->started) {
-            bool found = r->pid == 0;
-            for (size_t i = 0; i < l->ntargets && !found; i++)
-                found = l->targets[i]->key.pid == r->pid && !l->targets[i]->gone;
-            if (!found) {
-                r->err = -ENOENT;
-                snprintf(r->errmsg, sizeof(r->errmsg), "process %d is not a current target",
-                         (int)r->pid);
-                loop_request_done(r);
-                continue;
-            }
-            /* a tap is a target's third window: a quarter of its memory cap */
-            struct agg_limits lim =
-                window_limits_for(l->cfg->global.limits.target_memory_bytes / 2);
-            if (taps_begin(r, now, l->max_targets, &lim,
-                           l->cfg->global.limits.max_profile_bytes)) {
-                loop_request_done(r);
-                continue;
-            }
-            for (size_t i = 0; i < l->ntargets; i++) {
-                if (!l->targets[i]->gone && taps_wants(r, l->targets[i]))
-                    taps_attach(r, l->targets[i]);
-            }
-        } else if (now >= r->deadline || r->cancelled || l->stop) {
-            taps_finish(r, l->targets, l->ntargets);
-            loop_request_done(r);
-        }
-    }
 }
 
 /* ---- the thread ---------------------------------------------------------------- */
@@ -590,172 +474,4 @@ bool loop_ready(struct loop *l)
     bool r = l->ready;
     pthread_mutex_unlock(&l->mu);
     return r;
-}
-
-void loop_capture_release(struct loop_capture *c)
-{
-    struct tap_request r = {.parts = c->parts, .nparts = c->nparts};
-    taps_release(&r);
-    memset(c, 0, sizeof(*c));
-}
-
-int loop_profile(struct loop *l, uint32_t seconds, pid_t pid, bool (*cancelled)(const void *arg),
-                 const void *cancel_arg, struct loop_capture *out, char *err, size_t errlen)
-{
-    if (seconds == 0 || pid < 0)
-        return -EINVAL;
-    pthread_cond_t cond;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&cond, &ca);
-    pthread_condattr_destroy(&ca);
-    struct tap_request r = {.pid = pid, .seconds = seconds, .waiter = &cond};
-    int64_t started_real = clock_real(l->opts.clock);
-    uint64_t started = loop_now(l);
-
-    pthread_mutex_lock(&l->mu);
-    bool stopping = l->stop || !l->running;
-    if (l->nrequests >= SAMPLER_MAX_TAPS || stopping) {
-        pthread_mutex_unlock(&l->mu);
-        pthread_cond_destroy(&cond);
-        snprintf(err, errlen, "%s",
-                 stopping ? "the agent is stopping" : "too many profile requests at once");
-        return stopping ? -ECANCELED : -EBUSY;
-    }
-    r.next = l->requests;
-    /* unlinked again below, under the same lock, before r goes out of scope */
-    /* cppcheck-suppress autoVariables */
-    l->requests = &r;
-    l->nrequests++;
-    l->kick = true;
-    pthread_cond_signal(&l->wake);
-    bool was_cancelled = false;
-    while (!r.done) {
-        struct timespec ts = clock_timespec(clock_mono_now() + 100000000ull);
-        (void)pthread_cond_timedwait(&cond, &l->mu, &ts);
-        /* the sampling thread ends the request (it owns the taps); ask it to */
-        if (!r.done && !r.cancelled && cancelled && cancelled(cancel_arg)) {
-            was_cancelled = r.cancelled = true;
-            l->kick = true;
-            pthread_cond_signal(&l->wake);
-        }
-    }
-    for (struct tap_request **pp = &l->requests; *pp; pp = &(*pp)->next) {
-        if (*pp == &r) {
-            *pp = r.next;
-            break;
-        }
-    }
-    l->nrequests--;
-    pthread_mutex_unlock(&l->mu);
-    pthread_cond_destroy(&cond);
-
-    int e = r.err;
-    if (!e && was_cancelled) {
-        e = -ECANCELED;
-        snprintf(err, errlen, "the request was cancelled");
-    } else if (e && r.errmsg[0]) {
-        snprintf(err, errlen, "%s", r.errmsg);
-    }
-    if (e) {
-        taps_release(&r);
-        return e;
-    }
-    *out = (struct loop_capture){.parts = r.parts,
-                                 .nparts = r.nparts,
-                                 .start_real = started_real,
-                                 .duration_ns = loop_now(l) - started,
-                                 .max_bytes = r.max_bytes};
-    return 0;
-}
-
-/* ---- the view ------------------------------------------------------------------- */
-
-void loop_view_free(struct loop_view *v)
-{
-    if (!v)
-        return;
-    for (size_t i = 0; i < v->nprocs; i++) {
-        labels_release(&v->procs[i].labels);
-        labels_release(&v->procs[i].meta);
-    }
-    alloc_free(v->procs);
-    alloc_free(v->jobs);
-    alloc_free(v);
-}
-
-/* One listed process of the view, from its entry (and target, if any). */
-static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
-                          struct loop_proc_view *o)
-{
-    o->pid = p->key.pid;
-    o->state = p->state;
-    memcpy(o->comm, p->comm, sizeof(o->comm));
-    memcpy(o->version, p->version, sizeof(o->version));
-    memcpy(o->reason, p->reason, sizeof(o->reason));
-    o->reattaches = p->reattaches;
-    memcpy(o->reattach_why, p->reattach_why, sizeof(o->reattach_why));
-    const struct target *t = p->target;
-    if (!t)
-        return 0;
-    o->target = true;
-    memcpy(o->job, t->job_name, sizeof(o->job));
-    o->mode = t->mode;
-    o->rate = t->rate;
-    o->effective_rate = t->rate * fleet_factor(l->fleet);
-    o->interval_s = (double)t->window_ns / 1e9;
-    memcpy(o->async, t->async_snap, sizeof(o->async));
-    o->counts = t->snap;
-    o->windows = t->windows;
-    o->windows_dropped = t->windows_dropped;
-    o->stacks_dropped = t->stacks_dropped;
-    if (labels_copy(&o->labels, &t->labels) || labels_copy(&o->meta, &t->meta))
-        return -ENOMEM;
-    return 0;
-}
-
-int loop_snapshot(struct loop *l, struct loop_view **out)
-{
-    struct loop_view *v = alloc_calloc(1, sizeof(*v));
-    if (!v)
-        return -ENOMEM;
-    int err = 0;
-    pthread_mutex_lock(&l->mu);
-    size_t n = proc_table_count(l->procs), listed = 0;
-    for (size_t i = 0; i < n; i++)
-        listed += proc_state_listed(proc_table_at(l->procs, i)->state);
-    v->procs = alloc_calloc(listed ? listed : 1, sizeof(*v->procs));
-    v->jobs = alloc_calloc(LOOP_MAX_JOBS_STATS, sizeof(*v->jobs));
-    if (!v->procs || !v->jobs) {
-        err = -ENOMEM;
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct proc_entry *p = proc_table_at(l->procs, i);
-        v->by_state[p->state]++;
-        if (proc_state_listed(p->state) && !err)
-            err = loop_view_proc(l, p, &v->procs[v->nprocs++]);
-    }
-    /* per job: the gone targets' totals plus the live targets' snapshots */
-    memcpy(v->jobs, l->jobs, l->njobs * sizeof(*v->jobs));
-    v->njobs = l->njobs;
-    for (size_t i = 0; i < l->ntargets; i++) {
-        struct loop_job_view *j = loop_job(v->jobs, &v->njobs, l->targets[i]->job_name);
-        if (j) {
-            loop_job_add(j, l->targets[i]);
-            j->targets++;
-        }
-    }
-    v->factor = fleet_factor(l->fleet);
-    v->scans = l->scans;
-    v->scan_errors = l->scan_errors;
-out:
-    pthread_mutex_unlock(&l->mu);
-    if (err) {
-        loop_view_free(v);
-        return err;
-    }
-    *out = v;
-    return 0;
 }
