@@ -27,6 +27,7 @@
 #include "exporters/push/push.h"
 #include "exporters/pyroscope/pyroscope.h"
 #include "exporters/pull/http_server.h"
+#include "exporters/pull/views.h"
 #include "sampler/loop.h"
 
 #ifndef PYPROFD_VERSION
@@ -217,7 +218,10 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
         goto fail;
     }
     (void)agent_log_listen(cfg, a->listen_option, a->config_file, true);
-    (void)loop_set_config(a->loop, cfg); /* takes it */
+    /* new windows are sized for the new limits.target_memory_bytes */
+    struct agg_limits lim = window_limits_for(cfg->global.limits.target_memory_bytes);
+    window_queue_set_limits(a->queue, &lim);
+    loop_set_config(a->loop, cfg); /* takes it */
     cfg = NULL;
     a->last_reload_ok = true;
     a->last_reload_success_s = (int64_t)time(NULL);
@@ -246,14 +250,25 @@ static int agent_http_profile(void *ctx, const struct http_profile_request *req,
                               size_t *out_len, char *err, size_t err_size)
 {
     struct agent *a = ctx;
-    return loop_profile(a->loop, req->seconds, (pid_t)req->pid, agent_cancelled, req, out, out_len,
-                        err, err_size);
+    struct loop_capture c;
+    int e = loop_profile(a->loop, req->seconds, (pid_t)req->pid, agent_cancelled, req, &c, err,
+                         err_size);
+    if (e)
+        return e;
+    e = views_profile_pprof(&c, out, out_len, err, err_size);
+    loop_capture_release(&c);
+    return e;
 }
 
 static int agent_http_targets(void *ctx, char **out, size_t *out_len)
 {
     struct agent *a = ctx;
-    return loop_targets_json(a->loop, out, out_len);
+    struct loop_view *v = NULL;
+    int err = loop_snapshot(a->loop, &v);
+    if (!err)
+        err = views_targets_json(v, out, out_len);
+    loop_view_free(v);
+    return err;
 }
 
 static int agent_http_metrics(void *ctx, struct promtext *w)
@@ -283,8 +298,12 @@ static int agent_http_metrics(void *ctx, struct promtext *w)
                               "Profile windows waiting for the export thread.");
     if (!err)
         err = promtext_sample(w, NULL, NULL, 0, (double)window_pending(a->queue));
+    struct loop_view *v = NULL;
     if (!err)
-        err = loop_metrics(a->loop, w);
+        err = loop_snapshot(a->loop, &v);
+    if (!err)
+        err = views_agent_metrics(v, w);
+    loop_view_free(v);
     if (!err)
         err = dispatch_metrics(a->dispatch, w);
     if (!err)
@@ -408,7 +427,7 @@ int cli_agent(int argc, char **argv)
     (void)agent_log_listen(cfg, a.listen_option, a.config_file, false);
     lifecycle = lifecycle || cfg->server.enable_lifecycle;
     size_t max_targets = agent_max_targets(cfg);
-    struct agg_limits lim = loop_window_limits(cfg->global.limits.target_memory_bytes);
+    struct agg_limits lim = window_limits_for(cfg->global.limits.target_memory_bytes);
     /* two windows per target (the current one and one in flight), and some slack */
     /* as many queue slots as windows: a push never finds the queue full (each
      * queued item holds a window), only the pool can run out */
@@ -482,7 +501,7 @@ int cli_agent(int argc, char **argv)
     }
     status = CLI_EXIT_OK;
 out:;
-    uint64_t deadline = window_now_ns() + (uint64_t)shutdown_s * 1000000000ull;
+    uint64_t deadline = clock_mono_now() + (uint64_t)shutdown_s * 1000000000ull;
     if (a.loop)
         loop_stop(a.loop); /* every partial window is in the queue now */
     if (a.dispatch)

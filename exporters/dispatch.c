@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "exporters/dispatch.h"
 #include "pprof/pprof_build.h"
@@ -137,7 +138,7 @@ static void dispatch_retire(struct dispatch *d)
     while (list) {
         struct dispatch_set *set = list;
         list = list->next;
-        set->deadline = window_now_ns() + DISPATCH_RETIRE_NS;
+        set->deadline = clock_mono_now() + DISPATCH_RETIRE_NS;
         dispatch_set_stop(set, set->deadline);
         pthread_mutex_lock(&d->mu);
         set->next = d->reaping;
@@ -175,12 +176,12 @@ static void *dispatch_main(void *arg)
         uint64_t deadline = d->deadline;
         pthread_mutex_unlock(&d->mu);
         struct window_item it;
-        int err = window_pop(d->q, window_now_ns() + 200000000ull, &it);
+        int err = window_pop(d->q, clock_mono_now() + 200000000ull, &it);
         if (err == -EPIPE)
             break;
         if (err)
             continue;
-        if (deadline && window_now_ns() >= deadline)
+        if (deadline && clock_mono_now() >= deadline)
             atomic_fetch_add(&d->dropped_at_stop, 1);
         else
             dispatch_one(d, &it);
@@ -245,7 +246,7 @@ int dispatch_set_exporters(struct dispatch *d, const struct exporter *ex, size_t
     }
     pthread_mutex_unlock(&d->mu);
     if (!running)
-        dispatch_set_free(old, window_now_ns());
+        dispatch_set_free(old, clock_mono_now());
     return 0;
 }
 
@@ -317,13 +318,13 @@ void dispatch_free(struct dispatch *d)
 {
     if (!d)
         return;
-    dispatch_stop(d, window_now_ns());
+    dispatch_stop(d, clock_mono_now());
     while (d->reaping) { /* only when the reaper never ran */
         struct dispatch_set *next = d->reaping->next;
-        dispatch_set_free(d->reaping, window_now_ns());
+        dispatch_set_free(d->reaping, clock_mono_now());
         d->reaping = next;
     }
-    dispatch_set_free(d->cur, window_now_ns());
+    dispatch_set_free(d->cur, clock_mono_now());
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->reap_cond);
     alloc_free(d);

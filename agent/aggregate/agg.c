@@ -71,6 +71,11 @@ struct agg {
     struct agg_memo *memo;      /* AGG_MEMO_SLOTS, direct-mapped */
 };
 
+struct agg_limits agg_limits_of(const struct agg *a)
+{
+    return a->lim;
+}
+
 struct agg_limits agg_limits_default(void)
 {
     return (struct agg_limits){

@@ -43,6 +43,7 @@ struct agg_limits {
 /** The defaults: 8 MiB of strings, 64k strings/functions, 256k locations/samples. */
 struct agg_limits agg_limits_default(void);
 
+
 struct agg_function {
     uint32_t name;        /* string id: the qualified name */
     uint32_t system_name; /* string id: the plain name (last part of the qualname) */
@@ -73,6 +74,9 @@ struct agg_stats {
 };
 
 struct agg;
+
+/** The limits window @a a was made with. */
+struct agg_limits agg_limits_of(const struct agg *a);
 
 /** Creates an empty window with @a limits (NULL: defaults). Returns 0 or -ENOMEM. */
 PYPROFD_WARN_UNUSED int agg_new(const struct agg_limits *limits, struct agg **out);

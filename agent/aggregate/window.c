@@ -6,7 +6,6 @@
 #include "base/compat.h"
 
 #include <pthread.h>
-#include <time.h>
 
 #include "aggregate/window.h"
 #include "base/alloc.h"
@@ -24,11 +23,34 @@ struct window_queue {
     struct agg_limits limits;
 };
 
-uint64_t window_now_ns(void)
+struct agg_limits window_limits_for(uint64_t target_bytes)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    struct agg_limits d = agg_limits_default();
+    /* rough bytes of one default window, all tables full */
+    double full = (double)d.string_bytes + (double)d.strings * 12.0 + (double)d.functions * 40.0 +
+                  (double)d.locations * 40.0 + (double)d.samples * 64.0 +
+                  (double)d.stack_slots * 4.0 + (double)d.threads * 64.0;
+    double f = (double)target_bytes / WINDOW_PER_TARGET / full;
+    if (f > 1.0)
+        f = 1.0;
+#define WINDOW_SCALE(field, min)                                                                   \
+    d.field = (size_t)((double)d.field * f) < (min) ? (min) : (size_t)((double)d.field * f)
+    WINDOW_SCALE(string_bytes, 65536u);
+    WINDOW_SCALE(strings, 1024u);
+    WINDOW_SCALE(functions, 1024u);
+    WINDOW_SCALE(locations, 4096u);
+    WINDOW_SCALE(samples, 4096u);
+    WINDOW_SCALE(stack_slots, 65536u);
+    WINDOW_SCALE(threads, 256u);
+#undef WINDOW_SCALE
+    return d;
+}
+
+static bool window_limits_equal(const struct agg_limits *a, const struct agg_limits *b)
+{
+    return a->string_bytes == b->string_bytes && a->strings == b->strings &&
+           a->functions == b->functions && a->locations == b->locations &&
+           a->samples == b->samples && a->stack_slots == b->stack_slots && a->threads == b->threads;
 }
 
 int window_queue_new(size_t queue_cap, size_t pool_cap, const struct agg_limits *limits,
@@ -88,21 +110,29 @@ void window_queue_free(struct window_queue *q)
 
 int window_get(struct window_queue *q, struct agg **out)
 {
-    struct agg *a = NULL;
+    struct agg *a = NULL, *stale = NULL;
     bool create = false;
     int err = 0;
     pthread_mutex_lock(&q->mu);
     if (q->npool) {
         a = q->pool[--q->npool];
+        struct agg_limits lim = agg_limits_of(a);
+        if (!window_limits_equal(&lim, &q->limits)) {
+            stale = a; /* made before the limits changed: a new one instead */
+            a = NULL;
+            create = true; /* its place among the live windows is the new one's */
+        }
     } else if (q->live >= q->pool_cap) {
         err = -EAGAIN;
     } else {
         q->live++; /* reserved; made outside the lock */
         create = true;
     }
+    struct agg_limits limits = q->limits;
     pthread_mutex_unlock(&q->mu);
+    agg_free(stale);
     if (create) {
-        err = agg_new(&q->limits, &a);
+        err = agg_new(&limits, &a);
         if (err) {
             pthread_mutex_lock(&q->mu);
             q->live--;
@@ -121,7 +151,21 @@ void window_recycle(struct window_queue *q, struct agg *a)
     agg_reset(a);
     pthread_mutex_lock(&q->mu);
     PYPROFD_ASSERT(q->npool < q->pool_cap);
-    q->pool[q->npool++] = a;
+    struct agg_limits lim = agg_limits_of(a);
+    bool keep = window_limits_equal(&lim, &q->limits);
+    if (keep)
+        q->pool[q->npool++] = a;
+    else
+        q->live--; /* made before the limits changed: not kept */
+    pthread_mutex_unlock(&q->mu);
+    if (!keep)
+        agg_free(a);
+}
+
+void window_queue_set_limits(struct window_queue *q, const struct agg_limits *limits)
+{
+    pthread_mutex_lock(&q->mu);
+    q->limits = *limits;
     pthread_mutex_unlock(&q->mu);
 }
 

@@ -22,6 +22,8 @@
 #include "aggregate/agg.h"
 #include "pipeline.h"
 
+#define WINDOW_PER_TARGET 2u /* windows a target holds at once: current + in flight */
+
 /** A finished window and what the encoder and the outputs need to know about it. */
 struct window_item {
     struct agg *agg;         /* owned by the item; back to the pool with window_recycle() */
@@ -73,7 +75,20 @@ size_t window_pending(struct window_queue *q);
 /** Frees an item's window (to the pool) and labels. */
 void window_item_release(struct window_queue *q, struct window_item *item);
 
-/** CLOCK_MONOTONIC now, in ns. */
-uint64_t window_now_ns(void);
+/**
+ * The limits of one window for a per-target memory cap of @a target_bytes
+ * (limits.target_memory_bytes): the defaults scaled so that the windows a
+ * target has at once (WINDOW_PER_TARGET: the current one and one in flight)
+ * fit, never below small sane minimums.
+ */
+struct agg_limits window_limits_for(uint64_t target_bytes);
+
+/**
+ * From now on, windows are made with @a limits (a reload changed
+ * limits.target_memory_bytes): a pooled window made with others is freed
+ * instead of being handed out or taken back, and replaced by a new one.
+ * Windows in use keep theirs until they come back.
+ */
+void window_queue_set_limits(struct window_queue *q, const struct agg_limits *limits);
 
 #endif /* PYPROFD_AGGREGATE_WINDOW_H */

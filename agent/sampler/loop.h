@@ -1,46 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * loop.h: the agent's sampling thread. One thread samples every target of the
- * machine (or pod):
+ * machine (or pod); this module keeps the thread, the lock and the order of
+ * the work, and hands each part to the module that knows it:
  *
- *   discovery   every refresh_interval it scans the proc root
- *               (discovery/proc_scan.h); a new process old enough
- *               (min_process_age) whose runtime is found (discovery/
- *               pyruntime.h) and supported gets its meta labels, which each
- *               job's relabel_configs see in turn: the first job that keeps it
- *               samples it. Processes that are not Python are remembered by
- *               (pid, start time) and looked at again only rarely; so are
- *               unsupported versions and unreadable processes, which /targets
- *               lists with the reason.
- *   scheduling  each target has its own fixed schedule (sampler/schedule.h)
- *               at its job's rate, started at a spread phase so targets are
- *               not sampled in bursts; a binary heap orders them by due time.
- *               The thread sleeps with an absolute-time wait until the next due
- *               attempt.
- *   budget      the thread's own CPU time is measured every second against
- *               limits.cpu_budget; when over, every target's effective rate is
- *               lowered by the same factor (a fair share) and the attempts let
- *               pass are counted as skipped; it recovers slowly when under.
- *   windows     each target's samples go to its current window (aggregate/
- *               agg.h); every profile_interval the window is swapped for an
- *               empty one and handed to the export thread through the window
- *               queue (aggregate/window.h). A target that exits has its partial
- *               window flushed the same way, and so has every target when the
- *               loop stops.
- *   requests    loop_profile() (the HTTP server's /debug/pprof/profile) hangs
- *               a tap window on every matching target for N seconds and
- *               returns the merged pprof, each sample labelled with its
- *               target's labels.
+ *   discovery   every refresh_interval the proc root is scanned
+ *               (discovery/proc_scan.h) and each new or due process judged
+ *               (sampler/targets.h: the process table and its verdicts);
+ *   targets     a verdict "active" starts a target (sampler/target.h: its
+ *               unwinder, sampler, window); an exited, re-exec'd or stuck
+ *               one is ended, its partial window flushed;
+ *   scheduling  every target's next attempt waits in the fleet's heap
+ *               (sampler/fleet.h), which also applies limits.cpu_budget;
+ *   windows     every profile_interval each target's window goes to the
+ *               export thread through the window queue (aggregate/window.h);
+ *   requests    loop_profile() (the HTTP server's /debug/pprof/profile)
+ *               hangs taps on the targets (sampler/taps.h) and returns the
+ *               parts, which the caller encodes;
+ *   views       loop_snapshot() copies what /targets and /metrics show;
+ *               rendering them is the HTTP side's (exporters/pull/).
  *
- * Counting, never logging per sample: per target the sampler's counts (taken,
- * failed by reason, missed, skipped); per job the totals of targets that are
- * gone are kept, so counters never go down. The loop logs transitions only
- * (a target found, lost, or refused, with the reason).
+ * Housekeeping (every LOOP_TICK_NS, under the lock): apply a reloaded
+ * config, scan when due, end stale targets, cut windows, start and end
+ * requests, snapshot counts, adjust the budget. Sampling runs outside the
+ * lock. Counting, never logging per sample; the loop logs transitions only.
  *
- * Thread safety: loop_new/loop_start/loop_stop/loop_free from one controlling
- * thread; loop_set_config, loop_profile, loop_targets_json, loop_metrics and
- * loop_ready from any thread, concurrently (they take the loop's lock; the
- * sampling itself runs outside it).
+ * Time comes from the struct clock in loop_opts (base/clock.h) and the
+ * outside world from struct probe_ops (sampler/targets.h): a test drives
+ * the loop with loop_step() on a fake clock instead of starting the thread.
+ *
+ * Thread safety: loop_new/loop_start/loop_stop/loop_free/loop_step from one
+ * controlling thread; loop_set_config, loop_profile, loop_snapshot and
+ * loop_ready from any thread, concurrently (they take the loop's lock).
  */
 #ifndef PYPROFD_SAMPLER_LOOP_H
 #define PYPROFD_SAMPLER_LOOP_H
@@ -50,20 +41,29 @@
 #include <sys/types.h>
 
 #include "aggregate/window.h"
+#include "base/clock.h"
 #include "config/config.h"
-#include "base/promtext.h"
+#include "sampler/sampler.h"
+#include "sampler/target.h"
+#include "sampler/targets.h"
+#include "sampler/taps.h"
+
+#define LOOP_TICK_NS 100000000ull /* housekeeping period */
 
 struct loop;
 
 /** Settings that are not in the config file. */
 struct loop_opts {
-    pid_t self_pid;             /* never sampled; 0: getpid() */
-    struct window_queue *queue; /* borrowed: finished windows go there */
+    pid_t self_pid;                /* never sampled; 0: getpid() */
+    struct window_queue *queue;    /* borrowed: finished windows go there */
+    const struct clock *clock;     /* borrowed; NULL: clock_system */
+    const struct probe_ops *probe; /* borrowed; NULL: probe_system */
 };
 
 /**
  * Creates the loop for config @a cfg (takes ownership) and @a opts. Returns 0,
- * -EINVAL or -ENOMEM. Nothing runs until loop_start().
+ * -EINVAL or -ENOMEM (@a cfg stays the caller's then). Nothing runs until
+ * loop_start() or loop_step().
  */
 PYPROFD_WARN_UNUSED int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts,
                                  struct loop **out);
@@ -72,42 +72,93 @@ PYPROFD_WARN_UNUSED int loop_start(struct loop *l);
 /**
  * Stops sampling: every target's window (partial) is pushed to the queue as
  * final, pending profile requests end with what they have, the thread is
- * joined. Idempotent.
+ * joined. Idempotent; also ends the targets of a loop driven by loop_step().
  */
 void loop_stop(struct loop *l);
 /** Stops if needed and frees everything; NULL is a no-op. */
 void loop_free(struct loop *l);
 
 /**
- * Replaces the configuration (takes ownership of @a cfg). Applied by the
- * sampling thread within ~100 ms: every target's window is flushed, targets
- * are matched against the new jobs from scratch, and a scan runs at once.
- * Windows already collected are never lost. Returns 0.
+ * One pass of the thread's work at the loop clock's current time, on the
+ * calling thread: housekeeping if due (or @a force), then the attempts due.
+ * For tests and tools that drive the loop without its thread; never while
+ * loop_start()'s thread runs.
  */
-int loop_set_config(struct loop *l, struct pyprofd_config *cfg);
+void loop_step(struct loop *l, bool force);
 
 /**
- * Collects a profile of the next @a seconds seconds of every target (@a pid
- * 0) or of target @a pid, merged into one gzipped pprof (caller owns *@a out;
- * alloc_free). Blocks the calling thread. @a cancelled (may be NULL) is
- * polled every 100 ms; when it says so the request ends early with -ECANCELED.
- * Returns 0, -ENOENT when @a pid is not a current target, -EBUSY when too many
- * requests run at once, -ECANCELED, -E2BIG, -ENOMEM; @a err says why.
+ * Replaces the configuration (takes ownership of @a cfg), applied by the
+ * sampling thread within LOOP_TICK_NS: every target's window is flushed,
+ * targets are matched against the new jobs from scratch, and a scan runs at
+ * once. Windows already collected are never lost.
+ */
+void loop_set_config(struct loop *l, struct pyprofd_config *cfg);
+
+/** A finished profile request's result: the caller encodes it, then releases it. */
+struct loop_capture {
+    struct tap_part *parts; /* one per target it covered (owned) */
+    size_t nparts;
+    int64_t start_real;   /* when it began, ns since the epoch */
+    uint64_t duration_ns; /* how long it ran */
+    uint64_t max_bytes;   /* limits.max_profile_bytes when it began */
+};
+void loop_capture_release(struct loop_capture *c);
+
+/**
+ * Collects the next @a seconds seconds of every target (@a pid 0) or of
+ * target @a pid. Blocks the calling thread; @a cancelled (may be NULL) is
+ * polled every 100 ms and ends the request early with -ECANCELED. Returns 0
+ * and the parts in @a out, -ENOENT when @a pid is not a current target,
+ * -EBUSY when too many requests run at once, -ECANCELED, -ENOMEM; @a err says
+ * why.
  */
 PYPROFD_WARN_UNUSED int loop_profile(struct loop *l, uint32_t seconds, pid_t pid,
                                      bool (*cancelled)(const void *arg), const void *cancel_arg,
-                                     uint8_t **out, size_t *out_len, char *err, size_t errlen);
+                                     struct loop_capture *out, char *err, size_t errlen);
 
-/** The /targets JSON document (caller owns *@a out; alloc_free). Returns 0 or -ENOMEM. */
-PYPROFD_WARN_UNUSED int loop_targets_json(struct loop *l, char **out, size_t *out_len);
-/** Writes the loop's metric families (pyprofd_targets, pyprofd_samples_*, ...) into @a w. */
-PYPROFD_WARN_UNUSED int loop_metrics(struct loop *l, struct promtext *w);
-/**
- * The limits of one aggregation window for a per-target memory cap of
- * @a target_bytes (limits.target_memory_bytes): the defaults scaled so that a
- * target's windows in flight fit, never below small sane minimums.
- */
-struct agg_limits loop_window_limits(uint64_t target_bytes);
+/** Counts of one job: targets that are gone and those still sampled. */
+struct loop_job_view {
+    char name[64];
+    struct sampler_counts counts;
+    uint64_t windows, windows_dropped, stacks_dropped;
+    uint64_t reattached[TARGET_REATTACH_REASONS];
+    uint64_t targets; /* sampled now */
+};
+
+/** One process as /targets lists it. */
+struct loop_proc_view {
+    int pid;
+    enum proc_state state;
+    char comm[32];
+    char version[32];
+    char reason[320];
+    uint32_t reattaches;
+    char reattach_why[160];
+    bool target; /* the fields below are set */
+    char job[64];
+    enum profile_mode mode;
+    double rate, effective_rate, interval_s;
+    char async[320];
+    struct sampler_counts counts;
+    uint64_t windows, windows_dropped, stacks_dropped;
+    struct labels labels, meta; /* owned by the view */
+};
+
+/** What /targets and /metrics show, copied under the loop's lock. */
+struct loop_view {
+    struct loop_proc_view *procs; /* listed processes only (proc_state_listed()) */
+    size_t nprocs;
+    struct loop_job_view *jobs;
+    size_t njobs;
+    uint64_t by_state[PROC_STATES]; /* every process the loop remembers */
+    double factor;                  /* the budget's share of the configured rates */
+    uint64_t scans, scan_errors;
+};
+
+/** A copy of the loop's state (caller frees it with loop_view_free()). Returns 0 or -ENOMEM. */
+PYPROFD_WARN_UNUSED int loop_snapshot(struct loop *l, struct loop_view **out);
+/** NULL is a no-op. */
+void loop_view_free(struct loop_view *v);
 
 /** True once the first discovery scan has completed. */
 bool loop_ready(struct loop *l);

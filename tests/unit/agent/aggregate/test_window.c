@@ -9,6 +9,7 @@
 
 #include "aggregate/window.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 
 static struct window_item item_with(struct window_queue *q, int pid)
 {
@@ -33,13 +34,13 @@ static void test_window__fifo_and_moves_ownership(void **state)
     assert_int_equal(window_pending(q), 3);
     for (int pid = 1; pid <= 3; pid++) {
         struct window_item out;
-        assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
+        assert_int_equal(window_pop(q, clock_mono_now() + 1000000, &out), 0);
         assert_int_equal(out.meta.pid, pid);
         assert_string_equal(labels_get(&out.meta.labels, "job"), "j");
         window_item_release(q, &out);
     }
     struct window_item out;
-    assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), -ETIMEDOUT);
+    assert_int_equal(window_pop(q, clock_mono_now() + 1000000, &out), -ETIMEDOUT);
     window_queue_free(q);
     assert_int_equal(alloc_in_use(), before);
 }
@@ -87,10 +88,10 @@ static void test_window__close_drains_then_reports_epipe(void **state)
     assert_int_equal(window_push(q, &late), -EPIPE);
     window_item_release(q, &late);
     struct window_item out;
-    assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
+    assert_int_equal(window_pop(q, clock_mono_now() + 1000000, &out), 0);
     assert_int_equal(out.meta.pid, 7);
     window_item_release(q, &out);
-    assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), -EPIPE);
+    assert_int_equal(window_pop(q, clock_mono_now() + 1000000, &out), -EPIPE);
     window_queue_free(q);
 }
 
@@ -106,7 +107,7 @@ static void test_window__grow_keeps_queued_items_in_order(void **state)
         assert_int_equal(window_push(q, &it), 0);
     }
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
+        assert_int_equal(window_pop(q, clock_mono_now() + 1000000, &out), 0);
         window_item_release(q, &out);
     }
     for (int pid = 4; pid <= 5; pid++) {
@@ -123,7 +124,7 @@ static void test_window__grow_keeps_queued_items_in_order(void **state)
         assert_int_equal(window_push(q, &it), 0);
     }
     for (int pid = 3; pid <= 8; pid++) {
-        assert_int_equal(window_pop(q, window_now_ns() + 1000000, &out), 0);
+        assert_int_equal(window_pop(q, clock_mono_now() + 1000000, &out), 0);
         assert_int_equal(out.meta.pid, pid);
         window_item_release(q, &out);
     }
@@ -139,7 +140,7 @@ static void *consume(void *arg)
 {
     struct consumer *c = arg;
     struct window_item out;
-    while (window_pop(c->q, window_now_ns() + 5000000000ull, &out) == 0) {
+    while (window_pop(c->q, clock_mono_now() + 5000000000ull, &out) == 0) {
         c->got++;
         window_item_release(c->q, &out);
     }

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loop_internal.h: the sampling loop's state, shared by its parts: loop.c
+ * (the thread, housekeeping, targets' lifecycle), loop_requests.c (profile
+ * requests) and loop_view.c (the snapshot for /targets and /metrics). Not
+ * for anyone else: use loop.h.
+ */
+#ifndef PYPROFD_SAMPLER_LOOP_INTERNAL_H
+#define PYPROFD_SAMPLER_LOOP_INTERNAL_H
+
+#include "base/compat.h"
+
+#include <pthread.h>
+
+#include "sampler/fleet.h"
+#include "sampler/loop.h"
+
+#define LOOP_MAX_JOBS_STATS 1024u
+#define LOOP_TARGETS_CAP    100000u /* the most max_targets can mean */
+
+struct loop {
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* the sampling thread sleeps on it */
+    pthread_t thread;
+    bool running, stop, stopped, ready, kick;
+    struct pyprofd_config *cfg;
+    struct pyprofd_config *pending_cfg;
+    struct loop_opts opts;
+    struct proc_scan *scan;
+    struct proc_table *procs;
+    struct fleet *fleet;
+    struct target **targets;
+    size_t ntargets, cap_targets, max_targets;
+    struct tap_request *requests;
+    size_t nrequests;
+    struct loop_job_view *jobs; /* totals of targets that are gone, by job name */
+    size_t njobs;
+    uint64_t next_scan, next_tick, scans, scan_errors, phase_seq;
+    /* the two clocks read together at the start of housekeeping: a window's
+     * wall-clock start is its monotonic start on this pair, so windows tile */
+    uint64_t hk_mono;
+    int64_t hk_real;
+};
+
+static inline uint64_t loop_now(const struct loop *l)
+{
+    return clock_mono(l->opts.clock);
+}
+
+static inline int64_t loop_real_at(const struct loop *l, uint64_t mono)
+{
+    return l->hk_real + ((int64_t)mono - (int64_t)l->hk_mono);
+}
+
+/* The job totals entry named @name in @v (@n of them), made if missing; NULL when full. */
+struct loop_job_view *loop_job(struct loop_job_view *v, size_t *n, const char *name);
+/* Adds target @t's counts (t->snap) and windows to @j. */
+void loop_job_add(struct loop_job_view *j, const struct target *t);
+/* Starts, attaches and ends requests as their time comes (housekeeping, under the lock). */
+void loop_requests_tick(struct loop *l, uint64_t now);
+/* Marks @r done and wakes the thread waiting for it. */
+void loop_request_done(struct tap_request *r);
+
+#endif /* PYPROFD_SAMPLER_LOOP_INTERNAL_H */

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loop_view.c: the sampling loop's state copied for /targets and /metrics, and
+ * the per-job totals it keeps (see loop.h, loop_snapshot()).
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "sampler/loop_internal.h"
+
+/* ---- job totals ------------------------------------------------------------ */
+
+struct loop_job_view *loop_job(struct loop_job_view *v, size_t *n, const char *name)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(v[i].name, name) == 0)
+            return &v[i];
+    }
+    if (*n == LOOP_MAX_JOBS_STATS)
+        return NULL;
+    struct loop_job_view *j = &v[(*n)++];
+    memset(j, 0, sizeof(*j));
+    snprintf(j->name, sizeof(j->name), "%s", name);
+    return j;
+}
+
+void loop_job_add(struct loop_job_view *j, const struct target *t)
+{
+    const struct sampler_counts *c = &t->snap;
+    j->counts.attempts += c->attempts;
+    j->counts.taken += c->taken;
+    j->counts.failed += c->failed;
+    j->counts.missed += c->missed;
+    j->counts.skipped += c->skipped;
+    j->counts.thread_samples += c->thread_samples;
+    j->counts.retried += c->retried;
+    for (size_t i = 0; i < SAMPLE_STATUS_COUNT; i++)
+        j->counts.failed_by[i] += c->failed_by[i];
+    j->windows += t->windows;
+    j->windows_dropped += t->windows_dropped;
+    j->stacks_dropped += t->stacks_dropped;
+}
+
+/* ---- the view ------------------------------------------------------------------- */
+
+void loop_view_free(struct loop_view *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->nprocs; i++) {
+        labels_release(&v->procs[i].labels);
+        labels_release(&v->procs[i].meta);
+    }
+    alloc_free(v->procs);
+    alloc_free(v->jobs);
+    alloc_free(v);
+}
+
+/* One listed process of the view, from its entry (and target, if any). */
+static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
+                          struct loop_proc_view *o)
+{
+    o->pid = p->key.pid;
+    o->state = p->state;
+    memcpy(o->comm, p->comm, sizeof(o->comm));
+    memcpy(o->version, p->version, sizeof(o->version));
+    memcpy(o->reason, p->reason, sizeof(o->reason));
+    o->reattaches = p->reattaches;
+    memcpy(o->reattach_why, p->reattach_why, sizeof(o->reattach_why));
+    const struct target *t = p->target;
+    if (!t)
+        return 0;
+    o->target = true;
+    memcpy(o->job, t->job_name, sizeof(o->job));
+    o->mode = t->mode;
+    o->rate = t->rate;
+    o->effective_rate = t->rate * fleet_factor(l->fleet);
+    o->interval_s = (double)t->window_ns / 1e9;
+    memcpy(o->async, t->async_snap, sizeof(o->async));
+    o->counts = t->snap;
+    o->windows = t->windows;
+    o->windows_dropped = t->windows_dropped;
+    o->stacks_dropped = t->stacks_dropped;
+    if (labels_copy(&o->labels, &t->labels) || labels_copy(&o->meta, &t->meta))
+        return -ENOMEM;
+    return 0;
+}
+
+int loop_snapshot(struct loop *l, struct loop_view **out)
+{
+    struct loop_view *v = alloc_calloc(1, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    int err = 0;
+    pthread_mutex_lock(&l->mu);
+    size_t n = proc_table_count(l->procs), listed = 0;
+    for (size_t i = 0; i < n; i++)
+        listed += proc_state_listed(proc_table_at(l->procs, i)->state);
+    v->procs = alloc_calloc(listed ? listed : 1, sizeof(*v->procs));
+    v->jobs = alloc_calloc(LOOP_MAX_JOBS_STATS, sizeof(*v->jobs));
+    if (!v->procs || !v->jobs) {
+        err = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct proc_entry *p = proc_table_at(l->procs, i);
+        v->by_state[p->state]++;
+        if (proc_state_listed(p->state) && !err)
+            err = loop_view_proc(l, p, &v->procs[v->nprocs++]);
+    }
+    /* per job: the gone targets' totals plus the live targets' snapshots */
+    memcpy(v->jobs, l->jobs, l->njobs * sizeof(*v->jobs));
+    v->njobs = l->njobs;
+    for (size_t i = 0; i < l->ntargets; i++) {
+        struct loop_job_view *j = loop_job(v->jobs, &v->njobs, l->targets[i]->job_name);
+        if (j) {
+            loop_job_add(j, l->targets[i]);
+            j->targets++;
+        }
+    }
+    v->factor = fleet_factor(l->fleet);
+    v->scans = l->scans;
+    v->scan_errors = l->scan_errors;
+out:
+    pthread_mutex_unlock(&l->mu);
+    if (err) {
+        loop_view_free(v);
+        return err;
+    }
+    *out = v;
+    return 0;
+}

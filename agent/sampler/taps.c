@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * taps.c: profile requests' taps on targets (see taps.h).
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "sampler/sampler.h"
+#include "sampler/target.h"
+#include "sampler/taps.h"
+
+bool taps_wants(const struct tap_request *r, const struct target *t)
+{
+    return r->started && !r->done && (r->pid == 0 || r->pid == t->key.pid);
+}
+
+int taps_begin(struct tap_request *r, uint64_t now, size_t max_parts,
+               const struct agg_limits *limits, uint64_t max_bytes)
+{
+    r->cap = max_parts ? max_parts : 1;
+    r->parts = alloc_calloc(r->cap, sizeof(*r->parts));
+    if (!r->parts) {
+        r->err = -ENOMEM;
+        snprintf(r->errmsg, sizeof(r->errmsg), "out of memory");
+        r->done = true;
+        return -ENOMEM;
+    }
+    r->limits = *limits;
+    r->max_bytes = max_bytes;
+    r->started = true;
+    r->deadline = now + r->seconds * 1000000000ull;
+    return 0;
+}
+
+static void taps_detach(struct target *t, size_t q)
+{
+    sampler_remove_tap(t->s, t->taps[q]);
+    t->taps[q] = NULL;
+    t->tap_req[q] = NULL;
+}
+
+void taps_attach(struct tap_request *r, struct target *t)
+{
+    size_t q = 0;
+    while (q < SAMPLER_MAX_TAPS && t->taps[q])
+        q++;
+    if (q == SAMPLER_MAX_TAPS || r->nparts == r->cap)
+        return;
+    struct tap_part *p = &r->parts[r->nparts];
+    memset(p, 0, sizeof(*p));
+    if (agg_new(&r->limits, &p->agg))
+        return;
+    if (labels_copy(&p->labels, &t->labels) || sampler_add_tap(t->s, p->agg)) {
+        labels_release(&p->labels);
+        agg_free(p->agg);
+        p->agg = NULL;
+        return;
+    }
+    p->mode = t->mode;
+    p->period_ns = (int64_t)t->interval_ns;
+    r->nparts++;
+    t->taps[q] = p->agg;
+    t->tap_req[q] = r;
+}
+
+void taps_detach_target(struct target *t)
+{
+    for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
+        if (t->tap_req[q])
+            taps_detach(t, q);
+    }
+}
+
+void taps_finish(struct tap_request *r, struct target *const *targets, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
+            if (targets[i]->tap_req[q] == r)
+                taps_detach(targets[i], q);
+        }
+    }
+    r->done = true;
+}
+
+void taps_release(struct tap_request *r)
+{
+    for (size_t i = 0; i < r->nparts; i++) {
+        agg_free(r->parts[i].agg);
+        labels_release(&r->parts[i].labels);
+    }
+    alloc_free(r->parts);
+    r->parts = NULL;
+    r->nparts = r->cap = 0;
+}

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * target.c: one sampled process: attach, window cuts, staleness (see
+ * target.h).
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "sampler/target.h"
+#include "unwind/asyncio.h"
+#include "unwind/unwind.h"
+
+static const char *const target_reattach_names[TARGET_REATTACH_REASONS] = {"failing", "exec"};
+
+const char *target_reattach_name(enum target_reattach r)
+{
+    return (unsigned)r < TARGET_REATTACH_REASONS ? target_reattach_names[r] : "?";
+}
+
+void target_free(struct target *t, struct window_queue *q)
+{
+    if (!t)
+        return;
+    sampler_free(t->s);
+    asyncio_free(t->aio); /* before its unwinder */
+    unwinder_free(t->u);
+    memread_free(t->mr);
+    alloc_free(t->rt);
+    window_recycle(q, t->win);
+    labels_release(&t->meta);
+    labels_release(&t->labels);
+    alloc_free(t);
+}
+
+int target_start(const struct target_env *env, struct proc_entry *p, struct verdict *v,
+                 uint64_t now, int64_t now_real, struct target **out)
+{
+    const struct config_job *job = &env->cfg->jobs[v->job];
+    struct target *t = alloc_calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->key = p->key;
+    t->job = v->job;
+    snprintf(t->job_name, sizeof(t->job_name), "%s", job->job_name);
+    snprintf(t->version, sizeof(t->version), "%s", p->version);
+    t->mode = job->mode;
+    t->rate = job->sample_rate;
+    t->interval_ns = (uint64_t)(1e9 / job->sample_rate);
+    if (t->interval_ns == 0)
+        t->interval_ns = 1;
+    t->window_ns = job->profile_interval_ns;
+    char why[256] = "";
+    int err = unwinder_new(v->mr, v->rt, &t->u, why, sizeof(why));
+    if (err) {
+        snprintf(p->reason, sizeof(p->reason), "cannot read the runtime: %s", why);
+        goto fail;
+    }
+    if (job->async_aware) {
+        /* suspended tasks use no CPU, hold no GIL, handle no exception:
+         * "all" counts them only in wall mode (/targets says so otherwise) */
+        t->async_all = job->async_mode == CONFIG_ASYNC_ALL;
+        bool all = t->async_all && job->mode == PROFILE_WALL;
+        err = asyncio_new(t->u, v->mr, v->rt, all ? ASYNCIO_ALL : ASYNCIO_RUNNING, &t->aio, why,
+                          sizeof(why));
+        if (err == -ENOTSUP) { /* 3.13: plain stacks, said in /targets */
+            snprintf(t->async_note, sizeof(t->async_note), "unavailable: %s", why);
+            err = 0;
+        } else if (err) {
+            snprintf(p->reason, sizeof(p->reason), "cannot follow asyncio: %s", why);
+            goto fail;
+        }
+    }
+    err = window_get(env->queue, &t->win);
+    if (err) {
+        snprintf(p->reason, sizeof(p->reason), "no aggregation window left (memory cap)");
+        goto fail;
+    }
+    /* phases spread by the golden ratio over one sampling interval */
+    double frac = (double)(env->phase_seq % 1000) * 0.6180339887498949;
+    frac -= (double)(uint64_t)frac;
+    struct sampler_opts so = {
+        .mode = job->mode,
+        .interval_ns = t->interval_ns,
+        .unwind_flags = (job->all_threads ? UNWIND_ALL_THREADS : 0u) |
+                        (job->native ? UNWIND_NATIVE : 0u) | (job->gc ? 0u : UNWIND_NO_GC),
+        .async = t->aio,
+    };
+    err = sampler_new(p->key.pid, t->u, t->win, &so,
+                      now + (uint64_t)(frac * (double)t->interval_ns), &t->s);
+    if (err) {
+        snprintf(p->reason, sizeof(p->reason), "cannot sample: %s", strerror(-err));
+        goto fail;
+    }
+    t->win_start = now;
+    t->win_start_real = now_real;
+    /* without it (no usable auxiliary vector) an exec is noticed only once
+     * every attempt fails */
+    if (execid_read(env->cfg->discovery.proc_root, p->key.pid, v->mr, &t->exec))
+        memset(&t->exec, 0, sizeof(t->exec));
+    t->exec_checked = now;
+    t->stuck_ns = p->stuck_ns ? p->stuck_ns : TARGET_STUCK_NS;
+    /* everything the verdict held is the target's now */
+    t->mr = v->mr;
+    t->rt = v->rt;
+    t->meta = v->meta;
+    t->labels = v->labels;
+    memset(v, 0, sizeof(*v));
+    /* a table already mapped is found at attach */
+    target_async_search(t, env->cfg->discovery.proc_root, now);
+    *out = t;
+    return 0;
+fail:
+    /* the verdict keeps its reader, runtime and labels */
+    t->mr = NULL;
+    t->rt = NULL;
+    target_free(t, env->queue);
+    return err ? err : -EINVAL;
+}
+
+int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t now_real,
+               bool final)
+{
+    struct agg *fresh = NULL;
+    t->stacks_dropped += agg_stats(t->win).dropped;
+    if (!final && window_get(q, &fresh)) {
+        /* no window to switch to: keep the one we have, losing its content */
+        agg_reset(t->win);
+        sampler_set_window(t->s, t->win); /* the threads' last stacks are gone with it */
+        t->windows_dropped++;
+        t->win_start = now;
+        t->win_start_real = now_real;
+        return 1;
+    }
+    struct window_item item = {
+        .agg = t->win,
+        .meta =
+            {
+                .pid = t->key.pid,
+                .mode = t->mode,
+                .period_ns = (int64_t)t->interval_ns,
+                .time_nanos = t->win_start_real,
+                .duration_nanos = (int64_t)(now - t->win_start),
+                .final = final,
+            },
+    };
+    snprintf(item.meta.job, sizeof(item.meta.job), "%s", t->job_name);
+    bool empty = agg_sample_count(t->win) == 0;
+    int err = empty ? -ENODATA : labels_copy(&item.meta.labels, &t->labels);
+    if (!err)
+        err = window_push(q, &item);
+    int dropped = 0;
+    if (err) {
+        if (err != -ENODATA) {
+            t->windows_dropped++;
+            dropped = 1;
+        }
+        labels_release(&item.meta.labels);
+        window_recycle(q, t->win);
+    } else {
+        t->windows++;
+    }
+    t->win = fresh;
+    if (t->s && fresh)
+        sampler_set_window(t->s, fresh);
+    t->win_start = now;
+    t->win_start_real = now_real;
+    return dropped;
+}
+
+bool target_stale(struct target *t, const char *proc_root, uint64_t now,
+                  enum target_reattach *why)
+{
+    const struct sampler_counts *c = &t->snap;
+    if (c->taken != t->seen_taken) {
+        t->seen_taken = c->taken;
+        t->failing_attempts = c->attempts;
+        t->failing_since = 0;
+        t->stuck_ns = TARGET_STUCK_NS; /* it works again: a new spell starts over */
+    } else if (c->attempts != t->failing_attempts && t->failing_since == 0) {
+        t->failing_since = now;
+    }
+    if (now - t->exec_checked >= TARGET_EXEC_CHECK_NS) {
+        t->exec_checked = now;
+        if (t->exec.random_raddr == 0 && t->exec_retries < TARGET_EXEC_RETRIES) {
+            /* not known at attach (caught in the middle of an exec?): again */
+            t->exec_retries++;
+            if (execid_read(proc_root, t->key.pid, t->mr, &t->exec))
+                memset(&t->exec, 0, sizeof(t->exec));
+        }
+        bool same = true;
+        int err = execid_check(t->mr, &t->exec, &same);
+        if (err == -ESRCH) {
+            t->gone = true;
+            return false;
+        }
+        if (err || !same) {
+            *why = TARGET_EXEC; /* (or it can no longer be read: a set-user-ID program) */
+            return true;
+        }
+    }
+    if (t->failing_since && now - t->failing_since >= t->stuck_ns &&
+        c->attempts - t->failing_attempts >= TARGET_STUCK_MIN_ATTEMPTS) {
+        *why = TARGET_FAILING;
+        return true;
+    }
+    return false;
+}
+
+void target_async_search(struct target *t, const char *proc_root, uint64_t now)
+{
+    if (!t->aio || asyncio_state(t->aio) != ASYNCIO_SEARCHING || now < t->aio_search_at)
+        return;
+    t->aio_search_at = now + ASYNCIO_RESCAN_NS;
+    struct pyruntime_section sec;
+    char why[PATH_MAX + 128];
+    int err = pyruntime_find_asyncio(proc_root, t->key.pid, t->rt, &t->aio_memo, &sec, why,
+                                     sizeof(why));
+    if (err == 0)
+        err = asyncio_attach_table(t->aio, sec.raddr, sec.size);
+    else if (err == -EPROTO)
+        asyncio_refuse_table(t->aio, why);
+    (void)err; /* /targets says what became of the table; not there: next time */
+}
+
+const char *target_async_words(const struct target *t, char *buf, size_t len)
+{
+    if (!t->aio)
+        return t->async_note;
+    switch (asyncio_state(t->aio)) {
+    case ASYNCIO_ACTIVE:
+        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != PROFILE_WALL && t->async_all)
+            return "running (async_mode all counts waiting tasks: only with mode wall)";
+        return asyncio_mode_name(asyncio_get_mode(t->aio));
+    case ASYNCIO_INVALID:
+        snprintf(buf, len, "unavailable: %s", asyncio_why(t->aio));
+        return buf;
+    case ASYNCIO_SEARCHING:
+    default:
+        return "waiting: asyncio not imported yet";
+    }
+}

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * targets.c: the process table and the verdict on each process (see
+ * targets.h).
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "base/hash.h"
+#include "config/relabel.h"
+#include "python/pyversion.h"
+#include "sampler/targets.h"
+
+struct proc_table {
+    struct proc_entry *v;
+    size_t n, cap;
+    uint32_t *index; /* v index + 1 by key hash, open addressing; 0: empty */
+    size_t mask;
+};
+
+static const char *const proc_state_names[PROC_STATES] = {
+    [PROC_NEW] = "new",
+    [PROC_YOUNG] = "young",
+    [PROC_ACTIVE] = "active",
+    [PROC_NOT_PYTHON] = "not_python",
+    [PROC_UNSUPPORTED] = "unsupported",
+    [PROC_UNREADABLE] = "unreadable",
+    [PROC_DROPPED] = "dropped",
+    [PROC_FAILED] = "failed",
+    [PROC_OVER_LIMIT] = "over_limit",
+};
+
+const char *proc_state_name(enum proc_state s)
+{
+    return (unsigned)s < PROC_STATES ? proc_state_names[s] : "?";
+}
+
+bool proc_state_listed(enum proc_state s)
+{
+    return s != PROC_NOT_PYTHON && s != PROC_NEW;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+static uint64_t proc_table_hash(const struct proc_key *k)
+{
+    return hash_combine((uint64_t)(uint32_t)k->pid * HASH_GOLDEN, k->start_ticks);
+}
+
+static void proc_table_put(struct proc_table *t, size_t i)
+{
+    size_t s = (size_t)proc_table_hash(&t->v[i].key) & t->mask;
+    while (t->index[s])
+        s = (s + 1) & t->mask;
+    t->index[s] = (uint32_t)(i + 1);
+}
+
+static void proc_table_reindex(struct proc_table *t)
+{
+    memset(t->index, 0, (t->mask + 1) * sizeof(*t->index));
+    for (size_t i = 0; i < t->n; i++)
+        proc_table_put(t, i);
+}
+
+int proc_table_new(size_t cap, struct proc_table **out)
+{
+    if (cap == 0)
+        cap = TARGETS_MAX_PROCS;
+    struct proc_table *t = alloc_calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    size_t slots = 1;
+    while (slots < 2 * cap)
+        slots <<= 1; /* at most half full: short probes */
+    t->cap = cap;
+    t->mask = slots - 1;
+    t->v = alloc_calloc(cap, sizeof(*t->v));
+    t->index = alloc_calloc(slots, sizeof(*t->index));
+    if (!t->v || !t->index) {
+        proc_table_free(t);
+        return -ENOMEM;
+    }
+    *out = t;
+    return 0;
+}
+
+void proc_table_free(struct proc_table *t)
+{
+    if (!t)
+        return;
+    alloc_free(t->v);
+    alloc_free(t->index);
+    alloc_free(t);
+}
+
+struct proc_entry *proc_table_find(struct proc_table *t, const struct proc_key *key)
+{
+    size_t s = (size_t)proc_table_hash(key) & t->mask;
+    while (t->index[s]) {
+        struct proc_entry *p = &t->v[t->index[s] - 1];
+        if (proc_key_equal(&p->key, key))
+            return p;
+        s = (s + 1) & t->mask;
+    }
+    return NULL;
+}
+
+/* Forgets the newest entry known not to be Python; false when there is none. */
+static bool proc_table_evict(struct proc_table *t)
+{
+    for (size_t i = t->n; i-- > 0;) {
+        if (t->v[i].state == PROC_NOT_PYTHON && !t->v[i].target) {
+            t->v[i] = t->v[--t->n];
+            proc_table_reindex(t);
+            return true;
+        }
+    }
+    return false;
+}
+
+struct proc_entry *proc_table_add(struct proc_table *t, const struct proc_key *key)
+{
+    if (t->n == t->cap && !proc_table_evict(t))
+        return NULL;
+    struct proc_entry *p = &t->v[t->n];
+    *p = (struct proc_entry){.key = *key, .state = PROC_NEW, .seen = true};
+    proc_table_put(t, t->n++);
+    return p;
+}
+
+size_t proc_table_count(const struct proc_table *t)
+{
+    return t->n;
+}
+
+struct proc_entry *proc_table_at(struct proc_table *t, size_t i)
+{
+    PYPROFD_ASSERT(i < t->n);
+    return &t->v[i];
+}
+
+void proc_table_mark(struct proc_table *t, bool seen)
+{
+    for (size_t i = 0; i < t->n; i++)
+        t->v[i].seen = seen;
+}
+
+void proc_table_sweep(struct proc_table *t, void (*gone)(struct proc_entry *p, void *arg),
+                      void *arg)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        struct proc_entry *p = &t->v[i];
+        if (!p->seen) {
+            if (p->target && gone)
+                gone(p, arg);
+            continue;
+        }
+        if (w != i)
+            t->v[w] = *p;
+        w++;
+    }
+    t->n = w;
+    proc_table_reindex(t);
+}
+
+void proc_table_forget_verdicts(struct proc_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        struct proc_entry *p = &t->v[i];
+        p->target = NULL;
+        if (p->state == PROC_ACTIVE || p->state == PROC_DROPPED || p->state == PROC_OVER_LIMIT ||
+            p->state == PROC_FAILED || p->state == PROC_YOUNG) {
+            p->state = PROC_NEW;
+            p->recheck_ns = 0;
+        }
+    }
+}
+
+/* ---- the verdict -------------------------------------------------------- */
+
+static int probe_system_open(void *arg, pid_t pid, struct memread **out)
+{
+    (void)arg;
+    return memread_open(pid, MEMREAD_AUTO, out);
+}
+
+static int probe_system_locate(void *arg, const char *proc_root, pid_t pid, struct memread *mr,
+                               struct pyruntime *out, char *why, size_t why_len)
+{
+    (void)arg;
+    return pyruntime_locate(proc_root, pid, mr, out, why, why_len);
+}
+
+const struct probe_ops probe_system = {
+    .open = probe_system_open,
+    .locate = probe_system_locate,
+    .arg = NULL,
+};
+
+void verdict_release(struct verdict *v)
+{
+    labels_release(&v->meta);
+    labels_release(&v->labels);
+    memread_free(v->mr);
+    alloc_free(v->rt);
+    memset(v, 0, sizeof(*v));
+}
+
+int targets_job_labels(const struct pyprofd_config *cfg, const struct config_job *job,
+                       const struct labels *meta, struct labels *out, bool *keep)
+{
+    int err = labels_copy(out, meta);
+    if (!err)
+        err = labels_set(out, "job", job->job_name);
+    if (!err)
+        err = relabel_apply(job->relabel, out, keep);
+    if (!err && *keep)
+        err = relabel_default_service_name(out);
+    if (!err && *keep) {
+        relabel_finish(out);
+        for (size_t i = 0; !err && i < cfg->global.external_labels.n; i++) {
+            const struct label *e = &cfg->global.external_labels.v[i];
+            if (!labels_get(out, e->name))
+                err = labels_set(out, e->name, e->value);
+        }
+    }
+    return err;
+}
+
+static void proc_set(struct proc_entry *p, enum proc_state state, uint64_t recheck,
+                     const char *reason)
+{
+    p->state = state;
+    p->recheck_ns = recheck;
+    snprintf(p->reason, sizeof(p->reason), "%s", reason ? reason : "");
+}
+
+void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
+                struct proc_entry *p, const struct proc_info *info, uint64_t now,
+                size_t ntargets, size_t max_targets, struct verdict *v)
+{
+    enum proc_state before = p->state;
+    uint64_t rare = now + TARGETS_RECHECK_RARE * cfg->discovery.refresh_interval_ns;
+    char why[256] = "", msg[320];
+    *v = (struct verdict){0};
+    snprintf(p->comm, sizeof(p->comm), "%s", info->comm ? info->comm : "");
+    proc_set(p, p->state, now, NULL); /* by default: look again at the next scan */
+    if (info->age_ns >= 0 && (uint64_t)info->age_ns < cfg->discovery.min_process_age_ns) {
+        p->state = PROC_YOUNG;
+        return;
+    }
+    int err = probe->open(probe->arg, info->key.pid, &v->mr);
+    if (err == -ESRCH) {
+        v->gone = true;
+        return;
+    }
+    if (err) {
+        snprintf(msg, sizeof(msg), "cannot read its memory: %s", strerror(-err));
+        proc_set(p, PROC_UNREADABLE, rare, msg);
+        goto out;
+    }
+    v->rt = alloc_calloc(1, sizeof(*v->rt));
+    if (!v->rt) {
+        proc_set(p, PROC_FAILED, now, "out of memory");
+        goto out;
+    }
+    err = probe->locate(probe->arg, cfg->discovery.proc_root, info->key.pid, v->mr, v->rt, why,
+                        sizeof(why));
+    if (err == -ESRCH) {
+        v->gone = true;
+        goto out;
+    }
+    if (err == -ENOENT) {
+        if (v->rt->name_minor && v->rt->name_minor < 13) {
+            snprintf(p->version, sizeof(p->version), "3.%u", v->rt->name_minor);
+            snprintf(msg, sizeof(msg),
+                     "Python 3.%u has no debug offsets table: pyprofd needs CPython 3.13 or newer",
+                     v->rt->name_minor);
+            proc_set(p, PROC_UNSUPPORTED, rare, msg);
+        } else if (v->rt->miss == PYRUNTIME_MISS_UNREADABLE) {
+            /* python files it maps that we may not open: listed, with why */
+            proc_set(p, PROC_UNREADABLE, rare, why);
+        } else {
+            /* a young process may not have set its runtime up yet */
+            bool young = info->age_ns >= 0 && info->age_ns < TARGETS_YOUNG_NS;
+            proc_set(p, PROC_NOT_PYTHON,
+                     young ? now
+                           : now + TARGETS_RECHECK_OFTEN * cfg->discovery.refresh_interval_ns,
+                     why);
+        }
+        goto out;
+    }
+    if (err) {
+        snprintf(msg, sizeof(msg), "cannot find its runtime: %s", why);
+        proc_set(p, PROC_UNREADABLE, rare, msg);
+        goto out;
+    }
+    pyversion_format(&v->rt->version, p->version, sizeof(p->version));
+    if (pyversion_check_supported(&v->rt->version, why, sizeof(why))) {
+        proc_set(p, PROC_UNSUPPORTED, rare, why);
+        goto out;
+    }
+    if (proc_scan_meta_labels(info, &v->meta) ||
+        labels_set(&v->meta, "__meta_python_version", p->version)) {
+        proc_set(p, PROC_FAILED, now, "out of memory");
+        goto out;
+    }
+    bool keep = false;
+    size_t j = 0;
+    for (; j < cfg->njobs && !keep; j++) {
+        labels_release(&v->labels);
+        if (targets_job_labels(cfg, &cfg->jobs[j], &v->meta, &v->labels, &keep)) {
+            proc_set(p, PROC_FAILED, now, "out of memory");
+            goto out;
+        }
+    }
+    if (!keep) {
+        proc_set(p, PROC_DROPPED, UINT64_MAX, "no job's relabel_configs kept it");
+        goto out;
+    }
+    if (ntargets >= max_targets) {
+        snprintf(msg, sizeof(msg), "limits.max_targets (%zu) reached", max_targets);
+        proc_set(p, PROC_OVER_LIMIT, now, msg);
+        goto out;
+    }
+    p->state = PROC_ACTIVE;
+    v->state = PROC_ACTIVE;
+    v->job = j - 1;
+    return; /* the caller owns meta, labels, mr and rt now */
+out:
+    /* said once, when a process comes to be in the state (rechecks are quiet) */
+    v->log = (p->state == PROC_UNSUPPORTED || p->state == PROC_UNREADABLE) &&
+             p->state != before && p->reason[0];
+    v->state = p->state;
+    bool log = v->log, gone = v->gone;
+    verdict_release(v);
+    v->state = p->state;
+    v->log = log;
+    v->gone = gone;
+}

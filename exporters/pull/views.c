@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * views.c: /targets and the loop's /metrics families from a snapshot (see
+ * views.h).
+ */
+#include "base/compat.h"
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "base/alloc.h"
+#include "exporters/pull/views.h"
+#include "pprof/pprof_build.h"
+
+/* ---- /debug/pprof/profile --------------------------------------------------------- */
+
+int views_profile_pprof(const struct loop_capture *c, uint8_t **out, size_t *out_len, char *err,
+                        size_t errlen)
+{
+    struct pprof_part *parts = alloc_calloc(c->nparts ? c->nparts : 1, sizeof(*parts));
+    if (!parts) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    bool same = true;
+    for (size_t i = 0; i < c->nparts; i++) {
+        parts[i].agg = c->parts[i].agg;
+        parts[i].labels = &c->parts[i].labels;
+        same = same && c->parts[i].mode == c->parts[0].mode;
+    }
+    struct pprof_meta m = {
+        /* targets of different modes: their time is still time, of mixed kinds */
+        .value_type = c->nparts && same ? profile_mode_name(c->parts[0].mode) : "time",
+        .value_unit = "nanoseconds",
+        .period_ns = c->nparts ? c->parts[0].period_ns : 0,
+        .time_nanos = c->start_real,
+        .duration_nanos = (int64_t)c->duration_ns,
+        .comment = "pyprofd /debug/pprof/profile",
+        .max_bytes = (size_t)c->max_bytes,
+    };
+    int e = pprof_build_multi(parts, c->nparts, &m, out, out_len);
+    if (e == -E2BIG)
+        snprintf(err, errlen, "the profile is larger than the size cap");
+    else if (e)
+        snprintf(err, errlen, "cannot encode the profile: %s", strerror(-e));
+    alloc_free(parts);
+    return e;
+}
+
+/* ---- /targets ---------------------------------------------------------------- */
+
+static json_object *views_labels(const struct labels *ls)
+{
+    json_object *o = json_object_new_object();
+    for (size_t i = 0; o && i < ls->n; i++)
+        json_object_object_add(o, ls->v[i].name, json_object_new_string(ls->v[i].value));
+    return o;
+}
+
+static json_object *views_counts(const struct loop_proc_view *t)
+{
+    json_object *c = json_object_new_object();
+    if (!c)
+        return NULL;
+    json_object_object_add(c, "samples", json_object_new_uint64(t->counts.taken));
+    json_object_object_add(c, "thread_samples", json_object_new_uint64(t->counts.thread_samples));
+    json_object_object_add(c, "failed", json_object_new_uint64(t->counts.failed));
+    json_object_object_add(c, "missed", json_object_new_uint64(t->counts.missed));
+    json_object_object_add(c, "skipped", json_object_new_uint64(t->counts.skipped));
+    json_object_object_add(c, "retried", json_object_new_uint64(t->counts.retried));
+    json_object_object_add(c, "thread_stacks_dropped", json_object_new_uint64(t->stacks_dropped));
+    json_object *by = json_object_new_object();
+    for (size_t k = 0; by && k < SAMPLE_STATUS_COUNT; k++) {
+        if (t->counts.failed_by[k])
+            json_object_object_add(by, status_name((enum sample_status)k),
+                                   json_object_new_uint64(t->counts.failed_by[k]));
+    }
+    json_object_object_add(c, "failed_by_reason", by);
+    json_object_object_add(c, "profiles", json_object_new_uint64(t->windows));
+    json_object_object_add(c, "profiles_dropped", json_object_new_uint64(t->windows_dropped));
+    return c;
+}
+
+static json_object *views_proc(const struct loop_proc_view *t)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "pid", json_object_new_int(t->pid));
+    json_object_object_add(o, "comm", json_object_new_string(t->comm));
+    json_object_object_add(o, "state", json_object_new_string(proc_state_name(t->state)));
+    if (t->version[0])
+        json_object_object_add(o, "python_version", json_object_new_string(t->version));
+    if (t->reason[0])
+        json_object_object_add(o, "reason", json_object_new_string(t->reason));
+    if (t->reattaches) {
+        json_object_object_add(o, "reattaches", json_object_new_int64(t->reattaches));
+        json_object_object_add(o, "last_reattach", json_object_new_string(t->reattach_why));
+    }
+    if (!t->target)
+        return o;
+    json_object_object_add(o, "job", json_object_new_string(t->job));
+    json_object_object_add(o, "labels", views_labels(&t->labels));
+    json_object_object_add(o, "discovered_labels", views_labels(&t->meta));
+    json_object_object_add(o, "mode", json_object_new_string(profile_mode_name(t->mode)));
+    if (t->async[0])
+        json_object_object_add(o, "async", json_object_new_string(t->async));
+    json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));
+    json_object_object_add(o, "effective_rate_hz", json_object_new_double(t->effective_rate));
+    json_object_object_add(o, "profile_interval_seconds", json_object_new_double(t->interval_s));
+    json_object_object_add(o, "counts", views_counts(t));
+    return o;
+}
+
+int views_targets_json(const struct loop_view *v, char **out, size_t *out_len)
+{
+    int err = 0;
+    json_object *root = json_object_new_object();
+    json_object *arr = json_object_new_array();
+    if (!root || !arr)
+        err = -ENOMEM;
+    for (size_t i = 0; !err && i < v->nprocs; i++) {
+        json_object *o = views_proc(&v->procs[i]);
+        if (!o || json_object_array_add(arr, o)) {
+            json_object_put(o);
+            err = -ENOMEM;
+        }
+    }
+    if (!err) {
+        json_object_object_add(root, "targets", arr);
+        arr = NULL;
+        json_object_object_add(root, "budget_factor", json_object_new_double(v->factor));
+        size_t len = 0;
+        const char *str = json_object_to_json_string_length(root, JSON_C_TO_STRING_PRETTY, &len);
+        *out = str ? alloc_strndup(str, len) : NULL;
+        if (*out)
+            *out_len = len;
+        else
+            err = -ENOMEM;
+    }
+    json_object_put(arr);
+    json_object_put(root);
+    return err;
+}
+
+/* ---- /metrics ------------------------------------------------------------------ */
+
+/* The loop's counters per job: each a uint64_t of struct loop_job_view. */
+static const struct {
+    const char *name, *help;
+    size_t off;
+} views_counters[] = {
+    {"pyprofd_samples_total", "Sampling attempts that produced a sample, by job.",
+     offsetof(struct loop_job_view, counts.taken)},
+    {"pyprofd_thread_samples_total",
+     "Thread stacks added to profiles (one attempt samples every kept thread).",
+     offsetof(struct loop_job_view, counts.thread_samples)},
+    {"pyprofd_samples_failed_total",
+     "Sampling attempts that failed (torn stack, read error, ...), by job.",
+     offsetof(struct loop_job_view, counts.failed)},
+    {"pyprofd_samples_missed_total",
+     "Attempts due by the schedule that never ran because the sampler fell behind.",
+     offsetof(struct loop_job_view, counts.missed)},
+    {"pyprofd_samples_retried_total",
+     "Attempts read a second time at once because the first read was torn.",
+     offsetof(struct loop_job_view, counts.retried)},
+    {"pyprofd_samples_skipped_total",
+     "Attempts let pass on purpose to stay within limits.cpu_budget.",
+     offsetof(struct loop_job_view, counts.skipped)},
+    {"pyprofd_thread_stacks_dropped_total",
+     "Thread stacks sampled but not kept: their window was full "
+     "(limits.target_memory_bytes), counted when the window is cut.",
+     offsetof(struct loop_job_view, stacks_dropped)},
+    {"pyprofd_profiles_total", "Profile windows handed to the outputs, by job.",
+     offsetof(struct loop_job_view, windows)},
+    {"pyprofd_profiles_dropped_total",
+     "Profile windows lost because the export queue or the window pool was full.",
+     offsetof(struct loop_job_view, windows_dropped)},
+};
+
+static double views_field(const struct loop_job_view *j, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)j + off, sizeof(v));
+    return (double)v;
+}
+
+static int views_scalar(struct promtext *w, const char *name, enum promtext_type type,
+                        const char *help, double value)
+{
+    int err = promtext_family(w, name, type, help);
+    return err ? err : promtext_sample(w, NULL, NULL, 0, value);
+}
+
+int views_agent_metrics(const struct loop_view *v, struct promtext *w)
+{
+    int err = promtext_family(w, "pyprofd_discovered_processes", PROMTEXT_GAUGE,
+                              "Processes the agent remembers, by state (active = sampled).");
+    for (size_t s = 0; !err && s < PROC_STATES; s++) {
+        if (s == PROC_NEW)
+            continue;
+        err = promtext_sample(w, NULL,
+                              PROMTEXT_LABELS({"state", proc_state_name((enum proc_state)s)}),
+                              (double)v->by_state[s]);
+    }
+    if (!err)
+        err =
+            promtext_family(w, "pyprofd_targets", PROMTEXT_GAUGE, "Targets being sampled, by job.");
+    for (size_t k = 0; !err && k < v->njobs; k++)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"job", v->jobs[k].name}),
+                              (double)v->jobs[k].targets);
+    for (size_t c = 0; !err && c < PYPROFD_ARRAY_SIZE(views_counters); c++) {
+        err = promtext_family(w, views_counters[c].name, PROMTEXT_COUNTER, views_counters[c].help);
+        for (size_t k = 0; !err && k < v->njobs; k++)
+            err = promtext_sample(w, NULL, PROMTEXT_LABELS({"job", v->jobs[k].name}),
+                                  views_field(&v->jobs[k], views_counters[c].off));
+    }
+    if (!err)
+        err = promtext_family(w, "pyprofd_sample_errors_total", PROMTEXT_COUNTER,
+                              "Failed sampling attempts by job and reason.");
+    for (size_t k = 0; !err && k < v->njobs; k++) {
+        for (size_t s = 1; !err && s < SAMPLE_STATUS_COUNT; s++)
+            err = promtext_sample(w, NULL,
+                                  PROMTEXT_LABELS({"job", v->jobs[k].name},
+                                                  {"reason", status_name((enum sample_status)s)}),
+                                  (double)v->jobs[k].counts.failed_by[s]);
+    }
+    if (!err)
+        err = promtext_family(w, "pyprofd_target_reattaches_total", PROMTEXT_COUNTER,
+                              "Targets attached again from scratch, by job and reason (failing: "
+                              "every attempt failed for a while; exec: another program).");
+    for (size_t k = 0; !err && k < v->njobs; k++) {
+        for (size_t r = 0; !err && r < TARGET_REATTACH_REASONS; r++)
+            err = promtext_sample(
+                w, NULL,
+                PROMTEXT_LABELS({"job", v->jobs[k].name},
+                                {"reason", target_reattach_name((enum target_reattach)r)}),
+                (double)v->jobs[k].reattached[r]);
+    }
+    if (!err)
+        err = views_scalar(w, "pyprofd_sampling_rate_factor", PROMTEXT_GAUGE,
+                           "Share of each target's configured rate the CPU budget allows (1 = "
+                           "all).",
+                           v->factor);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_scans_total", PROMTEXT_COUNTER,
+                           "Scans of the proc root.", (double)v->scans);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_scan_errors_total", PROMTEXT_COUNTER,
+                           "Scans of the proc root that failed.", (double)v->scan_errors);
+    return err;
+}
