@@ -31,7 +31,6 @@
 
 /* The walk's state: where errors go, and the sticky -ENOMEM. */
 struct cfg {
-    const char *name;
     struct config_errors *errs;
     int rc;           /* -ENOMEM once allocation failed */
     bool bad;         /* some error was reported */
@@ -49,7 +48,7 @@ static void cfg_err(struct cfg *x, const struct config_node *n, const char *fmt,
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     x->bad = true;
-    if (config_yaml_error(x->errs, x->name, n ? n->line : 0, n ? n->col : 0, "%s", msg))
+    if (config_yaml_error(x->errs, n ? n->line : 0, n ? n->col : 0, "%s", msg))
         x->rc = -ENOMEM;
 }
 
@@ -1379,41 +1378,6 @@ static void cfg_server(struct cfg *x, const struct config_node *m, struct pyprof
 
 /* ---- load ---- */
 
-/* Line and column of a message "NAME:L:C: ...", or 0:0 without a position. */
-static void cfg_msg_pos(const char *msg, size_t namelen, unsigned long *line, unsigned long *col)
-{
-    const char *p = msg + namelen;
-    char *end;
-    *line = ULONG_MAX; /* no position: after all others ("too many errors") */
-    *col = 0;
-    if (*p != ':' || p[1] < '0' || p[1] > '9')
-        return;
-    *line = strtoul(p + 1, &end, 10);
-    if (*end == ':')
-        *col = strtoul(end + 1, NULL, 10);
-}
-
-/* Puts the errors from @from on in file order (stable). */
-static void cfg_sort_errors(struct config_errors *e, size_t from, const char *name)
-{
-    size_t nl = strlen(name);
-    for (size_t i = from + 1; i < e->n; i++) {
-        char *m = e->msgs[i];
-        unsigned long l, c;
-        cfg_msg_pos(m, nl, &l, &c);
-        size_t j = i;
-        while (j > from) {
-            unsigned long pl, pc;
-            cfg_msg_pos(e->msgs[j - 1], nl, &pl, &pc);
-            if (pl < l || (pl == l && pc <= c))
-                break;
-            e->msgs[j] = e->msgs[j - 1];
-            j--;
-        }
-        e->msgs[j] = m;
-    }
-}
-
 static void cfg_inherit(struct pyprofd_config *c, const struct cfg_job_seen *seen)
 {
     for (size_t i = 0; i < c->njobs; i++) {
@@ -1466,15 +1430,17 @@ int config_load_buffer(const char *buf, size_t len, const char *name,
     struct config_node *root = NULL;
     struct pyprofd_config *c = NULL;
     struct cfg_job_seen *seen = NULL;
-    struct cfg x = {.name = name, .errs = errs, .check_files = !(opts && opts->skip_file_checks)};
+    struct cfg x = {.errs = errs, .check_files = !(opts && opts->skip_file_checks)};
     size_t first_err = errs->n;
-    int rc;
+    int rc = config_yaml_errors_source(errs, name);
     *out = NULL;
+    if (rc)
+        return rc;
     if (len > CONFIG_MAX_FILE_BYTES) {
-        rc = config_yaml_error(errs, name, 0, 0, "larger than %u bytes", CONFIG_MAX_FILE_BYTES);
+        rc = config_yaml_error(errs, 0, 0, "larger than %u bytes", CONFIG_MAX_FILE_BYTES);
         return rc ? rc : -EFBIG;
     }
-    rc = config_yaml_parse(buf, len, name, opts, &root, errs);
+    rc = config_yaml_parse(buf, len, opts, &root, errs);
     if (rc)
         goto out;
     rc = cfg_alloc_defaults(&c, name);
@@ -1512,7 +1478,7 @@ int config_load_buffer(const char *buf, size_t len, const char *name,
     c = NULL;
 out:
     if (rc == -EINVAL)
-        cfg_sort_errors(errs, first_err, name);
+        config_yaml_errors_sort(errs, first_err);
     alloc_free(seen);
     config_free(c);
     config_yaml_free(root);
@@ -1530,8 +1496,10 @@ int config_load_file(const char *path, const struct config_load_opts *opts,
     if (rc == -ENOMEM)
         return rc;
     if (rc) {
-        int e = rc == -EFBIG ? config_yaml_error(errs, path, 0, 0, "%s", why)
-                             : config_yaml_error(errs, path, 0, 0, "cannot read: %s", why);
+        int e = config_yaml_errors_source(errs, path);
+        if (!e)
+            e = rc == -EFBIG ? config_yaml_error(errs, 0, 0, "%s", why)
+                             : config_yaml_error(errs, 0, 0, "cannot read: %s", why);
         return e ? e : rc;
     }
     rc = config_load_buffer(buf, len, path, opts, out, errs);
