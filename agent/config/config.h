@@ -267,9 +267,10 @@ void config_format_size(uint64_t bytes, char *buf, size_t len);
 
 /**
  * Writes @a c to @a out as YAML that loads back into the same config (the
- * effective values, defaults and inherited values included); secrets (inline
- * passwords and credentials, header values) are written as "<secret>".
- * Returns 0, -EIO when writing failed or -ENOMEM.
+ * effective values, defaults and inherited values included), through
+ * libyaml's emitter; secrets (inline passwords and credentials, header
+ * values, the password in a URL) are written as "<secret>". Returns 0,
+ * -EIO when writing failed or -ENOMEM.
  */
 PYPROFD_WARN_UNUSED int config_print(const struct pyprofd_config *c, FILE *out);
 

@@ -1,231 +1,263 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * config_print.c: config_print(), the effective config as YAML that loads
- * back into the same config, secrets hidden.
+ * back into the same config. The keys, their order and how each value is
+ * written come from the schema (config_schema.h); quoting and escaping are
+ * libyaml's emitter's: strings are double-quoted scalars (control
+ * characters, quotes, backslashes and the Unicode line breaks escaped), the
+ * values that must be plain to load back (numbers, booleans, names,
+ * durations, sizes) are plain.
  */
 #include "base/compat.h"
+
+#include <limits.h>
+
+#include <yaml.h>
 
 #include "base/alloc.h"
 #include "config/config_schema.h"
 
-/*
- * Writes @s as a double-quoted YAML scalar. Besides quotes, backslashes and
- * control characters, the Unicode line breaks NEL, LS and PS are escaped: a
- * YAML reader folds them like newlines when they appear raw.
- */
-static void cfg_q(FILE *out, const char *s)
+struct config_print {
+    yaml_emitter_t em;
+    yaml_event_t ev;
+    int rc; /* the first failure: -ENOMEM, -EIO */
+};
+
+/* Emits p->ev, just initialised (@ok: whether that worked). */
+static void config_print_emit(struct config_print *p, int ok)
 {
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (p[0] == 0xc2 && p[1] == 0x85) {
-            fputs("\\N", out);
-            p++;
-        } else if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
-            fputs(p[2] == 0xa8 ? "\\L" : "\\P", out);
-            p += 2;
-        } else if (*p == '"' || *p == '\\') {
-            fprintf(out, "\\%c", *p);
-        } else if (*p == '\n') {
-            fputs("\\n", out);
-        } else if (*p == '\t') {
-            fputs("\\t", out);
-        } else if (*p < ' ' || *p == 0x7f) {
-            fprintf(out, "\\x%02x", *p);
-        } else {
-            fputc(*p, out);
-        }
+    if (!ok) {
+        if (!p->rc)
+            p->rc = -ENOMEM;
+        return;
     }
-    fputc('"', out);
+    if (p->rc) {
+        yaml_event_delete(&p->ev);
+        return;
+    }
+    /* the emitter takes the event, also when it fails */
+    if (!yaml_emitter_emit(&p->em, &p->ev))
+        p->rc = p->em.error == YAML_MEMORY_ERROR ? -ENOMEM : -EIO;
+}
+
+static void config_print_scalar(struct config_print *p, const char *s, bool quoted)
+{
+    size_t len = strlen(s);
+    yaml_scalar_style_t style = quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE;
+    /* libyaml copies the value; its API is not const-correct */
+    yaml_char_t *v = (yaml_char_t *)(uintptr_t)s;
+    int ok = len <= INT_MAX;
+    ok = ok && yaml_scalar_event_initialize(&p->ev, NULL, NULL, v, (int)len, 1, 1, style);
+    config_print_emit(p, ok);
+}
+
+static void config_print_map(struct config_print *p, bool start)
+{
+    config_print_emit(p, start ? yaml_mapping_start_event_initialize(&p->ev, NULL, NULL, 1,
+                                                                     YAML_BLOCK_MAPPING_STYLE)
+                               : yaml_mapping_end_event_initialize(&p->ev));
+}
+
+static void config_print_seq(struct config_print *p, bool start, bool flow)
+{
+    config_print_emit(p, start ? yaml_sequence_start_event_initialize(
+                                     &p->ev, NULL, NULL, 1,
+                                     flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE)
+                               : yaml_sequence_end_event_initialize(&p->ev));
+}
+
+/* key: value, the value a plain scalar. */
+static void config_print_plain(struct config_print *p, const char *key, const char *value)
+{
+    config_print_scalar(p, key, false);
+    config_print_scalar(p, value, false);
+}
+
+/* key: "value" */
+static void config_print_quoted(struct config_print *p, const char *key, const char *value)
+{
+    config_print_scalar(p, key, false);
+    config_print_scalar(p, value, true);
 }
 
 /* The shortest of %.15g..%.17g that reads back exactly. */
-static void cfg_num(FILE *out, double d)
+static void config_print_number(double d, char *b, size_t len)
 {
-    char b[64];
     for (int prec = 15; prec <= 17; prec++) {
-        snprintf(b, sizeof(b), "%.*g", prec, d);
+        snprintf(b, len, "%.*g", prec, d);
         if (strtod(b, NULL) == d)
             break;
     }
-    fputs(b, out);
 }
 
-static void cfg_print_dur(FILE *out, const char *indent, const char *key, uint64_t ns)
+/* A label map; @secret: values shown as "<secret>". */
+static void config_print_labels(struct config_print *p, const struct labels *ls, bool secret)
 {
-    char b[64];
-    config_format_duration(ns, b, sizeof(b));
-    fprintf(out, "%s%s: %s\n", indent, key, b);
-}
-
-static void cfg_print_size(FILE *out, const char *indent, const char *key, uint64_t n)
-{
-    char b[64];
-    config_format_size(n, b, sizeof(b));
-    fprintf(out, "%s%s: %s\n", indent, key, b);
-}
-
-static void cfg_print_str(FILE *out, const char *indent, const char *key, const char *v,
-                          bool secret)
-{
-    if (!v)
-        return;
-    fprintf(out, "%s%s: ", indent, key);
-    cfg_q(out, secret ? "<secret>" : v);
-    fputc('\n', out);
-}
-
-/* A URL with the password of its userinfo, if it has one, as "<secret>". */
-static void cfg_print_url(FILE *out, const char *indent, const char *key, const char *url, int *rc)
-{
-    char *shown = NULL;
-    if (!url)
-        return;
-    *rc = config_remote_url_shown(url, &shown);
-    if (!*rc)
-        cfg_print_str(out, indent, key, shown, false);
-    alloc_free(shown);
-}
-
-static void cfg_print_map(FILE *out, const char *indent, const char *key, const struct labels *ls,
-                          bool secret)
-{
-    if (ls->n == 0) {
-        fprintf(out, "%s%s: {}\n", indent, key);
-        return;
-    }
-    fprintf(out, "%s%s:\n", indent, key);
+    config_print_map(p, true);
     for (size_t i = 0; i < ls->n; i++) {
-        fprintf(out, "%s  ", indent);
-        cfg_q(out, ls->v[i].name);
-        fputs(": ", out);
-        cfg_q(out, secret ? "<secret>" : ls->v[i].value);
-        fputc('\n', out);
+        config_print_scalar(p, ls->v[i].name, true);
+        config_print_scalar(p, secret ? "<secret>" : ls->v[i].value, true);
     }
+    config_print_map(p, false);
 }
 
-static void cfg_print_relabel(FILE *out, const char *indent, const char *key,
-                              const struct relabel_rules *r)
+static void config_print_relabel(struct config_print *p, const struct relabel_rules *r)
 {
-    size_t n = relabel_count(r);
-    if (n == 0) {
-        fprintf(out, "%s%s: []\n", indent, key);
+    char b[32];
+    config_print_seq(p, true, false);
+    for (size_t i = 0; i < relabel_count(r); i++) {
+        const struct relabel_rule_spec *s = relabel_spec(r, i);
+        config_print_map(p, true);
+        config_print_plain(p, "action", relabel_action_name(s->action));
+        if (s->nsource_labels) {
+            config_print_scalar(p, "source_labels", false);
+            config_print_seq(p, true, true);
+            for (size_t j = 0; j < s->nsource_labels; j++)
+                config_print_scalar(p, s->source_labels[j], true);
+            config_print_seq(p, false, true);
+        }
+        config_print_quoted(p, "separator", s->separator);
+        config_print_quoted(p, "regex", s->regex);
+        if (s->target_label)
+            config_print_quoted(p, "target_label", s->target_label);
+        config_print_quoted(p, "replacement", s->replacement);
+        if (s->modulus) {
+            snprintf(b, sizeof(b), "%" PRIu64, s->modulus);
+            config_print_plain(p, "modulus", b);
+        }
+        config_print_map(p, false);
+    }
+    config_print_seq(p, false, false);
+}
+
+static bool config_print_is_string(enum config_type t)
+{
+    return t >= CONFIG_T_STRING && t <= CONFIG_T_URL;
+}
+
+/*
+ * Whether row @k of @base is left out: an unset string, an api of a Parca
+ * endpoint, an optional section none of whose keys without a default is set.
+ */
+static bool config_print_skip(const struct config_key *k, const char *base)
+{
+    if (config_print_is_string(k->type))
+        return !*(char *const *)(const void *)(base + k->offset);
+    if (k->flags & CONFIG_PYROSCOPE)
+        return ((const struct config_remote_write *)(const void *)base)->type !=
+               CONFIG_PUSH_PYROSCOPE;
+    if (k->type != CONFIG_T_SECTION || !(k->flags & CONFIG_OPTIONAL))
+        return false;
+    for (size_t i = 0; i < CONFIG_NKEYS; i++) {
+        const struct config_key *o = &config_keys[i];
+        if (o->section == k->sub && !o->def_s && !config_print_skip(o, base))
+            return false;
+    }
+    return true;
+}
+
+static void config_print_value(struct config_print *p, const struct config_key *k, const char *base)
+{
+    const void *f = base + k->offset;
+    char b[64] = "";
+    char *url = NULL;
+    switch (k->type) {
+    case CONFIG_T_NUMBER:
+    case CONFIG_T_CPUS:
+        config_print_number(*(const double *)f, b, sizeof(b));
+        break;
+    case CONFIG_T_UINT:
+        snprintf(b, sizeof(b), "%" PRIu64, *(const uint64_t *)f);
+        break;
+    case CONFIG_T_DURATION:
+        config_format_duration(*(const uint64_t *)f, b, sizeof(b));
+        break;
+    case CONFIG_T_SIZE:
+        config_format_size(*(const uint64_t *)f, b, sizeof(b));
+        break;
+    case CONFIG_T_BOOL:
+        snprintf(b, sizeof(b), "%s", *(const bool *)f ? "true" : "false");
+        break;
+    case CONFIG_T_ENUM:
+        if (!config_schema_enum_name(k, *(const int *)f, b, sizeof(b)))
+            p->rc = p->rc ? p->rc : -EINVAL;
+        break;
+    case CONFIG_T_SECRET:
+        config_print_scalar(p, "<secret>", true);
+        return;
+    case CONFIG_T_URL: {
+        int rc = config_remote_url_shown(*(char *const *)f, &url);
+        if (rc)
+            p->rc = p->rc ? p->rc : rc;
+        else
+            config_print_scalar(p, url, true);
+        alloc_free(url);
         return;
     }
-    fprintf(out, "%s%s:\n", indent, key);
-    for (size_t i = 0; i < n; i++) {
-        const struct relabel_rule_spec *s = relabel_spec(r, i);
-        fprintf(out, "%s  - action: %s\n", indent, relabel_action_name(s->action));
-        if (s->nsource_labels) {
-            fprintf(out, "%s    source_labels: [", indent);
-            for (size_t j = 0; j < s->nsource_labels; j++) {
-                fputs(j ? ", " : "", out);
-                cfg_q(out, s->source_labels[j]);
-            }
-            fputs("]\n", out);
-        }
-        fprintf(out, "%s    separator: ", indent);
-        cfg_q(out, s->separator);
-        fprintf(out, "\n%s    regex: ", indent);
-        cfg_q(out, s->regex);
-        fputc('\n', out);
-        if (s->target_label) {
-            fprintf(out, "%s    target_label: ", indent);
-            cfg_q(out, s->target_label);
-            fputc('\n', out);
-        }
-        fprintf(out, "%s    replacement: ", indent);
-        cfg_q(out, s->replacement);
-        fputc('\n', out);
-        if (s->modulus)
-            fprintf(out, "%s    modulus: %" PRIu64 "\n", indent, s->modulus);
+    case CONFIG_T_LABELS:
+    case CONFIG_T_HEADERS:
+        config_print_labels(p, f, k->type == CONFIG_T_HEADERS);
+        return;
+    case CONFIG_T_RELABEL:
+        config_print_relabel(p, *(struct relabel_rules *const *)f);
+        return;
+    default: /* the other strings */
+        config_print_scalar(p, *(char *const *)f, true);
+        return;
     }
+    config_print_scalar(p, b, false);
 }
 
-static void cfg_print_rw(FILE *out, const struct config_remote_write *rw, int *rc)
+static void config_print_section(struct config_print *p, enum config_section s, const char *base);
+
+/* A list section (profile_configs, remote_write) of @c. */
+static void config_print_list(struct config_print *p, enum config_section s,
+                              const struct pyprofd_config *c)
 {
-    const char *in = "    ";
-    fputs("  - name: ", out);
-    cfg_q(out, rw->name);
-    fprintf(out, "\n    type: %s\n", rw->type == CONFIG_PUSH_PARCA ? "parca" : "pyroscope");
-    if (rw->type == CONFIG_PUSH_PYROSCOPE)
-        fprintf(out, "    api: %s\n", rw->api == CONFIG_PYROSCOPE_API_INGEST ? "ingest" : "push");
-    cfg_print_url(out, in, "url", rw->url, rc);
-    cfg_print_dur(out, in, "remote_timeout", rw->remote_timeout_ns);
-    cfg_print_str(out, in, "tenant_id", rw->tenant_id, false);
-    cfg_print_map(out, in, "headers", &rw->headers, true);
-    if (rw->basic_auth_username) {
-        fputs("    basic_auth:\n", out);
-        cfg_print_str(out, "      ", "username", rw->basic_auth_username, false);
-        cfg_print_str(out, "      ", "password", rw->basic_auth_password, true);
-        cfg_print_str(out, "      ", "password_file", rw->basic_auth_password_file, false);
+    size_t n = s == CONFIG_S_JOB ? c->njobs : c->nremote_write;
+    config_print_seq(p, true, false);
+    for (size_t i = 0; i < n; i++) {
+        if (s == CONFIG_S_JOB)
+            config_print_section(p, s, (const void *)&c->jobs[i]);
+        else
+            config_print_section(p, s, (const void *)&c->remote_write[i]);
     }
-    if (rw->authorization_credentials || rw->authorization_credentials_file) {
-        fputs("    authorization:\n", out);
-        cfg_print_str(out, "      ", "type", rw->authorization_type, false);
-        cfg_print_str(out, "      ", "credentials", rw->authorization_credentials, true);
-        cfg_print_str(out, "      ", "credentials_file", rw->authorization_credentials_file, false);
+    config_print_seq(p, false, false);
+}
+
+static void config_print_section(struct config_print *p, enum config_section s, const char *base)
+{
+    config_print_map(p, true);
+    for (size_t i = 0; i < CONFIG_NKEYS && !p->rc; i++) {
+        const struct config_key *k = &config_keys[i];
+        if (k->section != s || config_print_skip(k, base))
+            continue;
+        config_print_scalar(p, k->name, false);
+        if (k->type != CONFIG_T_SECTION)
+            config_print_value(p, k, base);
+        else if (k->flags & CONFIG_LIST)
+            config_print_list(p, k->sub, (const void *)base);
+        else
+            config_print_section(p, k->sub, base);
     }
-    fputs("    tls_config:\n", out);
-    cfg_print_str(out, "      ", "ca_file", rw->tls_ca_file, false);
-    cfg_print_str(out, "      ", "cert_file", rw->tls_cert_file, false);
-    cfg_print_str(out, "      ", "key_file", rw->tls_key_file, false);
-    cfg_print_str(out, "      ", "server_name", rw->tls_server_name, false);
-    fprintf(out, "      insecure_skip_verify: %s\n",
-            rw->tls_insecure_skip_verify ? "true" : "false");
-    fprintf(out, "    queue:\n      max_profiles: %" PRIu64 "\n", rw->queue_max_profiles);
-    cfg_print_size(out, "      ", "max_bytes", rw->queue_max_bytes);
-    cfg_print_dur(out, "      ", "min_backoff", rw->min_backoff_ns);
-    cfg_print_dur(out, "      ", "max_backoff", rw->max_backoff_ns);
-    fprintf(out, "      max_retries: %" PRIu64 "\n", rw->max_retries);
-    cfg_print_relabel(out, in, "write_relabel_configs", rw->write_relabel);
+    config_print_map(p, false);
 }
 
 int config_print(const struct pyprofd_config *c, FILE *out)
 {
-    const struct config_limits *l = &c->global.limits;
-    int rc = 0;
-    fputs("global:\n  sample_rate: ", out);
-    cfg_num(out, c->global.sample_rate);
-    fprintf(out, "\n  mode: %s\n", profile_mode_name(c->global.mode));
-    cfg_print_dur(out, "  ", "profile_interval", c->global.profile_interval_ns);
-    cfg_print_map(out, "  ", "external_labels", &c->global.external_labels, false);
-    fprintf(out,
-            "  limits:\n    max_targets: %" PRIu64 "\n    max_labels_per_profile: %" PRIu64 "\n",
-            l->max_targets, l->max_labels_per_profile);
-    cfg_print_size(out, "    ", "max_profile_bytes", l->max_profile_bytes);
-    cfg_print_size(out, "    ", "target_memory_bytes", l->target_memory_bytes);
-    fputs("    cpu_budget: ", out);
-    cfg_num(out, l->cpu_budget);
-    fputs("\ndiscovery:\n", out);
-    cfg_print_dur(out, "  ", "refresh_interval", c->discovery.refresh_interval_ns);
-    cfg_print_str(out, "  ", "proc_root", c->discovery.proc_root, false);
-    cfg_print_dur(out, "  ", "min_process_age", c->discovery.min_process_age_ns);
-    fputs(c->njobs ? "profile_configs:\n" : "profile_configs: []\n", out);
-    for (size_t i = 0; i < c->njobs; i++) {
-        const struct config_job *j = &c->jobs[i];
-        fputs("  - job_name: ", out);
-        cfg_q(out, j->job_name);
-        fputs("\n    sample_rate: ", out);
-        cfg_num(out, j->sample_rate);
-        fprintf(out, "\n    mode: %s\n", profile_mode_name(j->mode));
-        cfg_print_dur(out, "    ", "profile_interval", j->profile_interval_ns);
-        fprintf(out,
-                "    all_threads: %s\n    native: %s\n    gc: %s\n    async_aware: %s\n"
-                "    async_mode: %s\n",
-                j->all_threads ? "true" : "false", j->native ? "true" : "false",
-                j->gc ? "true" : "false", j->async_aware ? "true" : "false",
-                j->async_mode == CONFIG_ASYNC_ALL ? "all" : "running");
-        cfg_print_relabel(out, "    ", "relabel_configs", j->relabel);
-    }
-    fputs(c->nremote_write ? "remote_write:\n" : "remote_write: []\n", out);
-    for (size_t i = 0; i < c->nremote_write; i++)
-        cfg_print_rw(out, &c->remote_write[i], &rc);
-    fputs("storage:\n", out);
-    cfg_print_str(out, "  ", "directory", c->storage.directory, false);
-    cfg_print_dur(out, "  ", "retention", c->storage.retention_ns);
-    cfg_print_size(out, "  ", "max_bytes", c->storage.max_bytes);
-    fputs("server:\n", out);
-    cfg_print_str(out, "  ", "listen_address", c->server.listen_address, false);
-    fprintf(out, "  enable_lifecycle: %s\n", c->server.enable_lifecycle ? "true" : "false");
-    return rc ? rc : ferror(out) ? -EIO : 0;
+    struct config_print p = {.rc = 0};
+    if (!yaml_emitter_initialize(&p.em))
+        return -ENOMEM;
+    yaml_emitter_set_output_file(&p.em, out);
+    yaml_emitter_set_unicode(&p.em, 1);
+    yaml_emitter_set_width(&p.em, -1); /* no folding of long values */
+    config_print_emit(&p, yaml_stream_start_event_initialize(&p.ev, YAML_UTF8_ENCODING));
+    config_print_emit(&p, yaml_document_start_event_initialize(&p.ev, NULL, NULL, NULL, 1));
+    config_print_section(&p, CONFIG_S_ROOT, (const void *)c);
+    config_print_emit(&p, yaml_document_end_event_initialize(&p.ev, 1));
+    config_print_emit(&p, yaml_stream_end_event_initialize(&p.ev));
+    yaml_emitter_delete(&p.em);
+    if (!p.rc && ferror(out))
+        p.rc = -EIO;
+    return p.rc;
 }

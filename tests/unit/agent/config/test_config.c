@@ -1047,6 +1047,33 @@ static void test_config__print_escapes_round_trip(void **state)
     config_free(c);
 }
 
+/*
+ * libyaml's emitter writes --print: a long value stays on one line (no
+ * folding), a label name longer than a YAML simple key may be (128
+ * characters) is written as an explicit "? key" and loads back.
+ */
+static void test_config__print_long_values_round_trip(void **state)
+{
+    (void)state;
+    char name[201], value[401], yaml[800];
+    memset(name, 'n', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    for (size_t i = 0; i < sizeof(value) - 1; i++)
+        value[i] = i % 9 == 8 ? ' ' : 'v';
+    value[sizeof(value) - 1] = '\0';
+    snprintf(yaml, sizeof(yaml), "global:\n  external_labels:\n    %s: '%s'\n", name, value);
+    struct pyprofd_config *c = load_ok(yaml, false);
+    assert_string_equal(labels_get(&c->global.external_labels, name), value);
+    char *out = print_to_string(c);
+    char want[500];
+    snprintf(want, sizeof(want), ": \"%s\"\n", value);
+    assert_non_null(strstr(out, want));
+    assert_non_null(strstr(out, "? \"nnn"));
+    alloc_free(out);
+    check_round_trip(c);
+    config_free(c);
+}
+
 static void test_config__survives_allocation_failures(void **state)
 {
     (void)state;
@@ -1106,6 +1133,7 @@ int main(void)
         cmocka_unit_test(test_config__shipped_example_is_valid),
         cmocka_unit_test(test_config__url_passwords_are_not_printed),
         cmocka_unit_test(test_config__print_escapes_round_trip),
+        cmocka_unit_test(test_config__print_long_values_round_trip),
         cmocka_unit_test(test_config__survives_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
