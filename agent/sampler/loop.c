@@ -64,7 +64,7 @@ enum loop_state {
     LS_UNREADABLE,  /* permission denied or a read error (reason) */
     LS_DROPPED,     /* no job kept it */
     LS_FAILED,      /* attach failed (reason) */
-    LS_OVER_LIMIT,  /* max_targets reached */
+    LS_OVER_LIMIT,  /* max_targets reached, or max_labels_per_profile exceeded */
 };
 
 static const char *const loop_state_names[] = {
@@ -797,6 +797,14 @@ static void loop_consider(struct loop *l, struct loop_proc *p, const struct proc
         p->state = LS_DROPPED;
         snprintf(p->reason, sizeof(p->reason), "no job's relabel_configs kept it");
         p->recheck_ns = UINT64_MAX; /* until the config changes */
+        goto out;
+    }
+    /* limits.max_labels_per_profile: see relabel_check_limit() (config/relabel.h) */
+    if (relabel_check_limit(&labels, l->cfg->global.limits.max_labels_per_profile, p->reason,
+                            sizeof(p->reason))) {
+        p->state = LS_OVER_LIMIT;
+        p->recheck_ns = UINT64_MAX; /* until the config changes */
+        log_warn("process %d (%s) is not sampled: %s", (int)info->key.pid, p->comm, p->reason);
         goto out;
     }
     if (l->ntargets >= l->max_targets) {
