@@ -131,8 +131,9 @@ static size_t agent_max_targets(const struct pyprofd_config *cfg)
 
 static void agent_log_errors(const struct config_errors *errs)
 {
+    char line[CONFIG_ERROR_MAX];
     for (size_t i = 0; i < errs->n; i++)
-        log_error("%s", errs->msgs[i]);
+        log_error("%s", config_error_format(errs, i, line, sizeof(line)));
 }
 
 /*
@@ -199,7 +200,10 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
     int e = agent_load(a, &cfg, &errs);
     if (e) {
         agent_log_errors(&errs);
-        snprintf(err, errlen, "%s", errs.n ? errs.msgs[0] : strerror(-e));
+        if (errs.n)
+            config_error_format(&errs, 0, err, errlen);
+        else
+            snprintf(err, errlen, "%s", strerror(-e));
         goto fail;
     }
     size_t max_targets = agent_max_targets(cfg);

@@ -33,9 +33,10 @@ static int check_config_one(const char *path, const struct config_load_opts *opt
     struct pyprofd_config *c = NULL;
     struct config_errors errs = {0};
     int status = CLI_EXIT_OK;
+    char line[CONFIG_ERROR_MAX];
     int rc = config_load_file(path, opts, &c, &errs);
     for (size_t i = 0; i < errs.n; i++)
-        fprintf(stderr, "%s\n", errs.msgs[i]);
+        fprintf(stderr, "%s\n", config_error_format(&errs, i, line, sizeof(line)));
     if (rc) {
         if (errs.n == 0)
             fprintf(stderr, "%s: %s\n", path, strerror(-rc));

@@ -7,8 +7,9 @@
  * environment), strict (unknown keys, wrong types and bad values are errors;
  * so are a URL libcurl cannot use, control characters in what is sent with
  * every request, and a named file that cannot be read) and complete: every
- * error found is reported, each as "FILE:LINE:COLUMN: message", not just the
- * first. No file is ever waited on (config_file_open()). Every key, its
+ * error found is reported with its line and column (struct config_error,
+ * formatted as "FILE:LINE:COLUMN: message" by config_error_format()), not
+ * just the first. No file is ever waited on (config_file_open()). Every key, its
  * default and unit are documented in docs/configuration.md.
  *
  * Shape (see config/pyprofd.example.yml):
@@ -146,13 +147,35 @@ struct pyprofd_config {
 #define CONFIG_MAX_REMOTE_WRITE  64
 #define CONFIG_MAX_RELABEL_RULES 1000
 
-/** All errors of one load, in file order. */
+/** One problem found by a load: where it is, and what it is. */
+struct config_error {
+    uint32_t line, col; /* 1-based; line 0: about no one place (the file cannot be
+                           read, is too large; too many errors) */
+    char *msg;          /* "global.mode: unknown mode 'turbo' (...)": no file name,
+                           no position */
+};
+
+/**
+ * All errors of one load, sorted by position (errors without one last),
+ * stable. Use one list per load: @a source names the file of the last load.
+ * A zeroed struct is an empty list.
+ */
 struct config_errors {
-    char **msgs; /* "FILE:LINE:COLUMN: message" */
+    char *source; /* the file (or buffer) name the errors are about */
+    struct config_error *v;
     size_t n;
     size_t cap;
 };
+/** Frees the list and zeroes it; NULL and a zeroed list are no-ops. */
 void config_errors_release(struct config_errors *e);
+/**
+ * Formats error @a i of @a e (i < e->n) as "FILE:LINE:COLUMN: message", or
+ * "FILE: message" when it has no position, into @a buf (NUL-terminated,
+ * truncated to @a len bytes). Returns @a buf. Thread-safe.
+ */
+const char *config_error_format(const struct config_errors *e, size_t i, char *buf, size_t len);
+/** Room config_error_format() needs for any message and a name of up to PATH_MAX. */
+#define CONFIG_ERROR_MAX 6144
 
 struct config_load_opts {
     bool expand_env; /* ${VAR}, ${VAR:-default} in scalar values (--config.expand-env) */
@@ -244,9 +267,10 @@ void config_format_size(uint64_t bytes, char *buf, size_t len);
 
 /**
  * Writes @a c to @a out as YAML that loads back into the same config (the
- * effective values, defaults and inherited values included); secrets (inline
- * passwords and credentials, header values) are written as "<secret>".
- * Returns 0 or -EIO when writing failed.
+ * effective values, defaults and inherited values included), through
+ * libyaml's emitter; secrets (inline passwords and credentials, header
+ * values, the password in a URL) are written as "<secret>". Returns 0,
+ * -EIO when writing failed or -ENOMEM.
  */
 PYPROFD_WARN_UNUSED int config_print(const struct pyprofd_config *c, FILE *out);
 

@@ -23,41 +23,82 @@ void config_errors_release(struct config_errors *e)
     if (!e)
         return;
     for (size_t i = 0; i < e->n; i++)
-        alloc_free(e->msgs[i]);
-    alloc_free(e->msgs);
+        alloc_free(e->v[i].msg);
+    alloc_free(e->v);
+    alloc_free(e->source);
     memset(e, 0, sizeof(*e));
 }
 
-int config_yaml_error(struct config_errors *e, const char *name, uint32_t line, uint32_t col,
-                      const char *fmt, ...)
+int config_yaml_errors_source(struct config_errors *e, const char *name)
+{
+    char *s = alloc_strdup(name);
+    if (!s)
+        return -ENOMEM;
+    alloc_free(e->source);
+    e->source = s;
+    return 0;
+}
+
+int config_yaml_error(struct config_errors *e, uint32_t line, uint32_t col, const char *fmt, ...)
 {
     char msg[1024];
-    char full[1400];
     va_list ap;
     if (e->n > CONFIG_MAX_ERRORS)
         return 0;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (e->n == CONFIG_MAX_ERRORS)
-        snprintf(full, sizeof(full), "%s: too many errors, stopping here", name);
-    else if (line)
-        snprintf(full, sizeof(full), "%s:%" PRIu32 ":%" PRIu32 ": %s", name, line, col, msg);
-    else
-        snprintf(full, sizeof(full), "%s: %s", name, msg);
+    if (e->n == CONFIG_MAX_ERRORS) {
+        snprintf(msg, sizeof(msg), "too many errors, stopping here");
+        line = col = 0;
+    }
     if (e->n == e->cap) {
         size_t ncap = e->cap ? e->cap * 2 : 8;
-        char **nm = alloc_realloc(e->msgs, ncap * sizeof(*nm));
-        if (!nm)
+        struct config_error *nv = alloc_realloc(e->v, ncap * sizeof(*nv));
+        if (!nv)
             return -ENOMEM;
-        e->msgs = nm;
+        e->v = nv;
         e->cap = ncap;
     }
-    e->msgs[e->n] = alloc_strdup(full);
-    if (!e->msgs[e->n])
+    struct config_error *err = &e->v[e->n];
+    err->line = line;
+    err->col = col;
+    err->msg = alloc_strdup(msg);
+    if (!err->msg)
         return -ENOMEM;
     e->n++;
     return 0;
+}
+
+/* Whether @a goes after @b: by line, then column; no position (line 0) last. */
+static bool config_yaml_error_after(const struct config_error *a, const struct config_error *b)
+{
+    uint32_t la = a->line ? a->line : UINT32_MAX, lb = b->line ? b->line : UINT32_MAX;
+    return la > lb || (la == lb && a->col > b->col);
+}
+
+void config_yaml_errors_sort(struct config_errors *e, size_t from)
+{
+    for (size_t i = from + 1; i < e->n; i++) {
+        struct config_error cur = e->v[i];
+        size_t j = i;
+        while (j > from && config_yaml_error_after(&e->v[j - 1], &cur)) {
+            e->v[j] = e->v[j - 1];
+            j--;
+        }
+        e->v[j] = cur;
+    }
+}
+
+const char *config_error_format(const struct config_errors *e, size_t i, char *buf, size_t len)
+{
+    const struct config_error *err = &e->v[i];
+    const char *name = e->source ? e->source : "config";
+    if (err->line)
+        snprintf(buf, len, "%s:%" PRIu32 ":%" PRIu32 ": %s", name, err->line, err->col, err->msg);
+    else
+        snprintf(buf, len, "%s: %s", name, err->msg);
+    return buf;
 }
 
 bool config_yaml_valid_utf8(const char *s, size_t len)
@@ -113,7 +154,6 @@ void config_yaml_free(struct config_node *n)
 }
 
 struct config_yaml_parse {
-    const char *name;
     const struct config_load_opts *opts;
     struct config_errors *errs;
     struct config_node *root;
@@ -126,8 +166,7 @@ struct config_yaml_parse {
 /* Records the error @msg at @m and stops the parse. */
 static int config_yaml_fail(struct config_yaml_parse *p, const yaml_mark_t *m, const char *msg)
 {
-    int rc = config_yaml_error(p->errs, p->name, (uint32_t)m->line + 1, (uint32_t)m->column + 1,
-                               "%s", msg);
+    int rc = config_yaml_error(p->errs, (uint32_t)m->line + 1, (uint32_t)m->column + 1, "%s", msg);
     p->rc = rc ? rc : -EINVAL;
     return p->rc;
 }
@@ -222,8 +261,7 @@ static int config_yaml_scalar(struct config_yaml_parse *p, const yaml_event_t *e
         if (rc == -EINVAL || rc == -E2BIG) {
             config_yaml_free(n);
             /* Not fatal: report and keep walking the rest of the file. */
-            rc = config_yaml_error(p->errs, p->name, (uint32_t)m->line + 1, (uint32_t)m->column + 1,
-                                   "%s",
+            rc = config_yaml_error(p->errs, (uint32_t)m->line + 1, (uint32_t)m->column + 1, "%s",
                                    rc == -EINVAL ? "unterminated '${' in value"
                                                  : "value too long after ${VAR} expansion");
             if (rc) {
@@ -306,12 +344,11 @@ static int config_yaml_event(struct config_yaml_parse *p, const yaml_event_t *ev
     }
 }
 
-int config_yaml_parse(const char *buf, size_t len, const char *name,
-                      const struct config_load_opts *opts, struct config_node **root,
-                      struct config_errors *errs)
+int config_yaml_parse(const char *buf, size_t len, const struct config_load_opts *opts,
+                      struct config_node **root, struct config_errors *errs)
 {
     yaml_parser_t parser;
-    struct config_yaml_parse p = {.name = name, .opts = opts, .errs = errs};
+    struct config_yaml_parse p = {.opts = opts, .errs = errs};
     int docs = 0;
     bool done = false;
     *root = NULL;

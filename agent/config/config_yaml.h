@@ -7,8 +7,8 @@
  * count) and ${VAR} expansion applied to scalar values (never to mapping
  * keys) when asked. YAML aliases and multi-document streams are rejected.
  *
- * It also owns the error list format shared with config.c:
- * "NAME:LINE:COLUMN: message", or "NAME: message" without a position.
+ * It also owns the error list shared with config.c (struct config_errors:
+ * appending, sorting by position, formatting on output).
  *
  * Ownership: the tree is owned by the caller (config_yaml_free). Thread
  * safety: none needed; everything is per call.
@@ -40,21 +40,27 @@ struct config_node {
 /**
  * Parses @a len bytes of @a buf (borrowed). Returns 0 with *@a root (NULL for
  * an empty stream or document; caller owns), -EINVAL with the problems added
- * to @a errs (named @a name), or -ENOMEM.
+ * to @a errs, or -ENOMEM.
  */
-PYPROFD_WARN_UNUSED int config_yaml_parse(const char *buf, size_t len, const char *name,
+PYPROFD_WARN_UNUSED int config_yaml_parse(const char *buf, size_t len,
                                           const struct config_load_opts *opts,
                                           struct config_node **root, struct config_errors *errs);
 /** Frees a tree; NULL is a no-op. */
 void config_yaml_free(struct config_node *n);
 
 /**
- * Appends "NAME:LINE:COLUMN: message" (line 0: "NAME: message") to @a e.
- * Past CONFIG_MAX_ERRORS one last "too many errors" entry is added and the
- * rest are dropped. Returns 0 or -ENOMEM.
+ * Appends the error @a fmt at @a line, @a col (line 0: no position) to @a e.
+ * Past CONFIG_MAX_ERRORS one last "too many errors" entry (without a
+ * position) is added and the rest are dropped. Returns 0 or -ENOMEM.
  */
-PYPROFD_WARN_UNUSED int config_yaml_error(struct config_errors *e, const char *name, uint32_t line,
-                                          uint32_t col, const char *fmt, ...) PYPROFD_PRINTF(5, 6);
+PYPROFD_WARN_UNUSED int config_yaml_error(struct config_errors *e, uint32_t line, uint32_t col,
+                                          const char *fmt, ...) PYPROFD_PRINTF(4, 5);
+
+/** Names the file @a e is about (a copy of @a name). Returns 0 or -ENOMEM. */
+PYPROFD_WARN_UNUSED int config_yaml_errors_source(struct config_errors *e, const char *name);
+
+/** Sorts the errors from index @a from on by position, stably; those without one go last. */
+void config_yaml_errors_sort(struct config_errors *e, size_t from);
 
 /** Whether @a s (@a len bytes) is well-formed UTF-8 without NUL bytes. */
 bool config_yaml_valid_utf8(const char *s, size_t len);

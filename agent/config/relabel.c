@@ -830,3 +830,14 @@ void relabel_finish(struct labels *ls)
             labels_del(ls, ls->v[i].name);
     }
 }
+
+int relabel_check_limit(const struct labels *ls, uint64_t max, char *why, size_t len)
+{
+    if (ls->n <= max)
+        return 0;
+    snprintf(why, len,
+             "limits.max_labels_per_profile (%" PRIu64 ") exceeded: %zu labels after relabeling "
+             "and external_labels (drop some with a labeldrop rule)",
+             max, ls->n);
+    return -E2BIG;
+}

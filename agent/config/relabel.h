@@ -133,6 +133,26 @@ PYPROFD_WARN_UNUSED int relabel_default_service_name(struct labels *ls);
 /** Drops every label whose name starts with "__" (meta and scratch labels). */
 void relabel_finish(struct labels *ls);
 
+/**
+ * limits.max_labels_per_profile, checked on a target's finished label set
+ * @a ls: after the job's rules, relabel_default_service_name(),
+ * relabel_finish() and the external labels. These are the labels every
+ * profile of the target carries when it leaves the agent: the series
+ * labels of a push (besides __name__, before write_relabel_configs) and the
+ * sample labels of /debug/pprof/profile. Returns 0 when @a ls has at most
+ * @a max labels; otherwise -E2BIG, and the reason in @a why ("limits.
+ * max_labels_per_profile (25) exceeded: 31 labels after relabeling and
+ * external_labels (...)").
+ *
+ * The caller does not sample such a target (and says why): a backend
+ * refuses the whole profile rather than some labels (Pyroscope rejects a
+ * series with more than 30 label names, its default), and dropping labels
+ * instead would silently merge the series of targets that differ only in
+ * the dropped ones. Thread-safe.
+ */
+PYPROFD_WARN_UNUSED int relabel_check_limit(const struct labels *ls, uint64_t max, char *why,
+                                            size_t len);
+
 /** Parses an action name, case-insensitively. Returns 0 or -EINVAL. */
 PYPROFD_WARN_UNUSED int relabel_action_parse(const char *name, enum relabel_action *out);
 const char *relabel_action_name(enum relabel_action a);

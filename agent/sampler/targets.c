@@ -237,12 +237,13 @@ static void proc_set(struct proc_entry *p, enum proc_state state, uint64_t reche
 }
 
 void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
-                struct proc_entry *p, const struct proc_info *info, uint64_t now,
-                size_t ntargets, size_t max_targets, struct verdict *v)
+                struct proc_entry *p, const struct proc_info *info, uint64_t now, size_t ntargets,
+                size_t max_targets, struct verdict *v)
 {
     enum proc_state before = p->state;
     uint64_t rare = now + TARGETS_RECHECK_RARE * cfg->discovery.refresh_interval_ns;
     char why[256] = "", msg[320];
+    bool say = false; /* log the reason even for a state that is usually quiet */
     *v = (struct verdict){0};
     snprintf(p->comm, sizeof(p->comm), "%s", info->comm ? info->comm : "");
     proc_set(p, p->state, now, NULL); /* by default: look again at the next scan */
@@ -285,8 +286,7 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
             /* a young process may not have set its runtime up yet */
             bool young = info->age_ns >= 0 && info->age_ns < TARGETS_YOUNG_NS;
             proc_set(p, PROC_NOT_PYTHON,
-                     young ? now
-                           : now + TARGETS_RECHECK_OFTEN * cfg->discovery.refresh_interval_ns,
+                     young ? now : now + TARGETS_RECHECK_OFTEN * cfg->discovery.refresh_interval_ns,
                      why);
         }
         goto out;
@@ -319,6 +319,13 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
         proc_set(p, PROC_DROPPED, UINT64_MAX, "no job's relabel_configs kept it");
         goto out;
     }
+    /* limits.max_labels_per_profile: see relabel_check_limit() (config/relabel.h) */
+    if (relabel_check_limit(&v->labels, cfg->global.limits.max_labels_per_profile, msg,
+                            sizeof(msg))) {
+        proc_set(p, PROC_OVER_LIMIT, UINT64_MAX, msg); /* until the config changes */
+        say = true;
+        goto out;
+    }
     if (ntargets >= max_targets) {
         snprintf(msg, sizeof(msg), "limits.max_targets (%zu) reached", max_targets);
         proc_set(p, PROC_OVER_LIMIT, now, msg);
@@ -330,7 +337,7 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
     return; /* the caller owns meta, labels, mr and rt now */
 out:
     /* said once, when a process comes to be in the state (rechecks are quiet) */
-    v->log = (p->state == PROC_UNSUPPORTED || p->state == PROC_UNREADABLE) &&
+    v->log = (say || p->state == PROC_UNSUPPORTED || p->state == PROC_UNREADABLE) &&
              p->state != before && p->reason[0];
     v->state = p->state;
     bool log = v->log, gone = v->gone;

@@ -15,7 +15,8 @@
  *   unreadable   memory, maps or files refused          (30 refreshes)
  *   dropped      no job's relabeling kept it            (after a reload)
  *   failed       attaching failed                       (30 refreshes)
- *   over_limit   limits.max_targets reached             (next scan)
+ *   over_limit   limits.max_targets reached             (next scan), or
+ *                limits.max_labels_per_profile exceeded (after a reload)
  *
  * proc_judge() decides one process's verdict; the outside world it asks
  * (opening the memory reader, locating the runtime) goes through struct
@@ -41,8 +42,8 @@
 #include "memread/memread.h"
 
 #define TARGETS_MAX_PROCS     16384u /* processes remembered between scans */
-#define TARGETS_RECHECK_RARE  30u    /* refresh intervals before an unsupported process is re-read */
-#define TARGETS_RECHECK_OFTEN 6u     /* ... a process that is not Python */
+#define TARGETS_RECHECK_RARE  30u /* refresh intervals before an unsupported process is re-read */
+#define TARGETS_RECHECK_OFTEN 6u  /* ... a process that is not Python */
 #define TARGETS_YOUNG_NS      30000000000ll /* a process younger looks again each scan */
 
 enum proc_state {
@@ -151,8 +152,8 @@ void verdict_release(struct verdict *v);
  * and releases @a v. @a ntargets targets exist, at most @a max_targets may.
  */
 void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
-                struct proc_entry *p, const struct proc_info *info, uint64_t now,
-                size_t ntargets, size_t max_targets, struct verdict *v);
+                struct proc_entry *p, const struct proc_info *info, uint64_t now, size_t ntargets,
+                size_t max_targets, struct verdict *v);
 
 /**
  * The labels job @a job gives a process with meta labels @a meta: those, plus
@@ -160,8 +161,7 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
  * default service_name and the external labels. Returns 0 or -ENOMEM.
  */
 PYPROFD_WARN_UNUSED int targets_job_labels(const struct pyprofd_config *cfg,
-                                           const struct config_job *job,
-                                           const struct labels *meta, struct labels *out,
-                                           bool *keep);
+                                           const struct config_job *job, const struct labels *meta,
+                                           struct labels *out, bool *keep);
 
 #endif /* PYPROFD_SAMPLER_TARGETS_H */

@@ -48,10 +48,19 @@ static int load(const char *yaml, bool env, struct pyprofd_config **c, struct co
     return config_load_buffer(yaml, strlen(yaml), "t.yml", &o, c, e);
 }
 
+/* Error @i of @e as "FILE:LINE:COLUMN: message" (valid until the fourth next call). */
+static const char *msg(const struct config_errors *e, size_t i)
+{
+    static char bufs[4][CONFIG_ERROR_MAX];
+    static size_t next;
+    char *b = bufs[next++ % 4];
+    return config_error_format(e, i, b, CONFIG_ERROR_MAX);
+}
+
 static void dump_errors(const struct config_errors *e)
 {
     for (size_t i = 0; i < e->n; i++)
-        print_message("  %s\n", e->msgs[i]);
+        print_message("  %s\n", msg(e, i));
 }
 
 /* Loading @yaml fails with exactly the errors @w, in this order. */
@@ -68,9 +77,9 @@ static void expect_errors_(const char *yaml, const struct want *w, size_t n, int
     for (size_t i = 0; i < n; i++) {
         char prefix[64];
         snprintf(prefix, sizeof(prefix), "t.yml:%s: ", w[i].pos);
-        if (strncmp(e.msgs[i], prefix, strlen(prefix)) != 0 || !strstr(e.msgs[i], w[i].text)) {
+        if (strncmp(msg(&e, i), prefix, strlen(prefix)) != 0 || !strstr(msg(&e, i), w[i].text)) {
             dump_errors(&e);
-            fail_msg("line %d: error %zu is '%s', want '%s...%s'", line, i, e.msgs[i], prefix,
+            fail_msg("line %d: error %zu is '%s', want '%s...%s'", line, i, msg(&e, i), prefix,
                      w[i].text);
         }
     }
@@ -332,8 +341,8 @@ static void test_config__env_expansion(void **state)
                      -EINVAL);
     assert_null(d);
     assert_int_equal(e.n, 2);
-    assert_string_equal(e.msgs[0], "t.yml:3:8: unterminated '${' in value");
-    assert_string_equal(e.msgs[1], "t.yml:4:9: unterminated '${' in value");
+    assert_string_equal(msg(&e, 0), "t.yml:3:8: unterminated '${' in value");
+    assert_string_equal(msg(&e, 1), "t.yml:4:9: unterminated '${' in value");
     config_errors_release(&e);
 }
 
@@ -586,7 +595,7 @@ static void test_config__refuses_urls_without_a_host(void **state)
         load("remote_write:\n  - {type: parca, url: 'http://${UNSET}:4040'}\n", true, &c, &e),
         -EINVAL);
     assert_int_equal(e.n, 1);
-    assert_string_equal(e.msgs[0], "t.yml:2:24: remote_write[0].url: 'http://:4040' has no host");
+    assert_string_equal(msg(&e, 0), "t.yml:2:24: remote_write[0].url: 'http://:4040' has no host");
     config_errors_release(&e);
     c = load_ok("remote_write:\n"
                 "  - {type: parca, url: 'http://[::1]:7070'}\n"
@@ -630,7 +639,7 @@ static void test_config__refuses_control_characters_in_request_values(void **sta
              &e),
         -EINVAL);
     assert_int_equal(e.n, 1);
-    assert_non_null(strstr(e.msgs[0], "t.yml:2:45: remote_write[0].tenant_id: must not contain"));
+    assert_non_null(strstr(msg(&e, 0), "t.yml:2:45: remote_write[0].tenant_id: must not contain"));
     config_errors_release(&e);
     /* printable values, UTF-8 included, are fine */
     c = load_ok("remote_write:\n  - {type: parca, url: http://y, tenant_id: \"t\\u00e9 1\",\n"
@@ -662,6 +671,46 @@ static void test_config__collects_every_error_in_file_order(void **state)
                   {"11:15", "duplicate job_name 'a'"},
                   {"12:10", "storage: expected a mapping, got a list"},
                   {"13:1", "unknown top-level key 'extra'"});
+}
+
+/*
+ * Errors are kept as line, column and message, sorted by position (not by
+ * the order the walk found them), and formatted with the file name only on
+ * output.
+ */
+static void test_config__errors_are_structured(void **state)
+{
+    (void)state;
+    struct pyprofd_config *c = NULL;
+    struct config_errors e;
+    char buf[64];
+    /* the queue's cross-check is found after max_retries, but sits before it */
+    assert_int_equal(load("global: {mode: fast}\nremote_write:\n  - {type: parca, url: 'http://x', "
+                          "queue: {max_backoff: 1s, min_backoff: 10s, max_retries: -1}}\n",
+                          false, &c, &e),
+                     -EINVAL);
+    assert_null(c);
+    assert_int_equal(e.n, 3);
+    assert_string_equal(e.source, "t.yml");
+    assert_int_equal(e.v[0].line, 1);
+    assert_int_equal(e.v[0].col, 16);
+    assert_string_equal(e.v[0].msg,
+                        "global.mode: unknown mode 'fast' (one of wall, cpu, gil, exception)");
+    assert_int_equal(e.v[1].line, 3);
+    assert_int_equal(e.v[1].col, 57);
+    assert_string_equal(e.v[1].msg,
+                        "remote_write[0].queue: max_backoff must not be less than min_backoff");
+    assert_int_equal(e.v[2].line, 3);
+    assert_int_equal(e.v[2].col, 92);
+    assert_string_equal(msg(&e, 2), "t.yml:3:92: remote_write[0].queue.max_retries: must be "
+                                    "between 0 and 1000000, got -1");
+    /* truncated, never overrun */
+    assert_string_equal(config_error_format(&e, 0, buf, 12), "t.yml:1:16:");
+    config_errors_release(&e);
+    assert_null(e.v);
+    assert_null(e.source);
+    config_errors_release(&e);
+    config_errors_release(NULL);
 }
 
 static void test_config__caps(void **state)
@@ -700,7 +749,7 @@ static void test_config__caps(void **state)
     assert_int_equal(config_load_buffer("", CONFIG_MAX_FILE_BYTES + 1, "big.yml", NULL, &c, &e),
                      -EFBIG);
     assert_int_equal(e.n, 1);
-    assert_string_equal(e.msgs[0], "big.yml: larger than 4194304 bytes");
+    assert_string_equal(msg(&e, 0), "big.yml: larger than 4194304 bytes");
     config_errors_release(&e);
     /* NUL bytes */
     expect_errors_("a: \"x\\0y\"\n", (const struct want[]){{"1:4", "NUL character"}}, 1, __LINE__);
@@ -713,7 +762,7 @@ static void test_config__caps(void **state)
         len += (size_t)snprintf(many + len, 16, "  k%d: 1\n", i);
     assert_int_equal(load(many, false, &c, &e), -EINVAL);
     assert_int_equal(e.n, CONFIG_MAX_ERRORS + 1);
-    assert_string_equal(e.msgs[CONFIG_MAX_ERRORS], "t.yml: too many errors, stopping here");
+    assert_string_equal(msg(&e, CONFIG_MAX_ERRORS), "t.yml: too many errors, stopping here");
     config_errors_release(&e);
     alloc_free(many);
 }
@@ -733,12 +782,12 @@ static void test_config__files(void **state)
     assert_int_equal(config_load_file(path, NULL, &c, &e), -EINVAL);
     assert_int_equal(e.n, 1);
     snprintf(want, sizeof(want), "%s:3:3: global: unknown key 'bogus'", path);
-    assert_string_equal(e.msgs[0], want);
+    assert_string_equal(msg(&e, 0), want);
     config_errors_release(&e);
     unlink(path);
     assert_int_equal(config_load_file(path, NULL, &c, &e), -ENOENT);
     snprintf(want, sizeof(want), "%s: cannot read: No such file or directory", path);
-    assert_string_equal(e.msgs[0], want);
+    assert_string_equal(msg(&e, 0), want);
     config_errors_release(&e);
     assert_int_equal(config_load_file("/tmp", NULL, &c, &e), -EISDIR);
     config_errors_release(&e);
@@ -749,11 +798,11 @@ static void test_config__files(void **state)
     alarm(0);
     assert_null(c);
     snprintf(want, sizeof(want), "%s: cannot read: not a regular file (a FIFO)", path);
-    assert_string_equal(e.msgs[0], want);
+    assert_string_equal(msg(&e, 0), want);
     config_errors_release(&e);
     unlink(path);
     assert_int_equal(config_load_file("/dev/zero", NULL, &c, &e), -EINVAL);
-    assert_string_equal(e.msgs[0],
+    assert_string_equal(msg(&e, 0),
                         "/dev/zero: cannot read: not a regular file (a character device)");
     config_errors_release(&e);
 }
@@ -817,21 +866,21 @@ static void test_config__checks_named_files(void **state)
              "t.yml:6:22: remote_write[0].basic_auth.password_file: cannot read '%s': No such "
              "file or directory",
              p_missing);
-    assert_string_equal(e.msgs[0], want);
+    assert_string_equal(msg(&e, 0), want);
     snprintf(want, sizeof(want),
              "t.yml:8:16: remote_write[0].tls_config.ca_file: cannot read '%s': not a regular "
              "file (a FIFO)",
              p_fifo);
-    assert_string_equal(e.msgs[1], want);
+    assert_string_equal(msg(&e, 1), want);
     snprintf(want, sizeof(want),
              "t.yml:9:18: remote_write[0].tls_config.cert_file: cannot read '%s': Is a directory",
              dir);
-    assert_string_equal(e.msgs[2], want);
+    assert_string_equal(msg(&e, 2), want);
     snprintf(want, sizeof(want),
              "t.yml:14:25: remote_write[1].authorization.credentials_file: cannot use '%s': "
              "control character in the secret",
              p_bad);
-    assert_string_equal(e.msgs[3], want);
+    assert_string_equal(msg(&e, 3), want);
     config_errors_release(&e);
 
     /* the same file with readable files loads, and keeps the paths */
@@ -998,6 +1047,33 @@ static void test_config__print_escapes_round_trip(void **state)
     config_free(c);
 }
 
+/*
+ * libyaml's emitter writes --print: a long value stays on one line (no
+ * folding), a label name longer than a YAML simple key may be (128
+ * characters) is written as an explicit "? key" and loads back.
+ */
+static void test_config__print_long_values_round_trip(void **state)
+{
+    (void)state;
+    char name[201], value[401], yaml[800];
+    memset(name, 'n', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    for (size_t i = 0; i < sizeof(value) - 1; i++)
+        value[i] = i % 9 == 8 ? ' ' : 'v';
+    value[sizeof(value) - 1] = '\0';
+    snprintf(yaml, sizeof(yaml), "global:\n  external_labels:\n    %s: '%s'\n", name, value);
+    struct pyprofd_config *c = load_ok(yaml, false);
+    assert_string_equal(labels_get(&c->global.external_labels, name), value);
+    char *out = print_to_string(c);
+    char want[500];
+    snprintf(want, sizeof(want), ": \"%s\"\n", value);
+    assert_non_null(strstr(out, want));
+    assert_non_null(strstr(out, "? \"nnn"));
+    alloc_free(out);
+    check_round_trip(c);
+    config_free(c);
+}
+
 static void test_config__survives_allocation_failures(void **state)
 {
     (void)state;
@@ -1049,6 +1125,7 @@ int main(void)
         cmocka_unit_test(test_config__refuses_urls_without_a_host),
         cmocka_unit_test(test_config__refuses_control_characters_in_request_values),
         cmocka_unit_test(test_config__collects_every_error_in_file_order),
+        cmocka_unit_test(test_config__errors_are_structured),
         cmocka_unit_test(test_config__caps),
         cmocka_unit_test(test_config__files),
         cmocka_unit_test(test_config__checks_named_files),
@@ -1056,6 +1133,7 @@ int main(void)
         cmocka_unit_test(test_config__shipped_example_is_valid),
         cmocka_unit_test(test_config__url_passwords_are_not_printed),
         cmocka_unit_test(test_config__print_escapes_round_trip),
+        cmocka_unit_test(test_config__print_long_values_round_trip),
         cmocka_unit_test(test_config__survives_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -602,6 +602,47 @@ static void test_relabel__finish_drops_double_underscore(void **state)
     labels_release(&ls);
 }
 
+/*
+ * limits.max_labels_per_profile on a finished label set: a pod whose labels
+ * a labelmap rule copies can carry more labels than a backend takes
+ * (Pyroscope refuses a series with more than 30); such a target is refused
+ * with the reason, one at the limit is fine.
+ */
+static void test_relabel__check_limit(void **state)
+{
+    (void)state;
+    struct relabel_rule_spec map = {.regex = "__meta_kubernetes_pod_label_(.+)",
+                                    .action = RELABEL_LABELMAP};
+    struct relabel_rule_spec drop = {.regex = "l[12][0-9]", .action = RELABEL_LABELDROP};
+    struct relabel_rules *r = compile1(&map), *d = compile1(&drop);
+    struct labels ls = {0};
+    char name[64], why[256] = "";
+    bool keep = false;
+    assert_int_equal(labels_set(&ls, "job", "python"), 0);
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "__meta_kubernetes_pod_label_l%02d", i);
+        assert_int_equal(labels_set(&ls, name, "v"), 0);
+    }
+    assert_int_equal(relabel_apply(r, &ls, &keep), 0);
+    assert_true(keep);
+    relabel_finish(&ls);
+    assert_int_equal(labels_set(&ls, "cluster", "eu"), 0); /* an external label */
+    assert_int_equal(ls.n, 32);                            /* job, cluster, l00..l29 */
+    assert_int_equal(relabel_check_limit(&ls, 25, why, sizeof(why)), -E2BIG);
+    assert_string_equal(why, "limits.max_labels_per_profile (25) exceeded: 32 labels after "
+                             "relabeling and external_labels (drop some with a labeldrop rule)");
+    assert_int_equal(relabel_check_limit(&ls, 32, why, sizeof(why)), 0);
+    /* the fix the message suggests: 20 labels fewer */
+    assert_int_equal(relabel_apply(d, &ls, &keep), 0);
+    assert_int_equal(ls.n, 12);
+    assert_int_equal(relabel_check_limit(&ls, 25, why, sizeof(why)), 0);
+    assert_int_equal(relabel_check_limit(&ls, 12, why, sizeof(why)), 0);
+    assert_int_equal(relabel_check_limit(&ls, 11, why, sizeof(why)), -E2BIG);
+    labels_release(&ls);
+    relabel_free(r);
+    relabel_free(d);
+}
+
 static void test_relabel__apply_survives_allocation_failures(void **state)
 {
     (void)state;
@@ -660,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_relabel__catastrophic_regex_is_bounded),
         cmocka_unit_test(test_relabel__default_service_name),
         cmocka_unit_test(test_relabel__finish_drops_double_underscore),
+        cmocka_unit_test(test_relabel__check_limit),
         cmocka_unit_test(test_relabel__apply_survives_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
