@@ -287,8 +287,6 @@ static int agent_http_metrics(void *ctx, struct promtext *w)
         err = loop_metrics(a->loop, w);
     if (!err)
         err = dispatch_metrics(a->dispatch, w);
-    if (!err)
-        err = push_metrics_all(w);
     return err;
 }
 
