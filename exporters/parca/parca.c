@@ -581,7 +581,7 @@ static const struct push_transport_ops parca_transport_ops = {
     .free = parca_transport_free,
 };
 
-int parca_exporter_new(struct config_remote_write *rw, const struct push_clock *clock,
+int parca_exporter_new(const struct config_remote_write *rw, const struct push_clock *clock,
                        struct exporter *out)
 {
     int err = 0;

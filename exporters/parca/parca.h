@@ -55,13 +55,13 @@
  * copies its endpoint settings (push_endpoint_init), creates the libcurl
  * handle that every request of this endpoint reuses (so the HTTP/2
  * connection is kept), and hands the transport to push_exporter_new() with
- * max age PARCA_MAX_AGE_NS. @a rw's write_relabel rules are taken over as
- * push_exporter_new() documents; @a clock may be NULL. Returns 0 with @a out
+ * max age PARCA_MAX_AGE_NS; @a rw is only read (push_exporter_new()
+ * copies its write_relabel rules); @a clock may be NULL. Returns 0 with @a out
  * filled, -EPROTONOSUPPORT when libcurl lacks HTTP/2, -EINVAL when the URL
  * is neither http:// nor https:// (or cannot take tls_config.server_name), -ENOMEM, or an error of
  * push_exporter_new().
  */
-PYPROFD_WARN_UNUSED int parca_exporter_new(struct config_remote_write *rw,
+PYPROFD_WARN_UNUSED int parca_exporter_new(const struct config_remote_write *rw,
                                            const struct push_clock *clock, struct exporter *out);
 
 /* Internal: what the header and body callbacks gather from one reply. */

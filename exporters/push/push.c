@@ -746,7 +746,34 @@ static void push_free(void *ctx)
     alloc_free(pe);
 }
 
-int push_exporter_new(struct config_remote_write *rw, const struct push_transport_ops *ops,
+/*
+ * A copy of compiled rules @a r (NULL: none), compiled again from their specs
+ * (relabel_spec() gives each as compiled, defaults filled in), so the
+ * exporter owns its rules whatever becomes of the config's.
+ */
+static int push_relabel_copy(const struct relabel_rules *r, struct relabel_rules **out)
+{
+    int err = 0;
+    size_t n = relabel_count(r);
+    struct relabel_rule_spec *specs = NULL;
+    char msg[256];
+    *out = NULL;
+    if (!r)
+        goto out;
+    specs = alloc_calloc(n ? n : 1, sizeof(*specs));
+    if (!specs) {
+        err = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        specs[i] = *relabel_spec(r, i);
+    err = relabel_compile(specs, n, out, msg, sizeof(msg));
+out:
+    alloc_free(specs);
+    return err;
+}
+
+int push_exporter_new(const struct config_remote_write *rw, const struct push_transport_ops *ops,
                       void *tctx, uint64_t max_age_ns, const struct push_clock *clock,
                       struct exporter *out)
 {
@@ -775,6 +802,8 @@ int push_exporter_new(struct config_remote_write *rw, const struct push_transpor
     pe->max_bytes = rw->queue_max_bytes ? rw->queue_max_bytes : (64ull << 20);
     err =
         promtext_hist_init(&pe->duration, promtext_buckets_seconds, promtext_buckets_seconds_count);
+    if (!err)
+        err = push_relabel_copy(rw->write_relabel, &pe->write_relabel);
     if (err)
         goto fail;
     err = -pthread_mutex_init(&pe->mu, NULL);
@@ -806,9 +835,6 @@ int push_exporter_new(struct config_remote_write *rw, const struct push_transpor
         pe->thread_running = false;
         goto fail;
     }
-    /* success from here: take the rules over */
-    pe->write_relabel = rw->write_relabel;
-    rw->write_relabel = NULL;
     out->ops = &pe->xops;
     out->ctx = pe;
     out->name = pe->name;
@@ -821,6 +847,7 @@ fail:
             pthread_mutex_destroy(&pe->mu);
         if (pe->tops && pe->tops->free)
             pe->tops->free(pe->tctx);
+        relabel_free(pe->write_relabel);
         alloc_free(pe->name);
         alloc_free(pe);
     } else if (ops && ops->free) {

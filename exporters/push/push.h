@@ -179,14 +179,14 @@ uint64_t push_fill_deadline_ns(const struct push_fill *f);
 
 /**
  * Creates a push exporter for endpoint @a rw, sending with @a ops / @a tctx.
- * What is needed of @a rw is copied, except its compiled write_relabel rules,
- * which the exporter takes over (rw->write_relabel is set to NULL), so the
- * exporter does not depend on the config's lifetime. The exporter also takes
- * ownership of @a tctx, on failure too. @a max_age_ns: profiles older than
- * this are dropped, not sent (0: no limit). @a clock may be NULL. Starts the
- * sender thread. Returns 0 with @a out filled, or -ENOMEM / -errno.
+ * What is needed of @a rw is copied, its compiled write_relabel rules too
+ * (compiled again), so the exporter does not depend on the config's
+ * lifetime. The exporter takes ownership of @a tctx, on failure too.
+ * @a max_age_ns: profiles older than this are dropped, not sent (0: no
+ * limit). @a clock may be NULL. Starts the sender thread. Returns 0 with
+ * @a out filled (out->name is the endpoint name), or -ENOMEM / -errno.
  */
-PYPROFD_WARN_UNUSED int push_exporter_new(struct config_remote_write *rw,
+PYPROFD_WARN_UNUSED int push_exporter_new(const struct config_remote_write *rw,
                                           const struct push_transport_ops *ops, void *tctx,
                                           uint64_t max_age_ns, const struct push_clock *clock,
                                           struct exporter *out);
