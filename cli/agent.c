@@ -22,10 +22,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "exporters/dispatch.h"
-#include "exporters/file/file_store.h"
-#include "exporters/parca/parca.h"
-#include "exporters/push/push.h"
-#include "exporters/pyroscope/pyroscope.h"
+#include "exporters/exporters.h"
 #include "exporters/pull/http_server.h"
 #include "exporters/pull/views.h"
 #include "sampler/loop.h"
@@ -76,51 +73,21 @@ static int agent_usage(FILE *out, int status)
     return status;
 }
 
-/* Outputs of a config: the storage directory for now (push exporters: exporters/). */
+/* Frees outputs agent_exporters() made that the dispatcher did not take. */
 static void agent_free_exporters(struct exporter *ex, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        ex[i].ops->free(ex[i].ctx);
+    exporters_free(ex, n);
 }
 
 /*
- * The outputs of a config: the storage directory and every remote_write
- * endpoint. The push exporters take over their write_relabel rules from @a cfg
- * (it is ours until it goes to the sampling loop). On failure everything made
- * so far is freed and @a err says which output failed.
+ * The outputs of a config (exporters/exporters.h: the storage directory and
+ * every remote_write endpoint). On failure nothing is left made and @a err
+ * says which output failed.
  */
 static int agent_exporters(struct pyprofd_config *cfg, struct exporter *ex, size_t *n, char *err,
                            size_t errlen)
 {
-    int e = 0;
-    *n = 0;
-    if (1 + cfg->nremote_write > AGENT_MAX_OUTPUTS) {
-        snprintf(err, errlen, "at most %u remote_write endpoints", AGENT_MAX_OUTPUTS - 1);
-        return -E2BIG;
-    }
-    if (cfg->storage.directory) {
-        e = file_store_new(cfg->storage.directory, cfg->storage.retention_ns,
-                           cfg->storage.max_bytes, &ex[*n]);
-        if (e) {
-            snprintf(err, errlen, "storage: %s", strerror(-e));
-            return e;
-        }
-        (*n)++;
-    }
-    for (size_t i = 0; i < cfg->nremote_write; i++) {
-        struct config_remote_write *rw = &cfg->remote_write[i];
-        e = rw->type == CONFIG_PUSH_PARCA ? parca_exporter_new(rw, NULL, &ex[*n])
-                                          : pyroscope_exporter_new(rw, NULL, &ex[*n]);
-        if (e) {
-            snprintf(err, errlen, "remote_write '%s': cannot set it up: %s", rw->name,
-                     strerror(-e));
-            agent_free_exporters(ex, *n);
-            *n = 0;
-            return e;
-        }
-        (*n)++;
-    }
-    return 0;
+    return exporters_new(cfg, ex, AGENT_MAX_OUTPUTS, n, err, errlen);
 }
 
 static size_t agent_max_targets(const struct pyprofd_config *cfg)
@@ -310,8 +277,6 @@ static int agent_http_metrics(void *ctx, struct promtext *w)
     loop_view_free(v);
     if (!err)
         err = dispatch_metrics(a->dispatch, w);
-    if (!err)
-        err = push_metrics_all(w);
     return err;
 }
 

@@ -6,7 +6,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -15,7 +14,7 @@
 #include "pprof/pprof_build.h"
 
 #define DISPATCH_MAX_EXPORTERS 64u
-#define DISPATCH_RETIRE_NS     5000000000ull /* a replaced exporter's time to deliver */
+#define DISPATCH_POP_WAIT_NS   200000000ull /* how long the export thread waits for a window */
 
 /*
  * A set of exporters: the outputs of one config. The export thread uses the
@@ -35,6 +34,7 @@ struct dispatch_set {
 
 struct dispatch {
     struct window_queue *q;
+    const struct clock *clock;
     pthread_t thread, reaper;
     bool running, reaper_running, reaper_quit;
     uint64_t deadline;  /* set by stop: 0 = none; under mu */
@@ -56,7 +56,31 @@ static void dispatch_set_stop(struct dispatch_set *set, uint64_t deadline)
     }
 }
 
-static void dispatch_set_free(struct dispatch_set *set, uint64_t deadline)
+/*
+ * Hands what the exporters of @a from counted since their last carry to
+ * their namesakes in @a to (same name, same carry function: the same kind of
+ * series). Called with d->mu held, which keeps @a to from being retired.
+ */
+static void dispatch_carry(const struct dispatch_set *from, const struct dispatch_set *to)
+{
+    for (size_t i = 0; from != to && i < from->n; i++) {
+        const struct exporter *old = &from->ex[i];
+        for (size_t j = 0; old->ops->carry && old->name && j < to->n; j++) {
+            const struct exporter *cur = &to->ex[j];
+            if (cur->ops->carry == old->ops->carry && cur->name &&
+                strcmp(cur->name, old->name) == 0) {
+                old->ops->carry(old->ctx, cur->ctx);
+                break;
+            }
+        }
+    }
+}
+
+/*
+ * Stops @a set, waits for it until shortly after @a deadline, carries what its
+ * exporters counted meanwhile to the current set, and frees it.
+ */
+static void dispatch_set_free(struct dispatch *d, struct dispatch_set *set, uint64_t deadline)
 {
     if (!set)
         return;
@@ -65,6 +89,9 @@ static void dispatch_set_free(struct dispatch_set *set, uint64_t deadline)
         if (set->ex[i].ops->shutdown)
             set->ex[i].ops->shutdown(set->ex[i].ctx, deadline);
     }
+    pthread_mutex_lock(&d->mu);
+    dispatch_carry(set, d->cur);
+    pthread_mutex_unlock(&d->mu);
     for (size_t i = 0; i < set->n; i++) {
         if (set->ex[i].ops->free)
             set->ex[i].ops->free(set->ex[i].ctx);
@@ -96,16 +123,13 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
     };
     struct export_profile p = {.meta = w};
     uint8_t *gz = NULL, *gz_plain = NULL;
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    uint64_t t0 = clock_mono(d->clock);
     int err = labelled ? pprof_build_multi(&part, 1, &m, &gz, &p.len) : 0;
     if (!err && plain) {
         part.labels = NULL;
         err = pprof_build_multi(&part, 1, &m, &gz_plain, &p.len_plain);
     }
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    promtext_hist_observe(&d->encode_seconds,
-                          (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+    promtext_hist_observe(&d->encode_seconds, (double)(clock_mono(d->clock) - t0) / 1e9);
     if (err) {
         atomic_fetch_add(err == -E2BIG ? &d->too_big : &d->encode_errors, 1);
         goto out;
@@ -138,7 +162,7 @@ static void dispatch_retire(struct dispatch *d)
     while (list) {
         struct dispatch_set *set = list;
         list = list->next;
-        set->deadline = clock_mono_now() + DISPATCH_RETIRE_NS;
+        set->deadline = clock_mono(d->clock) + DISPATCH_RETIRE_NS;
         dispatch_set_stop(set, set->deadline);
         pthread_mutex_lock(&d->mu);
         set->next = d->reaping;
@@ -160,7 +184,7 @@ static void *dispatch_reaper(void *arg)
             break; /* quit, nothing left */
         d->reaping = set->next;
         pthread_mutex_unlock(&d->mu);
-        dispatch_set_free(set, set->deadline);
+        dispatch_set_free(d, set, set->deadline);
         pthread_mutex_lock(&d->mu);
     }
     pthread_mutex_unlock(&d->mu);
@@ -176,12 +200,13 @@ static void *dispatch_main(void *arg)
         uint64_t deadline = d->deadline;
         pthread_mutex_unlock(&d->mu);
         struct window_item it;
-        int err = window_pop(d->q, clock_mono_now() + 200000000ull, &it);
+        /* the queue's wait is on the system's clock, whatever d->clock is */
+        int err = window_pop(d->q, clock_mono_now() + DISPATCH_POP_WAIT_NS, &it);
         if (err == -EPIPE)
             break;
         if (err)
             continue;
-        if (deadline && clock_mono_now() >= deadline)
+        if (deadline && clock_mono(d->clock) >= deadline)
             atomic_fetch_add(&d->dropped_at_stop, 1);
         else
             dispatch_one(d, &it);
@@ -210,6 +235,7 @@ int dispatch_new(struct window_queue *q, uint64_t max_profile_bytes, struct disp
     if (!d)
         return -ENOMEM;
     d->q = q;
+    d->clock = &clock_system;
     d->cur = dispatch_set_new(NULL, 0, max_profile_bytes);
     static const double secs[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                   0.05,   0.1,   0.25,   0.5,   1,    2.5};
@@ -228,6 +254,11 @@ int dispatch_new(struct window_queue *q, uint64_t max_profile_bytes, struct disp
     return 0;
 }
 
+void dispatch_set_clock(struct dispatch *d, const struct clock *clock)
+{
+    d->clock = clock;
+}
+
 int dispatch_set_exporters(struct dispatch *d, const struct exporter *ex, size_t n,
                            uint64_t max_profile_bytes)
 {
@@ -239,6 +270,8 @@ int dispatch_set_exporters(struct dispatch *d, const struct exporter *ex, size_t
     pthread_mutex_lock(&d->mu);
     struct dispatch_set *old = d->cur;
     d->cur = set;
+    /* from this scrape on the new set is shown, with what the old one counted */
+    dispatch_carry(old, set);
     bool running = d->running;
     if (running) { /* the export thread may be using it: it retires it itself */
         old->next = d->retired;
@@ -246,7 +279,7 @@ int dispatch_set_exporters(struct dispatch *d, const struct exporter *ex, size_t
     }
     pthread_mutex_unlock(&d->mu);
     if (!running)
-        dispatch_set_free(old, clock_mono_now());
+        dispatch_set_free(d, old, clock_mono(d->clock));
     return 0;
 }
 
@@ -306,10 +339,10 @@ void dispatch_stop(struct dispatch *d, uint64_t deadline_ns)
         d->reaper_running = false;
         pthread_mutex_unlock(&d->mu);
     }
-    dispatch_set_free(cur, deadline_ns);
+    dispatch_set_free(d, cur, deadline_ns);
     while (retired) {
         struct dispatch_set *next = retired->next;
-        dispatch_set_free(retired, deadline_ns);
+        dispatch_set_free(d, retired, deadline_ns);
         retired = next;
     }
 }
@@ -318,13 +351,13 @@ void dispatch_free(struct dispatch *d)
 {
     if (!d)
         return;
-    dispatch_stop(d, clock_mono_now());
+    dispatch_stop(d, clock_mono(d->clock));
     while (d->reaping) { /* only when the reaper never ran */
         struct dispatch_set *next = d->reaping->next;
-        dispatch_set_free(d->reaping, clock_mono_now());
+        dispatch_set_free(d, d->reaping, clock_mono(d->clock));
         d->reaping = next;
     }
-    dispatch_set_free(d->cur, clock_mono_now());
+    dispatch_set_free(d, d->cur, clock_mono(d->clock));
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->reap_cond);
     alloc_free(d);

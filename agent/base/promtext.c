@@ -2,9 +2,12 @@
 /*
  * promtext.c: the Prometheus text exposition format (0.0.4) writer, the
  * fixed-bucket histogram and the process_* metrics read from /proc/self.
- * Every public write builds whole lines at the end of the buffer and cuts the
- * buffer back to where it started when anything fails, so a document is
- * always a sequence of complete, valid lines.
+ * Each family keeps its own header and sample lines; the document is put
+ * together, family after family in the order they were first opened, when it
+ * is read (promtext_data(), promtext_take()). Every public write builds its
+ * whole lines in a scratch buffer first and appends them to their family
+ * only when all of them were made, so a family is always a sequence of
+ * complete, valid lines.
  */
 #include "base/compat.h"
 
@@ -17,99 +20,36 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/buf.h"
+#include "base/utf8.h"
 
-#define PROMTEXT_INITIAL_ALLOC 4096
-#define PROMTEXT_HIST_MAGIC    0x50484953u /* "PHIS" */
+#define PROMTEXT_HIST_MAGIC 0x50484953u /* "PHIS" */
 
-struct promtext {
-    char *buf;
-    size_t len;
-    size_t alloc;
-    size_t cap;
-    int err; /* sticky -E2BIG / -ENOMEM */
-
-    /* Names of the families written so far, each NUL-terminated, back to back. */
-    char *names;
-    size_t names_len;
-    size_t names_alloc;
-
-    bool open;               /* a family is open */
-    size_t family_off;       /* offset of its name in names */
-    enum promtext_type type; /* its type */
+/* One family: its # HELP / # TYPE lines, fixed when it is first opened, and its samples. */
+struct promtext_family {
+    char *name;
+    char *head; /* "# HELP ...\n# TYPE ...\n" */
+    enum promtext_type type;
+    struct buf lines;
 };
 
-/* ---- buffer ---- */
+struct promtext {
+    size_t cap;
+    size_t len; /* the document's length: every head and every line */
+    int err;    /* sticky -E2BIG / -ENOMEM */
+    struct promtext_family *fams;
+    size_t nfams, afams;
+    bool open;          /* a family is open */
+    size_t open_idx;    /* which */
+    struct buf scratch; /* the lines of the call being made */
+    struct buf doc;     /* the document as promtext_data() last put it together */
+};
 
-/* Makes room for @a n more bytes in the document. */
-static int promtext_reserve(struct promtext *w, size_t n)
-{
-    int rc = 0;
-    if (n > w->cap || w->len > w->cap - n) {
-        rc = -E2BIG;
-        goto out;
-    }
-    if (w->len + n > w->alloc) {
-        size_t want = w->alloc ? w->alloc : PROMTEXT_INITIAL_ALLOC;
-        while (want < w->len + n)
-            want = want > w->cap / 2 ? w->cap : want * 2;
-        char *p = alloc_realloc(w->buf, want);
-        if (!p) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        w->buf = p;
-        w->alloc = want;
-    }
-out:
-    return rc;
-}
-
-static int promtext_put(struct promtext *w, const char *s, size_t n)
-{
-    int rc = promtext_reserve(w, n);
-    if (rc == 0) {
-        memcpy(w->buf + w->len, s, n);
-        w->len += n;
-    }
-    return rc;
-}
+/* ---- lines, built in w->scratch ---- */
 
 static int promtext_puts(struct promtext *w, const char *s)
 {
-    return promtext_put(w, s, strlen(s));
-}
-
-/*
- * Length of the valid UTF-8 sequence at @a s (at most @a n bytes), or 0 when
- * the bytes there are not one (stray continuation, overlong form, surrogate,
- * beyond U+10FFFF, truncated).
- */
-static size_t promtext_utf8_len(const unsigned char *s, size_t n)
-{
-    size_t len = 0;
-    uint32_t cp = 0;
-    uint32_t min = 0;
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xe0) == 0xc0) {
-        len = 2, cp = s[0] & 0x1f, min = 0x80;
-    } else if ((s[0] & 0xf0) == 0xe0) {
-        len = 3, cp = s[0] & 0x0f, min = 0x800;
-    } else if ((s[0] & 0xf8) == 0xf0) {
-        len = 4, cp = s[0] & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
+    return buf_adds(&w->scratch, s);
 }
 
 /*
@@ -129,26 +69,26 @@ static int promtext_put_escaped(struct promtext *w, const char *s, bool quote)
                !(quote && p[run] == '"'))
             run++;
         if (run > i) {
-            rc = promtext_put(w, s + i, run - i);
+            rc = buf_add(&w->scratch, s + i, run - i);
             i = run;
             continue;
         }
         if (p[i] == '\\') {
-            rc = promtext_put(w, "\\\\", 2);
+            rc = buf_add(&w->scratch, "\\\\", 2);
             i++;
         } else if (p[i] == '\n') {
-            rc = promtext_put(w, "\\n", 2);
+            rc = buf_add(&w->scratch, "\\n", 2);
             i++;
         } else if (p[i] == '"') {
-            rc = promtext_put(w, "\\\"", 2);
+            rc = buf_add(&w->scratch, "\\\"", 2);
             i++;
         } else {
-            size_t l = promtext_utf8_len(p + i, n - i);
+            size_t l = utf8_seq_len(p + i, n - i, NULL);
             if (l == 0) {
-                rc = promtext_put(w, "\xef\xbf\xbd", 3);
+                rc = buf_add(&w->scratch, "\xef\xbf\xbd", 3);
                 i++;
             } else {
-                rc = promtext_put(w, s + i, l);
+                rc = buf_add(&w->scratch, s + i, l);
                 i += l;
             }
         }
@@ -186,44 +126,14 @@ static bool promtext_valid_label_name(const char *s)
     return true;
 }
 
-static bool promtext_family_seen(const struct promtext *w, const char *name)
+/* The family called @a name, or NULL. A scan: a document has tens of families, not thousands. */
+static struct promtext_family *promtext_find(const struct promtext *w, const char *name)
 {
-    size_t off = 0;
-    while (off < w->names_len) {
-        const char *n = w->names + off;
-        if (strcmp(n, name) == 0)
-            return true;
-        off += strlen(n) + 1;
+    for (size_t i = 0; i < w->nfams; i++) {
+        if (strcmp(w->fams[i].name, name) == 0)
+            return &w->fams[i];
     }
-    return false;
-}
-
-/* Remembers @a name as written; the list shares the document's cap. */
-static int promtext_family_add(struct promtext *w, const char *name, size_t *off)
-{
-    int rc = 0;
-    size_t n = strlen(name) + 1;
-    if (n > w->cap || w->names_len > w->cap - n) {
-        rc = -E2BIG;
-        goto out;
-    }
-    if (w->names_len + n > w->names_alloc) {
-        size_t want = w->names_alloc ? w->names_alloc * 2 : 1024;
-        while (want < w->names_len + n)
-            want *= 2;
-        char *p = alloc_realloc(w->names, want);
-        if (!p) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        w->names = p;
-        w->names_alloc = want;
-    }
-    memcpy(w->names + w->names_len, name, n);
-    *off = w->names_len;
-    w->names_len += n;
-out:
-    return rc;
+    return NULL;
 }
 
 /* ---- values ---- */
@@ -251,31 +161,61 @@ void promtext_format_value(double v, char *buf, size_t size)
 
 int promtext_new(size_t cap, struct promtext **out)
 {
-    int rc = 0;
     struct promtext *w = alloc_calloc(1, sizeof(*w));
-    if (!w) {
-        rc = -ENOMEM;
-        goto out;
-    }
+    if (!w)
+        return -ENOMEM;
     w->cap = cap ? cap : PROMTEXT_DEFAULT_CAP;
+    buf_init(&w->scratch, w->cap);
+    buf_init(&w->doc, w->cap);
     *out = w;
-out:
-    return rc;
+    return 0;
+}
+
+/* Forgets every family; the writer is empty again. */
+static void promtext_clear(struct promtext *w)
+{
+    for (size_t i = 0; i < w->nfams; i++) {
+        alloc_free(w->fams[i].name);
+        alloc_free(w->fams[i].head);
+        buf_release(&w->fams[i].lines);
+    }
+    w->nfams = 0;
+    w->len = 0;
+    w->open = false;
+    w->err = 0;
 }
 
 void promtext_free(struct promtext *w)
 {
     if (!w)
         return;
-    alloc_free(w->buf);
-    alloc_free(w->names);
+    promtext_clear(w);
+    alloc_free(w->fams);
+    buf_release(&w->scratch);
+    buf_release(&w->doc);
     alloc_free(w);
 }
 
-const char *promtext_data(const struct promtext *w, size_t *len)
+/* Puts the document together in w->doc: each family's head, then its lines. */
+static int promtext_assemble(struct promtext *w)
 {
-    *len = w->len;
-    return w->buf ? w->buf : "";
+    int rc = 0;
+    buf_reset(&w->doc);
+    for (size_t i = 0; rc == 0 && i < w->nfams; i++) {
+        rc = buf_adds(&w->doc, w->fams[i].head);
+        if (rc == 0)
+            rc = buf_add(&w->doc, buf_str(&w->fams[i].lines), buf_len(&w->fams[i].lines));
+    }
+    if (rc != 0)
+        buf_reset(&w->doc);
+    return rc;
+}
+
+const char *promtext_data(struct promtext *w, size_t *len)
+{
+    int rc = promtext_assemble(w);
+    *len = rc == 0 ? buf_len(&w->doc) : 0;
+    return rc == 0 ? buf_str(&w->doc) : NULL;
 }
 
 int promtext_error(const struct promtext *w)
@@ -285,33 +225,39 @@ int promtext_error(const struct promtext *w)
 
 int promtext_take(struct promtext *w, char **out, size_t *len)
 {
-    int rc = 0;
-    char *p = alloc_realloc(w->buf, w->len + 1);
-    if (!p) {
-        rc = -ENOMEM;
-        goto out;
+    int rc = promtext_assemble(w);
+    char *doc = NULL;
+    if (rc == 0) {
+        doc = buf_take(&w->doc, len);
+        if (!doc)
+            rc = -ENOMEM;
     }
-    p[w->len] = '\0';
-    *out = p;
-    *len = w->len;
-    w->buf = NULL;
-    w->len = 0;
-    w->alloc = 0;
-    w->names_len = 0;
-    w->open = false;
-    w->err = 0;
-out:
+    if (rc == 0) {
+        *out = doc;
+        promtext_clear(w);
+    }
     return rc;
 }
 
-/* Ends a public write: cuts back to @a start on failure, remembers running out of room. */
-static int promtext_finish(struct promtext *w, size_t start, int rc)
+/*
+ * Ends a public write: the lines made in the scratch buffer go to the open
+ * family (@a fam may be NULL when there is nothing to append), counted against
+ * the cap; on failure nothing is kept, and running out of room is remembered.
+ */
+static int promtext_finish(struct promtext *w, struct promtext_family *fam, int rc)
 {
-    if (rc != 0) {
-        w->len = start;
-        if (rc == -E2BIG || rc == -ENOMEM)
-            w->err = rc;
+    if (rc == 0 && fam) {
+        size_t n = buf_len(&w->scratch);
+        if (n > w->cap - w->len)
+            rc = -E2BIG;
+        else
+            rc = buf_add(&fam->lines, buf_str(&w->scratch), n);
+        if (rc == 0)
+            w->len += n;
     }
+    buf_reset(&w->scratch);
+    if (rc == -E2BIG || rc == -ENOMEM)
+        w->err = rc;
     return rc;
 }
 
@@ -332,11 +278,49 @@ static const char *promtext_type_name(enum promtext_type type)
     return NULL;
 }
 
+/* Adds family @a name with the head in w->scratch (counted against the cap) and opens it. */
+static int promtext_family_add(struct promtext *w, const char *name, enum promtext_type type)
+{
+    int rc = 0;
+    char *nm = NULL, *head = NULL;
+    size_t n = buf_len(&w->scratch);
+    if (n > w->cap - w->len) {
+        rc = -E2BIG;
+        goto out;
+    }
+    if (w->nfams == w->afams) {
+        size_t want = w->afams ? w->afams * 2 : 32;
+        struct promtext_family *f = alloc_realloc(w->fams, want * sizeof(*f));
+        if (!f) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        w->fams = f;
+        w->afams = want;
+    }
+    nm = alloc_strdup(name);
+    head = alloc_strdup(buf_str(&w->scratch));
+    if (!nm || !head) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    struct promtext_family *f = &w->fams[w->nfams];
+    f->name = nm;
+    f->head = head;
+    f->type = type;
+    buf_init(&f->lines, w->cap);
+    nm = head = NULL;
+    w->len += n;
+    w->open = true;
+    w->open_idx = w->nfams++;
+out:
+    alloc_free(nm);
+    alloc_free(head);
+    return rc;
+}
+
 int promtext_family(struct promtext *w, const char *name, enum promtext_type type, const char *help)
 {
-    size_t start = w->len;
-    size_t names_start = w->names_len;
-    size_t off = 0;
     const char *tname = promtext_type_name(type);
     int rc = w->err;
     if (rc != 0)
@@ -345,8 +329,15 @@ int promtext_family(struct promtext *w, const char *name, enum promtext_type typ
         rc = -EINVAL;
         goto out;
     }
-    if (promtext_family_seen(w, name)) {
-        rc = -EEXIST;
+    struct promtext_family *f = promtext_find(w, name);
+    if (f) {
+        /* written before: its samples go on where it already is */
+        if (f->type != type) {
+            rc = -EEXIST;
+        } else {
+            w->open = true;
+            w->open_idx = (size_t)(f - w->fams);
+        }
         goto out;
     }
     if (help) {
@@ -354,80 +345,71 @@ int promtext_family(struct promtext *w, const char *name, enum promtext_type typ
         if (rc == 0)
             rc = promtext_puts(w, name);
         if (rc == 0)
-            rc = promtext_put(w, " ", 1);
+            rc = promtext_puts(w, " ");
         if (rc == 0)
             rc = promtext_put_escaped(w, help, false);
         if (rc == 0)
-            rc = promtext_put(w, "\n", 1);
+            rc = promtext_puts(w, "\n");
     }
     if (rc == 0)
-        rc = promtext_puts(w, "# TYPE ");
+        rc = buf_addf(&w->scratch, "# TYPE %s %s\n", name, tname);
     if (rc == 0)
-        rc = promtext_puts(w, name);
-    if (rc == 0)
-        rc = promtext_put(w, " ", 1);
-    if (rc == 0)
-        rc = promtext_puts(w, tname);
-    if (rc == 0)
-        rc = promtext_put(w, "\n", 1);
-    if (rc == 0)
-        rc = promtext_family_add(w, name, &off);
-    if (rc == 0) {
-        w->open = true;
-        w->family_off = off;
-        w->type = type;
-    } else {
-        w->names_len = names_start;
-    }
+        rc = promtext_family_add(w, name, type);
 out:
-    return promtext_finish(w, start, rc);
+    return promtext_finish(w, NULL, rc);
 }
 
-/* Whether full sample name @a name may appear in the open family. */
-static bool promtext_name_in_family(const struct promtext *w, const char *name)
+/* The open family, or NULL. */
+static struct promtext_family *promtext_open_family(struct promtext *w)
 {
-    const char *fam = w->names + w->family_off;
-    size_t flen = strlen(fam);
-    if (strncmp(name, fam, flen) != 0)
+    return w->open ? &w->fams[w->open_idx] : NULL;
+}
+
+/* Whether full sample name @a name may appear in family @a f. */
+static bool promtext_name_in_family(const struct promtext_family *f, const char *name)
+{
+    size_t flen = strlen(f->name);
+    if (strncmp(name, f->name, flen) != 0)
         return false;
     const char *rest = name + flen;
     if (*rest == '\0')
-        return w->type != PROMTEXT_HISTOGRAM;
-    if (w->type == PROMTEXT_HISTOGRAM && strcmp(rest, "_bucket") == 0)
+        return f->type != PROMTEXT_HISTOGRAM;
+    if (f->type == PROMTEXT_HISTOGRAM && strcmp(rest, "_bucket") == 0)
         return true;
-    if ((w->type == PROMTEXT_HISTOGRAM || w->type == PROMTEXT_SUMMARY) &&
+    if ((f->type == PROMTEXT_HISTOGRAM || f->type == PROMTEXT_SUMMARY) &&
         (strcmp(rest, "_sum") == 0 || strcmp(rest, "_count") == 0))
         return true;
     return false;
 }
 
 /*
- * Writes one sample line of the open family; @a extra (may be NULL) is one
- * more label after @a labels (the histogram's le). No cut-back here.
+ * Writes one sample line of the open family @a f into the scratch buffer;
+ * @a extra (may be NULL) is one more label after @a labels (the histogram's
+ * le).
  */
-static int promtext_line(struct promtext *w, const char *name, const struct promtext_label *labels,
-                         size_t nlabels, const struct promtext_label *extra, double value)
+static int promtext_line(struct promtext *w, const struct promtext_family *f, const char *name,
+                         const struct promtext_label *labels, size_t nlabels,
+                         const struct promtext_label *extra, double value)
 {
     char full[256];
     char num[64];
     int rc = 0;
-    if (!w->open) {
+    if (!f) {
         rc = -EPROTO;
         goto out;
     }
-    const char *fam = w->names + w->family_off;
     int n = 0;
     if (!name)
-        n = snprintf(full, sizeof(full), "%s", fam);
+        n = snprintf(full, sizeof(full), "%s", f->name);
     else if (name[0] == '_')
-        n = snprintf(full, sizeof(full), "%s%s", fam, name);
+        n = snprintf(full, sizeof(full), "%s%s", f->name, name);
     else
         n = snprintf(full, sizeof(full), "%s", name);
     if (n < 0 || (size_t)n >= sizeof(full) || !promtext_valid_metric_name(full)) {
         rc = -EINVAL;
         goto out;
     }
-    if (!promtext_name_in_family(w, full)) {
+    if (!promtext_name_in_family(f, full)) {
         rc = -EPROTO;
         goto out;
     }
@@ -446,25 +428,25 @@ static int promtext_line(struct promtext *w, const char *name, const struct prom
     size_t total = nlabels + (extra ? 1 : 0);
     for (size_t i = 0; rc == 0 && i < total; i++) {
         const struct promtext_label *l = i < nlabels ? &labels[i] : extra;
-        rc = promtext_put(w, i == 0 ? "{" : ",", 1);
+        rc = promtext_puts(w, i == 0 ? "{" : ",");
         if (rc == 0)
             rc = promtext_puts(w, l->name);
         if (rc == 0)
-            rc = promtext_put(w, "=\"", 2);
+            rc = promtext_puts(w, "=\"");
         if (rc == 0)
             rc = promtext_put_escaped(w, l->value, true);
         if (rc == 0)
-            rc = promtext_put(w, "\"", 1);
+            rc = promtext_puts(w, "\"");
     }
     if (rc == 0 && total > 0)
-        rc = promtext_put(w, "}", 1);
+        rc = promtext_puts(w, "}");
     promtext_format_value(value, num, sizeof(num));
     if (rc == 0)
-        rc = promtext_put(w, " ", 1);
+        rc = promtext_puts(w, " ");
     if (rc == 0)
         rc = promtext_puts(w, num);
     if (rc == 0)
-        rc = promtext_put(w, "\n", 1);
+        rc = promtext_puts(w, "\n");
 out:
     return rc;
 }
@@ -472,11 +454,11 @@ out:
 int promtext_sample(struct promtext *w, const char *name, const struct promtext_label *labels,
                     size_t nlabels, double value)
 {
-    size_t start = w->len;
+    struct promtext_family *f = promtext_open_family(w);
     int rc = w->err;
     if (rc == 0)
-        rc = promtext_line(w, name, labels, nlabels, NULL, value);
-    return promtext_finish(w, start, rc);
+        rc = promtext_line(w, f, name, labels, nlabels, NULL, value);
+    return promtext_finish(w, f, rc);
 }
 
 /* ---- histogram ---- */
@@ -538,14 +520,14 @@ void promtext_hist_observe(struct promtext_hist *h, double v)
 int promtext_histogram(struct promtext *w, const struct promtext_label *labels, size_t nlabels,
                        const struct promtext_hist *h)
 {
-    size_t start = w->len;
+    struct promtext_family *f = promtext_open_family(w);
     char le[64];
     uint64_t counts[PROMTEXT_HIST_MAX_BOUNDS + 1];
     int rc = w->err;
     if (rc != 0)
         goto out;
     PYPROFD_ASSERT(h->magic == PROMTEXT_HIST_MAGIC);
-    if (!w->open || w->type != PROMTEXT_HISTOGRAM) {
+    if (!f || f->type != PROMTEXT_HISTOGRAM) {
         rc = -EPROTO;
         goto out;
     }
@@ -564,14 +546,14 @@ int promtext_histogram(struct promtext *w, const struct promtext_label *labels, 
         else
             snprintf(le, sizeof(le), "+Inf");
         const struct promtext_label extra = {"le", le};
-        rc = promtext_line(w, "_bucket", labels, nlabels, &extra, (double)cum);
+        rc = promtext_line(w, f, "_bucket", labels, nlabels, &extra, (double)cum);
     }
     if (rc == 0)
-        rc = promtext_line(w, "_sum", labels, nlabels, NULL, sum);
+        rc = promtext_line(w, f, "_sum", labels, nlabels, NULL, sum);
     if (rc == 0)
-        rc = promtext_line(w, "_count", labels, nlabels, NULL, (double)cum);
+        rc = promtext_line(w, f, "_count", labels, nlabels, NULL, (double)cum);
 out:
-    return promtext_finish(w, start, rc);
+    return promtext_finish(w, f, rc);
 }
 
 /* ---- process metrics ---- */
@@ -718,14 +700,28 @@ static int promtext_one(struct promtext *w, const char *name, enum promtext_type
 
 int promtext_process_metrics(struct promtext *w)
 {
+    static const char *const names[] = {
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_start_time_seconds",
+        "process_threads",
+        "process_open_fds",
+        "process_max_fds",
+    };
     char stat[4096];
     struct promtext_proc_stat st;
     int rc = 0;
+    /* they describe the one process: a second set would repeat every series */
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(names); i++) {
+        if (promtext_find(w, names[i]))
+            rc = -EEXIST;
+    }
     bool have_stat = promtext_read_file("/proc/self/stat", stat, sizeof(stat)) > 0 &&
                      promtext_parse_proc_stat(stat, &st) == 0;
     long tck = sysconf(_SC_CLK_TCK);
     long page = sysconf(_SC_PAGESIZE);
-    if (have_stat && tck > 0)
+    if (rc == 0 && have_stat && tck > 0)
         rc = promtext_one(w, "process_cpu_seconds_total", PROMTEXT_COUNTER,
                           "Total user and system CPU time spent in seconds.",
                           (double)(st.utime_ticks + st.stime_ticks) / (double)tck);

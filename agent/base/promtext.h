@@ -5,15 +5,20 @@
  * PROMTEXT_CONTENT_TYPE), plus a fixed-bucket histogram value type and the
  * standard process_* metrics of the calling process.
  *
- * Usage: promtext_family() opens a metric family (# HELP and # TYPE lines),
- * then promtext_sample() / promtext_histogram() write its samples. A family
- * ends when the next one starts; the document is done when the caller stops
- * writing. The writer enforces what consumers (Prometheus, `promtool check
- * metrics`) require:
+ * Usage: promtext_family() opens a metric family, then promtext_sample() /
+ * promtext_histogram() write samples of it, until another family is opened.
+ * A family may be opened again later, by any writer of the same document
+ * (say, one exporter after another, each with its own label set): its samples
+ * are appended to it. The document is put together when it is read
+ * (promtext_data(), promtext_take()): family after family in the order they
+ * were first opened, each as its # HELP line (when the first opening gave a
+ * help text), its # TYPE line and all its samples, contiguous. The writer
+ * enforces what consumers (Prometheus, `promtool check metrics`) require:
  *  - metric names match [a-zA-Z_:][a-zA-Z0-9_:]*, label names
  *    [a-zA-Z_][a-zA-Z0-9_]* and do not start with "__" (reserved);
- *  - every family appears once, all its lines together (a second
- *    promtext_family() with the same name is -EEXIST);
+ *  - every family appears once, all its lines together, with one type:
+ *    opening a family again with another type is -EEXIST; the help text is
+ *    the first opening's (a later one is ignored);
  *  - a sample belongs to the open family: its name is the family name, or
  *    for a histogram the family name plus _bucket, _sum or _count, for a
  *    summary plus _sum or _count (-EPROTO otherwise, or when no family is open);
@@ -23,8 +28,10 @@
  *    other finite values as the shortest %g form that reads back exactly,
  *    and +Inf, -Inf, NaN;
  *  - every line ends in '\n'.
+ * Not checked: that two samples of a family differ in their labels (each
+ * writer keeps its label values apart, e.g. by an endpoint label).
  *
- * Errors: each call either writes whole lines or nothing. -EINVAL (bad name,
+ * Errors: each call either adds whole lines or nothing. -EINVAL (bad name,
  * bad label), -EEXIST and -EPROTO leave the document as it was and are not
  * remembered. Running out of room is: once a call fails with -E2BIG (the
  * document would exceed the cap given to promtext_new()) or -ENOMEM, every
@@ -83,9 +90,11 @@ PYPROFD_WARN_UNUSED int promtext_new(size_t cap, struct promtext **out);
 void promtext_free(struct promtext *w);
 
 /**
- * Opens family @a name of @a type: writes "# HELP name help" (skipped when
- * @a help is NULL) and "# TYPE name type". Returns 0, -EINVAL (bad name or
- * type), -EEXIST (family already written), -E2BIG or -ENOMEM.
+ * Opens family @a name of @a type. The first time, it gets the lines
+ * "# HELP name help" (skipped when @a help is NULL) and "# TYPE name type";
+ * afterwards the samples written go after those it already has. Returns 0,
+ * -EINVAL (bad name or type), -EEXIST (the family exists with another type;
+ * the open family is then unchanged), -E2BIG or -ENOMEM.
  */
 PYPROFD_WARN_UNUSED int promtext_family(struct promtext *w, const char *name,
                                         enum promtext_type type, const char *help);
@@ -103,10 +112,12 @@ PYPROFD_WARN_UNUSED int promtext_sample(struct promtext *w, const char *name,
                                         double value);
 
 /**
- * The document written so far (not NUL-terminated; borrowed, valid until
- * the next write or promtext_free()). @a len receives its length.
+ * The document written so far, put together as promtext_take() would
+ * (NUL-terminated; borrowed, valid until the next call on @a w). @a len
+ * receives its length. Returns NULL (and 0 in @a len) when there is no
+ * memory to put it together.
  */
-const char *promtext_data(const struct promtext *w, size_t *len);
+const char *promtext_data(struct promtext *w, size_t *len);
 
 /**
  * Hands the document to the caller: stores a NUL-terminated buffer (free with
@@ -171,7 +182,8 @@ PYPROFD_WARN_UNUSED int promtext_histogram(struct promtext *w, const struct prom
  * process_resident_memory_bytes, process_virtual_memory_bytes,
  * process_start_time_seconds, process_threads, process_open_fds,
  * process_max_fds. A value that cannot be read is left out, never guessed.
- * Returns 0 or a writer error (-EEXIST when one of them was already written).
+ * Returns 0 or a writer error (-EEXIST when one of them was already written:
+ * they describe this one process, so they appear once).
  */
 PYPROFD_WARN_UNUSED int promtext_process_metrics(struct promtext *w);
 

@@ -12,6 +12,8 @@
 #include <strings.h>
 
 #include "base/alloc.h"
+#include "base/strnum.h"
+#include "base/utf8.h"
 #include "exporters/parca/parca.h"
 #include "exporters/push/endpoint.h"
 #include "profilestore.pb-c.h"
@@ -163,18 +165,6 @@ PYPROFD_STATIC void parca_reply_init(struct parca_reply *rep)
     rep->grpc_status = -1;
 }
 
-static int parca_hexval(char c)
-{
-    int v = -1;
-    if (c >= '0' && c <= '9')
-        v = c - '0';
-    else if (c >= 'a' && c <= 'f')
-        v = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-        v = c - 'A' + 10;
-    return v;
-}
-
 /* A byte fit for a log line: control characters become '?' (tabs and line breaks a space). */
 static char parca_printable(unsigned char c)
 {
@@ -187,116 +177,82 @@ static char parca_printable(unsigned char c)
 }
 
 /*
- * grpc-message is percent-encoded UTF-8 (gRPC's PROTOCOL-HTTP2.md): %XX
- * becomes the byte; a '%' not followed by two hex digits is kept as it is,
- * as gRPC's decoders do. Control characters are replaced for the log. The
- * output is cut to @a cap - 1 bytes without splitting a UTF-8 sequence and
- * is always NUL-terminated (cap > 0). Returns the bytes written.
+ * grpc-message is percent-encoded UTF-8 (gRPC's PROTOCOL-HTTP2.md): libcurl
+ * decodes it (curl_easy_unescape(): %XX becomes the byte, a '%' not followed
+ * by two hex digits stays as it is, as gRPC's decoders do). Control
+ * characters are replaced for the log. The output is cut to @a cap - 1 bytes
+ * without splitting a UTF-8 sequence (utf8_cut()) and is always
+ * NUL-terminated (cap > 0). Returns the bytes written.
  */
 PYPROFD_STATIC size_t parca_percent_decode(const char *in, size_t len, char *out, size_t cap)
 {
     size_t o = 0;
-    bool cut = false;
-
+    int dlen = 0;
+    char *dec = NULL;
     if (cap == 0)
-        return 0;
-    for (size_t i = 0; i < len && !cut; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c == '%' && i + 2 < len && parca_hexval(in[i + 1]) >= 0 &&
-            parca_hexval(in[i + 2]) >= 0) {
-            c = (unsigned char)(parca_hexval(in[i + 1]) * 16 + parca_hexval(in[i + 2]));
-            i += 2;
-        }
-        if (o + 1 >= cap)
-            cut = true;
-        else
-            out[o++] = parca_printable(c);
-    }
-    if (cut) {
-        /* drop a trailing partial UTF-8 sequence: continuation bytes, then their lead */
-        size_t k = o;
-        while (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0x80)
-            k--;
-        if (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0xc0) {
-            unsigned char lead = (unsigned char)out[k - 1];
-            size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
-            if (o - (k - 1) < need)
-                o = k - 1;
-        }
+        goto out;
+    /* an empty value: nothing to decode (curl_easy_unescape() reads 0 as "use strlen") */
+    if (len > 0 && len <= INT_MAX)
+        dec = curl_easy_unescape(NULL, in, (int)len, &dlen);
+    if (dec) {
+        o = utf8_cut(dec, (size_t)dlen, cap - 1);
+        for (size_t i = 0; i < o; i++)
+            out[i] = parca_printable((unsigned char)dec[i]);
     }
     out[o] = '\0';
+out:
+    curl_free(dec);
     return o;
 }
 
-/* Whether [s, s+len) equals @a name, ignoring ASCII case. */
-static bool parca_name_is(const char *s, size_t len, const char *name)
+/*
+ * Takes what a reply said in grpc-status, grpc-message and Retry-After (each
+ * NULL when absent; values as libcurl gives them, surrounding blanks
+ * removed).
+ */
+PYPROFD_STATIC void parca_reply_values(struct parca_reply *rep, const char *grpc_status,
+                                       const char *grpc_message, const char *retry_after)
 {
-    return strlen(name) == len && strncasecmp(s, name, len) == 0;
-}
-
-/* A decimal of at most @a maxdigits digits filling [s, s+len), or -1. */
-static int64_t parca_decimal(const char *s, size_t len, size_t maxdigits)
-{
-    int64_t v = 0;
-    if (len == 0 || len > maxdigits)
-        v = -1;
-    for (size_t i = 0; i < len && v >= 0; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            v = -1;
+    if (grpc_status) {
+        /* a status that is not 1 to 4 digits is UNKNOWN, as gRPC clients take it */
+        size_t n = strlen(grpc_status);
+        int64_t code = 0;
+        if (n > 0 && n <= 4 && strspn(grpc_status, "0123456789") == n &&
+            strnum_parse_i64(grpc_status, 0, 9999, &code) == 0)
+            rep->grpc_status = (int)code;
         else
-            v = v * 10 + (s[i] - '0');
+            rep->grpc_status = PARCA_GRPC_UNKNOWN;
     }
-    return v;
+    if (grpc_message) {
+        parca_percent_decode(grpc_message, strlen(grpc_message), rep->grpc_message,
+                             sizeof(rep->grpc_message));
+        rep->grpc_message_seen = true;
+    }
+    /* kept whole (a date too, if it fits); push_parse_retry_after() reads it */
+    rep->retry_after[0] = '\0';
+    if (retry_after && strlen(retry_after) < sizeof(rep->retry_after))
+        snprintf(rep->retry_after, sizeof(rep->retry_after), "%s", retry_after);
 }
 
 /*
- * One header line as libcurl's header callback hands it over: the status
- * line, a header, the empty line ending the headers, or, after the body, a
- * trailer (HTTP/2 trailers come through the same callback). A status line
- * starts a new response (after a 100 Continue, say), so it forgets what an
- * earlier one said.
+ * Header @a name of the last response on @a h: from the trailers (where a
+ * gRPC server puts the status after a message) or else from the headers (a
+ * trailers-only reply, or a proxy's own answer); NULL when it has neither.
  */
-PYPROFD_STATIC void parca_reply_header(struct parca_reply *rep, const char *line, size_t len)
+static const char *parca_header(CURL *h, const char *name)
 {
-    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' ' ||
-                       line[len - 1] == '\t'))
-        len--;
-    const char *colon = memchr(line, ':', len);
+    struct curl_header *hdr = NULL;
+    if (curl_easy_header(h, name, 0, CURLH_TRAILER, -1, &hdr) == CURLHE_OK ||
+        curl_easy_header(h, name, 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK)
+        return hdr->value;
+    return NULL;
+}
 
-    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
-        const char *sp = memchr(line, ' ', len);
-        long status = 0;
-        if (sp && (size_t)(sp - line) + 4 <= len) {
-            int64_t v = parca_decimal(sp + 1, 3, 3);
-            status = v >= 0 ? (long)v : 0;
-        }
-        parca_reply_init(rep);
-        rep->http_status = status;
-    } else if (colon) {
-        size_t nlen = (size_t)(colon - line);
-        const char *v = colon + 1;
-        size_t vlen = len - nlen - 1;
-        while (vlen > 0 && (*v == ' ' || *v == '\t')) {
-            v++;
-            vlen--;
-        }
-        if (parca_name_is(line, nlen, "grpc-status")) {
-            int64_t code = parca_decimal(v, vlen, 4);
-            /* a status that does not parse is UNKNOWN, as gRPC clients take it */
-            rep->grpc_status = code >= 0 ? (int)code : PARCA_GRPC_UNKNOWN;
-        } else if (parca_name_is(line, nlen, "grpc-message")) {
-            parca_percent_decode(v, vlen, rep->grpc_message, sizeof(rep->grpc_message));
-            rep->grpc_message_seen = true;
-        } else if (parca_name_is(line, nlen, "retry-after")) {
-            /* kept whole (a date too, if it fits); push_parse_retry_after() reads it */
-            if (vlen < sizeof(rep->retry_after)) {
-                memcpy(rep->retry_after, v, vlen);
-                rep->retry_after[vlen] = '\0';
-            } else {
-                rep->retry_after[0] = '\0';
-            }
-        }
-    }
+/* What the last response on @a h said, read through libcurl's header API. */
+static void parca_reply_read(struct parca_reply *rep, CURL *h)
+{
+    parca_reply_values(rep, parca_header(h, "grpc-status"), parca_header(h, "grpc-message"),
+                       parca_header(h, "retry-after"));
 }
 
 /* Keeps the first PARCA_BODY_KEEP bytes of the body, printable, for the error message. */
@@ -433,12 +389,6 @@ PYPROFD_STATIC void parca_classify(CURLcode rc, const char *curl_err, long http_
     }
 }
 
-static size_t parca_on_header(char *data, size_t size, size_t n, void *arg)
-{
-    parca_reply_header(arg, data, size * n);
-    return size * n;
-}
-
 static size_t parca_on_body(char *data, size_t size, size_t n, void *arg)
 {
     parca_reply_body(arg, data, size * n);
@@ -536,8 +486,6 @@ static void parca_send(void *tctx, const struct push_request *r, uint64_t timeou
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, frame);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)flen);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, parca_on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &t->rep);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, parca_on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &t->rep);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
@@ -550,6 +498,8 @@ static void parca_send(void *tctx, const struct push_request *r, uint64_t timeou
     long status = 0, version = 0;
     if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status)
         t->rep.http_status = status;
+    if (rc == CURLE_OK)
+        parca_reply_read(&t->rep, h);
     if (curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
         version = 0;
     parca_classify(rc, t->errbuf, version, &t->rep, parca_real_ns(t), res);
@@ -581,7 +531,7 @@ static const struct push_transport_ops parca_transport_ops = {
     .free = parca_transport_free,
 };
 
-int parca_exporter_new(struct config_remote_write *rw, const struct push_clock *clock,
+int parca_exporter_new(const struct config_remote_write *rw, const struct push_clock *clock,
                        struct exporter *out)
 {
     int err = 0;

@@ -8,9 +8,10 @@
  * with one series: the profile's series labels (__name__ included) as a
  * LabelSet, and one RawSample whose raw_profile is the gzipped pprof;
  * `normalized` is set (see parca.c). The outcome is grpc-status /
- * grpc-message, read from the trailers, or from the headers of a
- * trailers-only reply; a reply without grpc-status, or with an HTTP status
- * other than 200, is classified by gRPC's HTTP-to-status mapping.
+ * grpc-message, read through libcurl's header API (curl_easy_header()) from
+ * the trailers, or from the headers of a trailers-only reply; a reply
+ * without grpc-status, or with an HTTP status other than 200, is classified
+ * by gRPC's HTTP-to-status mapping.
  *
  * Retried (PUSH_RETRY): UNAVAILABLE (14), RESOURCE_EXHAUSTED (8),
  * DEADLINE_EXCEEDED (4), ABORTED (10), and transport errors and timeouts;
@@ -55,18 +56,18 @@
  * copies its endpoint settings (push_endpoint_init), creates the libcurl
  * handle that every request of this endpoint reuses (so the HTTP/2
  * connection is kept), and hands the transport to push_exporter_new() with
- * max age PARCA_MAX_AGE_NS. @a rw's write_relabel rules are taken over as
- * push_exporter_new() documents; @a clock may be NULL. Returns 0 with @a out
+ * max age PARCA_MAX_AGE_NS; @a rw is only read (push_exporter_new()
+ * copies its write_relabel rules); @a clock may be NULL. Returns 0 with @a out
  * filled, -EPROTONOSUPPORT when libcurl lacks HTTP/2, -EINVAL when the URL
  * is neither http:// nor https:// (or cannot take tls_config.server_name), -ENOMEM, or an error of
  * push_exporter_new().
  */
-PYPROFD_WARN_UNUSED int parca_exporter_new(struct config_remote_write *rw,
+PYPROFD_WARN_UNUSED int parca_exporter_new(const struct config_remote_write *rw,
                                            const struct push_clock *clock, struct exporter *out);
 
-/* Internal: what the header and body callbacks gather from one reply. */
+/* Internal: what one reply said (its headers and trailers, the start of its body). */
 struct parca_reply {
-    long http_status;       /* from the status line; 0 when none */
+    long http_status;       /* CURLINFO_RESPONSE_CODE; 0 when none */
     int grpc_status;        /* -1 when no grpc-status was seen */
     bool grpc_message_seen; /* grpc_message holds a decoded grpc-message */
     char grpc_message[256];
@@ -79,7 +80,8 @@ struct parca_reply {
 /* parca.c internals reached by tests/unit/exporters/parca/test_parca.c */
 int parca_encode(const struct push_request *r, uint8_t **out, size_t *out_len);
 void parca_reply_init(struct parca_reply *rep);
-void parca_reply_header(struct parca_reply *rep, const char *line, size_t len);
+void parca_reply_values(struct parca_reply *rep, const char *grpc_status, const char *grpc_message,
+                        const char *retry_after);
 void parca_reply_body(struct parca_reply *rep, const char *data, size_t len);
 size_t parca_percent_decode(const char *in, size_t len, char *out, size_t cap);
 int parca_grpc_timeout(uint64_t ns, char *buf, size_t cap);

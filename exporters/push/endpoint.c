@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * endpoint.c: connection settings of one push endpoint applied to a libcurl
- * handle (TLS, auth, tenant, custom headers, secrets re-read per request),
+ * handle (TLS, auth through libcurl's own options, tenant, custom headers,
+ * secrets re-read per request),
  * a transfer that ends early when the exporter stops (push_endpoint_perform),
  * and the shared classification of HTTP outcomes (see endpoint.h).
  */
@@ -162,24 +163,6 @@ int push_read_secret(const char *path, char **out, char *err, size_t errlen)
     return config_read_secret(path, out, err, errlen);
 }
 
-static void endpoint_base64(const unsigned char *in, size_t n, char *out)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = tab[(v >> 18) & 63];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tab[v & 63] : '=';
-    }
-    out[o] = '\0';
-}
-
 /* Appends "Name: value" to *hdrs. */
 static int endpoint_header(struct curl_slist **hdrs, const char *name, const char *value)
 {
@@ -215,70 +198,75 @@ static bool endpoint_clean(const char *s)
     return true;
 }
 
-/* The Authorization header value: "Basic <b64>" or "<type> <credentials>"; NULL: none. */
-static int endpoint_authorization(const struct push_endpoint *e, char **out, char *err,
-                                  size_t errlen)
+/*
+ * Authorization, read for this request (secret files are re-read each time).
+ * Basic auth and Bearer tokens are libcurl's own: CURLOPT_USERNAME and
+ * CURLOPT_PASSWORD with CURLAUTH_BASIC, CURLOPT_XOAUTH2_BEARER with
+ * CURLAUTH_BEARER; with one scheme allowed libcurl sends it with the first
+ * request, as "Authorization: Basic <base64 of user:password>" and
+ * "Authorization: Bearer <token>". Another authorization.type is no scheme
+ * libcurl knows: "<type> <credentials>" is added to *@a hdrs as a header.
+ */
+static int endpoint_authorization(const struct push_endpoint *e, CURL *h, struct curl_slist **hdrs,
+                                  char *err, size_t errlen)
 {
     int rc = 0;
-    char *secret = NULL, *plain = NULL;
-    *out = NULL;
+    char *secret = NULL, *v = NULL;
     if (e->basic_user) {
         if (e->basic_password_file)
             rc = push_read_secret(e->basic_password_file, &secret, err, errlen);
         if (rc)
             goto out;
         const char *pw = secret ? secret : e->basic_password ? e->basic_password : "";
-        size_t n = strlen(e->basic_user) + 1 + strlen(pw);
-        plain = alloc_malloc(n + 1);
-        char *v = alloc_malloc(6 + (n + 2) / 3 * 4 + 1);
-        if (!plain || !v) {
-            alloc_free(v);
+        /* libcurl keeps its own copies of both strings */
+        if (curl_easy_setopt(h, CURLOPT_USERNAME, e->basic_user) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_PASSWORD, pw) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC) != CURLE_OK) {
             rc = -ENOMEM;
             snprintf(err, errlen, "out of memory");
-            goto out;
         }
-        snprintf(plain, n + 1, "%s:%s", e->basic_user, pw);
-        snprintf(v, 7, "Basic ");
-        endpoint_base64((const unsigned char *)plain, n, v + 6);
-        *out = v;
     } else if (e->auth_credentials || e->auth_credentials_file) {
         if (e->auth_credentials_file)
             rc = push_read_secret(e->auth_credentials_file, &secret, err, errlen);
         if (rc)
             goto out;
         const char *cred = secret ? secret : e->auth_credentials;
+        const char *type = e->auth_type && e->auth_type[0] ? e->auth_type : "Bearer";
         if (!cred) {
             rc = -EINVAL;
             snprintf(err, errlen, "authorization: no credentials");
-            goto out;
-        }
-        const char *type = e->auth_type && e->auth_type[0] ? e->auth_type : "Bearer";
-        size_t n = strlen(type) + 1 + strlen(cred) + 1;
-        char *v = alloc_malloc(n);
-        if (!v) {
-            rc = -ENOMEM;
-            snprintf(err, errlen, "out of memory");
-            goto out;
-        }
-        snprintf(v, n, "%s %s", type, cred);
-        if (!endpoint_clean(v)) {
-            endpoint_free_secret(v);
+        } else if (!endpoint_clean(cred) || !endpoint_clean(type)) {
             rc = -EINVAL;
             snprintf(err, errlen, "authorization credentials contain a control character");
-            goto out;
+        } else if (strcasecmp(type, "Bearer") == 0) {
+            if (curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, cred) != CURLE_OK ||
+                curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER) != CURLE_OK) {
+                rc = -ENOMEM;
+                snprintf(err, errlen, "out of memory");
+            }
+        } else {
+            size_t n = strlen(type) + 1 + strlen(cred) + 1;
+            v = alloc_malloc(n);
+            if (!v) {
+                rc = -ENOMEM;
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            snprintf(v, n, "%s %s", type, cred);
+            rc = endpoint_header(hdrs, "Authorization", v);
+            if (rc)
+                snprintf(err, errlen, "out of memory");
         }
-        *out = v;
     }
 out:
     endpoint_free_secret(secret);
-    endpoint_free_secret(plain);
+    endpoint_free_secret(v);
     return rc;
 }
 
 int push_endpoint_apply(const struct push_endpoint *e, CURL *h, struct curl_slist **hdrs, char *err,
                         size_t errlen)
 {
-    char *auth = NULL;
     int rc = 0;
     if (e->ca_file)
         curl_easy_setopt(h, CURLOPT_CAINFO, e->ca_file);
@@ -300,14 +288,11 @@ int push_endpoint_apply(const struct push_endpoint *e, CURL *h, struct curl_slis
         }
         *hdrs = l;
     }
+    /* a custom Authorization header wins over the configured auth */
     if (!endpoint_has_header(e, "Authorization")) {
-        rc = endpoint_authorization(e, &auth, err, errlen);
+        rc = endpoint_authorization(e, h, hdrs, err, errlen);
         if (rc)
             goto out;
-        if (auth)
-            rc = endpoint_header(hdrs, "Authorization", auth);
-        if (rc)
-            goto nomem;
     }
     if (e->tenant_id && e->tenant_id[0] && !endpoint_has_header(e, "X-Scope-OrgID")) {
         rc = endpoint_header(hdrs, "X-Scope-OrgID", e->tenant_id);
@@ -323,7 +308,6 @@ int push_endpoint_apply(const struct push_endpoint *e, CURL *h, struct curl_slis
 nomem:
     snprintf(err, errlen, "out of memory");
 out:
-    endpoint_free_secret(auth);
     return rc;
 }
 

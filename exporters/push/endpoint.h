@@ -3,10 +3,12 @@
  * endpoint.h: what every push transport needs to talk to its server with
  * libcurl, taken from one remote_write entry (config/config.h): the URL, TLS
  * (ca_file, cert_file, key_file, server_name, insecure_skip_verify), auth
- * (basic auth, an Authorization header, X-Scope-OrgID from tenant_id) and
- * custom headers; a perform that ends a transfer when the engine aborts it
- * (stop() past its deadline); and the HTTP outcome classification the
- * transports share.
+ * (basic auth and Bearer tokens through libcurl's CURLOPT_USERNAME /
+ * CURLOPT_PASSWORD / CURLOPT_XOAUTH2_BEARER, another authorization.type as
+ * an "Authorization: <type> <credentials>" header), X-Scope-OrgID from
+ * tenant_id, and custom headers (a custom Authorization header wins); a perform that ends a
+ * transfer when the engine aborts it (stop() past its deadline); and the HTTP outcome
+ * classification the transports share.
  *
  * Secrets given as files (password_file, credentials_file) are re-read on
  * every request, so rotated secrets are picked up; a file that cannot be read

@@ -48,7 +48,7 @@ struct push_item {
 struct push_code_count {
     char code[32];
     uint64_t n;
-    uint64_t carried; /* of n, what was handed to a successor (push_carry_over) */
+    uint64_t carried; /* of n, what was handed to a successor (push_carry) */
     bool logged;      /* a permanent error with this code was logged */
 };
 
@@ -92,19 +92,12 @@ struct push_exporter {
     pthread_t thread;
     struct push_code_count codes[PUSH_MAX_CODES];
     size_t ncodes;
+    struct push_carried carried; /* what push_carry() handed on so far */
 
     _Atomic uint64_t pushed, retries;
     _Atomic uint64_t dropped[PUSH_DROP_NREASONS], dropped_bytes[PUSH_DROP_NREASONS];
     struct promtext_hist duration;
-
-    /* guarded by push_registry_mu */
-    struct push_exporter *next;
-    bool registered;
-    struct push_carried carried;
 };
-
-static pthread_mutex_t push_registry_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct push_exporter *push_registry;
 
 /* --- time ----------------------------------------------------------------- */
 
@@ -599,8 +592,75 @@ out:
     return err;
 }
 
-/* --- leaving the registry -------------------------------------------------- */
+/* --- metrics -------------------------------------------------------------- */
 
+/*
+ * exporter_ops.metrics: the pyprofd_push_* families with this endpoint's
+ * samples (endpoint="<name>"); promtext groups them with the other
+ * endpoints' (docs/exporters.md, Metrics).
+ */
+static int push_metrics(void *ctx, struct promtext *w)
+{
+    struct push_exporter *pe = ctx;
+    const char *ep = pe->name;
+    int err = promtext_family(w, "pyprofd_push_profiles_total", PROMTEXT_COUNTER,
+                              "Profiles delivered to the endpoint.");
+    if (!err)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", ep}),
+                              (double)atomic_load(&pe->pushed));
+    if (!err)
+        err = promtext_family(w, "pyprofd_push_failures_total", PROMTEXT_COUNTER,
+                              "Failed send attempts, by HTTP status or error kind (timeout, "
+                              "connect, tls, ...).");
+    pthread_mutex_lock(&pe->mu);
+    for (size_t i = 0; i < pe->ncodes && !err; i++)
+        err =
+            promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", ep}, {"code", pe->codes[i].code}),
+                            (double)pe->codes[i].n);
+    double queued = (double)(pe->n + (pe->inflight ? 1u : 0u));
+    double queued_bytes = (double)pe->bytes;
+    pthread_mutex_unlock(&pe->mu);
+    if (!err)
+        err = promtext_family(w, "pyprofd_push_retries_total", PROMTEXT_COUNTER,
+                              "Send attempts scheduled again after a retryable failure.");
+    if (!err)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", ep}),
+                              (double)atomic_load(&pe->retries));
+    if (!err)
+        err = promtext_family(w, "pyprofd_push_dropped_profiles_total", PROMTEXT_COUNTER,
+                              "Profiles not delivered, by reason.");
+    for (size_t r = 0; r < PUSH_DROP_NREASONS && !err; r++)
+        err = promtext_sample(w, NULL,
+                              PROMTEXT_LABELS({"endpoint", ep}, {"reason", push_drop_names[r]}),
+                              (double)atomic_load(&pe->dropped[r]));
+    if (!err)
+        err = promtext_family(w, "pyprofd_push_dropped_bytes_total", PROMTEXT_COUNTER,
+                              "Bytes of gzipped pprof not delivered, by reason.");
+    for (size_t r = 0; r < PUSH_DROP_NREASONS && !err; r++)
+        err = promtext_sample(w, NULL,
+                              PROMTEXT_LABELS({"endpoint", ep}, {"reason", push_drop_names[r]}),
+                              (double)atomic_load(&pe->dropped_bytes[r]));
+    if (!err)
+        err = promtext_family(w, "pyprofd_push_queue_length", PROMTEXT_GAUGE,
+                              "Profiles waiting or being sent.");
+    if (!err)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", ep}), queued);
+    if (!err)
+        err = promtext_family(w, "pyprofd_push_queue_bytes", PROMTEXT_GAUGE,
+                              "Bytes of gzipped pprof waiting.");
+    if (!err)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", ep}), queued_bytes);
+    if (!err)
+        err = promtext_family(w, "pyprofd_push_duration_seconds", PROMTEXT_HISTOGRAM,
+                              "Time per send attempt, any outcome.");
+    if (!err)
+        err = promtext_histogram(w, PROMTEXT_LABELS({"endpoint", ep}), &pe->duration);
+    return err;
+}
+
+/* --- counters across a reload ------------------------------------------------ */
+
+/* Adds to @a dst what @a now has beyond what was handed on (@a carried), and notes it handed. */
 static void push_add(_Atomic uint64_t *dst, uint64_t now, uint64_t *carried)
 {
     if (now > *carried)
@@ -609,17 +669,17 @@ static void push_add(_Atomic uint64_t *dst, uint64_t now, uint64_t *carried)
 }
 
 /*
- * Hands what @a pe counted since the last call to the live exporter with the
- * same name, if any (push.h, Metrics). push_registry_mu held, @a pe already
- * out of the registry. Without a successor the counts are not kept.
+ * exporter_ops.carry: hands what @a ctx counted since the last call to @a to,
+ * the push exporter replacing it (exporter.h), so the endpoint's series stay
+ * monotonic; the latency histogram is not carried (it restarts). The two
+ * exporters' locks are never held together.
  */
-static void push_carry_over(struct push_exporter *pe)
+static void push_carry(void *ctx, void *to_ctx)
 {
-    struct push_exporter *to = push_registry;
-    while (to && strcmp(to->name, pe->name) != 0)
-        to = to->next;
-    if (!to)
-        return;
+    struct push_exporter *pe = ctx, *to = to_ctx;
+    struct push_code_count codes[PUSH_MAX_CODES];
+    size_t ncodes = 0;
+    pthread_mutex_lock(&pe->mu);
     struct push_carried *c = &pe->carried;
     push_add(&to->pushed, atomic_load(&pe->pushed), &c->pushed);
     push_add(&to->retries, atomic_load(&pe->retries), &c->retries);
@@ -627,10 +687,6 @@ static void push_carry_over(struct push_exporter *pe)
         push_add(&to->dropped[r], atomic_load(&pe->dropped[r]), &c->dropped[r]);
         push_add(&to->dropped_bytes[r], atomic_load(&pe->dropped_bytes[r]), &c->dropped_bytes[r]);
     }
-    /* the failure codes: two exporter locks are never held together */
-    struct push_code_count codes[PUSH_MAX_CODES];
-    size_t ncodes = 0;
-    pthread_mutex_lock(&pe->mu);
     for (size_t i = 0; i < pe->ncodes; i++) {
         struct push_code_count *src = &pe->codes[i];
         if (src->n > src->carried) {
@@ -646,24 +702,6 @@ static void push_carry_over(struct push_exporter *pe)
     pthread_mutex_unlock(&to->mu);
 }
 
-/* Leaves the registry (once) and carries the counts so far over. */
-static void push_unregister(struct push_exporter *pe)
-{
-    pthread_mutex_lock(&push_registry_mu);
-    if (pe->registered) {
-        for (struct push_exporter **pp = &push_registry; *pp; pp = &(*pp)->next) {
-            if (*pp == pe) {
-                *pp = pe->next;
-                break;
-            }
-        }
-        pe->registered = false;
-        pe->next = NULL;
-    }
-    push_carry_over(pe);
-    pthread_mutex_unlock(&push_registry_mu);
-}
-
 /* --- stop, shutdown, free --------------------------------------------------- */
 
 static void push_stop(void *ctx, uint64_t deadline_ns)
@@ -676,7 +714,6 @@ static void push_stop(void *ctx, uint64_t deadline_ns)
     pe->seq++;
     pthread_cond_broadcast(&pe->cv);
     pthread_mutex_unlock(&pe->mu);
-    push_unregister(pe);
 }
 
 static void push_shutdown(void *ctx, uint64_t deadline_ns)
@@ -689,7 +726,6 @@ static void push_shutdown(void *ctx, uint64_t deadline_ns)
     pthread_mutex_unlock(&pe->mu);
     if (join)
         pthread_join(pe->thread, NULL);
-    push_unregister(pe); /* the counts since stop() */
 }
 
 static void push_free(void *ctx)
@@ -710,7 +746,34 @@ static void push_free(void *ctx)
     alloc_free(pe);
 }
 
-int push_exporter_new(struct config_remote_write *rw, const struct push_transport_ops *ops,
+/*
+ * A copy of compiled rules @a r (NULL: none), compiled again from their specs
+ * (relabel_spec() gives each as compiled, defaults filled in), so the
+ * exporter owns its rules whatever becomes of the config's.
+ */
+static int push_relabel_copy(const struct relabel_rules *r, struct relabel_rules **out)
+{
+    int err = 0;
+    size_t n = relabel_count(r);
+    struct relabel_rule_spec *specs = NULL;
+    char msg[256];
+    *out = NULL;
+    if (!r)
+        goto out;
+    specs = alloc_calloc(n ? n : 1, sizeof(*specs));
+    if (!specs) {
+        err = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        specs[i] = *relabel_spec(r, i);
+    err = relabel_compile(specs, n, out, msg, sizeof(msg));
+out:
+    alloc_free(specs);
+    return err;
+}
+
+int push_exporter_new(const struct config_remote_write *rw, const struct push_transport_ops *ops,
                       void *tctx, uint64_t max_age_ns, const struct push_clock *clock,
                       struct exporter *out)
 {
@@ -739,6 +802,8 @@ int push_exporter_new(struct config_remote_write *rw, const struct push_transpor
     pe->max_bytes = rw->queue_max_bytes ? rw->queue_max_bytes : (64ull << 20);
     err =
         promtext_hist_init(&pe->duration, promtext_buckets_seconds, promtext_buckets_seconds_count);
+    if (!err)
+        err = push_relabel_copy(rw->write_relabel, &pe->write_relabel);
     if (err)
         goto fail;
     err = -pthread_mutex_init(&pe->mu, NULL);
@@ -758,7 +823,8 @@ int push_exporter_new(struct config_remote_write *rw, const struct push_transpor
         .kind = ops->kind,
         .wants_plain = true,
         .push = push_push,
-        .metrics = NULL, /* push_metrics_all() */
+        .metrics = push_metrics,
+        .carry = push_carry,
         .stop = push_stop,
         .shutdown = push_shutdown,
         .free = push_free,
@@ -769,18 +835,9 @@ int push_exporter_new(struct config_remote_write *rw, const struct push_transpor
         pe->thread_running = false;
         goto fail;
     }
-    /* success from here: take the rules over */
-    pe->write_relabel = rw->write_relabel;
-    rw->write_relabel = NULL;
-    pthread_mutex_lock(&push_registry_mu);
-    struct push_exporter **pp = &push_registry;
-    while (*pp)
-        pp = &(*pp)->next;
-    *pp = pe;
-    pe->registered = true;
-    pthread_mutex_unlock(&push_registry_mu);
     out->ops = &pe->xops;
     out->ctx = pe;
+    out->name = pe->name;
     return 0;
 fail:
     if (pe) {
@@ -790,90 +847,11 @@ fail:
             pthread_mutex_destroy(&pe->mu);
         if (pe->tops && pe->tops->free)
             pe->tops->free(pe->tctx);
+        relabel_free(pe->write_relabel);
         alloc_free(pe->name);
         alloc_free(pe);
     } else if (ops && ops->free) {
         ops->free(tctx);
     }
-    return err;
-}
-
-/* --- metrics -------------------------------------------------------------- */
-
-static int push_metrics_keep(int err, int e)
-{
-    return err ? err : e;
-}
-
-int push_metrics_all(struct promtext *w)
-{
-    int err = 0;
-    pthread_mutex_lock(&push_registry_mu);
-    if (!push_registry)
-        goto out;
-    err = promtext_family(w, "pyprofd_push_profiles_total", PROMTEXT_COUNTER,
-                          "Profiles delivered to the endpoint.");
-    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next)
-        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}),
-                              (double)atomic_load(&pe->pushed));
-    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_failures_total", PROMTEXT_COUNTER,
-                                                 "Failed send attempts, by HTTP status or "
-                                                 "error kind (timeout, connect, tls, ...)."));
-    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
-        pthread_mutex_lock(&pe->mu);
-        for (size_t i = 0; i < pe->ncodes && !err; i++)
-            err = promtext_sample(
-                w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}, {"code", pe->codes[i].code}),
-                (double)pe->codes[i].n);
-        pthread_mutex_unlock(&pe->mu);
-    }
-    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_retries_total", PROMTEXT_COUNTER,
-                                                 "Send attempts scheduled again after a "
-                                                 "retryable failure."));
-    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next)
-        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}),
-                              (double)atomic_load(&pe->retries));
-    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_dropped_profiles_total",
-                                                 PROMTEXT_COUNTER,
-                                                 "Profiles not delivered, by reason."));
-    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
-        for (size_t r = 0; r < PUSH_DROP_NREASONS && !err; r++)
-            err = promtext_sample(
-                w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}, {"reason", push_drop_names[r]}),
-                (double)atomic_load(&pe->dropped[r]));
-    }
-    err = push_metrics_keep(err,
-                            promtext_family(w, "pyprofd_push_dropped_bytes_total", PROMTEXT_COUNTER,
-                                            "Bytes of gzipped pprof not delivered, by "
-                                            "reason."));
-    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
-        for (size_t r = 0; r < PUSH_DROP_NREASONS && !err; r++)
-            err = promtext_sample(
-                w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}, {"reason", push_drop_names[r]}),
-                (double)atomic_load(&pe->dropped_bytes[r]));
-    }
-    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_queue_length", PROMTEXT_GAUGE,
-                                                 "Profiles waiting or being sent."));
-    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
-        pthread_mutex_lock(&pe->mu);
-        double v = (double)(pe->n + (pe->inflight ? 1u : 0u));
-        pthread_mutex_unlock(&pe->mu);
-        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}), v);
-    }
-    err = push_metrics_keep(err, promtext_family(w, "pyprofd_push_queue_bytes", PROMTEXT_GAUGE,
-                                                 "Bytes of gzipped pprof waiting."));
-    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next) {
-        pthread_mutex_lock(&pe->mu);
-        double v = (double)pe->bytes;
-        pthread_mutex_unlock(&pe->mu);
-        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", pe->name}), v);
-    }
-    err = push_metrics_keep(err,
-                            promtext_family(w, "pyprofd_push_duration_seconds", PROMTEXT_HISTOGRAM,
-                                            "Time per send attempt, any outcome."));
-    for (struct push_exporter *pe = push_registry; pe && !err; pe = pe->next)
-        err = promtext_histogram(w, PROMTEXT_LABELS({"endpoint", pe->name}), &pe->duration);
-out:
-    pthread_mutex_unlock(&push_registry_mu);
     return err;
 }

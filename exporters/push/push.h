@@ -37,8 +37,7 @@
  *    the sender keeps delivering until the deadline, then stops; a send still
  *    in flight at the deadline is aborted (the transport is told through
  *    push_request.abort), and what is left, the aborted send included, is
- *    counted as dropped with reason "shutdown". The exporter leaves the
- *    metrics registry at once (see Metrics below). shutdown(deadline) is
+ *    counted as dropped with reason "shutdown". shutdown(deadline) is
  *    stop() if not called yet (the earlier deadline wins), then waits for the
  *    sender, so it returns shortly after the deadline whatever the network
  *    does.
@@ -57,17 +56,13 @@
  * for) is at any moment counted in exactly one of pushed, dropped (by
  * reason) and the queue length (waiting or being sent).
  *
- * Metrics: the exporter's ops->metrics is NULL, because several endpoints
- * share each metric family and a family may appear only once per document.
- * The agent calls push_metrics_all() once per scrape instead; it writes each
- * family once with one sample per live push exporter (Pyroscope and Parca
- * alike), from a registry the exporters join in push_exporter_new() and
- * leave in stop() (or shutdown()/free(), whichever comes first), so that a
- * replaced exporter and its replacement never appear together. Counters are
- * carried over: what a leaving exporter counted (at stop(), then the rest
- * after its sender ended) is added to the live exporter with the same
- * endpoint name, when there is one, so the series stay monotonic across a
- * reload; the latency histogram is not carried (it restarts).
+ * Metrics: ops->metrics writes the pyprofd_push_* families with this
+ * endpoint's samples, labelled endpoint="<name>"; the families the endpoints
+ * share are grouped by the writer (base/promtext.h). Across a reload the
+ * dispatcher keeps them monotonic (exporter.h, carry): ops->carry adds what
+ * this exporter counted since the last carry to its replacement with the same
+ * name (exporter.name is the endpoint name); the latency histogram is not
+ * carried (it restarts).
  *
  * Thread safety: as exporter.h. The transport's send() runs on the sender
  * thread only; its context is the transport's.
@@ -184,26 +179,17 @@ uint64_t push_fill_deadline_ns(const struct push_fill *f);
 
 /**
  * Creates a push exporter for endpoint @a rw, sending with @a ops / @a tctx.
- * What is needed of @a rw is copied, except its compiled write_relabel rules,
- * which the exporter takes over (rw->write_relabel is set to NULL), so the
- * exporter does not depend on the config's lifetime. The exporter also takes
- * ownership of @a tctx, on failure too. @a max_age_ns: profiles older than
- * this are dropped, not sent (0: no limit). @a clock may be NULL. Starts the
- * sender thread. Returns 0 with @a out filled, or -ENOMEM / -errno.
+ * What is needed of @a rw is copied, its compiled write_relabel rules too
+ * (compiled again), so the exporter does not depend on the config's
+ * lifetime. The exporter takes ownership of @a tctx, on failure too.
+ * @a max_age_ns: profiles older than this are dropped, not sent (0: no
+ * limit). @a clock may be NULL. Starts the sender thread. Returns 0 with
+ * @a out filled (out->name is the endpoint name), or -ENOMEM / -errno.
  */
-PYPROFD_WARN_UNUSED int push_exporter_new(struct config_remote_write *rw,
+PYPROFD_WARN_UNUSED int push_exporter_new(const struct config_remote_write *rw,
                                           const struct push_transport_ops *ops, void *tctx,
                                           uint64_t max_age_ns, const struct push_clock *clock,
                                           struct exporter *out);
-
-/**
- * Writes the push metric families (pyprofd_push_*; see docs/exporters.md),
- * each once, with one sample set per live push exporter, labelled
- * endpoint="<name>". Writes nothing when no push exporter exists. Returns 0
- * or the writer's error (promtext.h). Thread-safe: may run while exporters
- * are created, used and freed on other threads.
- */
-PYPROFD_WARN_UNUSED int push_metrics_all(struct promtext *w);
 
 #ifdef PYPROFD_UNITTEST
 /**

@@ -404,7 +404,7 @@ static const struct push_transport_ops pyro_ops = {
     .free = pyro_free,
 };
 
-int pyroscope_exporter_new(struct config_remote_write *rw, const struct push_clock *clock,
+int pyroscope_exporter_new(const struct config_remote_write *rw, const struct push_clock *clock,
                            struct exporter *out)
 {
     int err = -ENOMEM;

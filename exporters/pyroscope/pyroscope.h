@@ -42,13 +42,12 @@
 #define PYROSCOPE_MAX_AGE_NS (3600ull * 1000000000ull)
 
 /**
- * Creates a Pyroscope exporter for remote_write entry @a rw (type pyroscope).
- * Takes over rw->write_relabel (push_exporter_new()); everything else is
- * copied. @a clock may be NULL (the system clocks). Returns 0 with @a out
- * filled (free with out->ops->free(out->ctx)), -ENOMEM, -EINVAL (no url) or
+ * Creates a Pyroscope exporter for remote_write entry @a rw (type pyroscope),
+ * copying what it needs of it (push_exporter_new()). @a clock may be NULL (the system clocks).
+ * Returns 0 with @a out filled (free with out->ops->free(out->ctx)), -ENOMEM, -EINVAL (no url) or
  * another negative errno.
  */
-PYPROFD_WARN_UNUSED int pyroscope_exporter_new(struct config_remote_write *rw,
+PYPROFD_WARN_UNUSED int pyroscope_exporter_new(const struct config_remote_write *rw,
                                                const struct push_clock *clock,
                                                struct exporter *out);
 

@@ -2,9 +2,9 @@
 /*
  * Fuzz target: everything the push exporters parse from a server's reply.
  * The first byte picks the parser, the rest is the reply text:
- *   0  Parca: header lines (split on '\n', each as libcurl hands it over,
- *      with its CRLF), then what follows a blank line as the body, then the
- *      classification of the whole reply;
+ *   0  Parca: grpc-status, grpc-message and Retry-After values (the first
+ *      three lines), the rest as the body, then the classification of the
+ *      whole reply;
  *   1  Pyroscope: a Connect error body (JSON);
  *   2  Retry-After values (seconds or an HTTP-date) and push_classify_http;
  *   3  grpc-message percent-decoding into a small buffer.
@@ -19,23 +19,26 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void fuzz_parca(const char *text, size_t len)
+static void fuzz_parca(char *text, size_t len)
 {
+    /* the first three lines are grpc-status, grpc-message and Retry-After as
+     * libcurl's header API gives them (a missing line is an absent header);
+     * the rest is the body */
+    const char *values[3] = {NULL, NULL, NULL};
+    size_t i = 0;
+    for (int k = 0; k < 3 && i < len; k++) {
+        char *nl = memchr(text + i, '\n', len - i);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        text[end] = '\0';
+        values[k] = text + i;
+        i = end < len ? end + 1 : len;
+    }
     struct parca_reply rep;
     parca_reply_init(&rep);
-    size_t i = 0;
-    while (i < len) {
-        const char *nl = memchr(text + i, '\n', len - i);
-        size_t end = nl ? (size_t)(nl - text) + 1 : len;
-        if (end - i <= 2 && (text[i] == '\n' || text[i] == '\r')) {
-            i = end;
-            break; /* blank line: the body follows */
-        }
-        parca_reply_header(&rep, text + i, end - i);
-        i = end;
-    }
+    parca_reply_values(&rep, values[0], values[1], values[2]);
     if (i < len)
         parca_reply_body(&rep, text + i, len - i);
+    PYPROFD_ASSERT(strlen(rep.grpc_message) < sizeof(rep.grpc_message));
     struct push_result res;
     memset(&res, 0, sizeof(res));
     parca_classify(CURLE_OK, "", CURL_HTTP_VERSION_2_0, &rep, 1700000000000000000ll, &res);

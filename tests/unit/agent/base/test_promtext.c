@@ -2,7 +2,8 @@
 /*
  * Tests for agent/base/promtext.c: exact text for each kind of line,
  * escaping, value formatting, the checks, the cap, the histogram type, the
- * process_* metrics, and Debian's promtool as the real consumer.
+ * process_* metrics, families opened again coming out grouped, and Debian's
+ * promtool as the real consumer.
  */
 #include "base/compat.h"
 
@@ -22,6 +23,7 @@ static const char *doc(struct promtext *w)
     static char buf[1 << 16];
     size_t len = 0;
     const char *d = promtext_data(w, &len);
+    assert_non_null(d);
     assert_true(len < sizeof(buf));
     memcpy(buf, d, len);
     buf[len] = '\0';
@@ -233,9 +235,9 @@ static void test_promtext__rejects_bad_names_and_order(void **state)
     assert_int_equal(promtext_sample(w, "m_total_bucket", NULL, 0, 1), -EPROTO);
     assert_int_equal(promtext_sample(w, "bad name", NULL, 0, 1), -EINVAL);
     assert_int_equal(promtext_sample(w, "m_total", NULL, 0, 5), 0);
-    /* a family appears once */
+    /* a family has one type */
     assert_int_equal(promtext_family(w, "other", PROMTEXT_GAUGE, NULL), 0);
-    assert_int_equal(promtext_family(w, "m_total", PROMTEXT_COUNTER, "again"), -EEXIST);
+    assert_int_equal(promtext_family(w, "m_total", PROMTEXT_GAUGE, "again"), -EEXIST);
     /* a histogram's samples carry a suffix; a summary's plain name is a quantile */
     assert_int_equal(promtext_family(w, "h", PROMTEXT_HISTOGRAM, NULL), 0);
     assert_int_equal(promtext_sample(w, NULL, NULL, 0, 1), -EPROTO);
@@ -255,6 +257,107 @@ static void test_promtext__rejects_bad_names_and_order(void **state)
                                 "# TYPE s summary\n"
                                 "s{quantile=\"0.5\"} 1\n"
                                 "s_sum 1\n");
+    promtext_free(w);
+}
+
+/* Families opened again append to themselves: each comes out whole, where it was first opened. */
+static void test_promtext__groups_samples_by_family(void **state)
+{
+    (void)state;
+    struct promtext *w = new_writer(0);
+    struct promtext_hist h;
+    assert_int_equal(promtext_hist_init(&h, (const double[]){1}, 1), 0);
+    promtext_hist_observe(&h, 0.5);
+    /* two writers of one document, each with its own label value, interleaved */
+    for (int i = 0; i < 2; i++) {
+        const char *ep = i == 0 ? "a" : "b";
+        assert_int_equal(promtext_family(w, "push_total", PROMTEXT_COUNTER, "Pushed."), 0);
+        assert_int_equal(promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", ep}), i + 1), 0);
+        /* the second writer's help text is ignored: the first one's stands */
+        assert_int_equal(promtext_family(w, "queue", PROMTEXT_GAUGE, i == 0 ? NULL : "Waiting."),
+                         0);
+        assert_int_equal(promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", ep}), 10 + i), 0);
+        assert_int_equal(promtext_family(w, "took", PROMTEXT_HISTOGRAM, "Time."), 0);
+        assert_int_equal(promtext_histogram(w, PROMTEXT_LABELS({"endpoint", ep}), &h), 0);
+    }
+    /* and a family first opened after them comes last */
+    assert_int_equal(promtext_family(w, "last", PROMTEXT_GAUGE, NULL), 0);
+    assert_int_equal(promtext_sample(w, NULL, NULL, 0, 1), 0);
+    assert_int_equal(promtext_family(w, "push_total", PROMTEXT_COUNTER, NULL), 0);
+    assert_int_equal(promtext_sample(w, NULL, PROMTEXT_LABELS({"endpoint", "c"}), 3), 0);
+    const char *want = "# HELP push_total Pushed.\n"
+                       "# TYPE push_total counter\n"
+                       "push_total{endpoint=\"a\"} 1\n"
+                       "push_total{endpoint=\"b\"} 2\n"
+                       "push_total{endpoint=\"c\"} 3\n"
+                       "# TYPE queue gauge\n"
+                       "queue{endpoint=\"a\"} 10\n"
+                       "queue{endpoint=\"b\"} 11\n"
+                       "# HELP took Time.\n"
+                       "# TYPE took histogram\n"
+                       "took_bucket{endpoint=\"a\",le=\"1\"} 1\n"
+                       "took_bucket{endpoint=\"a\",le=\"+Inf\"} 1\n"
+                       "took_sum{endpoint=\"a\"} 0.5\n"
+                       "took_count{endpoint=\"a\"} 1\n"
+                       "took_bucket{endpoint=\"b\",le=\"1\"} 1\n"
+                       "took_bucket{endpoint=\"b\",le=\"+Inf\"} 1\n"
+                       "took_sum{endpoint=\"b\"} 0.5\n"
+                       "took_count{endpoint=\"b\"} 1\n"
+                       "# TYPE last gauge\n"
+                       "last 1\n";
+    assert_string_equal(doc(w), want);
+    /* reading it does not change it; taking it gives the same text */
+    assert_string_equal(doc(w), want);
+    char *out = NULL;
+    size_t len = 0;
+    assert_int_equal(promtext_take(w, &out, &len), 0);
+    assert_string_equal(out, want);
+    assert_int_equal(len, strlen(want));
+    alloc_free(out);
+    promtext_free(w);
+}
+
+/* A name has one type; refusing another changes nothing and is not sticky. */
+static void test_promtext__refuses_a_conflicting_type(void **state)
+{
+    (void)state;
+    struct promtext *w = new_writer(0);
+    assert_int_equal(promtext_family(w, "m", PROMTEXT_COUNTER, "Counted."), 0);
+    assert_int_equal(promtext_sample(w, NULL, NULL, 0, 1), 0);
+    assert_int_equal(promtext_family(w, "g", PROMTEXT_GAUGE, NULL), 0);
+    assert_int_equal(promtext_family(w, "m", PROMTEXT_GAUGE, "Counted."), -EEXIST);
+    assert_int_equal(promtext_family(w, "m", PROMTEXT_HISTOGRAM, NULL), -EEXIST);
+    assert_int_equal(promtext_family(w, "g", PROMTEXT_COUNTER, NULL), -EEXIST);
+    assert_int_equal(promtext_error(w), 0);
+    /* the family open before the refusal is still the open one */
+    assert_int_equal(promtext_sample(w, NULL, NULL, 0, 2), 0);
+    assert_string_equal(doc(w), "# HELP m Counted.\n"
+                                "# TYPE m counter\n"
+                                "m 1\n"
+                                "# TYPE g gauge\n"
+                                "g 2\n");
+    promtext_free(w);
+}
+
+/* The cap counts the whole document, over every family. */
+static void test_promtext__cap_counts_every_family(void **state)
+{
+    (void)state;
+    struct promtext *w = new_writer(60);
+    assert_int_equal(promtext_family(w, "a", PROMTEXT_GAUGE, NULL), 0); /* 15 bytes */
+    assert_int_equal(promtext_family(w, "b", PROMTEXT_GAUGE, NULL), 0); /* 30 */
+    int rc = 0;
+    int n = 0;
+    for (; rc == 0 && n < 100; n++) {
+        rc = promtext_family(w, n % 2 ? "a" : "b", PROMTEXT_GAUGE, NULL);
+        if (rc == 0)
+            rc = promtext_sample(w, NULL, NULL, 0, 1); /* 4 bytes each */
+    }
+    assert_int_equal(rc, -E2BIG);
+    size_t len = 0;
+    assert_non_null(promtext_data(w, &len));
+    assert_int_equal(len, 58); /* 30 + 7 samples; an eighth would be 62 */
+    assert_int_equal(n, 8);
     promtext_free(w);
 }
 
@@ -398,6 +501,14 @@ static void test_promtext__promtool_accepts_document(void **state)
                                      "Time to encode one profile."),
                      0);
     assert_int_equal(promtext_histogram(w, PROMTEXT_LABELS({"job", "web"}), &h), 0);
+    /* families opened again, as several exporters do: grouped in the output */
+    assert_int_equal(promtext_family(w, "pyprofd_samples_total", PROMTEXT_COUNTER, NULL), 0);
+    assert_int_equal(
+        promtext_sample(w, NULL, PROMTEXT_LABELS({"job", "batch"}, {"mode", "gil"}), 3), 0);
+    assert_int_equal(promtext_family(w, "pyprofd_encode_duration_seconds", PROMTEXT_HISTOGRAM,
+                                     "Time to encode one profile."),
+                     0);
+    assert_int_equal(promtext_histogram(w, PROMTEXT_LABELS({"job", "batch"}), &h), 0);
     assert_int_equal(promtext_process_metrics(w), 0);
 
     char path[] = "/tmp/pyprofd-promtext-XXXXXX";
@@ -427,6 +538,9 @@ int main(void)
         cmocka_unit_test(test_promtext__hist_init_checks_bounds),
         cmocka_unit_test(test_promtext__hist_observe_is_thread_safe),
         cmocka_unit_test(test_promtext__rejects_bad_names_and_order),
+        cmocka_unit_test(test_promtext__groups_samples_by_family),
+        cmocka_unit_test(test_promtext__refuses_a_conflicting_type),
+        cmocka_unit_test(test_promtext__cap_counts_every_family),
         cmocka_unit_test(test_promtext__stops_at_the_cap),
         cmocka_unit_test(test_promtext__take_hands_over_and_resets),
         cmocka_unit_test(test_promtext__parses_proc_stat),

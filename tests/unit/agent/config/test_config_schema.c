@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "base/alloc.h"
 #include "config/config_schema.h"
 
 struct row {
@@ -75,7 +76,7 @@ static char *slurp(const char *rel)
     fclose(f);
     assert_true(n < sizeof(buf) - 1);
     buf[n] = '\0';
-    char *copy = strdup(buf);
+    char *copy = alloc_strdup(buf);
     assert_non_null(copy);
     return copy;
 }
@@ -159,7 +160,7 @@ static void test_config_schema__every_key_is_documented(void **state)
             missing++;
         }
     }
-    free(doc);
+    alloc_free(doc);
     assert_int_equal(missing, 0);
 }
 
@@ -199,7 +200,7 @@ static void test_config_schema__every_key_is_read(void **state)
                          (next >= 'A' && next <= 'Z') || (next >= '0' && next <= '9'));
             }
         }
-        free(src);
+        alloc_free(src);
         if (!used) {
             print_error("%s: %s does not read %s\n", r->id, r->reader, r->field);
             unread++;

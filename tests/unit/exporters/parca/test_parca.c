@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tests for exporters/parca/parca.c: the gRPC frame and the WriteRawRequest
- * inside it (unpacked again with protobuf-c), header and trailer parsing,
- * grpc-message decoding, grpc-timeout, and how replies and transport errors
- * are classified. The exchange with a real gRPC server is
- * tests/integration/test_parca.py.
+ * inside it (unpacked again with protobuf-c), what is taken from the reply's
+ * grpc-status, grpc-message and Retry-After values, grpc-message decoding,
+ * grpc-timeout, and how replies and transport errors are classified. Reading
+ * those values from real headers and trailers (libcurl's header API) is the
+ * exchange with a real gRPC server in tests/integration/test_parca.py.
  */
 #include "base/compat.h"
 
@@ -21,11 +22,6 @@
 #define NOW (1445412480ll * 1000000000ll)
 
 static const uint8_t fake_pprof[] = {0x1f, 0x8b, 0x08, 0x00, 0x01, 0x02, 0x03, 0x00, 0xff};
-
-static void feed(struct parca_reply *rep, const char *line)
-{
-    parca_reply_header(rep, line, strlen(line));
-}
 
 static void test_parca__frame_round_trips_through_protobuf_c(void **state)
 {
@@ -140,34 +136,26 @@ static void test_parca__encode_fails_cleanly_without_memory(void **state)
     labels_release(&ls);
 }
 
-static void test_parca__grpc_status_from_trailers(void **state)
+static void test_parca__grpc_status_and_message_from_reply_values(void **state)
 {
     (void)state;
     struct parca_reply rep;
     parca_reply_init(&rep);
-    feed(&rep, "HTTP/2 200 \r\n");
-    feed(&rep, "content-type: application/grpc\r\n");
-    feed(&rep, "\r\n");
     assert_int_equal(rep.grpc_status, -1);
-    parca_reply_body(&rep, "\0\0\0\0\0", 5);
-    feed(&rep, "grpc-status: 0\r\n");
-    feed(&rep, "grpc-message: \r\n");
-    assert_int_equal(rep.http_status, 200);
+    assert_false(rep.grpc_message_seen);
+    /* a reply without any of them */
+    parca_reply_values(&rep, NULL, NULL, NULL);
+    assert_int_equal(rep.grpc_status, -1);
+    assert_false(rep.grpc_message_seen);
+    assert_string_equal(rep.retry_after, "");
+    /* OK with an empty message */
+    parca_reply_values(&rep, "0", "", NULL);
     assert_int_equal(rep.grpc_status, 0);
     assert_true(rep.grpc_message_seen);
     assert_string_equal(rep.grpc_message, "");
-}
-
-static void test_parca__grpc_status_from_trailers_only_reply(void **state)
-{
-    (void)state;
-    struct parca_reply rep;
+    /* a percent-encoded message */
     parca_reply_init(&rep);
-    feed(&rep, "HTTP/2 200 \r\n");
-    feed(&rep, "Content-Type: application/grpc\r\n");
-    feed(&rep, "Grpc-Status:\t14 \r\n");
-    feed(&rep, "GRPC-MESSAGE: try%20again%20later\r\n");
-    feed(&rep, "\r\n");
+    parca_reply_values(&rep, "14", "try%20again%20later", NULL);
     assert_int_equal(rep.grpc_status, 14);
     assert_string_equal(rep.grpc_message, "try again later");
 }
@@ -175,37 +163,36 @@ static void test_parca__grpc_status_from_trailers_only_reply(void **state)
 static void test_parca__unparsable_grpc_status_is_unknown(void **state)
 {
     (void)state;
+    static const char *const bad[] = {"1x", "", "99999", "-1", "+5", " 3", "0x1"};
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(bad); i++) {
+        struct parca_reply rep;
+        parca_reply_init(&rep);
+        parca_reply_values(&rep, bad[i], NULL, NULL);
+        assert_int_equal(rep.grpc_status, 2);
+    }
     struct parca_reply rep;
     parca_reply_init(&rep);
-    feed(&rep, "HTTP/2 200\r\n");
-    feed(&rep, "grpc-status: 1x\r\n");
-    assert_int_equal(rep.grpc_status, 2);
-    feed(&rep, "grpc-status: \r\n");
-    assert_int_equal(rep.grpc_status, 2);
-    feed(&rep, "grpc-status: 99999\r\n");
-    assert_int_equal(rep.grpc_status, 2);
-    /* a name that only starts like it is something else */
-    parca_reply_init(&rep);
-    feed(&rep, "grpc-status-details-bin: AAAA\r\n");
-    assert_int_equal(rep.grpc_status, -1);
+    parca_reply_values(&rep, "9999", NULL, NULL);
+    assert_int_equal(rep.grpc_status, 9999);
 }
 
-static void test_parca__status_line_starts_a_new_reply(void **state)
+static void test_parca__retry_after_is_kept_whole(void **state)
 {
     (void)state;
     struct parca_reply rep;
     parca_reply_init(&rep);
-    feed(&rep, "HTTP/1.1 100 Continue\r\n");
-    feed(&rep, "grpc-status: 3\r\n");
-    feed(&rep, "\r\n");
-    feed(&rep, "HTTP/1.1 503 Service Unavailable\r\n");
-    feed(&rep, "Retry-After: 7\r\n");
-    assert_int_equal(rep.http_status, 503);
-    assert_int_equal(rep.grpc_status, -1);
+    parca_reply_values(&rep, NULL, NULL, "7");
     assert_string_equal(rep.retry_after, "7");
-    feed(&rep, "Retry-After: Wed, 21 Oct 2015 07:28:00 GMT\r\n");
+    parca_reply_values(&rep, NULL, NULL, "Wed, 21 Oct 2015 07:28:00 GMT");
     assert_string_equal(rep.retry_after, "Wed, 21 Oct 2015 07:28:00 GMT");
-    feed(&rep, "HTTP/2 200\r\n");
+    /* too long to be a delay or a date: none */
+    char longer[sizeof(rep.retry_after) + 1];
+    memset(longer, '1', sizeof(longer) - 1);
+    longer[sizeof(longer) - 1] = '\0';
+    parca_reply_values(&rep, NULL, NULL, longer);
+    assert_string_equal(rep.retry_after, "");
+    parca_reply_values(&rep, NULL, NULL, "3");
+    parca_reply_values(&rep, NULL, NULL, NULL);
     assert_string_equal(rep.retry_after, "");
 }
 
@@ -471,7 +458,9 @@ static void test_parca__new_and_free(void **state)
         struct exporter ex = {0};
         size_t before = alloc_in_use();
         assert_int_equal(parca_exporter_new(&rw, NULL, &ex), 0);
-        assert_null(rw.write_relabel); /* taken by the engine */
+        /* copied by the engine: the caller's rules stay the caller's */
+        assert_non_null(rw.write_relabel);
+        relabel_free(rw.write_relabel);
         assert_string_equal(ex.ops->kind, "parca");
         ex.ops->shutdown(ex.ctx, 0);
         ex.ops->free(ex.ctx);
@@ -486,10 +475,9 @@ int main(void)
         cmocka_unit_test(test_parca__frame_bytes_follow_the_schema),
         cmocka_unit_test(test_parca__encode_without_labels),
         cmocka_unit_test(test_parca__encode_fails_cleanly_without_memory),
-        cmocka_unit_test(test_parca__grpc_status_from_trailers),
-        cmocka_unit_test(test_parca__grpc_status_from_trailers_only_reply),
+        cmocka_unit_test(test_parca__grpc_status_and_message_from_reply_values),
         cmocka_unit_test(test_parca__unparsable_grpc_status_is_unknown),
-        cmocka_unit_test(test_parca__status_line_starts_a_new_reply),
+        cmocka_unit_test(test_parca__retry_after_is_kept_whole),
         cmocka_unit_test(test_parca__percent_decodes_grpc_message),
         cmocka_unit_test(test_parca__percent_decode_cuts_at_a_character_boundary),
         cmocka_unit_test(test_parca__body_is_capped_and_printable),

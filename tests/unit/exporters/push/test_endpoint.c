@@ -354,12 +354,31 @@ static void test_endpoint__authorization_credentials_and_overrides(void **state)
     assert_string_equal(val, "Bearer tok-2");
     push_endpoint_release(&e);
 
+    /* the scheme's name is case-insensitive: libcurl writes Bearer its way */
+    rw = rw_for(url);
+    rw.authorization_type = (char *)"bearer";
+    rw.authorization_credentials = (char *)"abc";
+    assert_int_equal(push_endpoint_init(&e, &rw), 0);
+    assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), 0);
+    assert_string_equal(val, "Bearer abc");
+    push_endpoint_release(&e);
+
+    /* a type libcurl does not know is sent as written */
     rw = rw_for(url);
     rw.authorization_type = (char *)"Token";
     rw.authorization_credentials = (char *)"abc";
     assert_int_equal(push_endpoint_init(&e, &rw), 0);
     assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), 0);
     assert_string_equal(val, "Token abc");
+    push_endpoint_release(&e);
+
+    /* basic auth with a colon in the user name, as libcurl's options allow */
+    rw = rw_for(url);
+    rw.basic_auth_username = (char *)"us:er";
+    rw.basic_auth_password = (char *)"pw";
+    assert_int_equal(push_endpoint_init(&e, &rw), 0);
+    assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), 0);
+    assert_string_equal(val, "Basic dXM6ZXI6cHc="); /* base64("us:er:pw") */
     push_endpoint_release(&e);
 
     /* a custom header of the same name wins over the generated one */

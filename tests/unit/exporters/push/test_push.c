@@ -3,8 +3,9 @@
  * (the transport ops are the seam) and an injected clock: order, retries with
  * backoff and Retry-After, permanent drops, queue caps, age and retry limits,
  * write relabeling, stop and shutdown with a deadline (non-blocking stop, sends
- * aborted at the deadline, counters carried over to a replacement), and the
- * metrics text. "Nothing happened yet" is push_wait_parked() (parked()), not
+ * aborted at the deadline), counters carried over to a replacement by the
+ * dispatcher at a reload, and the metrics text of several endpoints in one
+ * document. "Nothing happened yet" is push_wait_parked() (parked()), not
  * a real-time pause, wherever the sender is not inside a send. */
 #include "base/compat.h"
 
@@ -16,6 +17,7 @@
 
 #include "base/alloc.h"
 #include "config/relabel.h"
+#include "exporters/dispatch.h"
 #include "exporters/push/push.h"
 
 #define SEC 1000000000ull
@@ -26,26 +28,26 @@
 static _Atomic uint64_t fake_mono;
 static _Atomic int64_t fake_real;
 
-static uint64_t clock_mono(void *arg)
+static uint64_t fake_clock_mono(void *arg)
 {
     (void)arg;
     return atomic_load(&fake_mono);
 }
 
-static int64_t clock_real(void *arg)
+static int64_t fake_clock_real(void *arg)
 {
     (void)arg;
     return atomic_load(&fake_real);
 }
 
-static uint64_t clock_random(void *arg)
+static uint64_t fake_clock_random(void *arg)
 {
     (void)arg;
     return 0;
 }
 
 static const struct push_clock fake_clock = {
-    .mono_ns = clock_mono, .real_ns = clock_real, .random = clock_random};
+    .mono_ns = fake_clock_mono, .real_ns = fake_clock_real, .random = fake_clock_random};
 
 static void advance_to(uint64_t t)
 {
@@ -217,6 +219,9 @@ static struct config_remote_write rw_defaults(void)
     return rw;
 }
 
+/* The exporter whose ops->metrics metric() and count_samples() read: the last one made. */
+static struct exporter shown;
+
 /* An exporter on a new fake transport, which `tx` then points at. */
 static struct exporter make_clock(struct config_remote_write *rw, uint64_t max_age,
                                   const struct push_clock *clock)
@@ -228,9 +233,12 @@ static struct exporter make_clock(struct config_remote_write *rw, uint64_t max_a
     tx->always = result(PUSH_OK, "200", 0);
     struct exporter ex = {0};
     assert_int_equal(push_exporter_new(rw, &fake_ops, tx, max_age, clock, &ex), 0);
-    assert_null(ex.ops->metrics);
+    assert_non_null(ex.ops->metrics);
+    assert_non_null(ex.ops->carry);
+    assert_string_equal(ex.name, rw->name);
     assert_true(ex.ops->wants_plain);
     assert_non_null(ex.ops->stop);
+    shown = ex;
     return ex;
 }
 
@@ -269,12 +277,22 @@ static int push_one(struct exporter *ex, const char *job, const char *mode_name,
     return err;
 }
 
-/* The value of the sample @a sample ("name{labels}") in push_metrics_all(), or -1. */
-static double metric(const char *sample)
+/* The metrics document: @a d's, or the shown exporter's when @a d is NULL (a writer to free). */
+static struct promtext *scrape(struct dispatch *d)
 {
     struct promtext *w = NULL;
     assert_int_equal(promtext_new(0, &w), 0);
-    assert_int_equal(push_metrics_all(w), 0);
+    if (d)
+        assert_int_equal(dispatch_metrics(d, w), 0);
+    else
+        assert_int_equal(shown.ops->metrics(shown.ctx, w), 0);
+    return w;
+}
+
+/* The value of sample @a sample ("name{labels}") in scrape(@a dp), or -1. */
+static double metric_of(struct dispatch *dp, const char *sample)
+{
+    struct promtext *w = scrape(dp);
     size_t len = 0;
     const char *d = promtext_data(w, &len);
     double v = -1;
@@ -291,12 +309,16 @@ static double metric(const char *sample)
     return v;
 }
 
-/* How many samples of push_metrics_all() start with @a prefix. */
-static size_t count_samples(const char *prefix)
+/* The value of sample @a sample in the shown exporter's metrics, or -1. */
+static double metric(const char *sample)
 {
-    struct promtext *w = NULL;
-    assert_int_equal(promtext_new(0, &w), 0);
-    assert_int_equal(push_metrics_all(w), 0);
+    return metric_of(NULL, sample);
+}
+
+/* How many samples of scrape(@a dp) start with @a prefix. */
+static size_t count_samples(struct dispatch *dp, const char *prefix)
+{
+    struct promtext *w = scrape(dp);
     size_t len = 0, n = 0;
     const char *d = promtext_data(w, &len);
     size_t pl = strlen(prefix);
@@ -920,7 +942,9 @@ static void test_push__write_relabel_drops_and_cleans_labels(void **state)
     char err[256];
     assert_int_equal(relabel_compile(specs, 2, &rw.write_relabel, err, sizeof(err)), 0);
     struct exporter ex = make(&rw, 0);
-    assert_null(rw.write_relabel); /* taken over */
+    /* copied: the exporter does not depend on the config's rules */
+    relabel_free(rw.write_relabel);
+    rw.write_relabel = NULL;
     assert_int_equal(push_one(&ex, "dropme", "cpu", T0, 100), 0);
     assert_int_equal(push_one(&ex, "keepme", "gil", T0 + 1, 100), 0);
     wait_calls(1);
@@ -956,13 +980,6 @@ static void test_push__shutdown_drains_until_the_deadline(void **state)
     for (int i = 0; i < 5; i++)
         assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
     uint64_t t = atomic_load(&fake_mono);
-    /* the stopped exporter leaves /metrics; a replacement with the same name
-     * shows its counts */
-    struct fake_tx *old_tx = tx;
-    struct config_remote_write rw2 = rw_defaults();
-    struct exporter next = make(&rw2, 0);
-    struct fake_tx *next_tx = tx;
-    tx = old_tx;
     pthread_t th;
     struct unblocker u = {.delay_us = 50000};
     assert_int_equal(pthread_create(&th, NULL, unblock_later, &u), 0);
@@ -976,12 +993,9 @@ static void test_push__shutdown_drains_until_the_deadline(void **state)
                        "reason=\"shutdown\"}") == 2);
     /* after shutdown, pushes are counted and dropped */
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 9, 100), 0);
-    destroy(&ex);
     assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
                        "reason=\"shutdown\"}") == 3);
-    assert_int_equal(count_samples("pyprofd_push_profiles_total{"), 1);
-    tx = next_tx;
-    destroy(&next);
+    destroy(&ex);
 
     /* free without shutdown: nothing is sent any more, nothing leaks */
     ex = make(&rw, 0);
@@ -998,12 +1012,11 @@ static void test_push__shutdown_drains_until_the_deadline(void **state)
     pthread_join(th, NULL);
 }
 
-static void test_push__stop_does_not_block_and_leaves_metrics_at_once(void **state)
+static void test_push__stop_does_not_block_and_sends_until_the_deadline(void **state)
 {
     (void)state;
     struct config_remote_write rw = rw_defaults();
     struct exporter ex = make(&rw, 0);
-    struct fake_tx *old_tx = tx;
     for (int i = 0; i < 2; i++)
         assert_int_equal(push_one(&ex, "web", "cpu", T0 + i, 100), 0);
     wait_calls(2);
@@ -1016,20 +1029,12 @@ static void test_push__stop_does_not_block_and_leaves_metrics_at_once(void **sta
     advance_to(atomic_load(&fake_mono) + SEC); /* past the backoff: the retry blocks */
     wait_entered(tx, 4);
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 3, 100), 0);
-    assert_int_equal(count_samples("pyprofd_push_profiles_total{endpoint=\"ep\"}"), 1);
 
-    /* a replacement exists (a reload), then the old one is stopped */
-    struct config_remote_write rw2 = rw_defaults();
-    struct exporter next = make(&rw2, 0);
-    struct fake_tx *next_tx = tx;
-    tx = old_tx;
-    assert_int_equal(count_samples("pyprofd_push_profiles_total{endpoint=\"ep\"}"), 2);
     uint64_t t = atomic_load(&fake_mono);
     uint64_t r0 = real_mono();
     ex.ops->stop(ex.ctx, t + 5 * SEC);
     assert_true(real_mono() - r0 < SEC / 10);
-    /* out of /metrics at once; the counts so far are the replacement's */
-    assert_int_equal(count_samples("pyprofd_push_profiles_total{endpoint=\"ep\"}"), 1);
+    /* the counts so far (still its own: the dispatcher decides whom /metrics shows) */
     assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 2);
     assert_true(metric("pyprofd_push_retries_total{endpoint=\"ep\"}") == 1);
     assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"503\"}") == 1);
@@ -1049,13 +1054,96 @@ static void test_push__stop_does_not_block_and_leaves_metrics_at_once(void **sta
     assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"aborted\"}") == -1);
     assert_true(metric("pyprofd_push_retries_total{endpoint=\"ep\"}") == 1);
     destroy(&ex);
-    tx = next_tx;
-    /* the replacement works as usual, from the carried counts on */
-    assert_int_equal(push_one(&next, "web", "cpu", T0 + 5, 100), 0);
-    wait_calls(1);
-    assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 3);
-    destroy(&next);
-    assert_int_equal(count_samples("pyprofd_push_profiles_total{"), 0);
+}
+
+/*
+ * A reload through the dispatcher (exporters/dispatch.c owns the sets): the
+ * replacement with the same name is in /metrics at once, alone, with the old
+ * exporter's counts; what the old one counts until its deadline (a send
+ * aborted, one queued behind it) is added when it has finished; an endpoint
+ * of another name starts from zero; an endpoint the next reload removes
+ * leaves /metrics. The counters never go down on the way.
+ */
+static const struct clock dispatch_clock = {
+    .mono_ns = fake_clock_mono, .real_ns = fake_clock_real, .thread_cpu_ns = fake_clock_mono};
+
+static void test_push__reload_keeps_counters_through_the_dispatcher(void **state)
+{
+    (void)state;
+    struct window_queue *q = NULL;
+    struct dispatch *d = NULL;
+    assert_int_equal(window_queue_new(4, 4, NULL, &q), 0);
+    assert_int_equal(dispatch_new(q, 1 << 20, &d), 0);
+    dispatch_set_clock(d, &dispatch_clock);
+    struct config_remote_write rw = rw_defaults();
+    struct exporter old = make(&rw, 0);
+    struct fake_tx *old_tx = tx;
+    assert_int_equal(dispatch_set_exporters(d, &old, 1, 1 << 20), 0);
+    assert_int_equal(dispatch_start(d), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(push_one(&old, "web", "cpu", T0 + i, 100), 0);
+    wait_calls(2);
+    tx->always = result(PUSH_RETRY, "503", 0);
+    assert_int_equal(push_one(&old, "web", "cpu", T0 + 2, 100), 0);
+    wait_calls(3);
+    pthread_mutex_lock(&tx->mu);
+    tx->until_abort = true;
+    pthread_mutex_unlock(&tx->mu);
+    advance_to(atomic_load(&fake_mono) + SEC); /* past the backoff: the retry blocks */
+    wait_entered(tx, 4);
+    assert_int_equal(push_one(&old, "web", "cpu", T0 + 3, 100), 0);
+    assert_true(metric_of(d, "pyprofd_push_profiles_total{endpoint=\"ep\"}") == 2);
+
+    /* the reload: the same endpoint, and a new one */
+    struct config_remote_write rw2 = rw_defaults();
+    struct config_remote_write rw3 = rw_defaults();
+    rw3.name = (char *)"other";
+    struct exporter next[2] = {make(&rw2, 0), make(&rw3, 0)};
+    assert_int_equal(dispatch_set_exporters(d, next, 2, 1 << 20), 0);
+    assert_int_equal(count_samples(d, "pyprofd_push_profiles_total{endpoint=\"ep\"}"), 1);
+    assert_true(metric_of(d, "pyprofd_push_profiles_total{endpoint=\"ep\"}") == 2);
+    assert_true(metric_of(d, "pyprofd_push_retries_total{endpoint=\"ep\"}") == 1);
+    assert_true(metric_of(d, "pyprofd_push_failures_total{endpoint=\"ep\",code=\"503\"}") == 1);
+    assert_true(metric_of(d, "pyprofd_push_profiles_total{endpoint=\"other\"}") == 0);
+    assert_true(metric_of(d, "pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                             "reason=\"shutdown\"}") == 0);
+    /* the old exporter is stopped by the export thread (between two windows)
+     * with DISPATCH_RETIRE_NS to go; once the clock is past that, its blocked
+     * send is aborted, and the two profiles it held are counted and carried */
+    double shut = 0;
+    for (int i = 0; i < 5000 && shut < 2; i++) {
+        shut = metric_of(d, "pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
+                            "reason=\"shutdown\"}");
+        assert_true(shut >= 0 && shut <= 2);
+        assert_true(metric_of(d, "pyprofd_push_profiles_total{endpoint=\"ep\"}") == 2);
+        if (shut < 2) {
+            advance_to(atomic_load(&fake_mono) + DISPATCH_RETIRE_NS / 10);
+            usleep(1000);
+        }
+    }
+    assert_true(shut == 2);
+    assert_int_equal(naborted(old_tx), 1);
+    assert_true(metric_of(d, "pyprofd_push_dropped_bytes_total{endpoint=\"ep\","
+                             "reason=\"shutdown\"}") == 200);
+    assert_int_equal(count_samples(d, "pyprofd_push_profiles_total{"), 2);
+    /* the replacement delivers from the carried counts on */
+    assert_int_equal(push_one(&next[0], "web", "cpu", T0 + 5, 100), 0);
+    for (int i = 0; i < 5000 && metric_of(d, "pyprofd_push_profiles_total{endpoint=\"ep\"}") < 3;
+         i++)
+        usleep(1000);
+    assert_true(metric_of(d, "pyprofd_push_profiles_total{endpoint=\"ep\"}") == 3);
+    assert_true(metric_of(d, "pyprofd_push_retries_total{endpoint=\"ep\"}") == 1);
+    /* a reload without "ep": it leaves /metrics */
+    struct config_remote_write rw4 = rw_defaults();
+    rw4.name = (char *)"other";
+    struct exporter last = make(&rw4, 0);
+    assert_int_equal(dispatch_set_exporters(d, &last, 1, 1 << 20), 0);
+    assert_int_equal(count_samples(d, "pyprofd_push_profiles_total{endpoint=\"ep\"}"), 0);
+    assert_int_equal(count_samples(d, "pyprofd_push_profiles_total{endpoint=\"other\"}"), 1);
+    dispatch_stop(d, atomic_load(&fake_mono));
+    dispatch_free(d);
+    window_queue_free(q);
+    tx = NULL;
 }
 
 static void test_push__blocked_send_is_aborted_at_the_deadline(void **state)
@@ -1143,9 +1231,11 @@ static void test_push__metrics_text_is_valid(void **state)
     tx = tx2;
     wait_calls(1);
 
+    /* one document, each exporter writing its own samples, as the dispatcher does */
     struct promtext *w = NULL;
     assert_int_equal(promtext_new(0, &w), 0);
-    assert_int_equal(push_metrics_all(w), 0);
+    assert_int_equal(ex.ops->metrics(ex.ctx, w), 0);
+    assert_int_equal(ex2.ops->metrics(ex2.ctx, w), 0);
     char *doc = NULL;
     size_t len = 0;
     assert_int_equal(promtext_take(w, &doc, &len), 0);
@@ -1181,12 +1271,6 @@ static void test_push__metrics_text_is_valid(void **state)
     destroy(&ex);
     tx = tx2;
     destroy(&ex2);
-    /* no exporter: nothing written */
-    assert_int_equal(promtext_new(0, &w), 0);
-    assert_int_equal(push_metrics_all(w), 0);
-    promtext_data(w, &len);
-    assert_int_equal(len, 0);
-    promtext_free(w);
 }
 
 int main(void)
@@ -1206,7 +1290,8 @@ int main(void)
         cmocka_unit_test_setup(test_push__retry_after_is_capped_by_the_room_in_the_queue, setup),
         cmocka_unit_test_setup(test_push__write_relabel_drops_and_cleans_labels, setup),
         cmocka_unit_test_setup(test_push__shutdown_drains_until_the_deadline, setup),
-        cmocka_unit_test_setup(test_push__stop_does_not_block_and_leaves_metrics_at_once, setup),
+        cmocka_unit_test_setup(test_push__stop_does_not_block_and_sends_until_the_deadline, setup),
+        cmocka_unit_test_setup(test_push__reload_keeps_counters_through_the_dispatcher, setup),
         cmocka_unit_test_setup(test_push__blocked_send_is_aborted_at_the_deadline, setup),
         cmocka_unit_test_setup(test_push__blocked_exporters_take_one_deadline_in_all, setup),
         cmocka_unit_test_setup(test_push__metrics_text_is_valid, setup),
