@@ -42,6 +42,9 @@ struct agent {
     struct window_queue *queue;
     struct dispatch *dispatch;
     struct http_server *http;
+    char listen_addr[256];     /* the server's address, as started ("": off) */
+    bool lifecycle;            /* POST /-/reload allowed, as started */
+    bool lifecycle_option;     /* --web.enable-lifecycle */
     pthread_mutex_t reload_mu; /* one reload at a time; guards the fields below */
     bool last_reload_ok;
     int64_t last_reload_success_s;
@@ -142,6 +145,26 @@ PYPROFD_STATIC bool agent_log_listen(const struct pyprofd_config *cfg, const cha
     return true;
 }
 
+/*
+ * The settings read at start only whose value in @a cfg differs from the
+ * running one (@a listen_addr, @a lifecycle: what the server was started
+ * with; a command-line option overrides the file and so never changes):
+ * their names, comma-separated, in @a buf ("" when none). A reload applies
+ * every other setting; these wait for a restart, and the reload says so.
+ */
+PYPROFD_STATIC void agent_restart_keys(const struct pyprofd_config *cfg, const char *listen_option,
+                                       bool lifecycle_option, const char *listen_addr,
+                                       bool lifecycle, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    const char *addr = cfg->server.listen_address ? cfg->server.listen_address : "";
+    if (!listen_option && strcmp(addr, listen_addr) != 0)
+        n += (size_t)snprintf(buf + n, len - n, "%sserver.listen_address", n ? ", " : "");
+    if (n < len && !lifecycle_option && cfg->server.enable_lifecycle != lifecycle)
+        n += (size_t)snprintf(buf + n, len - n, "%sserver.enable_lifecycle", n ? ", " : "");
+}
+
 static int agent_load(struct agent *a, struct pyprofd_config **out, struct config_errors *errs)
 {
     if (!a->config_file)
@@ -189,6 +212,9 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
         goto fail;
     }
     (void)agent_log_listen(cfg, a->listen_option, a->config_file, true);
+    char restart[128];
+    agent_restart_keys(cfg, a->listen_option, a->lifecycle_option, a->listen_addr, a->lifecycle,
+                       restart, sizeof(restart));
     /* new windows are sized for the new limits.target_memory_bytes */
     struct agg_limits lim = window_limits_for(cfg->global.limits.target_memory_bytes);
     window_queue_set_limits(a->queue, &lim);
@@ -197,6 +223,9 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
     a->last_reload_ok = true;
     a->last_reload_success_s = (int64_t)time(NULL);
     log_info("configuration reloaded from '%s'", a->config_file ? a->config_file : "(default)");
+    if (restart[0])
+        log_warn("changed in '%s' but read at start only, applied at the next start: %s",
+                 a->config_file ? a->config_file : "(default)", restart);
     config_errors_release(&errs);
     pthread_mutex_unlock(&a->reload_mu);
     return 0;
@@ -394,7 +423,10 @@ int cli_agent(int argc, char **argv)
              : cfg->server.listen_address ? cfg->server.listen_address
                                           : "");
     (void)agent_log_listen(cfg, a.listen_option, a.config_file, false);
+    a.lifecycle_option = lifecycle;
     lifecycle = lifecycle || cfg->server.enable_lifecycle;
+    snprintf(a.listen_addr, sizeof(a.listen_addr), "%s", listen_addr);
+    a.lifecycle = lifecycle;
     size_t max_targets = agent_max_targets(cfg);
     struct agg_limits lim = window_limits_for(cfg->global.limits.target_memory_bytes);
     /* two windows per target (the current one and one in flight), and some slack */

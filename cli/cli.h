@@ -67,6 +67,9 @@ int record_parse_rate(const char *s, double *out);
 struct pyprofd_config;
 bool agent_log_listen(const struct pyprofd_config *cfg, const char *listen_option,
                       const char *config_file, bool reload);
+void agent_restart_keys(const struct pyprofd_config *cfg, const char *listen_option,
+                        bool lifecycle_option, const char *listen_addr, bool lifecycle, char *buf,
+                        size_t len);
 #endif
 
 #endif /* PYPROFD_CLI_CLI_H */

@@ -183,11 +183,51 @@ static void test_agent__start_logs_http_off_and_stops_on_sigterm(void **state)
     assert_int_equal(WEXITSTATUS(st), CLI_EXIT_OK);
 }
 
+/* What agent_restart_keys() names for @yaml against a server started as @addr/@lifecycle. */
+static void restart_keys(const char *yaml, const char *option, bool lc_option, const char *addr,
+                         bool lifecycle, char *buf, size_t len)
+{
+    struct config_load_opts o = {0};
+    struct pyprofd_config *c = NULL;
+    struct config_errors e = {0};
+    assert_int_equal(config_load_buffer(yaml, strlen(yaml), "t.yml", &o, &c, &e), 0);
+    agent_restart_keys(c, option, lc_option, addr, lifecycle, buf, len);
+    config_free(c);
+}
+
+/*
+ * A reload applies every setting but the two the HTTP server reads at start;
+ * a changed one is named (and the reload logs it), an unchanged one or one a
+ * command-line option fixes is not.
+ */
+static void test_agent__reload_names_keys_read_at_start(void **state)
+{
+    (void)state;
+    char buf[128];
+    const char *same = "server: {listen_address: \"127.0.0.1:7979\"}\n";
+    const char *moved = "server: {listen_address: \"127.0.0.1:7980\", enable_lifecycle: true}\n";
+    restart_keys(same, NULL, false, "127.0.0.1:7979", false, buf, sizeof(buf));
+    assert_string_equal(buf, "");
+    restart_keys(moved, NULL, false, "127.0.0.1:7979", false, buf, sizeof(buf));
+    assert_string_equal(buf, "server.listen_address, server.enable_lifecycle");
+    /* the options win over the file: nothing waits for a restart */
+    restart_keys(moved, "127.0.0.1:7979", true, "127.0.0.1:7979", true, buf, sizeof(buf));
+    assert_string_equal(buf, "");
+    /* turned off in the file while running */
+    restart_keys("server: {listen_address: \"\"}\n", NULL, false, "127.0.0.1:7979", false, buf,
+                 sizeof(buf));
+    assert_string_equal(buf, "server.listen_address");
+    /* the built-in default against a server started from it */
+    restart_keys("{}\n", NULL, false, "127.0.0.1:7979", false, buf, sizeof(buf));
+    assert_string_equal(buf, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agent__fifo_config_is_refused_not_waited_on),
         cmocka_unit_test(test_agent__warns_when_expansion_turns_http_off),
+        cmocka_unit_test(test_agent__reload_names_keys_read_at_start),
         cmocka_unit_test(test_agent__start_logs_http_off_and_stops_on_sigterm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
