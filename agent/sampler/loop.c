@@ -293,7 +293,7 @@ static void loop_sample_due(struct loop *l)
     uint64_t now = loop_now(l);
     struct fleet_slot *s;
     while ((s = fleet_first(l->fleet)) && s->due <= now && now < l->next_tick) {
-        struct target *t = (struct target *)((char *)s - offsetof(struct target, slot));
+        struct target *t = target_of_slot(s);
         if (t->gone) {
             sampler_idle(t->s, now); /* removed at the next housekeeping */
         } else {

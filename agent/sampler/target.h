@@ -97,6 +97,12 @@ struct target {
     struct agg *taps[SAMPLER_MAX_TAPS];
 };
 
+/** The target whose fleet slot is @a s (every slot in the loop's fleet is one). */
+static inline struct target *target_of_slot(struct fleet_slot *s)
+{
+    return (struct target *)(void *)((char *)s - offsetof(struct target, slot));
+}
+
 /** What target_start() needs besides the verdict. All borrowed. */
 struct target_env {
     const struct pyprofd_config *cfg;
@@ -130,8 +136,7 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
  * Sets t->gone when the process is found gone. @a proc_root is where its
  * /proc files are.
  */
-bool target_stale(struct target *t, const char *proc_root, uint64_t now,
-                  enum target_reattach *why);
+bool target_stale(struct target *t, const char *proc_root, uint64_t now, enum target_reattach *why);
 
 /**
  * An async-aware target whose asyncio table has not been found: looks for it

@@ -25,12 +25,12 @@ static void test_threadstat__state_after_last_paren(void **state)
     assert_int_equal(threadstat_parse_state("1 (x)\n", 6, &st), -EINVAL);
 }
 
-static volatile bool spinning = true;
+static bool spinning = true; /* atomic accesses only */
 
 static void *spin(void *arg)
 {
-    *(pid_t *)arg = (pid_t)syscall(SYS_gettid);
-    while (spinning)
+    __atomic_store_n((pid_t *)arg, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&spinning, __ATOMIC_RELAXED))
         ;
     return NULL;
 }
@@ -50,7 +50,7 @@ static void test_threadstat__sees_running_thread(void **state)
         running = st == 'R';
         usleep(2000);
     }
-    spinning = false;
+    __atomic_store_n(&spinning, false, __ATOMIC_RELAXED);
     pthread_join(th, NULL);
     assert_true(running);
     /* our own threads share our namespace: the id maps to itself */
