@@ -14,6 +14,7 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/clock.h"
 #include "discovery/pyruntime.h"
 #include "unwind/codecache.h"
 #include "unwind/pystr.h"
@@ -341,9 +342,7 @@ static uint64_t unwind_now(const struct unwinder *u)
 {
     if (u->clock)
         return u->clock(u->clock_ctx);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return clock_mono_now();
 }
 
 void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t native_tid),

@@ -102,7 +102,8 @@ void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t 
 /**
  * Sets the monotonic clock (nanoseconds) the unwinder uses to decide when the
  * runtime's fields are due to be read again (see unwinder_sample()); without
- * it, CLOCK_MONOTONIC. For tests. @a ctx is borrowed.
+ * it (or with @a now_ns NULL), clock_mono_now() of base/clock.h. A struct
+ * clock's mono_ns and arg fit here. For tests. @a ctx is borrowed.
  */
 void unwinder_set_clock(struct unwinder *u, uint64_t (*now_ns)(void *ctx), void *ctx);
 
