@@ -53,8 +53,7 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
         return -EAGAIN;
     }
     int64_t nchars = (int64_t)load_le64(obj + l->str_length);
-    uint32_t state;
-    memcpy(&state, obj + l->str_state, sizeof(state));
+    uint32_t state = load_le32(obj + l->str_state);
     if (nchars < 0)
         return -EINVAL;
     if (!PYABI_STR_COMPACT(state))
@@ -77,11 +76,9 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
             if (PYABI_STR_ASCII(state) && cp >= 0x80)
                 cp = 0xFFFD; /* an "ASCII" string that is not */
         } else if (kind == 2) {
-            uint16_t u;
-            memcpy(&u, p + 2 * i, 2);
-            cp = u;
+            cp = load_le16(p + 2 * i);
         } else {
-            memcpy(&cp, p + 4 * i, 4);
+            cp = load_le32(p + 4 * i);
         }
         size_t n = pystr_put_utf8(out, out_cap, at, cp);
         if (n == 0)

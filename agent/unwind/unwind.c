@@ -842,9 +842,7 @@ static struct code_info *unwind_fetch_code(struct unwinder *u, uint64_t raddr)
         .linetable_raddr = load_le64(u->code_buf + l->co_linetable),
         .bytecode_raddr = raddr + l->co_adaptive,
     };
-    int32_t first;
-    memcpy(&first, u->code_buf + l->co_firstlineno, sizeof(first));
-    ci.firstlineno = first;
+    ci.firstlineno = (int32_t)load_le32(u->code_buf + l->co_firstlineno);
     if (pystr_read(u->mr, l, ci.qualname_raddr, u->name_buf, sizeof(u->name_buf)) >= 0)
         ci.qualname = u->name_buf;
     if (pystr_read(u->mr, l, ci.filename_raddr, u->file_buf, sizeof(u->file_buf)) >= 0)
@@ -883,8 +881,7 @@ static void unwind_recheck_codes(struct unwinder *u, size_t from)
     for (size_t j = 0; j < n; j++) {
         struct code_info *ci = codecache_find(u->codes, u->check_addr[j]);
         const uint8_t *b = u->check_buf + j * l->co_read_len;
-        int32_t first;
-        memcpy(&first, b + l->co_firstlineno, sizeof(first));
+        int32_t first = (int32_t)load_le32(b + l->co_firstlineno);
         if (!ok || load_le64(b + l->co_qualname) != ci->qualname_raddr ||
             load_le64(b + l->co_filename) != ci->filename_raddr ||
             load_le64(b + l->co_linetable) != ci->linetable_raddr || first != ci->firstlineno) {
