@@ -11,9 +11,18 @@
  *   enum profile_mode   what a sample stands for; chosen by the config or
  *                       the command line, obeyed by the sampler, named in
  *                       pprof's sample type and in push series names;
+ *   struct unwind_frame one frame of a sampled stack with its source
+ *                       position (struct linetable_pos): made by the
+ *                       unwinder, counted by the aggregation;
+ *   struct unwind_thread one sampled thread (flags, status, frames) and
+ *   struct unwind_result one sample of a process (its threads): from the
+ *                       unwinder to the sampler;
  *   struct window_meta  what goes with one finished window of one target
  *                       from the sampling thread to the encoder and every
  *                       output.
+ *
+ * The frame and thread types keep the unwind_ prefix of the stage that makes
+ * them; unwind/unwind.h includes this header for them.
  *
  * Header only; no state. See docs/architecture.md.
  */
@@ -23,6 +32,7 @@
 #include "base/compat.h"
 
 #include "base/labels.h"
+#include "base/status.h"
 
 /** What a sample stands for (docs/usage.md, "Modes"). */
 enum profile_mode {
@@ -62,6 +72,81 @@ static inline int profile_mode_parse(const char *name, enum profile_mode *out)
     }
     return -EINVAL;
 }
+
+#define UNWIND_MAX_DEPTH    1536u /* frames per thread, markers included */
+#define UNWIND_THREAD_WORDS 4u    /* see unwinder_set_thread_words() */
+
+/** A position field that is not known (co_positions() reports None). */
+#define LINETABLE_UNKNOWN (-1)
+
+/** A source position (unwind/linetable.h); each field may be LINETABLE_UNKNOWN. */
+struct linetable_pos {
+    int32_t line;     /* first line, 1-based (0 for a module's RESUME) */
+    int32_t end_line; /* last line */
+    int32_t col;      /* first column, 0-based UTF-8 byte offset */
+    int32_t end_col;  /* one past the last column */
+};
+
+enum unwind_frame_kind {
+    UNWIND_FRAME_PYTHON,
+    UNWIND_FRAME_NATIVE,     /* synthetic "<native>" */
+    UNWIND_FRAME_GC,         /* synthetic "<GC>" */
+    UNWIND_FRAME_UNREADABLE, /* its code object could not be read */
+    UNWIND_FRAME_TASK,       /* synthetic "<task NAME>" of async-aware stacks (unwind/asyncio.h) */
+};
+
+/** One frame. Strings belong to the unwinder and stay valid until its next sample. */
+struct unwind_frame {
+    enum unwind_frame_kind kind;
+    const char *function; /* co_qualname, or a marker name */
+    const char *file;     /* co_filename; "~" for markers */
+    int32_t first_line;   /* co_firstlineno; 0 for markers and unreadable frames */
+    uint64_t code_raddr;
+    struct linetable_pos pos; /* of the current instruction; fields may be LINETABLE_UNKNOWN */
+    /* Identity of (function, file, first_line), for consumers that memoize
+     * per code object: two frames with the same non-zero code_id, from any
+     * unwinder of this process at any time, have equal function, file and
+     * first_line. Never reused (a code object freed and its address reused,
+     * another process, a cleared cache: a new id). 0: not known (frames built
+     * by hand). */
+    uint64_t code_id;
+    /* The _PyInterpreterFrame this frame was read from (0 for markers): a
+     * coroutine's frame is at a fixed place inside it, which is how
+     * async-aware stacks find where the running task starts. */
+    uint64_t frame_raddr;
+};
+
+enum unwind_thread_flags {
+    UNWIND_THREAD_MAIN = 1 << 0,
+    UNWIND_THREAD_HOLDS_GIL = 1 << 1,
+    UNWIND_THREAD_GIL_REQUESTED = 1 << 2, /* 3.15 only */
+    UNWIND_THREAD_HAS_EXCEPTION = 1 << 3,
+    UNWIND_THREAD_IN_GC = 1 << 4, /* its interpreter is collecting garbage */
+};
+
+/** One sampled thread. */
+struct unwind_thread {
+    uint64_t tstate_raddr;
+    uint64_t native_thread_id; /* kernel TID in the target's PID namespace */
+    uint64_t thread_id;        /* pthread_t */
+    int64_t interp_id;
+    unsigned flags;            /* enum unwind_thread_flags */
+    enum sample_status status; /* SAMPLE_OK, or why there are no frames */
+    bool unchanged;            /* the same frames as this thread's previous sample */
+    /* identifies the resolved stack: equal keys from one unwinder, equal frames */
+    uint64_t stack_key;
+    size_t nframes;
+    const struct unwind_frame *frames; /* leaf first */
+    /* the thread-state words asked for with unwinder_set_thread_words(),
+     * read with the thread state in the same system call (0 when not asked) */
+    uint64_t words[UNWIND_THREAD_WORDS];
+};
+
+/** The result of one sample; owned by the unwinder. */
+struct unwind_result {
+    size_t nthreads;
+    const struct unwind_thread *threads;
+};
 
 /** One finished window of one target: who, what kind, which time span. */
 struct window_meta {

@@ -15,6 +15,7 @@
 
 #include "aggregate/agg.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "cli/cli.h"
 #include "pprof/collapsed.h"
@@ -47,20 +48,6 @@ static void record_on_signal(int sig)
 {
     (void)sig;
     record_stop = 1;
-}
-
-static uint64_t record_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int64_t record_wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* "250", "10k", "10khz", "2.5kHz", "100hz" -> Hz. */
@@ -301,9 +288,9 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                               .blocking = o->blocking,
                               .async = aio};
     cli_async_search(&t, aio, &aio_memo);
-    uint64_t start = record_now();
+    uint64_t start = clock_mono_now();
     uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
-    int64_t start_wall = record_wall_ns();
+    int64_t start_wall = clock_real_now();
     int err = sampler_new(pid, t.unwinder, agg, &so, start, &s);
     if (err) {
         log_error("cannot sample process %d: %s", (int)pid,
@@ -324,12 +311,12 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     while (!record_stop) {
         uint64_t due = sampler_due(s);
         uint64_t wake = due < end ? due : end;
-        uint64_t now = record_now();
+        uint64_t now = clock_mono_now();
         if (wake > now) { /* a late sampler does not sleep: it catches up */
-            struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
+            struct timespec ts = clock_timespec(wake);
             if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
                 continue; /* a signal: the loop condition decides */
-            now = record_now();
+            now = clock_mono_now();
         }
         if (due >= end)
             break; /* the duration is over */
@@ -355,7 +342,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
             next_stats += 1000000000ull;
         }
     }
-    uint64_t stop = record_now();
+    uint64_t stop = clock_mono_now();
     struct sampler_counts c = sampler_counts(s);
     sampler_free(s); /* detach before writing, so a blocked target runs again */
     s = NULL;

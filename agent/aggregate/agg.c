@@ -14,6 +14,7 @@
 
 #include "aggregate/agg.h"
 #include "base/alloc.h"
+#include "base/hash.h"
 
 #define AGG_EMPTY      UINT32_MAX
 #define AGG_MEMO_SLOTS 8192u /* location memo entries, a power of two */
@@ -91,7 +92,7 @@ struct agg_limits agg_limits_default(void)
 
 static uint64_t agg_mix(uint64_t h, uint64_t v)
 {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= v + HASH_GOLDEN + (h << 6) + (h >> 2);
     h *= 0xff51afd7ed558ccdull;
     return h ^ (h >> 32);
 }
@@ -291,17 +292,6 @@ static uint32_t agg_location_id(struct agg *a, const struct unwind_frame *f)
     return (uint32_t)a->nlocations++;
 }
 
-/* A bijective 64-bit mixer (the MurmurHash3 finaliser). */
-static uint64_t agg_fmix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 /* The location of @f: from the memo when its code_id and position were seen
  * in this window, else looked up (and remembered). AGG_EMPTY at a cap. */
 static uint32_t agg_frame_location(struct agg *a, const struct unwind_frame *f)
@@ -310,7 +300,7 @@ static uint32_t agg_frame_location(struct agg *a, const struct unwind_frame *f)
         return agg_location_id(a, f);
     uint64_t key = (uint64_t)(uint32_t)f->pos.line << 32 | (uint32_t)f->pos.col;
     struct agg_memo *m =
-        &a->memo[agg_fmix(f->code_id * 0x9e3779b97f4a7c15ull ^ key) & (AGG_MEMO_SLOTS - 1)];
+        &a->memo[hash_fmix64(f->code_id * HASH_GOLDEN ^ key) & (AGG_MEMO_SLOTS - 1)];
     if (m->code_id == f->code_id && m->line == f->pos.line && m->col == f->pos.col &&
         m->function == f->function && m->file == f->file)
         return m->location;
@@ -329,13 +319,13 @@ static uint32_t agg_frame_location(struct agg *a, const struct unwind_frame *f)
  * the mixing of different frames overlaps in the CPU. */
 static uint64_t agg_hash_locations(uint64_t h, const uint32_t *locs, size_t n)
 {
-    uint64_t acc = h * 0x9e3779b97f4a7c15ull + n;
+    uint64_t acc = h * HASH_GOLDEN + n;
     size_t i = 0;
     for (; i + 1 < n; i += 2)
-        acc += agg_fmix(((uint64_t)locs[i] << 32 | locs[i + 1]) + i * 0xd6e8feb86659fd93ull);
+        acc += hash_fmix64(((uint64_t)locs[i] << 32 | locs[i + 1]) + i * 0xd6e8feb86659fd93ull);
     if (i < n)
-        acc += agg_fmix(((uint64_t)locs[i] << 32 | 0xffffffffu) + i * 0xd6e8feb86659fd93ull);
-    return agg_fmix(acc);
+        acc += hash_fmix64(((uint64_t)locs[i] << 32 | 0xffffffffu) + i * 0xd6e8feb86659fd93ull);
+    return hash_fmix64(acc);
 }
 
 static int agg_drop(struct agg *a)
@@ -346,7 +336,7 @@ static int agg_drop(struct agg *a)
 
 static struct agg_thread *agg_thread_slot(struct agg *a, uint64_t thread_id)
 {
-    return &a->threads[(size_t)(thread_id * 0x9E3779B97F4A7C15ull >> 40) % a->lim.threads];
+    return &a->threads[(size_t)(thread_id * HASH_GOLDEN >> 40) % a->lim.threads];
 }
 
 int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name, int64_t count,

@@ -27,7 +27,7 @@
 
 #include "base/compat.h"
 
-#include "unwind/unwind.h"
+#include "pipeline.h"
 
 /** Caps of one window. Zero fields take the defaults of agg_limits_default(). */
 struct agg_limits {
@@ -42,7 +42,6 @@ struct agg_limits {
 
 /** The defaults: 8 MiB of strings, 64k strings/functions, 256k locations/samples. */
 struct agg_limits agg_limits_default(void);
-
 
 struct agg_function {
     uint32_t name;        /* string id: the qualified name */

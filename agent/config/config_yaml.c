@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "config/config_yaml.h"
 
 #define CONFIG_YAML_STR_(x) #x
@@ -99,47 +100,6 @@ const char *config_error_format(const struct config_errors *e, size_t i, char *b
     else
         snprintf(buf, len, "%s: %s", name, err->msg);
     return buf;
-}
-
-bool config_yaml_valid_utf8(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    while (p < end) {
-        unsigned char c = *p;
-        size_t n;
-        uint32_t cp;
-        if (c == 0)
-            return false;
-        if (c < 0x80) {
-            p++;
-            continue;
-        }
-        if ((c & 0xe0) == 0xc0) {
-            n = 1;
-            cp = c & 0x1fu;
-        } else if ((c & 0xf0) == 0xe0) {
-            n = 2;
-            cp = c & 0x0fu;
-        } else if ((c & 0xf8) == 0xf0) {
-            n = 3;
-            cp = c & 0x07u;
-        } else {
-            return false;
-        }
-        if ((size_t)(end - p) <= n)
-            return false;
-        for (size_t i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-            cp = cp << 6 | (p[i] & 0x3fu);
-        }
-        /* overlong forms, surrogates, beyond U+10FFFF */
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-            return false;
-        p += n + 1;
-    }
-    return true;
 }
 
 void config_yaml_free(struct config_node *n)
@@ -279,7 +239,7 @@ static int config_yaml_scalar(struct config_yaml_parse *p, const yaml_event_t *e
             p->rc = rc;
             return rc;
         }
-        if (n->value && !config_yaml_valid_utf8(n->value, strlen(n->value))) {
+        if (n->value && !utf8_valid(n->value, strlen(n->value))) {
             config_yaml_free(n);
             return config_yaml_fail(p, m, "value is not valid UTF-8 after ${VAR} expansion");
         }

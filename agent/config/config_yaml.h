@@ -62,7 +62,4 @@ PYPROFD_WARN_UNUSED int config_yaml_errors_source(struct config_errors *e, const
 /** Sorts the errors from index @a from on by position, stably; those without one go last. */
 void config_yaml_errors_sort(struct config_errors *e, size_t from);
 
-/** Whether @a s (@a len bytes) is well-formed UTF-8 without NUL bytes. */
-bool config_yaml_valid_utf8(const char *s, size_t len);
-
 #endif /* PYPROFD_CONFIG_CONFIG_YAML_H */

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include "base/bytes.h"
 #include "discovery/execid.h"
 
 #define EXECID_AT_NULL   0u
@@ -16,9 +17,7 @@
 int execid_parse_auxv(const uint8_t *data, size_t len, uint64_t *raddr)
 {
     for (size_t off = 0; off + 16 <= len; off += 16) {
-        uint64_t type, value;
-        memcpy(&type, data + off, 8);
-        memcpy(&value, data + off + 8, 8);
+        uint64_t type = load_le64(data + off), value = load_le64(data + off + 8);
         if (type == EXECID_AT_NULL)
             return -ENOENT;
         if (type == EXECID_AT_RANDOM) {

@@ -17,7 +17,7 @@
  *            innermost PID namespace);
  *   cmdline  NUL-separated argv, joined with single spaces, capped;
  *   exe, cwd readlink; exe may carry a " (deleted)" suffix (stripped, flagged);
- *   cgroup   cgroup path and container id (rules below).
+ *   cgroup   cgroup path and container id (rules in proc_scan_parse.h).
  * Plus <root>/stat once per run for btime (boot time, seconds since the epoch).
  *
  * Skipped (counted, not reported): the agent itself; zombies and dead tasks
@@ -41,18 +41,10 @@
  * a new process has a different start time, so proc_key_equal() tells them
  * apart.
  *
- * Container id (see docs/discovery.md): the cgroup path is the "0::" line's
- * (cgroup v2) unless that is "/" and v1 lines exist; then the
- * "name=systemd" line's, else the line whose controllers include "cpu", else
- * the first line's. The id is the right-most path component of the form
- * [prefix]<64 lowercase hex>[.scope] with prefix "", "docker-",
- * "cri-containerd-", "crio-" or "libpod-", searched in the chosen path first,
- * then in the other lines. The runtime comes from the prefix (docker,
- * containerd, cri-o, podman) or, without a prefix, from a "docker" component
- * above the id; otherwise it is unknown ("").
+ * The parsers of these files' text are in discovery/proc_scan_parse.h, which
+ * this header includes.
  *
- * Thread safety: a struct proc_scan is used by one thread at a time. The pure
- * parsers are reentrant.
+ * Thread safety: a struct proc_scan is used by one thread at a time.
  */
 #ifndef PYPROFD_DISCOVERY_PROC_SCAN_H
 #define PYPROFD_DISCOVERY_PROC_SCAN_H
@@ -62,6 +54,7 @@
 #include <sys/types.h>
 
 #include "base/labels.h"
+#include "discovery/proc_scan_parse.h"
 
 /** Default cap on processes reported by one run. */
 #define PROC_SCAN_MAX_PROCS 65536
@@ -73,8 +66,6 @@
 #define PROC_SCAN_CMDLINE_MAX 4096
 /** Default cap on the uid -> user name cache (entries; cleared when full). */
 #define PROC_SCAN_USER_CACHE_MAX 256
-/** Length of a container id (hex digits). */
-#define PROC_SCAN_CONTAINER_ID_LEN 64
 /** The kernel's PF_KTHREAD task flag, as shown in field 9 of stat. */
 #define PROC_SCAN_PF_KTHREAD 0x00200000u
 
@@ -205,69 +196,5 @@ size_t proc_scan_count(const struct proc_scan *scan);
 const struct proc_info *proc_scan_get(const struct proc_scan *scan, size_t i);
 /** Counters of the last run (borrowed). */
 const struct proc_scan_stats *proc_scan_stats(const struct proc_scan *scan);
-
-/* ---- pure parsers (reentrant; inputs are untrusted and need not be NUL-terminated) ---- */
-
-/** The fields pyprofd takes from /proc/PID/stat. */
-struct proc_stat {
-    pid_t pid;
-    const char *comm; /* points into the text; not NUL-terminated */
-    size_t comm_len;
-    char state;
-    pid_t ppid;
-    uint32_t flags;
-    uint64_t start_ticks;
-};
-
-/**
- * Parses a stat line of @a len bytes (a trailing newline is allowed). comm is
- * what lies between the first '(' and the LAST ')'. Returns 0, or -EINVAL when
- * a field is missing, not a number or out of range.
- */
-PYPROFD_WARN_UNUSED int proc_scan_parse_stat(const char *text, size_t len, struct proc_stat *out);
-
-/** The fields pyprofd takes from /proc/PID/status. */
-struct proc_status {
-    uint32_t uid; /* real uid */
-    pid_t ppid;
-    pid_t nspid; /* last NSpid: value, 0 when there is no NSpid: line */
-    bool has_ppid;
-};
-
-/**
- * Parses status text of @a len bytes; an unfinished last line is ignored.
- * Returns 0, or -EINVAL when Uid: is missing or a line pyprofd reads is
- * malformed. Unknown lines are skipped.
- */
-PYPROFD_WARN_UNUSED int proc_scan_parse_status(const char *text, size_t len,
-                                               struct proc_status *out);
-
-/** The result of parsing /proc/PID/cgroup. */
-struct proc_cgroup {
-    const char *path; /* points into the text; not NUL-terminated; NULL if no line */
-    size_t path_len;
-    char container_id[PROC_SCAN_CONTAINER_ID_LEN + 1]; /* "" when none */
-    const char *runtime;                               /* static string; "" when unknown or no id */
-};
-
-/**
- * Parses cgroup text of @a len bytes ("hierarchy-id:controllers:path" lines;
- * an unfinished last line is ignored, as are lines without two ':'). Chooses
- * the cgroup path and finds the container id by the rules at the top of this
- * header. Returns 0 (even when nothing was found) or -EINVAL when the text
- * holds a NUL byte.
- */
-PYPROFD_WARN_UNUSED int proc_scan_parse_cgroup(const char *text, size_t len,
-                                               struct proc_cgroup *out);
-
-/**
- * Looks for a container id in one cgroup path of @a len bytes (right-most
- * matching component). Returns true and fills @a id (65 bytes) and
- * *@a runtime (static string, "" when unknown), or false.
- */
-bool proc_scan_container_id(const char *path, size_t len, char *id, const char **runtime);
-
-/** The btime value of a <proc_root>/stat text. Returns 0 or -ENOENT/-EINVAL. */
-PYPROFD_WARN_UNUSED int proc_scan_parse_btime(const char *text, size_t len, int64_t *btime);
 
 #endif /* PYPROFD_DISCOVERY_PROC_SCAN_H */

@@ -6,6 +6,7 @@
  */
 #include "base/compat.h"
 
+#include "base/bytes.h"
 #include "python/pyabi.h"
 
 static const char *const pyabi_names[PYOFF_COUNT] = {
@@ -49,9 +50,7 @@ static bool pyabi_has(const struct pyabi_check *c, enum pyoff_id id)
 
 static uint64_t pyabi_raw(const struct pyabi_check *c, enum pyoff_id id)
 {
-    uint64_t v;
-    memcpy(&v, c->table + c->schema->pos[id], sizeof(v));
-    return v;
+    return load_le64(c->table + c->schema->pos[id]);
 }
 
 static void pyabi_fail(struct pyabi_check *c, enum pyoff_id id, uint64_t value, const char *what,

@@ -6,6 +6,7 @@
  */
 #include "base/compat.h"
 
+#include "base/bytes.h"
 #include "python/pyasync.h"
 
 #define PYASYNC_LLIST_NODE 16u /* struct llist_node: next, prev */
@@ -56,9 +57,7 @@ struct pyasync_check {
 static uint64_t pyasync_raw(const struct pyasync_check *c, enum pyaio_id id)
 {
     const unsigned char *t = pyasync_tables[id] == PYAIO_TABLE_ASYNCIO ? c->aio : c->debug;
-    uint64_t v;
-    memcpy(&v, t + c->schema->pos[id], sizeof(v));
-    return v;
+    return load_le64(t + c->schema->pos[id]);
 }
 
 static void pyasync_fail(struct pyasync_check *c, enum pyaio_id id, uint64_t value,

@@ -5,17 +5,11 @@
  */
 #include "base/compat.h"
 
+#include "base/bytes.h"
 #include "python/pyversion.h"
 
 /* The minor versions whose table layouts pyprofd ships (python/debug_offsets_3_*.c). */
 static const unsigned pyversion_supported_minors[] = {13, 14, 15};
-
-static uint64_t pyversion_load_u64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v)); /* the target has our byte order: same machine */
-    return v;
-}
 
 int pyversion_decode(const void *header, size_t len, struct py_version *out)
 {
@@ -24,8 +18,8 @@ int pyversion_decode(const void *header, size_t len, struct py_version *out)
         return -EAGAIN;
     if (memcmp(h, PYVERSION_COOKIE, PYVERSION_COOKIE_LEN) != 0)
         return -ENOENT;
-    uint64_t hex = pyversion_load_u64(h + 8);
-    uint64_t ft = pyversion_load_u64(h + 16);
+    uint64_t hex = load_le64(h + 8);
+    uint64_t ft = load_le64(h + 16);
     struct py_version v = {
         .hex = hex,
         .major = (unsigned)((hex >> 24) & 0xff),

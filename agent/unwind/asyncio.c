@@ -20,6 +20,7 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/hash.h"
 #include "discovery/pyruntime.h"
 #include "unwind/asyncio.h"
 #include "unwind/pystr.h"
@@ -294,7 +295,7 @@ const struct pyasync_layout *asyncio_layout(const struct asyncio *a)
 
 static struct aio_entry *aio_find(struct asyncio *a, uint64_t raddr)
 {
-    size_t i = (size_t)((raddr >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (AIO_SLOTS - 1);
+    size_t i = (size_t)((raddr >> 4) * HASH_GOLDEN >> 40) & (AIO_SLOTS - 1);
     for (;; i = (i + 1) & (AIO_SLOTS - 1)) {
         if (a->slot_stamp[i] != a->stamp)
             return NULL;
@@ -306,7 +307,7 @@ static struct aio_entry *aio_find(struct asyncio *a, uint64_t raddr)
 /* The entry of @raddr, added unread if new; NULL when the table is full. */
 static struct aio_entry *aio_get(struct asyncio *a, uint64_t raddr)
 {
-    size_t i = (size_t)((raddr >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (AIO_SLOTS - 1);
+    size_t i = (size_t)((raddr >> 4) * HASH_GOLDEN >> 40) & (AIO_SLOTS - 1);
     for (;; i = (i + 1) & (AIO_SLOTS - 1)) {
         if (a->slot_stamp[i] != a->stamp)
             break;

@@ -49,8 +49,7 @@
 
 #include "base/compat.h"
 
-/** A position field that is not known (co_positions() reports None). */
-#define LINETABLE_UNKNOWN (-1)
+#include "pipeline.h"
 
 /** Form codes of an entry (its first byte's bits 3-6). */
 enum linetable_form {
@@ -63,13 +62,8 @@ enum linetable_form {
     LINETABLE_FORM_NONE = 15,
 };
 
-/** A source position; each field may be LINETABLE_UNKNOWN. */
-struct linetable_pos {
-    int32_t line;     /* first line, 1-based (0 for a module's RESUME) */
-    int32_t end_line; /* last line */
-    int32_t col;      /* first column, 0-based UTF-8 byte offset */
-    int32_t end_col;  /* one past the last column */
-};
+/* LINETABLE_UNKNOWN and struct linetable_pos (a frame carries one) are in
+ * pipeline.h. */
 
 /** One decoded entry: code units [start, end) share @c pos. */
 struct linetable_entry {

@@ -5,35 +5,13 @@
 #include "base/compat.h"
 
 #include "base/bytes.h"
+#include "base/utf8.h"
 #include "unwind/pystr.h"
 
 static size_t pystr_put_utf8(char *out, size_t cap, size_t at, uint32_t cp)
 {
-    unsigned char b[4];
-    size_t n;
-    if (cp >= 0xD800 && cp <= 0xDFFF)
-        cp = 0xFFFD; /* a lone surrogate has no UTF-8 form */
-    if (cp < 0x80) {
-        b[0] = (unsigned char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        b[0] = (unsigned char)(0xC0 | (cp >> 6));
-        b[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        b[0] = (unsigned char)(0xE0 | (cp >> 12));
-        b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        b[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else if (cp <= 0x10FFFF) {
-        b[0] = (unsigned char)(0xF0 | (cp >> 18));
-        b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-        b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        b[3] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 4;
-    } else {
-        return pystr_put_utf8(out, cap, at, 0xFFFD);
-    }
+    unsigned char b[UTF8_MAX_SEQ];
+    size_t n = utf8_encode(cp, b); /* a lone surrogate or beyond U+10FFFF: U+FFFD */
     if (at + n + 1 > cap)
         return 0; /* no room: stop on a character boundary */
     memcpy(out + at, b, n);
@@ -53,8 +31,7 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
         return -EAGAIN;
     }
     int64_t nchars = (int64_t)load_le64(obj + l->str_length);
-    uint32_t state;
-    memcpy(&state, obj + l->str_state, sizeof(state));
+    uint32_t state = load_le32(obj + l->str_state);
     if (nchars < 0)
         return -EINVAL;
     if (!PYABI_STR_COMPACT(state))
@@ -75,13 +52,11 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
         if (kind == 1) {
             cp = p[i];
             if (PYABI_STR_ASCII(state) && cp >= 0x80)
-                cp = 0xFFFD; /* an "ASCII" string that is not */
+                cp = UTF8_REPLACEMENT; /* an "ASCII" string that is not */
         } else if (kind == 2) {
-            uint16_t u;
-            memcpy(&u, p + 2 * i, 2);
-            cp = u;
+            cp = load_le16(p + 2 * i);
         } else {
-            memcpy(&cp, p + 4 * i, 4);
+            cp = load_le32(p + 4 * i);
         }
         size_t n = pystr_put_utf8(out, out_cap, at, cp);
         if (n == 0)

@@ -14,6 +14,8 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/clock.h"
+#include "base/hash.h"
 #include "discovery/pyruntime.h"
 #include "unwind/codecache.h"
 #include "unwind/pystr.h"
@@ -202,7 +204,7 @@ struct unwinder {
  * states are often equally spaced, which a plain modulo would fold together). */
 static size_t unwind_slot(uint64_t tstate_raddr)
 {
-    return (size_t)((tstate_raddr * 0x9E3779B97F4A7C15ull) >> 58) % UNWIND_CHUNK_GUESSES;
+    return (size_t)((tstate_raddr * HASH_GOLDEN) >> 58) % UNWIND_CHUNK_GUESSES;
 }
 
 /* Decides whether the interpreter fields a sample needs fit one small range. */
@@ -341,9 +343,7 @@ static uint64_t unwind_now(const struct unwinder *u)
 {
     if (u->clock)
         return u->clock(u->clock_ctx);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return clock_mono_now();
 }
 
 void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t native_tid),
@@ -380,7 +380,7 @@ const struct py_layout *unwinder_layout(const struct unwinder *u)
 /* Remembers @addr for this walk; false if it was seen already (a loop). */
 static bool unwind_visit(struct unwinder *u, uint64_t addr)
 {
-    size_t i = (size_t)((addr >> 3) * 0x9E3779B97F4A7C15ull) & (UNWIND_VISITED_SLOTS - 1);
+    size_t i = (size_t)((addr >> 3) * HASH_GOLDEN) & (UNWIND_VISITED_SLOTS - 1);
     for (;; i = (i + 1) & (UNWIND_VISITED_SLOTS - 1)) {
         if (u->visited_stamp[i] != u->stamp) {
             u->visited_stamp[i] = u->stamp;
@@ -806,17 +806,6 @@ static enum sample_status unwind_verify(struct unwinder *u)
     return SAMPLE_OK;
 }
 
-/* A bijective 64-bit mixer (the MurmurHash3 finaliser). */
-static uint64_t unwind_fmix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 /*
  * Identity of the walked chain: what verification compares, leaf ip
  * excluded. A sum of independently mixed links, so the links' mixing
@@ -825,14 +814,14 @@ static uint64_t unwind_fmix(uint64_t x)
  */
 static uint64_t unwind_chain_hash(const struct unwinder *u)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull * (u->nchain + 1);
+    uint64_t h = HASH_GOLDEN * (u->nchain + 1);
     for (size_t i = 0; i < u->nchain; i++) {
         const struct chain_link *k = &u->chain[i];
-        uint64_t a = unwind_fmix(k->raddr * 0x9e3779b97f4a7c15ull + k->previous + i);
+        uint64_t a = hash_fmix64(k->raddr * HASH_GOLDEN + k->previous + i);
         uint64_t b = k->executable * 0xd6e8feb86659fd93ull ^ (k->leaf ? 0 : k->instr_ptr);
-        h += unwind_fmix(a ^ b);
+        h += hash_fmix64(a ^ b);
     }
-    h = unwind_fmix(h);
+    h = hash_fmix64(h);
     return h ? h : 1; /* 0 means "none verified" */
 }
 
@@ -853,9 +842,7 @@ static struct code_info *unwind_fetch_code(struct unwinder *u, uint64_t raddr)
         .linetable_raddr = load_le64(u->code_buf + l->co_linetable),
         .bytecode_raddr = raddr + l->co_adaptive,
     };
-    int32_t first;
-    memcpy(&first, u->code_buf + l->co_firstlineno, sizeof(first));
-    ci.firstlineno = first;
+    ci.firstlineno = (int32_t)load_le32(u->code_buf + l->co_firstlineno);
     if (pystr_read(u->mr, l, ci.qualname_raddr, u->name_buf, sizeof(u->name_buf)) >= 0)
         ci.qualname = u->name_buf;
     if (pystr_read(u->mr, l, ci.filename_raddr, u->file_buf, sizeof(u->file_buf)) >= 0)
@@ -894,8 +881,7 @@ static void unwind_recheck_codes(struct unwinder *u, size_t from)
     for (size_t j = 0; j < n; j++) {
         struct code_info *ci = codecache_find(u->codes, u->check_addr[j]);
         const uint8_t *b = u->check_buf + j * l->co_read_len;
-        int32_t first;
-        memcpy(&first, b + l->co_firstlineno, sizeof(first));
+        int32_t first = (int32_t)load_le32(b + l->co_firstlineno);
         if (!ok || load_le64(b + l->co_qualname) != ci->qualname_raddr ||
             load_le64(b + l->co_filename) != ci->filename_raddr ||
             load_le64(b + l->co_linetable) != ci->linetable_raddr || first != ci->firstlineno) {

@@ -39,14 +39,15 @@
 
 #include "base/status.h"
 #include "memread/memread.h"
+#include "pipeline.h"
 #include "python/pyabi.h"
 #include "unwind/linetable.h"
 
-#define UNWIND_MAX_DEPTH        1536u /* frames per thread, markers included */
-#define UNWIND_MAX_THREADS      512u  /* threads per sample */
+/* UNWIND_MAX_DEPTH, UNWIND_THREAD_WORDS, the frame and the thread sample
+ * (struct unwind_frame, unwind_thread, unwind_result) are in pipeline.h. */
+#define UNWIND_MAX_THREADS      512u /* threads per sample */
 #define UNWIND_MAX_INTERPRETERS 256u
 #define UNWIND_MAX_FRAMES       65536u /* frames per sample, all threads */
-#define UNWIND_THREAD_WORDS     4u     /* see unwinder_set_thread_words() */
 
 enum unwind_flags {
     UNWIND_ALL_THREADS = 1 << 0, /* every thread of every interpreter */
@@ -57,67 +58,6 @@ enum unwind_flags {
     UNWIND_ONLY_GIL = 1 << 3,       /* threads holding the GIL */
     UNWIND_ONLY_EXCEPTION = 1 << 4, /* threads handling an exception */
     UNWIND_ONLY_ON_CPU = 1 << 5,    /* threads the kernel has on a CPU (see unwinder_set_on_cpu) */
-};
-
-enum unwind_frame_kind {
-    UNWIND_FRAME_PYTHON,
-    UNWIND_FRAME_NATIVE,     /* synthetic "<native>" */
-    UNWIND_FRAME_GC,         /* synthetic "<GC>" */
-    UNWIND_FRAME_UNREADABLE, /* its code object could not be read */
-    UNWIND_FRAME_TASK,       /* synthetic "<task NAME>" of async-aware stacks (unwind/asyncio.h) */
-};
-
-/** One frame. Strings belong to the unwinder and stay valid until its next sample. */
-struct unwind_frame {
-    enum unwind_frame_kind kind;
-    const char *function; /* co_qualname, or a marker name */
-    const char *file;     /* co_filename; "~" for markers */
-    int32_t first_line;   /* co_firstlineno; 0 for markers and unreadable frames */
-    uint64_t code_raddr;
-    struct linetable_pos pos; /* of the current instruction; fields may be LINETABLE_UNKNOWN */
-    /* Identity of (function, file, first_line), for consumers that memoize
-     * per code object: two frames with the same non-zero code_id, from any
-     * unwinder of this process at any time, have equal function, file and
-     * first_line. Never reused (a code object freed and its address reused,
-     * another process, a cleared cache: a new id). 0: not known (frames built
-     * by hand). */
-    uint64_t code_id;
-    /* The _PyInterpreterFrame this frame was read from (0 for markers): a
-     * coroutine's frame is at a fixed place inside it, which is how
-     * async-aware stacks find where the running task starts. */
-    uint64_t frame_raddr;
-};
-
-enum unwind_thread_flags {
-    UNWIND_THREAD_MAIN = 1 << 0,
-    UNWIND_THREAD_HOLDS_GIL = 1 << 1,
-    UNWIND_THREAD_GIL_REQUESTED = 1 << 2, /* 3.15 only */
-    UNWIND_THREAD_HAS_EXCEPTION = 1 << 3,
-    UNWIND_THREAD_IN_GC = 1 << 4, /* its interpreter is collecting garbage */
-};
-
-/** One sampled thread. */
-struct unwind_thread {
-    uint64_t tstate_raddr;
-    uint64_t native_thread_id; /* kernel TID in the target's PID namespace */
-    uint64_t thread_id;        /* pthread_t */
-    int64_t interp_id;
-    unsigned flags;            /* enum unwind_thread_flags */
-    enum sample_status status; /* SAMPLE_OK, or why there are no frames */
-    bool unchanged;            /* the same frames as this thread's previous sample */
-    /* identifies the resolved stack: equal keys from one unwinder, equal frames */
-    uint64_t stack_key;
-    size_t nframes;
-    const struct unwind_frame *frames; /* leaf first */
-    /* the thread-state words asked for with unwinder_set_thread_words(),
-     * read with the thread state in the same system call (0 when not asked) */
-    uint64_t words[UNWIND_THREAD_WORDS];
-};
-
-/** The result of one sample; owned by the unwinder. */
-struct unwind_result {
-    size_t nthreads;
-    const struct unwind_thread *threads;
 };
 
 struct pyruntime; /* discovery/pyruntime.h: where the runtime is */
@@ -162,7 +102,8 @@ void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t 
 /**
  * Sets the monotonic clock (nanoseconds) the unwinder uses to decide when the
  * runtime's fields are due to be read again (see unwinder_sample()); without
- * it, CLOCK_MONOTONIC. For tests. @a ctx is borrowed.
+ * it (or with @a now_ns NULL), clock_mono_now() of base/clock.h. A struct
+ * clock's mono_ns and arg fit here. For tests. @a ctx is borrowed.
  */
 void unwinder_set_clock(struct unwinder *u, uint64_t (*now_ns)(void *ctx), void *ctx);
 

@@ -9,6 +9,7 @@
 #include "memread_fake.h"
 #include "pprof/collapsed.h"
 #include "pyimage.h"
+#include "unwind/unwind.h"
 
 static struct unwind_frame frame(const char *fn, const char *file, int32_t first, int32_t line,
                                  uint64_t code)
