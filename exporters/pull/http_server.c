@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "config/config.h"
 #include "exporters/pull/http_gate.h"
 
@@ -106,13 +107,6 @@ struct http_profile_watch {
     atomic_bool gone;              /* the client hung up */
 };
 
-static uint64_t http_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Whether the client closed its side. While the callback runs, libmicrohttpd
  * (thread per connection) does not touch the socket, so a zero-timeout poll
@@ -125,7 +119,7 @@ static bool http_client_gone(struct http_profile_watch *w)
         return true;
     if (w->fd < 0)
         return false;
-    uint64_t now = http_mono_ns();
+    uint64_t now = clock_mono_now();
     uint64_t next = atomic_load(&w->next_poll_ns);
     if (now < next ||
         !atomic_compare_exchange_strong(&w->next_poll_ns, &next, now + HTTP_HANGUP_POLL_NS))
@@ -623,7 +617,7 @@ static void http_body_deadline(struct http_server *s, struct MHD_Connection *c,
     if (!accepted)
         return;
     r->deadline_ns = accepted + (uint64_t)s->head_timeout_ms * 1000000ull;
-    uint64_t now = http_mono_ns();
+    uint64_t now = clock_mono_now();
     uint64_t left_s =
         now < r->deadline_ns ? (r->deadline_ns - now + 999999999ull) / 1000000000ull : 1;
     if (left_s < s->conn_timeout_s) {
@@ -674,7 +668,7 @@ static enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const ch
         *upload_data_size = 0;
         if (r->body > HTTP_BODY_CAP)
             ret = MHD_NO; /* chunked and too long: close the connection */
-        else if (r->deadline_ns && http_mono_ns() > r->deadline_ns)
+        else if (r->deadline_ns && clock_mono_now() > r->deadline_ns)
             ret = MHD_NO; /* trickled past the deadline: close */
         goto out;
     }
@@ -929,13 +923,6 @@ uint16_t http_server_port(const struct http_server *s)
     return s->port;
 }
 
-static uint64_t http_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int http_server_stop(struct http_server *s, unsigned timeout_ms)
 {
     int rc = 0;
@@ -944,8 +931,8 @@ int http_server_stop(struct http_server *s, unsigned timeout_ms)
     atomic_store(&s->stopping, true);
     /* no new connections; those still sending their head are closed */
     http_gate_stop(s->gate);
-    uint64_t deadline = http_now_ms() + timeout_ms;
-    while (atomic_load(&s->inflight) > 0 && http_now_ms() < deadline) {
+    uint64_t deadline = clock_mono_now() + (uint64_t)timeout_ms * 1000000ull;
+    while (atomic_load(&s->inflight) > 0 && clock_mono_now() < deadline) {
         struct timespec nap = {0, 10 * 1000 * 1000};
         nanosleep(&nap, NULL);
     }
