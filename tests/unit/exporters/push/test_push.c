@@ -5,8 +5,9 @@
  * write relabeling, stop and shutdown with a deadline (non-blocking stop, sends
  * aborted at the deadline), counters carried over to a replacement by the
  * dispatcher at a reload, and the metrics text of several endpoints in one
- * document. "Nothing happened yet" is push_wait_parked() (parked()), not
- * a real-time pause, wherever the sender is not inside a send. */
+ * document. "Nothing happened yet" is never a real-time pause: with the
+ * sender waiting it is push_wait_parked() (parked()), with the sender inside
+ * a send that polls abort() it is wait_not_aborted(). */
 #include "base/compat.h"
 
 #include <pthread.h>
@@ -80,6 +81,8 @@ struct fake_tx {
     bool until_abort;    /* a send waits until its request's abort() says so */
     size_t entered;      /* sends started */
     size_t aborted;      /* sends that ended because abort() said so */
+    size_t abort_epoch;  /* bumped by wait_not_aborted() */
+    size_t said_no;      /* abort() polls begun in the current epoch that answered no */
     uint64_t advance_ns; /* each send moves the clock by this much */
     _Atomic int *freed;
 };
@@ -102,11 +105,17 @@ static void fake_send(void *tctx, const struct push_request *r, uint64_t timeout
         /* like a transport polling abort() while the server says nothing */
         bool abort = false;
         while (!abort) {
+            size_t epoch = t->abort_epoch;
             pthread_mutex_unlock(&t->mu);
             abort = r->abort(r->abort_arg);
-            if (!abort)
-                usleep(1000);
             pthread_mutex_lock(&t->mu);
+            if (!abort) {
+                if (epoch == t->abort_epoch)
+                    t->said_no++;
+                pthread_mutex_unlock(&t->mu);
+                usleep(1000);
+                pthread_mutex_lock(&t->mu);
+            }
         }
         t->aborted++;
         *res = result(PUSH_RETRY, "aborted", 0);
@@ -179,13 +188,29 @@ static void wait_calls(size_t n)
 }
 
 /*
- * A real-time pause, for a sender busy in a send (where push_wait_parked()
- * cannot tell): best effort only, "nothing happened" after it may be vacuous
- * on a loaded machine. Everywhere else the tests use parked().
+ * "Nothing happened yet" for a sender inside a send of transport @a t that
+ * polls abort() (until_abort), where push_wait_parked() cannot tell: waits
+ * (real time, up to 5 s) until abort() has been asked once more, the poll
+ * having begun after this call did, and said no. That answer was given on
+ * everything the test did before the call (the stop, the clock), so the
+ * send cannot be aborted until the test changes one of them; a poll that
+ * began earlier does not count. Returns early if the send was aborted
+ * meanwhile (which the caller's naborted() then shows).
  */
-static void settle(void)
+static void wait_not_aborted(struct fake_tx *t)
 {
-    usleep(30000);
+    pthread_mutex_lock(&t->mu);
+    t->abort_epoch++;
+    t->said_no = 0;
+    const size_t aborted = t->aborted;
+    for (int i = 0; i < 5000 && t->said_no == 0 && t->aborted == aborted; i++) {
+        pthread_mutex_unlock(&t->mu);
+        usleep(1000);
+        pthread_mutex_lock(&t->mu);
+    }
+    bool answered = t->said_no > 0 || t->aborted != aborted;
+    pthread_mutex_unlock(&t->mu);
+    assert_true(answered);
 }
 
 static void set_block(bool on)
@@ -1037,7 +1062,7 @@ static void test_push__stop_does_not_block_and_sends_until_the_deadline(void **s
     assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"503\"}") == 1);
     /* the send goes on until the deadline; pushes are refused meanwhile */
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 4, 100), 0);
-    settle();
+    wait_not_aborted(tx);
     assert_int_equal(naborted(tx), 0);
     advance_to(t + 5 * SEC);
     ex.ops->shutdown(ex.ctx, t + 5 * SEC);
@@ -1153,7 +1178,7 @@ static void test_push__blocked_send_is_aborted_at_the_deadline(void **state)
     uint64_t t = atomic_load(&fake_mono);
     ex.ops->stop(ex.ctx, t + 2 * SEC);
     advance_to(t + 2 * SEC - 1);
-    settle();
+    wait_not_aborted(tx);
     assert_int_equal(naborted(tx), 0);
     advance_to(t + 2 * SEC);
     for (int i = 0; i < 1000 && naborted(tx) == 0; i++)
