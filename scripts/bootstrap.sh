@@ -26,6 +26,7 @@ PACKAGES=(
 	libmicrohttpd-dev
 	libpcre2-dev
 	libjson-c-dev
+	libmd-dev # MD5 for relabeling's hashmod
 	# tooling
 	clang-format
 	clang-tidy

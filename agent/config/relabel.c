@@ -8,11 +8,11 @@
  */
 #include "base/compat.h"
 
+#include <md5.h> /* libmd */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include "base/alloc.h"
-#include "config/md5.h"
 #include "config/relabel.h"
 
 #define RELABEL_DEFAULT_SEPARATOR   ";"
@@ -640,14 +640,21 @@ static int relabel_case(const struct relabel_rule *rule, struct labels *ls,
     return relabel_set_or_del(ls, rule->spec.target_label, &s->val);
 }
 
+/*
+ * As Prometheus: the MD5 of the joined value, its last 8 bytes read as a
+ * big-endian uint64, modulo the modulus (MD5 from libmd).
+ */
 static int relabel_hashmod(const struct relabel_rule *rule, struct labels *ls,
                            const struct relabel_buf *val)
 {
-    unsigned char d[MD5_DIGEST_LEN];
+    uint8_t d[MD5_DIGEST_LENGTH];
     uint64_t h = 0;
     char num[24];
-    md5_sum(val->p, val->len, d);
-    for (size_t i = 8; i < 16; i++)
+    MD5_CTX ctx;
+    MD5Init(&ctx);
+    MD5Update(&ctx, (const uint8_t *)val->p, val->len);
+    MD5Final(d, &ctx);
+    for (size_t i = 8; i < MD5_DIGEST_LENGTH; i++)
         h = h << 8 | d[i];
     snprintf(num, sizeof(num), "%" PRIu64, h % rule->spec.modulus);
     return labels_set(ls, rule->spec.target_label, num);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "exporters/file/file_store.h"
 
@@ -36,13 +37,6 @@ struct file_entry {
     int64_t mtime_ns;
     uint64_t size;
 };
-
-static uint64_t file_store_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void file_store_name(const char *job, int pid, int64_t time_nanos, char *buf, size_t len)
 {
@@ -143,14 +137,13 @@ static void file_store_sweep(struct file_store *fs)
     struct file_entry *e = alloc_calloc(FILE_STORE_MAX_FILES, sizeof(*e));
     size_t n = 0;
     struct dirent *de;
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
+    const int64_t now = clock_real_now();
     while (e && (de = readdir(d)) != NULL && n < FILE_STORE_MAX_FILES) {
         struct stat st;
         /* a temporary left by a crash (ours are renamed within a write) */
         if (strncmp(de->d_name, ".tmp-", 5) == 0 && file_store_ours(de->d_name + 5) &&
             fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            wall.tv_sec - st.st_mtim.tv_sec > FILE_STORE_STALE_TMP_S) {
+            now / 1000000000ll - st.st_mtim.tv_sec > FILE_STORE_STALE_TMP_S) {
             if (unlinkat(dirfd(d), de->d_name, 0) == 0)
                 atomic_fetch_add(&fs->deleted, 1);
             continue;
@@ -165,10 +158,8 @@ static void file_store_sweep(struct file_store *fs)
     }
     if (e) {
         qsort(e, n, sizeof(*e), file_entry_cmp);
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        int64_t cutoff = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec -
-                         (int64_t)(fs->retention_ns > INT64_MAX ? INT64_MAX : fs->retention_ns);
+        int64_t cutoff =
+            now - (int64_t)(fs->retention_ns > INT64_MAX ? INT64_MAX : fs->retention_ns);
         uint64_t total = 0;
         for (size_t i = 0; i < n; i++)
             total += e[i].size;
@@ -234,7 +225,7 @@ static int file_store_push(void *ctx, const struct export_profile *p)
     atomic_fetch_add(&fs->written, 1);
     atomic_fetch_add(&fs->bytes_written, p->len);
     fs->warned_write = false;
-    uint64_t now = file_store_mono();
+    uint64_t now = clock_mono_now();
     if (now - fs->last_sweep >= FILE_STORE_SWEEP_NS || fs->last_sweep == 0) {
         fs->last_sweep = now;
         file_store_sweep(fs);
@@ -246,7 +237,7 @@ fail:
         log_error("cannot write profile '%s': %s", path, strerror(-err));
     fs->warned_write = true;
     /* a full disk is when retention matters most: apply it on failure too */
-    uint64_t mono = file_store_mono();
+    uint64_t mono = clock_mono_now();
     if (mono - fs->last_sweep >= FILE_STORE_SWEEP_NS || fs->last_sweep == 0) {
         fs->last_sweep = mono;
         file_store_sweep(fs);

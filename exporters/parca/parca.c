@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/strnum.h"
 #include "base/utf8.h"
 #include "exporters/parca/parca.h"
@@ -64,8 +65,8 @@ struct parca_transport {
     CURLM *m;  /* runs h (push_endpoint_perform): its connection cache keeps the h2 connection */
     char *url; /* push_endpoint_url() of PARCA_WRITERAW_PATH */
     bool tls;  /* https: h2 through ALPN; http: h2 with prior knowledge */
-    bool fresh_connections;  /* a new connection for every request (see parca_exporter_new) */
-    struct push_clock clock; /* real_ns for Retry-After dates; NULL: CLOCK_REALTIME */
+    bool fresh_connections;    /* a new connection for every request (see parca_exporter_new) */
+    const struct clock *clock; /* borrowed; real time for Retry-After dates */
     struct parca_reply rep;
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -415,19 +416,6 @@ static void parca_local_error(struct push_result *res, enum push_outcome outcome
         res->message[0] = '\0';
 }
 
-static int64_t parca_real_ns(const struct parca_transport *t)
-{
-    int64_t now = 0;
-    if (t->clock.real_ns) {
-        now = t->clock.real_ns(t->clock.arg);
-    } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        now = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-    }
-    return now;
-}
-
 static void parca_send(void *tctx, const struct push_request *r, uint64_t timeout_ns,
                        struct push_result *res)
 {
@@ -502,7 +490,7 @@ static void parca_send(void *tctx, const struct push_request *r, uint64_t timeou
         parca_reply_read(&t->rep, h);
     if (curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
         version = 0;
-    parca_classify(rc, t->errbuf, version, &t->rep, parca_real_ns(t), res);
+    parca_classify(rc, t->errbuf, version, &t->rep, clock_real(t->clock), res);
     /* nothing in the handle may point at this call's buffers once they are freed */
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
@@ -531,7 +519,7 @@ static const struct push_transport_ops parca_transport_ops = {
     .free = parca_transport_free,
 };
 
-int parca_exporter_new(const struct config_remote_write *rw, const struct push_clock *clock,
+int parca_exporter_new(const struct config_remote_write *rw, const struct clock *clock,
                        struct exporter *out)
 {
     int err = 0;
@@ -576,8 +564,7 @@ int parca_exporter_new(const struct config_remote_write *rw, const struct push_c
      * request opens its own connection; TLS connections are not affected.
      */
     t->fresh_connections = !tls && vi->version_num >= 0x075800 && vi->version_num < 0x080000;
-    if (clock)
-        t->clock = *clock;
+    t->clock = clock ? clock : &clock_system;
     /* the engine owns the transport from here, on failure too */
     err = push_exporter_new(rw, &parca_transport_ops, t, PARCA_MAX_AGE_NS, clock, out);
     t = NULL;

@@ -57,13 +57,14 @@
  * handle that every request of this endpoint reuses (so the HTTP/2
  * connection is kept), and hands the transport to push_exporter_new() with
  * max age PARCA_MAX_AGE_NS; @a rw is only read (push_exporter_new()
- * copies its write_relabel rules); @a clock may be NULL. Returns 0 with @a out
+ * copies its write_relabel rules); @a clock (borrowed, as push_exporter_new()
+ * says) may be NULL (clock_system). Returns 0 with @a out
  * filled, -EPROTONOSUPPORT when libcurl lacks HTTP/2, -EINVAL when the URL
  * is neither http:// nor https:// (or cannot take tls_config.server_name), -ENOMEM, or an error of
  * push_exporter_new().
  */
 PYPROFD_WARN_UNUSED int parca_exporter_new(const struct config_remote_write *rw,
-                                           const struct push_clock *clock, struct exporter *out);
+                                           const struct clock *clock, struct exporter *out);
 
 /* Internal: what one reply said (its headers and trailers, the start of its body). */
 struct parca_reply {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 
 #define GATE_METHOD_MAX      32
 #define GATE_LEAD_MAX        4  /* empty lines tolerated before the request line (RFC 9112: >= 1) */
@@ -252,13 +253,6 @@ struct http_gate {
     atomic_uint_least64_t client_limit;
     atomic_uint_least64_t connection_limit;
 };
-
-static uint64_t gate_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void gate_key_of(const struct sockaddr_storage *ss, struct gate_key *k)
 {
@@ -573,7 +567,7 @@ static void gate_accept(struct http_gate *g, uint64_t now)
             return;
         }
         atomic_fetch_add(&g->accepted, 1);
-        gate_admit(g, fd, &ss, sl, gate_now_ns());
+        gate_admit(g, fd, &ss, sl, clock_mono_now());
     }
 }
 
@@ -626,7 +620,7 @@ static void *gate_main(void *arg)
     int timeout_ms = GATE_TICK_MS;
     while (!atomic_load(&g->stop)) {
         int n = epoll_wait(g->epoll_fd, ev, GATE_EVENTS, timeout_ms);
-        uint64_t now = gate_now_ns();
+        uint64_t now = clock_mono_now();
         if (n < 0 && errno != EINTR) {
             struct timespec nap = {0, 10 * 1000 * 1000};
             nanosleep(&nap, NULL);
@@ -641,7 +635,7 @@ static void *gate_main(void *arg)
             else if (idx < g->cfg.connection_limit)
                 gate_on_input(g, &g->conns[idx], seq, ev[i].events, now);
         }
-        timeout_ms = gate_expire(g, gate_now_ns());
+        timeout_ms = gate_expire(g, clock_mono_now());
     }
     return NULL;
 }

@@ -9,7 +9,8 @@
  * (http_gate.c) accepts, enforces the connection limits and the head
  * deadline, and passes on connections whose request head is complete
  * (MHD_add_connection). Routing is a fixed table; the daemon is reached only
- * through struct http_server_ops.
+ * through struct http_server_ops. What clients and the config write (query
+ * arguments, Content-Length, the listen address) is parsed by http_parse.c.
  */
 #include "base/compat.h"
 
@@ -25,8 +26,10 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "config/config.h"
 #include "exporters/pull/http_gate.h"
+#include "exporters/pull/http_parse.h"
 
 #define HTTP_BODY_CAP       ((uint64_t)64 << 10)
 #define HTTP_MAX_QUERY_ARGS 16
@@ -106,13 +109,6 @@ struct http_profile_watch {
     atomic_bool gone;              /* the client hung up */
 };
 
-static uint64_t http_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Whether the client closed its side. While the callback runs, libmicrohttpd
  * (thread per connection) does not touch the socket, so a zero-timeout poll
@@ -125,7 +121,7 @@ static bool http_client_gone(struct http_profile_watch *w)
         return true;
     if (w->fd < 0)
         return false;
-    uint64_t now = http_mono_ns();
+    uint64_t now = clock_mono_now();
     uint64_t next = atomic_load(&w->next_poll_ns);
     if (now < next ||
         !atomic_compare_exchange_strong(&w->next_poll_ns, &next, now + HTTP_HANGUP_POLL_NS))
@@ -141,80 +137,6 @@ bool http_profile_cancelled(const struct http_profile_request *req)
     /* priv is our own non-const watch, const only in the public struct */
     struct http_profile_watch *w = (struct http_profile_watch *)req->priv;
     return w && (atomic_load(&w->srv->stopping) || http_client_gone(w));
-}
-
-/* ---- query parsing ---- */
-
-/* A decimal integer of 1..@a maxdigits (<= 19) digits without sign or spaces, into @a out. */
-static bool http_parse_uint(const char *s, size_t maxdigits, uint64_t *out)
-{
-    uint64_t v = 0;
-    size_t i = 0;
-    if (!s)
-        return false;
-    for (; s[i]; i++) {
-        if (s[i] < '0' || s[i] > '9' || i >= maxdigits)
-            return false;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    *out = v;
-    return i > 0;
-}
-
-int http_parse_profile_query(const char *const *keys, const char *const *values, size_t n,
-                             uint32_t max_seconds, uint32_t *seconds, int32_t *pid, char *err,
-                             size_t err_size)
-{
-    int rc = 0;
-    bool have_seconds = false;
-    bool have_pid = false;
-    uint32_t sec =
-        HTTP_SERVER_DEFAULT_SECONDS < max_seconds ? HTTP_SERVER_DEFAULT_SECONDS : max_seconds;
-    int32_t p = 0;
-    if (err_size > 0)
-        err[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        uint64_t v = 0;
-        if (!keys[i])
-            continue;
-        if (strcmp(keys[i], "seconds") == 0) {
-            if (have_seconds) {
-                snprintf(err, err_size, "seconds given more than once");
-                rc = -EINVAL;
-                goto out;
-            }
-            have_seconds = true;
-            if (!http_parse_uint(values[i], 10, &v) || v < 1 || v > max_seconds) {
-                snprintf(err, err_size, "seconds must be an integer from 1 to %" PRIu32,
-                         max_seconds);
-                rc = -EINVAL;
-                goto out;
-            }
-            sec = (uint32_t)v;
-        } else if (strcmp(keys[i], "pid") == 0) {
-            if (have_pid) {
-                snprintf(err, err_size, "pid given more than once");
-                rc = -EINVAL;
-                goto out;
-            }
-            have_pid = true;
-            if (!http_parse_uint(values[i], 10, &v) || v < 1 || v > INT32_MAX) {
-                snprintf(err, err_size, "pid must be a positive integer");
-                rc = -EINVAL;
-                goto out;
-            }
-            p = (int32_t)v;
-        }
-    }
-    if (sec < 1) {
-        snprintf(err, err_size, "profiles are disabled (maximum 0 seconds)");
-        rc = -EINVAL;
-        goto out;
-    }
-    *seconds = sec;
-    *pid = p;
-out:
-    return rc;
 }
 
 /* ---- responses ---- */
@@ -623,7 +545,7 @@ static void http_body_deadline(struct http_server *s, struct MHD_Connection *c,
     if (!accepted)
         return;
     r->deadline_ns = accepted + (uint64_t)s->head_timeout_ms * 1000000ull;
-    uint64_t now = http_mono_ns();
+    uint64_t now = clock_mono_now();
     uint64_t left_s =
         now < r->deadline_ns ? (r->deadline_ns - now + 999999999ull) / 1000000000ull : 1;
     if (left_s < s->conn_timeout_s) {
@@ -674,7 +596,7 @@ static enum MHD_Result http_handle(void *cls, struct MHD_Connection *c, const ch
         *upload_data_size = 0;
         if (r->body > HTTP_BODY_CAP)
             ret = MHD_NO; /* chunked and too long: close the connection */
-        else if (r->deadline_ns && http_mono_ns() > r->deadline_ns)
+        else if (r->deadline_ns && clock_mono_now() > r->deadline_ns)
             ret = MHD_NO; /* trickled past the deadline: close */
         goto out;
     }
@@ -731,54 +653,6 @@ static void http_notify_connection(void *cls, struct MHD_Connection *c, void **s
 
 /* ---- start and stop ---- */
 
-/*
- * Splits "host:port" / "[v6]:port" into @a host (may become "" for all
- * interfaces) and @a port. Returns 0 or -EINVAL with a message.
- */
-static int http_split_address(const char *addr, char *host, size_t host_size, char *port,
-                              size_t port_size, char *err, size_t err_size)
-{
-    int rc = -EINVAL;
-    const char *hs = addr;
-    const char *he;
-    const char *ps;
-    uint64_t v = 0;
-    if (addr[0] == '[') {
-        hs = addr + 1;
-        he = strchr(hs, ']');
-        if (!he || he[1] != ':') {
-            snprintf(err, err_size, "listen address %s: expected [IPv6]:port", addr);
-            goto out;
-        }
-        ps = he + 2;
-    } else {
-        he = strrchr(addr, ':');
-        if (!he) {
-            snprintf(err, err_size, "listen address %s: missing port (host:port)", addr);
-            goto out;
-        }
-        if (memchr(addr, ':', (size_t)(he - addr))) {
-            snprintf(err, err_size, "listen address %s: put IPv6 addresses in brackets", addr);
-            goto out;
-        }
-        ps = he + 1;
-    }
-    if (!http_parse_uint(ps, 5, &v) || v > 65535) {
-        snprintf(err, err_size, "listen address %s: port must be a number from 0 to 65535", addr);
-        goto out;
-    }
-    if ((size_t)(he - hs) >= host_size) {
-        snprintf(err, err_size, "listen address %s: host name too long", addr);
-        goto out;
-    }
-    memcpy(host, hs, (size_t)(he - hs));
-    host[he - hs] = '\0';
-    snprintf(port, port_size, "%u", (unsigned)v);
-    rc = 0;
-out:
-    return rc;
-}
-
 /* Resolves and binds @a addr; returns the listening socket or -errno with a message. */
 static int http_listen(const char *addr, char *err, size_t err_size)
 {
@@ -789,7 +663,7 @@ static int http_listen(const char *addr, char *err, size_t err_size)
                              .ai_family = AF_UNSPEC};
     struct addrinfo *res = NULL;
     int fd = -1;
-    int rc = http_split_address(addr, host, sizeof(host), port, sizeof(port), err, err_size);
+    int rc = http_parse_address(addr, host, sizeof(host), port, sizeof(port), err, err_size);
     if (rc != 0)
         goto out;
     int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
@@ -929,13 +803,6 @@ uint16_t http_server_port(const struct http_server *s)
     return s->port;
 }
 
-static uint64_t http_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int http_server_stop(struct http_server *s, unsigned timeout_ms)
 {
     int rc = 0;
@@ -944,8 +811,8 @@ int http_server_stop(struct http_server *s, unsigned timeout_ms)
     atomic_store(&s->stopping, true);
     /* no new connections; those still sending their head are closed */
     http_gate_stop(s->gate);
-    uint64_t deadline = http_now_ms() + timeout_ms;
-    while (atomic_load(&s->inflight) > 0 && http_now_ms() < deadline) {
+    uint64_t deadline = clock_mono_now() + (uint64_t)timeout_ms * 1000000ull;
+    while (atomic_load(&s->inflight) > 0 && clock_mono_now() < deadline) {
         struct timespec nap = {0, 10 * 1000 * 1000};
         nanosleep(&nap, NULL);
     }

@@ -162,18 +162,4 @@ int http_server_stop(struct http_server *s, unsigned timeout_ms);
 /** Stops (5 s deadline) if still running and frees; NULL is a no-op. */
 void http_server_free(struct http_server *s);
 
-/**
- * Parses the query arguments of a profile request, a pure function (fuzzed
- * by tests/fuzz/fuzz_http_query.c). @a keys / @a values are the @a n decoded
- * pairs in request order; a value may be NULL (a key without '='). Unknown
- * keys are ignored. seconds must be a decimal integer in 1..@a max_seconds
- * (default HTTP_SERVER_DEFAULT_SECONDS, capped at @a max_seconds), pid a
- * decimal integer in 1..INT32_MAX; no sign, no spaces, each key at most
- * once. Returns 0 and fills @a seconds and @a pid (0 when absent), or
- * -EINVAL with a one-line message (no newline) in @a err.
- */
-PYPROFD_WARN_UNUSED int http_parse_profile_query(const char *const *keys, const char *const *values,
-                                                 size_t n, uint32_t max_seconds, uint32_t *seconds,
-                                                 int32_t *pid, char *err, size_t err_size);
-
 #endif /* PYPROFD_EXPORTERS_PULL_HTTP_SERVER_H */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "config/relabel.h"
 #include "exporters/push/push.h"
@@ -64,8 +65,8 @@ struct push_exporter {
     void *tctx;
     char *name;
     struct relabel_rules *write_relabel;
-    struct push_clock clock;
-    bool fake_clock;
+    const struct clock *clock; /* borrowed */
+    bool fake_clock;           /* not clock_system: re-read it while waiting */
     uint64_t max_age_ns, timeout_ns, min_backoff_ns, max_backoff_ns, max_retries;
     uint64_t max_items, max_bytes;
 
@@ -88,7 +89,9 @@ struct push_exporter {
      * notes the value it acted on when it parks in push_wait() */
     uint64_t seq, parked_seq;
     bool parked;
-    uint64_t parked_until; /* mono ns; UINT64_MAX: idle */
+    uint64_t parked_until;         /* mono ns; UINT64_MAX: idle */
+    uint64_t (*random)(void *arg); /* the jitter; NULL: getrandom() */
+    void *random_arg;
     pthread_t thread;
     struct push_code_count codes[PUSH_MAX_CODES];
     size_t ncodes;
@@ -101,34 +104,23 @@ struct push_exporter {
 
 /* --- time ----------------------------------------------------------------- */
 
-static uint64_t push_sys_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t push_mono(const struct push_exporter *pe)
 {
-    return pe->clock.mono_ns ? pe->clock.mono_ns(pe->clock.arg) : push_sys_mono();
+    return clock_mono(pe->clock);
 }
 
 static int64_t push_real(const struct push_exporter *pe)
 {
-    if (pe->clock.real_ns)
-        return pe->clock.real_ns(pe->clock.arg);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + (int64_t)ts.tv_nsec;
+    return clock_real(pe->clock);
 }
 
 static uint64_t push_random(const struct push_exporter *pe)
 {
-    if (pe->clock.random)
-        return pe->clock.random(pe->clock.arg);
+    if (pe->random)
+        return pe->random(pe->random_arg);
     uint64_t v = 0;
     if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-        v = push_sys_mono() * 0x9e3779b97f4a7c15ull;
+        v = clock_mono_now() * 0x9e3779b97f4a7c15ull;
     return v;
 }
 
@@ -143,9 +135,8 @@ static void push_wait(struct push_exporter *pe, uint64_t until)
     uint64_t d = until == 0 ? PUSH_IDLE_WAIT : (until > now ? until - now : 0);
     if (pe->fake_clock && d > PUSH_FAKE_POLL)
         d = PUSH_FAKE_POLL;
-    uint64_t abs = push_sys_mono() + d;
-    struct timespec ts = {.tv_sec = (time_t)(abs / 1000000000ull),
-                          .tv_nsec = (long)(abs % 1000000000ull)};
+    /* the condition variable waits on the system's CLOCK_MONOTONIC */
+    struct timespec ts = clock_timespec(clock_mono_now() + d);
     pe->parked = true;
     pe->parked_seq = pe->seq;
     pe->parked_until = until == 0 ? UINT64_MAX : until;
@@ -444,9 +435,10 @@ static void *push_sender_main(void *arg)
             .abort_arg = pe,
         };
         struct push_result res = {.outcome = PUSH_RETRY};
-        uint64_t t0 = push_sys_mono();
+        /* the latency histogram is of real time, whatever the clock */
+        uint64_t t0 = clock_mono_now();
         pe->tops->send(pe->tctx, &req, timeout, &res);
-        uint64_t t1 = push_sys_mono();
+        uint64_t t1 = clock_mono_now();
         promtext_hist_observe(&pe->duration, (double)(t1 - t0) / 1e9);
         res.code[sizeof(res.code) - 1] = '\0';
         res.message[sizeof(res.message) - 1] = '\0';
@@ -471,10 +463,19 @@ static void *push_sender_main(void *arg)
 }
 
 #ifdef PYPROFD_UNITTEST
+void push_set_random(void *ctx, uint64_t (*random)(void *arg), void *arg)
+{
+    struct push_exporter *pe = ctx;
+    pthread_mutex_lock(&pe->mu);
+    pe->random = random;
+    pe->random_arg = arg;
+    pthread_mutex_unlock(&pe->mu);
+}
+
 int push_wait_parked(void *ctx, uint64_t *until)
 {
     struct push_exporter *pe = ctx;
-    const uint64_t give_up = push_sys_mono() + 5000000000ull;
+    const uint64_t give_up = clock_mono_now() + 5000000000ull;
     const struct timespec nap = {.tv_sec = 0, .tv_nsec = 200000};
     int err = -ETIMEDOUT;
     pthread_mutex_lock(&pe->mu);
@@ -486,7 +487,7 @@ int push_wait_parked(void *ctx, uint64_t *until)
             err = 0;
             break;
         }
-        if (push_sys_mono() >= give_up)
+        if (clock_mono_now() >= give_up)
             break;
         pthread_mutex_unlock(&pe->mu);
         nanosleep(&nap, NULL);
@@ -774,7 +775,7 @@ out:
 }
 
 int push_exporter_new(const struct config_remote_write *rw, const struct push_transport_ops *ops,
-                      void *tctx, uint64_t max_age_ns, const struct push_clock *clock,
+                      void *tctx, uint64_t max_age_ns, const struct clock *clock,
                       struct exporter *out)
 {
     int err = -ENOMEM;
@@ -789,9 +790,8 @@ int push_exporter_new(const struct config_remote_write *rw, const struct push_tr
     pe->name = alloc_strdup(rw->name ? rw->name : ops->kind);
     if (!pe->name)
         goto fail;
-    if (clock)
-        pe->clock = *clock;
-    pe->fake_clock = pe->clock.mono_ns != NULL;
+    pe->clock = clock ? clock : &clock_system;
+    pe->fake_clock = pe->clock != &clock_system;
     pe->max_age_ns = max_age_ns;
     pe->timeout_ns = rw->remote_timeout_ns ? rw->remote_timeout_ns : 10000000000ull;
     pe->min_backoff_ns = rw->min_backoff_ns ? rw->min_backoff_ns : 500000000ull;

@@ -45,8 +45,8 @@
  *    retried, dropped by reason (count and bytes), queue length and bytes,
  *    push latency histogram.
  *
- * Time is injected (struct push_clock) so backoff and age are testable; the
- * jitter source too.
+ * Time is injected (a struct clock, base/clock.h) so backoff and age are
+ * testable; the jitter source too, in unit tests (push_set_random()).
  *
  * Queue accounting: queue_max_profiles and queue_max_bytes (the gzipped pprof
  * bytes) bound the profiles WAITING; the one being sent is out of the queue
@@ -72,6 +72,7 @@
 
 #include "base/compat.h"
 
+#include "base/clock.h"
 #include "base/labels.h"
 #include "config/config.h"
 #include "exporters/exporter.h"
@@ -124,19 +125,6 @@ struct push_transport_ops {
     void (*free)(void *tctx);
 };
 
-/**
- * Time and randomness, injectable. NULL fields: CLOCK_MONOTONIC / CLOCK_REALTIME / random.
- * With an injected mono_ns, the deadline of stop() and shutdown() is in that
- * clock's time, and the sender re-reads the clock at least every millisecond
- * while it waits (so a test that moves its clock forward is noticed promptly).
- */
-struct push_clock {
-    uint64_t (*mono_ns)(void *arg);
-    int64_t (*real_ns)(void *arg);
-    uint64_t (*random)(void *arg); /* jitter */
-    void *arg;
-};
-
 /** The series name (__name__) for a mode: cpu -> process_cpu, wall -> wall, gil -> gil,
  *  exception -> exception (documented in docs/exporters.md). */
 const char *push_metric_name(enum profile_mode mode);
@@ -183,15 +171,26 @@ uint64_t push_fill_deadline_ns(const struct push_fill *f);
  * (compiled again), so the exporter does not depend on the config's
  * lifetime. The exporter takes ownership of @a tctx, on failure too.
  * @a max_age_ns: profiles older than this are dropped, not sent (0: no
- * limit). @a clock may be NULL. Starts the sender thread. Returns 0 with
+ * limit). @a clock (borrowed: it must outlive the exporter; NULL:
+ * clock_system) gives "now" for backoff, age and the deadlines of stop() and
+ * shutdown(); with any other clock than clock_system the sender re-reads it
+ * at least every millisecond while it waits, so a test that moves its clock
+ * forward is noticed promptly. Starts the sender thread. Returns 0 with
  * @a out filled (out->name is the endpoint name), or -ENOMEM / -errno.
  */
 PYPROFD_WARN_UNUSED int push_exporter_new(const struct config_remote_write *rw,
                                           const struct push_transport_ops *ops, void *tctx,
-                                          uint64_t max_age_ns, const struct push_clock *clock,
+                                          uint64_t max_age_ns, const struct clock *clock,
                                           struct exporter *out);
 
 #ifdef PYPROFD_UNITTEST
+/**
+ * For tests/unit/exporters/push/test_push.c: the jitter of push exporter
+ * @a ctx's backoff comes from @a random(@a arg) instead of getrandom(). Call
+ * it before the first push().
+ */
+void push_set_random(void *ctx, uint64_t (*random)(void *arg), void *arg);
+
 /**
  * For tests/unit/exporters/push/test_push.c, with an injected clock: waits
  * (real time, up to 5 s) until the sender of push exporter @a ctx is parked,

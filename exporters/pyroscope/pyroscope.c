@@ -7,11 +7,11 @@
 
 #include <json-c/json.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "push.pb-c.h"
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "exporters/push/endpoint.h"
 #include "exporters/pyroscope/pyroscope.h"
 
@@ -26,7 +26,7 @@
 struct pyroscope {
     struct push_endpoint ep;
     enum config_pyroscope_api api;
-    struct push_clock clock;
+    const struct clock *clock; /* borrowed */
     CURL *h;
     CURLM *m;   /* runs h (push_endpoint_perform); its connection cache persists */
     char *resp; /* PYRO_RESP_MAX + 1 */
@@ -45,23 +45,12 @@ static size_t pyro_write(char *ptr, size_t size, size_t nmemb, void *ud)
     return n; /* the rest is read and ignored */
 }
 
-static int64_t pyro_real_ns(const struct pyroscope *p)
-{
-    if (p->clock.real_ns)
-        return p->clock.real_ns(p->clock.arg);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + (int64_t)ts.tv_nsec;
-}
-
 /* A random (version 4) UUID as text: 36 characters and a NUL. */
 static void pyro_uuid(char out[37])
 {
     uint8_t b[16];
     if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)out;
+        uint64_t x = (uint64_t)clock_real_now() ^ (uint64_t)(uintptr_t)out;
         for (size_t i = 0; i < sizeof(b); i++) {
             x ^= x << 13;
             x ^= x >> 7;
@@ -374,7 +363,7 @@ static void pyro_send(void *tctx, const struct push_request *r, uint64_t timeout
         curl_easy_header(p->h, "Retry-After", 0, CURLH_HEADER, -1, &ra) == CURLHE_OK)
         retry_after = ra->value;
     p->resp[p->resp_len] = '\0';
-    push_classify_http(rc, status, p->resp, retry_after, pyro_real_ns(p), res);
+    push_classify_http(rc, status, p->resp, retry_after, clock_real(p->clock), res);
     if (rc != CURLE_OK && p->errbuf[0])
         snprintf(res->message, sizeof(res->message), "%s", p->errbuf);
     if (rc == CURLE_OK && res->outcome != PUSH_OK)
@@ -404,7 +393,7 @@ static const struct push_transport_ops pyro_ops = {
     .free = pyro_free,
 };
 
-int pyroscope_exporter_new(const struct config_remote_write *rw, const struct push_clock *clock,
+int pyroscope_exporter_new(const struct config_remote_write *rw, const struct clock *clock,
                            struct exporter *out)
 {
     int err = -ENOMEM;
@@ -421,8 +410,7 @@ int pyroscope_exporter_new(const struct config_remote_write *rw, const struct pu
     if (!p->resp || !p->h || !p->m)
         goto fail;
     p->api = rw->api;
-    if (clock)
-        p->clock = *clock;
+    p->clock = clock ? clock : &clock_system;
     /* push_exporter_new owns p from here, on failure too */
     return push_exporter_new(rw, &pyro_ops, p, PYROSCOPE_MAX_AGE_NS, clock, out);
 fail:

@@ -43,13 +43,13 @@
 
 /**
  * Creates a Pyroscope exporter for remote_write entry @a rw (type pyroscope),
- * copying what it needs of it (push_exporter_new()). @a clock may be NULL (the system clocks).
+ * copying what it needs of it (push_exporter_new()). @a clock (borrowed, as push_exporter_new()
+ * says) may be NULL (clock_system).
  * Returns 0 with @a out filled (free with out->ops->free(out->ctx)), -ENOMEM, -EINVAL (no url) or
  * another negative errno.
  */
 PYPROFD_WARN_UNUSED int pyroscope_exporter_new(const struct config_remote_write *rw,
-                                               const struct push_clock *clock,
-                                               struct exporter *out);
+                                               const struct clock *clock, struct exporter *out);
 
 #ifdef PYPROFD_UNITTEST
 /* pyroscope.c internals reached by tests/unit/exporters/pyroscope/test_pyroscope.c */

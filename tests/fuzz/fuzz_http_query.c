@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the profile request's query arguments
- * (http_parse_profile_query() in exporters/pull/http_server.c). The input is
+ * (http_parse_profile_query() in exporters/pull/http_parse.c). The input is
  * split like a query string, on '&' into arguments and on the first '=' into
  * key and value (no '=': a NULL value, as libmicrohttpd reports it); no
  * percent-decoding, since the server hands the parser decoded strings and any
@@ -10,7 +10,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
-#include "exporters/pull/http_server.h"
+#include "exporters/pull/http_parse.h"
 
 #define FUZZ_MAX_ARGS 16
 

@@ -332,6 +332,52 @@ static void test_relabel__hashmod_matches_prometheus(void **state)
     (void)src;
 }
 
+/*
+ * hashmod's MD5 (libmd) on the test suite of RFC 1321, appendix A.5: with
+ * modulus 2^64-1 the label is the digest's last 8 bytes, big-endian, taken
+ * modulo 2^64-1, which the expected digests give independently.
+ */
+static void test_relabel__hashmod_md5_rfc1321_vectors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *hex;
+    } v[] = {
+        {"", "d41d8cd98f00b204e9800998ecf8427e"},
+        {"a", "0cc175b9c0f1b6a831c399e269772661"},
+        {"abc", "900150983cd24fb0d6963f7d28e17f72"},
+        {"message digest", "f96b697d7cb7938d525a2f31aaf161d0"},
+        {"abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b"},
+        {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+         "d174ab98d277d9f5a5611c2c9f419d9f"},
+        {"1234567890123456789012345678901234567890123456789012345678901234567890123456789"
+         "0",
+         "57edf4a22be3c955ac49da2e2107b67a"},
+    };
+    static const char *const one[] = {"x"};
+    struct relabel_rule_spec s = {.source_labels = one,
+                                  .nsource_labels = 1,
+                                  .target_label = "shard",
+                                  .modulus = UINT64_MAX,
+                                  .action = RELABEL_HASHMOD};
+    struct relabel_rules *r = compile1(&s);
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(v); i++) {
+        struct labels ls;
+        bool keep = false;
+        char want[24];
+        snprintf(want, sizeof(want), "%" PRIu64,
+                 (uint64_t)strtoull(v[i].hex + 16, NULL, 16) % UINT64_MAX);
+        labels_init(&ls);
+        if (*v[i].in)
+            assert_int_equal(labels_set(&ls, "x", v[i].in), 0);
+        assert_int_equal(relabel_apply(r, &ls, &keep), 0);
+        assert_true(keep);
+        assert_string_equal(labels_get(&ls, "shard"), want);
+        labels_release(&ls);
+    }
+    relabel_free(r);
+}
+
 static void test_relabel__labelmap(void **state)
 {
     (void)state;
@@ -692,6 +738,7 @@ int main(void)
         cmocka_unit_test(test_relabel__keep_drop),
         cmocka_unit_test(test_relabel__keepequal_dropequal),
         cmocka_unit_test(test_relabel__hashmod_matches_prometheus),
+        cmocka_unit_test(test_relabel__hashmod_md5_rfc1321_vectors),
         cmocka_unit_test(test_relabel__labelmap),
         cmocka_unit_test(test_relabel__labeldrop_labelkeep),
         cmocka_unit_test(test_relabel__lowercase_uppercase),

@@ -23,6 +23,7 @@
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
+#include "exporters/pull/http_parse.h"
 #include "exporters/pull/http_server.h"
 
 /* ---- the daemon's stand-in ---- */

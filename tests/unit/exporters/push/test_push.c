@@ -5,8 +5,9 @@
  * write relabeling, stop and shutdown with a deadline (non-blocking stop, sends
  * aborted at the deadline), counters carried over to a replacement by the
  * dispatcher at a reload, and the metrics text of several endpoints in one
- * document. "Nothing happened yet" is push_wait_parked() (parked()), not
- * a real-time pause, wherever the sender is not inside a send. */
+ * document. "Nothing happened yet" is never a real-time pause: with the
+ * sender waiting it is push_wait_parked() (parked()), with the sender inside
+ * a send that polls abort() it is wait_not_aborted(). */
 #include "base/compat.h"
 
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "config/relabel.h"
 #include "exporters/dispatch.h"
 #include "exporters/push/push.h"
@@ -46,8 +48,9 @@ static uint64_t fake_clock_random(void *arg)
     return 0;
 }
 
-static const struct push_clock fake_clock = {
-    .mono_ns = fake_clock_mono, .real_ns = fake_clock_real, .random = fake_clock_random};
+/* the exporters' clock, and the dispatcher's in the reload test */
+static const struct clock fake_clock = {
+    .mono_ns = fake_clock_mono, .real_ns = fake_clock_real, .thread_cpu_ns = fake_clock_mono};
 
 static void advance_to(uint64_t t)
 {
@@ -78,6 +81,8 @@ struct fake_tx {
     bool until_abort;    /* a send waits until its request's abort() says so */
     size_t entered;      /* sends started */
     size_t aborted;      /* sends that ended because abort() said so */
+    size_t abort_epoch;  /* bumped by wait_not_aborted() */
+    size_t said_no;      /* abort() polls begun in the current epoch that answered no */
     uint64_t advance_ns; /* each send moves the clock by this much */
     _Atomic int *freed;
 };
@@ -100,11 +105,17 @@ static void fake_send(void *tctx, const struct push_request *r, uint64_t timeout
         /* like a transport polling abort() while the server says nothing */
         bool abort = false;
         while (!abort) {
+            size_t epoch = t->abort_epoch;
             pthread_mutex_unlock(&t->mu);
             abort = r->abort(r->abort_arg);
-            if (!abort)
-                usleep(1000);
             pthread_mutex_lock(&t->mu);
+            if (!abort) {
+                if (epoch == t->abort_epoch)
+                    t->said_no++;
+                pthread_mutex_unlock(&t->mu);
+                usleep(1000);
+                pthread_mutex_lock(&t->mu);
+            }
         }
         t->aborted++;
         *res = result(PUSH_RETRY, "aborted", 0);
@@ -177,13 +188,29 @@ static void wait_calls(size_t n)
 }
 
 /*
- * A real-time pause, for a sender busy in a send (where push_wait_parked()
- * cannot tell): best effort only, "nothing happened" after it may be vacuous
- * on a loaded machine. Everywhere else the tests use parked().
+ * "Nothing happened yet" for a sender inside a send of transport @a t that
+ * polls abort() (until_abort), where push_wait_parked() cannot tell: waits
+ * (real time, up to 5 s) until abort() has been asked once more, the poll
+ * having begun after this call did, and said no. That answer was given on
+ * everything the test did before the call (the stop, the clock), so the
+ * send cannot be aborted until the test changes one of them; a poll that
+ * began earlier does not count. Returns early if the send was aborted
+ * meanwhile (which the caller's naborted() then shows).
  */
-static void settle(void)
+static void wait_not_aborted(struct fake_tx *t)
 {
-    usleep(30000);
+    pthread_mutex_lock(&t->mu);
+    t->abort_epoch++;
+    t->said_no = 0;
+    const size_t aborted = t->aborted;
+    for (int i = 0; i < 5000 && t->said_no == 0 && t->aborted == aborted; i++) {
+        pthread_mutex_unlock(&t->mu);
+        usleep(1000);
+        pthread_mutex_lock(&t->mu);
+    }
+    bool answered = t->said_no > 0 || t->aborted != aborted;
+    pthread_mutex_unlock(&t->mu);
+    assert_true(answered);
 }
 
 static void set_block(bool on)
@@ -224,7 +251,7 @@ static struct exporter shown;
 
 /* An exporter on a new fake transport, which `tx` then points at. */
 static struct exporter make_clock(struct config_remote_write *rw, uint64_t max_age,
-                                  const struct push_clock *clock)
+                                  const struct clock *clock)
 {
     tx = alloc_calloc(1, sizeof(*tx));
     assert_non_null(tx);
@@ -233,6 +260,8 @@ static struct exporter make_clock(struct config_remote_write *rw, uint64_t max_a
     tx->always = result(PUSH_OK, "200", 0);
     struct exporter ex = {0};
     assert_int_equal(push_exporter_new(rw, &fake_ops, tx, max_age, clock, &ex), 0);
+    if (clock)
+        push_set_random(ex.ctx, fake_clock_random, NULL);
     assert_non_null(ex.ops->metrics);
     assert_non_null(ex.ops->carry);
     assert_string_equal(ex.name, rw->name);
@@ -331,13 +360,6 @@ static size_t count_samples(struct dispatch *dp, const char *prefix)
     }
     promtext_free(w);
     return n;
-}
-
-static uint64_t real_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
 }
 
 /* Waits (real time, up to 5 s) until transport @a t started @a n sends. */
@@ -1031,16 +1053,16 @@ static void test_push__stop_does_not_block_and_sends_until_the_deadline(void **s
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 3, 100), 0);
 
     uint64_t t = atomic_load(&fake_mono);
-    uint64_t r0 = real_mono();
+    uint64_t r0 = clock_mono_now();
     ex.ops->stop(ex.ctx, t + 5 * SEC);
-    assert_true(real_mono() - r0 < SEC / 10);
+    assert_true(clock_mono_now() - r0 < SEC / 10);
     /* the counts so far (still its own: the dispatcher decides whom /metrics shows) */
     assert_true(metric("pyprofd_push_profiles_total{endpoint=\"ep\"}") == 2);
     assert_true(metric("pyprofd_push_retries_total{endpoint=\"ep\"}") == 1);
     assert_true(metric("pyprofd_push_failures_total{endpoint=\"ep\",code=\"503\"}") == 1);
     /* the send goes on until the deadline; pushes are refused meanwhile */
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 4, 100), 0);
-    settle();
+    wait_not_aborted(tx);
     assert_int_equal(naborted(tx), 0);
     advance_to(t + 5 * SEC);
     ex.ops->shutdown(ex.ctx, t + 5 * SEC);
@@ -1064,9 +1086,6 @@ static void test_push__stop_does_not_block_and_sends_until_the_deadline(void **s
  * of another name starts from zero; an endpoint the next reload removes
  * leaves /metrics. The counters never go down on the way.
  */
-static const struct clock dispatch_clock = {
-    .mono_ns = fake_clock_mono, .real_ns = fake_clock_real, .thread_cpu_ns = fake_clock_mono};
-
 static void test_push__reload_keeps_counters_through_the_dispatcher(void **state)
 {
     (void)state;
@@ -1074,7 +1093,7 @@ static void test_push__reload_keeps_counters_through_the_dispatcher(void **state
     struct dispatch *d = NULL;
     assert_int_equal(window_queue_new(4, 4, NULL, &q), 0);
     assert_int_equal(dispatch_new(q, 1 << 20, &d), 0);
-    dispatch_set_clock(d, &dispatch_clock);
+    dispatch_set_clock(d, &fake_clock);
     struct config_remote_write rw = rw_defaults();
     struct exporter old = make(&rw, 0);
     struct fake_tx *old_tx = tx;
@@ -1159,16 +1178,16 @@ static void test_push__blocked_send_is_aborted_at_the_deadline(void **state)
     uint64_t t = atomic_load(&fake_mono);
     ex.ops->stop(ex.ctx, t + 2 * SEC);
     advance_to(t + 2 * SEC - 1);
-    settle();
+    wait_not_aborted(tx);
     assert_int_equal(naborted(tx), 0);
     advance_to(t + 2 * SEC);
     for (int i = 0; i < 1000 && naborted(tx) == 0; i++)
         usleep(1000);
     assert_int_equal(naborted(tx), 1);
     /* shutdown with a later deadline keeps the earlier one, and returns */
-    uint64_t r0 = real_mono();
+    uint64_t r0 = clock_mono_now();
     ex.ops->shutdown(ex.ctx, t + 100 * SEC);
-    assert_true(real_mono() - r0 < SEC / 2);
+    assert_true(clock_mono_now() - r0 < SEC / 2);
     pthread_mutex_lock(&tx->mu);
     assert_int_equal(tx->entered, 1); /* the queued ones were not started */
     pthread_mutex_unlock(&tx->mu);
@@ -1196,13 +1215,13 @@ static void test_push__blocked_exporters_take_one_deadline_in_all(void **state)
         assert_int_equal(push_one(&ex[i], "web", "cpu", T0, 100), 0);
         wait_entered(tx, 1);
     }
-    uint64_t r0 = real_mono();
+    uint64_t r0 = clock_mono_now();
     uint64_t deadline = r0 + grace;
     for (int i = 0; i < N; i++)
         ex[i].ops->stop(ex[i].ctx, deadline);
     for (int i = 0; i < N; i++)
         ex[i].ops->shutdown(ex[i].ctx, deadline);
-    uint64_t took = real_mono() - r0;
+    uint64_t took = clock_mono_now() - r0;
     assert_true(took >= grace - 1000000ull);
     assert_true(took < 2 * grace); /* one after the other would be N * grace */
     for (int i = 0; i < N; i++) {
