@@ -162,7 +162,7 @@ PYPROFD_STATIC void agent_restart_keys(const struct pyprofd_config *cfg, const c
     if (!listen_option && strcmp(addr, listen_addr) != 0)
         n += (size_t)snprintf(buf + n, len - n, "%sserver.listen_address", n ? ", " : "");
     if (n < len && !lifecycle_option && cfg->server.enable_lifecycle != lifecycle)
-        n += (size_t)snprintf(buf + n, len - n, "%sserver.enable_lifecycle", n ? ", " : "");
+        (void)snprintf(buf + n, len - n, "%sserver.enable_lifecycle", n ? ", " : "");
 }
 
 static int agent_load(struct agent *a, struct pyprofd_config **out, struct config_errors *errs)

@@ -64,7 +64,6 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
                           sizeof(why));
         if (err == -ENOTSUP) { /* 3.13: plain stacks, said in /targets */
             snprintf(t->async_note, sizeof(t->async_note), "unavailable: %s", why);
-            err = 0;
         } else if (err) {
             snprintf(p->reason, sizeof(p->reason), "cannot follow asyncio: %s", why);
             goto fail;
