@@ -48,31 +48,45 @@ struct lfx {
     struct window_queue *q;
     struct loop *l;
     size_t mem_before;
+    bool finished; /* the test got to its end: nothing of its own is left */
 };
 
 /* ---- fixture ----------------------------------------------------------------- */
 
-static void lfx_open(struct lfx *fx)
+/* cmocka fixture: *state is a struct lfx; the teardown runs even when a test failed. */
+static int loop_setup(void **state)
 {
-    memset(fx, 0, sizeof(*fx));
-    fx->mem_before = alloc_in_use();
+    size_t before = alloc_in_use();
+    struct lfx *fx = alloc_calloc(1, sizeof(*fx));
+    if (!fx)
+        return -1;
+    fx->mem_before = before;
     fx->cf = (struct clock_fake){.mono_ns = T0, .real_ns = T0_REAL, .cpu_ns = 0};
     fx->clock = clock_fake_clock(&fx->cf);
     fx->proc = procfs_fake_new(BTIME);
     fx->probe = probe_fake_new(&fx->cf);
     struct agg_limits lim = window_limits_for(1u << 20); /* small windows */
-    assert_int_equal(window_queue_new(64, 64, &lim, &fx->q), 0);
+    if (window_queue_new(64, 64, &lim, &fx->q))
+        return -1;
+    *state = fx;
+    return 0;
 }
 
-static void lfx_close(struct lfx *fx)
+static int loop_teardown(void **state)
 {
+    struct lfx *fx = *state;
     loop_free(fx->l);
     window_queue_free(fx->q);
     probe_fake_free(fx->probe);
     for (size_t i = 0; i < fx->nimg; i++)
         pyimage_free(fx->img[i]);
     procfs_fake_free(fx->proc);
-    assert_int_equal(alloc_in_use(), fx->mem_before);
+    size_t before = fx->mem_before;
+    bool finished = fx->finished;
+    alloc_free(fx);
+    if (finished)                                 /* (a failed test leaves what it held) */
+        assert_int_equal(alloc_in_use(), before); /* nothing leaked */
+    return 0;
 }
 
 /* A config over the fake proc root: @global and @jobs are YAML fragments. */
@@ -240,26 +254,24 @@ static void lfx_release_all(struct lfx *fx, struct window_item *items, size_t n)
 
 static void test_loop__reload_flushes_every_window(void **state)
 {
-    (void)state;
-    struct lfx fx;
-    lfx_open(&fx);
-    lfx_process(&fx, 1000, "python3", (int64_t)(60 * S), true, 'S');
-    lfx_process(&fx, 2000, "python3", (int64_t)(60 * S), true, 'S');
-    lfx_process(&fx, 3000, "bash", (int64_t)(60 * S), false, 'S');
-    lfx_start(&fx, lfx_config(&fx, NULL, NULL));
-    lfx_run(&fx, 3050 * MS); /* well inside the first 10 s window */
-    assert_int_equal(window_pending(fx.q), 0);
-    struct loop_view *v = lfx_view(&fx);
+    struct lfx *fx = *state;
+    lfx_process(fx, 1000, "python3", (int64_t)(60 * S), true, 'S');
+    lfx_process(fx, 2000, "python3", (int64_t)(60 * S), true, 'S');
+    lfx_process(fx, 3000, "bash", (int64_t)(60 * S), false, 'S');
+    lfx_start(fx, lfx_config(fx, NULL, NULL));
+    lfx_run(fx, 3050 * MS); /* well inside the first 10 s window */
+    assert_int_equal(window_pending(fx->q), 0);
+    struct loop_view *v = lfx_view(fx);
     assert_int_equal(v->by_state[PROC_ACTIVE], 2);
     assert_int_equal(v->by_state[PROC_NOT_PYTHON], 1);
     loop_view_free(v);
 
     /* a reload: applied at the next step, without waiting for a tick */
-    uint64_t at = fx.cf.mono_ns;
-    loop_set_config(fx.l, lfx_config(&fx, "  external_labels:\n    env: test\n", NULL));
-    loop_step(fx.l, false);
+    uint64_t at = fx->cf.mono_ns;
+    loop_set_config(fx->l, lfx_config(fx, "  external_labels:\n    env: test\n", NULL));
+    loop_step(fx->l, false);
     struct window_item items[8];
-    size_t n = lfx_pop_all(&fx, items, 8);
+    size_t n = lfx_pop_all(fx, items, 8);
     assert_int_equal(n, 2);
     int64_t total = 0;
     bool seen[2] = {false, false};
@@ -282,7 +294,7 @@ static void test_loop__reload_flushes_every_window(void **state)
     }
     assert_true(seen[0] && seen[1]);
     /* nothing lost: every thread stack the samplers counted is in a window */
-    v = lfx_view(&fx);
+    v = lfx_view(fx);
     const struct loop_job_view *j = view_job(v, "app");
     assert_non_null(j);
     assert_int_equal(j->counts.thread_samples, (uint64_t)total);
@@ -295,65 +307,61 @@ static void test_loop__reload_flushes_every_window(void **state)
     assert_true(p->target);
     assert_string_equal(labels_get(&p->labels, "env"), "test");
     loop_view_free(v);
-    lfx_release_all(&fx, items, n);
+    lfx_release_all(fx, items, n);
 
     /* the new targets' windows start at the reload and are cut as usual */
-    lfx_run(&fx, 10 * S + 100 * MS);
-    n = lfx_pop_all(&fx, items, 8);
+    lfx_run(fx, 10 * S + 100 * MS);
+    n = lfx_pop_all(fx, items, 8);
     assert_int_equal(n, 2);
     for (size_t i = 0; i < n; i++) {
         assert_false(items[i].meta.final);
         assert_int_equal(items[i].meta.time_nanos, T0_REAL + (int64_t)(at - T0));
         assert_string_equal(labels_get(&items[i].meta.labels, "env"), "test");
     }
-    lfx_release_all(&fx, items, n);
-    lfx_close(&fx);
+    lfx_release_all(fx, items, n);
+    fx->finished = true;
 }
 
 static void test_loop__dropped_process_is_judged_again_after_a_reload(void **state)
 {
-    (void)state;
-    struct lfx fx;
-    lfx_open(&fx);
-    lfx_process(&fx, 1000, "celery", (int64_t)(60 * S), true, 'S');
+    struct lfx *fx = *state;
+    lfx_process(fx, 1000, "celery", (int64_t)(60 * S), true, 'S');
     static const char web_only[] = "  - job_name: web\n"
                                    "    relabel_configs:\n"
                                    "      - source_labels: [__meta_process_comm]\n"
                                    "        regex: gunicorn\n"
                                    "        action: keep\n";
-    lfx_start(&fx, lfx_config(&fx, NULL, web_only));
-    lfx_run(&fx, 5 * S);
-    struct loop_view *v = lfx_view(&fx);
+    lfx_start(fx, lfx_config(fx, NULL, web_only));
+    lfx_run(fx, 5 * S);
+    struct loop_view *v = lfx_view(fx);
     assert_int_equal(v->by_state[PROC_DROPPED], 1);
     loop_view_free(v);
-    assert_int_equal(probe_fake_locates(fx.probe, 1000), 1); /* not looked at again */
-    loop_set_config(fx.l, lfx_config(&fx, NULL, NULL));
-    loop_step(fx.l, false);
-    v = lfx_view(&fx);
+    assert_int_equal(probe_fake_locates(fx->probe, 1000), 1); /* not looked at again */
+    loop_set_config(fx->l, lfx_config(fx, NULL, NULL));
+    loop_step(fx->l, false);
+    v = lfx_view(fx);
     assert_int_equal(v->by_state[PROC_ACTIVE], 1);
     loop_view_free(v);
-    assert_int_equal(probe_fake_locates(fx.probe, 1000), 2);
-    lfx_close(&fx);
+    assert_int_equal(probe_fake_locates(fx->probe, 1000), 2);
+    fx->finished = true;
 }
 
 /* ---- exit --------------------------------------------------------------------- */
 
 static void test_loop__exited_process_flushes_its_partial_window(void **state)
 {
-    (void)state;
-    struct lfx fx;
-    lfx_open(&fx);
-    lfx_process(&fx, 1000, "python3", (int64_t)(60 * S), true, 'S');
-    lfx_start(&fx, lfx_config(&fx, NULL, NULL));
-    lfx_run(&fx, 2050 * MS);
-    assert_int_equal(window_pending(fx.q), 0);
+    struct lfx *fx = *state;
+    lfx_process(fx, 1000, "python3", (int64_t)(60 * S), true, 'S');
+    lfx_start(fx, lfx_config(fx, NULL, NULL));
+    lfx_run(fx, 2050 * MS);
+    assert_int_equal(window_pending(fx->q), 0);
 
     /* it exits between two scans (the next is at T0 + 3 s) */
-    probe_fake_exit(fx.probe, 1000);
-    procfs_fake_remove(fx.proc, 1000);
-    lfx_run(&fx, 150 * MS); /* one housekeeping after the next attempt */
+    probe_fake_exit(fx->probe, 1000);
+    procfs_fake_remove(fx->proc, 1000);
+    lfx_run(fx, 150 * MS); /* one housekeeping after the next attempt */
     struct window_item items[4];
-    size_t n = lfx_pop_all(&fx, items, 4);
+    size_t n = lfx_pop_all(fx, items, 4);
     assert_int_equal(n, 1);
     const struct window_meta *m = &items[0].meta;
     assert_int_equal(m->pid, 1000);
@@ -363,7 +371,7 @@ static void test_loop__exited_process_flushes_its_partial_window(void **state)
                 m->duration_nanos < (int64_t)(2200 * MS));
     int64_t k = window_samples(items[0].agg, 1000);
     /* nothing lost: what the sampler counted before the exit */
-    struct loop_view *v = lfx_view(&fx);
+    struct loop_view *v = lfx_view(fx);
     const struct loop_job_view *j = view_job(v, "app");
     assert_non_null(j);
     assert_int_equal(j->targets, 0);
@@ -373,31 +381,29 @@ static void test_loop__exited_process_flushes_its_partial_window(void **state)
     assert_true(j->counts.failed_by[SAMPLE_PROCESS_GONE] >= 1);
     assert_int_equal(v->by_state[PROC_ACTIVE], 0);
     loop_view_free(v);
-    lfx_release_all(&fx, items, n);
+    lfx_release_all(fx, items, n);
 
     /* the next scan forgets it */
-    lfx_run(&fx, 1 * S);
-    v = lfx_view(&fx);
+    lfx_run(fx, 1 * S);
+    v = lfx_view(fx);
     assert_int_equal(v->nprocs, 0);
     for (size_t s = 0; s < PROC_STATES; s++)
         assert_int_equal(v->by_state[s], 0);
     loop_view_free(v);
-    assert_int_equal(window_pending(fx.q), 0);
-    lfx_close(&fx);
+    assert_int_equal(window_pending(fx->q), 0);
+    fx->finished = true;
 }
 
 /* ---- budget ------------------------------------------------------------------- */
 
 static void test_loop__budget_factor_falls_when_overspending_and_recovers(void **state)
 {
-    (void)state;
-    struct lfx fx;
-    lfx_open(&fx);
-    lfx_process(&fx, 1000, "python3", (int64_t)(60 * S), true, 'S');
-    lfx_start(&fx, lfx_config(&fx, "  limits:\n    cpu_budget: 0.5\n", NULL));
+    struct lfx *fx = *state;
+    lfx_process(fx, 1000, "python3", (int64_t)(60 * S), true, 'S');
+    lfx_start(fx, lfx_config(fx, "  limits:\n    cpu_budget: 0.5\n", NULL));
     /* cheap reads: within budget, every attempt made */
-    lfx_run(&fx, 3 * S);
-    struct loop_view *v = lfx_view(&fx);
+    lfx_run(fx, 3 * S);
+    struct loop_view *v = lfx_view(fx);
     assert_true(v->factor == 1.0);
     const struct loop_proc_view *p = view_proc(v, 1000);
     assert_non_null(p);
@@ -406,18 +412,18 @@ static void test_loop__budget_factor_falls_when_overspending_and_recovers(void *
     loop_view_free(v);
 
     /* every read costs 20 ms of the sampling thread's CPU: several CPUs' worth */
-    probe_fake_read_cost(fx.probe, 20 * MS);
+    probe_fake_read_cost(fx->probe, 20 * MS);
     double prev = 1.0;
     for (int sec = 0; sec < 5; sec++) {
-        lfx_run(&fx, 1 * S);
-        v = lfx_view(&fx);
+        lfx_run(fx, 1 * S);
+        v = lfx_view(fx);
         assert_true(v->factor <= prev); /* never raised while over the budget */
         prev = v->factor;
         p = view_proc(v, 1000);
         assert_true(p->effective_rate == p->rate * v->factor);
         loop_view_free(v);
     }
-    v = lfx_view(&fx);
+    v = lfx_view(fx);
     assert_true(v->factor < 0.2);
     p = view_proc(v, 1000);
     assert_true(p->counts.skipped > 0); /* attempts let pass on purpose */
@@ -425,8 +431,8 @@ static void test_loop__budget_factor_falls_when_overspending_and_recovers(void *
     uint64_t taken_throttled = p->counts.taken;
     loop_view_free(v);
     /* with the factor low, far fewer attempts per second */
-    lfx_run(&fx, 1 * S);
-    v = lfx_view(&fx);
+    lfx_run(fx, 1 * S);
+    v = lfx_view(fx);
     p = view_proc(v, 1000);
     uint64_t per_second = p->counts.taken - taken_throttled;
     assert_true(per_second < 40);
@@ -435,12 +441,12 @@ static void test_loop__budget_factor_falls_when_overspending_and_recovers(void *
     assert_true(taken_before >= 280); /* 100 Hz until then */
 
     /* it stops overspending: the factor recovers, period by period, up to 1 */
-    probe_fake_read_cost(fx.probe, 0);
+    probe_fake_read_cost(fx->probe, 0);
     prev = 0;
     int periods = 0;
     for (int sec = 0; sec < 30 && prev < 1.0; sec++) {
-        lfx_run(&fx, 1 * S);
-        v = lfx_view(&fx);
+        lfx_run(fx, 1 * S);
+        v = lfx_view(fx);
         if (sec > 0) /* the first period still saw some of the spending */
             assert_true(v->factor > prev || v->factor == 1.0);
         prev = v->factor;
@@ -449,105 +455,109 @@ static void test_loop__budget_factor_falls_when_overspending_and_recovers(void *
     }
     assert_true(prev == 1.0);
     assert_true(periods > 2); /* gradually, not at once */
-    v = lfx_view(&fx);
+    v = lfx_view(fx);
     p = view_proc(v, 1000);
     uint64_t taken_now = p->counts.taken;
     loop_view_free(v);
-    lfx_run(&fx, 1 * S);
-    v = lfx_view(&fx);
+    lfx_run(fx, 1 * S);
+    v = lfx_view(fx);
     p = view_proc(v, 1000);
     assert_true(p->counts.taken - taken_now >= 95); /* the full rate again */
     loop_view_free(v);
-    lfx_close(&fx);
+    fx->finished = true;
 }
 
 /* ---- rechecks ------------------------------------------------------------------ */
 
 static void test_loop__not_python_is_looked_at_again_when_its_recheck_is_due(void **state)
 {
-    (void)state;
-    struct lfx fx;
-    lfx_open(&fx);
+    struct lfx *fx = *state;
     /* old: next look in TARGETS_RECHECK_OFTEN refreshes (6 s) */
-    lfx_process(&fx, 1000, "python3", (int64_t)(60 * S), false, 'S');
+    lfx_process(fx, 1000, "python3", (int64_t)(60 * S), false, 'S');
     /* young: looked at every scan */
-    lfx_process(&fx, 2000, "python3", (int64_t)(5 * S), false, 'S');
-    lfx_start(&fx, lfx_config(&fx, NULL, NULL));
-    lfx_run(&fx, 500 * MS); /* the first scan, at T0 */
-    assert_int_equal(probe_fake_locates(fx.probe, 1000), 1);
-    assert_int_equal(probe_fake_locates(fx.probe, 2000), 1);
+    lfx_process(fx, 2000, "python3", (int64_t)(5 * S), false, 'S');
+    lfx_start(fx, lfx_config(fx, NULL, NULL));
+    lfx_run(fx, 500 * MS); /* the first scan, at T0 */
+    assert_int_equal(probe_fake_locates(fx->probe, 1000), 1);
+    assert_int_equal(probe_fake_locates(fx->probe, 2000), 1);
     /* both set their runtime up now */
-    probe_fake_set(fx.probe, 1000, lfx_image(&fx, 1000));
-    probe_fake_set(fx.probe, 2000, lfx_image(&fx, 2000));
+    probe_fake_set(fx->probe, 1000, lfx_image(fx, 1000));
+    probe_fake_set(fx->probe, 2000, lfx_image(fx, 2000));
 
     /* the young one at the next scan (T0 + 1 s) */
-    lfx_run(&fx, 450 * MS);
-    struct loop_view *v = lfx_view(&fx);
+    lfx_run(fx, 450 * MS);
+    struct loop_view *v = lfx_view(fx);
     assert_int_equal(v->by_state[PROC_NOT_PYTHON], 2);
     loop_view_free(v);
-    lfx_run(&fx, 100 * MS);
-    v = lfx_view(&fx);
+    lfx_run(fx, 100 * MS);
+    v = lfx_view(fx);
     assert_int_equal(v->by_state[PROC_NOT_PYTHON], 1);
     assert_int_equal(v->by_state[PROC_ACTIVE], 1);
     assert_true(view_proc(v, 2000) && view_proc(v, 2000)->target);
     loop_view_free(v);
-    assert_int_equal(probe_fake_locates(fx.probe, 2000), 2);
+    assert_int_equal(probe_fake_locates(fx->probe, 2000), 2);
 
     /* the old one: not at the scans of T0 + 1 s .. T0 + 5 s */
-    lfx_run(&fx, 4 * S); /* to T0 + 5.05 s */
-    assert_int_equal(probe_fake_locates(fx.probe, 1000), 1);
-    lfx_run(&fx, 900 * MS); /* to T0 + 5.95 s */
-    v = lfx_view(&fx);
+    lfx_run(fx, 4 * S); /* to T0 + 5.05 s */
+    assert_int_equal(probe_fake_locates(fx->probe, 1000), 1);
+    lfx_run(fx, 900 * MS); /* to T0 + 5.95 s */
+    v = lfx_view(fx);
     assert_int_equal(v->by_state[PROC_NOT_PYTHON], 1);
     loop_view_free(v);
-    assert_int_equal(probe_fake_locates(fx.probe, 1000), 1);
+    assert_int_equal(probe_fake_locates(fx->probe, 1000), 1);
     /* at the scan of T0 + 6 s, TARGETS_RECHECK_OFTEN refreshes later */
-    lfx_run(&fx, 100 * MS);
-    assert_int_equal(probe_fake_locates(fx.probe, 1000), 2);
-    v = lfx_view(&fx);
+    lfx_run(fx, 100 * MS);
+    assert_int_equal(probe_fake_locates(fx->probe, 1000), 2);
+    v = lfx_view(fx);
     assert_int_equal(v->by_state[PROC_NOT_PYTHON], 0);
     assert_int_equal(v->by_state[PROC_ACTIVE], 2);
     assert_true(view_proc(v, 1000) && view_proc(v, 1000)->target);
     loop_view_free(v);
-    lfx_close(&fx);
+    fx->finished = true;
 }
 
 /* ---- the proc root ------------------------------------------------------------- */
 
 static void test_loop__cpu_mode_reads_thread_states_under_the_proc_root(void **state)
 {
-    (void)state;
-    struct lfx fx;
-    lfx_open(&fx);
+    struct lfx *fx = *state;
     /* MainThread runs ('R'), worker sleeps */
-    lfx_process(&fx, 1000, "python3", (int64_t)(60 * S), true, 'R');
-    struct pyprofd_config *cfg = lfx_config(&fx, NULL,
+    lfx_process(fx, 1000, "python3", (int64_t)(60 * S), true, 'R');
+    struct pyprofd_config *cfg = lfx_config(fx, NULL,
                                             "  - job_name: app\n"
                                             "    mode: cpu\n");
-    lfx_start(&fx, cfg);
-    lfx_run(&fx, 1 * S);
-    loop_stop(fx.l); /* flushes the window */
+    lfx_start(fx, cfg);
+    lfx_run(fx, 1 * S);
+    loop_stop(fx->l); /* flushes the window */
     struct window_item items[4];
-    size_t n = lfx_pop_all(&fx, items, 4);
+    size_t n = lfx_pop_all(fx, items, 4);
     assert_int_equal(n, 1);
     assert_int_equal(items[0].meta.mode, PROFILE_CPU);
     assert_true(window_samples(items[0].agg, 1000) >= 95);
     assert_non_null(window_leaf(items[0].agg, 1001));
     assert_null(window_leaf(items[0].agg, 1002)); /* never on a CPU */
-    lfx_release_all(&fx, items, n);
-    lfx_close(&fx);
+    lfx_release_all(fx, items, n);
+    fx->finished = true;
 }
 
 int main(void)
 {
     log_set_level(LOG_LEVEL_WARN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_loop__reload_flushes_every_window),
-        cmocka_unit_test(test_loop__dropped_process_is_judged_again_after_a_reload),
-        cmocka_unit_test(test_loop__exited_process_flushes_its_partial_window),
-        cmocka_unit_test(test_loop__budget_factor_falls_when_overspending_and_recovers),
-        cmocka_unit_test(test_loop__not_python_is_looked_at_again_when_its_recheck_is_due),
-        cmocka_unit_test(test_loop__cpu_mode_reads_thread_states_under_the_proc_root),
+        cmocka_unit_test_setup_teardown(test_loop__reload_flushes_every_window, loop_setup,
+                                        loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__dropped_process_is_judged_again_after_a_reload,
+                                        loop_setup, loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__exited_process_flushes_its_partial_window,
+                                        loop_setup, loop_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_loop__budget_factor_falls_when_overspending_and_recovers, loop_setup,
+            loop_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_loop__not_python_is_looked_at_again_when_its_recheck_is_due, loop_setup,
+            loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__cpu_mode_reads_thread_states_under_the_proc_root,
+                                        loop_setup, loop_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
