@@ -105,11 +105,11 @@ static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
         pid_t host = 0;
         sampler_thread_close(t);
         *t = (struct sampler_thread){.ns_tid = ns_tid};
-        if (threadstat_host_tid("/proc", s->pid, ns_tid, &host) == 0)
+        if (threadstat_host_tid(s->opts.proc_root, s->pid, ns_tid, &host) == 0)
             t->host_tid = host;
     }
     if (t->host_tid && (t->named_ns == 0 || s->now_ns - t->named_ns > SAMPLER_NAME_REFRESH)) {
-        if (threadstat_comm("/proc", s->pid, t->host_tid, t->name, sizeof(t->name)))
+        if (threadstat_comm(s->opts.proc_root, s->pid, t->host_tid, t->name, sizeof(t->name)))
             t->name[0] = '\0';
         t->named_ns = s->now_ns ? s->now_ns : 1;
     }
@@ -124,9 +124,10 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
     if (!t->host_tid)
         return false;
     if (!t->stat_fd1 && atomic_fetch_add(&sampler_fds_open, 1) < sampler_fd_cap()) {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)s->pid, (int)t->host_tid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof(path), "%s/%d/task/%d/stat", s->opts.proc_root, (int)s->pid,
+                         (int)t->host_tid);
+        int fd = n > 0 && (size_t)n < sizeof(path) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
         if (fd >= 0)
             t->stat_fd1 = fd + 1;
         else
@@ -135,7 +136,8 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
         atomic_fetch_sub(&sampler_fds_open, 1);
     }
     if (!t->stat_fd1)
-        return threadstat_state("/proc", s->pid, t->host_tid, &state) == 0 && state == 'R';
+        return threadstat_state(s->opts.proc_root, s->pid, t->host_tid, &state) == 0 &&
+               state == 'R';
     char buf[1024];
     ssize_t n = pread(t->stat_fd1 - 1, buf, sizeof(buf) - 1, 0);
     if (n <= 0) {
@@ -213,6 +215,16 @@ int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg, const struct sam
     s->u = u;
     s->agg = agg;
     s->opts = *opts;
+    /* the config that named it may be replaced while the sampler lives */
+    const char *root = opts->proc_root ? opts->proc_root : "/proc";
+    size_t rlen = strlen(root) + 1;
+    char *copy = alloc_malloc(rlen);
+    if (!copy) {
+        alloc_free(s);
+        return -ENOMEM;
+    }
+    memcpy(copy, root, rlen);
+    s->opts.proc_root = copy;
     schedule_init(&s->sched, now_ns, opts->interval_ns);
     s->rng = (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u;
     s->last_attempt_ns = now_ns;
@@ -247,6 +259,7 @@ void sampler_free(struct sampler *s)
         sampler_thread_close(&s->threads[i]);
     alloc_free(s->traced);
     alloc_free(s->pending);
+    alloc_free((char *)s->opts.proc_root);
     alloc_free(s);
 }
 

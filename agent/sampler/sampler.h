@@ -44,6 +44,9 @@ struct sampler_opts {
     uint64_t interval_ns;  /* > 0 */
     unsigned unwind_flags; /* UNWIND_ALL_THREADS, UNWIND_NATIVE, UNWIND_NO_GC */
     bool blocking;         /* stop the target's threads with ptrace around each sample */
+    /* where the target's /proc files are (discovery.proc_root; copied):
+     * thread names, host TIDs, cpu mode's on-CPU states; NULL: "/proc" */
+    const char *proc_root;
     /* async-aware stacks (borrowed; NULL: plain stacks): each thread running
      * an asyncio task is counted with its logical stack, labelled with the
      * task's name; in ASYNCIO_ALL mode suspended tasks are counted too */

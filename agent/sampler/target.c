@@ -83,6 +83,7 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
         .unwind_flags = (job->all_threads ? UNWIND_ALL_THREADS : 0u) |
                         (job->native ? UNWIND_NATIVE : 0u) | (job->gc ? 0u : UNWIND_NO_GC),
         .async = t->aio,
+        .proc_root = env->cfg->discovery.proc_root,
     };
     err = sampler_new(p->key.pid, t->u, t->win, &so,
                       now + (uint64_t)(frac * (double)t->interval_ns), &t->s);
@@ -116,8 +117,7 @@ fail:
     return err ? err : -EINVAL;
 }
 
-int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t now_real,
-               bool final)
+int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t now_real, bool final)
 {
     struct agg *fresh = NULL;
     t->stacks_dropped += agg_stats(t->win).dropped;
@@ -166,8 +166,7 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
     return dropped;
 }
 
-bool target_stale(struct target *t, const char *proc_root, uint64_t now,
-                  enum target_reattach *why)
+bool target_stale(struct target *t, const char *proc_root, uint64_t now, enum target_reattach *why)
 {
     const struct sampler_counts *c = &t->snap;
     if (c->taken != t->seen_taken) {
@@ -212,8 +211,8 @@ void target_async_search(struct target *t, const char *proc_root, uint64_t now)
     t->aio_search_at = now + ASYNCIO_RESCAN_NS;
     struct pyruntime_section sec;
     char why[PATH_MAX + 128];
-    int err = pyruntime_find_asyncio(proc_root, t->key.pid, t->rt, &t->aio_memo, &sec, why,
-                                     sizeof(why));
+    int err =
+        pyruntime_find_asyncio(proc_root, t->key.pid, t->rt, &t->aio_memo, &sec, why, sizeof(why));
     if (err == 0)
         err = asyncio_attach_table(t->aio, sec.raddr, sec.size);
     else if (err == -EPROTO)

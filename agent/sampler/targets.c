@@ -249,6 +249,7 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
     proc_set(p, p->state, now, NULL); /* by default: look again at the next scan */
     if (info->age_ns >= 0 && (uint64_t)info->age_ns < cfg->discovery.min_process_age_ns) {
         p->state = PROC_YOUNG;
+        v->state = PROC_YOUNG;
         return;
     }
     int err = probe->open(probe->arg, info->key.pid, &v->mr);

@@ -131,6 +131,72 @@ static void test_window__grow_keeps_queued_items_in_order(void **state)
     window_queue_free(q);
 }
 
+static bool limits_equal(struct agg_limits a, struct agg_limits b)
+{
+    return a.string_bytes == b.string_bytes && a.strings == b.strings &&
+           a.functions == b.functions && a.locations == b.locations && a.samples == b.samples &&
+           a.stack_slots == b.stack_slots && a.threads == b.threads;
+}
+
+/* A reload that changes limits.target_memory_bytes (cli/agent.c): windows made
+ * from then on have the new limits; those made before are not handed out again. */
+static void test_window__set_limits_applies_to_windows_made_afterwards(void **state)
+{
+    (void)state;
+    size_t before = alloc_in_use();
+    const struct agg_limits before_lim = window_limits_for(16u << 20);
+    const struct agg_limits after_lim = window_limits_for(2u << 20);
+    assert_false(limits_equal(before_lim, after_lim));
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(4, 4, &before_lim, &q), 0);
+    /* before: a window in the pool, one in use, one queued for export */
+    struct agg *pooled, *in_use;
+    assert_int_equal(window_get(q, &pooled), 0);
+    assert_int_equal(window_get(q, &in_use), 0);
+    struct window_item queued = item_with(q, 1);
+    assert_true(limits_equal(agg_limits_of(queued.agg), before_lim));
+    assert_int_equal(window_push(q, &queued), 0);
+    assert_true(limits_equal(agg_limits_of(pooled), before_lim));
+    window_recycle(q, pooled);
+
+    window_queue_set_limits(q, &after_lim);
+
+    /* the pooled one is replaced by a after_lim one */
+    struct agg *a;
+    assert_int_equal(window_get(q, &a), 0);
+    assert_true(limits_equal(agg_limits_of(a), after_lim));
+    /* the one in use keeps its limits until it comes back, and is not reused */
+    assert_true(limits_equal(agg_limits_of(in_use), before_lim));
+    size_t held = alloc_in_use();
+    window_recycle(q, in_use);
+    assert_true(alloc_in_use() < held); /* freed at once, not kept in the pool */
+    struct agg *b;
+    assert_int_equal(window_get(q, &b), 0);
+    assert_true(limits_equal(agg_limits_of(b), after_lim));
+    /* so is the one the export thread had */
+    struct window_item out;
+    assert_int_equal(window_pop(q, clock_mono_now() + 1000000, &out), 0);
+    window_item_release(q, &out);
+    struct agg *c;
+    assert_int_equal(window_get(q, &c), 0);
+    assert_true(limits_equal(agg_limits_of(c), after_lim));
+    /* windows freed on the way took their places along: still pool_cap in all */
+    struct agg *d, *e;
+    assert_int_equal(window_get(q, &d), 0);
+    assert_true(limits_equal(agg_limits_of(d), after_lim));
+    assert_int_equal(window_get(q, &e), -EAGAIN);
+    /* after_lim windows go back to the pool and are reused */
+    window_recycle(q, d);
+    assert_int_equal(window_get(q, &e), 0);
+    assert_ptr_equal(e, d);
+    window_recycle(q, a);
+    window_recycle(q, b);
+    window_recycle(q, c);
+    window_recycle(q, e);
+    window_queue_free(q);
+    assert_int_equal(alloc_in_use(), before);
+}
+
 struct consumer {
     struct window_queue *q;
     int got;
@@ -175,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_window__close_drains_then_reports_epipe),
         cmocka_unit_test(test_window__pop_wakes_for_a_push_from_another_thread),
         cmocka_unit_test(test_window__grow_keeps_queued_items_in_order),
+        cmocka_unit_test(test_window__set_limits_applies_to_windows_made_afterwards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
