@@ -119,6 +119,10 @@ int config_read_secret(const char *path, char **out, char *err, size_t errlen)
     size_t n = 0;
     *out = NULL;
     int rc = config_file_read(path, CONFIG_SECRET_MAX, &buf, &n, why, sizeof(why));
+    if (!rc && !buf) { /* not on success; said for the analyzer */
+        rc = -EIO;
+        snprintf(why, sizeof(why), "%s", strerror(EIO));
+    }
     if (rc) {
         snprintf(err, errlen, "cannot read '%s': %s", path, why);
         return rc;

@@ -51,20 +51,20 @@
 const struct config_key config_keys[CONFIG_NKEYS] = {
 #define CONFIG_SUB(id, parent, name_, flags_, doc_)                                                \
     [CONFIG_K_##id] = {.section = CONFIG_S_##parent,                                               \
-                       .name = name_,                                                              \
+                       .name = (name_),                                                            \
                        .type = CONFIG_T_SECTION,                                                   \
                        .sub = CONFIG_S_##id,                                                       \
-                       .flags = flags_,                                                            \
-                       .doc = doc_},
+                       .flags = (flags_),                                                          \
+                       .doc = (doc_)},
 #define CONFIG_KEY(id, sec, name_, type_, field, lo_, hi_, def, arg_, flags_, reader_, doc_)       \
     [CONFIG_K_##id] = {.section = CONFIG_S_##sec,                                                  \
-                       .name = name_,                                                              \
+                       .name = (name_),                                                            \
                        .type = CONFIG_T_##type_,                                                   \
                        .offset = offsetof(CONFIG_STRUCT_##sec, field),                             \
                        CONFIG_VALUE_##type_(lo_, hi_, def),                                        \
-                       .arg = arg_,                                                                \
-                       .flags = flags_,                                                            \
-                       .doc = doc_},
+                       .arg = (arg_),                                                              \
+                       .flags = (flags_),                                                          \
+                       .doc = (doc_)},
 #include "config/config.def"
 #undef CONFIG_SUB
 #undef CONFIG_KEY

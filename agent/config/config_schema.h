@@ -97,9 +97,10 @@ enum config_key_flags {
 /** One row of config.def. */
 struct config_key {
     enum config_section section; /* where the key is */
-    const char *name;            /* its YAML name */
     enum config_type type;
     enum config_section sub; /* CONFIG_T_SECTION: the section it opens */
+    unsigned flags;          /* enum config_key_flags */
+    const char *name;        /* its YAML name */
     size_t offset;           /* of its field in the section's struct */
     double lo_d, hi_d;       /* NUMBER, CPUS */
     uint64_t lo, hi;         /* the other types */
@@ -107,7 +108,6 @@ struct config_key {
     uint64_t def_u;          /* UINT, DURATION, SIZE, BOOL, ENUM */
     const char *def_s;       /* string types; NULL: none */
     const char *arg;         /* NUMBER: unit; ENUM: "a|b|c" */
-    unsigned flags;          /* enum config_key_flags */
     const char *doc;
 };
 

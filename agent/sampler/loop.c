@@ -444,7 +444,7 @@ void loop_free(struct loop *l)
         return;
     if (l->cfg)
         loop_stop(l);
-    for (size_t i = 0; i < l->ntargets; i++)
+    for (size_t i = 0; l->targets && i < l->ntargets; i++)
         target_free(l->targets[i], l->opts.queue);
     proc_scan_free(l->scan);
     proc_table_free(l->procs);

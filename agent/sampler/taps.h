@@ -46,7 +46,7 @@ struct tap_request {
     struct agg_limits limits; /* each tap's */
     struct tap_part *parts;
     size_t nparts, cap;
-    void *waiter;              /* the loop's: what the asking thread waits on */
+    void *waiter;             /* the loop's: what the asking thread waits on */
     struct tap_request *next; /* the loop's list */
 };
 
