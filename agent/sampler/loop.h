@@ -43,14 +43,13 @@
 #include "aggregate/window.h"
 #include "base/clock.h"
 #include "config/config.h"
-#include "sampler/sampler.h"
-#include "sampler/target.h"
-#include "sampler/targets.h"
+#include "sampler/report.h"
 #include "sampler/taps.h"
 
 #define LOOP_TICK_NS 100000000ull /* housekeeping period */
 
 struct loop;
+struct probe_ops; /* sampler/targets.h */
 
 /** Settings that are not in the config file. */
 struct loop_opts {

@@ -14,6 +14,9 @@
 
 #include "sampler/fleet.h"
 #include "sampler/loop.h"
+#include "sampler/sampler.h"
+#include "sampler/target.h"
+#include "sampler/targets.h"
 
 #define LOOP_MAX_JOBS_STATS 1024u
 #define LOOP_TARGETS_CAP    100000u /* the most max_targets can mean */

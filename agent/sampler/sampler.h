@@ -37,6 +37,7 @@
 #include "base/status.h"
 #include "unwind/asyncio.h"
 #include "pipeline.h"
+#include "sampler/report.h"
 #include "unwind/unwind.h"
 
 struct sampler_opts {
@@ -51,17 +52,6 @@ struct sampler_opts {
      * an asyncio task is counted with its logical stack, labelled with the
      * task's name; in ASYNCIO_ALL mode suspended tasks are counted too */
     struct asyncio *async;
-};
-
-struct sampler_counts {
-    uint64_t attempts; /* taken + failed */
-    uint64_t taken;
-    uint64_t failed;
-    uint64_t failed_by[SAMPLE_STATUS_COUNT]; /* the reason of each failed attempt */
-    uint64_t missed;
-    uint64_t skipped;        /* due attempts not made on purpose (sampler_skip: CPU budget) */
-    uint64_t thread_samples; /* thread stacks added to the profile */
-    uint64_t retried;        /* attempts read a second time because the first read tore */
 };
 
 /** Windows besides the main one that a sampler may also feed at once (sampler_add_tap). */

@@ -30,6 +30,7 @@
 #include "discovery/proc_scan.h"
 #include "pipeline.h"
 #include "sampler/fleet.h"
+#include "sampler/report.h"
 #include "sampler/sampler.h"
 #include "sampler/targets.h"
 
@@ -41,16 +42,6 @@
 #define TARGET_STUCK_MIN_ATTEMPTS 20u
 #define TARGET_EXEC_CHECK_NS      1000000000ull /* how often the program image is checked */
 #define TARGET_EXEC_RETRIES       10u           /* reads of an image identity unknown at attach */
-
-/** Why a target is attached again (pyprofd_target_reattaches_total{reason}). */
-enum target_reattach {
-    TARGET_FAILING, /* every attempt failed for a while */
-    TARGET_EXEC,    /* the process ran exec(): another program image */
-    TARGET_REATTACH_REASONS,
-};
-
-/** "failing", "exec". */
-const char *target_reattach_name(enum target_reattach r);
 
 struct tap_request;
 

@@ -40,29 +40,12 @@
 #include "discovery/proc_scan.h"
 #include "discovery/pyruntime.h"
 #include "memread/memread.h"
+#include "sampler/report.h"
 
 #define TARGETS_MAX_PROCS     16384u /* processes remembered between scans */
 #define TARGETS_RECHECK_RARE  30u /* refresh intervals before an unsupported process is re-read */
 #define TARGETS_RECHECK_OFTEN 6u  /* ... a process that is not Python */
 #define TARGETS_YOUNG_NS      30000000000ll /* a process younger looks again each scan */
-
-enum proc_state {
-    PROC_NEW,
-    PROC_YOUNG,
-    PROC_ACTIVE,
-    PROC_NOT_PYTHON,
-    PROC_UNSUPPORTED,
-    PROC_UNREADABLE,
-    PROC_DROPPED,
-    PROC_FAILED,
-    PROC_OVER_LIMIT,
-    PROC_STATES
-};
-
-/** "new", "young", "active", ... (the /targets and /metrics names). */
-const char *proc_state_name(enum proc_state s);
-/** Whether /targets lists a process in state @a s (not "new" nor "not_python"). */
-bool proc_state_listed(enum proc_state s);
 
 /** What the agent knows of one process. */
 struct proc_entry {

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.h: what the sampling side reports about processes and targets, as
+ * plain types: the state of a process in the loop's table, why a target was
+ * attached again, and a target's sample counts. The loop's snapshot
+ * (sampler/loop.h) is made of them, and the HTTP side renders it
+ * (exporters/pull/views.c), so this header includes nothing but base: an
+ * exporter that shows /targets or /metrics compiles without the unwinder,
+ * discovery or any CPython ABI header.
+ *
+ * Header only, apart from the name functions (targets.c, target.c).
+ */
+#ifndef PYPROFD_SAMPLER_REPORT_H
+#define PYPROFD_SAMPLER_REPORT_H
+
+#include "base/compat.h"
+
+#include <stdint.h>
+
+#include "base/status.h"
+
+/** Where a process stands in the loop's table (sampler/targets.h describes each). */
+enum proc_state {
+    PROC_NEW,
+    PROC_YOUNG,
+    PROC_ACTIVE,
+    PROC_NOT_PYTHON,
+    PROC_UNSUPPORTED,
+    PROC_UNREADABLE,
+    PROC_DROPPED,
+    PROC_FAILED,
+    PROC_OVER_LIMIT,
+    PROC_STATES
+};
+
+/** "new", "young", "active", ... (the /targets and /metrics names). */
+const char *proc_state_name(enum proc_state s);
+/** Whether /targets lists a process in state @a s (not "new" nor "not_python"). */
+bool proc_state_listed(enum proc_state s);
+
+/** Why a target is attached again (pyprofd_target_reattaches_total{reason}). */
+enum target_reattach {
+    TARGET_FAILING, /* every attempt failed for a while */
+    TARGET_EXEC,    /* the process ran exec(): another program image */
+    TARGET_REATTACH_REASONS,
+};
+
+/** "failing", "exec". */
+const char *target_reattach_name(enum target_reattach r);
+
+/** What a target's sampler counted (sampler/sampler.h): attempts and their outcomes. */
+struct sampler_counts {
+    uint64_t attempts; /* taken + failed */
+    uint64_t taken;
+    uint64_t failed;
+    uint64_t failed_by[SAMPLE_STATUS_COUNT]; /* the reason of each failed attempt */
+    uint64_t missed;
+    uint64_t skipped;        /* due attempts not made on purpose (sampler_skip: CPU budget) */
+    uint64_t thread_samples; /* thread stacks added to the profile */
+    uint64_t retried;        /* attempts read a second time because the first read tore */
+};
+
+#endif /* PYPROFD_SAMPLER_REPORT_H */
