@@ -563,7 +563,7 @@ static void config_walk_relabel(struct config_walk *w, const char *path,
         }
     }
     for (size_t i = 0; i < n; i++) {
-        char rp[300];
+        char rp[352]; /* a path (up to 319 bytes) and "[N]" */
         struct config_walk_rule_nodes fn = {0};
         enum relabel_field field;
         const struct config_node *m = seq->kids[i];
