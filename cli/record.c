@@ -343,7 +343,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         }
     }
     uint64_t stop = clock_mono_now();
-    struct sampler_counts c = sampler_counts(s);
+    struct sampler_counts c = sampler_counts_final(s);
     sampler_free(s); /* detach before writing, so a blocked target runs again */
     s = NULL;
 

@@ -39,7 +39,7 @@ static void loop_end_target(struct loop *l, struct target *t, uint64_t now)
 {
     taps_detach_target(t);
     (void)target_cut(t, l->opts.queue, now, loop_real_at(l, now), true);
-    t->snap = sampler_counts(t->s);
+    t->snap = sampler_counts_final(t->s);
     struct loop_job_view *j = loop_job(l->jobs, &l->njobs, t->job_name);
     if (j)
         loop_job_add(j, t);

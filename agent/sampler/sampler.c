@@ -500,6 +500,15 @@ void sampler_remove_tap(struct sampler *s, const struct agg *tap)
 struct sampler_counts sampler_counts(const struct sampler *s)
 {
     struct sampler_counts c = s->counts;
-    c.missed = schedule_missed(&s->sched, s->last_attempt_ns);
+    c.missed = schedule_given_up(&s->sched);
+    return c;
+}
+
+struct sampler_counts sampler_counts_final(const struct sampler *s)
+{
+    struct sampler_counts c = s->counts;
+    uint64_t late = schedule_missed(&s->sched, s->last_attempt_ns);
+    uint64_t lost = schedule_given_up(&s->sched);
+    c.missed = late > lost ? late : lost;
     return c;
 }

@@ -115,7 +115,17 @@ PYPROFD_WARN_UNUSED int sampler_add_tap(struct sampler *s, struct agg *tap);
 /** Detaches @a tap; not attached is a no-op. */
 void sampler_remove_tap(struct sampler *s, const struct agg *tap);
 
-/** The counts; missed is computed as of the last attempt. */
+/**
+ * The counts while sampling goes on: missed counts the attempts given up for
+ * good (schedule_given_up()), so every field only grows from one call to the
+ * next and can be exported as a counter.
+ */
 struct sampler_counts sampler_counts(const struct sampler *s);
+/**
+ * The counts once sampling has ended: missed also counts the attempts that
+ * were late at the last attempt and will now never be made. At least what
+ * sampler_counts() said.
+ */
+struct sampler_counts sampler_counts_final(const struct sampler *s);
 
 #endif /* PYPROFD_SAMPLER_SAMPLER_H */

@@ -22,13 +22,25 @@ void schedule_attempted(struct schedule *s, uint64_t now_ns)
     s->attempts++;
     s->next_ns += s->interval_ns;
     uint64_t max_lag = (uint64_t)SCHEDULE_MAX_LAG_INTERVALS * s->interval_ns;
-    if (now_ns > s->next_ns && now_ns - s->next_ns > max_lag)
+    if (now_ns > s->next_ns && now_ns - s->next_ns > max_lag) {
         s->next_ns = now_ns; /* hopelessly late: what is skipped counts as missed */
+        /* the lag now can never be made up (the schedule's phase moved),
+         * less the attempt due at once at the new next_ns */
+        uint64_t lost = schedule_missed(s, now_ns);
+        lost = lost > 0 ? lost - 1 : 0;
+        if (lost > s->given_up)
+            s->given_up = lost;
+    }
 }
 
 uint64_t schedule_attempts(const struct schedule *s)
 {
     return s->attempts;
+}
+
+uint64_t schedule_given_up(const struct schedule *s)
+{
+    return s->given_up;
 }
 
 uint64_t schedule_missed(const struct schedule *s, uint64_t now_ns)

@@ -7,8 +7,13 @@
  * falls more than SCHEDULE_MAX_LAG_INTERVALS behind it stops catching up
  * (the due time jumps to now): those attempts are missed, and counted.
  *
- * missed = attempts the elapsed time called for - attempts made. Taken and
- * failed attempts are the caller's to count; missed ones are the schedule's.
+ * Two counts of what did not happen. schedule_given_up(): attempts the
+ * schedule gave up at such a jump; they will never be made, so the count
+ * only grows (what a counter that is read while sampling goes on shows).
+ * schedule_missed(): attempts the elapsed time called for minus attempts
+ * made, i.e. also those merely late, which a catching-up sampler may still
+ * make (what is missed once sampling has ended). Taken and failed attempts
+ * are the caller's to count; missed ones are the schedule's.
  *
  * Time is passed in (now_ns): no clock is read here. Thread safety: a
  * schedule belongs to one thread.
@@ -27,6 +32,7 @@ struct schedule {
     uint64_t interval_ns;
     uint64_t next_ns;
     uint64_t attempts;
+    uint64_t given_up;
 };
 
 /** Starts a schedule at @a now_ns: the first attempt is due at once. @a interval_ns > 0. */
@@ -41,7 +47,10 @@ void schedule_attempted(struct schedule *s, uint64_t now_ns);
 /** Attempts made so far. */
 uint64_t schedule_attempts(const struct schedule *s);
 
-/** Attempts that should have happened by @a now_ns but did not. */
+/** Attempts that should have happened by @a now_ns but did not (late ones too). */
 uint64_t schedule_missed(const struct schedule *s, uint64_t now_ns);
+
+/** Attempts given up for good (more than SCHEDULE_MAX_LAG_INTERVALS late); never decreases. */
+uint64_t schedule_given_up(const struct schedule *s);
 
 #endif /* PYPROFD_SAMPLER_SCHEDULE_H */

@@ -90,6 +90,7 @@ static bool listen_log(const char *yaml, const char *option, bool reload, char *
     buf[n] = '\0';
     fclose(f);
     config_free(c);
+    config_errors_release(&e);
     return off;
 }
 
@@ -193,6 +194,7 @@ static void restart_keys(const char *yaml, const char *option, bool lc_option, c
     assert_int_equal(config_load_buffer(yaml, strlen(yaml), "t.yml", &o, &c, &e), 0);
     agent_restart_keys(c, option, lc_option, addr, lifecycle, buf, len);
     config_free(c);
+    config_errors_release(&e);
 }
 
 /*

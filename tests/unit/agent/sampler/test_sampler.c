@@ -70,9 +70,54 @@ static void test_sampler__skipped_runs_keep_the_grid(void **state)
     agg_free(a);
 }
 
+/*
+ * missed while sampling goes on only grows (a counter in /metrics): a sampler
+ * that falls 5 intervals behind and catches up shows no missed attempts, one
+ * that stalls past the schedule's lag limit shows what it gave up, and the
+ * final counts add what was still owed when sampling ended.
+ */
+static void test_sampler__missed_is_a_counter_while_sampling(void **state)
+{
+    (void)state;
+    struct agg *a;
+    struct sampler *s;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
+    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    sampler_idle(s, START);
+    /* 5 intervals late: late, not missed, and made up back to back */
+    uint64_t now = START + 6 * INTERVAL;
+    sampler_idle(s, now);
+    assert_int_equal(sampler_counts(s).missed, 0);
+    while (sampler_due(s) <= now)
+        sampler_idle(s, now);
+    assert_int_equal(sampler_counts(s).missed, 0);
+    /* ending now would owe at most the attempt whose interval starts now (its
+     * jittered time is still to come) */
+    assert_true(sampler_counts_final(s).missed <= 1);
+    /* stalled for 2 s (200 intervals, over the limit of 100): given up */
+    now += 200 * INTERVAL;
+    sampler_idle(s, now);
+    uint64_t lost = sampler_counts(s).missed;
+    assert_true(lost >= 195 && lost <= 200);
+    for (int i = 0; i < 50; i++) {
+        now = sampler_due(s) > now ? sampler_due(s) : now;
+        sampler_idle(s, now);
+        assert_int_equal(sampler_counts(s).missed, lost); /* never down */
+    }
+    /* ended 3 intervals late: those are owed for good now */
+    now += 3 * INTERVAL + INTERVAL / 2;
+    sampler_idle(s, now);
+    assert_int_equal(sampler_counts(s).missed, lost);
+    assert_true(sampler_counts_final(s).missed >= lost + 2);
+    sampler_free(s);
+    agg_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sampler__missed_is_a_counter_while_sampling),
         cmocka_unit_test(test_sampler__first_attempt_is_due_at_once),
         cmocka_unit_test(test_sampler__attempts_are_spread_over_the_first_half_of_each_interval),
         cmocka_unit_test(test_sampler__skipped_runs_keep_the_grid),

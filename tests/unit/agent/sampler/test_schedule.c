@@ -36,6 +36,7 @@ static void test_schedule__late_sampler_catches_up(void **state)
     uint64_t now = 35 * MS;
     assert_true(schedule_due(&s) == 10 * MS);
     assert_int_equal(schedule_missed(&s, now), 3);
+    assert_int_equal(schedule_given_up(&s), 0); /* late, not lost: they will be made */
     int burst = 0;
     while (schedule_due(&s) <= now) {
         schedule_attempted(&s, now);
@@ -43,6 +44,7 @@ static void test_schedule__late_sampler_catches_up(void **state)
     }
     assert_int_equal(burst, 3);
     assert_int_equal(schedule_missed(&s, now), 0);
+    assert_int_equal(schedule_given_up(&s), 0);
     assert_true(schedule_due(&s) == 40 * MS);
 }
 
@@ -57,9 +59,55 @@ static void test_schedule__hopeless_lag_is_missed(void **state)
     schedule_attempted(&s, now);
     assert_true(schedule_due(&s) == now);
     assert_int_equal(schedule_missed(&s, now), 1001 - 2);
+    /* given up for good: the 998 that the attempt due at once does not make up */
+    assert_int_equal(schedule_given_up(&s), 1001 - 3);
     schedule_attempted(&s, now);
     assert_int_equal(schedule_missed(&s, now), 1001 - 3);
+    assert_int_equal(schedule_given_up(&s), 1001 - 3);
     assert_int_equal(schedule_missed(&s, 0), 0);
+    /* on time from here: both stay */
+    for (uint64_t k = 1; k <= 10; k++)
+        schedule_attempted(&s, now + k * MS);
+    assert_int_equal(schedule_missed(&s, now + 10 * MS), 1001 - 3);
+    assert_int_equal(schedule_given_up(&s), 1001 - 3);
+}
+
+/*
+ * What a counter read while sampling goes on needs: schedule_given_up()
+ * never decreases, although the lag (schedule_missed()) goes up and down as
+ * a slow sampler falls behind and catches up; at the end, the lag left plus
+ * what was given up is exactly what was due and not made.
+ */
+static void test_schedule__given_up_only_grows(void **state)
+{
+    (void)state;
+    struct schedule s;
+    schedule_init(&s, 0, 1 * MS);
+    uint64_t now = 0, last = 0, made = 0;
+    bool lag_fell = false;
+    uint64_t prev_lag = 0;
+    for (int i = 0; i < 2000; i++) {
+        /* every 97th attempt stalls: 50 ms (caught up) or 300 ms (given up) */
+        if (i % 97 == 96)
+            now += (i % 2 ? 50 : 300) * MS;
+        if (schedule_due(&s) > now)
+            now = schedule_due(&s);
+        schedule_attempted(&s, now);
+        made++;
+        uint64_t lag = schedule_missed(&s, now);
+        lag_fell |= lag < prev_lag;
+        prev_lag = lag;
+        assert_true(schedule_given_up(&s) >= last);
+        last = schedule_given_up(&s);
+    }
+    assert_true(lag_fell); /* the raw lag is not a counter */
+    assert_true(last > 0);
+    uint64_t due = now / MS + 1;
+    assert_int_equal(made, schedule_attempts(&s));
+    /* the final count: at least what was given up, and exactly what is owed */
+    uint64_t final = schedule_missed(&s, now);
+    assert_true(final >= last);
+    assert_int_equal(final, due - made);
 }
 
 int main(void)
@@ -68,6 +116,7 @@ int main(void)
         cmocka_unit_test(test_schedule__due_times_do_not_drift),
         cmocka_unit_test(test_schedule__late_sampler_catches_up),
         cmocka_unit_test(test_schedule__hopeless_lag_is_missed),
+        cmocka_unit_test(test_schedule__given_up_only_grows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
