@@ -221,11 +221,17 @@ class AsyncTest(unittest.TestCase):
         self.assert_ok(proc)
         reasons, attempts = failed_by(proc.stderr)
         torn = reasons.get("async_torn", 0)
+        # A walk is torn when the task list changes while it is read, so the
+        # rate grows with the time a walk takes: the optimised build tears
+        # 0-1 of 1500 here, the ASan build (a walk several times slower)
+        # 6-19. The bar is 1%, and 3% for a sanitizer build.
+        pct = 3 if os.environ.get("ASAN_OPTIONS") or os.environ.get("TSAN_OPTIONS") else 1
         livelib.note(f"churn {version}: attempts observed {attempts} (bounds > 1000), "
-                     f"async_torn observed {torn} (bounds < {attempts / 100:g}, 1%), "
+                     f"async_torn observed {torn} (bounds < {attempts * pct / 100:g}, {pct}%), "
                      f"failed {sum(reasons.values())} ({reasons})")
         self.assertGreater(attempts, 1000, proc.stderr)
-        self.assertLess(torn, attempts / 100, f"async_torn {torn} of {attempts}:\n{proc.stderr}")
+        self.assertLess(torn, attempts * pct / 100,
+                        f"async_torn {torn} of {attempts}:\n{proc.stderr}")
         stacks = folded(out)
         main = f"<task main>;main (S:{LINES['MAIN_RUN']})"
         root = f"{main};scenario_churn (S:"
