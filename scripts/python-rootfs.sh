@@ -4,6 +4,11 @@
 # Build once, then reuse, a minimal Debian root filesystem holding CPython
 # 3.13, 3.14 and 3.15 (from Debian testing), so that tests can profile real
 # interpreters. Prints the rootfs path on stdout: root=$(scripts/python-rootfs.sh)
+#
+# With --kube-tools, a second rootfs (same suite) holds instead the Kubernetes
+# tools the deploy/ and API-client tests check against: kubectl (kustomize
+# rendering), kustomize and python3-kubernetes (the official client and its
+# API models). Debian 12 packages none of them in a usable version.
 set -euo pipefail
 
 prog=python-rootfs
@@ -18,20 +23,33 @@ SUITE=${PYPROFD_DEBIAN_SUITE:-forky}
 APT_SOURCES_DIR=${PYPROFD_APT_SOURCES_DIR:-/etc/apt}
 STAMP_NAME=.pyprofd-rootfs
 
+KUBE_TOOLS=0
+[[ " $* " == *" --kube-tools "* ]] && KUBE_TOOLS=1
+# python3-cffi-backend: debootstrap does not resolve the virtual packages
+# python3-cryptography depends on (python3-cffi-backend-api-{min,max})
+KUBE_TOOLS_INCLUDE=(kubectl kustomize python3-kubernetes python3-yaml python3-cffi-backend)
+
 INCLUDE=()
-for v in "${PYTHON_VERSIONS[@]}"; do
-	INCLUDE+=("python$v" "libpython$v" "python$v-dev")
-done
+if ((KUBE_TOOLS)); then
+	INCLUDE=("${KUBE_TOOLS_INCLUDE[@]}")
+else
+	for v in "${PYTHON_VERSIONS[@]}"; do
+		INCLUDE+=("python$v" "libpython$v" "python$v-dev")
+	done
+fi
 include_list=$(IFS=,; echo "${INCLUDE[*]}")
 RECIPE="pyprofd-rootfs recipe=$RECIPE_VERSION variant=minbase suite=$SUITE include=$include_list"
 
 usage() {
 	cat <<EOF
-usage: scripts/python-rootfs.sh [--print-path | --print-mirror | --rebuild]
+usage: scripts/python-rootfs.sh [--kube-tools] [--print-path | --print-mirror | --rebuild]
 
 Build (once, as root, about a minute) or reuse a Debian $SUITE rootfs with
 CPython ${PYTHON_VERSIONS[*]}, and print its path on stdout.
 
+  --kube-tools  the Kubernetes tools rootfs instead (${KUBE_TOOLS_INCLUDE[*]};
+                default directory: \$PYPROFD_CACHE_DIR/kube-tools-$SUITE, or
+                \$PYPROFD_KUBE_TOOLS_ROOTFS)
   --print-path  print the rootfs path without building anything
   --print-mirror print the Debian mirror a build would use
   --rebuild     rebuild the rootfs even if it is up to date
@@ -134,6 +152,7 @@ while (($#)); do
 	case $1 in
 	--print-path) print_path=1 ;;
 	--rebuild) rebuild=1 ;;
+	--kube-tools) ;;
 	-h | --help)
 		usage
 		exit 0
@@ -146,7 +165,9 @@ while (($#)); do
 	shift
 done
 
-if [[ -n ${PYPROFD_ROOTFS:-} ]]; then
+if ((KUBE_TOOLS)) && [[ -n ${PYPROFD_KUBE_TOOLS_ROOTFS:-} ]]; then
+	rootfs=$PYPROFD_KUBE_TOOLS_ROOTFS
+elif ((!KUBE_TOOLS)) && [[ -n ${PYPROFD_ROOTFS:-} ]]; then
 	rootfs=$PYPROFD_ROOTFS
 else
 	cache_dir=${PYPROFD_CACHE_DIR:-}
@@ -159,7 +180,11 @@ else
 		fi
 		cache_dir=$cache_home/pyprofd
 	fi
-	rootfs=$cache_dir/rootfs-$SUITE
+	if ((KUBE_TOOLS)); then
+		rootfs=$cache_dir/kube-tools-$SUITE
+	else
+		rootfs=$cache_dir/rootfs-$SUITE
+	fi
 fi
 rootfs=$(realpath -m -- "$rootfs")
 case $rootfs/ in
@@ -177,6 +202,10 @@ fi
 rootfs_is_current() {
 	local stamp=$rootfs/$STAMP_NAME v
 	[[ -f $stamp && $(<"$stamp") == "$RECIPE" ]] || return 1
+	if ((KUBE_TOOLS)); then
+		[[ -x $rootfs/usr/bin/kubectl && -x $rootfs/usr/bin/kustomize ]]
+		return
+	fi
 	for v in "${PYTHON_VERSIONS[@]}"; do
 		[[ -x $rootfs/usr/bin/python$v ]] || return 1
 	done
@@ -325,7 +354,11 @@ debootstrap_args=(--variant=minbase "--include=$include_list")
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 [[ -f $keyring ]] && debootstrap_args+=("--keyring=$keyring")
 
-say "building Debian $SUITE rootfs with CPython $(IFS=/; echo "${PYTHON_VERSIONS[*]}") in $rootfs (about a minute, once)..."
+if ((KUBE_TOOLS)); then
+	say "building Debian $SUITE rootfs with ${INCLUDE[*]} in $rootfs (a few minutes, once)..."
+else
+	say "building Debian $SUITE rootfs with CPython $(IFS=/; echo "${PYTHON_VERSIONS[*]}") in $rootfs (about a minute, once)..."
+fi
 start=$SECONDS
 # In the background (so that signals reach our traps at once) and in its own
 # process group (so that on_signal can stop all of it). A background child of
@@ -347,7 +380,13 @@ fi
 # debootstrap may leave its bind mounts behind on some hosts.
 unmount_under "$tmp"
 
+if ((KUBE_TOOLS)); then
+	out=$(chroot "$tmp" /usr/bin/python3 -c 'import kubernetes, yaml; print(kubernetes.__version__)' 2>&1) ||
+		die "cannot import the kubernetes client in the new rootfs: $out"
+	say "python3-kubernetes $out, $(chroot "$tmp" /usr/bin/kustomize version 2>&1 | head -n 1)"
+fi
 for v in "${PYTHON_VERSIONS[@]}"; do
+	((KUBE_TOOLS)) && break
 	out=$(chroot "$tmp" "/usr/bin/python$v" -c \
 		'import sys; print("%d.%d" % sys.version_info[:2], hex(sys.hexversion))' 2>&1) ||
 		die "cannot run python$v in the new rootfs: $out"
