@@ -14,13 +14,13 @@
  *
  * Shape (see config/pyprofd.example.yml):
  *   global:           sample_rate, mode, profile_interval, external_labels, limits
- *   discovery:        refresh_interval, proc_root, min_process_age
+ *   discovery:        refresh_interval, proc_root, min_process_age, kubernetes
  *   profile_configs:  list of jobs: job_name, per-job overrides of sample_rate,
  *                     mode, profile_interval; all_threads, native, gc,
  *                     async_aware, async_mode, relabel_configs
  *   remote_write:     push endpoints (pyroscope | parca), see exporters/
  *   storage:          directory, retention, max_bytes
- *   server:           listen_address, enable_lifecycle
+ *   server:           listen_address, enable_lifecycle, show_sensitive_labels
  *
  * Values in the loaded config are final: per-job fields already carry the
  * global defaults where the job did not override them; durations are
@@ -65,6 +65,8 @@ struct config_job {
 };
 
 enum config_push_type { CONFIG_PUSH_PYROSCOPE, CONFIG_PUSH_PARCA };
+/** discovery.kubernetes.source. */
+enum config_kube_source { CONFIG_KUBE_API_SERVER, CONFIG_KUBE_KUBELET };
 enum config_pyroscope_api { CONFIG_PYROSCOPE_API_PUSH, CONFIG_PYROSCOPE_API_INGEST };
 
 struct config_remote_write {
@@ -104,6 +106,18 @@ struct pyprofd_config {
         uint64_t refresh_interval_ns; /* default 10s */
         char *proc_root;              /* default "/proc" */
         uint64_t min_process_age_ns;  /* default 1s */
+        struct {
+            bool enabled;                   /* default false */
+            enum config_kube_source source; /* default api_server */
+            char *api_server;          /* NULL: in-cluster, from KUBERNETES_SERVICE_HOST/_PORT */
+            char *kubelet_url;         /* NULL: https://$NODE_IP:10250 or https://<node>:10250 */
+            char *node_name;           /* NULL: $NODE_NAME, else the host name */
+            char *bearer_token_file;   /* default: the service account's token */
+            uint64_t watch_timeout_ns; /* default 5m */
+            uint64_t poll_interval_ns; /* default 15s (source kubelet) */
+            char *ca_file;             /* default: the service account's ca.crt */
+            bool insecure_skip_verify; /* default false */
+        } kubernetes;
     } discovery;
     struct config_job *jobs; /* may be 0 jobs: nothing is sampled */
     size_t njobs;
@@ -119,7 +133,8 @@ struct pyprofd_config {
         /* listen_address came out of ${VAR} expansion: "" then most likely
          * means an unset variable, not "no server" (the agent warns) */
         bool listen_address_expanded;
-        bool enable_lifecycle; /* POST /-/reload; default false */
+        bool enable_lifecycle;      /* POST /-/reload; default false */
+        bool show_sensitive_labels; /* /targets: command lines etc.; default false */
     } server;
 };
 
