@@ -129,6 +129,8 @@ struct loop_proc_view {
     int pid;
     enum proc_state state;
     char comm[32];
+    char container_id[65]; /* "" when none */
+    int nspid;             /* the PID inside its own PID namespace */
     char version[32];
     char reason[320];
     uint32_t reattaches;
@@ -151,6 +153,7 @@ struct loop_view {
     size_t njobs;
     uint64_t by_state[PROC_STATES]; /* every process the loop remembers */
     double factor;                  /* the budget's share of the configured rates */
+    bool show_sensitive_labels;     /* server.show_sensitive_labels */
     uint64_t scans, scan_errors;
 };
 

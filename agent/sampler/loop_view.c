@@ -63,6 +63,8 @@ static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
     o->pid = p->key.pid;
     o->state = p->state;
     memcpy(o->comm, p->comm, sizeof(o->comm));
+    memcpy(o->container_id, p->container_id, sizeof(o->container_id));
+    o->nspid = p->nspid;
     memcpy(o->version, p->version, sizeof(o->version));
     memcpy(o->reason, p->reason, sizeof(o->reason));
     o->reattaches = p->reattaches;
@@ -119,6 +121,7 @@ int loop_snapshot(struct loop *l, struct loop_view **out)
         }
     }
     v->factor = fleet_factor(l->fleet);
+    v->show_sensitive_labels = l->cfg->server.show_sensitive_labels;
     v->scans = l->scans;
     v->scan_errors = l->scan_errors;
 out:

@@ -246,6 +246,9 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
     bool say = false; /* log the reason even for a state that is usually quiet */
     *v = (struct verdict){0};
     snprintf(p->comm, sizeof(p->comm), "%s", info->comm ? info->comm : "");
+    snprintf(p->container_id, sizeof(p->container_id), "%s",
+             info->container_id ? info->container_id : "");
+    p->nspid = info->nspid;
     proc_set(p, p->state, now, NULL); /* by default: look again at the next scan */
     if (info->age_ns >= 0 && (uint64_t)info->age_ns < cfg->discovery.min_process_age_ns) {
         p->state = PROC_YOUNG;

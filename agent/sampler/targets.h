@@ -56,7 +56,9 @@ struct proc_entry {
     char reason[320];    /* why not a target */
     char version[32];    /* "3.14.8" once the runtime was read */
     char comm[32];
-    void *target; /* the caller's target while PROC_ACTIVE */
+    char container_id[65]; /* from its cgroup (64 hex digits), "" when none */
+    pid_t nspid;           /* its PID in its own PID namespace (= key.pid without one) */
+    void *target;          /* the caller's target while PROC_ACTIVE */
     /* attached again from scratch (by the loop), and why the last time */
     uint32_t reattaches;
     char reattach_why[160];

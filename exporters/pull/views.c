@@ -50,11 +50,31 @@ int views_profile_pprof(const struct loop_capture *c, uint8_t **out, size_t *out
 
 /* ---- /targets ---------------------------------------------------------------- */
 
-static json_object *views_labels(const struct labels *ls)
+/*
+ * Discovered labels whose values can hold secrets: a command line's
+ * arguments (--password=...), a working directory's name, and pod
+ * annotations (kubectl's last-applied-configuration carries whole
+ * manifests). /targets reads "<hidden>" for them unless
+ * server.show_sensitive_labels: in a cluster the server listens beyond
+ * loopback so that probes and scrapes reach it.
+ */
+static bool views_label_sensitive(const char *name)
+{
+    static const char annotation[] = "__meta_kubernetes_pod_annotation_";
+    return strcmp(name, "__meta_process_commandline") == 0 ||
+           strcmp(name, "__meta_process_cwd") == 0 ||
+           strncmp(name, annotation, sizeof(annotation) - 1) == 0;
+}
+
+static json_object *views_labels(const struct labels *ls, bool hide)
 {
     json_object *o = json_object_new_object();
-    for (size_t i = 0; o && i < ls->n; i++)
-        json_object_object_add(o, ls->v[i].name, json_object_new_string(ls->v[i].value));
+    for (size_t i = 0; o && i < ls->n; i++) {
+        const char *value = ls->v[i].value;
+        if (hide && *value && views_label_sensitive(ls->v[i].name))
+            value = "<hidden>";
+        json_object_object_add(o, ls->v[i].name, json_object_new_string(value));
+    }
     return o;
 }
 
@@ -82,13 +102,17 @@ static json_object *views_counts(const struct loop_proc_view *t)
     return c;
 }
 
-static json_object *views_proc(const struct loop_proc_view *t)
+static json_object *views_proc(const struct loop_proc_view *t, bool hide)
 {
     json_object *o = json_object_new_object();
     if (!o)
         return NULL;
     json_object_object_add(o, "pid", json_object_new_int(t->pid));
     json_object_object_add(o, "comm", json_object_new_string(t->comm));
+    if (t->nspid) /* the PID inside its own PID namespace (= pid without one) */
+        json_object_object_add(o, "nspid", json_object_new_int(t->nspid));
+    if (t->container_id[0])
+        json_object_object_add(o, "container_id", json_object_new_string(t->container_id));
     json_object_object_add(o, "state", json_object_new_string(proc_state_name(t->state)));
     if (t->version[0])
         json_object_object_add(o, "python_version", json_object_new_string(t->version));
@@ -101,8 +125,8 @@ static json_object *views_proc(const struct loop_proc_view *t)
     if (!t->target)
         return o;
     json_object_object_add(o, "job", json_object_new_string(t->job));
-    json_object_object_add(o, "labels", views_labels(&t->labels));
-    json_object_object_add(o, "discovered_labels", views_labels(&t->meta));
+    json_object_object_add(o, "labels", views_labels(&t->labels, false));
+    json_object_object_add(o, "discovered_labels", views_labels(&t->meta, hide));
     json_object_object_add(o, "mode", json_object_new_string(profile_mode_name(t->mode)));
     if (t->async[0])
         json_object_object_add(o, "async", json_object_new_string(t->async));
@@ -121,7 +145,7 @@ int views_targets_json(const struct loop_view *v, char **out, size_t *out_len)
     if (!root || !arr)
         err = -ENOMEM;
     for (size_t i = 0; !err && i < v->nprocs; i++) {
-        json_object *o = views_proc(&v->procs[i]);
+        json_object *o = views_proc(&v->procs[i], !v->show_sensitive_labels);
         if (!o || json_object_array_add(arr, o)) {
             json_object_put(o);
             err = -ENOMEM;

@@ -417,10 +417,19 @@ static void test_config__global_value_errors(void **state)
 static void test_config__discovery_storage_server_errors(void **state)
 {
     (void)state;
-    expect_errors("discovery:\n  proc_root: proc\n  refresh_interval: 0s\n  kubernetes: {}\n",
+    expect_errors("discovery:\n  proc_root: proc\n  refresh_interval: 0s\n  k8s: {}\n",
                   {"2:14", "discovery.proc_root: must be an absolute path, got 'proc'"},
                   {"3:21", "discovery.refresh_interval: must be between 1s and 1h, got 0s"},
-                  {"4:3", "discovery: unknown key 'kubernetes'"});
+                  {"4:3", "discovery: unknown key 'k8s'"});
+    expect_errors(
+        "discovery:\n  kubernetes:\n    source: etcd\n    api_server: ftp://x\n"
+        "    watch_timeout: 1s\n    tls_config: {ca_file: ca.crt}\n",
+        {"3:13", "discovery.kubernetes.source: unknown source 'etcd' (one of "
+                 "api_server, kubelet)"},
+        {"4:17", "discovery.kubernetes.api_server: 'ftp://x' is not an http:// or "
+                 "https:// URL"},
+        {"5:20", "discovery.kubernetes.watch_timeout: must be between 10s and 1h, got 1s"},
+        {"6:27", "discovery.kubernetes.tls_config.ca_file: must be an absolute path"});
     expect_errors("storage:\n  retention: forever\n  max_bytes: 10KB\n  dir: /x\n",
                   {"2:14", "storage.retention: invalid duration 'forever'"},
                   {"3:14", "storage.max_bytes: must be between 1MiB and 1PiB, got 10KB"},
