@@ -9,8 +9,18 @@
  * never every event. The level test happens in the macro, before any argument
  * is evaluated, so a disabled debug message costs one comparison.
  *
+ * Formats (log_set_format(), `--log.format`):
+ *   text    pyprofd: warn: cannot read '/proc/12/maps': ...        (the default)
+ *   logfmt  ts=2026-12-01T21:00:00.123Z level=warn msg="cannot read ..."
+ *   json    {"ts":"2026-12-01T21:00:00.123Z","level":"warn","msg":"cannot read ..."}
+ * logfmt and json carry a UTC timestamp with milliseconds, for log
+ * collectors (Kubernetes, systemd's journal adds its own to text). Control
+ * characters and bytes that are not UTF-8 are escaped, so one message is
+ * always one line.
+ *
  * Thread safety: log_msg() may be called from any thread; each message is one
- * write to the sink. log_set_level()/log_set_sink() are for start-up and tests.
+ * write to the sink. log_set_level()/log_set_format()/log_set_sink() are for
+ * start-up and tests.
  */
 #ifndef PYPROFD_BASE_LOG_H
 #define PYPROFD_BASE_LOG_H
@@ -24,6 +34,12 @@ enum log_level {
     LOG_LEVEL_DEBUG = 3,
 };
 
+enum log_format {
+    LOG_FORMAT_TEXT = 0,
+    LOG_FORMAT_LOGFMT = 1,
+    LOG_FORMAT_JSON = 2,
+};
+
 /** Current threshold; messages above it are dropped. Read via the macros. */
 extern enum log_level log_threshold;
 
@@ -33,10 +49,14 @@ void log_set_level(enum log_level level);
  * Parses "error", "warn", "info" or "debug" into @a out. Returns 0 or -EINVAL.
  */
 PYPROFD_WARN_UNUSED int log_level_parse(const char *name, enum log_level *out);
+/** Sets the format (default LOG_FORMAT_TEXT). */
+void log_set_format(enum log_format format);
+/** Parses "text", "logfmt" or "json" into @a out. Returns 0 or -EINVAL. */
+PYPROFD_WARN_UNUSED int log_format_parse(const char *name, enum log_format *out);
 /** Redirects messages to @a sink (borrowed; NULL restores stderr). */
 void log_set_sink(FILE *sink);
 
-/** Writes "pyprofd: <level>: <message>\n". Use the macros below. */
+/** Writes one line in the current format. Use the macros below. */
 void log_msg(enum log_level level, const char *fmt, ...) PYPROFD_PRINTF(2, 3);
 
 #define LOG_AT(level, ...)                                                                         \
