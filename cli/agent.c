@@ -21,6 +21,7 @@
 #include "base/strnum.h"
 #include "cli/cli.h"
 #include "config/config.h"
+#include "discovery/privileges.h"
 #include "exporters/dispatch.h"
 #include "exporters/exporters.h"
 #include "exporters/pull/http_server.h"
@@ -51,6 +52,26 @@ struct agent {
     uint64_t reloads, reload_failures;
 };
 
+/* @a text in lines of at most @a width columns, each indented @a indent. */
+static void agent_usage_wrap(FILE *out, const char *text, int indent, int width)
+{
+    const char *p = text;
+    while (*p) {
+        int room = width - indent, n = (int)strlen(p);
+        if (n > room) {
+            n = room;
+            while (n > 0 && p[n] != ' ')
+                n--;
+            if (n == 0)
+                n = room;
+        }
+        fprintf(out, "%*s%.*s\n", indent, "", n, p);
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+}
+
 static int agent_usage(FILE *out, int status)
 {
     fputs("usage: pyprofd agent [--config.file FILE] [options]\n"
@@ -67,12 +88,22 @@ static int agent_usage(FILE *out, int status)
           "  --web.enable-lifecycle    allow POST /-/reload (server.enable_lifecycle)\n"
           "  --shutdown-timeout SECS   how long SIGTERM may take to flush (default 10)\n"
           "  --log.level LEVEL         error, warn, info (default) or debug\n"
+          "  --log.format FORMAT       text (default), logfmt or json (both timestamped)\n"
           "  -h, --help                show this help\n"
           "\n"
           "Signals: SIGHUP reloads the configuration (an invalid one is refused and the\n"
           "old one keeps running); SIGTERM or SIGINT stop sampling, flush every partial\n"
-          "profile to the outputs and exit.\n",
+          "profile to the outputs and exit. So does a change of the config file itself\n"
+          "(checked every few seconds: a Kubernetes ConfigMap's symlink swap).\n"
+          "\n"
+          "Privileges: run as root (uid 0) with these capabilities; at start the agent\n"
+          "logs each one it lacks and what that costs (docs/kubernetes.md):\n",
           out);
+    for (size_t i = 0; i < privileges_count; i++) {
+        const struct privilege *p = &privileges[i];
+        fprintf(out, "  %-23s %s\n", p->name, privilege_need_name(p->need));
+        agent_usage_wrap(out, p->enables, 28, 79);
+    }
     return status;
 }
 
@@ -239,6 +270,35 @@ fail:
     return e ? e : -EINVAL;
 }
 
+static void agent_missing_privilege(const struct privilege *p, void *arg)
+{
+    (void)arg;
+    if (p->need == PRIVILEGE_REQUIRED)
+        log_warn("missing capability %s (%s): %s", p->name, p->enables, p->without);
+    else if (p->need == PRIVILEGE_RECOMMENDED)
+        log_info("missing capability %s (%s): %s", p->name, p->enables, p->without);
+    else
+        log_debug("missing capability %s (%s): %s", p->name, p->enables, p->without);
+}
+
+/*
+ * Once, at start: which capabilities of the table (discovery/privileges.h)
+ * this process lacks, and what each costs. Nothing is refused here: every
+ * target is still tried and, when it cannot be read, listed with why.
+ */
+static void agent_check_privileges(void)
+{
+    uint64_t eff = 0;
+    int e = privileges_effective("/proc", &eff);
+    if (e) {
+        log_warn("cannot read this process's capabilities from '/proc/self/status': %s",
+                 strerror(-e));
+        return;
+    }
+    if (!privileges_check(eff, agent_missing_privilege, NULL))
+        log_debug("capabilities: every one pyprofd may use is effective");
+}
+
 /* ---- the HTTP server's callbacks ---------------------------------------- */
 
 static bool agent_cancelled(const void *arg)
@@ -324,7 +384,15 @@ static int agent_http_reload(void *ctx, char *err, size_t err_size)
 
 int cli_agent(int argc, char **argv)
 {
-    enum { OPT_CONFIG = 256, OPT_EXPAND, OPT_LISTEN, OPT_LIFECYCLE, OPT_SHUTDOWN, OPT_LOG };
+    enum {
+        OPT_CONFIG = 256,
+        OPT_EXPAND,
+        OPT_LISTEN,
+        OPT_LIFECYCLE,
+        OPT_SHUTDOWN,
+        OPT_LOG,
+        OPT_LOG_FORMAT
+    };
     static const struct option longopts[] = {
         {"config.file", required_argument, NULL, OPT_CONFIG},
         {"config.expand-env", no_argument, NULL, OPT_EXPAND},
@@ -332,6 +400,7 @@ int cli_agent(int argc, char **argv)
         {"web.enable-lifecycle", no_argument, NULL, OPT_LIFECYCLE},
         {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN},
         {"log.level", required_argument, NULL, OPT_LOG},
+        {"log.format", required_argument, NULL, OPT_LOG_FORMAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -367,6 +436,15 @@ int cli_agent(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             log_set_level(lv);
+            break;
+        }
+        case OPT_LOG_FORMAT: {
+            enum log_format lf;
+            if (log_format_parse(optarg, &lf)) {
+                log_error("unknown log format '%s' (use text, logfmt or json)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            log_set_format(lf);
             break;
         }
         case 'h':
@@ -409,6 +487,7 @@ int cli_agent(int argc, char **argv)
         log_error("cannot initialise libcurl");
         return CLI_EXIT_FAIL;
     }
+    agent_check_privileges();
     int e = agent_load(&a, &cfg, &errs);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     if (e) {

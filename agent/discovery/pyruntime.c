@@ -272,8 +272,11 @@ int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struc
     struct proc_maps *maps = NULL;
     int err = proc_maps_read(proc_root, pid, &maps);
     if (err) {
-        snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid, strerror(-err));
-        return err == -EACCES ? -EPERM : err;
+        err = err == -EACCES ? -EPERM : err;
+        /* EPERM reads "permission denied (needs root or CAP_SYS_PTRACE)" */
+        snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid,
+                 memread_strerror(err));
+        return err;
     }
 
     if (proc_maps_count(maps) == 0 && pyruntime_is_dead(proc_root, pid)) {
@@ -377,8 +380,11 @@ int pyruntime_find_asyncio(const char *proc_root, pid_t pid, const struct pyrunt
     memo->searches++;
     int err = proc_maps_read(proc_root, pid, &maps);
     if (err) {
-        snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid, strerror(-err));
-        return err == -EACCES ? -EPERM : err;
+        err = err == -EACCES ? -EPERM : err;
+        /* EPERM reads "permission denied (needs root or CAP_SYS_PTRACE)" */
+        snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid,
+                 memread_strerror(err));
+        return err;
     }
     err = -ENOENT;
     snprintf(why, why_len,
