@@ -31,8 +31,10 @@ requests(), counts() ({"list": n, "watch": n, "kubelet": n,
 
 Fixtures: fixture_pods(node) gives real-shaped pods (a Deployment pod with
 an init container on containerd, a CRI-O pod, a Docker pod, a pending pod
-without containerStatuses, a pod of another node); kube_models.py checks
-them against the official client's models (test_fake_apiserver.py).
+without containerStatuses, a pod of another node), make_pod() more of
+them, restarted() and deleted() their later states; validation_set() is
+every shape served, which test_fake_apiserver.py checks against the
+official client's models (kube_models.py).
 
 make_certs(dir) makes a CA and a server certificate for IP:127.0.0.1 with
 openssl; make_self_signed(dir) a kubelet-style self-signed one.
@@ -236,6 +238,55 @@ def fixture_pods(node, other_node="node-b"):
     }
 
 
+def restarted(pod, index=0, new_id=None, scheme=None):
+    """@pod (changed in place) after its container @index was OOM-killed and
+    restarted with the container id @new_id (64 hex; default derived from
+    the old); returns the new id."""
+    cs = pod["status"]["containerStatuses"][index]
+    old_scheme, old = cs["containerID"].split("://", 1)
+    new_id = new_id or container_id(old + "#restart")
+    cs["lastState"] = {"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": T0,
+                                      "finishedAt": T2, "containerID": cs["containerID"]}}
+    cs["containerID"] = (scheme or old_scheme + "://") + new_id
+    cs["restartCount"] += 1
+    return new_id
+
+
+def deleted(pod):
+    """@pod (changed in place) as a DELETED event carries it."""
+    pod["metadata"]["deletionTimestamp"] = T2
+    pod["metadata"]["deletionGracePeriodSeconds"] = 0
+    return pod
+
+
+def validation_set(node):
+    """Every object shape this module serves, for kube_models.py:
+    {name: [model, object]}: the fixtures, the variants the tests make
+    (a minimal pod, a restarted container, a deleted pod, a pending pod
+    started), a PodList, a bookmark and the Status bodies."""
+    pods = fixture_pods(node)
+    out = {role: ["V1Pod", p] for role, p in pods.items()}
+    out["minimal"] = ["V1Pod", make_pod("app-0", "shop", node, [("app", "shop/app:1.0")])]
+    r = copy.deepcopy(pods["crio"])
+    restarted(r)
+    out["restarted"] = ["V1Pod", r]
+    out["deleted"] = ["V1Pod", deleted(copy.deepcopy(pods["deployment"]))]
+    started = copy.deepcopy(pods["pending"])
+    started["status"] = make_pod("queued-5d8f7", "shop", node, [("queued", "shop/queued:1.0")],
+                                 ip="10.244.1.20")["status"]
+    out["started"] = ["V1Pod", started]
+    out["podlist"] = ["V1PodList", {"kind": "PodList", "apiVersion": "v1",
+                                    "metadata": {"resourceVersion": "7", "continue": "x",
+                                                 "remainingItemCount": 1},
+                                    "items": [pods["docker"]]}]
+    out["bookmark"] = ["V1Pod", {"kind": "Pod", "apiVersion": "v1",
+                                 "metadata": {"resourceVersion": "7"}}]
+    for code, reason in ((401, "Unauthorized"), (410, "Expired"), (400, "BadRequest"),
+                         (404, "NotFound")):
+        out[f"status_{code}"] = ["V1Status", status_body(code, reason, "message")]
+    return out
+
+
 def status_body(code, reason, message):
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason, "code": code}
@@ -400,10 +451,8 @@ class FakeApiServer:
     def delete_pod(self, namespace, name):
         """Removes the pod (DELETED carries its last state, at a new RV); returns the RV."""
         with self.lock:
-            pod = self.pods.pop((namespace, name))
+            pod = deleted(self.pods.pop((namespace, name)))
             pod["metadata"]["resourceVersion"] = self._bump()
-            pod["metadata"]["deletionTimestamp"] = T2
-            pod["metadata"]["deletionGracePeriodSeconds"] = 0
             self._event("DELETED", pod)
             return pod["metadata"]["resourceVersion"]
 

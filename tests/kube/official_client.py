@@ -61,7 +61,8 @@ def main(url, ca, token, node, fixtures_path):
     with open(fixtures_path) as f:
         fixtures = json.load(f)
     out({"step": "fixtures",
-         "errors": {role: kube_models.check(pod, "V1Pod") for role, pod in fixtures.items()}})
+         "errors": {name: kube_models.check(obj, model)
+                    for name, (model, obj) in fixtures.items()}})
 
     v1 = api(url, ca, token)
 

@@ -378,15 +378,7 @@ class ApiServer(livelib.Scenario):
                                         {**EXPECTED[CART], M + "pod_label_track": "canary"}), [])
         # a container restarted with a new id
         new_checkout = fake.container_id("shop/checkout-0/checkout#1")
-
-        def restart(p):
-            cs = p["status"]["containerStatuses"][0]
-            cs["lastState"] = {"terminated": {"exitCode": 137, "reason": "OOMKilled",
-                                              "startedAt": fake.T0, "finishedAt": fake.T2,
-                                              "containerID": cs["containerID"]}}
-            cs["containerID"] = "cri-o://" + new_checkout
-            cs["restartCount"] = 1
-        s.modify_pod("shop", "checkout-0", restart)
+        s.modify_pod("shop", "checkout-0", lambda p: fake.restarted(p, new_id=new_checkout))
         st = self.wait(lambda st: has(new_checkout)(st) and lacks(CHECKOUT)(st),
                        "showing checkout's new container id instead of the old")
         self.assertEqual(label_problems(new_checkout, st["containers"][new_checkout]["labels"],
