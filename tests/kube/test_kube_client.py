@@ -173,7 +173,7 @@ class Probe:
     """kube_watch_probe running; its states (parsed JSON lines) are
     collected by a reader thread. Always stop() it."""
 
-    def __init__(self, tmp, name, args, seconds=120):
+    def __init__(self, tmp, name, args, seconds=170):
         self.name = name
         self.err_path = os.path.join(tmp, f"{name}.stderr")
         self.out_path = os.path.join(tmp, f"{name}.stdout")
@@ -341,7 +341,10 @@ class ApiServer(livelib.Scenario):
         for cid, want in EXPECTED.items():
             problems = label_problems(cid, state["containers"][cid]["labels"], want)
             self.assertEqual(problems, [], f"labels of {want[M + 'pod_container_name']}")
-        first = s.requests()[0]
+        served = [e for e in s.requests() if e["kind"] != "error"]
+        if len(served) < len(s.requests()):
+            livelib.note(f"connections that failed before a request: {s.counts().get('error')}")
+        first = served[0]
         self.assertEqual(first["kind"], "list", f"first request: {first}")
         self.assertEqual(first["path"], "/api/v1/pods")
         self.assertEqual(first["query"].get("fieldSelector"), f"spec.nodeName={NODE}")
@@ -475,8 +478,10 @@ class ApiServer(livelib.Scenario):
                   "showing a pod added after the token rotation")
         livelib.within(self, "401s before the new token was read",
                        s.counts(since=mark).get("unauthorized", 0), 1, 10)
-        livelib.note(f"accepted {ok['t'] - rotated:.2f} s after the file changed "
-                     f"({ok['kind']} with the new token)")
+        # a client that re-reads the file only once a minute takes up to 60 s
+        livelib.within(self, f"new token accepted ({ok['kind']}) after the file changed",
+                       ok["t"] - rotated, 0, WAIT, unit=" s",
+                       msg="the token file is to be read again after every 401")
 
     def step_other_node(self):
         others = {OTHER_CART, fake.container_id("shop/idle-0/idle")}
