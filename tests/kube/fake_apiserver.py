@@ -640,7 +640,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.server_state._conns.discard(self.connection)
 
     def _send_json(self, code, body):
-        data = json.dumps(body).encode()
+        data = json.dumps(body, separators=(",", ":")).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

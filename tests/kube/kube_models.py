@@ -40,7 +40,8 @@ def strict_errors(value, type_name, path="$"):
     if m:
         if not isinstance(value, list):
             return [f"{path}: {type(value).__name__} where a list of {m.group(1)} belongs"]
-        return [e for i, v in enumerate(value) for e in strict_errors(v, m.group(1), f"{path}[{i}]")]
+        return [e for i, v in enumerate(value)
+                for e in strict_errors(v, m.group(1), f"{path}[{i}]")]
     m = _DICT.match(type_name)
     if m:
         if not isinstance(value, dict):

@@ -164,9 +164,9 @@ class Client:
 
     def watch(self, rv, deadline):
         sel = urllib.parse.quote("spec.nodeName=" + self.a.node)
-        conn, resp = self.request(f"/api/v1/pods?fieldSelector={sel}&watch=1&resourceVersion={rv}"
-                                  f"&allowWatchBookmarks=true&timeoutSeconds={self.a.watch_timeout}",
-                                  self.a.watch_timeout + 30)
+        path = (f"/api/v1/pods?fieldSelector={sel}&watch=1&resourceVersion={rv}"
+                f"&allowWatchBookmarks=true&timeoutSeconds={self.a.watch_timeout}")
+        conn, resp = self.request(path, self.a.watch_timeout + 30)
         self.stats["watches"] += 1
         try:
             while time.monotonic() < deadline:

@@ -73,7 +73,8 @@ def missing():
     if os.geteuid() != 0:
         return "must run as root (chroot into the kube-tools rootfs)"
     root = kube_rootfs()
-    if not root or not os.path.isdir(os.path.join(root, "usr/lib/python3/dist-packages/kubernetes")):
+    client = os.path.join(root or "/nonexistent", "usr/lib/python3/dist-packages/kubernetes")
+    if not root or not os.path.isdir(client):
         return (f"no python3-kubernetes in the kube-tools rootfs ({root}): "
                 "run scripts/python-rootfs.sh --kube-tools")
     if not shutil.which("openssl"):
@@ -229,7 +230,8 @@ class OfficialClient(unittest.TestCase):
         self.assertTrue(r["containers"]["checkout-0"][0].startswith("cri-o://"))
         self.assertTrue(r["containers"]["legacy-batch"][0].startswith("docker://"))
         self.assertEqual(r["containers"]["queued-5d8f7"], [])
-        livelib.note(f"list: {len(r['names'])} pods at resourceVersion {r['rv']}, pages {r['pages']}")
+        livelib.note(f"list: {len(r['names'])} pods at resourceVersion {r['rv']}, "
+                     f"pages {r['pages']}")
 
     def test_watch(self):
         r = self.step("watch")

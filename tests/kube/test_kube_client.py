@@ -57,7 +57,6 @@ Run by ctest as test_kube_client (label integration), or by hand:
 
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
