@@ -8,7 +8,8 @@ on loopback HTTPS and speaks the real API server's wire format for pods:
     GET /api/v1/namespaces/NS/pods?...          (the official client's other path)
         a v1 PodList, filtered by the field selector (spec.nodeName=X,
         metadata.namespace=X, metadata.name=X; comma = and), paginated by
-        limit/continue (a consistent snapshot per list, remainingItemCount)
+        limit/continue (a consistent snapshot per list, remainingItemCount;
+        page_size caps a page below the client's limit, as the API allows)
     ...&watch=1|true&resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=N
         HTTP/1.1 200, chunked, application/json, one event per line
         {"type":"ADDED|MODIFIED|DELETED|BOOKMARK","object":{...}}: the events
@@ -346,6 +347,7 @@ class FakeApiServer:
         self.watchers = set()
         self.log = []                 # one dict per request
         self.continues = {}           # continue token -> remaining items, rv
+        self.page_size = 0            # >0: a list with limit gets at most this many per page
         self._conns = set()
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(certs["cert"], certs["key"])
@@ -576,6 +578,8 @@ class FakeApiServer:
                 rv = str(self.rv)
             meta = {"resourceVersion": rv}
             limit = int(query.get("limit") or 0)
+            if limit > 0 and self.page_size > 0:
+                limit = min(limit, self.page_size)  # "may return fewer than limit"
             if limit > 0 and len(items) > limit:
                 rest = items[limit:]
                 items = items[:limit]

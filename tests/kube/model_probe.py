@@ -155,11 +155,18 @@ class Client:
 
     def relist(self):
         sel = urllib.parse.quote("spec.nodeName=" + self.a.node)
-        conn, resp = self.request(f"/api/v1/pods?fieldSelector={sel}", 30)
-        body = json.loads(resp.read())
-        conn.close()
+        items, cont = [], None
+        while True:
+            page = "" if cont is None else "&continue=" + urllib.parse.quote(cont)
+            conn, resp = self.request(f"/api/v1/pods?fieldSelector={sel}&limit=500{page}", 30)
+            body = json.loads(resp.read())
+            conn.close()
+            items += body["items"]
+            cont = body["metadata"].get("continue")
+            if not cont:
+                break
         self.stats["lists"] += 1
-        self.apply_list(body["items"])
+        self.apply_list(items)
         return body["metadata"]["resourceVersion"]
 
     def watch(self, rv, deadline):

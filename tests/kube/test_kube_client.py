@@ -33,9 +33,10 @@ it and checks the probe's index and the server's request log:
       timeout       a stream that ends cleanly (as at timeoutSeconds): the
                     next watch resumes from the last event's RV, no list
       expired       the history expires while a pod is deleted out of sight:
-                    the watch gets ERROR 410, the client lists again (once),
-                    watches from the new list's RV, and the deleted pod's
-                    containers are gone (the relist replaced the index)
+                    the watch gets ERROR 410, the client lists again (once;
+                    a client that sends limit gets pages of 2 and must follow
+                    continue), watches from the new list's RV, and the deleted
+                    pod's containers are gone (the relist replaced the index)
       token         the server's token rotates and the stream is cut: 401;
                     the token file is then swapped as the kubelet swaps a
                     projected token (..data symlink renamed): the client reads
@@ -301,8 +302,13 @@ class TokenDir:
         self._current = ts
 
 
-def watches_after(server, n):
-    return [e for e in server.requests(since=n) if e["kind"] == "watch"]
+def node_ids(server, node=NODE):
+    """The container ids of @node's pods on the server now."""
+    with server.lock:
+        pods = [p for p in server.pods.values() if p["spec"].get("nodeName") == node]
+    return {cs["containerID"].split("://", 1)[1] for p in pods
+            for key in ("containerStatuses", "initContainerStatuses")
+            for cs in p["status"].get(key) or []}
 
 
 # --- the scenarios -----------------------------------------------------------------
@@ -329,6 +335,12 @@ class ApiServer(livelib.Scenario):
 
     def wait(self, pred, what, timeout=WAIT):
         return self.probe.wait(pred, what, timeout, server=self.server)
+
+    def consistent(self):
+        """The index holds exactly the containers of this node's pods now."""
+        want = node_ids(self.server)
+        return self.wait(lambda st: set(st["containers"]) == want,
+                         f"holding exactly this node's {len(want)} containers")
 
     def step_synced(self):
         s = self.server
@@ -396,6 +408,7 @@ class ApiServer(livelib.Scenario):
         # a pod deleted
         s.delete_pod("batch", "legacy-batch")
         self.wait(lacks(WORKER), "without the deleted pod's container")
+        self.consistent()
         self.assertEqual(s.counts().get("list", 0), lists, "no list while the watch runs")
 
     def step_bookmark(self):
@@ -415,6 +428,7 @@ class ApiServer(livelib.Scenario):
         s.add_pod(pod)
         self.wait(has(fake.container_id("shop/after-bookmark/app")),
                   "showing a pod added after the resumed watch")
+        self.consistent()
         livelib.note(f"bookmark at RV {bookmark_rv}; resumed after "
                      f"{watch['t'] - dropped:.2f} s")
 
@@ -435,6 +449,7 @@ class ApiServer(livelib.Scenario):
         self.wait(lambda st: st.get("synced"), "synced")
         mark = s.mark()
         gen = self.probe.latest().get("generation")
+        s.page_size = 2  # a client that pages (limit) must follow continue
         with s.lock:  # atomically: the stream is cut before the deletion reaches it
             self.assertEqual(s.drop_watches(), 1)
             floor = s.expire_history()
@@ -449,13 +464,23 @@ class ApiServer(livelib.Scenario):
         self.assertEqual(watch["query"].get("resourceVersion"), relist["rv"])
         self.assertFalse(watch.get("expired"))
         new_checkout = fake.container_id("shop/checkout-0/checkout#1")
-        st = self.wait(lacks(new_checkout), "without checkout-0, deleted while expired")
+        want = node_ids(s)
+        self.assertNotIn(new_checkout, want)
+        st = self.wait(lambda st: set(st["containers"]) == want,
+                       "without checkout-0 (deleted while expired), with the others")
         self.assertTrue(st.get("synced"))
         time.sleep(1)  # a relist storm would show here
-        self.assertEqual(s.counts(since=mark).get("list", 0), 1, "exactly one list after 410")
+        lists = [e for e in s.requests("list", since=mark)]
+        pages = [e for e in lists if e["query"].get("continue")]
+        self.assertEqual(len(lists) - len(pages), 1, "exactly one list after 410")
+        if relist["query"].get("limit"):
+            self.assertGreaterEqual(len(pages), 1, "a page with continue was not followed")
+            self.assertTrue(all(e["status"] == 200 for e in pages))
         livelib.note(f"410 at RV {expired['query'].get('resourceVersion')} (oldest {floor}), "
-                     f"relist {relist['t'] - expired['t']:.2f} s later; generation "
+                     f"relist {relist['t'] - expired['t']:.2f} s later in {len(lists)} "
+                     f"page(s) (limit {relist['query'].get('limit')}); generation "
                      f"{gen} -> {st.get('generation')}")
+        s.page_size = 0
 
     def step_token(self):
         s = self.server
@@ -475,6 +500,7 @@ class ApiServer(livelib.Scenario):
         s.add_pod(pod)
         self.wait(has(fake.container_id("shop/after-rotation/app")),
                   "showing a pod added after the token rotation")
+        self.consistent()
         livelib.within(self, "401s before the new token was read",
                        s.counts(since=mark).get("unauthorized", 0), 1, 10)
         # a client that re-reads the file only once a minute takes up to 60 s
