@@ -54,6 +54,7 @@ import queue
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -405,7 +406,6 @@ class FakeApiServer:
 
     def _handle_error(self, request, client_address):
         # TLS handshakes a client refused, connections it cut: logged, not printed
-        import sys
         e = sys.exc_info()[1]
         self._record({"kind": "error", "path": None, "query": {}, "status": None,
                       "error": f"{type(e).__name__}: {e}"})
