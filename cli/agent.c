@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,7 +34,59 @@
 #endif
 
 #define AGENT_DEFAULT_SHUTDOWN_S 10
-#define AGENT_MAX_OUTPUTS        64u /* storage + remote_write endpoints */
+/* seconds between looks at the config file for a change on disk */
+#define AGENT_CONFIG_CHECK_S 5
+#define AGENT_MAX_OUTPUTS    64u /* storage + remote_write endpoints */
+
+/*
+ * The config file's content as last loaded, to notice a change on disk: a
+ * Kubernetes ConfigMap volume swaps its files by renaming a symlink, which
+ * no signal announces. stat() (following links) is cheap; the content is
+ * read and hashed only when the file's identity or time changed, so an
+ * update of another key of the ConfigMap (a new directory, same content)
+ * does not reload.
+ */
+struct agent_file_state {
+    bool known;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    uint64_t hash; /* of the content; 0: unreadable */
+};
+
+static uint64_t agent_content_hash(const char *path)
+{
+    char *text = NULL, why[128];
+    size_t len = 0;
+    if (config_file_read(path, CONFIG_MAX_FILE_BYTES, &text, &len, why, sizeof(why)))
+        return 0;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)text[i]) * UINT64_C(0x100000001b3);
+    alloc_free(text);
+    return h ? h : 1;
+}
+
+/* Whether @a path changed since @a st (updated); the first call records it. */
+static bool agent_file_changed(const char *path, struct agent_file_state *st)
+{
+    struct stat sb;
+    if (stat(path, &sb))
+        return false; /* gone for now (mid-swap): look again later */
+    if (st->known && sb.st_dev == st->dev && sb.st_ino == st->ino && sb.st_size == st->size &&
+        sb.st_mtim.tv_sec == st->mtime.tv_sec && sb.st_mtim.tv_nsec == st->mtime.tv_nsec)
+        return false;
+    uint64_t h = agent_content_hash(path);
+    bool changed = st->known && h != st->hash;
+    *st = (struct agent_file_state){.known = true,
+                                    .dev = sb.st_dev,
+                                    .ino = sb.st_ino,
+                                    .size = sb.st_size,
+                                    .mtime = sb.st_mtim,
+                                    .hash = h};
+    return changed;
+}
 
 struct agent {
     const char *config_file;   /* NULL: the built-in default */
@@ -50,6 +103,7 @@ struct agent {
     bool last_reload_ok;
     int64_t last_reload_success_s;
     uint64_t reloads, reload_failures;
+    struct agent_file_state file; /* the config file as last read by a load */
 };
 
 /* @a text in lines of at most @a width columns, each indented @a indent. */
@@ -218,6 +272,8 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
     struct exporter ex[AGENT_MAX_OUTPUTS];
     size_t nex = 0;
     a->reloads++;
+    if (a->config_file)
+        (void)agent_file_changed(a->config_file, &a->file); /* what this load reads */
     int e = agent_load(a, &cfg, &errs);
     if (e) {
         agent_log_errors(&errs);
@@ -488,6 +544,8 @@ int cli_agent(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     agent_check_privileges();
+    if (a.config_file) /* recorded before the load: a change meanwhile counts */
+        (void)agent_file_changed(a.config_file, &a.file);
     int e = agent_load(&a, &cfg, &errs);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     if (e) {
@@ -567,9 +625,21 @@ int cli_agent(int argc, char **argv)
              a.config_file ? a.config_file : "(built-in default)");
 
     for (;;) {
-        int sig = 0;
-        if (sigwait(&sigs, &sig))
+        const struct timespec check = {.tv_sec = AGENT_CONFIG_CHECK_S};
+        int sig = sigtimedwait(&sigs, NULL, &check);
+        if (sig < 0) {
+            if (errno == EAGAIN && a.config_file) {
+                pthread_mutex_lock(&a.reload_mu);
+                bool changed = agent_file_changed(a.config_file, &a.file);
+                pthread_mutex_unlock(&a.reload_mu);
+                char why[512];
+                if (changed) {
+                    log_info("'%s' changed on disk: reloading", a.config_file);
+                    (void)agent_reload(&a, why, sizeof(why));
+                }
+            }
             continue;
+        }
         if (sig == SIGHUP) {
             char why[512];
             (void)agent_reload(&a, why, sizeof(why));

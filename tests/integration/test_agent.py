@@ -367,6 +367,82 @@ class AgentErrorTest(unittest.TestCase):
         self.assertEqual(missing.returncode, 1)
         self.assertIn("missing.yml", missing.stderr)
 
+    def test_configmap_swap(self):
+        """a ConfigMap-style symlink swap of the config file reloads it (same
+        content: no reload; new content: reloaded; broken: refused, the agent
+        runs on), and --log.format=json writes one JSON object per line"""
+        tmp = livelib.scratch()
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        text = f"""\
+profile_configs:
+  - job_name: none
+    relabel_configs:
+      - source_labels: [__meta_process_pid]
+        regex: 'no such pid'
+        action: keep
+server:
+  listen_address: 127.0.0.1:{port}
+"""
+        generation = [0]
+
+        def publish(content):
+            # as the kubelet does: a new timestamped directory, a new ..data
+            # symlink renamed over the old one; pyprofd.yml -> ..data/pyprofd.yml
+            generation[0] += 1
+            d = f"..2026_12_01_{generation[0]:04d}"
+            os.mkdir(os.path.join(tmp, d))
+            with open(os.path.join(tmp, d, "pyprofd.yml"), "w") as f:
+                f.write(content)
+            os.symlink(d, os.path.join(tmp, "..data_tmp"))
+            os.rename(os.path.join(tmp, "..data_tmp"), os.path.join(tmp, "..data"))
+
+        publish(text)
+        os.symlink("..data/pyprofd.yml", os.path.join(tmp, "pyprofd.yml"))
+        log_path = os.path.join(tmp, "agent.log")
+        with open(log_path, "w+") as log:
+            agent = subprocess.Popen([livelib.BINARY, "agent", "--config.file",
+                                      os.path.join(tmp, "pyprofd.yml"), "--log.format=json"],
+                                     stdout=log, stderr=subprocess.STDOUT)
+            try:
+                def lines():
+                    log.flush()
+                    with open(log_path) as f:
+                        return [json.loads(line) for line in f if line.strip()]
+
+                def wait_for(what, timeout):
+                    deadline = time.monotonic() + timeout
+                    while time.monotonic() < deadline:
+                        if any(what in e["msg"] for e in lines()):
+                            return
+                        self.assertIsNone(agent.poll(), lines())
+                        time.sleep(0.2)
+                    self.fail(f"no '{what}' after {timeout} s: {lines()}")
+
+                wait_for("agent started", 15)
+                publish(text)  # same content, new inode: no reload
+                time.sleep(7)  # more than one look (every 5 s)
+                self.assertFalse([e for e in lines() if "changed on disk" in e["msg"]], lines())
+                publish(text.replace("job_name: none", "job_name: renamed"))
+                wait_for("changed on disk: reloading", 12)
+                wait_for("configuration reloaded", 5)
+                publish(text.replace("job_name: none", "job_name: [broken"))
+                deadline = time.monotonic() + 12
+                while time.monotonic() < deadline and \
+                        sum("changed on disk" in e["msg"] for e in lines()) < 2:
+                    time.sleep(0.2)
+                wait_for("reload failed, keeping the running configuration", 5)
+                with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+                    metrics = r.read().decode()
+                self.assertIn("pyprofd_config_last_reload_successful 0", metrics)
+                self.assertIsNone(agent.poll())
+                for e in lines():
+                    self.assertEqual(sorted(e), ["level", "msg", "ts"], e)
+                    self.assertRegex(e["ts"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            finally:
+                agent.terminate()
+                agent.wait(timeout=15)
+
 
 if __name__ == "__main__":
     livelib.run(needs=("root", "rootfs", "go", "promtool"))
