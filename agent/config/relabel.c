@@ -814,6 +814,23 @@ int relabel_default_service_name(struct labels *ls)
     size_t elen = 0, nlen = 0;
     if (cur && *cur)
         return 0;
+    static const char *const annotations[] = {
+        "__meta_kubernetes_pod_annotation_pyroscope_io_service_name",
+        "__meta_kubernetes_pod_annotation_profiles_grafana_com_service_name",
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(annotations); i++) {
+        const char *a = labels_get(ls, annotations[i]);
+        if (a && *a)
+            return labels_set(ls, "service_name", a);
+    }
+    const char *ns = labels_get(ls, "__meta_kubernetes_namespace");
+    const char *ctr = labels_get(ls, "__meta_kubernetes_pod_container_name");
+    if (ns && *ns && ctr && *ctr) {
+        char both[2 * 256 + 2];
+        int n = snprintf(both, sizeof(both), "%s/%s", ns, ctr);
+        if (n > 0 && (size_t)n < sizeof(both))
+            return labels_set(ls, "service_name", both);
+    }
     if (exe && *exe) {
         ename = relabel_basename(exe, strlen(exe), &elen);
     } else if (cmd) {

@@ -116,8 +116,14 @@ const struct relabel_rule_spec *relabel_spec(const struct relabel_rules *r, size
 PYPROFD_WARN_UNUSED int relabel_apply(const struct relabel_rules *r, struct labels *ls, bool *keep);
 
 /**
- * Sets `service_name` when @a ls has none (or an empty one), from the meta
- * labels the process scanner provides:
+ * Sets `service_name` when @a ls has none (or an empty one). For a process
+ * in a Kubernetes pod (discovery.kubernetes), first from its pod:
+ *  - the pod annotation pyroscope.io/service_name, else
+ *    profiles.grafana.com/service_name (as Grafana Alloy reads them);
+ *  - else "<namespace>/<container>" (__meta_kubernetes_namespace and
+ *    __meta_kubernetes_pod_container_name), Alloy's default without its
+ *    "ebpf/" prefix.
+ * Otherwise from the meta labels the process scanner provides:
  *  - when the executable (__meta_process_exe, else the first word of
  *    __meta_process_commandline) is a Python interpreter (its base name starts
  *    with "python"): the first argument after the interpreter's own options in

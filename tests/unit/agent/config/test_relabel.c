@@ -626,6 +626,36 @@ static void test_relabel__default_service_name(void **state)
     assert_int_equal(relabel_default_service_name(&ls), 0);
     assert_string_equal(labels_get(&ls, "service_name"), "python3");
     labels_release(&ls);
+    /* in a pod: the annotation, else <namespace>/<container>, before the process */
+    labels_init(&ls);
+    assert_int_equal(labels_set(&ls, "__meta_process_exe", "/usr/bin/python3"), 0);
+    assert_int_equal(labels_set(&ls, "__meta_process_commandline", "python3 app.py"), 0);
+    assert_int_equal(labels_set(&ls, "__meta_kubernetes_namespace", "shop"), 0);
+    assert_int_equal(labels_set(&ls, "__meta_kubernetes_pod_container_name", "cart"), 0);
+    assert_int_equal(relabel_default_service_name(&ls), 0);
+    assert_string_equal(labels_get(&ls, "service_name"), "shop/cart");
+    assert_int_equal(labels_set(&ls, "service_name", ""), 0);
+    assert_int_equal(
+        labels_set(&ls, "__meta_kubernetes_pod_annotation_profiles_grafana_com_service_name",
+                   "grafana-name"),
+        0);
+    assert_int_equal(relabel_default_service_name(&ls), 0);
+    assert_string_equal(labels_get(&ls, "service_name"), "grafana-name");
+    assert_int_equal(labels_set(&ls, "service_name", ""), 0);
+    assert_int_equal(
+        labels_set(&ls, "__meta_kubernetes_pod_annotation_pyroscope_io_service_name", "checkout"),
+        0);
+    assert_int_equal(relabel_default_service_name(&ls), 0);
+    assert_string_equal(labels_get(&ls, "service_name"), "checkout");
+    labels_release(&ls);
+    /* a namespace without a container (a host process has neither): the process */
+    labels_init(&ls);
+    assert_int_equal(labels_set(&ls, "__meta_process_exe", "/usr/bin/python3"), 0);
+    assert_int_equal(labels_set(&ls, "__meta_process_commandline", "python3 app.py"), 0);
+    assert_int_equal(labels_set(&ls, "__meta_kubernetes_namespace", "shop"), 0);
+    assert_int_equal(relabel_default_service_name(&ls), 0);
+    assert_string_equal(labels_get(&ls, "service_name"), "app");
+    labels_release(&ls);
     /* nothing to go on: nothing set */
     labels_init(&ls);
     assert_int_equal(relabel_default_service_name(&ls), 0);
