@@ -19,7 +19,9 @@ Checks (README.md next to this file explains each):
     unknown field, wrong type (bool/int/str/list/dict), unknown kind; PodMonitor
     against a small hand-written schema; duplicate YAML keys;
   * kustomization.yaml keys;
-  * selector matches template labels; probe ports name container ports;
+  * selector matches template labels; probe ports, PodMonitor ports,
+    NetworkPolicy ports and profiles.grafana.com/*.port_name annotations name
+    container ports;
     $(VAR) references defined earlier in the container's env; roleRef,
     subjects, serviceAccountName and non-optional ConfigMap/Secret volumes
     exist in the bundle;
@@ -394,11 +396,49 @@ def lint_bundle(bname, docs, help_text, pending, errors, configs):
     cluster_scoped = {"ClusterRole", "ClusterRoleBinding", "Namespace"}
     help_flags = flags_of_help(help_text)
 
+    # (namespace, template labels, {port name: number}) of every pod template
+    pods = []
+    for d in docs:
+        spec, tmeta = pod_spec(d)
+        if spec is not None:
+            named = {p.get("name"): p.get("containerPort") for _, c in containers(spec)
+                     for p in c.get("ports") or [] if p.get("name")}
+            pods.append(((d.get("metadata") or {}).get("namespace"), tmeta.get("labels") or {}, named))
+
+    def selected(ns, selector):
+        """The named ports of the pod templates in ns that selector selects."""
+        match = (selector or {}).get("matchLabels") or {}
+        out = {}
+        for pns, labels, named in pods:
+            if pns == ns and all(labels.get(k) == v for k, v in match.items()):
+                out.update(named)
+        return out
+
     for d in docs:
         kind = d.get("kind")
         md = d.get("metadata") or {}
         ns = md.get("namespace")
         where = f"{bname}: {kind}/{md.get('name')}"
+
+        if kind == "PodMonitor":
+            spec = d.get("spec") or {}
+            names = (spec.get("namespaceSelector") or {}).get("matchNames") or [ns]
+            ports = {}
+            for n in names:
+                ports.update(selected(n, spec.get("selector")))
+            for i, ep in enumerate(spec.get("podMetricsEndpoints") or []):
+                if "port" in ep and ep["port"] not in ports:
+                    errors.append(f"{where}: podMetricsEndpoints[{i}].port '{ep['port']}' names no "
+                                  f"container port of the pods it selects")
+        if kind == "NetworkPolicy":
+            spec = d.get("spec") or {}
+            ports = selected(ns, spec.get("podSelector"))
+            for i, rule in enumerate(spec.get("ingress") or []):
+                for j, p in enumerate(rule.get("ports") or []):
+                    port = p.get("port")
+                    if port is not None and port not in ports and port not in ports.values():
+                        errors.append(f"{where}: ingress[{i}].ports[{j}]: port {port} is not a "
+                                      f"container port of the pods it selects")
 
         if kind in ("RoleBinding", "ClusterRoleBinding"):
             ref = d.get("roleRef") or {}
@@ -425,6 +465,11 @@ def lint_bundle(bname, docs, help_text, pending, errors, configs):
                                   f"the pod template's labels")
             if not sel:
                 errors.append(f"{where}: spec.selector has no matchLabels")
+        all_ports = {p.get("name") for _, c in containers(spec) for p in c.get("ports") or []}
+        for key, value in (tmeta.get("annotations") or {}).items():
+            if key.startswith("profiles.grafana.com/") and key.endswith(".port_name") \
+                    and value not in all_ports:
+                errors.append(f"{where}: annotation {key}: '{value}' names no container port of the pod")
         for bad in ("hostNetwork", "hostIPC"):
             if spec.get(bad):
                 errors.append(f"{where}: {bad}: true")

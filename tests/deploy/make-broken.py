@@ -196,6 +196,20 @@ CASES = {
                            "server:\n",
                            ["remote_write[0].authorization.credentials_file: cannot read "
                             "'/etc/pyprofd/secrets/parca-token': No such file or directory"]),
+    "podmonitor-port": ("kustomization.yaml", "  - daemonset.yaml\n",
+                        "  - daemonset.yaml\n  - podmonitor.yaml\n",
+                        ["podMetricsEndpoints[0].port 'metrics' names no container port of the pods "
+                         "it selects"]),
+    "networkpolicy-port": ("kustomization.yaml", "  - daemonset.yaml\n",
+                           "  - daemonset.yaml\n  - networkpolicy.yaml\n",
+                           ["ingress[0].ports[0]: port 7070 is not a container port of the pods it "
+                            "selects"]),
+    "annotation-port": ("daemonset.yaml", "    metadata:\n      labels:\n",
+                        "    metadata:\n      annotations:\n"
+                        "        profiles.grafana.com/cpu.scrape: \"true\"\n"
+                        "        profiles.grafana.com/cpu.port_name: http\n      labels:\n",
+                        ["annotation profiles.grafana.com/cpu.port_name: 'http' names no container "
+                         "port of the pod"]),
     "kustomization-key": ("kustomization.yaml", "resources:", "resource:",
                           ["kustomization.yaml: unknown key 'resource'", "kubectl kustomize failed"]),
     "podmonitor-field": ("kustomization.yaml", "  - daemonset.yaml\n",
@@ -204,6 +218,40 @@ CASES = {
 }
 
 EXTRA = {
+    "podmonitor-port": {
+        "podmonitor.yaml": """\
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata:
+  name: pyprofd
+  namespace: pyprofd
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: pyprofd
+  podMetricsEndpoints:
+    - port: metrics
+      path: /metrics
+""",
+    },
+    "networkpolicy-port": {
+        "networkpolicy.yaml": """\
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: pyprofd
+  namespace: pyprofd
+spec:
+  podSelector:
+    matchLabels:
+      app.kubernetes.io/name: pyprofd
+  policyTypes: [Ingress]
+  ingress:
+    - ports:
+        - protocol: TCP
+          port: 7070
+""",
+    },
     "podmonitor-field": {
         "podmonitor.yaml": """\
 apiVersion: monitoring.coreos.com/v1
