@@ -40,6 +40,7 @@ PACKAGES=(
 	# test rootfs (scripts/python-rootfs.sh, scripts/run-target.sh)
 	debootstrap
 	util-linux # unshare, setsid
+	systemd # systemd-analyze checks deploy/systemd/pyprofd.service (tests/deploy)
 	procps
 	ca-certificates
 	debian-archive-keyring
