@@ -7,7 +7,7 @@ kustomizations and runs `pyprofd check-config` on the host).
     python3 lint.py WORK
 
 WORK holds request.json: {"help": text of `pyprofd agent --help`,
-"pending_flags": [...], "trees": [{"name", "dir", "bundles": [{"name",
+"trees": [{"name", "dir", "bundles": [{"name",
 "file"}]}]}, where "dir" is a copy of a deploy/kubernetes-like tree and each
 bundle is the rendered output of one of its kustomizations. Writes
 WORK/result.json: per tree, the errors and the pyprofd configurations to
@@ -388,7 +388,7 @@ def volume_files_of(obj):
     return files
 
 
-def lint_bundle(bname, docs, help_text, pending, errors, configs):
+def lint_bundle(bname, docs, help_text, errors, configs):
     objects = {}
     for d in docs:
         md = d.get("metadata") or {}
@@ -531,7 +531,7 @@ def lint_bundle(bname, docs, help_text, pending, errors, configs):
                 if not a.startswith("-"):
                     continue
                 flag, _, value = a.partition("=")
-                if flag not in help_flags and flag not in pending:
+                if flag not in help_flags:
                     errors.append(f"{cw}: args: flag {flag} is not in 'pyprofd agent --help'")
                 if flag == "--config.file":
                     config_file = value or (args[i + 1] if i + 1 < len(args) else None)
@@ -573,7 +573,6 @@ def main():
     work = sys.argv[1]
     with open(os.path.join(work, "request.json"), encoding="utf-8") as f:
         req = json.load(f)
-    pending = set(req.get("pending_flags") or [])
     result = {"trees": []}
     for tree in req["trees"]:
         errors, configs = [], []
@@ -604,7 +603,7 @@ def main():
             for d in docs:
                 md = d.get("metadata") or {}
                 walk_object(d, f"{b['name']}: {d.get('kind')}/{md.get('name')}", errors)
-            lint_bundle(b["name"], docs, req["help"], pending, errors, configs)
+            lint_bundle(b["name"], docs, req["help"], errors, configs)
         result["trees"].append({"name": tree["name"], "errors": errors, "configs": configs})
     with open(os.path.join(work, "result.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)

@@ -135,18 +135,7 @@ def main():
         f.write(script)
     shutil.copy(os.path.join(SIDECAR, "pyprofd.yml"), os.path.join(tmp, "pyprofd.yml"))
     listen = free_port()
-    # A flag of pending-flags.txt that this agent does not have yet is left
-    # out (said so); every other flag is passed as the manifest has it.
-    help_text = subprocess.run([PYPROFD, "agent", "--help"], capture_output=True, text=True).stdout
-    with open(os.path.join(HERE, "pending-flags.txt"), encoding="utf-8") as f:
-        pending = {ln.split("#", 1)[0].strip() for ln in f} - {""}
-    kept = []
-    for a in args:
-        flag = a.partition("=")[0]
-        if flag in pending and flag not in help_text:
-            print(f"note {flag} left out: not in this agent's --help yet (pending-flags.txt)")
-            continue
-        kept.append(a.replace("/etc/pyprofd/pyprofd.yml", os.path.join(tmp, "pyprofd.yml")))
+    kept = [a.replace("/etc/pyprofd/pyprofd.yml", os.path.join(tmp, "pyprofd.yml")) for a in args]
     argv = [PYPROFD] + kept + [f"--web.listen-address=127.0.0.1:{listen}"]
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "POD_NAME": "python-app-7c9d-x2x4q",
            "POD_NAMESPACE": "pyprofd-demo", "POD_UID": "00000000-0000-4000-8000-000000000001",

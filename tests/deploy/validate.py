@@ -46,18 +46,6 @@ def rootfs_path():
     return out.stdout.strip()
 
 
-def pending_flags():
-    """Flags the manifests use that `pyprofd agent --help` does not list yet
-    (pending-flags.txt: one per line, # comments)."""
-    flags = []
-    with open(os.path.join(HERE, "pending-flags.txt"), encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                flags.append(line)
-    return flags
-
-
 def kustomizations(top):
     """Directories under top holding a kustomization.yaml of kind
     Kustomization (components cannot be rendered alone)."""
@@ -121,7 +109,7 @@ def validate(trees, pyprofd, rootfs):
     inner = "/tmp/" + os.path.basename(work)
     errors = {}
     try:
-        req = {"help": help_text, "pending_flags": pending_flags(), "trees": []}
+        req = {"help": help_text, "trees": []}
         shutil.copy(os.path.join(HERE, "lint.py"), work)
         renders = []
         for n, tree in enumerate(trees):
