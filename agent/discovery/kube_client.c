@@ -473,6 +473,10 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
     } else if (rc != CURLE_OK) {
         r.outcome = KUBE_OUTCOME_TRANSPORT;
         kube_set_error(k, "GET '%s': %s", url, curl_easy_strerror(rc));
+    } else if (mode == KUBE_STREAM_WATCH && !kube_stream_idle(k->watch)) {
+        /* the server closed a body that ends with the connection, mid-event */
+        r.outcome = KUBE_OUTCOME_TRANSPORT;
+        kube_set_error(k, "GET '%s': the watch ended in the middle of an event", url);
     } else {
         r.outcome = KUBE_OUTCOME_OK;
     }

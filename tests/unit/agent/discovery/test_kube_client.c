@@ -3,7 +3,8 @@
  * Tests for agent/discovery/kube_client.c against a small HTTP/1.1 server on
  * loopback in a thread of this test (one response per connection, the body
  * ended by closing it): list then watch, a watch the server ends (resumed
- * from the bookmark's resource version), a 410 ERROR event (relist), a
+ * from the bookmark's resource version), a watch dropped in the middle of an
+ * event (resumed from the last whole one), a 410 ERROR event (relist), a
  * relist sweeping pods, a 401 answered by re-reading the token file, the
  * kubelet source with its node filter, and kube_stop() during a silent watch.
  */
@@ -262,7 +263,8 @@ static void watch_handler(struct srv *s, int fd, const char *path, const char *a
         break;               /* ended by the server */
     case 1:
         send_event(fd, "DELETED", "d", 'd', "21");
-        usleep(1100 * 1000);
+        srv_send(fd, "{\"type\":\"ADDED\",\"object\":{\"meta"); /* dropped mid-event */
+        usleep(100 * 1000);
         break;
     case 2:
         srv_send(fd, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
@@ -302,6 +304,8 @@ static void test_kube_client__list_watch_relist(void **state)
     assert_int_equal(st.events[KUBE_EVENT_BOOKMARK], 1);
     assert_int_equal(st.events[KUBE_EVENT_GONE], 1);
     assert_int_equal(st.requests[KUBE_OUTCOME_GONE], 1);
+    assert_int_equal(st.requests[KUBE_OUTCOME_TRANSPORT], 1); /* the drop mid-event */
+    assert_int_equal(st.requests[KUBE_OUTCOME_OK], 3);        /* 2 lists, 1 watch */
     assert_int_equal(st.index.pods, 1);
     assert_int_equal(st.index.pods_terminating, 3);
     assert_true(st.last_sync_real_ns > 0);
