@@ -552,7 +552,9 @@ static int kube_on_event(void *arg, const struct kube_event *ev)
     case KUBE_EVENT_DELETED:
         if (kube_apply_pod(k, ev->object, ev->type == KUBE_EVENT_DELETED) != 0)
             return KUBE_STOP_NOMEM;
-        /* FALLTHROUGH */
+        if (ev->resource_version)
+            snprintf(k->rv, sizeof(k->rv), "%s", ev->resource_version);
+        return 0;
     case KUBE_EVENT_BOOKMARK:
         if (ev->resource_version)
             snprintf(k->rv, sizeof(k->rv), "%s", ev->resource_version);

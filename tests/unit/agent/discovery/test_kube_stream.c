@@ -259,8 +259,7 @@ static void test_kube_stream__gone_is_distinct(void **state)
     static const char *const gone[] = {
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}\n",
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":\"Expired\"}}\n",
-        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":\"Gone\",\"code\":\"x\"}}"
-        "\n",
+        "{\"type\":\"ERROR\",\"object\":{\"reason\":\"Gone\",\"code\":\"x\"}}\n",
     };
     struct kube_stream *s = NULL;
     assert_int_equal(kube_stream_new(KUBE_STREAM_WATCH, &s), 0);
