@@ -222,8 +222,8 @@ static bool kube_backoff_sleep(struct kube *k)
 
 /*
  * Reads the token file when due (or @a force). Returns true when the token
- * changed. An absent file means no token; an unreadable or invalid one keeps
- * no token and sets the error.
+ * changed. An absent file means no token; an unreadable or invalid one leaves
+ * the previous token in use and sets the error.
  */
 static bool kube_token_load(struct kube *k, bool force)
 {
@@ -280,12 +280,12 @@ static bool kube_token_load(struct kube *k, bool force)
         if (tok)
             explicit_bzero(tok, KUBE_TOKEN_MAX + 1);
         alloc_free(tok);
-        tok = NULL;
         kube_set_error(k, "cannot read token file '%s': %s", k->token_file,
                        err == EINVAL ? "not a single-line token in a regular file" : strerror(err));
         if (kube_log_due(k, KUBE_LOG_TOKEN))
             log_warn("kubernetes: cannot read token file '%s': %s", k->token_file,
                      err == EINVAL ? "not a single-line token in a regular file" : strerror(err));
+        return false; /* the previous token, if any, stays in use */
     }
     bool changed =
         (tok == NULL) != (k->token == NULL) || (tok && k->token && strcmp(tok, k->token) != 0);
@@ -620,18 +620,23 @@ enum kube_step {
     KUBE_STEP_RETRY,        /* after the backoff */
     KUBE_STEP_AGAIN,        /* at once (a new token) */
     KUBE_STEP_RELIST,       /* the resource version is gone: relist at once */
-    KUBE_STEP_RELIST_LATER, /* the stream was undecodable: relist after the backoff */
+    KUBE_STEP_RELIST_LATER, /* undecodable, or a 410 at once: relist after the backoff */
     KUBE_STEP_STOP,
 };
 
-static void kube_mark_healthy(struct kube *k)
+/*
+ * A request succeeded. @a reset: the backoff starts again from min_backoff
+ * (not after a list alone: list, watch, 410 in a loop must still back off).
+ */
+static void kube_mark_healthy(struct kube *k, bool reset)
 {
     if (!k->healthy && k->lost_logged)
         log_info("kubernetes: connection to '%s' restored", k->url);
     k->lost_logged = false;
     k->healthy = true;
     k->ever_healthy = true;
-    k->attempts = 0;
+    if (reset)
+        k->attempts = 0;
 }
 
 /* A failed request: logs the loss of a healthy connection, decides what next. */
@@ -740,7 +745,7 @@ static enum kube_step kube_list(struct kube *k)
         pthread_mutex_lock(&k->mu);
         kube_index_relist_end(k->ix, kube_now(k));
         pthread_mutex_unlock(&k->mu);
-        kube_mark_healthy(k);
+        kube_mark_healthy(k, false);
         kube_first_sync(k, pods);
         break;
     }
@@ -773,13 +778,14 @@ static enum kube_step kube_watch(struct kube *k)
     uint64_t t0 = clock_mono_now();
     struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_WATCH);
     buf_release(&u);
-    if (r.outcome != KUBE_OUTCOME_OK)
-        return kube_failed(k, &r);
-    kube_mark_healthy(k);
     /* a watch the server ends at once, again and again, must not spin */
-    if (clock_mono_now() - t0 < NS_PER_SEC)
-        return KUBE_STEP_RETRY;
-    return KUBE_STEP_OK;
+    bool brief = clock_mono_now() - t0 < NS_PER_SEC;
+    if (r.outcome != KUBE_OUTCOME_OK) {
+        enum kube_step step = kube_failed(k, &r);
+        return step == KUBE_STEP_RELIST && brief ? KUBE_STEP_RELIST_LATER : step;
+    }
+    kube_mark_healthy(k, !brief);
+    return brief ? KUBE_STEP_RETRY : KUBE_STEP_OK;
 }
 
 static void kube_run_api_server(struct kube *k)
@@ -797,7 +803,8 @@ static void kube_run_api_server(struct kube *k)
                 need_list = true;
                 if (kube_log_due(k, KUBE_LOG_RELIST))
                     log_info("kubernetes: watch of '%s' cannot resume; listing pods again", k->url);
-                /* a 410 relists at once, an undecodable stream after the backoff */
+                /* a 410 relists at once; an undecodable stream, or a 410 within a
+                 * second of the watch's start, after the backoff */
                 if (s == KUBE_STEP_RELIST_LATER)
                     s = KUBE_STEP_RETRY;
             }
@@ -830,7 +837,7 @@ static void kube_run_kubelet(struct kube *k)
                     pthread_mutex_lock(&k->mu);
                     kube_index_relist_end(k->ix, kube_now(k));
                     pthread_mutex_unlock(&k->mu);
-                    kube_mark_healthy(k);
+                    kube_mark_healthy(k, true);
                     kube_first_sync(k, meta.items);
                     ok = true;
                 } else {

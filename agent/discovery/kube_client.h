@@ -18,12 +18,14 @@
  *          index and the resource version, BOOKMARK the resource version.
  *          A watch the server ends normally resumes from the last resource
  *          version (after a backoff if it lasted under a second).
- *   410 Gone (the HTTP status or an ERROR event with a 410 Status), or an
- *          undecodable stream: relist. Connection errors, timeouts, 5xx and
- *          other statuses: reconnect after an exponential backoff with jitter
- *          between min_backoff and max_backoff (reset by a success). 401: the
- *          token file is read again at once and the request retried once
- *          without waiting if the token changed; otherwise with the backoff.
+ *   410 Gone (the HTTP status or an ERROR event with a 410 Status): relist
+ *          (after the backoff if the watch had lasted under a second); an
+ *          undecodable stream: relist after the backoff. Connection errors,
+ *          timeouts, 5xx and other statuses: reconnect after an exponential
+ *          backoff with jitter between min_backoff and max_backoff (reset by
+ *          a watch that lasted a second, or a kubelet poll that succeeded).
+ *          401: the token file is read again at once and the request retried
+ *          without waiting if the token changed; otherwise after the backoff.
  * Kubelet (KUBE_SOURCE_KUBELET): GET {url}/pods every poll_interval, the
  *   PodList filtered to spec.nodeName == node_name when node_name is set,
  *   replacing the index each time; a failure retries with the backoff.
@@ -32,7 +34,7 @@
  * with surrounding whitespace removed; the file is read again at least every
  * 60 s and after every 401. No token file, or one that does not exist: no
  * Authorization header. A token with a control character inside, or over
- * 64 KiB, is refused (the request goes without one and the error is shown).
+ * 64 KiB, is refused (the previous token stays in use; the error is shown).
  * TLS: ca_file (CURLOPT_CAINFO; NULL: the system's CAs) or
  * insecure_skip_verify. Timeouts: 10 s to connect; a list must keep moving
  * (30 s without a byte ends it) and end within 120 s; a watch is dropped when
