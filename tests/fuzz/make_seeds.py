@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Writes the generated seed inputs of the fuzz targets (seeds/elf_sections,
-seeds/pyversion, seeds/unwind and seeds/pprof_multi). Deterministic; rerun
+seeds/pyversion, seeds/unwind, seeds/pprof_multi and seeds/kube_stream). Deterministic; rerun
 after changing it and commit the output. The proc_maps seeds are text files
 kept by hand."""
 import os
@@ -166,3 +166,43 @@ def pprof_multi_seeds():
 
 
 pprof_multi_seeds()
+
+
+def kube_stream_seeds():
+    """fuzz_kube_stream: byte 0 is the mode (bit 0: 0 watch, 1 list; bit 1: small chunks), the
+    rest a watch stream or a PodList built from the pods of tests/fixtures/kube/."""
+    import json
+    fixtures = os.path.join(HERE, "..", "fixtures", "kube")
+    pods = [json.load(open(os.path.join(fixtures, f), encoding="utf-8"))
+            for f in sorted(os.listdir(fixtures)) if f.endswith(".json")]
+
+    def compact(o):
+        return json.dumps(o, separators=(",", ":"), sort_keys=True).encode()
+
+    def event(kind, obj):
+        return compact({"type": kind, "object": obj}) + b"\n"
+
+    def status(code, reason):
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "too old resource version", "reason": reason, "code": code}
+
+    added = b"".join(event("ADDED", p) for p in pods)
+    modified = json.loads(json.dumps(pods[0]))
+    modified["metadata"]["labels"]["app.kubernetes.io/version"] = "2.4.2"
+    modified["status"]["containerStatuses"][0]["containerID"] = "containerd://" + "ab" * 32
+    bookmark = {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "190000"}}
+    write("kube_stream", "watch_added", b"\x00" + added)
+    write("kube_stream", "watch_lifecycle", b"\x02" + added + event("MODIFIED", modified)
+          + event("BOOKMARK", bookmark) + event("DELETED", pods[1])
+          + event("ERROR", status(500, "InternalError")) + b"\r\n\n"
+          + event("ERROR", status(410, "Expired")) + event("ADDED", pods[2]))
+    write("kube_stream", "watch_cut", b"\x00" + added[: len(added) // 2])
+    podlist = {"kind": "PodList", "apiVersion": "v1",
+               "metadata": {"resourceVersion": "184467", "continue": "eyJ2IjoibWV0YSJ9"},
+               "items": pods}
+    write("kube_stream", "list", b"\x01" + compact(podlist))
+    write("kube_stream", "list_small_chunks", b"\x03" + compact(podlist) + b"\n")
+    write("kube_stream", "list_empty", b"\x01" + b'{"kind":"PodList","metadata":{},"items":null}')
+
+
+kube_stream_seeds()

@@ -1,0 +1,1005 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kube_client.c: the thread behind kube_client.h. One libcurl easy handle
+ * driven through a multi handle, so that kube_stop() can wake a transfer
+ * that waits for bytes (curl_multi_wakeup()) instead of waiting for libcurl's
+ * next progress call; waits between requests are a condition variable.
+ */
+#include "base/compat.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "discovery/kube_client.h"
+#include "discovery/kube_pod.h"
+
+#define NS_PER_SEC           1000000000ull
+#define KUBE_TOKEN_MAX       (64u << 10)
+#define KUBE_TOKEN_REREAD    (60 * NS_PER_SEC)
+#define KUBE_LOG_EVERY       (60 * NS_PER_SEC)
+#define KUBE_PAGE_LIMIT      500
+#define KUBE_URL_MAX         (8u << 10)
+#define KUBE_ERRBODY_MAX     512
+#define KUBE_POLL_MS         1000 /* the longest a transfer waits before looking around */
+#define KUBE_CONNECT_MS      10000L
+#define KUBE_LIST_SILENCE_S  30L
+#define KUBE_LIST_TIMEOUT_MS 120000L
+#define KUBE_WATCH_SLACK_S   30L
+
+enum kube_log_kind {
+    KUBE_LOG_SYNC,
+    KUBE_LOG_LOST,
+    KUBE_LOG_RELIST,
+    KUBE_LOG_AUTH,
+    KUBE_LOG_TOKEN,
+    KUBE_LOG_KINDS,
+};
+
+struct kube {
+    /* options, copied */
+    enum kube_source source;
+    char *url, *node_name, *token_file, *ca_file;
+    bool insecure;
+    uint64_t watch_timeout_ns, poll_ns, min_backoff_ns, max_backoff_ns;
+    struct clock clock;
+
+    /* shared, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct kube_index *ix;
+    struct kube_stats st;
+    atomic_bool stopping;
+
+    pthread_t thread;
+    CURLM *multi;
+
+    /* the thread's own */
+    CURL *easy;
+    struct kube_stream *watch, *list;
+    char *token;
+    bool token_known; /* read at least once */
+    uint64_t token_read_at;
+    char rv[KUBE_MAX_TOKEN_BYTES + 1];
+    unsigned attempts;
+    uint64_t rnd;
+    uint64_t last_expire;
+    bool healthy;      /* the last request succeeded */
+    bool ever_healthy; /* one has */
+    bool lost_logged;  /* "lost" was logged, "restored" not yet */
+    uint64_t logged_at[KUBE_LOG_KINDS];
+    bool logged[KUBE_LOG_KINDS];
+    bool listed_once, watched_once;
+};
+
+/* One request's state, seen by libcurl's callbacks. */
+struct kube_xfer {
+    struct kube *k;
+    enum kube_stream_mode mode;
+    long status;        /* 0 until the first body byte */
+    int decode_rc;      /* kube_stream's error, 0 */
+    int stop_reason;    /* KUBE_STOP_* from the event callback */
+    struct buf errbody; /* a non-200 body, cut */
+    size_t events;
+    char event_msg[160];
+};
+
+enum {
+    KUBE_STOP_GONE = 1,
+    KUBE_STOP_ERROR = 2,
+    KUBE_STOP_NOMEM = 3,
+};
+
+const char *kube_outcome_name(enum kube_outcome o)
+{
+    static const char *const names[KUBE_OUTCOME_COUNT] = {
+        [KUBE_OUTCOME_OK] = "ok",
+        [KUBE_OUTCOME_UNAUTHORIZED] = "unauthorized",
+        [KUBE_OUTCOME_FORBIDDEN] = "forbidden",
+        [KUBE_OUTCOME_GONE] = "gone",
+        [KUBE_OUTCOME_HTTP_ERROR] = "http_error",
+        [KUBE_OUTCOME_ERROR_EVENT] = "error_event",
+        [KUBE_OUTCOME_DECODE_ERROR] = "decode_error",
+        [KUBE_OUTCOME_TRANSPORT] = "transport",
+        [KUBE_OUTCOME_STOPPED] = "stopped",
+    };
+    return (unsigned)o < KUBE_OUTCOME_COUNT ? names[o] : "unknown";
+}
+
+static uint64_t kube_now(const struct kube *k)
+{
+    return clock_mono(&k->clock);
+}
+
+static bool kube_stopping(struct kube *k)
+{
+    return atomic_load(&k->stopping);
+}
+
+/* Logs a state change of @a kind at most once per KUBE_LOG_EVERY. */
+static bool kube_log_due(struct kube *k, enum kube_log_kind kind)
+{
+    uint64_t now = clock_mono_now();
+    if (k->logged[kind] && now - k->logged_at[kind] < KUBE_LOG_EVERY)
+        return false;
+    k->logged[kind] = true;
+    k->logged_at[kind] = now;
+    return true;
+}
+
+static void kube_set_error(struct kube *k, const char *fmt, ...) PYPROFD_PRINTF(2, 3);
+static void kube_set_error(struct kube *k, const char *fmt, ...)
+{
+    char msg[sizeof(k->st.last_error)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&k->mu);
+    memcpy(k->st.last_error, msg, sizeof(msg));
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void kube_count_outcome(struct kube *k, enum kube_outcome o)
+{
+    pthread_mutex_lock(&k->mu);
+    k->st.requests[o]++;
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* ---- waiting ---- */
+
+/* Drops what outlived the grace period; at most once a second. */
+static void kube_expire(struct kube *k)
+{
+    uint64_t now = kube_now(k);
+    if (now - k->last_expire < NS_PER_SEC)
+        return;
+    k->last_expire = now;
+    pthread_mutex_lock(&k->mu);
+    kube_index_expire(k->ix, now);
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* Waits @a ns (real time) unless stopped. Returns false when stopping. */
+static bool kube_sleep(struct kube *k, uint64_t ns)
+{
+    uint64_t end = clock_mono_now() + ns;
+    for (;;) {
+        kube_expire(k);
+        if (kube_stopping(k))
+            return false;
+        uint64_t now = clock_mono_now();
+        if (now >= end)
+            return true;
+        uint64_t until = end - now > NS_PER_SEC ? now + NS_PER_SEC : end;
+        struct timespec ts = clock_timespec(until);
+        pthread_mutex_lock(&k->mu);
+        if (!kube_stopping(k))
+            pthread_cond_timedwait(&k->cv, &k->mu, &ts);
+        pthread_mutex_unlock(&k->mu);
+    }
+}
+
+static uint64_t kube_random(struct kube *k)
+{
+    /* xorshift64*: jitter only */
+    k->rnd ^= k->rnd >> 12;
+    k->rnd ^= k->rnd << 25;
+    k->rnd ^= k->rnd >> 27;
+    return k->rnd * 0x2545F4914F6CDD1Dull;
+}
+
+/* The next backoff: min * 2^attempts capped at max, then a random point in its upper half. */
+static uint64_t kube_backoff(struct kube *k)
+{
+    uint64_t d = k->min_backoff_ns;
+    for (unsigned i = 0; i < k->attempts && d < k->max_backoff_ns; i++)
+        d *= 2;
+    if (d > k->max_backoff_ns)
+        d = k->max_backoff_ns;
+    if (k->attempts < 64)
+        k->attempts++;
+    return d / 2 + kube_random(k) % (d / 2 + 1);
+}
+
+static bool kube_backoff_sleep(struct kube *k)
+{
+    return kube_sleep(k, kube_backoff(k));
+}
+
+/* ---- the token ---- */
+
+/*
+ * Reads the token file when due (or @a force). Returns true when the token
+ * changed. An absent file means no token; an unreadable or invalid one leaves
+ * the previous token in use and sets the error.
+ */
+static bool kube_token_load(struct kube *k, bool force)
+{
+    if (!k->token_file)
+        return false;
+    uint64_t now = kube_now(k);
+    if (!force && k->token_known && now - k->token_read_at < KUBE_TOKEN_REREAD)
+        return false;
+    k->token_known = true;
+    k->token_read_at = now;
+    char *tok = NULL;
+    int err = 0;
+    int fd = open(k->token_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat sb;
+    if (fd < 0) {
+        err = errno == ENOENT ? 0 : errno;
+    } else if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > KUBE_TOKEN_MAX) {
+        err = EINVAL;
+    } else {
+        tok = alloc_malloc(KUBE_TOKEN_MAX + 1);
+        size_t len = 0;
+        ssize_t n = 0;
+        while (tok && len < KUBE_TOKEN_MAX && (n = read(fd, tok + len, KUBE_TOKEN_MAX - len)) > 0)
+            len += (size_t)n;
+        if (!tok) {
+            err = ENOMEM;
+        } else if (n < 0) {
+            err = errno;
+        } else {
+            size_t b = 0;
+            while (b < len && (tok[b] == ' ' || tok[b] == '\t' || tok[b] == '\n' || tok[b] == '\r'))
+                b++;
+            while (len > b && (tok[len - 1] == ' ' || tok[len - 1] == '\t' ||
+                               tok[len - 1] == '\n' || tok[len - 1] == '\r'))
+                len--;
+            memmove(tok, tok + b, len - b);
+            len -= b;
+            tok[len] = '\0';
+            for (size_t i = 0; i < len; i++)
+                if ((unsigned char)tok[i] < 0x20 || tok[i] == 0x7f)
+                    err = EINVAL;
+            if (len == 0)
+                err = EINVAL;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    pthread_mutex_lock(&k->mu);
+    k->st.token_reads++;
+    if (err)
+        k->st.token_errors++;
+    pthread_mutex_unlock(&k->mu);
+    if (err) {
+        if (tok)
+            explicit_bzero(tok, KUBE_TOKEN_MAX + 1);
+        alloc_free(tok);
+        kube_set_error(k, "cannot read token file '%s': %s", k->token_file,
+                       err == EINVAL ? "not a single-line token in a regular file" : strerror(err));
+        if (kube_log_due(k, KUBE_LOG_TOKEN))
+            log_warn("kubernetes: cannot read token file '%s': %s", k->token_file,
+                     err == EINVAL ? "not a single-line token in a regular file" : strerror(err));
+        return false; /* the previous token, if any, stays in use */
+    }
+    bool changed =
+        (tok == NULL) != (k->token == NULL) || (tok && k->token && strcmp(tok, k->token) != 0);
+    if (k->token) {
+        explicit_bzero(k->token, strlen(k->token));
+        alloc_free(k->token);
+    }
+    k->token = tok;
+    return changed;
+}
+
+/* ---- one request ---- */
+
+static int kube_on_event(void *arg, const struct kube_event *ev);
+
+static size_t kube_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct kube_xfer *x = arg;
+    size_t len = size * nmemb;
+    if (kube_stopping(x->k))
+        return 0;
+    if (x->status == 0) {
+        long st = 0;
+        curl_easy_getinfo(x->k->easy, CURLINFO_RESPONSE_CODE, &st);
+        x->status = st ? st : -1;
+    }
+    if (x->status != 200) {
+        size_t room = KUBE_ERRBODY_MAX - buf_len(&x->errbody);
+        if (room > 0 && buf_add(&x->errbody, data, len < room ? len : room) != 0)
+            return 0;
+        return len;
+    }
+    int rc;
+    if (x->mode == KUBE_STREAM_WATCH)
+        rc = kube_stream_feed(x->k->watch, data, len, kube_on_event, x);
+    else
+        rc = kube_stream_list_feed(x->k->list, data, len);
+    if (rc > 0) {
+        x->stop_reason = rc;
+        return 0;
+    }
+    if (rc < 0) {
+        x->decode_rc = rc;
+        return 0;
+    }
+    return len;
+}
+
+static void kube_easy_setup(struct kube *k, const char *url, struct curl_slist *hdrs, bool watch,
+                            struct kube_xfer *x)
+{
+    CURL *h = k->easy;
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_MS);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    if (watch) {
+        long silence = (long)(k->watch_timeout_ns / NS_PER_SEC) + KUBE_WATCH_SLACK_S;
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, silence);
+    } else {
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, KUBE_LIST_SILENCE_S);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, KUBE_LIST_TIMEOUT_MS);
+    }
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "pyprofd/" PYPROFD_VERSION);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    if (k->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, k->ca_file);
+    if (k->insecure) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)x);
+}
+
+/* Runs the transfer set up on k->easy; returns its result (CURLE_ABORTED_BY_CALLBACK on stop). */
+static CURLcode kube_perform(struct kube *k)
+{
+    if (curl_multi_add_handle(k->multi, k->easy) != CURLM_OK)
+        return CURLE_FAILED_INIT;
+    CURLcode rc = CURLE_OK;
+    bool done = false;
+    while (!done) {
+        if (kube_stopping(k)) {
+            rc = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        int running = 0;
+        if (curl_multi_perform(k->multi, &running) != CURLM_OK) {
+            rc = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+        int left = 0;
+        for (CURLMsg *m; (m = curl_multi_info_read(k->multi, &left)) != NULL;) {
+            if (m->msg == CURLMSG_DONE && m->easy_handle == k->easy) {
+                rc = m->data.result;
+                done = true;
+            }
+        }
+        if (done)
+            break;
+        kube_expire(k);
+        if (curl_multi_poll(k->multi, NULL, 0, KUBE_POLL_MS, NULL) != CURLM_OK) {
+            rc = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+    }
+    curl_multi_remove_handle(k->multi, k->easy);
+    return rc;
+}
+
+struct kube_result {
+    enum kube_outcome outcome;
+    long status;
+    int stop_reason;
+};
+
+/*
+ * GETs @a url in @a mode: the body goes through the decoder of that mode (a
+ * list is only fed; the caller finishes it). Classifies, counts and records
+ * the error text.
+ */
+static struct kube_result kube_get(struct kube *k, const char *url, enum kube_stream_mode mode)
+{
+    struct kube_result r = {KUBE_OUTCOME_TRANSPORT, 0, 0};
+    struct kube_xfer x = {.k = k, .mode = mode};
+    buf_init(&x.errbody, KUBE_ERRBODY_MAX);
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/json");
+    if (hdrs && k->token) {
+        struct buf auth;
+        buf_init(&auth, KUBE_TOKEN_MAX + 64);
+        if (buf_addf(&auth, "Authorization: Bearer %s", k->token) == 0) {
+            struct curl_slist *l = curl_slist_append(hdrs, buf_str(&auth));
+            if (l)
+                hdrs = l;
+        }
+        explicit_bzero((char *)buf_str(&auth), buf_len(&auth));
+        buf_release(&auth);
+    }
+    kube_stream_reset(mode == KUBE_STREAM_WATCH ? k->watch : k->list);
+    kube_easy_setup(k, url, hdrs, mode == KUBE_STREAM_WATCH, &x);
+    CURLcode rc = hdrs ? kube_perform(k) : CURLE_OUT_OF_MEMORY;
+    long st = 0;
+    curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, &st);
+    r.status = st;
+    r.stop_reason = x.stop_reason;
+    if (kube_stopping(k)) {
+        r.outcome = KUBE_OUTCOME_STOPPED;
+    } else if (x.stop_reason == KUBE_STOP_GONE) {
+        r.outcome = KUBE_OUTCOME_GONE;
+        kube_set_error(k, "watch ended by a 410 ERROR event: %s", x.event_msg);
+    } else if (x.stop_reason == KUBE_STOP_ERROR) {
+        r.outcome = KUBE_OUTCOME_ERROR_EVENT;
+        kube_set_error(k, "watch ended by an ERROR event: %s", x.event_msg);
+    } else if (x.stop_reason == KUBE_STOP_NOMEM) {
+        r.outcome = KUBE_OUTCOME_TRANSPORT;
+        kube_set_error(k, "out of memory applying a pod");
+    } else if (x.decode_rc != 0) {
+        r.outcome = KUBE_OUTCOME_DECODE_ERROR;
+        kube_set_error(k, "cannot decode the %s from '%s': %s",
+                       mode == KUBE_STREAM_WATCH ? "watch stream" : "pod list", url,
+                       x.decode_rc == -E2BIG   ? "too large"
+                       : x.decode_rc == -ELOOP ? "nested too deep"
+                                               : "malformed");
+    } else if (st != 0 && st != 200) {
+        r.outcome = st == 401   ? KUBE_OUTCOME_UNAUTHORIZED
+                    : st == 403 ? KUBE_OUTCOME_FORBIDDEN
+                    : st == 410 ? KUBE_OUTCOME_GONE
+                                : KUBE_OUTCOME_HTTP_ERROR;
+        /* the Status body's text, printable bytes only */
+        char msg[KUBE_ERRBODY_MAX / 4];
+        size_t n = 0;
+        const char *b = buf_str(&x.errbody);
+        for (size_t i = 0; b[i] && n + 1 < sizeof(msg); i++)
+            msg[n++] = (b[i] >= 0x20 && b[i] < 0x7f) ? b[i] : ' ';
+        msg[n] = '\0';
+        kube_set_error(k, "GET '%s': HTTP %ld %s", url, st, msg);
+    } else if (rc != CURLE_OK) {
+        r.outcome = KUBE_OUTCOME_TRANSPORT;
+        kube_set_error(k, "GET '%s': %s", url, curl_easy_strerror(rc));
+    } else if (mode == KUBE_STREAM_WATCH && !kube_stream_idle(k->watch)) {
+        /* the server closed a body that ends with the connection, mid-event */
+        r.outcome = KUBE_OUTCOME_TRANSPORT;
+        kube_set_error(k, "GET '%s': the watch ended in the middle of an event", url);
+    } else {
+        r.outcome = KUBE_OUTCOME_OK;
+    }
+    if (r.outcome == KUBE_OUTCOME_DECODE_ERROR) {
+        pthread_mutex_lock(&k->mu);
+        k->st.decode_errors++;
+        pthread_mutex_unlock(&k->mu);
+    }
+    if (r.outcome == KUBE_OUTCOME_UNAUTHORIZED) {
+        pthread_mutex_lock(&k->mu);
+        k->st.unauthorized++;
+        pthread_mutex_unlock(&k->mu);
+    }
+    kube_count_outcome(k, r.outcome);
+    curl_slist_free_all(hdrs);
+    buf_release(&x.errbody);
+    return r;
+}
+
+/* ---- applying pods ---- */
+
+static void kube_synced_now(struct kube *k)
+{
+    /* under mu */
+    k->st.last_sync_real_ns = clock_real(&k->clock);
+}
+
+/* Converts and applies one pod; -ENOMEM only is fatal to the caller. */
+static int kube_apply_pod(struct kube *k, struct json_object *obj, bool deleted)
+{
+    struct kube_pod pod;
+    int rc = kube_pod_from_json(obj, &pod);
+    if (rc == -EINVAL) {
+        pthread_mutex_lock(&k->mu);
+        k->st.pods_invalid++;
+        pthread_mutex_unlock(&k->mu);
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    bool filtered = k->source == KUBE_SOURCE_KUBELET && k->node_name &&
+                    strcmp(pod.node_name, k->node_name) != 0;
+    uint64_t now = kube_now(k);
+    pthread_mutex_lock(&k->mu);
+    if (filtered) {
+        k->st.pods_filtered++;
+    } else if (deleted) {
+        kube_index_delete(k->ix, pod.uid, now);
+    } else {
+        if (pod.over_limit > 0)
+            k->st.pods_truncated++;
+        rc = kube_index_upsert(k->ix, &pod, now);
+        if (rc == -ENOSPC)
+            rc = 0; /* counted by the index */
+    }
+    pthread_mutex_unlock(&k->mu);
+    kube_pod_release(&pod);
+    return rc;
+}
+
+static int kube_on_event(void *arg, const struct kube_event *ev)
+{
+    struct kube_xfer *x = arg;
+    struct kube *k = x->k;
+    x->events++;
+    pthread_mutex_lock(&k->mu);
+    k->st.events[ev->type]++;
+    kube_synced_now(k);
+    pthread_mutex_unlock(&k->mu);
+    switch (ev->type) {
+    case KUBE_EVENT_ADDED:
+    case KUBE_EVENT_MODIFIED:
+    case KUBE_EVENT_DELETED:
+        if (kube_apply_pod(k, ev->object, ev->type == KUBE_EVENT_DELETED) != 0)
+            return KUBE_STOP_NOMEM;
+        if (ev->resource_version)
+            snprintf(k->rv, sizeof(k->rv), "%s", ev->resource_version);
+        return 0;
+    case KUBE_EVENT_BOOKMARK:
+        if (ev->resource_version)
+            snprintf(k->rv, sizeof(k->rv), "%s", ev->resource_version);
+        return 0;
+    case KUBE_EVENT_GONE:
+    case KUBE_EVENT_ERROR:
+        snprintf(x->event_msg, sizeof(x->event_msg), "code %d: %s", ev->code,
+                 ev->message ? ev->message : "");
+        for (char *p = x->event_msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = ' ';
+        return ev->type == KUBE_EVENT_GONE ? KUBE_STOP_GONE : KUBE_STOP_ERROR;
+    case KUBE_EVENT_UNKNOWN:
+        break;
+    }
+    return 0;
+}
+
+static int kube_list_pod(void *arg, struct json_object *pod)
+{
+    return kube_apply_pod(arg, pod, false);
+}
+
+/* ---- URLs ---- */
+
+static int kube_url(struct kube *k, struct buf *u, const char *path)
+{
+    buf_reset(u);
+    size_t n = strlen(k->url);
+    while (n > 0 && k->url[n - 1] == '/')
+        n--;
+    return buf_add(u, k->url, n) == 0 && buf_adds(u, path) == 0 ? 0 : -ENOMEM;
+}
+
+static int kube_add_param(struct kube *k, struct buf *u, const char *name, const char *value)
+{
+    char *esc = curl_easy_escape(k->easy, value, 0);
+    if (!esc)
+        return -ENOMEM;
+    int rc = buf_addf(u, "%s%s=%s", strchr(buf_str(u), '?') ? "&" : "?", name, esc);
+    curl_free(esc);
+    return rc;
+}
+
+static int kube_pods_url(struct kube *k, struct buf *u)
+{
+    if (kube_url(k, u, "/api/v1/pods") != 0)
+        return -ENOMEM;
+    if (k->node_name) {
+        char sel[512];
+        int n = snprintf(sel, sizeof(sel), "spec.nodeName=%s", k->node_name);
+        if (n < 0 || (size_t)n >= sizeof(sel))
+            return -ENAMETOOLONG;
+        return kube_add_param(k, u, "fieldSelector", sel);
+    }
+    return 0;
+}
+
+/* ---- the API server: list, watch ---- */
+
+enum kube_step {
+    KUBE_STEP_OK,
+    KUBE_STEP_RETRY,        /* after the backoff */
+    KUBE_STEP_AGAIN,        /* at once (a new token) */
+    KUBE_STEP_RELIST,       /* the resource version is gone: relist at once */
+    KUBE_STEP_RELIST_LATER, /* undecodable, or a 410 at once: relist after the backoff */
+    KUBE_STEP_STOP,
+};
+
+/*
+ * A request succeeded. @a reset: the backoff starts again from min_backoff
+ * (not after a list alone: list, watch, 410 in a loop must still back off).
+ */
+static void kube_mark_healthy(struct kube *k, bool reset)
+{
+    if (!k->healthy && k->lost_logged)
+        log_info("kubernetes: connection to '%s' restored", k->url);
+    k->lost_logged = false;
+    k->healthy = true;
+    k->ever_healthy = true;
+    if (reset)
+        k->attempts = 0;
+}
+
+/* A failed request: logs the loss of a healthy connection, decides what next. */
+static enum kube_step kube_failed(struct kube *k, const struct kube_result *r)
+{
+    if (r->outcome == KUBE_OUTCOME_STOPPED)
+        return KUBE_STEP_STOP;
+    if (r->outcome == KUBE_OUTCOME_GONE)
+        return KUBE_STEP_RELIST;
+    if (r->outcome == KUBE_OUTCOME_UNAUTHORIZED) {
+        if (kube_log_due(k, KUBE_LOG_AUTH)) {
+            char err[sizeof(k->st.last_error)];
+            pthread_mutex_lock(&k->mu);
+            memcpy(err, k->st.last_error, sizeof(err));
+            pthread_mutex_unlock(&k->mu);
+            log_warn("kubernetes: authentication failed (%s); reading the token file again", err);
+        }
+        k->healthy = false;
+        if (kube_token_load(k, true))
+            return KUBE_STEP_AGAIN;
+        return KUBE_STEP_RETRY;
+    }
+    if ((k->healthy || !k->ever_healthy) && kube_log_due(k, KUBE_LOG_LOST)) {
+        char err[sizeof(k->st.last_error)];
+        pthread_mutex_lock(&k->mu);
+        memcpy(err, k->st.last_error, sizeof(err));
+        pthread_mutex_unlock(&k->mu);
+        log_warn("kubernetes: %s; retrying with backoff", err);
+        k->lost_logged = true;
+    }
+    k->healthy = false;
+    return r->outcome == KUBE_OUTCOME_DECODE_ERROR ? KUBE_STEP_RELIST_LATER : KUBE_STEP_RETRY;
+}
+
+static void kube_first_sync(struct kube *k, size_t pods)
+{
+    pthread_mutex_lock(&k->mu);
+    bool first = !k->st.synced;
+    k->st.synced = true;
+    kube_synced_now(k);
+    pthread_mutex_unlock(&k->mu);
+    if (first && kube_log_due(k, KUBE_LOG_SYNC))
+        log_info("kubernetes: first pod list from '%s': %zu pods", k->url, pods);
+}
+
+/* Lists every page into the index (mark and sweep over all of them). */
+static enum kube_step kube_list(struct kube *k)
+{
+    struct buf u;
+    buf_init(&u, KUBE_URL_MAX);
+    char cont[KUBE_MAX_TOKEN_BYTES + 1] = "";
+    size_t pods = 0;
+    enum kube_step step = KUBE_STEP_OK;
+    bool begun = false;
+    if (k->listed_once) {
+        pthread_mutex_lock(&k->mu);
+        k->st.relists++;
+        pthread_mutex_unlock(&k->mu);
+    }
+    k->listed_once = true;
+    for (;;) {
+        char limit[16];
+        snprintf(limit, sizeof(limit), "%d", KUBE_PAGE_LIMIT);
+        if (kube_pods_url(k, &u) != 0 || kube_add_param(k, &u, "limit", limit) != 0 ||
+            kube_add_param(k, &u, cont[0] ? "continue" : "resourceVersion", cont[0] ? cont : "0") !=
+                0) {
+            kube_set_error(k, "cannot build the list URL");
+            step = KUBE_STEP_RETRY;
+            break;
+        }
+        kube_token_load(k, false);
+        struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_LIST);
+        if (r.outcome != KUBE_OUTCOME_OK) {
+            step = kube_failed(k, &r);
+            if (step == KUBE_STEP_RELIST || step == KUBE_STEP_RELIST_LATER)
+                step = KUBE_STEP_RETRY; /* a list that fails so is retried after the backoff */
+            break;
+        }
+        if (!begun) {
+            pthread_mutex_lock(&k->mu);
+            kube_index_relist_begin(k->ix);
+            pthread_mutex_unlock(&k->mu);
+            begun = true;
+        }
+        struct kube_list_meta meta;
+        int rc = kube_stream_list_finish(k->list, kube_list_pod, k, &meta, NULL);
+        if (rc != 0) {
+            pthread_mutex_lock(&k->mu);
+            k->st.decode_errors++;
+            k->st.requests[KUBE_OUTCOME_DECODE_ERROR]++;
+            k->st.requests[KUBE_OUTCOME_OK]--;
+            pthread_mutex_unlock(&k->mu);
+            kube_set_error(k, "cannot decode the pod list from '%s': %s", buf_str(&u),
+                           rc == -ENOMEM ? "out of memory" : "malformed");
+            struct kube_result bad = {KUBE_OUTCOME_DECODE_ERROR, 200, 0};
+            kube_failed(k, &bad);
+            step = KUBE_STEP_RETRY;
+            break;
+        }
+        pods += meta.items;
+        if (meta.cont[0]) {
+            memcpy(cont, meta.cont, sizeof(cont));
+            continue;
+        }
+        memcpy(k->rv, meta.resource_version, sizeof(k->rv));
+        pthread_mutex_lock(&k->mu);
+        kube_index_relist_end(k->ix, kube_now(k));
+        pthread_mutex_unlock(&k->mu);
+        kube_mark_healthy(k, false);
+        kube_first_sync(k, pods);
+        break;
+    }
+    buf_release(&u);
+    return step;
+}
+
+static enum kube_step kube_watch(struct kube *k)
+{
+    struct buf u;
+    buf_init(&u, KUBE_URL_MAX);
+    char tmo[24];
+    uint64_t secs = k->watch_timeout_ns / NS_PER_SEC;
+    snprintf(tmo, sizeof(tmo), "%" PRIu64, secs ? secs : 1);
+    if (kube_pods_url(k, &u) != 0 || kube_add_param(k, &u, "watch", "1") != 0 ||
+        kube_add_param(k, &u, "resourceVersion", k->rv) != 0 ||
+        kube_add_param(k, &u, "allowWatchBookmarks", "true") != 0 ||
+        kube_add_param(k, &u, "timeoutSeconds", tmo) != 0) {
+        buf_release(&u);
+        kube_set_error(k, "cannot build the watch URL");
+        return KUBE_STEP_RETRY;
+    }
+    if (k->watched_once) {
+        pthread_mutex_lock(&k->mu);
+        k->st.watch_restarts++;
+        pthread_mutex_unlock(&k->mu);
+    }
+    k->watched_once = true;
+    kube_token_load(k, false);
+    uint64_t t0 = clock_mono_now();
+    struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_WATCH);
+    buf_release(&u);
+    /* a watch the server ends at once, again and again, must not spin */
+    bool brief = clock_mono_now() - t0 < NS_PER_SEC;
+    if (r.outcome != KUBE_OUTCOME_OK) {
+        enum kube_step step = kube_failed(k, &r);
+        return step == KUBE_STEP_RELIST && brief ? KUBE_STEP_RELIST_LATER : step;
+    }
+    kube_mark_healthy(k, !brief);
+    return brief ? KUBE_STEP_RETRY : KUBE_STEP_OK;
+}
+
+static void kube_run_api_server(struct kube *k)
+{
+    bool need_list = true;
+    while (!kube_stopping(k)) {
+        enum kube_step s;
+        if (need_list) {
+            s = kube_list(k);
+            if (s == KUBE_STEP_OK)
+                need_list = false;
+        } else {
+            s = kube_watch(k);
+            if (s == KUBE_STEP_RELIST || s == KUBE_STEP_RELIST_LATER) {
+                need_list = true;
+                if (kube_log_due(k, KUBE_LOG_RELIST))
+                    log_info("kubernetes: watch of '%s' cannot resume; listing pods again", k->url);
+                /* a 410 relists at once; an undecodable stream, or a 410 within a
+                 * second of the watch's start, after the backoff */
+                if (s == KUBE_STEP_RELIST_LATER)
+                    s = KUBE_STEP_RETRY;
+            }
+        }
+        if (s == KUBE_STEP_STOP)
+            break;
+        if (s == KUBE_STEP_RETRY && !kube_backoff_sleep(k))
+            break;
+    }
+}
+
+/* ---- the kubelet ---- */
+
+static void kube_run_kubelet(struct kube *k)
+{
+    struct buf u;
+    buf_init(&u, KUBE_URL_MAX);
+    while (!kube_stopping(k)) {
+        bool ok = false;
+        if (kube_url(k, &u, "/pods") == 0) {
+            kube_token_load(k, false);
+            struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_LIST);
+            if (r.outcome == KUBE_OUTCOME_OK) {
+                pthread_mutex_lock(&k->mu);
+                kube_index_relist_begin(k->ix);
+                pthread_mutex_unlock(&k->mu);
+                struct kube_list_meta meta;
+                int rc = kube_stream_list_finish(k->list, kube_list_pod, k, &meta, NULL);
+                if (rc == 0) {
+                    pthread_mutex_lock(&k->mu);
+                    kube_index_relist_end(k->ix, kube_now(k));
+                    pthread_mutex_unlock(&k->mu);
+                    kube_mark_healthy(k, true);
+                    kube_first_sync(k, meta.items);
+                    ok = true;
+                } else {
+                    pthread_mutex_lock(&k->mu);
+                    k->st.decode_errors++;
+                    k->st.requests[KUBE_OUTCOME_DECODE_ERROR]++;
+                    k->st.requests[KUBE_OUTCOME_OK]--;
+                    pthread_mutex_unlock(&k->mu);
+                    kube_set_error(k, "cannot decode the pod list from '%s'", buf_str(&u));
+                    struct kube_result bad = {KUBE_OUTCOME_DECODE_ERROR, 200, 0};
+                    kube_failed(k, &bad);
+                }
+            } else if (kube_failed(k, &r) == KUBE_STEP_AGAIN) {
+                continue;
+            }
+        }
+        if (!kube_sleep(k, ok ? k->poll_ns : kube_backoff(k)))
+            break;
+    }
+    buf_release(&u);
+}
+
+static void *kube_thread(void *arg)
+{
+    struct kube *k = arg;
+    if (k->source == KUBE_SOURCE_KUBELET)
+        kube_run_kubelet(k);
+    else
+        kube_run_api_server(k);
+    return NULL;
+}
+
+/* ---- start, stop, queries ---- */
+
+static void kube_free(struct kube *k)
+{
+    if (!k)
+        return;
+    if (k->easy)
+        curl_easy_cleanup(k->easy);
+    if (k->multi)
+        curl_multi_cleanup(k->multi);
+    kube_stream_free(k->watch);
+    kube_stream_free(k->list);
+    kube_index_free(k->ix);
+    if (k->token) {
+        explicit_bzero(k->token, strlen(k->token));
+        alloc_free(k->token);
+    }
+    alloc_free(k->url);
+    alloc_free(k->node_name);
+    alloc_free(k->token_file);
+    alloc_free(k->ca_file);
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    alloc_free(k);
+}
+
+static int kube_dup(char **dst, const char *s)
+{
+    *dst = NULL;
+    if (!s || !*s)
+        return 0;
+    *dst = alloc_strdup(s);
+    return *dst ? 0 : -ENOMEM;
+}
+
+int kube_start(const struct kube_opts *o, struct kube **out)
+{
+    *out = NULL;
+    if (!o || !o->url || !*o->url ||
+        (o->source != KUBE_SOURCE_API_SERVER && o->source != KUBE_SOURCE_KUBELET))
+        return -EINVAL;
+    struct kube *k = alloc_calloc(1, sizeof(*k));
+    if (!k)
+        return -ENOMEM;
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&k->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&k->stopping, false);
+    k->source = o->source;
+    k->insecure = o->insecure_skip_verify;
+    k->clock = o->clock ? *o->clock : clock_system;
+    k->watch_timeout_ns = o->watch_timeout_ns ? o->watch_timeout_ns : 300 * NS_PER_SEC;
+    k->poll_ns = o->poll_interval_ns ? o->poll_interval_ns : 30 * NS_PER_SEC;
+    k->min_backoff_ns = o->min_backoff_ns ? o->min_backoff_ns : NS_PER_SEC;
+    k->max_backoff_ns = o->max_backoff_ns ? o->max_backoff_ns : 60 * NS_PER_SEC;
+    if (k->max_backoff_ns < k->min_backoff_ns)
+        k->max_backoff_ns = k->min_backoff_ns;
+    k->rnd = hash_fmix64((uint64_t)(uintptr_t)k ^ clock_mono_now() ^ (uint64_t)getpid()) | 1;
+    int rc = -ENOMEM;
+    if (kube_dup(&k->url, o->url) != 0 || kube_dup(&k->node_name, o->node_name) != 0 ||
+        kube_dup(&k->token_file, o->token_file) != 0 || kube_dup(&k->ca_file, o->ca_file) != 0)
+        goto fail;
+    if (kube_index_new(o->max_pods, o->grace_ns ? o->grace_ns : KUBE_INDEX_GRACE_DEFAULT_NS,
+                       &k->ix) != 0 ||
+        kube_stream_new(KUBE_STREAM_WATCH, &k->watch) != 0 ||
+        kube_stream_new(KUBE_STREAM_LIST, &k->list) != 0)
+        goto fail;
+    k->multi = curl_multi_init();
+    k->easy = curl_easy_init();
+    if (!k->multi || !k->easy)
+        goto fail;
+    /* the thread takes no signals: they are the main thread's */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = -pthread_create(&k->thread, NULL, kube_thread, k);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        goto fail;
+    *out = k;
+    return 0;
+fail:
+    kube_free(k);
+    return rc;
+}
+
+void kube_stop(struct kube *k)
+{
+    if (!k)
+        return;
+    pthread_mutex_lock(&k->mu);
+    atomic_store(&k->stopping, true);
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    curl_multi_wakeup(k->multi);
+    pthread_join(k->thread, NULL);
+    kube_free(k);
+}
+
+int kube_lookup(struct kube *k, const char *container_id, struct labels *out, uint64_t *rev)
+{
+    pthread_mutex_lock(&k->mu);
+    int rc = kube_index_lookup(k->ix, container_id, out, rev);
+    pthread_mutex_unlock(&k->mu);
+    return rc;
+}
+
+uint64_t kube_generation(struct kube *k)
+{
+    pthread_mutex_lock(&k->mu);
+    uint64_t g = kube_index_generation(k->ix);
+    pthread_mutex_unlock(&k->mu);
+    return g;
+}
+
+void kube_stats(struct kube *k, struct kube_stats *out)
+{
+    pthread_mutex_lock(&k->mu);
+    *out = k->st;
+    kube_index_stats(k->ix, &out->index);
+    pthread_mutex_unlock(&k->mu);
+}
+
+int kube_container_ids(struct kube *k, char (**ids)[KUBE_CONTAINER_ID_LEN + 1], size_t *n)
+{
+    pthread_mutex_lock(&k->mu);
+    int rc = kube_index_ids(k->ix, ids, n);
+    pthread_mutex_unlock(&k->mu);
+    return rc;
+}

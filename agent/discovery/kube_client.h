@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kube_client.h: a thread that keeps a kube_index (kube_index.h) of this
+ * node's pods current, from the Kubernetes API server (list + watch) or the
+ * kubelet (polled /pods), so that a container id found in a cgroup path
+ * (discovery/proc_scan.h) can be turned into Prometheus-style
+ * __meta_kubernetes_* labels (kube_pod.h) with kube_lookup().
+ *
+ * API server (KUBE_SOURCE_API_SERVER), with S = "fieldSelector=spec.nodeName%3D<node>"
+ * when node_name is set (else every pod of the cluster, up to the index's
+ * cap):
+ *   list:  GET {url}/api/v1/pods?S&limit=500&resourceVersion=0, then while
+ *          metadata.continue is set GET {url}/api/v1/pods?S&limit=500&continue=<c>;
+ *          the pages together replace the index (mark and sweep);
+ *   watch: GET {url}/api/v1/pods?S&watch=1&resourceVersion=<rv>
+ *          &allowWatchBookmarks=true&timeoutSeconds=<watch_timeout>, decoded
+ *          as it streams (kube_stream.h). ADDED/MODIFIED/DELETED update the
+ *          index and the resource version, BOOKMARK the resource version.
+ *          A watch the server ends normally resumes from the last resource
+ *          version (after a backoff if it lasted under a second).
+ *   410 Gone (the HTTP status or an ERROR event with a 410 Status): relist
+ *          (after the backoff if the watch had lasted under a second); an
+ *          undecodable stream: relist after the backoff. Connection errors,
+ *          timeouts, 5xx and other statuses: reconnect after an exponential
+ *          backoff with jitter between min_backoff and max_backoff (reset by
+ *          a watch that lasted a second, or a kubelet poll that succeeded).
+ *          401: the token file is read again at once and the request retried
+ *          without waiting if the token changed; otherwise after the backoff.
+ * Kubelet (KUBE_SOURCE_KUBELET): GET {url}/pods every poll_interval, the
+ *   PodList filtered to spec.nodeName == node_name when node_name is set,
+ *   replacing the index each time; a failure retries with the backoff.
+ *
+ * Authorization: "Bearer <token>", the token being the token file's content
+ * with surrounding whitespace removed; the file is read again at least every
+ * 60 s and after every 401. No token file, or one that does not exist: no
+ * Authorization header. A token with a control character inside, or over
+ * 64 KiB, is refused (the previous token stays in use; the error is shown).
+ * TLS: ca_file (CURLOPT_CAINFO; NULL: the system's CAs) or
+ * insecure_skip_verify. Timeouts: 10 s to connect; a list must keep moving
+ * (30 s without a byte ends it) and end within 120 s; a watch is dropped when
+ * no byte (not even a bookmark) came for watch_timeout + 30 s.
+ *
+ * Deleted pods stay in the index for the grace period (60 s by default, on
+ * opts.clock's monotonic time), so a process still terminating keeps its
+ * labels. The thread logs state changes only (first sync, connection lost
+ * and restored, relists, authentication failures), each kind at most once a
+ * minute; never per event.
+ *
+ * Ownership: kube_start() copies the options (strings too; the clock struct
+ * is copied, its arg must outlive the client). Thread safety: kube_lookup(),
+ * kube_generation(), kube_stats() and kube_container_ids() may be called from
+ * any thread while the client runs (the index is under a mutex);
+ * kube_start()/kube_stop() by the owner. The process must have called
+ * curl_global_init() before (cli/agent.c does).
+ */
+#ifndef PYPROFD_DISCOVERY_KUBE_CLIENT_H
+#define PYPROFD_DISCOVERY_KUBE_CLIENT_H
+
+#include "base/compat.h"
+
+#include "base/clock.h"
+#include "base/labels.h"
+#include "discovery/kube_index.h"
+#include "discovery/kube_stream.h"
+
+enum kube_source {
+    KUBE_SOURCE_API_SERVER,
+    KUBE_SOURCE_KUBELET,
+};
+
+struct kube_opts {
+    enum kube_source source;
+    const char *url;        /* base URL ("https://10.0.0.1:443"), no trailing path needed */
+    const char *node_name;  /* NULL or "": no node filter */
+    const char *token_file; /* NULL, or a file that may be absent: no Authorization */
+    const char *ca_file;    /* NULL: the system's CAs */
+    bool insecure_skip_verify;
+    uint64_t watch_timeout_ns; /* 0: 300 s; rounded to seconds, at least 1 s */
+    uint64_t poll_interval_ns; /* kubelet; 0: 30 s */
+    uint64_t min_backoff_ns;   /* 0: 1 s */
+    uint64_t max_backoff_ns;   /* 0: 60 s; at least min_backoff */
+    const struct clock *clock; /* NULL: clock_system */
+    size_t max_pods;           /* 0: KUBE_INDEX_MAX_PODS_DEFAULT */
+    uint64_t grace_ns;         /* 0: KUBE_INDEX_GRACE_DEFAULT_NS */
+};
+
+/** Requests by outcome (one per HTTP request; a watch counts when it ends). */
+enum kube_outcome {
+    KUBE_OUTCOME_OK,           /* 200, complete (a watch: ended by the server) */
+    KUBE_OUTCOME_UNAUTHORIZED, /* 401 */
+    KUBE_OUTCOME_FORBIDDEN,    /* 403 */
+    KUBE_OUTCOME_GONE,         /* 410, or a watch ended by a 410 ERROR event */
+    KUBE_OUTCOME_HTTP_ERROR,   /* another non-200 status */
+    KUBE_OUTCOME_ERROR_EVENT,  /* a watch ended by another ERROR event */
+    KUBE_OUTCOME_DECODE_ERROR, /* a body kube_stream.h refused */
+    KUBE_OUTCOME_TRANSPORT,    /* connection, TLS, timeout, a drop mid-body */
+    KUBE_OUTCOME_STOPPED,      /* ended by kube_stop() */
+    KUBE_OUTCOME_COUNT,
+};
+
+/** The name of @a o ("ok", "unauthorized", ...), for /metrics. */
+const char *kube_outcome_name(enum kube_outcome o);
+
+struct kube_stats {
+    uint64_t requests[KUBE_OUTCOME_COUNT];
+    uint64_t relists;                        /* lists after the first */
+    uint64_t watch_restarts;                 /* watches started after the first */
+    uint64_t events[KUBE_EVENT_UNKNOWN + 1]; /* watch events by type */
+    uint64_t decode_errors;                  /* bodies or events refused */
+    uint64_t unauthorized;                   /* 401s */
+    uint64_t token_reads, token_errors;      /* token file reads, failed ones */
+    uint64_t pods_invalid;                   /* pod objects without a uid */
+    uint64_t pods_truncated;                 /* pods that lost entries to a bound */
+    uint64_t pods_filtered;                  /* kubelet pods of another node */
+    struct kube_index_stats index;           /* pods, containers, generation, caps */
+    bool synced;                             /* the first list is done */
+    int64_t last_sync_real_ns;               /* last list or watch event; 0: never */
+    char last_error[256];                    /* "" when none yet */
+};
+
+struct kube;
+
+/**
+ * Copies @a o and starts the client's thread. Returns 0 with *@a out,
+ * -EINVAL (no url, a bad source), -ENOMEM, or -errno of pthread_create.
+ */
+PYPROFD_WARN_UNUSED int kube_start(const struct kube_opts *o, struct kube **out);
+
+/**
+ * Stops the thread (promptly: a transfer in progress or a backoff wait is
+ * interrupted, well under a second) and frees everything. NULL is a no-op.
+ */
+void kube_stop(struct kube *k);
+
+/**
+ * Adds container @a container_id's labels (64 hex, or with its
+ * "<scheme>://") to @a out and stores its revision in *@a rev (may be NULL).
+ * Returns 1 (found), 0 (not found) or -ENOMEM (@a out holds a part).
+ */
+PYPROFD_WARN_UNUSED int kube_lookup(struct kube *k, const char *container_id, struct labels *out,
+                                    uint64_t *rev);
+
+/** The index's generation: it changes whenever some lookup's answer would. */
+uint64_t kube_generation(struct kube *k);
+
+/** A copy of the counters. */
+void kube_stats(struct kube *k, struct kube_stats *out);
+
+/** Every container id that can be looked up, sorted (kube_index_ids()). */
+PYPROFD_WARN_UNUSED int kube_container_ids(struct kube *k, char (**ids)[KUBE_CONTAINER_ID_LEN + 1],
+                                           size_t *n);
+
+#endif /* PYPROFD_DISCOVERY_KUBE_CLIENT_H */
