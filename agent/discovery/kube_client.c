@@ -48,18 +48,18 @@ enum kube_log_kind {
 
 struct kube {
     /* options, copied */
-    enum kube_source source;
     char *url, *node_name, *token_file, *ca_file;
-    bool insecure;
     uint64_t watch_timeout_ns, poll_ns, min_backoff_ns, max_backoff_ns;
     struct clock clock;
+    enum kube_source source;
+    bool insecure;
 
-    /* shared, under mu */
+    /* shared, under mu (stopping: atomic, also read without it) */
+    atomic_bool stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct kube_index *ix;
     struct kube_stats st;
-    atomic_bool stopping;
 
     pthread_t thread;
     CURLM *multi;
@@ -68,18 +68,18 @@ struct kube {
     CURL *easy;
     struct kube_stream *watch, *list;
     char *token;
-    bool token_known; /* read at least once */
     uint64_t token_read_at;
-    char rv[KUBE_MAX_TOKEN_BYTES + 1];
-    unsigned attempts;
     uint64_t rnd;
     uint64_t last_expire;
+    uint64_t logged_at[KUBE_LOG_KINDS];
+    unsigned attempts;
+    bool logged[KUBE_LOG_KINDS];
+    bool token_known;  /* read at least once */
     bool healthy;      /* the last request succeeded */
     bool ever_healthy; /* one has */
     bool lost_logged;  /* "lost" was logged, "restored" not yet */
-    uint64_t logged_at[KUBE_LOG_KINDS];
-    bool logged[KUBE_LOG_KINDS];
     bool listed_once, watched_once;
+    char rv[KUBE_MAX_TOKEN_BYTES + 1];
 };
 
 /* One request's state, seen by libcurl's callbacks. */
