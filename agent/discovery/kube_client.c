@@ -48,18 +48,18 @@ enum kube_log_kind {
 
 struct kube {
     /* options, copied */
-    enum kube_source source;
     char *url, *node_name, *token_file, *ca_file;
-    bool insecure;
     uint64_t watch_timeout_ns, poll_ns, min_backoff_ns, max_backoff_ns;
     struct clock clock;
+    enum kube_source source;
+    bool insecure;
 
-    /* shared, under mu */
+    /* shared, under mu (stopping: atomic, also read without it) */
+    atomic_bool stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct kube_index *ix;
     struct kube_stats st;
-    atomic_bool stopping;
 
     pthread_t thread;
     CURLM *multi;
@@ -68,18 +68,18 @@ struct kube {
     CURL *easy;
     struct kube_stream *watch, *list;
     char *token;
-    bool token_known; /* read at least once */
     uint64_t token_read_at;
-    char rv[KUBE_MAX_TOKEN_BYTES + 1];
-    unsigned attempts;
     uint64_t rnd;
     uint64_t last_expire;
+    uint64_t logged_at[KUBE_LOG_KINDS];
+    unsigned attempts;
+    bool logged[KUBE_LOG_KINDS];
+    bool token_known;  /* read at least once */
     bool healthy;      /* the last request succeeded */
     bool ever_healthy; /* one has */
     bool lost_logged;  /* "lost" was logged, "restored" not yet */
-    uint64_t logged_at[KUBE_LOG_KINDS];
-    bool logged[KUBE_LOG_KINDS];
-    bool listed_once, watched_once;
+    bool watched_once;
+    char rv[KUBE_MAX_TOKEN_BYTES + 1];
 };
 
 /* One request's state, seen by libcurl's callbacks. */
@@ -691,12 +691,6 @@ static enum kube_step kube_list(struct kube *k)
     size_t pods = 0;
     enum kube_step step = KUBE_STEP_OK;
     bool begun = false;
-    if (k->listed_once) {
-        pthread_mutex_lock(&k->mu);
-        k->st.relists++;
-        pthread_mutex_unlock(&k->mu);
-    }
-    k->listed_once = true;
     for (;;) {
         char limit[16];
         snprintf(limit, sizeof(limit), "%d", KUBE_PAGE_LIMIT);
@@ -727,7 +721,7 @@ static enum kube_step kube_list(struct kube *k)
             pthread_mutex_lock(&k->mu);
             k->st.decode_errors++;
             k->st.requests[KUBE_OUTCOME_DECODE_ERROR]++;
-            k->st.requests[KUBE_OUTCOME_OK]--;
+            k->st.requests[KUBE_OUTCOME_OK]--; /* the transfer was fine, its list not */
             pthread_mutex_unlock(&k->mu);
             kube_set_error(k, "cannot decode the pod list from '%s': %s", buf_str(&u),
                            rc == -ENOMEM ? "out of memory" : "malformed");
@@ -801,6 +795,9 @@ static void kube_run_api_server(struct kube *k)
             s = kube_watch(k);
             if (s == KUBE_STEP_RELIST || s == KUBE_STEP_RELIST_LATER) {
                 need_list = true;
+                pthread_mutex_lock(&k->mu);
+                k->st.relists++;
+                pthread_mutex_unlock(&k->mu);
                 if (kube_log_due(k, KUBE_LOG_RELIST))
                     log_info("kubernetes: watch of '%s' cannot resume; listing pods again", k->url);
                 /* a 410 relists at once; an undecodable stream, or a 410 within a
@@ -845,6 +842,7 @@ static void kube_run_kubelet(struct kube *k)
                     k->st.decode_errors++;
                     k->st.requests[KUBE_OUTCOME_DECODE_ERROR]++;
                     k->st.requests[KUBE_OUTCOME_OK]--;
+                    /* counted ok by kube_get() */
                     pthread_mutex_unlock(&k->mu);
                     kube_set_error(k, "cannot decode the pod list from '%s'", buf_str(&u));
                     struct kube_result bad = {KUBE_OUTCOME_DECODE_ERROR, 200, 0};

@@ -103,7 +103,7 @@ const char *kube_outcome_name(enum kube_outcome o);
 
 struct kube_stats {
     uint64_t requests[KUBE_OUTCOME_COUNT];
-    uint64_t relists;                        /* lists after the first */
+    uint64_t relists;                        /* watches that could not resume: list again */
     uint64_t watch_restarts;                 /* watches started after the first */
     uint64_t events[KUBE_EVENT_UNKNOWN + 1]; /* watch events by type */
     uint64_t decode_errors;                  /* bodies or events refused */

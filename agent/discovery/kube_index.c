@@ -248,6 +248,7 @@ static int index_pod_new(struct kube_index *ix, const char *uid, struct kube_ind
     }
     if (ix->n_pods == ix->cap_pods) {
         size_t cap = ix->cap_pods ? ix->cap_pods * 2 : 16;
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
         struct kube_index_pod **v = alloc_realloc(ix->pods, cap * sizeof(*v));
         if (!v)
             return -ENOMEM;

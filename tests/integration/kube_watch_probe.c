@@ -49,6 +49,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/strnum.h"
 #include "discovery/kube_client.h"
 
 #define NS_PER_SEC 1000000000ull
@@ -197,9 +198,9 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--seconds") == 0) {
             rc = probe_secs(v, &run_ns);
         } else if (strcmp(a, "--max-pods") == 0) {
-            uint64_t n = 0;
-            rc = probe_secs(v, &n);
-            o.max_pods = (size_t)(n / NS_PER_SEC);
+            int64_t n = 0;
+            rc = strnum_parse_i64(v, 1, 1000000, &n);
+            o.max_pods = (size_t)n;
         } else {
             rc = -EINVAL;
         }

@@ -169,14 +169,15 @@ static void pod_json(struct buf *b, const char *uid, const char *node, unsigned 
                      0);
 }
 
-static void send_list(int fd, const char *rv, const char *uids, const char *node_of_b)
+static void send_page(int fd, const char *rv, const char *cont, const char *uids,
+                      const char *node_of_b)
 {
     struct buf b;
     buf_init(&b, 1 << 16);
     assert_int_equal(buf_addf(&b,
-                              "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"%s\"},"
-                              "\"items\":[",
-                              rv),
+                              "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"%s\","
+                              "\"continue\":\"%s\"},\"items\":[",
+                              rv, cont),
                      0);
     for (const char *u = uids; *u; u++) {
         char uid[2] = {*u, 0};
@@ -188,6 +189,11 @@ static void send_list(int fd, const char *rv, const char *uids, const char *node
     srv_head(fd, 200);
     srv_send(fd, buf_str(&b));
     buf_release(&b);
+}
+
+static void send_list(int fd, const char *rv, const char *uids, const char *node_of_b)
+{
+    send_page(fd, rv, "", uids, node_of_b);
 }
 
 static void send_event(int fd, const char *type, const char *uid, unsigned id, const char *rv)
@@ -245,9 +251,11 @@ static void watch_handler(struct srv *s, int fd, const char *path, const char *a
     (void)auth;
     bool watch = strstr(path, "watch=1") != NULL;
     if (!watch) {
-        /* the first list has a and b; the relist only c */
-        if (s->state < 3)
-            send_list(fd, "10", "ab", NULL);
+        /* the first list has a and b, in two pages; the relist only c */
+        if (s->state < 3 && !strstr(path, "continue="))
+            send_page(fd, "9", "page/2", "a", NULL);
+        else if (s->state < 3)
+            send_list(fd, "10", "b", NULL);
         else
             send_list(fd, "30", "c", NULL);
         return;
@@ -305,11 +313,15 @@ static void test_kube_client__list_watch_relist(void **state)
     assert_int_equal(st.events[KUBE_EVENT_GONE], 1);
     assert_int_equal(st.requests[KUBE_OUTCOME_GONE], 1);
     assert_int_equal(st.requests[KUBE_OUTCOME_TRANSPORT], 1); /* the drop mid-event */
-    assert_int_equal(st.requests[KUBE_OUTCOME_OK], 3);        /* 2 lists, 1 watch */
+    assert_int_equal(st.requests[KUBE_OUTCOME_OK], 4);        /* 3 list pages, 1 watch */
     assert_int_equal(st.index.pods, 1);
     assert_int_equal(st.index.pods_terminating, 3);
     assert_true(st.last_sync_real_ns > 0);
-    /* the URLs: node selector, list from the cache, watch resumed from the bookmark */
+    /* the URLs: node selector, list from the cache, the second page, watch resumed from the
+     * bookmark */
+    assert_int_equal(srv_count(&s, "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&limit=500&"
+                                   "continue=page%2F2"),
+                     1);
     assert_int_equal(srv_count(&s, "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&limit=500&"
                                    "resourceVersion=0"),
                      2);
@@ -451,6 +463,20 @@ static void test_kube_client__stop_interrupts_a_request(void **state)
     kube_stop(k);
     assert_true(clock_mono_now() - t0 < 1000 * MS);
     srv_stop(&s);
+    /* nothing listens: stop interrupts the backoff's wait */
+    o.url = "http://127.0.0.1:1";
+    o.min_backoff_ns = o.max_backoff_ns = 30000 * MS;
+    assert_int_equal(kube_start(&o, &k), 0);
+    struct kube_stats st;
+    do {
+        usleep(10000);
+        kube_stats(k, &st);
+    } while (st.requests[KUBE_OUTCOME_TRANSPORT] == 0);
+    usleep(50 * 1000);
+    t0 = clock_mono_now();
+    kube_stop(k);
+    assert_true(clock_mono_now() - t0 < 1000 * MS);
+    assert_non_null(strstr(st.last_error, "127.0.0.1:1"));
     /* and a client that never started anything */
     struct kube_opts bad = {.url = NULL};
     assert_int_equal(kube_start(&bad, &k), -EINVAL);
