@@ -69,6 +69,20 @@ enum config_push_type { CONFIG_PUSH_PYROSCOPE, CONFIG_PUSH_PARCA };
 enum config_kube_source { CONFIG_KUBE_API_SERVER, CONFIG_KUBE_KUBELET };
 enum config_pyroscope_api { CONFIG_PYROSCOPE_API_PUSH, CONFIG_PYROSCOPE_API_INGEST };
 
+/** discovery.kubernetes (sampler/podmeta.h resolves what is unset). */
+struct config_kubernetes {
+    bool enabled;                   /* default false */
+    enum config_kube_source source; /* default api_server */
+    char *api_server;               /* NULL: in-cluster, from KUBERNETES_SERVICE_HOST/_PORT */
+    char *kubelet_url;              /* NULL: https://$NODE_IP:10250 or https://<node>:10250 */
+    char *node_name;                /* NULL: $NODE_NAME, else the host name */
+    char *bearer_token_file;        /* default: the service account's token */
+    uint64_t watch_timeout_ns;      /* default 5m */
+    uint64_t poll_interval_ns;      /* default 15s (source kubelet) */
+    char *ca_file;                  /* default: the service account's ca.crt */
+    bool insecure_skip_verify;      /* default false */
+};
+
 struct config_remote_write {
     char *name; /* unique; default "<type>-<index>" */
     enum config_push_type type;
@@ -106,18 +120,7 @@ struct pyprofd_config {
         uint64_t refresh_interval_ns; /* default 10s */
         char *proc_root;              /* default "/proc" */
         uint64_t min_process_age_ns;  /* default 1s */
-        struct {
-            bool enabled;                   /* default false */
-            enum config_kube_source source; /* default api_server */
-            char *api_server;          /* NULL: in-cluster, from KUBERNETES_SERVICE_HOST/_PORT */
-            char *kubelet_url;         /* NULL: https://$NODE_IP:10250 or https://<node>:10250 */
-            char *node_name;           /* NULL: $NODE_NAME, else the host name */
-            char *bearer_token_file;   /* default: the service account's token */
-            uint64_t watch_timeout_ns; /* default 5m */
-            uint64_t poll_interval_ns; /* default 15s (source kubelet) */
-            char *ca_file;             /* default: the service account's ca.crt */
-            bool insecure_skip_verify; /* default false */
-        } kubernetes;
+        struct config_kubernetes kubernetes;
     } discovery;
     struct config_job *jobs; /* may be 0 jobs: nothing is sampled */
     size_t njobs;

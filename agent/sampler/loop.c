@@ -156,8 +156,49 @@ static struct proc_scan *loop_scanner(struct loop *l, const char *proc_root)
     return proc_scan_new(&so);
 }
 
+/*
+ * When the pod metadata changed since the last look: every process with a
+ * container id whose pod labels are not the ones it was judged with is
+ * judged again at this scan (an active target is ended first, its window
+ * flushed): a process seen before its pod gets the pod's labels, one whose
+ * pod changed (a label, an annotation, a restart) gets the new ones.
+ */
+static void loop_pods_changed(struct loop *l, uint64_t now)
+{
+    const struct pod_source *pods = podmeta_source(l->pods);
+    if (!pods)
+        return;
+    uint64_t gen = pods->generation(pods->arg);
+    if (gen == l->pods_gen)
+        return;
+    l->pods_gen = gen;
+    for (size_t i = 0; i < proc_table_count(l->procs); i++) {
+        struct proc_entry *p = proc_table_at(l->procs, i);
+        if (!p->container_id[0] ||
+            (p->state != PROC_ACTIVE && p->state != PROC_DROPPED && p->state != PROC_OVER_LIMIT))
+            continue;
+        struct labels scratch;
+        labels_init(&scratch);
+        uint64_t rev = 0;
+        int rc = pods->lookup(pods->arg, p->container_id, &scratch, &rev);
+        labels_release(&scratch);
+        if (rc < 0 || rev == p->pod_rev)
+            continue;
+        struct target *t = p->target;
+        if (t) {
+            t->removed_why = rev ? "its pod's metadata changed: labelling it again"
+                                 : "its pod is gone: labelling it again";
+            p->target = NULL;
+            loop_end_target(l, t, now);
+        }
+        p->state = PROC_NEW;
+        p->recheck_ns = 0;
+    }
+}
+
 static void loop_discover(struct loop *l, uint64_t now)
 {
+    loop_pods_changed(l, now);
     proc_table_mark(l->procs, false);
     int err = proc_scan_run(l->scan, loop_real_at(l, now));
     l->scans++;
@@ -178,7 +219,8 @@ static void loop_discover(struct loop *l, uint64_t now)
             continue; /* every entry is Python: looked at once there is room */
         p->seen = true;
         struct verdict v;
-        proc_judge(l->cfg, l->opts.probe, p, info, now, l->ntargets, l->max_targets, &v);
+        proc_judge(l->cfg, l->opts.probe, podmeta_source(l->pods), p, info, now, l->ntargets,
+                   l->max_targets, &v);
         if (v.gone)
             p->seen = false;
         else if (v.state == PROC_ACTIVE)
@@ -229,6 +271,9 @@ static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64
                       cfg->discovery.proc_root, l->cfg->discovery.proc_root);
         }
     }
+    if (podmeta_configure(&l->pods, cfg))
+        log_error("discovery.kubernetes: out of memory; pod metadata as before");
+    l->pods_gen = 0;
     config_free(l->cfg);
     l->cfg = cfg;
     l->max_targets = want < l->cap_targets ? want : l->cap_targets;
@@ -403,6 +448,8 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
     int err = proc_table_new(0, &l->procs);
     if (!err)
         err = fleet_new(l->cap_targets, &l->fleet);
+    if (!err)
+        err = podmeta_configure(&l->pods, cfg);
     if (err || !l->targets || !l->jobs || !l->scan) {
         l->cfg = NULL; /* stays the caller's on failure */
         loop_free(l);
@@ -448,6 +495,7 @@ void loop_free(struct loop *l)
         target_free(l->targets[i], l->opts.queue);
     proc_scan_free(l->scan);
     proc_table_free(l->procs);
+    podmeta_free(l->pods);
     fleet_free(l->fleet);
     config_free(l->cfg);
     config_free(l->pending_cfg);

@@ -43,6 +43,7 @@
 #include "aggregate/window.h"
 #include "base/clock.h"
 #include "config/config.h"
+#include "sampler/podmeta.h"
 #include "sampler/report.h"
 #include "sampler/taps.h"
 
@@ -154,6 +155,7 @@ struct loop_view {
     uint64_t by_state[PROC_STATES]; /* every process the loop remembers */
     double factor;                  /* the budget's share of the configured rates */
     bool show_sensitive_labels;     /* server.show_sensitive_labels */
+    struct podmeta_view pods;       /* discovery.kubernetes */
     uint64_t scans, scan_errors;
 };
 

@@ -14,6 +14,7 @@
 
 #include "sampler/fleet.h"
 #include "sampler/loop.h"
+#include "sampler/podmeta.h"
 #include "sampler/sampler.h"
 #include "sampler/target.h"
 #include "sampler/targets.h"
@@ -36,6 +37,8 @@ struct loop {
     size_t ntargets, cap_targets, max_targets;
     struct tap_request *requests;
     size_t nrequests;
+    struct podmeta *pods;       /* discovery.kubernetes; NULL: never enabled */
+    uint64_t pods_gen;          /* the pod source's generation the table was last checked at */
     struct loop_job_view *jobs; /* totals of targets that are gone, by job name */
     size_t njobs;
     uint64_t next_scan, next_tick, scans, scan_errors, phase_seq;

@@ -122,6 +122,7 @@ int loop_snapshot(struct loop *l, struct loop_view **out)
     }
     v->factor = fleet_factor(l->fleet);
     v->show_sensitive_labels = l->cfg->server.show_sensitive_labels;
+    podmeta_view(l->pods, &v->pods);
     v->scans = l->scans;
     v->scan_errors = l->scan_errors;
 out:

@@ -237,8 +237,8 @@ static void proc_set(struct proc_entry *p, enum proc_state state, uint64_t reche
 }
 
 void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
-                struct proc_entry *p, const struct proc_info *info, uint64_t now, size_t ntargets,
-                size_t max_targets, struct verdict *v)
+                const struct pod_source *pods, struct proc_entry *p, const struct proc_info *info,
+                uint64_t now, size_t ntargets, size_t max_targets, struct verdict *v)
 {
     enum proc_state before = p->state;
     uint64_t rare = now + TARGETS_RECHECK_RARE * cfg->discovery.refresh_interval_ns;
@@ -249,6 +249,7 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
     snprintf(p->container_id, sizeof(p->container_id), "%s",
              info->container_id ? info->container_id : "");
     p->nspid = info->nspid;
+    p->pod_rev = 0;
     proc_set(p, p->state, now, NULL); /* by default: look again at the next scan */
     if (info->age_ns >= 0 && (uint64_t)info->age_ns < cfg->discovery.min_process_age_ns) {
         p->state = PROC_YOUNG;
@@ -306,7 +307,9 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
         goto out;
     }
     if (proc_scan_meta_labels(info, &v->meta) ||
-        labels_set(&v->meta, "__meta_python_version", p->version)) {
+        labels_set(&v->meta, "__meta_python_version", p->version) ||
+        (pods && p->container_id[0] &&
+         pods->lookup(pods->arg, p->container_id, &v->meta, &p->pod_rev) < 0)) {
         proc_set(p, PROC_FAILED, now, "out of memory");
         goto out;
     }

@@ -57,6 +57,7 @@ struct proc_entry {
     char version[32];    /* "3.14.8" once the runtime was read */
     char comm[32];
     char container_id[65]; /* from its cgroup (64 hex digits), "" when none */
+    uint64_t pod_rev;      /* its pod labels' revision when judged; 0: none */
     pid_t nspid;           /* its PID in its own PID namespace (= key.pid without one) */
     void *target;          /* the caller's target while PROC_ACTIVE */
     /* attached again from scratch (by the loop), and why the last time */
@@ -112,6 +113,22 @@ struct probe_ops {
 /** The real one: memread_open(pid, MEMREAD_AUTO) and pyruntime_locate(). */
 extern const struct probe_ops probe_system;
 
+/**
+ * Pod metadata for proc_judge() (discovery.kubernetes: sampler/podmeta.h;
+ * a fake in tests): the __meta_kubernetes_* labels of a container.
+ */
+struct pod_source {
+    /**
+     * Adds container @a container_id's pod labels to @a meta and stores
+     * their revision (never 0) in *@a rev. Returns 1 (found), 0 (not found:
+     * *@a rev = 0) or -ENOMEM.
+     */
+    int (*lookup)(void *arg, const char *container_id, struct labels *meta, uint64_t *rev);
+    /** Changes whenever some lookup's answer would. */
+    uint64_t (*generation)(void *arg);
+    void *arg;
+};
+
 /** What proc_judge() decided. */
 struct verdict {
     /* the new state; PROC_ACTIVE: start a target with what follows */
@@ -130,15 +147,16 @@ void verdict_release(struct verdict *v);
 
 /**
  * Looks at process @a p, reported by a scan as @a info, at @a now (monotonic
- * ns) under @a cfg: its age, memory, runtime and version, its meta labels and
- * each job's relabeling in turn (the first job that keeps it wins). Updates
+ * ns) under @a cfg: its age, memory, runtime and version, its meta labels (its
+ * pod's too, from @a pods when not NULL and it has a container id) and each
+ * job's relabeling in turn (the first job that keeps it wins). Updates
  * @a p (state, reason, version, comm, recheck time) and fills @a v; the
  * caller starts the target for PROC_ACTIVE (or sets the state to failed)
  * and releases @a v. @a ntargets targets exist, at most @a max_targets may.
  */
 void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
-                struct proc_entry *p, const struct proc_info *info, uint64_t now, size_t ntargets,
-                size_t max_targets, struct verdict *v);
+                const struct pod_source *pods, struct proc_entry *p, const struct proc_info *info,
+                uint64_t now, size_t ntargets, size_t max_targets, struct verdict *v);
 
 /**
  * The labels job @a job gives a process with meta labels @a meta: those, plus

@@ -137,6 +137,26 @@ static json_object *views_proc(const struct loop_proc_view *t, bool hide)
     return o;
 }
 
+/* /targets' "kubernetes" object: where pod metadata comes from, and how it goes. */
+static json_object *views_pods(const struct podmeta_view *p)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "source", json_object_new_string(p->source));
+    json_object_object_add(o, "url", json_object_new_string(p->url));
+    json_object_object_add(o, "node", json_object_new_string(p->node));
+    json_object_object_add(o, "running", json_object_new_boolean(p->running));
+    if (p->problem[0])
+        json_object_object_add(o, "problem", json_object_new_string(p->problem));
+    json_object_object_add(o, "synced", json_object_new_boolean(p->stats.synced));
+    json_object_object_add(o, "pods", json_object_new_uint64(p->stats.index.pods));
+    json_object_object_add(o, "containers", json_object_new_uint64(p->stats.index.containers));
+    if (p->stats.last_error[0])
+        json_object_object_add(o, "last_error", json_object_new_string(p->stats.last_error));
+    return o;
+}
+
 int views_targets_json(const struct loop_view *v, char **out, size_t *out_len)
 {
     int err = 0;
@@ -155,6 +175,8 @@ int views_targets_json(const struct loop_view *v, char **out, size_t *out_len)
         json_object_object_add(root, "targets", arr);
         arr = NULL;
         json_object_object_add(root, "budget_factor", json_object_new_double(v->factor));
+        if (v->pods.enabled)
+            json_object_object_add(root, "kubernetes", views_pods(&v->pods));
         size_t len = 0;
         const char *str = json_object_to_json_string_length(root, JSON_C_TO_STRING_PRETTY, &len);
         *out = str ? alloc_strndup(str, len) : NULL;
@@ -217,6 +239,45 @@ static int views_scalar(struct promtext *w, const char *name, enum promtext_type
     return err ? err : promtext_sample(w, NULL, NULL, 0, value);
 }
 
+/* discovery.kubernetes' families: only when it is enabled. */
+static int views_pods_metrics(const struct podmeta_view *p, struct promtext *w)
+{
+    const struct kube_stats *s = &p->stats;
+    int err = views_scalar(w, "pyprofd_kubernetes_up", PROMTEXT_GAUGE,
+                           "1 when the pod metadata client runs and has listed the pods once.",
+                           p->running && s->synced ? 1 : 0);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_pods", PROMTEXT_GAUGE,
+                           "Pods of this node the agent knows.", (double)s->index.pods);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_containers", PROMTEXT_GAUGE,
+                           "Container ids whose pod labels the agent knows.",
+                           (double)s->index.containers);
+    if (!err)
+        err = promtext_family(w, "pyprofd_kubernetes_requests_total", PROMTEXT_COUNTER,
+                              "Requests to the API server or kubelet, by outcome.");
+    for (size_t o = 0; !err && o < KUBE_OUTCOME_COUNT; o++)
+        err = promtext_sample(w, NULL,
+                              PROMTEXT_LABELS({"outcome", kube_outcome_name((enum kube_outcome)o)}),
+                              (double)s->requests[o]);
+    if (!err)
+        err = promtext_family(w, "pyprofd_kubernetes_watch_events_total", PROMTEXT_COUNTER,
+                              "Pod watch events, by type.");
+    for (size_t t = 0; !err && t <= KUBE_EVENT_UNKNOWN; t++)
+        err = promtext_sample(
+            w, NULL, PROMTEXT_LABELS({"type", kube_event_type_name((enum kube_event_type)t)}),
+            (double)s->events[t]);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_relists_total", PROMTEXT_COUNTER,
+                           "Pod lists after the first (a 410 Gone, an undecodable stream).",
+                           (double)s->relists);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_decode_errors_total", PROMTEXT_COUNTER,
+                           "Responses or events that could not be decoded.",
+                           (double)s->decode_errors);
+    return err;
+}
+
 int views_agent_metrics(const struct loop_view *v, struct promtext *w)
 {
     int err = promtext_family(w, "pyprofd_discovered_processes", PROMTEXT_GAUGE,
@@ -273,5 +334,7 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
     if (!err)
         err = views_scalar(w, "pyprofd_discovery_scan_errors_total", PROMTEXT_COUNTER,
                            "Scans of the proc root that failed.", (double)v->scan_errors);
+    if (!err && v->pods.enabled)
+        err = views_pods_metrics(&v->pods, w);
     return err;
 }

@@ -97,15 +97,18 @@ static const char *doc_section(const char *doc, const char *name, size_t *len)
 
 /*
  * Whether some table row of [sec, sec+len) has a first cell naming @a name
- * ("`name`" or "`a.name`"), and, when @a prefix is not NULL, "`prefix." too
- * (a key of a subsection: "`basic_auth.password` / `password_file`").
+ * ("`name`" or "`a.name`"), and, when @a prefix is not NULL, "`prefix." or
+ * ".prefix." too (a key of a subsection: "`basic_auth.password` /
+ * `password_file`", "`kubernetes.tls_config.ca_file`").
  */
 static bool doc_has_row(const char *sec, size_t len, const char *name, const char *prefix)
 {
-    char plain[128], dotted[128], pre[128];
+    char plain[128], dotted[128], pre[128], inner[128];
     snprintf(plain, sizeof(plain), "`%s`", name);
     snprintf(dotted, sizeof(dotted), ".%s`", name);
     snprintf(pre, sizeof(pre), "`%s.", prefix ? prefix : "");
+    /* a deeper path spelled out: "`kubernetes.tls_config.ca_file`" */
+    snprintf(inner, sizeof(inner), ".%s.", prefix ? prefix : "");
     const char *end = sec + len;
     for (const char *l = sec; l < end;) {
         const char *nl = memchr(l, '\n', (size_t)(end - l));
@@ -120,7 +123,7 @@ static bool doc_has_row(const char *sec, size_t len, const char *name, const cha
                 memcpy(cell, l, cl);
                 cell[cl] = '\0';
                 bool named = strstr(cell, plain) || strstr(cell, dotted);
-                if (named && (!prefix || strstr(cell, pre)))
+                if (named && (!prefix || strstr(cell, pre) || strstr(cell, inner)))
                     return true;
             }
         }

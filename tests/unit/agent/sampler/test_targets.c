@@ -131,6 +131,7 @@ struct fx {
     struct proc_entry *p;
     struct proc_info info;
     size_t mem_before;
+    const struct pod_source *pods; /* NULL: no pod metadata */
 };
 
 static void fx_open(struct fx *fx, pid_t pid, int64_t age_ns)
@@ -154,7 +155,7 @@ static struct verdict judge(struct fx *fx, const struct pyprofd_config *cfg, str
 {
     struct probe_ops ops = stub_ops(st);
     struct verdict v;
-    proc_judge(cfg, &ops, fx->p, &fx->info, now, ntargets, max_targets, &v);
+    proc_judge(cfg, &ops, fx->pods, fx->p, &fx->info, now, ntargets, max_targets, &v);
     assert_int_equal(v.state, fx->p->state);
     if (v.state != PROC_ACTIVE) {
         /* only an active verdict hands anything over */
