@@ -130,6 +130,41 @@ def seccomp_allows(seccomp, name):
                for r in seccomp["syscalls"])
 
 
+CAP_NUMBERS = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2,
+               "CAP_FOWNER": 3, "CAP_FSETID": 4, "CAP_KILL": 5, "CAP_SETGID": 6,
+               "CAP_SETUID": 7, "CAP_SETPCAP": 8, "CAP_NET_BIND_SERVICE": 10,
+               "CAP_NET_RAW": 13, "CAP_SYS_CHROOT": 18, "CAP_SYS_PTRACE": 19,
+               "CAP_SYS_ADMIN": 21, "CAP_MKNOD": 27, "CAP_AUDIT_WRITE": 29,
+               "CAP_SETFCAP": 31, "CAP_CHECKPOINT_RESTORE": 40}
+
+
+def cap_mask(caps):
+    return sum(1 << CAP_NUMBERS[c] for c in caps)
+
+
+def process_security(pid):
+    """What the kernel says about process @pid: capability sets (masks),
+    NoNewPrivs, seccomp mode, whether its root is mounted read-only, and
+    whether it is in this process's PID and network namespaces."""
+    status = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            status[k] = v.strip()
+    root_ro = None
+    with open(f"/proc/{pid}/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == "/":
+                root_ro = "ro" in fields[5].split(",")
+    return {"CapBnd": int(status["CapBnd"], 16), "CapEff": int(status["CapEff"], 16),
+            "CapPrm": int(status["CapPrm"], 16), "CapInh": int(status["CapInh"], 16),
+            "NoNewPrivs": int(status["NoNewPrivs"]), "Seccomp": int(status["Seccomp"]),
+            "Uid": int(status["Uid"].split()[1]), "root_ro": root_ro,
+            "host_pid_ns": os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid"),
+            "host_net_ns": os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net")}
+
+
 def _cgroup_mounts():
     """Mount points of every cgroup hierarchy (v1 controllers, named, unified)."""
     mounts = []
@@ -145,6 +180,23 @@ def _prefixes(path):
     """/a/b/c -> [/a, /a/b, /a/b/c]."""
     parts = [p for p in path.split("/") if p]
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _rmdir_cgroup(path):
+    """Removes cgroup directory @path unless another cgroup is below it."""
+    for _ in range(50):  # an exiting task can hold the cgroup for a moment
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            try:
+                if any(e.is_dir() for e in os.scandir(path)):
+                    return  # in use by a sibling: not ours to remove
+            except FileNotFoundError:
+                return
+            time.sleep(0.02)
 
 
 def cleanup_leftovers():
@@ -164,6 +216,16 @@ def cleanup_leftovers():
             continue  # a test still running
         print(f"deleting container {cid} left by test pid {owner}", file=sys.stderr)
         runc("delete", "--force", cid, check=False)
+        # its cgroups too, deepest first; a level another cgroup is below
+        # (/kubepods/burstable holding someone else's pod) stays
+        try:
+            with open(os.path.join(c["bundle"], "config.json")) as f:
+                path = json.load(f)["linux"]["cgroupsPath"]
+        except (OSError, KeyError, ValueError):
+            continue
+        for p in reversed(_prefixes(path)):
+            for mnt in _cgroup_mounts():
+                _rmdir_cgroup(mnt + p)
 
 
 class Container:
@@ -269,16 +331,8 @@ class Container:
         safe to call twice, and on a container that never started."""
         runc("delete", "--force", self.id, check=False, timeout=60)
         for (mnt, p), existed in sorted(self._existed.items(), key=lambda kv: -len(kv[0][1])):
-            if existed or not os.path.isdir(mnt + p):
-                continue
-            for _ in range(50):  # an exiting task can hold the cgroup for a moment
-                try:
-                    os.rmdir(mnt + p)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+            if not existed:
+                _rmdir_cgroup(mnt + p)
 
     def cgroups_left(self):
         """Directories of this container's cgroup path still present (should be [])."""

@@ -224,6 +224,16 @@ class ContainersTest(livelib.Scenario):
         c.http.wait_http()
         return c
 
+    def check_security(self, agent, caps, host_pid_ns=True):
+        """The kernel's view of the agent's process is the securityContext asked for."""
+        sec = runclib.process_security(agent.pid)
+        want = runclib.cap_mask(caps)
+        self.assertEqual((sec["CapBnd"], sec["CapEff"], sec["CapPrm"], sec["CapInh"]),
+                         (want, want, want, 0), sec)
+        self.assertEqual((sec["Uid"], sec["NoNewPrivs"], sec["Seccomp"], sec["root_ro"]),
+                         (0, 1, 2, True), sec)
+        self.assertEqual((sec["host_pid_ns"], sec["host_net_ns"]), (host_pid_ns, True), sec)
+
     def daemonset_config(self):
         return f"""\
 global:
@@ -264,6 +274,7 @@ server:
     def check_sampled(self, caps_name, caps):
         agent = self.agent_container(f"agent-{caps_name}", caps, self.daemonset_config())
         try:
+            self.check_security(agent, caps)
             for shape, t in self.targets.items():
                 e = agent.http.wait_state(t["container"].pid, "active", timeout=15)
                 self.assertEqual(entry_container_id(e), t["id"], f"{shape}: {e}")
@@ -324,6 +335,7 @@ server:
         agent = self.agent_container("agent-no-caps", [], self.daemonset_config())
         problems = []  # all of them, not only the first
         try:
+            self.check_security(agent, [])
             for shape, t in self.targets.items():
                 e = agent.http.wait_for(t["container"].pid,
                                         lambda e: e is not None and e["state"] != "young",
@@ -374,6 +386,9 @@ server:
                 "sidecar-pyprofd", ["CAP_SYS_PTRACE"], config, args=args,
                 env=[f"{k}={v}" for k, v in pod.items()],
                 join={"pid": f"/proc/{app.pid}/ns/pid"})
+            self.check_security(agent, ["CAP_SYS_PTRACE"], host_pid_ns=False)
+            self.assertEqual(os.readlink(f"/proc/{agent.pid}/ns/pid"),
+                             os.readlink(f"/proc/{app.pid}/ns/pid"))
             # in the shared namespace the app is PID 1
             e = agent.http.wait_state(1, "active", timeout=15)
             self.assertEqual(entry_container_id(e), app_id, e)
