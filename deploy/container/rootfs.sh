@@ -117,9 +117,9 @@ instructions() {
 	done
 }
 
-# The packages of the runtime stage's "apt-get install": the words after
-# "install" that are no option, up to the next shell operator.
-runtime_packages() {
+# The packages of stage $1's "apt-get install": the words after "install"
+# that are no option, up to the next shell operator.
+stage_packages() {
 	local run words w in_install pkgs=()
 	while IFS= read -r run; do
 		read -r -a words <<<"$run"
@@ -135,8 +135,8 @@ runtime_packages() {
 				in_install=1
 			fi
 		done
-	done < <(instructions "$LAST_STAGE" RUN | grep -E 'apt-get[[:space:]].*[[:space:]]install[[:space:]]')
-	((${#pkgs[@]})) || die "$containerfile: no 'apt-get install' in the last stage"
+	done < <(instructions "$1" RUN | grep -E 'apt-get[[:space:]].*[[:space:]]install[[:space:]]')
+	((${#pkgs[@]})) || die "$containerfile: no 'apt-get install' in stage $(($1 + 1))"
 	printf '%s\n' "${pkgs[@]}"
 }
 
@@ -148,9 +148,16 @@ runtime_value() {
 	v=${v#"${v%%[![:space:]]*}"}
 	[[ -n $v ]] || die "$containerfile: no $1 in the last stage"
 	if [[ $v == '['* ]]; then
-		python3 -c 'import json, sys
-for a in json.loads(sys.argv[1]):
-    print(a)' "$v" || die "$containerfile: $1 is not a JSON array of strings: $v"
+		# exec form: a JSON array of strings (\" and \\ unescaped)
+		local rest=${v#[} re='^[[:space:]]*"(([^"\\]|\\.)*)"[[:space:]]*([],])(.*)$' a
+		while [[ $rest =~ $re ]]; do
+			a=${BASH_REMATCH[1]//\\\"/\"}
+			printf '%s\n' "${a//\\\\/\\}"
+			rest=${BASH_REMATCH[4]}
+			[[ ${BASH_REMATCH[3]} == ']' ]] && break
+		done
+		[[ ${BASH_REMATCH[3]:-} == ']' && -z ${rest//[[:space:]]/} ]] ||
+			die "$containerfile: $1 is not a JSON array of strings: $v"
 	else
 		printf '%s\n' "$v"
 	fi
@@ -244,12 +251,17 @@ while (($#)); do
 done
 
 read_containerfile
-mapfile -t PACKAGES < <(runtime_packages)
-mapfile -t ENTRYPOINT < <(runtime_value ENTRYPOINT)
-mapfile -t CMD < <(runtime_value CMD)
+# (assignments, not mapfile < <(...): a die in them must stop the script)
+lines=$(stage_packages "$LAST_STAGE")
+mapfile -t PACKAGES <<<"$lines"
+lines=$(runtime_value ENTRYPOINT)
+mapfile -t ENTRYPOINT <<<"$lines"
+lines=$(runtime_value CMD)
+mapfile -t CMD <<<"$lines"
 USER_SPEC=$(runtime_value USER)
-mapfile -t FILES < <(installed_files)
-((${#FILES[@]})) || die "$containerfile: the build stage installs nothing under /out"
+lines=$(installed_files)
+[[ -n $lines ]] || die "$containerfile: the build stage installs nothing under /out"
+mapfile -t FILES <<<"$lines"
 SUITE=$(runtime_suite)
 
 if [[ $print == packages ]]; then
@@ -259,6 +271,9 @@ fi
 if [[ $print == config ]]; then
 	printf 'suite %s\n' "$SUITE"
 	printf 'package %s\n' "${PACKAGES[@]}"
+	lines=$(stage_packages 0)
+	mapfile -t build_packages <<<"$lines"
+	printf 'build-package %s\n' "${build_packages[@]}"
 	printf 'file %s\n' "${FILES[@]}"
 	printf 'user %s\n' "$USER_SPEC"
 	printf 'entrypoint %s\n' "${ENTRYPOINT[@]}"
