@@ -290,6 +290,10 @@ server:
             livelib.note(f"{caps_name}: probe in the agent container opens python via {via}")
             self.opened_via[caps_name] = via
             self.assertIsNotNone(via, text)
+            # the agent does not show its own route yet; once /targets does, it must agree
+            e = agent.http.targets()[self.targets["kubepods"]["container"].pid]
+            if "opened_via" in e:
+                self.assertEqual(e["opened_via"], via, e)
             return via
         finally:
             agent.delete()
