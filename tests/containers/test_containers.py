@@ -162,8 +162,11 @@ class ContainersTest(livelib.Scenario):
 
     @classmethod
     def track(cls, c):
-        """Deleted at the end, also when the run is interrupted (livelib.stop_all)."""
+        """Deleted at the end (tearDownClass), also when the run is interrupted:
+        livelib.run() stops every livelib.Target (stop_all()), here keyed by
+        the container's id, before the container even starts."""
         cls.containers.append(c)
+        livelib.Target(c.name, "-", "runc", c.id, c.log_path, stop=c.delete)
         return c
 
     @classmethod
@@ -196,7 +199,6 @@ class ContainersTest(livelib.Scenario):
                      "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}], **kw)
         cls.track(c)
         c.start(READY)
-        livelib.Target(name, "3.14", "runc", c.pid, c.log_path, stop=c.delete)
         return c
 
     def agent_container(self, name, caps, config, args=None, env=(), join=None):
@@ -219,7 +221,6 @@ class ContainersTest(livelib.Scenario):
                      "options": ["nosuid", "nodev", "noexec", "mode=1777", "size=16m"]}])
         self.track(c)
         c.start()
-        livelib.Target(name, "-", "runc", c.pid, c.log_path, stop=c.delete)
         c.http = AgentHttp(c, f"http://127.0.0.1:{port}")
         c.http.wait_http()
         return c
