@@ -32,10 +32,15 @@ Steps (one scenario, livelib.Scenario; each reported with its time):
                            each target's function; `pyprofd probe` run in
                            the agent's container opens python via map_files
     ptrace                 caps {SYS_PTRACE}: the same, and probe opens via
-                           /proc/PID/root
+                           /proc/PID/root; a binary with the start-up
+                           capability check names CAP_CHECKPOINT_RESTORE
+                           missing here, and nothing with both
     no_caps                no capabilities: the targets are not sampled,
                            their reason names CAP_SYS_PTRACE, and so does
-                           the agent's stderr
+                           the agent's stderr (each agent step also checks
+                           the kernel's view of its process: capability
+                           sets, NoNewPrivs, seccomp, read-only root,
+                           namespaces)
     sidecar                one shared PID namespace: the app container
                            (python3.14, PID 1) makes it, the pyprofd
                            container joins it (caps {SYS_PTRACE}, env
@@ -295,6 +300,13 @@ server:
             e = agent.http.targets()[self.targets["kubepods"]["container"].pid]
             if "opened_via" in e:
                 self.assertEqual(e["opened_via"], via, e)
+            # the start-up check (when the binary has it) names what is missing, only that
+            agent.stop()
+            missing = [line for line in agent.log().splitlines() if "missing capability" in line]
+            livelib.note(f"{caps_name}: start-up warnings: {[m[:80] for m in missing]}")
+            for cap in ("CAP_SYS_PTRACE", "CAP_CHECKPOINT_RESTORE"):
+                named = [m for m in missing if cap in m.split("(")[0]]
+                self.assertEqual(bool(named), bool(missing) and cap not in caps, missing)
             return via
         finally:
             agent.delete()
