@@ -41,6 +41,10 @@ Steps (one scenario, livelib.Scenario; each reported with its time):
                            the kernel's view of its process: capability
                            sets, NoNewPrivs, seccomp, read-only root,
                            namespaces)
+    cgroupns               caps {SYS_PTRACE} and a cgroup namespace of its
+                           own (containerd's default on cgroup v2 nodes): the
+                           targets' cgroup paths read relative (/../..), and
+                           their container ids are still found
     sidecar                one shared PID namespace: the app container
                            (python3.14, PID 1) makes it, the pyprofd
                            container joins it (caps {SYS_PTRACE}, env
@@ -206,15 +210,17 @@ class ContainersTest(livelib.Scenario):
         c.start(READY)
         return c
 
-    def agent_container(self, name, caps, config, args=None, env=(), join=None):
-        """pyprofd from the image, with the DaemonSet's securityContext and @caps."""
+    def agent_container(self, name, caps, config, args=None, env=(), join=None, cgroupns=False):
+        """pyprofd from the image, with the DaemonSet's securityContext and @caps
+        (and its own cgroup namespace: what containerd gives a pod on cgroup v2)."""
         port = livelib.free_port()
         confdir = os.path.join(self.tmp, f"config-{name}")
         os.makedirs(confdir)
         with open(os.path.join(confdir, "pyprofd.yml"), "w") as f:
             f.write(config.replace("{port}", str(port)))
         os.chmod(os.path.join(confdir, "pyprofd.yml"), 0o644)
-        namespaces = ("ipc", "uts", "mount") + (("pid",) if join else ())
+        namespaces = ("ipc", "uts", "mount") + (("pid",) if join else ()) + \
+            (("cgroup",) if cgroupns else ())
         c = runclib.Container(
             self.tmp, name, os.path.join(self.image, "bundle", "rootfs"),
             args or self.image_process["args"], caps=caps, env=env,
@@ -381,6 +387,23 @@ server:
             agent.delete()
             self.assertEqual(agent.cgroups_left(), [])
         self.assertFalse(problems, "\n".join(problems))
+
+    def step_cgroupns(self):
+        agent = self.agent_container("agent-cgroupns", ["CAP_SYS_PTRACE"],
+                                     self.daemonset_config(), cgroupns=True)
+        try:
+            self.assertNotEqual(os.readlink(f"/proc/{agent.pid}/ns/cgroup"),
+                                os.readlink("/proc/self/ns/cgroup"))
+            for shape, t in self.targets.items():
+                seen = agent.exec("/bin/cat", f"/proc/{t['container'].pid}/cgroup").stdout
+                e = agent.http.wait_state(t["container"].pid, "active", timeout=15)
+                livelib.note(f"cgroupns: {shape}: the agent reads "
+                             f"{seen.splitlines()[0] if seen else None!r}; container id "
+                             f"{'found' if entry_container_id(e) else 'missing'}")
+                self.assertEqual(entry_container_id(e), t["id"], f"{shape}: {e}\n{seen}")
+        finally:
+            agent.delete()
+            self.assertEqual(agent.cgroups_left(), [])
 
     def step_sidecar(self):
         uid = pod_uid()
