@@ -282,7 +282,7 @@ if [[ $print == config ]]; then
 fi
 
 ((EUID == 0)) || die "must run as root (mmdebstrap, umoci unpack)"
-for tool in mmdebstrap umoci sha256sum flock; do
+for tool in mmdebstrap umoci sha256sum flock unshare; do
 	command -v "$tool" >/dev/null || die "cannot find $tool: install it (scripts/bootstrap.sh)"
 done
 
@@ -403,7 +403,10 @@ umoci unpack --image "$out.new/oci:$IMAGE_TAG" "$out.new/bundle" >/dev/null
 missing=$(chroot "$out.new/bundle/rootfs" ldd "${ENTRYPOINT[0]}" 2>&1 | grep -F 'not found' || true)
 [[ -z $missing ]] ||
 	die "libraries missing from the image (add their packages to the Containerfile's last stage): $missing"
-version=$(chroot "$out.new/bundle/rootfs" "${ENTRYPOINT[0]}" --version 2>&1) ||
+# With a /proc of its own (a sanitizer build needs one), in a private mount
+# and PID namespace, so nothing is left mounted in the rootfs.
+version=$(unshare --mount --pid --fork --mount-proc="$out.new/bundle/rootfs/proc" \
+	chroot "$out.new/bundle/rootfs" "${ENTRYPOINT[0]}" --version 2>&1) ||
 	die "cannot run ${ENTRYPOINT[0]} in the image: $version"
 printf '%s\n' "$out_recipe" >"$out.new/stamp"
 rm -rf --one-file-system -- "$out"
