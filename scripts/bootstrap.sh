@@ -44,6 +44,13 @@ PACKAGES=(
 	procps
 	ca-certificates
 	debian-archive-keyring
+	# container image and real-container tests (deploy/container/rootfs.sh,
+	# tests/containers/): the image's filesystem without a container engine,
+	# packed as an OCI layout and run with runc
+	mmdebstrap
+	umoci
+	runc
+	golang-github-docker-docker-dev # Docker's default seccomp profile (profiles/seccomp/default.json), translated for runc at test time
 )
 
 prog=bootstrap
