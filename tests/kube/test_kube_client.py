@@ -77,6 +77,9 @@ NODE = "node-a"
 OTHER = "node-b"
 WAIT = 15           # seconds for one change to show in the probe's index
 WATCH_TIMEOUT = 30  # --watch-timeout: longer than any step, so it never ends a stream itself
+# deleted pods and replaced container ids stay this long (the agent's default
+# is 60 s: too long to wait for here)
+GRACE = 2
 
 # --- the expected index: literal values, from the fixtures ----------------------
 
@@ -347,7 +350,7 @@ class ApiServer(livelib.Scenario):
         self.__class__.probe = Probe(self.tmp, "api", [
             "--url", s.url, "--node", NODE, "--token-file", self.tokens.path,
             "--ca-file", self.certs["ca"], "--source", "api_server",
-            "--watch-timeout", str(WATCH_TIMEOUT)])
+            "--watch-timeout", str(WATCH_TIMEOUT), "--grace", str(GRACE)])
         state = self.wait(synced_with(EXPECTED), "synced with this node's five containers")
         for cid, want in EXPECTED.items():
             problems = label_problems(cid, state["containers"][cid]["labels"], want)
@@ -405,9 +408,13 @@ class ApiServer(livelib.Scenario):
         st = self.wait(has(queued), "showing the formerly pending pod's container")
         self.assertEqual(st["containers"][queued]["labels"].get(M + "pod_phase"), "Running")
         self.assertEqual(st["containers"][queued]["labels"].get(M + "pod_ip"), "10.244.1.20")
-        # a pod deleted
+        # a pod deleted: its container keeps its labels for the grace period
+        # (a process still terminating), then goes
+        deleted_at = time.monotonic()
         s.delete_pod("batch", "legacy-batch")
         self.wait(lacks(WORKER), "without the deleted pod's container")
+        self.assertGreaterEqual(time.monotonic() - deleted_at, GRACE - 0.2,
+                                "a deleted pod's container went before its grace")
         self.consistent()
         self.assertEqual(s.counts().get("list", 0), lists, "no list while the watch runs")
 
@@ -532,7 +539,8 @@ class Kubelet(unittest.TestCase):
                 server.add_pod(pod)
             probe = Probe(tmp, "kubelet", [
                 "--url", server.url, "--node", NODE, "--token-file", tokens.path,
-                "--ca-file", ca, "--insecure", "--source", "kubelet", "--poll", "1"])
+                "--ca-file", ca, "--insecure", "--source", "kubelet", "--poll", "1",
+                "--grace", str(GRACE)])
             st = probe.wait(synced_with(EXPECTED), "synced with this node's five containers",
                             server=server)
             for cid, want in EXPECTED.items():
