@@ -7,6 +7,9 @@
 
 #include "cmocka_wrap.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "discovery/privileges.h"
 
 #define BIT(n) (UINT64_C(1) << (n))
@@ -71,12 +74,38 @@ static void test_privileges__table_is_complete(void **state)
     }
 }
 
+/* The README and docs/kubernetes.md name every capability of the table. */
+static void test_privileges__documented(void **state)
+{
+    (void)state;
+    static const char *const docs[] = {"README.md", "docs/kubernetes.md"};
+    const char *src = getenv("PYPROFD_SOURCE_DIR"); /* NOLINT(concurrency-mt-unsafe) */
+    assert_non_null(src);
+    for (size_t d = 0; d < PYPROFD_ARRAY_SIZE(docs); d++) {
+        char path[1024], text[65536];
+        snprintf(path, sizeof(path), "%s/%s", src, docs[d]);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        for (size_t i = 0; i < privileges_count; i++) {
+            char cell[64];
+            snprintf(cell, sizeof(cell), "| `%s` | %s", privileges[i].name,
+                     privilege_need_name(privileges[i].need));
+            if (!strstr(text, cell))
+                fail_msg("%s has no row \"%s ...\"", docs[d], cell);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_privileges__parses_capeff),
         cmocka_unit_test(test_privileges__reports_what_is_missing),
         cmocka_unit_test(test_privileges__table_is_complete),
+        cmocka_unit_test(test_privileges__documented),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
