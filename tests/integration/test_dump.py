@@ -321,6 +321,25 @@ class RecordStackTest(DumpCase):
                          "thread_id: threading.get_native_id() as the target sees it")
         self.assert_stack_equal(thread["frames"], want["frames"])
 
+    def check_ptrace_only(self, version, mode):
+        """with CAP_SYS_PTRACE alone (the sidecar's set: no map_files, no DAC
+        override) the interpreter is opened through /proc/PID/root (a chroot's
+        maps paths, written from the reader's root, less the target's root),
+        or by the path as the agent sees it when that file's device and inode
+        match the mapping; the stack reads as with every capability"""
+        t = self.target(version, mode)
+        only = ["setpriv", "--bounding-set", "-all,+sys_ptrace", "--inh-caps", "-all", BINARY]
+        probe = subprocess.run(only + ["probe", str(t.pid)], capture_output=True, text=True,
+                               timeout=DUMP_TIMEOUT)
+        self.assertEqual(probe.returncode, 0, probe.stderr)
+        self.assertRegex(probe.stdout, r"opened via (root|path)\)", probe.stdout)
+        self.assertIn("supported yes", probe.stdout)
+        proc = subprocess.run(only + ["dump", "--json", str(t.pid)], capture_output=True,
+                              text=True, timeout=DUMP_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assert_stack_equal(self.main_thread(json.loads(proc.stdout))["frames"],
+                                t.expected["frames"])
+
     def check_status_flags(self, version, mode):
         """the only thread spins: it holds the GIL, nobody asks for it, no exception"""
         t = self.target(version, mode)
