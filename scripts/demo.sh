@@ -36,6 +36,14 @@ echo "   (one binary; every fact below is read live from the target's memory)"
 echo
 "$bin" probe "${pids[@]}"
 
+echo
+echo "== setpriv --bounding-set -all,+sys_ptrace $bin probe ${pids[1]}"
+echo "   (least privilege, as the Kubernetes sidecar runs: root with CAP_SYS_PTRACE only;"
+echo "   without CAP_CHECKPOINT_RESTORE the file is opened through /proc/PID/root - deploy/)"
+echo
+setpriv --bounding-set -all,+sys_ptrace --inh-caps -all "$bin" probe "${pids[1]}" |
+    grep -E '^pid|opened via|supported' | sed 's/^/   /'
+
 sleep 0.5 # let the workload's threads get going
 for i in 0 1 2; do
     echo
@@ -101,9 +109,10 @@ curl -s http://127.0.0.1:7979/targets | /usr/bin/python3 -c '
 import json, sys
 for t in json.load(sys.stdin)["targets"]:
     c = t.get("counts", {})
-    print("   pid %-7s %-11s python %-8s job %-8s service_name %-14s samples %s" % (
-        t["pid"], t["state"], t.get("python_version", "-"), t.get("job", "-"),
-        t.get("labels", {}).get("service_name", "-"), c.get("samples", "-")))'
+    print("   pid %-7s nspid %-5s %-11s python %-8s job %-8s service_name %-14s samples %s" % (
+        t["pid"], t.get("nspid", "-"), t["state"], t.get("python_version", "-"),
+        t.get("job", "-"), t.get("labels", {}).get("service_name", "-"),
+        c.get("samples", "-")))'
 echo
 echo "== go tool pprof -top http://127.0.0.1:7979/debug/pprof/profile?seconds=3&pid=${pids[1]}"
 echo "   (3 s of the CPython 3.14 workload, taken from the running agent as from a Go program)"
