@@ -189,12 +189,16 @@ static const struct {
     const char *runtime;
 } scan_id_prefixes[] = {
     {"", ""},           {"docker-", "docker"}, {"cri-containerd-", "containerd"},
-    {"crio-", "cri-o"}, {"libpod-", "podman"},
+    {"crio-", "cri-o"}, {"libpod-", "podman"}, {"nerdctl-", "containerd"},
 };
 
 /*
- * Whether component [s, s+n) is [prefix]<id>[.scope]; if so, the id's first
- * byte and the runtime of its prefix.
+ * Whether component [s, s+n) is [prefix]<id>[.scope] or <slice>:<name>:<id>;
+ * if so, the id's first byte and the runtime of its prefix. The second form
+ * is a systemd driver's cgroupsPath ("slice:prefix:name") that a runtime on
+ * the cgroupfs driver took as a directory name (a kubelet and containerd
+ * configured with different cgroup drivers); <name> is a prefix without its
+ * '-'.
  */
 static bool scan_id_component(const char *s, size_t n, const char **id, const char **runtime)
 {
@@ -205,10 +209,22 @@ static bool scan_id_component(const char *s, size_t n, const char **id, const ch
     if (n < PROC_SCAN_CONTAINER_ID_LEN || !scan_is_hex64(s + n - PROC_SCAN_CONTAINER_ID_LEN))
         return false;
     size_t plen = n - PROC_SCAN_CONTAINER_ID_LEN;
+    const char *pre = s;
+    size_t cut = 0; /* the '-' a colon-form name lacks */
+    if (plen >= 2 && s[plen - 1] == ':') {
+        const char *colon = memrchr(s, ':', plen - 1);
+        if (!colon)
+            return false;
+        pre = colon + 1;
+        plen = (size_t)(s + plen - 1 - pre);
+        cut = 1;
+        if (plen == 0)
+            return false;
+    }
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(scan_id_prefixes); i++) {
-        if (strlen(scan_id_prefixes[i].prefix) == plen &&
-            memcmp(s, scan_id_prefixes[i].prefix, plen) == 0) {
-            *id = s + plen;
+        if (strlen(scan_id_prefixes[i].prefix) == plen + cut &&
+            memcmp(pre, scan_id_prefixes[i].prefix, plen) == 0) {
+            *id = s + n - PROC_SCAN_CONTAINER_ID_LEN;
             *runtime = scan_id_prefixes[i].runtime;
             return true;
         }
@@ -307,7 +323,13 @@ int proc_scan_parse_cgroup(const char *text, size_t len, struct proc_cgroup *out
             cpu_len = path_len;
         }
     }
-    if (v2 && !(has_v1 && v2_len == 1 && v2[0] == '/')) {
+    /*
+     * On a hybrid host a v2 path without an id defers to the v1 lines: "/",
+     * or a runtime on the cgroupfs driver that made v1 cgroups only and left
+     * 0:: where its shim was ("/system.slice/containerd.service").
+     */
+    const char *rt = "";
+    if (v2 && (!has_v1 || proc_scan_container_id(v2, v2_len, cg.container_id, &rt))) {
         cg.path = v2;
         cg.path_len = v2_len;
     } else if (systemd) {
@@ -324,7 +346,6 @@ int proc_scan_parse_cgroup(const char *text, size_t len, struct proc_cgroup *out
         cg.path_len = v2_len;
     }
 
-    const char *rt = "";
     if (cg.path && proc_scan_container_id(cg.path, cg.path_len, cg.container_id, &rt)) {
         cg.runtime = rt;
     } else {

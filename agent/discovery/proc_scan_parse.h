@@ -7,14 +7,16 @@
  * file, allocates or keeps state.
  *
  * Container id (see docs/discovery.md): the cgroup path is the "0::" line's
- * (cgroup v2) unless that is "/" and v1 lines exist; then the
- * "name=systemd" line's, else the line whose controllers include "cpu", else
- * the first line's. The id is the right-most path component of the form
- * [prefix]<64 lowercase hex>[.scope] with prefix "", "docker-",
- * "cri-containerd-", "crio-" or "libpod-", searched in the chosen path first,
- * then in the other lines. The runtime comes from the prefix (docker,
- * containerd, cri-o, podman) or, without a prefix, from a "docker" component
- * above the id; otherwise it is unknown ("").
+ * (cgroup v2) unless v1 lines exist and it holds no container id (a hybrid
+ * host); then the "name=systemd" line's, else the line whose controllers
+ * include "cpu", else the first line's. The id is the right-most path
+ * component of the form [prefix]<64 lowercase hex>[.scope] with prefix "",
+ * "docker-", "cri-containerd-", "crio-", "libpod-" or "nerdctl-", or
+ * <slice>:<prefix without '-'>:<64 hex> (a systemd-driver cgroupsPath on the
+ * cgroupfs driver), searched in the chosen path first, then in the other
+ * lines. The runtime comes from the prefix (docker, containerd, cri-o,
+ * podman; nerdctl's is containerd) or, without a prefix, from a "docker"
+ * component above the id; otherwise it is unknown ("").
  *
  * Thread safety: pure functions, reentrant.
  */

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Writes the generated seed inputs of the fuzz targets (seeds/elf_sections,
-seeds/pyversion, seeds/unwind, seeds/pprof_multi and seeds/kube_stream). Deterministic; rerun
+seeds/pyversion, seeds/unwind, seeds/pprof_multi, seeds/kube_stream and the
+seeds/proc_files/cgroup_corpus_* copies of tests/fixtures/cgroup). Deterministic; rerun
 after changing it and commit the output. The proc_maps seeds are text files
 kept by hand."""
 import os
@@ -206,3 +207,21 @@ def kube_stream_seeds():
 
 
 kube_stream_seeds()
+
+
+def cgroup_corpus_seeds():
+    """fuzz_proc_files: byte 0 selects the parser (2: /proc/PID/cgroup), the rest is a whole
+    cgroup file of tests/fixtures/cgroup/ (test_cgroup_corpus checks that the copies are current).
+    Copies of fixtures that are gone are removed."""
+    fixtures = os.path.join(HERE, "..", "fixtures", "cgroup")
+    seeds = os.path.join(HERE, "seeds", "proc_files")
+    names = sorted(f for f in os.listdir(fixtures) if f.endswith(".txt"))
+    for f in os.listdir(seeds):
+        if f.startswith("cgroup_corpus_") and f[len("cgroup_corpus_"):] not in names:
+            os.remove(os.path.join(seeds, f))
+    for name in names:
+        with open(os.path.join(fixtures, name), "rb") as f:
+            write("proc_files", "cgroup_corpus_" + name, b"\x02" + f.read())
+
+
+cgroup_corpus_seeds()

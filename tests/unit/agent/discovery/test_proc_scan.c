@@ -402,8 +402,21 @@ static void test_proc_scan__cgroup_container_ids(void **state)
                  "/user.slice/user-1000.slice/session-3.scope", "", "");
     check_cgroup("0::/\n", "/", "", "");
     check_cgroup("0::/system.slice/dockerd.service\n", "/system.slice/dockerd.service", "", "");
+    /* nerdctl on the systemd driver */
+    check_cgroup("0::/system.slice/nerdctl-" ID_A ".scope\n",
+                 "/system.slice/nerdctl-" ID_A ".scope", ID_A, "containerd");
+    /* a systemd-driver cgroupsPath ("slice:prefix:name") taken literally by the cgroupfs driver */
+    check_cgroup("0::/kubepods-besteffort-pod1_2.slice:cri-containerd:" ID_B "\n",
+                 "/kubepods-besteffort-pod1_2.slice:cri-containerd:" ID_B, ID_B, "containerd");
+    check_cgroup("0::/s.slice:crio:" ID_A "\n", "/s.slice:crio:" ID_A, ID_A, "cri-o");
+    check_cgroup("0:::docker:" ID_A "\n", ":docker:" ID_A, ID_A, "docker");
     /* near misses */
     check_cgroup("0::/crio-conmon-" ID_A ".scope\n", "/crio-conmon-" ID_A ".scope", "", "");
+    check_cgroup("0::/machine.slice/libpod-conmon-" ID_A ".scope\n",
+                 "/machine.slice/libpod-conmon-" ID_A ".scope", "", "");
+    check_cgroup("0::/s.slice:containerd:" ID_A "\n", "/s.slice:containerd:" ID_A, "", "");
+    check_cgroup("0::/s.slice::" ID_A "\n", "/s.slice::" ID_A, "", "");
+    check_cgroup("0::/crio:" ID_A "\n", "/crio:" ID_A, "", "");
     check_cgroup("0::/docker/" ID_A "0\n", "/docker/" ID_A "0", "", "");
     check_cgroup("0::/docker/0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef\n",
                  "/docker/0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", "",
@@ -431,6 +444,11 @@ static void test_proc_scan__cgroup_v1(void **state)
     /* hybrid: a real v2 path wins over v1 lines */
     check_cgroup("1:name=systemd:/user.slice\n0::/system.slice/docker-" ID_B ".scope\n",
                  "/system.slice/docker-" ID_B ".scope", ID_B, "docker");
+    /* hybrid: a v2 path without an id defers to v1 (cgroupfs driver, 0:: left at the shim's) */
+    check_cgroup("2:cpu,cpuacct:/docker/" ID_A "\n1:name=systemd:/docker/" ID_A
+                 "\n0::/system.slice/containerd.service\n",
+                 "/docker/" ID_A, ID_A, "docker");
+    check_cgroup("2:cpu:/\n1:name=systemd:/init.scope\n0::/init.scope\n", "/init.scope", "", "");
     /* malformed lines are skipped; a path may contain ':'; no final newline */
     check_cgroup("junk\nx:cpu:/nope\n3:cpu:/a:b", "/a:b", "", "");
     struct proc_cgroup cg;
