@@ -16,21 +16,23 @@
 #define CAP_BIT_CHECKPOINT_RESTORE 40u
 
 const struct privilege privileges[] = {
-    {CAP_BIT_SYS_PTRACE, "CAP_SYS_PTRACE", PRIVILEGE_REQUIRED,
+    {"CAP_SYS_PTRACE",
      "read a target's memory (process_vm_readv) and its /proc/PID/maps, root, exe and cwd",
      "processes of other users, and under a container runtime's default seccomp profile every "
-     "process, are listed unreadable (\"needs root or CAP_SYS_PTRACE\")"},
-    {CAP_BIT_CHECKPOINT_RESTORE, "CAP_CHECKPOINT_RESTORE", PRIVILEGE_RECOMMENDED,
-     "open mapped files through /proc/PID/map_files (Linux 5.9+)",
+     "process, are listed unreadable (\"needs root or CAP_SYS_PTRACE\")",
+     CAP_BIT_SYS_PTRACE, PRIVILEGE_REQUIRED},
+    {"CAP_CHECKPOINT_RESTORE", "open mapped files through /proc/PID/map_files (Linux 5.9+)",
      "files are opened through /proc/PID/root instead; an interpreter deleted or replaced on disk "
-     "since the target started (an upgrade in place) cannot be read"},
-    {CAP_BIT_SYS_ADMIN, "CAP_SYS_ADMIN", PRIVILEGE_OPTIONAL,
+     "since the target started (an upgrade in place) cannot be read",
+     CAP_BIT_CHECKPOINT_RESTORE, PRIVILEGE_RECOMMENDED},
+    {"CAP_SYS_ADMIN",
      "/proc/PID/map_files before Linux 5.9 (never needed otherwise; not granted by default)",
-     "as without CAP_CHECKPOINT_RESTORE"},
-    {CAP_BIT_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", PRIVILEGE_OPTIONAL,
+     "as without CAP_CHECKPOINT_RESTORE", CAP_BIT_SYS_ADMIN, PRIVILEGE_OPTIONAL},
+    {"CAP_DAC_READ_SEARCH",
      "walk /proc/PID/map_files of a target running as another user, and read interpreter files "
      "root may not read (not granted by default)",
-     "such files are opened through /proc/PID/root, which needs only CAP_SYS_PTRACE"},
+     "such files are opened through /proc/PID/root, which needs only CAP_SYS_PTRACE",
+     CAP_BIT_DAC_READ_SEARCH, PRIVILEGE_OPTIONAL},
 };
 const size_t privileges_count = PYPROFD_ARRAY_SIZE(privileges);
 

@@ -26,11 +26,11 @@ enum privilege_need {
 
 /** One capability pyprofd may use. */
 struct privilege {
-    unsigned bit;     /* capability number (linux/capability.h) */
-    const char *name; /* "CAP_SYS_PTRACE" */
-    enum privilege_need need;
+    const char *name;    /* "CAP_SYS_PTRACE" */
     const char *enables; /* what it is used for */
     const char *without; /* what fails without it */
+    unsigned bit;        /* capability number (linux/capability.h) */
+    enum privilege_need need;
 };
 
 extern const struct privilege privileges[];
