@@ -46,11 +46,13 @@ PACKAGES=(
 	debian-archive-keyring
 	# container image and real-container tests (deploy/container/rootfs.sh,
 	# tests/containers/): the image's filesystem without a container engine,
-	# packed as an OCI layout and run with runc
+	# packed as an OCI layout and run with runc. Docker's default seccomp
+	# profile is not a package here: scripts/seccomp-profile.sh takes it out of
+	# golang-github-docker-docker-dev's .deb (apt-get download) into the cache,
+	# as installing that package would pull some 250 Go source packages
 	mmdebstrap
 	umoci
 	runc
-	golang-github-docker-docker-dev # Docker's default seccomp profile (profiles/seccomp/default.json), translated for runc at test time
 )
 
 prog=bootstrap

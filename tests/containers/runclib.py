@@ -9,8 +9,9 @@ noNewPrivileges, which namespaces are new, joined or the host's, the cgroup
 path, extra mounts, and a seccomp profile.
 
 The seccomp profile is the container runtime's default: Docker's
-profiles/seccomp/default.json (Debian's golang-github-docker-docker-dev,
-installed by scripts/bootstrap.sh; never copied into the tree), translated
+profiles/seccomp/default.json (from Debian's golang-github-docker-docker-dev,
+whose .deb scripts/seccomp-profile.sh fetches with apt and extracts into the
+cache, without installing it; never copied into the tree), translated
 into OCI linux.seccomp for the capability set in use, as the runtime does:
 a rule whose includes name a capability the container lacks, or whose
 excludes name one it has, is left out (also by architecture and kernel).
@@ -33,7 +34,8 @@ import time
 
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
 STATE_ROOT = "/run/pyprofd-test-runc"
-DOCKER_SECCOMP = "/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json"
+SECCOMP_PROFILE_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                  "scripts", "seccomp-profile.sh")
 ID_PREFIX = "pyprofd-test"
 
 # The capabilities containerd and Docker give a container by default (an
@@ -58,10 +60,31 @@ def missing():
     for tool in ("umoci", "mmdebstrap"):
         if not shutil.which(tool):
             return f"no {tool}: install {tool} (scripts/bootstrap.sh)"
-    if not os.path.exists(DOCKER_SECCOMP):
-        return (f"no {DOCKER_SECCOMP}: install golang-github-docker-docker-dev "
-                "(scripts/bootstrap.sh)")
+    try:
+        docker_seccomp_path()
+    except RuntimeError as e:
+        return str(e)
     return None
+
+
+_seccomp_path = None
+
+
+def docker_seccomp_path():
+    """The path of Docker's default seccomp profile, from
+    scripts/seccomp-profile.sh (which fetches it the first time); raises
+    RuntimeError with the script's own message when it cannot."""
+    global _seccomp_path  # pylint: disable=global-statement
+    if _seccomp_path is None:
+        out = subprocess.run([SECCOMP_PROFILE_SH], capture_output=True, text=True, timeout=300,
+                             check=False)
+        sys.stderr.write(out.stderr)
+        if out.returncode != 0 or not out.stdout.strip():
+            raise RuntimeError("no Docker default seccomp profile: scripts/seccomp-profile.sh: "
+                               f"exit {out.returncode}: "
+                               f"{(out.stderr.strip().splitlines() or ['?'])[-1]}")
+        _seccomp_path = out.stdout.strip()
+    return _seccomp_path
 
 
 def hex_id():
@@ -83,9 +106,10 @@ def _kernel():
     return tuple(int(p) for p in parts[:2] if p.isdigit())
 
 
-def docker_seccomp(caps, path=DOCKER_SECCOMP):
-    """Docker's default profile as OCI linux.seccomp for capability set @caps."""
-    with open(path) as f:
+def docker_seccomp(caps, path=None):
+    """Docker's default profile (@path, or docker_seccomp_path()) as OCI
+    linux.seccomp for capability set @caps."""
+    with open(path or docker_seccomp_path()) as f:
         prof = json.load(f)
     goarch = _GOARCH.get(platform.machine(), platform.machine())
     native = _SECCOMP_ARCH[goarch]

@@ -54,9 +54,10 @@ Steps (one scenario, livelib.Scenario; each reported with its time):
                            host carries those labels and the app's function
     cleanup                every container deleted, every cgroup it made gone
 
-Needs root, runc, umoci, mmdebstrap, golang-go and
-golang-github-docker-docker-dev (scripts/bootstrap.sh), and the forky rootfs
-(scripts/python-rootfs.sh); without one it exits 77 (skipped) saying which.
+Needs root, runc, umoci, mmdebstrap and golang-go (scripts/bootstrap.sh),
+Docker's default seccomp profile (scripts/seccomp-profile.sh fetches it with
+apt the first time), and the forky rootfs (scripts/python-rootfs.sh); without
+one it exits 77 (skipped) saying which.
 Run by ctest as test_containers (label integration), or by hand:
     /usr/bin/python3 tests/containers/test_containers.py [-v]
 """
