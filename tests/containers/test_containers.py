@@ -56,8 +56,9 @@ Steps (one scenario, livelib.Scenario; each reported with its time):
 
 Needs root, runc, umoci, mmdebstrap and golang-go (scripts/bootstrap.sh),
 Docker's default seccomp profile (scripts/seccomp-profile.sh fetches it with
-apt the first time), and the forky rootfs (scripts/python-rootfs.sh); without
-one it exits 77 (skipped) saying which.
+apt the first time: a failure to fetch it fails the test), and the forky
+rootfs (scripts/python-rootfs.sh); without root or a tool it exits 77
+(skipped) saying which.
 Run by ctest as test_containers (label integration), or by hand:
     /usr/bin/python3 tests/containers/test_containers.py [-v]
 """
