@@ -56,18 +56,30 @@ Steps (one agent, in order; livelib.Scenario):
     profile      GET /debug/pprof/profile?seconds=2: every sample of each
                  target carries exactly that target's labels (decoded here),
                  and `go tool pprof -tagfocus=pod=...` picks one target's samples
-    modified     plain's pod gets a label (MODIFIED): its target's labels
-                 follow within two refreshes
+    modified     plain's pod changes where no label shows (a condition's
+                 time): its target is not judged again; then it gets a label
+                 (MODIFIED): its target's labels follow within two refreshes
     deleted      plain's pod is DELETED: the agent's pod count drops, the
                  container id stays (grace), and the target keeps its labels.
                  The grace (60 s) is not configurable in the agent (struct
                  kube_opts has grace_ns, sampler/podmeta.c never sets it and
                  the config has no key), so its end is not waited for here
+    reload       a reload that keeps discovery.kubernetes as it was keeps the
+                 client (no new list); server.show_sensitive_labels shows the
+                 annotation's value; every target is judged again, plain still
+                 labelled from its pod in grace
 
-and on its own (Misconfigured): discovery.kubernetes.enabled with no
-api_server and no KUBERNETES_SERVICE_HOST in the agent's environment: the
-agent samples all the same (no pod labels), /targets' kubernetes object
-says why, pyprofd_kubernetes_up is 0, and the problem is logged once.
+and on their own, each with its own agent:
+
+    UnknownCa      the server's certificate is not from tls_config.ca_file:
+                   sampling without pod labels, last_error names the URL, up
+                   0, no list reached the server; a reload with the right CA
+                   starts the client again and the pod's labels come
+    Misconfigured  discovery.kubernetes.enabled with no api_server and no
+                   KUBERNETES_SERVICE_HOST in the agent's environment: the
+                   agent samples all the same (no pod labels), /targets'
+                   kubernetes object says why, pyprofd_kubernetes_up is 0, and
+                   the problem is logged once
 
 Root (cgroups, chroot), the rootfs, go, promtool and openssl are needed
 (else exit 77). Run by ctest as test_agent_pods (label integration), or by
@@ -453,9 +465,9 @@ class AgentPods(livelib.Scenario):
             other["spec"]["nodeName"] = OTHER
             cls.server.add_pod(other)
             cls.targets = start_targets(cls.tmp, cls.cgroups, ROLES)
-            for role, t in cls.targets.items():
-                line = [x for x in cgroup_lines(t.pid) if x.startswith(cls.cgroups.prefix)]
-                livelib.note(f"{role}: pid {t.pid}, {line}")
+            cls.placed = {role: [x for x in cgroup_lines(t.pid)
+                                 if x.startswith(cls.cgroups.prefix)]
+                          for role, t in cls.targets.items()}
             kube = f"""\
     enabled: true
     api_server: {cls.server.url}
@@ -530,6 +542,8 @@ class AgentPods(livelib.Scenario):
     # --- steps
 
     def step_pods(self):
+        for role, t in self.targets.items():
+            livelib.note(f"{role}: pid {t.pid}, {self.placed[role]}")
         if self.relabels("cart"):  # a scan before the first list: cart was in job all
             livelib.note(f"cart labelled again at the first list: {self.relabels('cart')}")
         want = {"cart": self.pod_labels("cart", service_name="shop-cart"),
@@ -722,6 +736,81 @@ class AgentPods(livelib.Scenario):
         self.assertEqual(self.agent.metric("pyprofd_config_last_reload_successful"), 1)
         self.assertEqual(len(self.server.requests("list")), lists)  # the same client
         self.assertEqual(self.agent.metric("pyprofd_kubernetes_up"), 1)
+
+
+class UnknownCa(unittest.TestCase):
+    def test_unknown_ca_then_fixed(self):
+        """an API server whose certificate the configured CA did not sign: the
+        agent samples without pod labels, /targets says why, up 0; a reload
+        with the right CA restarts the client and the pod's labels come"""
+        tmp = os.path.join(livelib.scratch(), "unknown-ca")
+        os.makedirs(tmp)
+        certs = fake.make_certs(os.path.join(tmp, "api-certs"))
+        wrong = fake.make_certs(os.path.join(tmp, "other-ca"), name="someone-else")
+        token_file = os.path.join(tmp, "token")
+        with open(token_file, "w") as f:
+            f.write(API_TOKEN)
+        cgroups = KubeCgroups(TOKEN + "ca")
+        server = fake.FakeApiServer(certs, token=API_TOKEN).start()
+        agent = None
+        targets = {}
+        try:
+            server.add_pod(pod_of("cart"))
+            targets = start_targets(tmp, cgroups, ("cart",))
+            pid = targets["cart"].pid
+
+            def kube(ca):
+                return (f"    enabled: true\n    api_server: {server.url}\n"
+                        f"    node_name: {NODE}\n    bearer_token_file: {token_file}\n"
+                        f"    tls_config:\n      ca_file: {ca}")
+            agent = livelib.Agent(tmp, "agent", agent_config(kube(wrong["ca"]))).wait_http()
+            e = agent.wait_state(pid, "active", 10)
+            self.assertEqual(e["labels"], {"job": "all", "service_name": f"{TOKEN}_cart"})
+            self.assertEqual(e["container_id"], cid_of("cart"))
+            self.assertEqual(kube_meta(e), {}, e)
+            deadline = time.monotonic() + 10
+            k = None
+            while time.monotonic() < deadline:
+                k = json.loads(agent.get("/targets")[1])["kubernetes"]
+                if k.get("last_error"):
+                    break
+                time.sleep(0.1)
+            livelib.note(f"last_error with an unknown CA: {k.get('last_error')!r}")
+            self.assertEqual({x: k.get(x) for x in ("running", "synced", "pods", "problem")},
+                             {"running": True, "synced": False, "pods": 0, "problem": None}, k)
+            self.assertIn(server.url, k["last_error"])
+            text = agent.metrics()
+            self.assertEqual(agent.metric("pyprofd_kubernetes_up", text), 0)
+            self.assertGreaterEqual(
+                agent.metric('pyprofd_kubernetes_requests_total{outcome="transport"}', text), 1)
+            self.assertEqual(agent.metric('pyprofd_kubernetes_requests_total{outcome="ok"}',
+                                          text), 0)
+            self.assertEqual(server.requests("list"), [])  # refused at the handshake
+            # the right CA: the client is started again with it
+            mark = len(agent.log())
+            with open(agent.config, "w") as f:
+                f.write(agent_config(kube(certs["ca"])).replace("{port}", str(agent.port)))
+            agent.proc.send_signal(signal.SIGHUP)
+            want = {"job": "pods", "namespace": NS, "pod": f"cart-{TOKEN}", "container": "cart",
+                    "node": NODE, "app": "cart", "app_kubernetes_io_version": "1.4.2",
+                    "service_name": "shop-cart"}
+            started = time.monotonic()
+            e = agent.wait_for(pid, lambda e: e is not None and e["state"] == "active" and
+                               e["labels"] == want, 10, "labelled from its pod")
+            livelib.within(self, "labelled after the reload (s)", time.monotonic() - started,
+                           None, RELABEL_S + 1)
+            self.assertEqual(kube_meta(e), expected_meta("cart", pod_of("cart")))
+            self.assertEqual(agent.metric("pyprofd_kubernetes_up"), 1)
+            self.assertEqual(agent.log()[mark:].count("discovery.kubernetes: watching the pods"),
+                             1, agent.log()[mark:])
+        finally:
+            if agent is not None:
+                self.assertEqual(agent.stop(), 0, agent.log())
+            for t in targets.values():
+                t.stop()
+            server.stop()
+            cgroups.release()
+            self.assertEqual(cgroups.leftovers(), [])
 
 
 class Misconfigured(unittest.TestCase):
