@@ -4,7 +4,7 @@
 `pyprofd agent` (livelib.BINARY) runs with discovery.kubernetes pointed at
 fake_apiserver.py on loopback HTTPS (api_server, node_name,
 bearer_token_file, tls_config.ca_file in its config; a 1 s refresh). Its
-targets are hotspot.py under CPython 3.14 from the test rootfs (chroot), each
+targets are hotspot.py under CPython 3.14 from the test rootfs, each
 but one moved into a Kubernetes-shaped cgroup (cgroupfs driver):
 
     <cgroup2 mount>/pyprofd-kube-<token>/kubepods/burstable/pod<uid>/<64 hex>
@@ -17,7 +17,8 @@ removed again (the process moved back out first), also when a test fails or
 the run is interrupted (the targets' stop functions do it, and livelib stops
 every target on the way out).
 
-Targets (file <token>_<role>.py; pods in namespace shop on node-a):
+Targets (file <token>_<role>.py; pods in namespace shop on node-a; plain runs
+as PID 1 of its own PID and mount namespaces, the others chroot'ed):
 
     cart     pod cart-<token> (ReplicaSet, app=cart, pod-template-hash,
              annotation pyroscope.io/service_name=shop-cart, an envoy
@@ -116,6 +117,9 @@ API_TOKEN = f"api-token-{TOKEN}"
 M = "__meta_kubernetes_"
 ROLES = ("cart", "plain", "early", "orphan", "host")
 HOT = {"cart": "alpha", "plain": "beta", "early": "gamma", "orphan": "alpha", "host": "beta"}
+# plain runs as PID 1 of its own PID and mount namespaces, as in a pod; the others chroot'ed
+MODE = {"cart": "chroot", "plain": "container", "early": "chroot", "orphan": "chroot",
+        "host": "chroot"}
 
 
 # --- cgroups ----------------------------------------------------------------------
@@ -220,6 +224,18 @@ class KubeCgroups:
 
     def leftovers(self):
         return [d for d in self.made if os.path.isdir(d)]
+
+
+def ns_tids(pid):
+    """The thread ids of @pid as its own PID namespace numbers them (the last
+    NSpid of each task: what pprof's thread_id label holds)."""
+    out = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    out.add(int(line.split()[-1]))
+    return out
 
 
 # --- profiles ---------------------------------------------------------------------
@@ -415,7 +431,7 @@ def start_targets(tmp, cgroups, roles):
         with open(os.path.join(livelib.TARGETS_DIR, "hotspot.py")) as src, \
                 open(path, "w") as dst:
             dst.write(src.read())
-        t = livelib.start_target(tmp, path, "3.14", "chroot", "--which", HOT[role])
+        t = livelib.start_target(tmp, path, "3.14", MODE[role], "--which", HOT[role])
         if role == "host":
             return role, t
 
@@ -530,7 +546,8 @@ class AgentPods(livelib.Scenario):
         self.assertEqual(entry["state"], "active", entry)
         self.assertEqual(entry["job"], "pods", entry)
         self.assertEqual(entry["container_id"], cid_of(role), entry)
-        self.assertEqual(entry["nspid"], t.pid, entry)  # chroot: no PID namespace
+        # the PID in its own PID namespace: 1 in a container, the pid without one
+        self.assertEqual(entry["nspid"], 1 if MODE[role] == "container" else t.pid, entry)
         d = entry["discovered_labels"]
         self.assertEqual(d["__container_id__"], cid_of(role))
         self.assertEqual(d["__meta_process_cgroup_path"],
@@ -635,12 +652,12 @@ class AgentPods(livelib.Scenario):
             f.write(body)
         sets = profile_label_sets(body)
         role_of = {frozenset(self.entry(role)["labels"].items()): role for role in ROLES}
-        tids = {role: {int(x) for x in os.listdir(f"/proc/{self.targets[role].pid}/task")}
-                for role in ROLES}
+        tids = {role: ns_tids(self.targets[role].pid) for role in ROLES}
         got = collections.Counter()
         for labels, n in sets.items():
             d = dict(labels)
-            # the target's labels, and the thread's (thread_id numeric, thread_name)
+            # the target's labels, and the thread's (thread_id numeric, in the
+            # target's PID namespace; thread_name)
             thread = {k: d.pop(k, None) for k in ("thread_id", "thread_name")}
             role = role_of.get(frozenset(d.items()))
             self.assertIsNotNone(role, f"a sample whose labels are no target's: {dict(labels)}")
