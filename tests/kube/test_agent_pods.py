@@ -97,6 +97,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -151,6 +152,7 @@ class KubeCgroups:
                 break
         self.made = []    # directories made, parents first
         self.placed = {}  # pid -> (its cgroup path relative to the mount, where it came from)
+        self.lock = threading.Lock()  # targets are started (and placed) in parallel
 
     @staticmethod
     def _systemd_prefix():
@@ -183,6 +185,10 @@ class KubeCgroups:
         return None
 
     def place(self, pid, pod_uid, cid):
+        with self.lock:
+            return self._place(pid, pod_uid, cid)
+
+    def _place(self, pid, pod_uid, cid):
         rel = self.path(pod_uid, cid)
         before = self._line(pid)
         d = self.mount
@@ -202,6 +208,10 @@ class KubeCgroups:
     def release(self, pid=None):
         """Moves @pid (None: every process placed) back to the cgroup it came
         from, then removes this run's cgroups that are empty."""
+        with self.lock:
+            self._release(pid)
+
+    def _release(self, pid):
         for p in ([pid] if pid is not None else list(self.placed)):
             entry = self.placed.pop(p, None)
             if entry is None:
@@ -444,7 +454,7 @@ def start_targets(tmp, cgroups, roles):
                 if out.returncode != 0:
                     print(f"warning: run-target.sh stop {pid}: {out.stderr.strip()}",
                           file=sys.stderr)
-                cgroups.release()  # what is empty now (a process placed later than it failed)
+                cgroups.release()  # and whatever else of this run is empty now
         # the same pid: this Target (with its cgroup cleanup) replaces t in livelib's list
         t = livelib.Target(t.name, t.version, t.mode, t.pid, t.log, stop=stop)
         cgroups.place(t.pid, uid_of(pod_of(role)), cid_of(role))
