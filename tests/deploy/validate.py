@@ -85,11 +85,15 @@ def check_config(pyprofd, cfg, scratch):
             argv.append("--config.expand-env")
         argv.append(cfg["config_file"])
         env = dict(cfg["env"])
+        # /proc too: a pod has one, and a sanitizer build needs it (LeakSanitizer
+        # reads /proc/self/task at exit)
         script = ('mount --bind -o ro /usr "$1/usr" && mount --bind -o ro "$2" "$1/pyprofd"'
-                  ' && shift 2 && exec chroot "$@"')
+                  ' && mount -t proc proc "$1/proc" && shift 2 && exec chroot "$@"')
+        sanitizers = {k: v for k, v in os.environ.items()
+                      if k in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS")}
         r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
                             "sh", root, os.path.abspath(pyprofd), root] + argv,
-                           env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **env},
+                           env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **sanitizers, **env},
                            capture_output=True, text=True, timeout=30)
         if r.returncode == 0:
             return []
