@@ -10,6 +10,7 @@
 #                      agent's live test under ThreadSanitizer
 #   make / make build  developer build: build/pyprofd (gcc, -Werror)
 #   make unit          unit tests only, no privileges needed
+#   make kube-tools    the Kubernetes tools rootfs (make test builds it)
 #   make fuzz          run every fuzz target for FUZZ_SECONDS each
 #   make format        reformat; make format-check only checks
 #   make lint          clang-tidy and cppcheck
@@ -22,7 +23,7 @@ FUZZ_SECONDS ?= 60
 SRC_FILES     = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
 LINT_FILES    = $(shell git ls-files -co --exclude-standard -- 'agent/*.c' 'exporters/*.c' 'cli/*.c' 2>/dev/null)
 
-.PHONY: all build bootstrap rootfs test tsan unit demo fuzz format format-check lint clean
+.PHONY: all build bootstrap rootfs kube-tools test tsan unit demo fuzz format format-check lint clean
 
 all: build
 
@@ -36,11 +37,16 @@ build: bootstrap
 rootfs: bootstrap
 	@scripts/python-rootfs.sh >/dev/null
 
+# the Kubernetes tools rootfs (kubectl, kustomize, python3-kubernetes) that
+# tests/deploy and tests/kube check manifests and the API fake against
+kube-tools: bootstrap
+	@scripts/python-rootfs.sh --kube-tools >/dev/null
+
 # CI runs exactly this (.ci/run). The format check and the linters first (they
 # take the gcc -Werror build's compile commands, so both compilers' warnings
 # gate a change), then every label under ASan+UBSan, then ThreadSanitizer on
 # the unit tests and the agent's live test (the threads that share state).
-test: build rootfs
+test: build rootfs kube-tools
 	@$(MAKE) format-check
 	@$(MAKE) lint
 	@cmake --preset asan-ubsan >/dev/null
