@@ -246,7 +246,13 @@ class AsyncTest(unittest.TestCase):
                 self.assertEqual(rest[0], f"{LINES['CHURN_AWAIT']})", s)
                 self.assertRegex(rest[1], r"^<task short-\d+>;short_job \(S:\d+\)", s)
                 tasks += c
-        livelib.within(self, f"churn {version}: samples in a short-N task", tasks, 51, None,
+        # Under a sanitizer the share of walks torn by the churn swings from
+        # 30% to over 90% of 1500 from run to run (CI saw 1370 incomplete and
+        # 27 short-task samples where a quiet machine gives ~500 and ~900), so
+        # there the floor only proves short tasks are caught; the stacks' shape
+        # is checked on every sample above.
+        floor = 20 if pct > 1 else 51
+        livelib.within(self, f"churn {version}: samples in a short-N task", tasks, floor, None,
                        "\n".join(stacks))
 
     def test_churn__3_14(self):
