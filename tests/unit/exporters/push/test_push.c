@@ -774,11 +774,18 @@ static void test_push__max_retries_exhausted(void **state)
         tx->script[i] = result(PUSH_RETRY, "timeout", 0);
     assert_int_equal(push_one(&ex, "web", "cpu", T0, 100), 0);
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 1, 100), 0);
-    for (size_t n = 1; n <= 3; n++) {
+    uint64_t t = atomic_load(&fake_mono);
+    for (size_t n = 1; n <= 3; n++) { /* after the third, the endpoint is still backing off */
         wait_calls(n);
-        advance_to(atomic_load(&fake_mono) + SEC);
+        /* the clock moves only once the sender has taken the failure in and
+         * parked (moving it earlier made its backoff start later: CI saw
+         * the second attempt never come) */
+        assert_int_equal(parked(&ex), t + SEC);
+        t += SEC;
+        advance_to(t);
     }
     wait_calls(4); /* the first is given up after 1 + 2 attempts; the second goes */
+    assert_int_equal(parked(&ex), UINT64_MAX);
     assert_int_equal(tx->calls[2].time_nanos, T0);
     assert_int_equal(tx->calls[3].time_nanos, T0 + 1);
     assert_true(metric("pyprofd_push_dropped_profiles_total{endpoint=\"ep\","
@@ -1052,7 +1059,7 @@ static void test_push__stop_does_not_block_and_sends_until_the_deadline(void **s
     pthread_mutex_lock(&tx->mu);
     tx->until_abort = true;
     pthread_mutex_unlock(&tx->mu);
-    advance_to(atomic_load(&fake_mono) + SEC); /* past the backoff: the retry blocks */
+    advance_to(parked(&ex)); /* past the backoff: the retry blocks */
     wait_entered(tx, 4);
     assert_int_equal(push_one(&ex, "web", "cpu", T0 + 3, 100), 0);
 
@@ -1112,7 +1119,7 @@ static void test_push__reload_keeps_counters_through_the_dispatcher(void **state
     pthread_mutex_lock(&tx->mu);
     tx->until_abort = true;
     pthread_mutex_unlock(&tx->mu);
-    advance_to(atomic_load(&fake_mono) + SEC); /* past the backoff: the retry blocks */
+    advance_to(parked(&old)); /* past the backoff: the retry blocks */
     wait_entered(tx, 4);
     assert_int_equal(push_one(&old, "web", "cpu", T0 + 3, 100), 0);
     assert_true(metric_of(d, "pyprofd_push_profiles_total{endpoint=\"ep\"}") == 2);
