@@ -18,6 +18,9 @@ Subcommands (each prints to stdout; errors go to stderr with exit status 1):
   agent-row BEFORE AFTER K=V... one TSV row (see COLUMNS) from two snapshots
   record-row RUSAGE LOG K=V...  one TSV row from a `pyprofd record` run
   fleet-summary TSV             medians per binary and ratio B/A, as tables
+  slowdown-summary TSV          bench/slowdown.sh's windows: throughput ratio
+                                to the median alone window, per condition
+  cpu-pct RUSAGE                CPU of a `rusage` run, % of one core over its wall time
   cpus LIST                     a CPU list (0-1,3) expanded, one per line
 
 K=V fill the columns that the measurement does not give (label, binary,
@@ -277,6 +280,46 @@ def cmd_fleet_summary(path):
     return 0
 
 
+def cmd_slowdown_summary(path):
+    rows = []
+    with open(path) as f:
+        head = f.readline().lstrip("#").rstrip("\n").split("\t")
+        for line in f:
+            if line.strip():
+                rows.append(dict(zip(head, line.rstrip("\n").split("\t"))))
+    alone = [float(r["calls_per_s"]) for r in rows if r["condition"] == "alone"]
+    if not alone:
+        die("no alone window")
+    base = statistics.median(alone)
+    # Calls per second of the target's own CPU time: what remains of the
+    # slowdown once preemption and waiting for a CPU are taken out (cache and
+    # TLB pollution, the sampler's reads).
+    for r in rows:
+        cpu = float(r["target_cpu_pct"]) / 100
+        r["calls_per_cpu_s"] = float(r["calls_per_s"]) / cpu if cpu > 0 else float("nan")
+    base_cpu = statistics.median(r["calls_per_cpu_s"] for r in rows if r["condition"] == "alone")
+    print(f"throughput alone: median {base:,.0f} calls/s over {len(alone)} windows "
+          f"(min {min(alone) / base:.3f}, max {max(alone) / base:.3f} of the median)")
+    print(f"{'condition':<10} {'rate Hz':>8} {'windows':>7} {'ratio med':>9} {'min':>6} {'max':>6} "
+          f"{'target CPU%':>11} {'invol cs/s':>10} {'vol cs/s':>9} {'sampler CPU%':>12} "
+          f"{'achieved Hz':>11} {'per CPU s ratio':>15}")
+    keys = []
+    for r in rows:
+        k = (r["condition"], r["rate"])
+        if k not in keys:
+            keys.append(k)
+    keys.sort(key=lambda k: (k[1] != "-", int(k[1]) if k[1] != "-" else 0, k[0]))
+    for cond, rate in keys:
+        sub = [r for r in rows if (r["condition"], r["rate"]) == (cond, rate)]
+        ratios = [float(r["calls_per_s"]) / base for r in sub]
+        print(f"{cond:<10} {rate:>8} {len(sub):>7} {statistics.median(ratios):>9.3f} "
+              f"{min(ratios):>6.3f} {max(ratios):>6.3f} {show(med(sub, 'target_cpu_pct')):>11} "
+              f"{show(med(sub, 'target_ivcs_per_s'), 0):>10} {show(med(sub, 'target_vcs_per_s'), 0):>9} "
+              f"{show(med(sub, 'sampler_cpu_pct')):>12} {show(med(sub, 'sampler_hz'), 0):>11} "
+              f"{statistics.median(r['calls_per_cpu_s'] for r in sub) / base_cpu:>15.3f}")
+    return 0
+
+
 def cmd_cpus(spec):
     out = set()
     for part in spec.split(","):
@@ -303,6 +346,12 @@ def main(argv):
         return cmd_record_row(args[0], args[1], kv(args[2:]))
     if sub == "fleet-summary" and len(args) == 1:
         return cmd_fleet_summary(args[0])
+    if sub == "slowdown-summary" and len(args) == 1:
+        return cmd_slowdown_summary(args[0])
+    if sub == "cpu-pct" and len(args) == 1:
+        ru = json.load(open(args[0]))
+        print(f"{100 * (ru['user'] + ru['sys']) / ru['wall']:.2f}")
+        return 0
     if sub == "cpus" and len(args) == 1:
         return cmd_cpus(args[0])
     die(f"bad arguments for {sub}: {' '.join(args)}")
