@@ -25,7 +25,7 @@ usage() {
 usage: bench/agent_targets.sh [-n LIST] [-r HZ] [-d SECONDS] [-c CYCLES]
                               [--pyprofd PATH] [--pyprofd-b PATH] [--budget FRACTION]
                               [--no-decomposition] [--decomposition-python 3.X]
-                              [--agent-cpu LIST] [--target-cpus LIST] [--tsv FILE]
+                              [--agent-cpu LIST] [--target-cpus LIST] [--nice N] [--tsv FILE]
 
 For each target count in LIST (smallest first; targets are added, never
 restarted), run the agent for a warm-up until every target is active plus
@@ -48,7 +48,7 @@ every run as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
 
   -n LIST                  target counts, comma-separated (default: 50,100,200)
   -r HZ                    sampling rate of every target (default: 100)
-  -d SECONDS               measurement per run (default: 10)
+  -d SECONDS               measurement per run (default: 5)
   -c CYCLES                runs per binary and configuration (default: 3)
   --pyprofd PATH           binary A (default: build-release/pyprofd, built if
                            missing)
@@ -59,6 +59,9 @@ every run as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
   --decomposition-python V CPython of the one target (default: 3.15)
   --agent-cpu LIST         pin the agent and record (taskset -c LIST)
   --target-cpus LIST       pin the targets (taskset -c LIST)
+  --nice N                 run the agent, record and the targets at niceness N
+                           (e.g. -10: on a shared machine, other users' nice-0
+                           builds then take little of their CPU; default: 0)
   --tsv FILE               also write the TSV (with a header line) to FILE
 
 Unpinned (the default), the agent and the targets share every CPU. Needs root
@@ -72,12 +75,12 @@ die() {
 	exit 1
 }
 
-sizes=50,100,200 rate=100 duration=10 cycles=3 budget='' decomp=1 decomp_python=3.15
-pyprofd_a='' pyprofd_b='' agent_cpus='' target_cpus='' tsv_out=''
+sizes=50,100,200 rate=100 duration=5 cycles=3 budget='' decomp=1 decomp_python=3.15
+pyprofd_a='' pyprofd_b='' agent_cpus='' target_cpus='' tsv_out='' niceness=0
 while (($#)); do
 	case $1 in
 	-n | -r | -d | -c | --pyprofd | --pyprofd-b | --budget | --decomposition-python | \
-		--agent-cpu | --target-cpus | --tsv)
+		--agent-cpu | --target-cpus | --nice | --tsv)
 		(($# >= 2)) || die "option $1 needs a value"
 		case $1 in
 		-n) sizes=$2 ;;
@@ -90,6 +93,7 @@ while (($#)); do
 		--decomposition-python) decomp_python=$2 ;;
 		--agent-cpu) agent_cpus=$2 ;;
 		--target-cpus) target_cpus=$2 ;;
+		--nice) niceness=$2 ;;
 		--tsv) tsv_out=$2 ;;
 		esac
 		shift 2
@@ -103,6 +107,7 @@ done
 [[ $rate =~ ^[1-9][0-9]*$ ]] || die "bad -r $rate: want Hz, a whole number"
 [[ $duration =~ ^[1-9][0-9]*$ ]] || die "bad -d $duration: want whole seconds"
 [[ $cycles =~ ^[1-9][0-9]*$ ]] || die "bad -c $cycles"
+[[ $niceness =~ ^-?[0-9]+$ ]] || die "bad --nice $niceness"
 [[ -z $budget || $budget =~ ^0?\.[0-9]+$ ]] || die "bad --budget $budget: want a fraction like 0.02"
 case $decomp_python in 3.13 | 3.14 | 3.15) ;; *) die "bad --decomposition-python $decomp_python" ;; esac
 ((EUID == 0)) || die "needs root"
@@ -129,16 +134,16 @@ mapfile -t size_list < <(printf '%s\n' "${size_list[@]}" | sort -n)
 n_max=${size_list[-1]}
 
 # CPU placement.
-agent_pin=() target_pin=()
 all_cpus="0-$(($(nproc) - 1))"
-[[ -n $agent_cpus ]] && agent_pin=(taskset -c "$agent_cpus")
-[[ -n $target_cpus ]] && target_pin=(taskset -c "$target_cpus")
+agent_pin=(nice -n "$niceness" taskset -c "${agent_cpus:-$all_cpus}")
+target_pin=(nice -n "$niceness" taskset -c "${target_cpus:-$all_cpus}")
 if [[ -n $(comm -12 <("$py" "$lib" cpus "${agent_cpus:-$all_cpus}" | sort) \
 	<("$py" "$lib" cpus "${target_cpus:-$all_cpus}" | sort)) ]]; then
 	placement="agent ${agent_cpus:-$all_cpus} targets ${target_cpus:-$all_cpus}: shared"
 else
 	placement="agent $agent_cpus targets $target_cpus: separate"
 fi
+placement+=", nice $niceness"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/pyprofd-bench.XXXXXX")
 tsv=$work/runs.tsv
@@ -171,17 +176,17 @@ token=bench$$
 cp "$repo_dir/tests/targets/sleepy.py" "$work/${token}_sleepy.py"
 cp "$repo_dir/tests/targets/sleepy.py" "$work/${token}_one.py"
 
-# start_targets COUNT FILE: COUNT more targets of FILE, ten at a time,
+# start_targets COUNT FILE: COUNT more targets of FILE, twenty at a time,
 # CPython versions in turn.
 versions=(3.13 3.14 3.15)
 start_targets() {
-	local count=$1 file=$2 i k batch=()
+	local count=$1 file=$2 i k batch=() t0=$SECONDS
 	for ((i = 0; i < count; i++)); do
 		k=${#pids[@]}
 		"${target_pin[@]}" "$run_target" start --python "${versions[(k + i) % ${#versions[@]}]}" "$file" \
 			>"$work/pid.$i" &
 		batch+=($!)
-		if ((${#batch[@]} == 10 || i == count - 1)); then
+		if ((${#batch[@]} == 20 || i == count - 1)); then
 			wait "${batch[@]}" || die "a target did not start"
 			batch=()
 			printf '.' >&2
@@ -190,7 +195,7 @@ start_targets() {
 	for ((i = 0; i < count; i++)); do
 		pids+=("$(<"$work/pid.$i")")
 	done
-	printf '\n' >&2
+	printf ' %d s\n' "$((SECONDS - t0))" >&2
 }
 
 port=$((20000 + RANDOM % 20000))

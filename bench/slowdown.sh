@@ -25,7 +25,7 @@ usage() {
 	cat <<EOF
 usage: bench/slowdown.sh [-d SECONDS] [-c CYCLES] [--rates "100 10000"] [--depth N]
                          [--pyprofd PATH] [--pyprofd-b PATH] [--no-tachyon]
-                         [--cpus LIST] [--sampler-cpus LIST] [--tsv FILE]
+                         [--cpus LIST] [--sampler-cpus LIST] [--nice N] [--tsv FILE]
 
 Starts bench/targets/cpubound.py under CPython $python (container mode, as
 bench/compare_tachyon.sh does, so that Tachyon can join its namespaces), then
@@ -64,6 +64,9 @@ TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
                       both can use both cores, as a pod's sidecar would)
       --sampler-cpus LIST  the sampler's CPUs instead (e.g. --cpus 0
                       --sampler-cpus 1: the sampler on another CPU)
+      --nice N        run the target and the samplers at niceness N (e.g.
+                      -10: on a shared machine, other users' nice-0 builds
+                      then take little of their CPU; default: 0)
       --tsv FILE      also write the TSV (with a header line) to FILE
   -h, --help          show this help
 
@@ -79,10 +82,10 @@ die() {
 }
 
 duration=5 cycles=3 rates="100 10000" depth=10 pyprofd_a=$repo_dir/build-release/pyprofd pyprofd_b=''
-tachyon=1 cpus='' sampler_cpus='' tsv_out=''
+tachyon=1 cpus='' sampler_cpus='' tsv_out='' niceness=0
 while (($#)); do
 	case $1 in
-	-d | -c | --rates | --depth | --pyprofd | --pyprofd-b | --cpus | --sampler-cpus | --tsv)
+	-d | -c | --rates | --depth | --pyprofd | --pyprofd-b | --cpus | --sampler-cpus | --nice | --tsv)
 		(($# >= 2)) || die "option $1 needs a value"
 		case $1 in
 		-d) duration=$2 ;;
@@ -93,6 +96,7 @@ while (($#)); do
 		--pyprofd-b) pyprofd_b=$2 ;;
 		--cpus) cpus=$2 ;;
 		--sampler-cpus) sampler_cpus=$2 ;;
+		--nice) niceness=$2 ;;
 		--tsv) tsv_out=$2 ;;
 		esac
 		shift 2
@@ -104,6 +108,7 @@ while (($#)); do
 done
 [[ $duration =~ ^[1-9][0-9]*$ ]] || die "bad -d $duration: want whole seconds"
 [[ $cycles =~ ^[1-9][0-9]*$ ]] || die "bad -c $cycles"
+[[ $niceness =~ ^-?[0-9]+$ ]] || die "bad --nice $niceness"
 if ! [[ $depth =~ ^[0-9]+$ ]] || ((depth < 5)); then die "bad --depth $depth: want at least 5"; fi
 for r in $rates; do
 	[[ $r =~ ^[1-9][0-9]*$ ]] || die "bad rate $r: want Hz, a whole number"
@@ -131,6 +136,7 @@ if [[ -n $(comm -12 <("$py" "$lib" cpus "$cpus" | sort) <("$py" "$lib" cpus "$sa
 else
 	placement="target $cpus sampler $sampler_cpus: separate"
 fi
+placement+=", nice $niceness"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/pyprofd-bench.XXXXXX")
 inner=$(mktemp -d "$rootfs/tmp/pyprofd-bench.XXXXXX")
@@ -188,7 +194,7 @@ window() {
 	esac
 	if ((${#cmd[@]})); then
 		(cd / && exec "$py" "$lib" rusage "$work/rusage.json" "$work/sampler.log" -- \
-			taskset -c "$sampler_cpus" "${cmd[@]}") &
+			nice -n "$niceness" taskset -c "$sampler_cpus" "${cmd[@]}") &
 		sampler=$!
 	fi
 	sleep 1
@@ -229,7 +235,7 @@ window() {
 printf '#condition\tcycle\trate\tsecs\tcalls\tcalls_per_s\ttarget_cpu_pct\ttarget_ivcs_per_s\ttarget_vcs_per_s\tsampler_cpu_pct\tsampler_samples\tsampler_hz\tload_start\tload_end\tcpus\n' >"$tsv"
 t_start=$(date +%s)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-target_pid=$(taskset -c "$cpus" "$run_target" start --python "$python" --mode container --log "$tlog" \
+target_pid=$(nice -n "$niceness" taskset -c "$cpus" "$run_target" start --python "$python" --mode container --log "$tlog" \
 	"$target_src" --depth "$depth")
 ipid=$(awk '/^NSpid:/ { print $NF }' "/proc/$target_pid/status")
 printf 'pyprofd: %s (sha256 %s)\n' "$pyprofd_a" "$(sha256sum "$pyprofd_a" | cut -c1-12)"
