@@ -163,12 +163,32 @@ cleanup() {
 		kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
 	fi
 	stop_targets
+	if [[ -n $own_autogroup ]]; then
+		printf '%s\n' "$own_autogroup" >"/proc/$$/autogroup" 2>/dev/null || true
+	fi
 	rm -rf -- "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# With autogroup scheduling (/proc/sys/kernel/sched_autogroup_enabled), a
+# process's niceness counts only against the processes of its own session,
+# and every session (each target: run-target.sh uses setsid) competes with
+# equal weight. --nice therefore also sets the niceness of the group: the
+# script's own session's (the agent and the samplers) while it runs, and each
+# target's.
+own_autogroup=''
+autogroup_nice() {
+	if ((niceness != 0)) && [[ -w /proc/$1/autogroup ]]; then
+		printf '%s\n' "$niceness" >"/proc/$1/autogroup" 2>/dev/null || true
+	fi
+}
+if ((niceness != 0)) && [[ -w /proc/$$/autogroup ]]; then
+	own_autogroup=$(awk '{print $NF}' "/proc/$$/autogroup")
+	autogroup_nice $$
+fi
 
 # Copies of the targets under names the agent's relabeling keeps (other Python
 # processes on a shared machine are left alone).
@@ -194,6 +214,7 @@ start_targets() {
 	done
 	for ((i = 0; i < count; i++)); do
 		pids+=("$(<"$work/pid.$i")")
+		autogroup_nice "${pids[-1]}"
 	done
 	printf ' %d s\n' "$((SECONDS - t0))" >&2
 }

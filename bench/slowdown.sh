@@ -150,12 +150,32 @@ cleanup() {
 	if [[ -n $target_pid ]]; then
 		"$run_target" stop "$target_pid" || true
 	fi
+	if [[ -n $own_autogroup ]]; then
+		printf '%s\n' "$own_autogroup" >"/proc/$$/autogroup" 2>/dev/null || true
+	fi
 	rm -rf -- "$work" "$inner"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# With autogroup scheduling (/proc/sys/kernel/sched_autogroup_enabled), a
+# process's niceness counts only against the processes of its own session,
+# and every session (each target: run-target.sh uses setsid) competes with
+# equal weight. --nice therefore also sets the niceness of the group: the
+# script's own session's (the agent and the samplers) while it runs, and each
+# target's.
+own_autogroup=''
+autogroup_nice() {
+	if ((niceness != 0)) && [[ -w /proc/$1/autogroup ]]; then
+		printf '%s\n' "$niceness" >"/proc/$1/autogroup" 2>/dev/null || true
+	fi
+}
+if ((niceness != 0)) && [[ -w /proc/$$/autogroup ]]; then
+	own_autogroup=$(awk '{print $NF}' "/proc/$$/autogroup")
+	autogroup_nice $$
+fi
 
 # mark: ask the target for its count; prints "CALLS MONO_NS CPU_NS IVCS VCS".
 tlog=$work/target.log
@@ -238,6 +258,7 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 target_pid=$(nice -n "$niceness" taskset -c "$cpus" "$run_target" start --python "$python" --mode container --log "$tlog" \
 	"$target_src" --depth "$depth")
 ipid=$(awk '/^NSpid:/ { print $NF }' "/proc/$target_pid/status")
+autogroup_nice "$target_pid"
 printf 'pyprofd: %s (sha256 %s)\n' "$pyprofd_a" "$(sha256sum "$pyprofd_a" | cut -c1-12)"
 [[ -z $pyprofd_b ]] || printf 'pyprofd-b: %s (sha256 %s)\n' "$pyprofd_b" "$(sha256sum "$pyprofd_b" | cut -c1-12)"
 printf 'target: cpubound.py --depth %s, CPython %s; CPUs %s (%s online); load average %s; %s s windows, %s cycles\n\n' \
