@@ -298,11 +298,18 @@ def cmd_slowdown_summary(path):
         cpu = float(r["target_cpu_pct"]) / 100
         r["calls_per_cpu_s"] = float(r["calls_per_s"]) / cpu if cpu > 0 else float("nan")
     base_cpu = statistics.median(r["calls_per_cpu_s"] for r in rows if r["condition"] == "alone")
+    # Paired: each window against the alone window just before it (same
+    # cycle and rate), which follows a machine whose speed drifts.
+    last_alone = None
+    for r in rows:
+        if r["condition"] == "alone":
+            last_alone = float(r["calls_per_s"])
+        r["paired"] = float(r["calls_per_s"]) / last_alone if last_alone else float("nan")
     print(f"throughput alone: median {base:,.0f} calls/s over {len(alone)} windows "
           f"(min {min(alone) / base:.3f}, max {max(alone) / base:.3f} of the median)")
     print(f"{'condition':<10} {'rate Hz':>8} {'windows':>7} {'ratio med':>9} {'min':>6} {'max':>6} "
           f"{'target CPU%':>11} {'invol cs/s':>10} {'vol cs/s':>9} {'sampler CPU%':>12} "
-          f"{'achieved Hz':>11} {'per CPU s ratio':>15}")
+          f"{'achieved Hz':>11} {'per CPU s ratio':>15} {'paired ratio':>12}")
     keys = []
     for r in rows:
         k = (r["condition"], r["rate"])
@@ -316,7 +323,8 @@ def cmd_slowdown_summary(path):
               f"{min(ratios):>6.3f} {max(ratios):>6.3f} {show(med(sub, 'target_cpu_pct')):>11} "
               f"{show(med(sub, 'target_ivcs_per_s'), 0):>10} {show(med(sub, 'target_vcs_per_s'), 0):>9} "
               f"{show(med(sub, 'sampler_cpu_pct')):>12} {show(med(sub, 'sampler_hz'), 0):>11} "
-              f"{statistics.median(r['calls_per_cpu_s'] for r in sub) / base_cpu:>15.3f}")
+              f"{statistics.median(r['calls_per_cpu_s'] for r in sub) / base_cpu:>15.3f} "
+              f"{statistics.median(r['paired'] for r in sub):>12.3f}")
     return 0
 
 

@@ -47,8 +47,9 @@ target's CPU share, its involuntary and voluntary context switches per
 second (/proc/PID/status of its only thread), the sampler's CPU (% of one
 core, whole run, from wait4), its achieved rate, and the throughput per
 second of the target's own CPU time as a ratio to alone's (what remains once
-preemption and waiting for a CPU are taken out). At the end every window as
-TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
+preemption and waiting for a CPU are taken out), and the median "paired"
+ratio: each window against the alone window that opened its cycle and rate
+(follows a machine whose speed drifts). At the end every window as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
 
   -d SECONDS          measurement window (default: 5)
   -c CYCLES           cycles (default: 3)
