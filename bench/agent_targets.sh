@@ -65,8 +65,10 @@ every run as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
   --tsv FILE               also write the TSV (with a header line) to FILE
 
 Unpinned (the default), the agent and the targets share every CPU. Needs root
-and the test rootfs (scripts/python-rootfs.sh). With the defaults and one
-binary it takes about 4 minutes (two binaries: about 7).
+and the test rootfs (scripts/python-rootfs.sh). With the defaults the runs
+take about 3 minutes per binary, and starting the 200 targets about one
+more on a quiet machine (5 at load 30-70): about 7 minutes for two binaries
+when quiet.
 EOF
 }
 
