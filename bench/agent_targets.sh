@@ -1,31 +1,74 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Benchmark: the agent with many targets on one sampling thread. Starts N
-# targets (tests/targets/sleepy.py, spread over CPython 3.13, 3.14 and 3.15),
-# runs `pyprofd agent` in wall mode against exactly those, and reports the
-# agent's CPU and memory and how evenly the targets were sampled, once
-# without a CPU budget and once with one (fair throttling). docs/performance.md
-# has a run. Not a test: `make test` does not run it.
+# Benchmark: the agent at fleet scale. Starts N light targets
+# (tests/targets/sleepy.py, spread over CPython 3.13, 3.14 and 3.15), runs
+# `pyprofd agent` in wall mode at R Hz against exactly those, for N = 50, 100
+# and 200, and reports the agent's CPU, CPU per sample, context switches per
+# sample, memory and how evenly the targets were sampled; then a
+# decomposition of the cost per sample (the agent with one target at the
+# fleet's total rate, `pyprofd record` at that rate, `record` flat out). With
+# two binaries it interleaves their runs and reports the ratio B / A.
+# docs/performance.md ("Fleet scale") has runs. Not a test: `make test` does
+# not run it.
 set -euo pipefail
 
 prog=agent_targets
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo_dir=$(dirname "$script_dir")
 run_target=$repo_dir/scripts/run-target.sh
+lib=$script_dir/benchlib.py
+py=/usr/bin/python3
 
 usage() {
 	cat <<EOF
-usage: bench/agent_targets.sh [-n TARGETS] [-r HZ] [-d SECONDS] [--budget FRACTION]
-                              [--pyprofd PATH]
+usage: bench/agent_targets.sh [-n LIST] [-r HZ] [-d SECONDS] [-c CYCLES]
+                              [--pyprofd PATH] [--pyprofd-b PATH] [--budget FRACTION]
+                              [--no-decomposition] [--decomposition-python 3.X]
+                              [--agent-cpu LIST] [--target-cpus LIST] [--nice N] [--tsv FILE]
 
-  -n TARGETS          targets to start (default: 100)
-  -r HZ               sampling rate of every target (default: 100)
-  -d SECONDS          measurement time per run, after a 3 s warm-up (default: 10)
-  --budget FRACTION   cpu_budget of the second run (default: 0.02)
-  --pyprofd PATH      the binary (default: build-release/pyprofd, built if missing)
+For each target count in LIST (smallest first; targets are added, never
+restarted), run the agent for a warm-up until every target is active plus
+2 s, then measure SECONDS, CYCLES times; with --pyprofd-b the two binaries
+take turns (A B A B ...). Then stop the fleet, start one target and run,
+CYCLES times per binary, the decomposition:
 
-Needs root and the test rootfs (scripts/python-rootfs.sh).
+  agent-1     the agent with that one target at the fleet's total rate
+              (largest N x HZ, e.g. 200 x 100 = 20 kHz)
+  record      pyprofd record -r (the same rate) on it, SECONDS long
+  record-max  pyprofd record -r 1000k (flat out) on it
+
+Per run: agent CPU (% of one core), us of CPU per sample taken, context
+switches per sample (voluntary + involuntary, summed over the agent's
+threads), VmRSS and VmHWM, samples taken per second per target (min / median
+/ max over the targets, from /targets), failed, missed and skipped samples,
+the busiest thread's CPU share, the 1-minute load average at start and end.
+At the end: medians per binary, the ratio B / A, the decomposition, and
+every run as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
+
+  -n LIST                  target counts, comma-separated (default: 50,100,200)
+  -r HZ                    sampling rate of every target (default: 100)
+  -d SECONDS               measurement per run (default: 5)
+  -c CYCLES                runs per binary and configuration (default: 3)
+  --pyprofd PATH           binary A (default: build-release/pyprofd, built if
+                           missing)
+  --pyprofd-b PATH         binary B: interleave A and B, report B / A
+  --budget FRACTION        after each fleet run, one more with cpu_budget
+                           FRACTION (default: none)
+  --no-decomposition       fleet runs only
+  --decomposition-python V CPython of the one target (default: 3.15)
+  --agent-cpu LIST         pin the agent and record (taskset -c LIST)
+  --target-cpus LIST       pin the targets (taskset -c LIST)
+  --nice N                 run the agent, record and the targets at niceness N
+                           (e.g. -10: on a shared machine, other users' nice-0
+                           builds then take little of their CPU; default: 0)
+  --tsv FILE               also write the TSV (with a header line) to FILE
+
+Unpinned (the default), the agent and the targets share every CPU. Needs root
+and the test rootfs (scripts/python-rootfs.sh). With the defaults the runs
+take about 3 minutes per binary, and starting the 200 targets about one
+more on a quiet machine (5 at load 30-70): about 7 minutes for two binaries
+when quiet.
 EOF
 }
 
@@ -34,60 +77,160 @@ die() {
 	exit 1
 }
 
-n=100 rate=100 duration=10 budget=0.02 pyprofd=
+sizes=50,100,200 rate=100 duration=5 cycles=3 budget='' decomp=1 decomp_python=3.15
+pyprofd_a='' pyprofd_b='' agent_cpus='' target_cpus='' tsv_out='' niceness=0
 while (($#)); do
 	case $1 in
-	-n) n=$2 && shift ;;
-	-r) rate=$2 && shift ;;
-	-d) duration=$2 && shift ;;
-	--budget) budget=$2 && shift ;;
-	--pyprofd) pyprofd=$2 && shift ;;
+	-n | -r | -d | -c | --pyprofd | --pyprofd-b | --budget | --decomposition-python | \
+		--agent-cpu | --target-cpus | --nice | --tsv)
+		(($# >= 2)) || die "option $1 needs a value"
+		case $1 in
+		-n) sizes=$2 ;;
+		-r) rate=$2 ;;
+		-d) duration=$2 ;;
+		-c) cycles=$2 ;;
+		--pyprofd) pyprofd_a=$2 ;;
+		--pyprofd-b) pyprofd_b=$2 ;;
+		--budget) budget=$2 ;;
+		--decomposition-python) decomp_python=$2 ;;
+		--agent-cpu) agent_cpus=$2 ;;
+		--target-cpus) target_cpus=$2 ;;
+		--nice) niceness=$2 ;;
+		--tsv) tsv_out=$2 ;;
+		esac
+		shift 2
+		;;
+	--no-decomposition) decomp=0 && shift ;;
 	-h | --help) usage && exit 0 ;;
 	*) usage >&2 && die "unknown argument: $1" ;;
 	esac
-	shift
 done
-[ "$(id -u)" -eq 0 ] || die "needs root"
-if [ -z "$pyprofd" ]; then
-	pyprofd=$repo_dir/build-release/pyprofd
-	if [ ! -x "$pyprofd" ]; then
+[[ $sizes =~ ^[0-9]+(,[0-9]+)*$ ]] || die "bad -n $sizes: want counts like 50,100,200"
+[[ $rate =~ ^[1-9][0-9]*$ ]] || die "bad -r $rate: want Hz, a whole number"
+[[ $duration =~ ^[1-9][0-9]*$ ]] || die "bad -d $duration: want whole seconds"
+[[ $cycles =~ ^[1-9][0-9]*$ ]] || die "bad -c $cycles"
+[[ $niceness =~ ^-?[0-9]+$ ]] || die "bad --nice $niceness"
+[[ -z $budget || $budget =~ ^0?\.[0-9]+$ ]] || die "bad --budget $budget: want a fraction like 0.02"
+case $decomp_python in 3.13 | 3.14 | 3.15) ;; *) die "bad --decomposition-python $decomp_python" ;; esac
+((EUID == 0)) || die "needs root"
+command -v taskset >/dev/null || die "taskset not found (Debian package util-linux)"
+if [[ -z $pyprofd_a ]]; then
+	pyprofd_a=$repo_dir/build-release/pyprofd
+	if [[ ! -x $pyprofd_a ]]; then
 		cmake --preset release -S "$repo_dir" >/dev/null
 		cmake --build "$repo_dir/build-release" -j "$(nproc)" --target pyprofd >/dev/null
 	fi
 fi
+[[ -x $pyprofd_a ]] || die "no binary at $pyprofd_a"
+pyprofd_a=$(realpath -- "$pyprofd_a")
+[[ -z $pyprofd_b || -x $pyprofd_b ]] || die "no binary at $pyprofd_b"
+[[ -z $pyprofd_b ]] || pyprofd_b=$(realpath -- "$pyprofd_b")
+labels=(A)
+declare -A bin=([A]=$pyprofd_a)
+if [[ -n $pyprofd_b ]]; then
+	labels+=(B)
+	bin[B]=$pyprofd_b
+fi
+IFS=, read -r -a size_list <<<"$sizes"
+mapfile -t size_list < <(printf '%s\n' "${size_list[@]}" | sort -n)
+n_max=${size_list[-1]}
 
-work=$(mktemp -d)
+# CPU placement.
+all_cpus="0-$(($(nproc) - 1))"
+agent_pin=(nice -n "$niceness" taskset -c "${agent_cpus:-$all_cpus}")
+target_pin=(nice -n "$niceness" taskset -c "${target_cpus:-$all_cpus}")
+if [[ -n $(comm -12 <("$py" "$lib" cpus "${agent_cpus:-$all_cpus}" | sort) \
+	<("$py" "$lib" cpus "${target_cpus:-$all_cpus}" | sort)) ]]; then
+	placement="agent ${agent_cpus:-$all_cpus} targets ${target_cpus:-$all_cpus}: shared"
+else
+	placement="agent $agent_cpus targets $target_cpus: separate"
+fi
+placement+=", nice $niceness"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/pyprofd-bench.XXXXXX")
+tsv=$work/runs.tsv
 pids=()
-agent=
-cleanup() {
-	[ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
+agent=''
+stop_targets() {
+	local pid
+	((${#pids[@]})) || return 0
+	kill -TERM "${pids[@]}" 2>/dev/null || true
 	for pid in "${pids[@]}"; do
 		"$run_target" stop "$pid" >/dev/null 2>&1 || true
 	done
-	rm -rf "$work"
+	pids=()
 }
-trap cleanup EXIT INT TERM
+cleanup() {
+	if [[ -n $agent ]]; then
+		kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
+	fi
+	stop_targets
+	if [[ -n $own_autogroup ]]; then
+		printf '%s\n' "$own_autogroup" >"/proc/$$/autogroup" 2>/dev/null || true
+	fi
+	rm -rf -- "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-# A copy of sleepy.py under a name the agent's relabeling keeps, and nothing else.
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# With autogroup scheduling (/proc/sys/kernel/sched_autogroup_enabled), a
+# process's niceness counts only against the processes of its own session,
+# and every session (each target: run-target.sh uses setsid) competes with
+# equal weight. --nice therefore also sets the niceness of the group: the
+# script's own session's (the agent and the samplers) while it runs, and each
+# target's.
+own_autogroup=''
+autogroup_nice() {
+	if ((niceness != 0)) && [[ -w /proc/$1/autogroup ]]; then
+		printf '%s\n' "$niceness" >"/proc/$1/autogroup" 2>/dev/null || true
+	fi
+}
+if ((niceness != 0)) && [[ -w /proc/$$/autogroup ]]; then
+	own_autogroup=$(awk '{print $NF}' "/proc/$$/autogroup")
+	autogroup_nice $$
+fi
+
+# Copies of the targets under names the agent's relabeling keeps (other Python
+# processes on a shared machine are left alone).
 token=bench$$
 cp "$repo_dir/tests/targets/sleepy.py" "$work/${token}_sleepy.py"
-printf 'starting %d targets ' "$n" >&2
+cp "$repo_dir/tests/targets/sleepy.py" "$work/${token}_one.py"
+
+# start_targets COUNT FILE: COUNT more targets of FILE, twenty at a time,
+# CPython versions in turn.
 versions=(3.13 3.14 3.15)
-for ((i = 0; i < n; i++)); do
-	pids+=("$("$run_target" start --python "${versions[i % 3]}" "$work/${token}_sleepy.py")")
-	((i % 10 == 9)) && printf '.' >&2
-done
-printf '\n' >&2
+start_targets() {
+	local count=$1 file=$2 i k batch=() t0=$SECONDS
+	for ((i = 0; i < count; i++)); do
+		k=${#pids[@]}
+		"${target_pin[@]}" "$run_target" start --python "${versions[(k + i) % ${#versions[@]}]}" "$file" \
+			>"$work/pid.$i" &
+		batch+=($!)
+		if ((${#batch[@]} == 20 || i == count - 1)); then
+			wait "${batch[@]}" || die "a target did not start"
+			batch=()
+			printf '.' >&2
+		fi
+	done
+	for ((i = 0; i < count; i++)); do
+		pids+=("$(<"$work/pid.$i")")
+		autogroup_nice "${pids[-1]}"
+	done
+	printf ' %d s\n' "$((SECONDS - t0))" >&2
+}
 
 port=$((20000 + RANDOM % 20000))
-ticks=$(getconf CLK_TCK)
 
-# run NAME BUDGET: one agent run; prints one table row
-run() {
-	local name=$1 cpu_budget=$2
+# run_agent LABEL CYCLE KIND N RATE BUDGET FILEPATTERN: one agent run against
+# the N targets whose command line matches FILEPATTERN; appends a TSV row
+# and prints a readable one.
+run_agent() {
+	local label=$1 cycle=$2 kind=$3 n=$4 hz=$5 cpu_budget=$6 pattern=$7 ls le active waited
 	cat >"$work/agent.yml" <<EOF
 global:
-  sample_rate: $rate
+  sample_rate: $hz
   mode: wall
   profile_interval: 1m
   limits:
@@ -101,52 +244,98 @@ profile_configs:
     all_threads: false
     relabel_configs:
       - source_labels: [__meta_process_commandline]
-        regex: '.*/${token}_sleepy[.]py.*'
+        regex: '.*/${token}_${pattern}[.]py.*'
         action: keep
 server:
   listen_address: 127.0.0.1:$port
 EOF
-	"$pyprofd" agent --config.file "$work/agent.yml" >"$work/agent.log" 2>&1 &
+	ls=$(load1)
+	"${agent_pin[@]}" "${bin[$label]}" agent --config.file "$work/agent.yml" >"$work/agent.log" 2>&1 &
 	agent=$!
-	sleep 3
-	local active
-	active=$(curl -s "127.0.0.1:$port/metrics" | awk '/^pyprofd_targets\{job="bench"\}/ {print $2}')
-	[ "$active" = "$n" ] || die "only ${active:-0} of $n targets active after 3 s"
-	local t0 c0 t1 c1 rss
-	t0=$(date +%s.%N)
-	c0=$(awk '{print $14 + $15}' "/proc/$agent/stat")
-	curl -s "127.0.0.1:$port/targets" >"$work/before.json"
+	for ((waited = 0; waited < 60; waited++)); do
+		sleep 0.5
+		active=$(curl -s "127.0.0.1:$port/metrics" | awk '/^pyprofd_targets\{job="bench"\}/ {print $2}') || true
+		[[ ${active:-0} == "$n" ]] && break
+	done
+	[[ ${active:-0} == "$n" ]] || die "only ${active:-0} of $n targets active after 30 s; log: $(tail -5 "$work/agent.log")"
+	sleep 2
+	"$py" "$lib" snap "$agent" "$port" "$work/before.json"
 	sleep "$duration"
-	c1=$(awk '{print $14 + $15}' "/proc/$agent/stat")
-	t1=$(date +%s.%N)
-	curl -s "127.0.0.1:$port/targets" >"$work/after.json"
-	rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$agent/status")
+	"$py" "$lib" snap "$agent" "$port" "$work/after.json"
 	kill "$agent"
 	wait "$agent" || true
-	agent=
-	/usr/bin/python3 - "$work/before.json" "$work/after.json" "$name" "$t0" "$t1" "$c0" "$c1" \
-		"$ticks" "$rss" "$rate" <<'EOF'
-import json, statistics, sys
-before, after, name = sys.argv[1], sys.argv[2], sys.argv[3]
-t0, t1, c0, c1, ticks, rss, rate = map(float, sys.argv[4:11])
-def counts(path):
-    return {t["pid"]: t["counts"] for t in json.load(open(path))["targets"] if t["state"] == "active"}
-b, a = counts(before), counts(after)
-secs = t1 - t0
-rates = [(a[p]["samples"] - b[p]["samples"]) / secs for p in a if p in b]
-failed = sum(a[p]["failed"] - b[p]["failed"] for p in a if p in b)
-missed = sum(a[p]["missed"] - b[p]["missed"] for p in a if p in b)
-skipped = sum(a[p]["skipped"] - b[p]["skipped"] for p in a if p in b)
-taken = sum(rates) * secs
-cpu = (c1 - c0) / ticks
-print(f"{name:<12} {len(rates):>7} {rate * len(rates):>9.0f} {sum(rates):>9.0f} "
-      f"{min(rates):>7.1f} {statistics.median(rates):>7.1f} {max(rates):>7.1f} "
-      f"{100 * cpu / secs:>6.1f}% {1e6 * cpu / max(taken, 1):>9.1f} {rss / 1024:>8.1f} "
-      f"{failed:>7.0f} {missed:>7.0f} {skipped:>8.0f}")
-EOF
+	agent=''
+	le=$(load1)
+	"$py" "$lib" agent-row "$work/before.json" "$work/after.json" label="$label" \
+		binary="${bin[$label]}" cycle="$cycle" kind="$kind" n="$n" rate="$hz" \
+		load_start="$ls" load_end="$le" cpus="$placement" >>"$tsv"
+	show_last
 }
 
-printf '%-12s %7s %9s %9s %7s %7s %7s %7s %9s %8s %7s %7s %8s\n' run targets "want/s" "got/s" \
-	"min/t" "med/t" "max/t" "cpu" "us/sample" "RSS MB" failed missed skipped
-run "no budget" 1
-run "budget $budget" "$budget"
+# run_record LABEL CYCLE KIND RATE PID: one `pyprofd record` run.
+run_record() {
+	local label=$1 cycle=$2 kind=$3 hz=$4 pid=$5 ls le
+	ls=$(load1)
+	"$py" "$lib" rusage "$work/rusage.json" "$work/record.log" -- "${agent_pin[@]}" "${bin[$label]}" \
+		record -r "$hz" -d "$duration" -o "$work/record.txt" "$pid"
+	le=$(load1)
+	"$py" "$lib" record-row "$work/rusage.json" "$work/record.log" label="$label" \
+		binary="${bin[$label]}" cycle="$cycle" kind="$kind" n=1 rate="$hz" \
+		load_start="$ls" load_end="$le" cpus="$placement" >>"$tsv"
+	show_last
+}
+
+# The last TSV row, readable.
+show_last() {
+	tail -n 1 "$tsv" | awk -F'\t' '{
+		printf "%s %-10s %4sx%-7s cycle %s: %7.2f us/sample %6.1f%% CPU %6.3f cs/sample RSS %6s MB HWM %6.1f MB  per target %s/%s/%s Hz  failed %s missed %s  load %s-%s\n",
+			$1, $4, $5, $7, $3, $14, $11, $17, $18, $19, $20, $21, $22, $23, $24, $28, $29 }'
+}
+
+printf '#%s\n' "$("$py" -c "import sys; sys.path.insert(0, '$script_dir'); import benchlib; print('\t'.join(benchlib.COLUMNS))")" >"$tsv"
+t_start=$(date +%s)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+for label in "${labels[@]}"; do
+	printf '%s: %s (sha256 %s)\n' "$label" "${bin[$label]}" "$(sha256sum "${bin[$label]}" | cut -c1-12)"
+done
+printf 'CPUs: %s (%s online); load average %s; %s x %s Hz, %s s per run, %s cycles\n\n' \
+	"$placement" "$(nproc)" "$load_start" "$sizes" "$rate" "$duration" "$cycles"
+
+for n in "${size_list[@]}"; do
+	if ((n > ${#pids[@]})); then
+		printf 'starting %d more targets ' "$((n - ${#pids[@]}))" >&2
+		start_targets "$((n - ${#pids[@]}))" "$work/${token}_sleepy.py"
+	fi
+	for ((c = 1; c <= cycles; c++)); do
+		for label in "${labels[@]}"; do
+			run_agent "$label" "$c" fleet "$n" "$rate" 1 sleepy
+			if [[ -n $budget ]]; then
+				run_agent "$label" "$c" "fleet-budget-$budget" "$n" "$rate" "$budget" sleepy
+			fi
+		done
+	done
+done
+stop_targets
+
+if ((decomp)); then
+	total=$((n_max * rate))
+	printf 'decomposition: one target (CPython %s) at %d Hz ' "$decomp_python" "$total" >&2
+	versions=("$decomp_python")
+	start_targets 1 "$work/${token}_one.py"
+	for ((c = 1; c <= cycles; c++)); do
+		for label in "${labels[@]}"; do
+			run_agent "$label" "$c" agent-1 1 "$total" 1 one
+			run_record "$label" "$c" record "$total" "${pids[0]}"
+			run_record "$label" "$c" record-max 1000000 "${pids[0]}"
+		done
+	done
+	stop_targets
+fi
+
+printf '\n'
+"$py" "$lib" fleet-summary "$tsv"
+printf '\nload average %s at the start, %s at the end; %s; %d s in all\n' "$load_start" \
+	"$(cut -d' ' -f1-3 /proc/loadavg)" "$placement" "$(($(date +%s) - t_start))"
+[[ -z $tsv_out ]] || cp -- "$tsv" "$tsv_out"
+printf '\n'
+sed 's/^/tsv\t/' "$tsv"
