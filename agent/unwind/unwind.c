@@ -14,7 +14,6 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
-#include "base/clock.h"
 #include "base/hash.h"
 #include "discovery/pyruntime.h"
 #include "unwind/codecache.h"
@@ -36,10 +35,9 @@
 #define UNWIND_INTERP_IOV      9u  /* ranges of one interpreter read */
 #define UNWIND_GUESS_CHUNKS    4u  /* data-stack chunks remembered per thread */
 #define UNWIND_THREAD_IOV      (1u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES) /* one thread read */
-#define UNWIND_CHUNK_SLACK     2048u    /* copied beyond the last walk's deepest frame */
-#define UNWIND_INTERP_SPAN     4096u    /* largest interpreter range read in one piece */
-#define UNWIND_RUNTIME_SPAN    4096u    /* largest runtime range read in one piece */
-#define UNWIND_RUNTIME_MAX_AGE 1000000u /* ns: see unwinder_sample() on the runtime read */
+#define UNWIND_CHUNK_SLACK     2048u /* copied beyond the last walk's deepest frame */
+#define UNWIND_INTERP_SPAN     4096u /* largest interpreter range read in one piece */
+#define UNWIND_RUNTIME_SPAN    4096u /* largest runtime range read in one piece */
 
 static const char unwind_native_name[] = "<native>";
 static const char unwind_gc_name[] = "<GC>";
@@ -164,12 +162,10 @@ struct unwinder {
     size_t ts_base_len; /* ... without the words asked for by unwinder_set_thread_words() */
     uint32_t word_off[UNWIND_THREAD_WORDS];
     size_t nwords;
-    /* when the runtime's fields were last read, and whether the interpreter
-     * list was then the main interpreter (interp_guess) alone */
-    uint64_t runtime_read_ns;
-    bool only_main;
-    uint64_t (*clock)(void *ctx);
-    void *clock_ctx;
+    /* the last read of the runtime's fields found it running with the main
+     * interpreter (interp_guess, static in _PyRuntime) first in the list and
+     * its threads.main set: see unwinder_sample() */
+    bool main_running;
     uint64_t *visited; /* frame addresses of this walk, open addressing */
     /* the chain as walked, to check it is still there afterwards */
     struct chain_link *chain;
@@ -331,19 +327,6 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->check_addr);
     alloc_free(u->check_buf);
     alloc_free(u);
-}
-
-void unwinder_set_clock(struct unwinder *u, uint64_t (*now_ns)(void *ctx), void *ctx)
-{
-    u->clock = now_ns;
-    u->clock_ctx = ctx;
-}
-
-static uint64_t unwind_now(const struct unwinder *u)
-{
-    if (u->clock)
-        return u->clock(u->clock_ctx);
-    return clock_mono_now();
 }
 
 void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t native_tid),
@@ -1203,16 +1186,16 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     bool fused = !(flags & UNWIND_ALL_THREADS) && n > nrt && u->main_guess;
     if (fused)
         n += unwind_thread_prepare(u, u->main_guess, rt + n, &fused_read);
-    /* Sampling only the main thread of a process whose only interpreter is
-     * the main one (static memory, never freed), the runtime's list head and
-     * finalizing flag are read once a millisecond, not every sample: a range
-     * less in the call that matters at high rates only. */
-    uint64_t now = 0;
-    bool skip_runtime = false;
-    if (fused && u->only_main) {
-        now = unwind_now(u);
-        skip_runtime = now - u->runtime_read_ns < UNWIND_RUNTIME_MAX_AGE;
-    }
+    /*
+     * Sampling only the main thread, the runtime's list head and finalizing
+     * flag are left out while the main interpreter's threads.main, read in
+     * this same call, is set: CPython's main() sets it once the runtime is
+     * initialised and clears it when the main module is done, before
+     * Py_FinalizeEx() sets the finalizing flag (docs/unwinder.md, "The
+     * runtime's fields"). The main interpreter is static, so the list head
+     * is not needed to find it; sub-interpreters are not sampled.
+     */
+    bool skip_runtime = fused && u->main_running;
     int err = skip_runtime ? memread_readv(u->mr, rt + nrt, n - nrt) : memread_readv(u->mr, rt, n);
     if (unwind_guess_may_be_why(err) && n > nrt) {
         /* the interpreter or main thread went away, or a guess read with the
@@ -1226,6 +1209,16 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         n = nrt;
         err = memread_readv(u->mr, rt, n);
     }
+    if (!err && skip_runtime) {
+        struct interp_view g = guessed;
+        unwind_interp_done(u, &g);
+        if (g.id != 0 || g.threads_main == 0) {
+            /* main() is done (or this is no longer the main interpreter):
+             * the runtime's fields are read, now and from now on */
+            skip_runtime = false;
+            err = memread_readv(u->mr, rt, nrt);
+        }
+    }
     if (err == -EFAULT && u->rt_span) {
         /* the bytes between the two fields cannot be read (an image that
          * holds only what older versions read): field by field from now on */
@@ -1236,14 +1229,14 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         err = memread_readv(u->mr, rt, n);
     }
     if (err) {
+        u->main_running = false;
         *status = status_from_errno(err);
         return err;
     }
     if (skip_runtime) {
-        head = u->interp_guess; /* as it was last time */
+        head = u->interp_guess; /* the main interpreter, as checked above */
     } else {
-        u->only_main = false; /* until the interpreters are looked at below */
-        u->runtime_read_ns = now ? now : unwind_now(u);
+        u->main_running = false; /* until the main interpreter is looked at below */
         if (u->rt_span) {
             head = load_le64(u->runtime_buf + (l->rt_interpreters_head - u->rt_lo));
             finalizing = load_le64(u->runtime_buf + (l->rt_finalizing - u->rt_lo));
@@ -1273,13 +1266,11 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
                 return err;
             }
         }
-        if (ninterp == 0) {
+        if (ninterp == 0)
             u->interp_guess = raddr;
-            if (!skip_runtime)
-                u->only_main = in.id == 0 && in.next == 0;
-        }
         if (l->has_code_generation)
             unwind_check_generation(u, &in);
+        bool main_set = in.threads_main != 0;
         if (!in.threads_main && in.id == 0) {
             /* Only python's own main() records the main thread; an embedding
              * program never does. Threads are pushed at the head of the list,
@@ -1307,6 +1298,11 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
             /* read already, with the runtime, if the guess held */
             bool pre = fused && ninterp == 0 && in.threads_main == u->main_guess &&
                        unwind_thread_finish(u, &fused_read) == 0;
+            /* the main interpreter first in the list, main() running (its
+             * own threads.main, not the tail found above): from now on the
+             * runtime's fields can be left out (see above) */
+            if (ninterp == 0 && !skip_runtime && !(flags & UNWIND_ALL_THREADS))
+                u->main_running = main_set;
             (void)unwind_sample_thread(u, in.threads_main, &in, flags, pre);
             u->main_guess = in.threads_main;
         }
@@ -1315,12 +1311,11 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     if (!(flags & UNWIND_ALL_THREADS) && !saw_main) {
         /*
          * No main thread to sample: the interpreter is starting, or shutting
-         * down and has already deleted it (the finalizing flag may be up to
-         * UNWIND_RUNTIME_MAX_AGE old here). Not a sample: say which, from a
+         * down and has already deleted it. Not a sample: say which, from a
          * fresh read of the flag, and read the runtime again next time.
          */
         uint64_t fin = 0;
-        u->only_main = false;
+        u->main_running = false;
         bool gone = memread_read(u->mr, u->runtime_raddr + l->rt_finalizing, &fin, 8) == 0 && fin;
         *status = gone ? SAMPLE_FINALIZING : SAMPLE_NOT_INITIALIZED;
         return -EAGAIN;

@@ -8,6 +8,8 @@
  */
 #include "base/compat.h"
 
+#include <time.h>
+
 #include "cmocka_wrap.h"
 
 #include "memread_fake.h"
@@ -624,12 +626,59 @@ static void test_unwind__runtime_states(void **state)
     fx_close(&fx);
 }
 
-static uint64_t fake_clock(void *ctx)
+/* The main interpreter's threads.main, as CPython's main() sets and clears it. */
+static void set_threads_main(struct fixture *fx, uint64_t ts)
 {
-    return *(const uint64_t *)ctx;
+    const struct py_layout *l = pyimage_layout(fx->img);
+    assert_int_equal(memread_fake_poke(fx->fake, 0x20000000 + l->in_threads_main, &ts, 8), 0);
 }
 
-static void test_unwind__runtime_is_read_at_least_once_a_millisecond(void **state)
+static void pause_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void test_unwind__runtime_is_not_reread_while_main_runs(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        build_stack(&fx, t, f);
+        fx_attach(&fx);
+        const struct py_layout *l = pyimage_layout(fx.img);
+        uint64_t lo =
+            l->rt_interpreters_head < l->rt_finalizing ? l->rt_interpreters_head : l->rt_finalizing;
+        uint64_t hi =
+            l->rt_interpreters_head > l->rt_finalizing ? l->rt_interpreters_head : l->rt_finalizing;
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        /* at 100 Hz or 100 kHz alike: spaced more than a millisecond apart,
+         * no sample reads the runtime's fields */
+        memread_fake_watch(fx.fake, PYIMAGE_RUNTIME + lo, hi + 8 - lo);
+        for (int i = 0; i < 4; i++) {
+            pause_ms(2);
+            assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        }
+        assert_int_equal(memread_fake_watched(fx.fake), 0);
+        /* all threads: the interpreter list matters, read every sample */
+        assert_int_equal(fx_sample(&fx, UNWIND_ALL_THREADS)->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_watched(fx.fake), 1);
+        /* an embedding program never sets threads.main: read every sample */
+        set_threads_main(&fx, 0);
+        memread_fake_watch(fx.fake, PYIMAGE_RUNTIME + lo, hi + 8 - lo);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_watched(fx.fake), 3);
+        fx_close(&fx);
+    }
+}
+
+static void test_unwind__runtime_state_changes_are_seen_at_once(void **state)
 {
     (void)state;
     for (int all = 0; all < 2; all++) {
@@ -639,39 +688,32 @@ static void test_unwind__runtime_is_read_at_least_once_a_millisecond(void **stat
         uint64_t f[4];
         build_stack(&fx, t, f);
         fx_attach(&fx);
-        uint64_t now = 5000000;
-        unwinder_set_clock(fx.u, fake_clock, &now);
         unsigned flags = all ? UNWIND_ALL_THREADS : 0;
         assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
-        /* finalizing begins */
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+        /* main() returns, then Py_FinalizeEx() sets the flag: the very next
+         * sample says so */
         const struct py_layout *l = pyimage_layout(fx.img);
         uint64_t ts = 0x30000000;
+        set_threads_main(&fx, 0);
         assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &ts, 8), 0);
         const struct unwind_result *r;
         enum sample_status st;
-        now += 999999;
-        if (all) {
-            /* all threads: the runtime is read every sample */
-            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
-            assert_int_equal(st, SAMPLE_FINALIZING);
-        } else {
-            /* the main thread alone: within the millisecond, the runtime
-             * as read last time */
-            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), 0);
-            assert_int_equal(r->threads[0].nframes, 3);
-            now += 1;
-            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
-            assert_int_equal(st, SAMPLE_FINALIZING);
-        }
+        assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
+        assert_int_equal(st, SAMPLE_FINALIZING);
         /* read every time while it fails */
         assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
         uint64_t zero = 0;
         assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &zero, 8),
                          0);
+        set_threads_main(&fx, ts);
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
         assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
 
-        /* a sub-interpreter appears at the head of the list: seen within the
-         * millisecond, and from then on the runtime is read every sample */
+        /* a sub-interpreter appears at the head of the list: the main
+         * thread is still sampled right, and the changed list is read as
+         * soon as the main interpreter's state says to (and every sample
+         * with all threads) */
         static uint8_t sub[16384];
         uint64_t sub_raddr = 0x21000000, one = 1, main_interp = 0x20000000;
         memset(sub, 0, sizeof(sub));
@@ -681,11 +723,20 @@ static void test_unwind__runtime_is_read_at_least_once_a_millisecond(void **stat
         assert_int_equal(
             memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_interpreters_head, &sub_raddr, 8),
             0);
-        now += 1000000;
-        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+        memread_fake_watch(fx.fake, sub_raddr, sizeof(sub));
+        r = fx_sample(&fx, flags);
+        assert_int_equal(r->nthreads, 1);
+        assert_int_equal(r->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_watched(fx.fake), all ? 1 : 0);
+        set_threads_main(&fx, 0);
         assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &ts, 8), 0);
         assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
         assert_int_equal(st, SAMPLE_FINALIZING);
+        assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &zero, 8),
+                         0);
+        set_threads_main(&fx, ts);
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+        assert_true(memread_fake_watched(fx.fake) >= (all ? 3u : 1u));
         fx_close(&fx);
     }
 }
@@ -824,7 +875,8 @@ int main(void)
         cmocka_unit_test(test_unwind__reused_frames_stay_the_threads_own),
         cmocka_unit_test(test_unwind__embedded_main_thread_is_the_oldest),
         cmocka_unit_test(test_unwind__runtime_states),
-        cmocka_unit_test(test_unwind__runtime_is_read_at_least_once_a_millisecond),
+        cmocka_unit_test(test_unwind__runtime_is_not_reread_while_main_runs),
+        cmocka_unit_test(test_unwind__runtime_state_changes_are_seen_at_once),
         cmocka_unit_test(test_unwind__code_cache_invalidation),
         cmocka_unit_test(test_unwind__warm_sample_takes_a_handful_of_reads),
         cmocka_unit_test(test_unwind__wild_frame_address_does_not_stick),
