@@ -76,6 +76,7 @@ struct chunk_guess {
     uint64_t raddr;     /* 0: none */
     uint64_t real_size; /* its size */
     uint32_t used;      /* bytes up to the end of its last frame walked; 0: unknown */
+    bool steady;        /* that walk found the chain of the walk before it */
 };
 
 /*
@@ -450,9 +451,12 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
 
     size_t n = 0;
     iov[n++] = (struct memread_iov){tstate_raddr, u->tstate, u->tstate_len};
-    /* Only the part of each chunk the last walk used is copied (of the
-     * newest, plus slack for a deeper call): most stacks use a few KiB of the
-     * 16. Frames beyond are read directly, and the next sample copies more. */
+    /* Only the part of each chunk the last walk used is copied: most stacks
+     * use a few KiB of the 16, copied to the end of a page, the newest with
+     * slack for a deeper call; unless the thread's last two walks found the
+     * same chain: a steady stack (a sleeping or waiting target) costs only
+     * the bytes it uses. Frames beyond are read
+     * directly, and the next sample copies more. */
     size_t off = 0;
     for (size_t i = 0; known && i < UNWIND_GUESS_CHUNKS; i++) {
         const struct chunk_guess *g = &u->guess_chunks[slot][i];
@@ -460,7 +464,9 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
             break;
         size_t len = UNWIND_CHUNK_DEFAULT;
         if (g->used) {
-            len = ((size_t)g->used + (i == 0 ? UNWIND_CHUNK_SLACK : 0) + 4095) & ~(size_t)4095;
+            len = g->steady ? g->used
+                            : ((size_t)g->used + (i == 0 ? UNWIND_CHUNK_SLACK : 0) + 4095) &
+                                  ~(size_t)4095;
             if (len > g->real_size)
                 len = (size_t)g->real_size;
         }
@@ -542,8 +548,9 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
 }
 
 /* Remembers the chunks this walk went through and the frames it had to read
- * on their own, for the next sample. */
-static void unwind_remember_extra(struct unwinder *u)
+ * on their own, for the next sample; @steady: the chain is the thread's
+ * last verified one. */
+static void unwind_remember_extra(struct unwinder *u, bool steady)
 {
     size_t slot = unwind_slot(u->tstate_raddr);
     size_t keep = 1; /* the newest chunk always (the stack may grow back into it) */
@@ -555,7 +562,7 @@ static void unwind_remember_extra(struct unwinder *u)
         struct chunk_guess *g = &u->guess_chunks[slot][i];
         if (i < keep && i < u->nchunks)
             *g = (struct chunk_guess){u->chunks[i].raddr, u->chunks[i].real_size,
-                                      (uint32_t)u->used_extent[i]};
+                                      (uint32_t)u->used_extent[i], steady};
         else
             *g = (struct chunk_guess){0}; /* (a walk that used no chunk: none) */
     }
@@ -1024,17 +1031,16 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
         (void)unwind_push(u, first, 0, 0, UNWIND_FRAME_GC, 0);
 
     t->status = unwind_walk(u, in, flags, first);
-    unwind_remember_extra(u);
-    if (t->status == SAMPLE_OK) {
-        /* A chain identical to one verified before (same frames, links,
-         * code and callers' instructions) is that real stack again: no
-         * re-read needed. Anything else is verified. */
-        size_t slot = unwind_slot(tstate_raddr);
-        uint64_t h = unwind_chain_hash(u);
-        if (h != u->verified_hash[slot]) {
-            t->status = unwind_verify(u);
-            u->verified_hash[slot] = t->status == SAMPLE_OK ? h : 0;
-        }
+    /* A chain identical to one verified before (same frames, links, code
+     * and callers' instructions) is that real stack again: no re-read
+     * needed. Anything else is verified. */
+    size_t slot = unwind_slot(tstate_raddr);
+    uint64_t h = t->status == SAMPLE_OK ? unwind_chain_hash(u) : 0;
+    bool same = h != 0 && h == u->verified_hash[slot];
+    unwind_remember_extra(u, same);
+    if (t->status == SAMPLE_OK && !same) {
+        t->status = unwind_verify(u);
+        u->verified_hash[slot] = t->status == SAMPLE_OK ? h : 0;
     }
     if (t->status != SAMPLE_OK) {
         u->nframes = first; /* a torn stack is counted, not reported */

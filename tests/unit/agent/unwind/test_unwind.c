@@ -327,6 +327,52 @@ static void test_unwind__older_chunks_are_read_with_the_thread(void **state)
     fx_close(&fx);
 }
 
+static void test_unwind__steady_stack_copies_only_what_it_uses(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        uint64_t work = build_stack(&fx, t, f);
+        fx_attach(&fx);
+        const struct py_layout *l = pyimage_layout(fx.img);
+        uint64_t end = f[3] + l->fr_size; /* the end of the leaf frame */
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        /* the same chain twice: nothing past the leaf frame is copied */
+        memread_fake_watch(fx.fake, end, 4096);
+        unsigned long bytes = memread_fake_bytes(fx.fake);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_watched(fx.fake), 0);
+        print_message("3.%u: a steady 3-frame sample reads %lu bytes\n", minor,
+                      (memread_fake_bytes(fx.fake) - bytes) / 3);
+        /* a deeper (recursive) call: read although beyond the copy, right
+         * at once */
+        uint64_t frame = end + 16, ip = work + l->co_adaptive + 2;
+        uint64_t exe = work | (l->tag_mask & 1);
+        uint8_t owner = PYABI_OWNER_THREAD;
+        assert_int_equal(memread_fake_poke(fx.fake, frame + l->fr_owner, &owner, 1), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, frame + l->fr_previous, &f[3], 8), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, frame + l->fr_executable, &exe, 8), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, frame + l->fr_instr_ptr, &ip, 8), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, 0x30000000 + l->ts_current_frame, &frame, 8),
+                         0);
+        const struct unwind_thread *th = &fx_sample(&fx, 0)->threads[0];
+        assert_int_equal(th->status, SAMPLE_OK);
+        assert_int_equal(th->nframes, 4);
+        expect_frame(&th->frames[0], "Worker.work", "/app/work.py", 22);
+        expect_frame(&th->frames[1], "Worker.work", "/app/work.py", 28);
+        /* a changed stack may be growing: the next read has slack again */
+        memread_fake_watch(fx.fake, frame + l->fr_size, 1024);
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 4);
+        assert_int_equal(memread_fake_watched(fx.fake), 1);
+        fx_close(&fx);
+    }
+}
+
 static void test_unwind__chain_must_reach_the_base_frame(void **state)
 {
     (void)state;
@@ -864,6 +910,7 @@ int main(void)
         cmocka_unit_test(test_unwind__loop_is_a_cycle),
         cmocka_unit_test(test_unwind__loop_through_frames_outside_the_chunks),
         cmocka_unit_test(test_unwind__older_chunks_are_read_with_the_thread),
+        cmocka_unit_test(test_unwind__steady_stack_copies_only_what_it_uses),
         cmocka_unit_test(test_unwind__chain_must_reach_the_base_frame),
         cmocka_unit_test(test_unwind__unmapped_frame_is_incomplete),
         cmocka_unit_test(test_unwind__impossible_owner_is_bad_frame),
