@@ -34,10 +34,12 @@
 #define UNWIND_GUESS_FRAMES    4u  /* out-of-chunk frames remembered per thread */
 #define UNWIND_INTERP_IOV      9u  /* ranges of one interpreter read */
 #define UNWIND_GUESS_CHUNKS    4u  /* data-stack chunks remembered per thread */
-#define UNWIND_THREAD_IOV      (1u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES) /* one thread read */
-#define UNWIND_CHUNK_SLACK     2048u /* copied beyond the last walk's deepest frame */
-#define UNWIND_INTERP_SPAN     4096u /* largest interpreter range read in one piece */
-#define UNWIND_RUNTIME_SPAN    4096u /* largest runtime range read in one piece */
+#define UNWIND_GUESS_CODES     64u /* 3.13: code objects re-checked in the thread's read */
+#define UNWIND_THREAD_IOV                                                                          \
+    (1u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES + UNWIND_GUESS_CODES) /* one thread read */
+#define UNWIND_CHUNK_SLACK  2048u /* copied beyond the last walk's deepest frame */
+#define UNWIND_INTERP_SPAN  4096u /* largest interpreter range read in one piece */
+#define UNWIND_RUNTIME_SPAN 4096u /* largest runtime range read in one piece */
 
 static const char unwind_native_name[] = "<native>";
 static const char unwind_gc_name[] = "<GC>";
@@ -192,6 +194,13 @@ struct unwinder {
     uint8_t *linetable_buf;
     uint64_t *check_addr; /* 3.13: code objects to re-check this sample */
     uint8_t *check_buf;
+    /* 3.13: the distinct code objects of each thread's last sample (per
+     * slot, UNWIND_GUESS_CODES each, 0-terminated), read again with the
+     * thread state into pre_buf: the re-check needs no call of its own */
+    uint64_t *guess_codes;
+    uint64_t pre_addr[UNWIND_GUESS_CODES];
+    size_t npre;
+    uint8_t *pre_buf;
 
     bool (*on_cpu)(void *ctx, uint64_t native_tid);
     void *on_cpu_ctx;
@@ -291,8 +300,14 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
     u->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
     u->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->check_addr));
     u->check_buf = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
+    if (!u->l.has_code_generation) {
+        u->guess_codes = alloc_calloc((size_t)UNWIND_CHUNK_GUESSES * UNWIND_GUESS_CODES,
+                                      sizeof(*u->guess_codes));
+        u->pre_buf = alloc_malloc((size_t)UNWIND_GUESS_CODES * u->l.co_read_len);
+    }
     if (!u->chunk_buf || !u->verify_buf || !u->visited || !u->chain || !u->visited_stamp ||
-        !u->raw || !u->frames || !u->tags || !u->linetable_buf || !u->check_addr || !u->check_buf) {
+        !u->raw || !u->frames || !u->tags || !u->linetable_buf || !u->check_addr || !u->check_buf ||
+        (!u->l.has_code_generation && (!u->guess_codes || !u->pre_buf))) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
         goto fail;
     }
@@ -327,6 +342,8 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->linetable_buf);
     alloc_free(u->check_addr);
     alloc_free(u->check_buf);
+    alloc_free(u->guess_codes);
+    alloc_free(u->pre_buf);
     alloc_free(u);
 }
 
@@ -484,6 +501,15 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
         iov[n++] =
             (struct memread_iov){u->guess_frames[slot][i], u->extra[u->nextra++], l->fr_size};
     }
+    /* 3.13: the code objects of the last sample, for unwind_recheck_codes() */
+    u->npre = 0;
+    const uint64_t *codes = u->guess_codes ? u->guess_codes + slot * UNWIND_GUESS_CODES : NULL;
+    for (size_t i = 0; known && codes && i < UNWIND_GUESS_CODES && codes[i]; i++) {
+        u->pre_addr[u->npre] = codes[i];
+        iov[n++] =
+            (struct memread_iov){codes[i], u->pre_buf + u->npre * l->co_read_len, l->co_read_len};
+        u->npre++;
+    }
     return n;
 }
 
@@ -495,6 +521,8 @@ static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr
     if (u->guess_tstate[tr->slot] != u->tstate_raddr) {
         u->guess_tstate[tr->slot] = u->tstate_raddr;
         memset(u->guess_chunks[tr->slot], 0, sizeof(u->guess_chunks[tr->slot]));
+        if (u->guess_codes)
+            u->guess_codes[tr->slot * UNWIND_GUESS_CODES] = 0;
     }
     memset(u->used_extent, 0, sizeof(u->used_extent));
     /* each guess holds while the chain of chunks is the same */
@@ -522,6 +550,8 @@ static void unwind_forget_guesses(struct unwinder *u, uint64_t tstate_raddr)
         return;
     memset(u->guess_chunks[slot], 0, sizeof(u->guess_chunks[slot]));
     memset(u->guess_frames[slot], 0, sizeof(u->guess_frames[slot]));
+    if (u->guess_codes)
+        u->guess_codes[slot * UNWIND_GUESS_CODES] = 0;
 }
 
 /* Whether a read that failed with @err may succeed without the guesses it carried. */
@@ -542,6 +572,7 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
         unwind_forget_guesses(u, tstate_raddr);
         tr.nguess = 0;
         u->nextra = 0;
+        u->npre = 0;
         err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
     }
     return err ? err : unwind_thread_finish(u, &tr);
@@ -845,17 +876,53 @@ static struct code_info *unwind_fetch_code(struct unwinder *u, uint64_t raddr)
     return codecache_insert(u->codes, &ci);
 }
 
-/* 3.13 has no code_object_generation: re-read every cached code object this
- * sample uses, in one batched read, and drop entries whose fields changed. */
+/* Whether the code-object bytes at @b still hold what @ci cached. */
+static bool unwind_code_holds(const struct unwinder *u, const struct code_info *ci,
+                              const uint8_t *b)
+{
+    const struct py_layout *l = &u->l;
+    return load_le64(b + l->co_qualname) == ci->qualname_raddr &&
+           load_le64(b + l->co_filename) == ci->filename_raddr &&
+           load_le64(b + l->co_linetable) == ci->linetable_raddr &&
+           (int32_t)load_le32(b + l->co_firstlineno) == ci->firstlineno;
+}
+
+/*
+ * 3.13 has no code_object_generation: every cached code object this sample
+ * uses is read again and entries whose fields changed are dropped. Those the
+ * thread's last sample used came with the thread state (pre_addr/pre_buf,
+ * the same moment as its frames); the rest are read in one batched call.
+ */
 static void unwind_recheck_codes(struct unwinder *u, size_t from)
 {
     const struct py_layout *l = &u->l;
-    size_t n = 0;
+    size_t n = 0, next_pre = 0;
+    uint64_t last = 0;
     struct memread_iov iov[MEMREAD_MAX_IOV];
     for (size_t i = from; i < u->nframes && n < MEMREAD_MAX_IOV; i++) {
         uint64_t code = u->raw[i].code_raddr;
-        if (u->raw[i].kind != UNWIND_FRAME_PYTHON || !codecache_find(u->codes, code))
+        if (u->raw[i].kind != UNWIND_FRAME_PYTHON || code == last)
             continue;
+        last = code;
+        struct code_info *ci = codecache_find(u->codes, code);
+        if (!ci || ci->qualname_raddr == 0)
+            continue;
+        /* read with the thread? (mostly in the same order as last time) */
+        size_t k = 0;
+        for (; k < u->npre; k++) {
+            size_t j = (next_pre + k) % u->npre;
+            if (u->pre_addr[j] == code) {
+                next_pre = j + 1;
+                break;
+            }
+        }
+        if (k < u->npre) {
+            if (!unwind_code_holds(u, ci, u->pre_buf + (next_pre - 1) * l->co_read_len)) {
+                ci->qualname_raddr = 0; /* stale: refetched on use */
+                u->resolve_epoch++;
+            }
+            continue;
+        }
         bool dup = false;
         for (size_t j = 0; j < n && !dup; j++)
             dup = u->check_addr[j] == code;
@@ -870,15 +937,35 @@ static void unwind_recheck_codes(struct unwinder *u, size_t from)
     bool ok = memread_readv(u->mr, iov, n) == 0;
     for (size_t j = 0; j < n; j++) {
         struct code_info *ci = codecache_find(u->codes, u->check_addr[j]);
-        const uint8_t *b = u->check_buf + j * l->co_read_len;
-        int32_t first = (int32_t)load_le32(b + l->co_firstlineno);
-        if (!ok || load_le64(b + l->co_qualname) != ci->qualname_raddr ||
-            load_le64(b + l->co_filename) != ci->filename_raddr ||
-            load_le64(b + l->co_linetable) != ci->linetable_raddr || first != ci->firstlineno) {
+        if (!ok || !unwind_code_holds(u, ci, u->check_buf + j * l->co_read_len)) {
             ci->qualname_raddr = 0; /* stale: refetched on use */
             u->resolve_epoch++;
         }
     }
+}
+
+/* 3.13: remembers the distinct code objects of the thread's frames
+ * [from, u->nframes), for the re-check with its next read. */
+static void unwind_remember_codes(struct unwinder *u, size_t from)
+{
+    if (!u->guess_codes)
+        return;
+    uint64_t *codes = u->guess_codes + unwind_slot(u->tstate_raddr) * UNWIND_GUESS_CODES;
+    size_t n = 0;
+    for (size_t i = from; i < u->nframes && n < UNWIND_GUESS_CODES; i++) {
+        uint64_t code = u->raw[i].code_raddr;
+        if (u->raw[i].kind != UNWIND_FRAME_PYTHON)
+            continue;
+        /* recursion repeats nearby: a farther repeat costs a range, not a
+         * wrong answer */
+        bool dup = false;
+        for (size_t j = n; j > 0 && j + 8 > n && !dup; j--)
+            dup = codes[j - 1] == code;
+        if (!dup)
+            codes[n++] = code;
+    }
+    if (n < UNWIND_GUESS_CODES)
+        codes[n] = 0;
 }
 
 /* The code-cache epoch: resolved names stay valid while it holds. */
@@ -1048,6 +1135,7 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     }
     if (!l->has_code_generation)
         unwind_recheck_codes(u, first);
+    unwind_remember_codes(u, first);
     /* Unchanged: the same raw frames as this thread's last sample, at the
      * same place in the frame array, untouched since by any other thread,
      * with no code-cache change: the resolved frames from then are still
