@@ -14,7 +14,6 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
-#include "base/clock.h"
 #include "base/hash.h"
 #include "discovery/pyruntime.h"
 #include "unwind/codecache.h"
@@ -35,11 +34,12 @@
 #define UNWIND_GUESS_FRAMES    4u  /* out-of-chunk frames remembered per thread */
 #define UNWIND_INTERP_IOV      9u  /* ranges of one interpreter read */
 #define UNWIND_GUESS_CHUNKS    4u  /* data-stack chunks remembered per thread */
-#define UNWIND_THREAD_IOV      (1u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES) /* one thread read */
-#define UNWIND_CHUNK_SLACK     2048u    /* copied beyond the last walk's deepest frame */
-#define UNWIND_INTERP_SPAN     4096u    /* largest interpreter range read in one piece */
-#define UNWIND_RUNTIME_SPAN    4096u    /* largest runtime range read in one piece */
-#define UNWIND_RUNTIME_MAX_AGE 1000000u /* ns: see unwinder_sample() on the runtime read */
+#define UNWIND_GUESS_CODES     64u /* 3.13: code objects re-checked in the thread's read */
+#define UNWIND_THREAD_IOV                                                                          \
+    (1u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES + UNWIND_GUESS_CODES) /* one thread read */
+#define UNWIND_CHUNK_SLACK  2048u /* copied beyond the last walk's deepest frame */
+#define UNWIND_INTERP_SPAN  4096u /* largest interpreter range read in one piece */
+#define UNWIND_RUNTIME_SPAN 4096u /* largest runtime range read in one piece */
 
 static const char unwind_native_name[] = "<native>";
 static const char unwind_gc_name[] = "<GC>";
@@ -78,6 +78,7 @@ struct chunk_guess {
     uint64_t raddr;     /* 0: none */
     uint64_t real_size; /* its size */
     uint32_t used;      /* bytes up to the end of its last frame walked; 0: unknown */
+    bool steady;        /* that walk found the chain of the walk before it */
 };
 
 /*
@@ -164,12 +165,10 @@ struct unwinder {
     size_t ts_base_len; /* ... without the words asked for by unwinder_set_thread_words() */
     uint32_t word_off[UNWIND_THREAD_WORDS];
     size_t nwords;
-    /* when the runtime's fields were last read, and whether the interpreter
-     * list was then the main interpreter (interp_guess) alone */
-    uint64_t runtime_read_ns;
-    bool only_main;
-    uint64_t (*clock)(void *ctx);
-    void *clock_ctx;
+    /* the last read of the runtime's fields found it running with the main
+     * interpreter (interp_guess, static in _PyRuntime) first in the list and
+     * its threads.main set: see unwinder_sample() */
+    bool main_running;
     uint64_t *visited; /* frame addresses of this walk, open addressing */
     /* the chain as walked, to check it is still there afterwards */
     struct chain_link *chain;
@@ -195,6 +194,13 @@ struct unwinder {
     uint8_t *linetable_buf;
     uint64_t *check_addr; /* 3.13: code objects to re-check this sample */
     uint8_t *check_buf;
+    /* 3.13: the distinct code objects of each thread's last sample (per
+     * slot, UNWIND_GUESS_CODES each, 0-terminated), read again with the
+     * thread state into pre_buf: the re-check needs no call of its own */
+    uint64_t *guess_codes;
+    uint64_t pre_addr[UNWIND_GUESS_CODES];
+    size_t npre;
+    uint8_t *pre_buf;
 
     bool (*on_cpu)(void *ctx, uint64_t native_tid);
     void *on_cpu_ctx;
@@ -294,8 +300,14 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
     u->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
     u->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->check_addr));
     u->check_buf = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
+    if (!u->l.has_code_generation) {
+        u->guess_codes = alloc_calloc((size_t)UNWIND_CHUNK_GUESSES * UNWIND_GUESS_CODES,
+                                      sizeof(*u->guess_codes));
+        u->pre_buf = alloc_malloc((size_t)UNWIND_GUESS_CODES * u->l.co_read_len);
+    }
     if (!u->chunk_buf || !u->verify_buf || !u->visited || !u->chain || !u->visited_stamp ||
-        !u->raw || !u->frames || !u->tags || !u->linetable_buf || !u->check_addr || !u->check_buf) {
+        !u->raw || !u->frames || !u->tags || !u->linetable_buf || !u->check_addr || !u->check_buf ||
+        (!u->l.has_code_generation && (!u->guess_codes || !u->pre_buf))) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
         goto fail;
     }
@@ -330,20 +342,9 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->linetable_buf);
     alloc_free(u->check_addr);
     alloc_free(u->check_buf);
+    alloc_free(u->guess_codes);
+    alloc_free(u->pre_buf);
     alloc_free(u);
-}
-
-void unwinder_set_clock(struct unwinder *u, uint64_t (*now_ns)(void *ctx), void *ctx)
-{
-    u->clock = now_ns;
-    u->clock_ctx = ctx;
-}
-
-static uint64_t unwind_now(const struct unwinder *u)
-{
-    if (u->clock)
-        return u->clock(u->clock_ctx);
-    return clock_mono_now();
 }
 
 void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t native_tid),
@@ -467,9 +468,12 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
 
     size_t n = 0;
     iov[n++] = (struct memread_iov){tstate_raddr, u->tstate, u->tstate_len};
-    /* Only the part of each chunk the last walk used is copied (of the
-     * newest, plus slack for a deeper call): most stacks use a few KiB of the
-     * 16. Frames beyond are read directly, and the next sample copies more. */
+    /* Only the part of each chunk the last walk used is copied: most stacks
+     * use a few KiB of the 16, copied to the end of a page, the newest with
+     * slack for a deeper call; unless the thread's last two walks found the
+     * same chain: a steady stack (a sleeping or waiting target) costs only
+     * the bytes it uses. Frames beyond are read
+     * directly, and the next sample copies more. */
     size_t off = 0;
     for (size_t i = 0; known && i < UNWIND_GUESS_CHUNKS; i++) {
         const struct chunk_guess *g = &u->guess_chunks[slot][i];
@@ -477,7 +481,9 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
             break;
         size_t len = UNWIND_CHUNK_DEFAULT;
         if (g->used) {
-            len = ((size_t)g->used + (i == 0 ? UNWIND_CHUNK_SLACK : 0) + 4095) & ~(size_t)4095;
+            len = g->steady ? g->used
+                            : ((size_t)g->used + (i == 0 ? UNWIND_CHUNK_SLACK : 0) + 4095) &
+                                  ~(size_t)4095;
             if (len > g->real_size)
                 len = (size_t)g->real_size;
         }
@@ -495,6 +501,15 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
         iov[n++] =
             (struct memread_iov){u->guess_frames[slot][i], u->extra[u->nextra++], l->fr_size};
     }
+    /* 3.13: the code objects of the last sample, for unwind_recheck_codes() */
+    u->npre = 0;
+    const uint64_t *codes = u->guess_codes ? u->guess_codes + slot * UNWIND_GUESS_CODES : NULL;
+    for (size_t i = 0; known && codes && i < UNWIND_GUESS_CODES && codes[i]; i++) {
+        u->pre_addr[u->npre] = codes[i];
+        iov[n++] =
+            (struct memread_iov){codes[i], u->pre_buf + u->npre * l->co_read_len, l->co_read_len};
+        u->npre++;
+    }
     return n;
 }
 
@@ -506,6 +521,8 @@ static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr
     if (u->guess_tstate[tr->slot] != u->tstate_raddr) {
         u->guess_tstate[tr->slot] = u->tstate_raddr;
         memset(u->guess_chunks[tr->slot], 0, sizeof(u->guess_chunks[tr->slot]));
+        if (u->guess_codes)
+            u->guess_codes[tr->slot * UNWIND_GUESS_CODES] = 0;
     }
     memset(u->used_extent, 0, sizeof(u->used_extent));
     /* each guess holds while the chain of chunks is the same */
@@ -533,6 +550,8 @@ static void unwind_forget_guesses(struct unwinder *u, uint64_t tstate_raddr)
         return;
     memset(u->guess_chunks[slot], 0, sizeof(u->guess_chunks[slot]));
     memset(u->guess_frames[slot], 0, sizeof(u->guess_frames[slot]));
+    if (u->guess_codes)
+        u->guess_codes[slot * UNWIND_GUESS_CODES] = 0;
 }
 
 /* Whether a read that failed with @err may succeed without the guesses it carried. */
@@ -553,14 +572,16 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
         unwind_forget_guesses(u, tstate_raddr);
         tr.nguess = 0;
         u->nextra = 0;
+        u->npre = 0;
         err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
     }
     return err ? err : unwind_thread_finish(u, &tr);
 }
 
 /* Remembers the chunks this walk went through and the frames it had to read
- * on their own, for the next sample. */
-static void unwind_remember_extra(struct unwinder *u)
+ * on their own, for the next sample; @steady: the chain is the thread's
+ * last verified one. */
+static void unwind_remember_extra(struct unwinder *u, bool steady)
 {
     size_t slot = unwind_slot(u->tstate_raddr);
     size_t keep = 1; /* the newest chunk always (the stack may grow back into it) */
@@ -572,7 +593,7 @@ static void unwind_remember_extra(struct unwinder *u)
         struct chunk_guess *g = &u->guess_chunks[slot][i];
         if (i < keep && i < u->nchunks)
             *g = (struct chunk_guess){u->chunks[i].raddr, u->chunks[i].real_size,
-                                      (uint32_t)u->used_extent[i]};
+                                      (uint32_t)u->used_extent[i], steady};
         else
             *g = (struct chunk_guess){0}; /* (a walk that used no chunk: none) */
     }
@@ -855,17 +876,53 @@ static struct code_info *unwind_fetch_code(struct unwinder *u, uint64_t raddr)
     return codecache_insert(u->codes, &ci);
 }
 
-/* 3.13 has no code_object_generation: re-read every cached code object this
- * sample uses, in one batched read, and drop entries whose fields changed. */
+/* Whether the code-object bytes at @b still hold what @ci cached. */
+static bool unwind_code_holds(const struct unwinder *u, const struct code_info *ci,
+                              const uint8_t *b)
+{
+    const struct py_layout *l = &u->l;
+    return load_le64(b + l->co_qualname) == ci->qualname_raddr &&
+           load_le64(b + l->co_filename) == ci->filename_raddr &&
+           load_le64(b + l->co_linetable) == ci->linetable_raddr &&
+           (int32_t)load_le32(b + l->co_firstlineno) == ci->firstlineno;
+}
+
+/*
+ * 3.13 has no code_object_generation: every cached code object this sample
+ * uses is read again and entries whose fields changed are dropped. Those the
+ * thread's last sample used came with the thread state (pre_addr/pre_buf,
+ * the same moment as its frames); the rest are read in one batched call.
+ */
 static void unwind_recheck_codes(struct unwinder *u, size_t from)
 {
     const struct py_layout *l = &u->l;
-    size_t n = 0;
+    size_t n = 0, next_pre = 0;
+    uint64_t last = 0;
     struct memread_iov iov[MEMREAD_MAX_IOV];
     for (size_t i = from; i < u->nframes && n < MEMREAD_MAX_IOV; i++) {
         uint64_t code = u->raw[i].code_raddr;
-        if (u->raw[i].kind != UNWIND_FRAME_PYTHON || !codecache_find(u->codes, code))
+        if (u->raw[i].kind != UNWIND_FRAME_PYTHON || code == last)
             continue;
+        last = code;
+        struct code_info *ci = codecache_find(u->codes, code);
+        if (!ci || ci->qualname_raddr == 0)
+            continue;
+        /* read with the thread? (mostly in the same order as last time) */
+        size_t k = 0;
+        for (; k < u->npre; k++) {
+            size_t j = (next_pre + k) % u->npre;
+            if (u->pre_addr[j] == code) {
+                next_pre = j + 1;
+                break;
+            }
+        }
+        if (k < u->npre) {
+            if (!unwind_code_holds(u, ci, u->pre_buf + (next_pre - 1) * l->co_read_len)) {
+                ci->qualname_raddr = 0; /* stale: refetched on use */
+                u->resolve_epoch++;
+            }
+            continue;
+        }
         bool dup = false;
         for (size_t j = 0; j < n && !dup; j++)
             dup = u->check_addr[j] == code;
@@ -880,15 +937,35 @@ static void unwind_recheck_codes(struct unwinder *u, size_t from)
     bool ok = memread_readv(u->mr, iov, n) == 0;
     for (size_t j = 0; j < n; j++) {
         struct code_info *ci = codecache_find(u->codes, u->check_addr[j]);
-        const uint8_t *b = u->check_buf + j * l->co_read_len;
-        int32_t first = (int32_t)load_le32(b + l->co_firstlineno);
-        if (!ok || load_le64(b + l->co_qualname) != ci->qualname_raddr ||
-            load_le64(b + l->co_filename) != ci->filename_raddr ||
-            load_le64(b + l->co_linetable) != ci->linetable_raddr || first != ci->firstlineno) {
+        if (!ok || !unwind_code_holds(u, ci, u->check_buf + j * l->co_read_len)) {
             ci->qualname_raddr = 0; /* stale: refetched on use */
             u->resolve_epoch++;
         }
     }
+}
+
+/* 3.13: remembers the distinct code objects of the thread's frames
+ * [from, u->nframes), for the re-check with its next read. */
+static void unwind_remember_codes(struct unwinder *u, size_t from)
+{
+    if (!u->guess_codes)
+        return;
+    uint64_t *codes = u->guess_codes + unwind_slot(u->tstate_raddr) * UNWIND_GUESS_CODES;
+    size_t n = 0;
+    for (size_t i = from; i < u->nframes && n < UNWIND_GUESS_CODES; i++) {
+        uint64_t code = u->raw[i].code_raddr;
+        if (u->raw[i].kind != UNWIND_FRAME_PYTHON)
+            continue;
+        /* recursion repeats nearby: a farther repeat costs a range, not a
+         * wrong answer */
+        bool dup = false;
+        for (size_t j = n; j > 0 && j + 8 > n && !dup; j--)
+            dup = codes[j - 1] == code;
+        if (!dup)
+            codes[n++] = code;
+    }
+    if (n < UNWIND_GUESS_CODES)
+        codes[n] = 0;
 }
 
 /* The code-cache epoch: resolved names stay valid while it holds. */
@@ -1041,17 +1118,16 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
         (void)unwind_push(u, first, 0, 0, UNWIND_FRAME_GC, 0);
 
     t->status = unwind_walk(u, in, flags, first);
-    unwind_remember_extra(u);
-    if (t->status == SAMPLE_OK) {
-        /* A chain identical to one verified before (same frames, links,
-         * code and callers' instructions) is that real stack again: no
-         * re-read needed. Anything else is verified. */
-        size_t slot = unwind_slot(tstate_raddr);
-        uint64_t h = unwind_chain_hash(u);
-        if (h != u->verified_hash[slot]) {
-            t->status = unwind_verify(u);
-            u->verified_hash[slot] = t->status == SAMPLE_OK ? h : 0;
-        }
+    /* A chain identical to one verified before (same frames, links, code
+     * and callers' instructions) is that real stack again: no re-read
+     * needed. Anything else is verified. */
+    size_t slot = unwind_slot(tstate_raddr);
+    uint64_t h = t->status == SAMPLE_OK ? unwind_chain_hash(u) : 0;
+    bool same = h != 0 && h == u->verified_hash[slot];
+    unwind_remember_extra(u, same);
+    if (t->status == SAMPLE_OK && !same) {
+        t->status = unwind_verify(u);
+        u->verified_hash[slot] = t->status == SAMPLE_OK ? h : 0;
     }
     if (t->status != SAMPLE_OK) {
         u->nframes = first; /* a torn stack is counted, not reported */
@@ -1059,6 +1135,7 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     }
     if (!l->has_code_generation)
         unwind_recheck_codes(u, first);
+    unwind_remember_codes(u, first);
     /* Unchanged: the same raw frames as this thread's last sample, at the
      * same place in the frame array, untouched since by any other thread,
      * with no code-cache change: the resolved frames from then are still
@@ -1203,16 +1280,16 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     bool fused = !(flags & UNWIND_ALL_THREADS) && n > nrt && u->main_guess;
     if (fused)
         n += unwind_thread_prepare(u, u->main_guess, rt + n, &fused_read);
-    /* Sampling only the main thread of a process whose only interpreter is
-     * the main one (static memory, never freed), the runtime's list head and
-     * finalizing flag are read once a millisecond, not every sample: a range
-     * less in the call that matters at high rates only. */
-    uint64_t now = 0;
-    bool skip_runtime = false;
-    if (fused && u->only_main) {
-        now = unwind_now(u);
-        skip_runtime = now - u->runtime_read_ns < UNWIND_RUNTIME_MAX_AGE;
-    }
+    /*
+     * Sampling only the main thread, the runtime's list head and finalizing
+     * flag are left out while the main interpreter's threads.main, read in
+     * this same call, is set: CPython's main() sets it once the runtime is
+     * initialised and clears it when the main module is done, before
+     * Py_FinalizeEx() sets the finalizing flag (docs/unwinder.md, "The
+     * runtime's fields"). The main interpreter is static, so the list head
+     * is not needed to find it; sub-interpreters are not sampled.
+     */
+    bool skip_runtime = fused && u->main_running;
     int err = skip_runtime ? memread_readv(u->mr, rt + nrt, n - nrt) : memread_readv(u->mr, rt, n);
     if (unwind_guess_may_be_why(err) && n > nrt) {
         /* the interpreter or main thread went away, or a guess read with the
@@ -1226,6 +1303,16 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         n = nrt;
         err = memread_readv(u->mr, rt, n);
     }
+    if (!err && skip_runtime) {
+        struct interp_view g = guessed;
+        unwind_interp_done(u, &g);
+        if (g.id != 0 || g.threads_main == 0) {
+            /* main() is done (or this is no longer the main interpreter):
+             * the runtime's fields are read, now and from now on */
+            skip_runtime = false;
+            err = memread_readv(u->mr, rt, nrt);
+        }
+    }
     if (err == -EFAULT && u->rt_span) {
         /* the bytes between the two fields cannot be read (an image that
          * holds only what older versions read): field by field from now on */
@@ -1236,14 +1323,14 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         err = memread_readv(u->mr, rt, n);
     }
     if (err) {
+        u->main_running = false;
         *status = status_from_errno(err);
         return err;
     }
     if (skip_runtime) {
-        head = u->interp_guess; /* as it was last time */
+        head = u->interp_guess; /* the main interpreter, as checked above */
     } else {
-        u->only_main = false; /* until the interpreters are looked at below */
-        u->runtime_read_ns = now ? now : unwind_now(u);
+        u->main_running = false; /* until the main interpreter is looked at below */
         if (u->rt_span) {
             head = load_le64(u->runtime_buf + (l->rt_interpreters_head - u->rt_lo));
             finalizing = load_le64(u->runtime_buf + (l->rt_finalizing - u->rt_lo));
@@ -1273,13 +1360,11 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
                 return err;
             }
         }
-        if (ninterp == 0) {
+        if (ninterp == 0)
             u->interp_guess = raddr;
-            if (!skip_runtime)
-                u->only_main = in.id == 0 && in.next == 0;
-        }
         if (l->has_code_generation)
             unwind_check_generation(u, &in);
+        bool main_set = in.threads_main != 0;
         if (!in.threads_main && in.id == 0) {
             /* Only python's own main() records the main thread; an embedding
              * program never does. Threads are pushed at the head of the list,
@@ -1307,6 +1392,11 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
             /* read already, with the runtime, if the guess held */
             bool pre = fused && ninterp == 0 && in.threads_main == u->main_guess &&
                        unwind_thread_finish(u, &fused_read) == 0;
+            /* the main interpreter first in the list, main() running (its
+             * own threads.main, not the tail found above): from now on the
+             * runtime's fields can be left out (see above) */
+            if (ninterp == 0 && !skip_runtime && !(flags & UNWIND_ALL_THREADS))
+                u->main_running = main_set;
             (void)unwind_sample_thread(u, in.threads_main, &in, flags, pre);
             u->main_guess = in.threads_main;
         }
@@ -1315,12 +1405,11 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     if (!(flags & UNWIND_ALL_THREADS) && !saw_main) {
         /*
          * No main thread to sample: the interpreter is starting, or shutting
-         * down and has already deleted it (the finalizing flag may be up to
-         * UNWIND_RUNTIME_MAX_AGE old here). Not a sample: say which, from a
+         * down and has already deleted it. Not a sample: say which, from a
          * fresh read of the flag, and read the runtime again next time.
          */
         uint64_t fin = 0;
-        u->only_main = false;
+        u->main_running = false;
         bool gone = memread_read(u->mr, u->runtime_raddr + l->rt_finalizing, &fin, 8) == 0 && fin;
         *status = gone ? SAMPLE_FINALIZING : SAMPLE_NOT_INITIALIZED;
         return -EAGAIN;

@@ -80,12 +80,12 @@ PYPROFD_WARN_UNUSED int unwinder_new(struct memread *mr, const struct pyruntime 
  * SAMPLE_PERMISSION, SAMPLE_READ_FAULT, SAMPLE_NOT_INITIALIZED,
  * SAMPLE_FINALIZING.
  *
- * Without UNWIND_ALL_THREADS, while the main interpreter is the process's
- * only one, the runtime's interpreter list and finalizing flag are read at
- * least once a millisecond rather than on every sample: a sample taken less
- * than 1 ms after finalizing began shows the main thread's frames (or fails
- * as a torn stack) instead of SAMPLE_FINALIZING, and an interpreter created
- * meanwhile is first looked at up to 1 ms late.
+ * Without UNWIND_ALL_THREADS, while the main interpreter is first in the
+ * list and its threads.main is set (CPython's main() is running the main
+ * module), the runtime's interpreter list head and finalizing flag are not
+ * read: threads.main, read in the same call as the thread, says the runtime
+ * is initialised and not finalizing (docs/unwinder.md). An embedding program
+ * that never sets threads.main has them read on every sample.
  */
 PYPROFD_WARN_UNUSED int unwinder_sample(struct unwinder *u, unsigned flags,
                                         const struct unwind_result **out,
@@ -98,14 +98,6 @@ PYPROFD_WARN_UNUSED int unwinder_sample(struct unwinder *u, unsigned flags,
  */
 void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t native_tid),
                          void *ctx);
-
-/**
- * Sets the monotonic clock (nanoseconds) the unwinder uses to decide when the
- * runtime's fields are due to be read again (see unwinder_sample()); without
- * it (or with @a now_ns NULL), clock_mono_now() of base/clock.h. A struct
- * clock's mono_ns and arg fit here. For tests. @a ctx is borrowed.
- */
-void unwinder_set_clock(struct unwinder *u, uint64_t (*now_ns)(void *ctx), void *ctx);
 
 /**
  * Asks every sampled thread's read to also bring the 8-byte words at

@@ -20,6 +20,9 @@ struct memread_fake {
     size_t nseg, cap;
     int fail_next;
     unsigned calls;
+    unsigned long ranges, bytes;
+    uint64_t watch_lo, watch_len;
+    unsigned watched;
 };
 
 static int memread_fake_readv(void *priv, const struct memread_iov *iov, size_t n)
@@ -30,6 +33,13 @@ static int memread_fake_readv(void *priv, const struct memread_iov *iov, size_t 
         int err = f->fail_next;
         f->fail_next = 0;
         return err;
+    }
+    for (size_t i = 0; i < n; i++) {
+        f->ranges++;
+        f->bytes += iov[i].len;
+        if (f->watch_len && iov[i].raddr < f->watch_lo + f->watch_len &&
+            iov[i].raddr + iov[i].len > f->watch_lo)
+            f->watched++;
     }
     for (size_t i = 0; i < n; i++) {
         bool done = iov[i].len == 0;
@@ -104,6 +114,28 @@ void memread_fake_fail_next(struct memread_fake *fake, int err)
 unsigned memread_fake_calls(const struct memread_fake *fake)
 {
     return fake->calls;
+}
+
+unsigned long memread_fake_ranges(const struct memread_fake *fake)
+{
+    return fake->ranges;
+}
+
+unsigned long memread_fake_bytes(const struct memread_fake *fake)
+{
+    return fake->bytes;
+}
+
+void memread_fake_watch(struct memread_fake *fake, uint64_t raddr, size_t len)
+{
+    fake->watch_lo = raddr;
+    fake->watch_len = len;
+    fake->watched = 0;
+}
+
+unsigned memread_fake_watched(const struct memread_fake *fake)
+{
+    return fake->watched;
 }
 
 int memread_fake_poke(struct memread_fake *fake, uint64_t raddr, const void *data, size_t len)

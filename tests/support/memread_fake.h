@@ -27,6 +27,16 @@ int memread_fake_add(struct memread_fake *fake, uint64_t raddr, const void *data
 void memread_fake_fail_next(struct memread_fake *fake, int err);
 /** Number of readv calls made so far (a batched read counts once). */
 unsigned memread_fake_calls(const struct memread_fake *fake);
+/** Ranges and bytes asked for so far, over every range of every call. */
+unsigned long memread_fake_ranges(const struct memread_fake *fake);
+unsigned long memread_fake_bytes(const struct memread_fake *fake);
+/**
+ * From now on counts the ranges that overlap [@a raddr, @a raddr + @a len)
+ * (one window at a time; the count starts at 0); memread_fake_watched()
+ * returns the count.
+ */
+void memread_fake_watch(struct memread_fake *fake, uint64_t raddr, size_t len);
+unsigned memread_fake_watched(const struct memread_fake *fake);
 /** Overwrites @a len bytes at @a raddr inside an existing segment. Returns 0 or -EFAULT. */
 int memread_fake_poke(struct memread_fake *fake, uint64_t raddr, const void *data, size_t len);
 

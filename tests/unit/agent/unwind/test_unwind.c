@@ -8,6 +8,8 @@
  */
 #include "base/compat.h"
 
+#include <time.h>
+
 #include "cmocka_wrap.h"
 
 #include "memread_fake.h"
@@ -325,6 +327,52 @@ static void test_unwind__older_chunks_are_read_with_the_thread(void **state)
     fx_close(&fx);
 }
 
+static void test_unwind__steady_stack_copies_only_what_it_uses(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        uint64_t work = build_stack(&fx, t, f);
+        fx_attach(&fx);
+        const struct py_layout *l = pyimage_layout(fx.img);
+        uint64_t end = f[3] + l->fr_size; /* the end of the leaf frame */
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        /* the same chain twice: nothing past the leaf frame is copied */
+        memread_fake_watch(fx.fake, end, 4096);
+        unsigned long bytes = memread_fake_bytes(fx.fake);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_watched(fx.fake), 0);
+        print_message("3.%u: a steady 3-frame sample reads %lu bytes\n", minor,
+                      (memread_fake_bytes(fx.fake) - bytes) / 3);
+        /* a deeper (recursive) call: read although beyond the copy, right
+         * at once */
+        uint64_t frame = end + 16, ip = work + l->co_adaptive + 2;
+        uint64_t exe = work | (l->tag_mask & 1);
+        uint8_t owner = PYABI_OWNER_THREAD;
+        assert_int_equal(memread_fake_poke(fx.fake, frame + l->fr_owner, &owner, 1), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, frame + l->fr_previous, &f[3], 8), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, frame + l->fr_executable, &exe, 8), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, frame + l->fr_instr_ptr, &ip, 8), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, 0x30000000 + l->ts_current_frame, &frame, 8),
+                         0);
+        const struct unwind_thread *th = &fx_sample(&fx, 0)->threads[0];
+        assert_int_equal(th->status, SAMPLE_OK);
+        assert_int_equal(th->nframes, 4);
+        expect_frame(&th->frames[0], "Worker.work", "/app/work.py", 22);
+        expect_frame(&th->frames[1], "Worker.work", "/app/work.py", 28);
+        /* a changed stack may be growing: the next read has slack again */
+        memread_fake_watch(fx.fake, frame + l->fr_size, 1024);
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 4);
+        assert_int_equal(memread_fake_watched(fx.fake), 1);
+        fx_close(&fx);
+    }
+}
+
 static void test_unwind__chain_must_reach_the_base_frame(void **state)
 {
     (void)state;
@@ -624,12 +672,59 @@ static void test_unwind__runtime_states(void **state)
     fx_close(&fx);
 }
 
-static uint64_t fake_clock(void *ctx)
+/* The main interpreter's threads.main, as CPython's main() sets and clears it. */
+static void set_threads_main(struct fixture *fx, uint64_t ts)
 {
-    return *(const uint64_t *)ctx;
+    const struct py_layout *l = pyimage_layout(fx->img);
+    assert_int_equal(memread_fake_poke(fx->fake, 0x20000000 + l->in_threads_main, &ts, 8), 0);
 }
 
-static void test_unwind__runtime_is_read_at_least_once_a_millisecond(void **state)
+static void pause_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void test_unwind__runtime_is_not_reread_while_main_runs(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        unsigned t = pyimage_thread(fx.img, 1);
+        uint64_t f[4];
+        build_stack(&fx, t, f);
+        fx_attach(&fx);
+        const struct py_layout *l = pyimage_layout(fx.img);
+        uint64_t lo =
+            l->rt_interpreters_head < l->rt_finalizing ? l->rt_interpreters_head : l->rt_finalizing;
+        uint64_t hi =
+            l->rt_interpreters_head > l->rt_finalizing ? l->rt_interpreters_head : l->rt_finalizing;
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        /* at 100 Hz or 100 kHz alike: spaced more than a millisecond apart,
+         * no sample reads the runtime's fields */
+        memread_fake_watch(fx.fake, PYIMAGE_RUNTIME + lo, hi + 8 - lo);
+        for (int i = 0; i < 4; i++) {
+            pause_ms(2);
+            assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        }
+        assert_int_equal(memread_fake_watched(fx.fake), 0);
+        /* all threads: the interpreter list matters, read every sample */
+        assert_int_equal(fx_sample(&fx, UNWIND_ALL_THREADS)->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_watched(fx.fake), 1);
+        /* an embedding program never sets threads.main: read every sample */
+        set_threads_main(&fx, 0);
+        memread_fake_watch(fx.fake, PYIMAGE_RUNTIME + lo, hi + 8 - lo);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_watched(fx.fake), 3);
+        fx_close(&fx);
+    }
+}
+
+static void test_unwind__runtime_state_changes_are_seen_at_once(void **state)
 {
     (void)state;
     for (int all = 0; all < 2; all++) {
@@ -639,39 +734,32 @@ static void test_unwind__runtime_is_read_at_least_once_a_millisecond(void **stat
         uint64_t f[4];
         build_stack(&fx, t, f);
         fx_attach(&fx);
-        uint64_t now = 5000000;
-        unwinder_set_clock(fx.u, fake_clock, &now);
         unsigned flags = all ? UNWIND_ALL_THREADS : 0;
         assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
-        /* finalizing begins */
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+        /* main() returns, then Py_FinalizeEx() sets the flag: the very next
+         * sample says so */
         const struct py_layout *l = pyimage_layout(fx.img);
         uint64_t ts = 0x30000000;
+        set_threads_main(&fx, 0);
         assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &ts, 8), 0);
         const struct unwind_result *r;
         enum sample_status st;
-        now += 999999;
-        if (all) {
-            /* all threads: the runtime is read every sample */
-            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
-            assert_int_equal(st, SAMPLE_FINALIZING);
-        } else {
-            /* the main thread alone: within the millisecond, the runtime
-             * as read last time */
-            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), 0);
-            assert_int_equal(r->threads[0].nframes, 3);
-            now += 1;
-            assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
-            assert_int_equal(st, SAMPLE_FINALIZING);
-        }
+        assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
+        assert_int_equal(st, SAMPLE_FINALIZING);
         /* read every time while it fails */
         assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
         uint64_t zero = 0;
         assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &zero, 8),
                          0);
+        set_threads_main(&fx, ts);
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
         assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
 
-        /* a sub-interpreter appears at the head of the list: seen within the
-         * millisecond, and from then on the runtime is read every sample */
+        /* a sub-interpreter appears at the head of the list: the main
+         * thread is still sampled right, and the changed list is read as
+         * soon as the main interpreter's state says to (and every sample
+         * with all threads) */
         static uint8_t sub[16384];
         uint64_t sub_raddr = 0x21000000, one = 1, main_interp = 0x20000000;
         memset(sub, 0, sizeof(sub));
@@ -681,11 +769,20 @@ static void test_unwind__runtime_is_read_at_least_once_a_millisecond(void **stat
         assert_int_equal(
             memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_interpreters_head, &sub_raddr, 8),
             0);
-        now += 1000000;
-        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+        memread_fake_watch(fx.fake, sub_raddr, sizeof(sub));
+        r = fx_sample(&fx, flags);
+        assert_int_equal(r->nthreads, 1);
+        assert_int_equal(r->threads[0].nframes, 3);
+        assert_int_equal(memread_fake_watched(fx.fake), all ? 1 : 0);
+        set_threads_main(&fx, 0);
         assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &ts, 8), 0);
         assert_int_equal(unwinder_sample(fx.u, flags, &r, &st), -EAGAIN);
         assert_int_equal(st, SAMPLE_FINALIZING);
+        assert_int_equal(memread_fake_poke(fx.fake, PYIMAGE_RUNTIME + l->rt_finalizing, &zero, 8),
+                         0);
+        set_threads_main(&fx, ts);
+        assert_int_equal(fx_sample(&fx, flags)->threads[0].nframes, 3);
+        assert_true(memread_fake_watched(fx.fake) >= (all ? 3u : 1u));
         fx_close(&fx);
     }
 }
@@ -726,6 +823,51 @@ static void test_unwind__code_cache_invalidation(void **state)
     }
 }
 
+static void test_unwind__313_recheck_rides_with_the_thread_read(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 13);
+    unsigned t = pyimage_thread(fx.img, 1);
+    uint64_t f[4];
+    uint64_t work = build_stack(&fx, t, f);
+    uint64_t other = pyimage_code(fx.img, "other", "/app/other.py", 50);
+    uint64_t renamed = pyimage_str(fx.img, "Worker.renamed");
+    fx_attach(&fx);
+    const struct py_layout *l = pyimage_layout(fx.img);
+    assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "Worker.work");
+    assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "Worker.work");
+    /* the leaf's code object is freed and its address reused: seen in the
+     * one read of the warm sample */
+    assert_int_equal(memread_fake_poke(fx.fake, work + l->co_qualname, &renamed, 8), 0);
+    unsigned before = memread_fake_calls(fx.fake);
+    const struct unwind_thread *th = &fx_sample(&fx, 0)->threads[0];
+    assert_string_equal(th->frames[0].function, "Worker.renamed");
+    assert_string_equal(th->frames[1].function, "main");
+    /* one read, plus the refetch of the changed code object */
+    assert_true(memread_fake_calls(fx.fake) - before >= 2);
+    before = memread_fake_calls(fx.fake);
+    assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "Worker.renamed");
+    assert_int_equal(memread_fake_calls(fx.fake) - before, 1);
+
+    /* a cached code object the last sample did not use is re-checked too */
+    uint64_t exe = other | (l->tag_mask & 1);
+    assert_int_equal(memread_fake_poke(fx.fake, f[3] + l->fr_executable, &exe, 8), 0);
+    assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "other");
+    assert_string_equal(fx_sample(&fx, 0)->threads[0].frames[0].function, "other");
+    /* (work's code object now holds the name of other's) */
+    exe = work | (l->tag_mask & 1);
+    uint64_t qual = 0;
+    assert_int_equal(memread_read(fx.mr, other + l->co_qualname, &qual, 8), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, work + l->co_qualname, &qual, 8), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, f[3] + l->fr_executable, &exe, 8), 0);
+    th = &fx_sample(&fx, 0)->threads[0];
+    assert_int_equal(th->status, SAMPLE_OK);
+    assert_string_equal(th->frames[0].function, "other"); /* work's new name */
+    assert_string_equal(th->frames[0].file, "/app/work.py");
+    fx_close(&fx);
+}
+
 static void test_unwind__warm_sample_takes_a_handful_of_reads(void **state)
 {
     (void)state;
@@ -749,11 +891,11 @@ static void test_unwind__warm_sample_takes_a_handful_of_reads(void **state)
         before = memread_fake_calls(fx.fake);
         assert_int_equal(fx_sample(&fx, 0)->threads[0].nframes, 50);
         unsigned warm = memread_fake_calls(fx.fake) - before;
-        /* runtime, interpreter, thread state and chunk in one read; the
-         * unchanged chain needs no verification; 3.13 also re-checks its
-         * cached code objects */
+        /* interpreter, thread state and chunk in one read (3.13: with its
+         * cached code objects, to re-check them); the unchanged chain needs
+         * no verification */
         print_message("3.%u: 50 frames: %u reads cold, %u warm\n", minor, cold, warm);
-        assert_true(warm <= 2);
+        assert_int_equal(warm, 1);
         assert_true(cold > warm);
         fx_close(&fx);
     }
@@ -813,6 +955,7 @@ int main(void)
         cmocka_unit_test(test_unwind__loop_is_a_cycle),
         cmocka_unit_test(test_unwind__loop_through_frames_outside_the_chunks),
         cmocka_unit_test(test_unwind__older_chunks_are_read_with_the_thread),
+        cmocka_unit_test(test_unwind__steady_stack_copies_only_what_it_uses),
         cmocka_unit_test(test_unwind__chain_must_reach_the_base_frame),
         cmocka_unit_test(test_unwind__unmapped_frame_is_incomplete),
         cmocka_unit_test(test_unwind__impossible_owner_is_bad_frame),
@@ -824,8 +967,10 @@ int main(void)
         cmocka_unit_test(test_unwind__reused_frames_stay_the_threads_own),
         cmocka_unit_test(test_unwind__embedded_main_thread_is_the_oldest),
         cmocka_unit_test(test_unwind__runtime_states),
-        cmocka_unit_test(test_unwind__runtime_is_read_at_least_once_a_millisecond),
+        cmocka_unit_test(test_unwind__runtime_is_not_reread_while_main_runs),
+        cmocka_unit_test(test_unwind__runtime_state_changes_are_seen_at_once),
         cmocka_unit_test(test_unwind__code_cache_invalidation),
+        cmocka_unit_test(test_unwind__313_recheck_rides_with_the_thread_read),
         cmocka_unit_test(test_unwind__warm_sample_takes_a_handful_of_reads),
         cmocka_unit_test(test_unwind__wild_frame_address_does_not_stick),
     };
