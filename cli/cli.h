@@ -63,6 +63,7 @@ int cli_check_config(int argc, char **argv);
 #ifdef PYPROFD_UNITTEST
 /* record.c internals reached by tests/unit/cli/test_record.c */
 int record_parse_rate(const char *s, double *out);
+uint64_t record_slack_ns(uint64_t interval_ns);
 /* agent.c internals reached by tests/unit/cli/test_agent.c */
 struct pyprofd_config;
 bool agent_log_listen(const struct pyprofd_config *cfg, const char *listen_option,

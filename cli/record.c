@@ -23,8 +23,9 @@
 #include "pprof/pprof_build.h"
 #include "sampler/sampler.h"
 
-#define RECORD_MAX_RATE   1000000.0 /* Hz */
-#define RECORD_WAIT_START 30        /* seconds a launched command may take to start Python */
+#define RECORD_MAX_RATE   1000000.0  /* Hz */
+#define RECORD_WAIT_START 30         /* seconds a launched command may take to start Python */
+#define RECORD_MAX_SLACK  1000000ull /* ns: the timer slack at low rates */
 
 enum record_format { RECORD_AUTO, RECORD_PPROF, RECORD_COLLAPSED };
 
@@ -263,6 +264,35 @@ static void record_summary(const struct sampler_counts *c, double seconds)
             failed_pct, c->missed, missed_pct);
 }
 
+/*
+ * The timer slack of the sampling thread for @a interval_ns: half an
+ * interval, at most 1 ms. An attempt is made at a random point of the first
+ * half of its interval; with the slack it may be made up to that much later,
+ * still inside its interval. The kernel's default (50 us) is a fixed slack
+ * that, at low rates, forces a precise timer for every sample for nothing.
+ */
+PYPROFD_STATIC uint64_t record_slack_ns(uint64_t interval_ns)
+{
+    uint64_t half = interval_ns / 2;
+    return half > RECORD_MAX_SLACK ? RECORD_MAX_SLACK : half ? half : 1;
+}
+
+/*
+ * How `record` waits: SCHED_BATCH (its wake-ups do not preempt the target
+ * when they share a CPU: the target keeps it until its slice ends, and
+ * record runs then) and the slack above. Not needed for correct samples:
+ * a failure is said once, at debug level.
+ */
+static void record_thread_setup(uint64_t interval_ns)
+{
+    int err = clock_set_batch();
+    if (err)
+        log_debug("cannot set SCHED_BATCH: %s", strerror(-err));
+    err = clock_set_slack(record_slack_ns(interval_ns));
+    if (err)
+        log_debug("cannot set the timer slack: %s", strerror(-err));
+}
+
 static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
 {
     struct cli_target t = {0}; /* released at out: even when attaching never happened */
@@ -306,6 +336,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
             aio ? ", async-aware: " : "", aio ? asyncio_mode_name(o->async_mode) : "",
             o->duration > 0 ? "" : "; Ctrl-C to stop");
 
+    record_thread_setup(so.interval_ns);
     uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
     uint64_t next_stats = start + 1000000000ull, stats_attempts = 0;
     while (!record_stop) {

@@ -4,6 +4,9 @@
  */
 #include "base/compat.h"
 
+#include <sched.h>
+#include <sys/prctl.h>
+
 #include "base/clock.h"
 
 static uint64_t clock_read(clockid_t id)
@@ -53,3 +56,17 @@ const struct clock clock_system = {
     .thread_cpu_ns = clock_system_cpu,
     .arg = NULL,
 };
+
+int clock_set_slack(uint64_t slack_ns)
+{
+    if (slack_ns == 0)
+        slack_ns = 1; /* 0 would mean "back to the default" */
+    return prctl(PR_SET_TIMERSLACK, (unsigned long)slack_ns, 0, 0, 0) ? -errno : 0;
+}
+
+int clock_set_batch(void)
+{
+    struct sched_param sp = {.sched_priority = 0};
+    /* pid 0: the calling thread (policies are per thread on Linux) */
+    return sched_setscheduler(0, SCHED_BATCH, &sp) ? -errno : 0;
+}

@@ -113,6 +113,7 @@ struct pyprofd_config {
         double sample_rate;           /* Hz; default 100 */
         enum profile_mode mode;       /* default cpu */
         uint64_t profile_interval_ns; /* default 15s */
+        uint64_t sampling_tick_ns;    /* the sampling thread's tick; default 1ms */
         struct labels external_labels;
         struct config_limits limits;
     } global;

@@ -1,15 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fleet.h: which target is due next, and how much of its rate the CPU budget
+ * fleet.h: which targets are due, and how much of its rate the CPU budget
  * allows: the scheduling arithmetic of the agent's sampling thread, with no
  * clock and no I/O (time and CPU readings are passed in, as schedule.h does
  * for one target).
  *
+ *   ticks      time is cut into ticks of fleet_tick() ns, aligned on the
+ *              clock's zero (tick boundary k is at k * tick). The sampling
+ *              thread sleeps to a boundary and there takes, in one pass,
+ *              every attempt due by then: an attempt due at d is made at the
+ *              first boundary >= d (up to one tick late), never early.
  *   due times  every target has a slot (struct fleet_slot, embedded in the
- *              caller's target) holding when its next attempt is due; a
- *              binary heap keeps the earliest first. The caller updates a
- *              slot's due time after each attempt (its sampler's schedule
- *              decides it).
+ *              caller's target) holding when its next attempt is due. Slots
+ *              wait in a timing wheel of FLEET_WHEEL buckets, one per tick
+ *              (a slot due more than a turn ahead waits in its bucket for the
+ *              turn to come round): insert, move and remove are O(1).
+ *              fleet_collect() moves every slot due by now to a ready list,
+ *              fleet_pop() hands them out one by one; the caller makes the
+ *              attempt and puts the slot back with fleet_update() at its new
+ *              due time. A slot put back during a pass is due at the next
+ *              boundary at the earliest, so no pass takes a target twice (a
+ *              late target catches up one attempt per tick).
  *   budget     fleet_budget() compares the sampling thread's CPU time with
  *              limits.cpu_budget once per FLEET_BUDGET_NS. Over it, every
  *              target's effective rate is lowered by the same factor (fair:
@@ -30,13 +41,20 @@
 
 #define FLEET_BUDGET_NS  1000000000ull /* budget measurement period */
 #define FLEET_MIN_FACTOR 0.001
-#define FLEET_MAX_SKIP   100000u /* attempts let pass in one go, at most */
+#define FLEET_MAX_SKIP   100000u    /* attempts let pass in one go, at most */
+#define FLEET_WHEEL      512u       /* buckets (ticks) in one turn of the wheel, a power of 2 */
+#define FLEET_TICK_NS    1000000ull /* the tick of a new fleet */
 
-/** One target's place in the fleet. Embeddable value; fields are private. */
+/**
+ * One target's place in the fleet. Embeddable value; fields are private
+ * (due may be read). 32 bytes: what a pass touches per target.
+ */
 struct fleet_slot {
-    uint64_t due;  /* next attempt due (monotonic ns) */
-    double credit; /* attempts earned by the budget, 1.0 at the start */
-    size_t heap;   /* index in the heap while added */
+    uint64_t due;              /* next attempt due (monotonic ns) */
+    uint64_t when;             /* the boundary (in ticks) it is taken at */
+    struct fleet_slot *next;   /* in its bucket or the ready list */
+    struct fleet_slot **pprev; /* what points at it; NULL: in no list */
+    double credit;             /* attempts earned by the budget, 1.0 at the start */
 };
 
 struct fleet;
@@ -45,19 +63,46 @@ struct fleet;
 PYPROFD_WARN_UNUSED int fleet_new(size_t cap, struct fleet **out);
 /** Frees; the slots are the caller's. NULL is a no-op. */
 void fleet_free(struct fleet *f);
-/** Room for @a cap slots (never shrinks). Returns 0 or -ENOMEM. */
+/** Room for @a cap slots (never shrinks). Returns 0 (no allocation: the wheel has no per-slot
+ * storage). */
 PYPROFD_WARN_UNUSED int fleet_grow(struct fleet *f, size_t cap);
 
 /** Adds @a s (borrowed until fleet_remove()) due at @a due. Returns 0 or -ENOSPC. */
 PYPROFD_WARN_UNUSED int fleet_add(struct fleet *f, struct fleet_slot *s, uint64_t due);
-/** Takes @a s out. */
+/** Takes @a s out, wherever it waits (a bucket, the ready list, popped). */
 void fleet_remove(struct fleet *f, struct fleet_slot *s);
-/** Moves @a s to its new due time @a due. */
+/**
+ * Sets @a s's due time to @a due and puts it back in the wheel (after
+ * fleet_pop(), or to move it): taken at the first boundary >= @a due that is
+ * after the last fleet_collect().
+ */
 void fleet_update(struct fleet *f, struct fleet_slot *s, uint64_t due);
-/** The slot due first, or NULL when empty. */
-struct fleet_slot *fleet_first(const struct fleet *f);
 /** Slots in the fleet. */
 size_t fleet_count(const struct fleet *f);
+
+/** The tick (ns). */
+uint64_t fleet_tick(const struct fleet *f);
+/**
+ * Sets the tick to @a tick_ns (> 0) and re-files every waiting slot: O(slots),
+ * for when the tick must change (a target's interval is shorter than it).
+ */
+void fleet_set_tick(struct fleet *f, uint64_t tick_ns);
+
+/**
+ * Moves every waiting slot whose boundary is <= @a now_ns (so due by then) to
+ * the ready list. Returns how many are ready.
+ */
+size_t fleet_collect(struct fleet *f, uint64_t now_ns);
+/** The next ready slot (out of every list until fleet_update()), or NULL. */
+struct fleet_slot *fleet_pop(struct fleet *f);
+/**
+ * When to wake next: the boundary at which the earliest waiting slot is
+ * taken (ns, a multiple of the tick), 0 when slots are ready, or UINT64_MAX
+ * when none waits. Looks at the buckets of one turn of the wheel (a bitmap
+ * skips empty ones); only when they hold nothing for this turn does it walk
+ * every slot.
+ */
+uint64_t fleet_next_wake(const struct fleet *f);
 
 /**
  * The due attempt of @a s under the budget: 0 when it is to be made now,

@@ -282,6 +282,25 @@ static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64
 
 /* ---- the thread ---------------------------------------------------------------- */
 
+/*
+ * The sampling tick: global.sampling_tick, or half the shortest interval of
+ * a target if that is shorter. Half, not a whole one: an attempt is made at a
+ * random point of the first half of its interval and up to a tick late, so
+ * with a tick of at most half an interval it is still made before the next
+ * attempt's interval starts (never two attempts of one target in a pass,
+ * never one counted late at the end).
+ */
+static uint64_t loop_tick(const struct loop *l)
+{
+    uint64_t tick = l->cfg->global.sampling_tick_ns;
+    for (size_t i = 0; i < l->ntargets; i++) {
+        uint64_t half = l->targets[i]->interval_ns / 2;
+        if (half < tick)
+            tick = half;
+    }
+    return tick ? tick : 1;
+}
+
 static void loop_housekeeping(struct loop *l, uint64_t now)
 {
     loop_clocks(l, now);
@@ -329,15 +348,23 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
     loop_requests_tick(l, now);
     (void)fleet_budget(l->fleet, now, clock_thread_cpu(l->opts.clock),
                        l->cfg->global.limits.cpu_budget);
+    fleet_set_tick(l->fleet, loop_tick(l));
     l->next_tick = now + LOOP_TICK_NS;
 }
 
-/* The attempts due before the next housekeeping. */
+/*
+ * One pass: every attempt due by now (the fleet's boundary at or before now),
+ * each target once. A target whose next attempt is already due again (it is
+ * late) waits for the next boundary, so catching up never samples one target
+ * back to back.
+ */
 static void loop_sample_due(struct loop *l)
 {
     uint64_t now = loop_now(l);
+    if (!fleet_collect(l->fleet, now))
+        return;
     struct fleet_slot *s;
-    while ((s = fleet_first(l->fleet)) && s->due <= now && now < l->next_tick) {
+    while ((s = fleet_pop(l->fleet))) {
         struct target *t = target_of_slot(s);
         if (t->gone) {
             sampler_idle(t->s, now); /* removed at the next housekeeping */
@@ -365,19 +392,54 @@ void loop_step(struct loop *l, bool force)
     loop_sample_due(l);
 }
 
+/* The next boundary with an attempt due, or housekeeping (under the lock). */
+static uint64_t loop_wake_at(const struct loop *l)
+{
+    uint64_t wake = fleet_next_wake(l->fleet);
+    return wake < l->next_tick ? wake : l->next_tick;
+}
+
+uint64_t loop_next_wake(struct loop *l)
+{
+    pthread_mutex_lock(&l->mu);
+    uint64_t wake = l->kick ? loop_now(l) : loop_wake_at(l);
+    pthread_mutex_unlock(&l->mu);
+    return wake;
+}
+
+/*
+ * The thread's own scheduling: SCHED_BATCH, so that its wake-ups do not
+ * preempt a busy target on the same CPU, and a timer slack of one tick, so
+ * that the kernel may fold its sleeps into other wake-ups. Neither is needed
+ * for correct samples: a failure is said once, at debug level.
+ */
+static uint64_t loop_thread_setup(const struct loop *l)
+{
+    int err = clock_set_batch();
+    if (err)
+        log_debug("sampling thread: cannot set SCHED_BATCH: %s", strerror(-err));
+    uint64_t slack = fleet_tick(l->fleet);
+    err = clock_set_slack(slack);
+    if (err)
+        log_debug("sampling thread: cannot set the timer slack: %s", strerror(-err));
+    return slack;
+}
+
 static void *loop_main(void *arg)
 {
     struct loop *l = arg;
+    uint64_t slack = loop_thread_setup(l);
     fleet_budget_start(l->fleet, loop_now(l), clock_thread_cpu(l->opts.clock));
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);
         loop_step(l, false);
+        if (fleet_tick(l->fleet) != slack) {
+            slack = fleet_tick(l->fleet); /* a faster target shortened the tick */
+            (void)clock_set_slack(slack);
+        }
         pthread_mutex_lock(&l->mu);
-        uint64_t until = l->next_tick;
-        struct fleet_slot *s = fleet_first(l->fleet);
-        if (s && s->due < until)
-            until = s->due;
+        uint64_t until = loop_wake_at(l);
         if (!l->stop && !l->kick && until > loop_now(l)) {
             struct timespec ts = clock_timespec(until);
             (void)pthread_cond_timedwait(&l->wake, &l->mu, &ts);

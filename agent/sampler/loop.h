@@ -10,8 +10,13 @@
  *   targets     a verdict "active" starts a target (sampler/target.h: its
  *               unwinder, sampler, window); an exited, re-exec'd or stuck
  *               one is ended, its partial window flushed;
- *   scheduling  every target's next attempt waits in the fleet's heap
- *               (sampler/fleet.h), which also applies limits.cpu_budget;
+ *   scheduling  every target's next attempt waits in the fleet's timing
+ *               wheel (sampler/fleet.h), which also applies
+ *               limits.cpu_budget; the thread sleeps to the next tick
+ *               boundary with an attempt due (global.sampling_tick, shorter
+ *               for a target whose interval is under two ticks) and makes
+ *               every attempt due by then in one pass, each target once. It
+ *               runs SCHED_BATCH with a timer slack of one tick;
  *   windows     every profile_interval each target's window goes to the
  *               export thread through the window queue (aggregate/window.h);
  *   requests    loop_profile() (the HTTP server's /debug/pprof/profile)
@@ -85,6 +90,14 @@ void loop_free(struct loop *l);
  * loop_start()'s thread runs.
  */
 void loop_step(struct loop *l, bool force);
+
+/**
+ * When the sampling thread would wake next (ns on the loop's clock): the next
+ * tick boundary with an attempt due, or housekeeping, whichever is first. For
+ * tests and tools that drive the loop with loop_step() the way the thread
+ * does; never while loop_start()'s thread runs.
+ */
+uint64_t loop_next_wake(struct loop *l);
 
 /**
  * Replaces the configuration (takes ownership of @a cfg), applied by the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for cli/record.c: option parsing. */
+/* Tests for cli/record.c: option parsing, the sampling thread's timer slack. */
 #include "base/compat.h"
 
 #include "cmocka_wrap.h"
@@ -29,10 +29,23 @@ static void test_record__parses_rates(void **state)
     assert_int_equal(record_parse_rate("2000k", &hz), -ERANGE);
 }
 
+/* The sampling thread's timer slack: half an interval (the attempt stays in
+ * the first half's random phase plus the slack), never over 1 ms. */
+static void test_record__timer_slack_follows_the_interval(void **state)
+{
+    (void)state;
+    assert_true(record_slack_ns(100000) == 50000);       /* 10 kHz */
+    assert_true(record_slack_ns(1000000) == 500000);     /* 1 kHz */
+    assert_true(record_slack_ns(10000000) == 1000000);   /* 100 Hz: capped */
+    assert_true(record_slack_ns(1000000000) == 1000000); /* 1 Hz */
+    assert_true(record_slack_ns(1) == 1);                /* never 0 (the default) */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record__parses_rates),
+        cmocka_unit_test(test_record__timer_slack_follows_the_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/sampler/fleet.c: due-time order under every change, the
- * budget factor falling and recovering, the share of attempts the credit
- * lets through. Pure arithmetic: times and CPU readings are made up.
+ * Tests for agent/sampler/fleet.c: slots taken at the first tick boundary at
+ * or after their due time and never early, one pass per boundary, the wheel
+ * under every change; the fixed schedules of many targets under it (every
+ * attempt made, none missed at light load, missed when starved, the random
+ * phase kept); the budget factor falling and recovering, the share of
+ * attempts the credit lets through. Pure arithmetic: times and CPU readings
+ * are made up.
  */
 #include "base/compat.h"
 
@@ -11,60 +15,287 @@
 #include "cmocka_wrap.h"
 
 #include "sampler/fleet.h"
+#include "sampler/schedule.h"
 
 #define SEC 1000000000ull
 
-static void test_fleet__first_is_always_the_earliest(void **state)
+#define MS 1000000ull
+#define US 1000ull
+
+static uint64_t xorshift(uint64_t *x)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+    return *x;
+}
+
+/* Collects at @now and pops everything: how many came out, and checks each was due. */
+static size_t pass(struct fleet *f, uint64_t now, struct fleet_slot **out, size_t max)
+{
+    size_t n = 0;
+    fleet_collect(f, now);
+    struct fleet_slot *s;
+    while ((s = fleet_pop(f))) {
+        assert_true(s->due <= now); /* never early */
+        assert_true(n < max);
+        out[n++] = s;
+    }
+    return n;
+}
+
+static void test_fleet__taken_at_the_first_boundary_at_or_after_due(void **state)
 {
     (void)state;
     struct fleet *f;
     assert_int_equal(fleet_new(64, &f), 0);
-    struct fleet_slot s[64];
-    uint64_t x = 88172645463325252ull;
-    for (size_t i = 0; i < 64; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        assert_int_equal(fleet_add(f, &s[i], x % 1000000), 0);
-    }
-    struct fleet_slot extra;
-    assert_int_equal(fleet_add(f, &extra, 5), -ENOSPC);
-    /* move some, remove some, and keep checking the order */
-    for (int round = 0; round < 2000; round++) {
-        struct fleet_slot *first = fleet_first(f);
-        for (size_t i = 0; i < 64; i++) {
-            if (s[i].heap < fleet_count(f) && fleet_count(f) && &s[i] != first)
-                assert_true(first->due <= s[i].due || s[i].heap >= fleet_count(f));
+    assert_true(fleet_tick(f) == MS);
+    struct fleet_slot s[64], extra;
+    uint64_t x = 88172645463325252ull, t0 = 5000 * SEC;
+    for (size_t i = 0; i < 64; i++)
+        assert_int_equal(fleet_add(f, &s[i], t0 + xorshift(&x) % (50 * MS)), 0);
+    assert_int_equal(fleet_add(f, &extra, t0), -ENOSPC);
+    assert_int_equal(fleet_count(f), 64);
+    /* wake where the fleet says, as the thread does; each slot comes out at
+     * the boundary that is the first at or after its due time, once */
+    size_t seen = 0, wakes = 0;
+    for (uint64_t now = fleet_next_wake(f); now != UINT64_MAX; now = fleet_next_wake(f)) {
+        struct fleet_slot *out[64];
+        size_t n = pass(f, now, out, 64);
+        assert_true(n > 0); /* no wake-up for nothing */
+        for (size_t i = 0; i < n; i++) {
+            assert_true(now % MS == 0);
+            assert_true(out[i]->due > now - MS); /* not a tick late */
+            fleet_remove(f, out[i]);
         }
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        fleet_update(f, first, first->due + 1 + x % 5000);
+        seen += n;
+        wakes++;
     }
-    uint64_t last = 0;
-    size_t n = fleet_count(f);
-    for (size_t i = 0; i < n; i++) {
-        struct fleet_slot *first = fleet_first(f);
-        assert_true(first->due >= last);
-        last = first->due;
-        fleet_remove(f, first);
-    }
-    assert_null(fleet_first(f));
+    assert_int_equal(seen, 64);
+    assert_true(wakes <= 50); /* 64 due times over 50 ticks: coalesced */
+    assert_int_equal(fleet_count(f), 0);
     fleet_free(f);
 }
 
-static void test_fleet__grow_and_remove_in_the_middle(void **state)
+static void test_fleet__put_back_in_a_pass_waits_for_the_next_boundary(void **state)
+{
+    (void)state;
+    struct fleet *f;
+    assert_int_equal(fleet_new(4, &f), 0);
+    struct fleet_slot a, b;
+    uint64_t now = 1000 * MS;
+    assert_int_equal(fleet_add(f, &a, now - 20 * MS), 0); /* 20 ms late */
+    assert_int_equal(fleet_add(f, &b, now + 3 * MS + 1), 0);
+    assert_int_equal(fleet_next_wake(f), 980 * MS);
+    struct fleet_slot *out[4];
+    assert_int_equal(pass(f, now, out, 4), 1);
+    assert_ptr_equal(out[0], &a);
+    /* still late after its attempt: not again in this pass, nor at this time */
+    fleet_update(f, &a, now - 10 * MS);
+    assert_int_equal(fleet_collect(f, now), 0);
+    assert_int_equal(fleet_next_wake(f), now + MS);
+    assert_int_equal(pass(f, now + MS, out, 4), 1);
+    assert_ptr_equal(out[0], &a);
+    fleet_update(f, &a, now + 100 * MS);
+    /* b: due 1 ns after a boundary, taken at the next one */
+    assert_int_equal(fleet_next_wake(f), now + 4 * MS);
+    assert_int_equal(pass(f, now + 4 * MS - 1, out, 4), 0);
+    assert_int_equal(pass(f, now + 4 * MS, out, 4), 1);
+    assert_ptr_equal(out[0], &b);
+    fleet_free(f);
+}
+
+static void test_fleet__remove_from_anywhere_and_grow(void **state)
 {
     (void)state;
     struct fleet *f;
     assert_int_equal(fleet_new(2, &f), 0);
     struct fleet_slot a, b, c;
-    assert_int_equal(fleet_add(f, &a, 30), 0);
-    assert_int_equal(fleet_add(f, &b, 10), 0);
-    assert_int_equal(fleet_add(f, &c, 20), -ENOSPC);
+    assert_int_equal(fleet_add(f, &a, 30 * MS), 0);
+    assert_int_equal(fleet_add(f, &b, 10 * MS), 0);
+    assert_int_equal(fleet_add(f, &c, 20 * MS), -ENOSPC);
     assert_int_equal(fleet_grow(f, 8), 0);
-    assert_int_equal(fleet_add(f, &c, 20), 0);
-    assert_ptr_equal(fleet_first(f), &b);
+    assert_int_equal(fleet_add(f, &c, 10 * MS), 0);
+    /* b and c ready; remove one from the ready list, one waiting */
+    assert_int_equal(fleet_collect(f, 10 * MS), 2);
     fleet_remove(f, &c);
-    fleet_remove(f, &b);
-    assert_ptr_equal(fleet_first(f), &a);
-    assert_int_equal(fleet_count(f), 1);
+    fleet_remove(f, &a);
+    assert_ptr_equal(fleet_pop(f), &b);
+    assert_null(fleet_pop(f));
+    fleet_remove(f, &b); /* popped */
+    assert_int_equal(fleet_count(f), 0);
+    assert_true(fleet_next_wake(f) == UINT64_MAX);
+    fleet_free(f);
+}
+
+static void test_fleet__far_ahead_waits_for_its_turn(void **state)
+{
+    (void)state;
+    struct fleet *f;
+    assert_int_equal(fleet_new(2, &f), 0);
+    struct fleet_slot a;
+    uint64_t far = (3 * FLEET_WHEEL + 7) * MS; /* three turns of the wheel on */
+    assert_int_equal(fleet_add(f, &a, far), 0);
+    uint64_t now = 0, wakes = 0;
+    struct fleet_slot *out[2];
+    for (;;) {
+        now = fleet_next_wake(f);
+        wakes++;
+        if (pass(f, now, out, 2))
+            break;
+    }
+    assert_true(now == far);
+    assert_true(wakes == 1); /* no early look per turn of the wheel */
+    fleet_free(f);
+}
+
+static void test_fleet__set_tick_refiles(void **state)
+{
+    (void)state;
+    struct fleet *f;
+    assert_int_equal(fleet_new(4, &f), 0);
+    struct fleet_slot a, b;
+    assert_int_equal(fleet_add(f, &a, 10 * MS + 100 * US), 0);
+    assert_int_equal(fleet_add(f, &b, 10 * MS + 700 * US), 0);
+    struct fleet_slot *out[4];
+    assert_int_equal(pass(f, 10 * MS, out, 4), 0);
+    assert_int_equal(fleet_next_wake(f), 11 * MS);
+    fleet_set_tick(f, 250 * US);
+    assert_true(fleet_tick(f) == 250 * US);
+    assert_int_equal(fleet_next_wake(f), 10 * MS + 250 * US);
+    assert_int_equal(pass(f, 10 * MS + 250 * US, out, 4), 1);
+    assert_ptr_equal(out[0], &a);
+    assert_int_equal(fleet_next_wake(f), 10 * MS + 750 * US);
+    fleet_free(f);
+}
+
+/*
+ * The sampling thread over the fleet, with each target's fixed schedule and
+ * a random phase in the first half of each interval (as sampler_due() does):
+ * wakes where the fleet says, or at @starve_at sleeps @starve_ns once (the
+ * thread cannot run), and makes every attempt collected.
+ */
+struct sim_target {
+    struct fleet_slot slot;
+    struct schedule sched;
+    uint64_t jitter, rng;
+    uint64_t phase_hist[10]; /* attempts by tenth of the interval after the grid */
+    uint64_t last;           /* the last attempt's time */
+};
+
+static uint64_t sim_due(const struct sim_target *t)
+{
+    return schedule_due(&t->sched) + t->jitter;
+}
+
+static uint64_t sim_run(struct fleet *f, uint64_t from, uint64_t until, uint64_t starve_at,
+                        uint64_t starve_ns)
+{
+    uint64_t wakes = 0, now = from;
+    for (;;) {
+        uint64_t wake = fleet_next_wake(f);
+        if (wake > now)
+            now = wake;
+        if (starve_ns && now >= starve_at) {
+            now += starve_ns;
+            starve_ns = 0;
+        }
+        if (now >= until)
+            break;
+        wakes++;
+        fleet_collect(f, now);
+        struct fleet_slot *s;
+        while ((s = fleet_pop(f))) {
+            struct sim_target *st = (struct sim_target *)(void *)s;
+            assert_true(now >= sim_due(st));
+            assert_true(st->last == 0 || st->last < now); /* never twice in a pass */
+            st->last = now;
+            uint64_t i = st->sched.interval_ns;
+            uint64_t grid = schedule_due(&st->sched);
+            st->phase_hist[((now - grid) % i) * 10 / i]++;
+            schedule_attempted(&st->sched, now);
+            st->jitter = xorshift(&st->rng) % (i / 2);
+            fleet_update(f, s, sim_due(st));
+        }
+    }
+    return wakes;
+}
+
+static void sim_init(struct fleet *f, struct sim_target *t, size_t n, uint64_t now,
+                     uint64_t interval)
+{
+    for (size_t i = 0; i < n; i++) {
+        t[i] = (struct sim_target){.rng = 0x9E3779B97F4A7C15ull * (i + 1)};
+        schedule_init(&t[i].sched, now + i * 37 * US, interval);
+        assert_int_equal(fleet_add(f, &t[i].slot, sim_due(&t[i])), 0);
+    }
+}
+
+static void test_fleet__every_target_gets_its_attempts_coalesced(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    static struct sim_target t[N];
+    struct fleet *f;
+    assert_int_equal(fleet_new(N, &f), 0);
+    uint64_t t0 = 5000 * SEC, interval = 10 * MS; /* 100 Hz */
+    sim_init(f, t, N, t0, interval);
+    uint64_t end = t0 + 10 * SEC;
+    uint64_t wakes = sim_run(f, t0, end, 0, 0);
+    print_message("200 targets x 100 Hz for 10 s: %" PRIu64 " wake-ups\n", wakes);
+    /* one per tick at most, against one per attempt (200,000) with a heap */
+    assert_true(wakes <= 10 * 1000 + 1);
+    bool spread = true;
+    for (size_t i = 0; i < N; i++) {
+        /* every attempt the elapsed time calls for, less the one just due */
+        uint64_t expected = (end - 1 - t[i].sched.start_ns) / interval + 1;
+        uint64_t made = schedule_attempts(&t[i].sched);
+        assert_true(made + 1 >= expected && made <= expected);
+        assert_int_equal(schedule_given_up(&t[i].sched), 0);
+        assert_true(schedule_missed(&t[i].sched, t[i].last) == 0); /* none late */
+        /* the phase stays spread over the first half of the interval (and
+         * a tick more): every tenth in it sees attempts, the last four none */
+        for (size_t k = 0; k < 5; k++)
+            spread &= t[i].phase_hist[k] > 0;
+        for (size_t k = 7; k < 10; k++)
+            spread &= t[i].phase_hist[k] == 0;
+    }
+    assert_true(spread);
+    fleet_free(f);
+}
+
+static void test_fleet__a_starved_thread_still_misses(void **state)
+{
+    (void)state;
+    enum { N = 20 };
+    static struct sim_target t[N];
+    struct fleet *f;
+    assert_int_equal(fleet_new(N, &f), 0);
+    uint64_t t0 = 5000 * SEC, interval = 10 * MS;
+    sim_init(f, t, N, t0, interval);
+    /* 3 s without running after 1 s: 300 intervals behind, beyond catching up */
+    uint64_t end = t0 + 5 * SEC;
+    (void)sim_run(f, t0, end, t0 + SEC, 3 * SEC);
+    for (size_t i = 0; i < N; i++) {
+        uint64_t given_up = schedule_given_up(&t[i].sched);
+        assert_true(given_up >= 295 && given_up <= 300);
+        assert_true(schedule_missed(&t[i].sched, end) >= given_up);
+    }
+    fleet_free(f);
+}
+
+/* A short starvation (under SCHEDULE_MAX_LAG_INTERVALS): caught up, one attempt per tick. */
+static void test_fleet__a_late_target_catches_up_one_per_tick(void **state)
+{
+    (void)state;
+    struct sim_target t[1];
+    struct fleet *f;
+    assert_int_equal(fleet_new(1, &f), 0);
+    uint64_t t0 = 5000 * SEC, interval = 10 * MS;
+    sim_init(f, t, 1, t0, interval);
+    uint64_t end = t0 + 2 * SEC;
+    (void)sim_run(f, t0, end, t0 + SEC / 2, 200 * MS); /* 20 intervals */
+    assert_int_equal(schedule_given_up(&t[0].sched), 0);
+    uint64_t expected = (end - 1 - t0) / interval + 1;
+    assert_true(schedule_attempts(&t[0].sched) + 1 >= expected);
     fleet_free(f);
 }
 
@@ -140,8 +371,14 @@ static void test_fleet__credit_takes_the_factors_share(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fleet__first_is_always_the_earliest),
-        cmocka_unit_test(test_fleet__grow_and_remove_in_the_middle),
+        cmocka_unit_test(test_fleet__taken_at_the_first_boundary_at_or_after_due),
+        cmocka_unit_test(test_fleet__put_back_in_a_pass_waits_for_the_next_boundary),
+        cmocka_unit_test(test_fleet__remove_from_anywhere_and_grow),
+        cmocka_unit_test(test_fleet__far_ahead_waits_for_its_turn),
+        cmocka_unit_test(test_fleet__set_tick_refiles),
+        cmocka_unit_test(test_fleet__every_target_gets_its_attempts_coalesced),
+        cmocka_unit_test(test_fleet__a_starved_thread_still_misses),
+        cmocka_unit_test(test_fleet__a_late_target_catches_up_one_per_tick),
         cmocka_unit_test(test_fleet__budget_falls_and_recovers),
         cmocka_unit_test(test_fleet__credit_takes_the_factors_share),
     };

@@ -36,7 +36,7 @@
 #define STEP    MS /* the test moves time on by this much between loop_step()s */
 #define SELF    1  /* the agent's own PID (not in the fake proc root) */
 
-#define MAX_IMAGES 4
+#define MAX_IMAGES 12
 
 struct lfx {
     struct clock_fake cf;
@@ -467,6 +467,84 @@ static void test_loop__budget_factor_falls_when_overspending_and_recovers(void *
     fx->finished = true;
 }
 
+/* ---- wake-ups ------------------------------------------------------------------ */
+
+/*
+ * Drives the loop for @ns of fake time the way its thread does: a step, then
+ * time jumps to loop_next_wake(). Returns the wake-ups.
+ */
+static uint64_t lfx_run_woken(struct lfx *fx, uint64_t ns)
+{
+    uint64_t until = fx->cf.mono_ns + ns, wakes = 0;
+    for (;;) {
+        loop_step(fx->l, false);
+        wakes++;
+        uint64_t wake = loop_next_wake(fx->l);
+        assert_true(wake > fx->cf.mono_ns); /* nothing left due after a pass */
+        if (wake >= until)
+            break;
+        clock_fake_advance(&fx->cf, wake - fx->cf.mono_ns);
+    }
+    clock_fake_advance(&fx->cf, until - fx->cf.mono_ns);
+    return wakes;
+}
+
+/* Attempts of process @pid so far (taken + failed) and missed ones. */
+static void lfx_attempts(struct lfx *fx, pid_t pid, uint64_t *attempts, uint64_t *missed)
+{
+    struct loop_view *v = lfx_view(fx);
+    const struct loop_proc_view *p = view_proc(v, pid);
+    assert_non_null(p);
+    *attempts = p->counts.attempts;
+    *missed = p->counts.missed;
+    loop_view_free(v);
+}
+
+static void test_loop__attempts_coalesce_into_ticks(void **state)
+{
+    enum { N = 12 };
+    struct lfx *fx = *state;
+    for (pid_t i = 0; i < N; i++)
+        lfx_process(fx, 1000 + 10 * i, "python3", (int64_t)(60 * S), true, 'S');
+    lfx_start(fx, lfx_config(fx, NULL, NULL));
+    (void)lfx_run_woken(fx, 2 * S); /* every target started */
+    uint64_t a0[N], m;
+    for (pid_t i = 0; i < N; i++)
+        lfx_attempts(fx, 1000 + 10 * i, &a0[i], &m);
+    uint64_t wakes = lfx_run_woken(fx, 10 * S);
+    /* 12 targets x 100 Hz = 12,000 attempts in 10 s (as many wake-ups
+     * without ticks), but at most one wake-up per 1 ms tick (and 100 for
+     * housekeeping) */
+    print_message("%d targets x 100 Hz for 10 s: %" PRIu64 " wake-ups\n", N, wakes);
+    assert_true(wakes <= 10000 + 100 + 1);
+    for (pid_t i = 0; i < N; i++) {
+        uint64_t a, missed;
+        lfx_attempts(fx, 1000 + 10 * i, &a, &missed);
+        assert_true(a - a0[i] >= 999 && a - a0[i] <= 1001); /* 100 Hz */
+        assert_int_equal(missed, 0);
+    }
+    fx->finished = true;
+}
+
+/* A target faster than the tick shortens it: all its attempts, none missed, none in a burst. */
+static void test_loop__a_fast_target_shortens_the_tick(void **state)
+{
+    struct lfx *fx = *state;
+    lfx_process(fx, 1000, "python3", (int64_t)(60 * S), true, 'S');
+    lfx_start(
+        fx, lfx_config(fx, "  sampling_tick: 5ms\n", "  - job_name: app\n    sample_rate: 4000\n"));
+    (void)lfx_run_woken(fx, 2 * S);
+    uint64_t a0, a, missed;
+    lfx_attempts(fx, 1000, &a0, &missed);
+    uint64_t wakes = lfx_run_woken(fx, 2 * S);
+    lfx_attempts(fx, 1000, &a, &missed);
+    /* 4 kHz: 8000 attempts in 2 s, one per wake-up (not several per 5 ms tick) */
+    assert_true(a - a0 >= 7999 && a - a0 <= 8001);
+    assert_int_equal(missed, 0);
+    assert_true(wakes >= 7999);
+    fx->finished = true;
+}
+
 /* ---- rechecks ------------------------------------------------------------------ */
 
 static void test_loop__not_python_is_looked_at_again_when_its_recheck_is_due(void **state)
@@ -556,6 +634,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_loop__not_python_is_looked_at_again_when_its_recheck_is_due, loop_setup,
             loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__attempts_coalesce_into_ticks, loop_setup,
+                                        loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__a_fast_target_shortens_the_tick, loop_setup,
+                                        loop_teardown),
         cmocka_unit_test_setup_teardown(test_loop__cpu_mode_reads_thread_states_under_the_proc_root,
                                         loop_setup, loop_teardown),
     };
