@@ -414,6 +414,12 @@ static int agent_http_metrics(void *ctx, struct promtext *w)
                               "Profile windows waiting for the export thread.");
     if (!err)
         err = promtext_sample(w, NULL, NULL, 0, (double)window_pending(a->queue));
+    if (!err)
+        err = promtext_family(w, "pyprofd_heap_inuse_bytes", PROMTEXT_GAUGE,
+                              "Heap the agent has allocated and not freed (its own allocator: "
+                              "windows, tables, buffers; not what libraries allocate).");
+    if (!err)
+        err = promtext_sample(w, NULL, NULL, 0, (double)alloc_in_use());
     struct loop_view *v = NULL;
     if (!err)
         err = loop_snapshot(a->loop, &v);

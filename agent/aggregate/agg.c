@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agg.c: interning tables and stack counts of one profile window (see
- * agg.h). Every table is an array plus an open-addressing index of twice its
- * capacity, allocated once; reset only clears counters and index slots.
+ * agg.h). Every table is an array plus an open-addressing index of at least
+ * twice its capacity. Tables start small and double when full, up to the
+ * caps of struct agg_limits; a doubling rebuilds the table's index from the
+ * entries (their hashes are cheap to recompute, or stored). Reset clears the
+ * counters and the index slots of the capacity reached, not of the caps.
  *
  * Per frame, the location is first looked up in a direct-mapped memo keyed
  * by the frame's code_id (unwind.h: an id that fixes the function, file and
  * first line, unique in the process and never reused) and position, so a
  * frame seen before costs no string hashing; frames without a code_id take
- * the interning path every time.
+ * the interning path every time. The memo grows with the location table.
  */
 #include "base/compat.h"
 
@@ -16,8 +19,17 @@
 #include "base/alloc.h"
 #include "base/hash.h"
 
-#define AGG_EMPTY      UINT32_MAX
-#define AGG_MEMO_SLOTS 8192u /* location memo entries, a power of two */
+#define AGG_EMPTY    UINT32_MAX
+#define AGG_MEMO_MIN 256u  /* location memo entries at first, a power of two */
+#define AGG_MEMO_MAX 8192u /* ... and at most */
+
+/* Initial capacities (each at most its cap): together about 40 KiB. */
+#define AGG_INIT_STRING_BYTES 4096u
+#define AGG_INIT_STRINGS      128u
+#define AGG_INIT_FUNCTIONS    64u
+#define AGG_INIT_LOCATIONS    128u
+#define AGG_INIT_SAMPLES      64u
+#define AGG_INIT_STACK_SLOTS  1024u
 
 struct agg_index {
     uint32_t *slot; /* entry index, or AGG_EMPTY */
@@ -45,31 +57,33 @@ struct agg_memo {
 struct agg {
     struct agg_limits lim;
     struct agg_stats stats;
+    size_t grows; /* table doublings since agg_new */
 
     char *str_bytes;
-    size_t str_used;
+    size_t str_used, str_bytes_cap;
     uint32_t *str_off;
-    size_t nstrings;
+    size_t nstrings, strings_cap;
     struct agg_index str_index;
 
     struct agg_function *functions;
-    size_t nfunctions;
+    size_t nfunctions, functions_cap;
     struct agg_index fn_index;
 
     struct agg_location *locations;
-    size_t nlocations;
+    size_t nlocations, locations_cap;
     struct agg_index loc_index;
 
     struct agg_sample *samples;
     uint64_t *sample_hash;
-    size_t nsamples;
+    size_t nsamples, samples_cap;
     uint32_t *slots;
-    size_t nslots;
+    size_t nslots, slots_cap;
     struct agg_index sample_index;
 
     struct agg_thread *threads; /* direct-mapped by thread id */
     uint32_t *scratch;          /* location ids of the sample being added */
-    struct agg_memo *memo;      /* AGG_MEMO_SLOTS, direct-mapped */
+    struct agg_memo *memo;      /* direct-mapped, memo_mask + 1 entries */
+    size_t memo_mask;
 };
 
 struct agg_limits agg_limits_of(const struct agg *a)
@@ -105,16 +119,33 @@ static uint64_t agg_hash_str(const char *s)
     return h;
 }
 
+static uint64_t agg_hash_function(uint32_t name, uint32_t file, int64_t start)
+{
+    return agg_mix(agg_mix(agg_mix(0, name), file), (uint64_t)start);
+}
+
+static uint64_t agg_hash_location(uint32_t fn, int64_t line, int64_t col)
+{
+    return agg_mix(agg_mix(agg_mix(1, fn), (uint64_t)line), (uint64_t)col);
+}
+
+static size_t agg_min(size_t x, size_t y)
+{
+    return x < y ? x : y;
+}
+
+/* An index for @entries entries: a power of two, at least twice as many slots. */
 static int agg_index_init(struct agg_index *ix, size_t entries)
 {
     size_t n = 16;
     while (n < entries * 2)
         n <<= 1;
-    ix->slot = alloc_malloc(n * sizeof(*ix->slot));
-    if (!ix->slot)
+    uint32_t *slot = alloc_malloc(n * sizeof(*slot));
+    if (!slot)
         return -ENOMEM;
+    memset(slot, 0xff, n * sizeof(*slot));
+    ix->slot = slot;
     ix->mask = n - 1;
-    memset(ix->slot, 0xff, n * sizeof(*ix->slot));
     return 0;
 }
 
@@ -122,6 +153,34 @@ static void agg_index_clear(struct agg_index *ix)
 {
     if (ix->slot)
         memset(ix->slot, 0xff, (ix->mask + 1) * sizeof(*ix->slot));
+}
+
+/* The first empty slot on @h's probe sequence: where an entry not in the
+ * index goes. */
+static size_t agg_index_free_slot(const struct agg_index *ix, uint64_t h)
+{
+    size_t i = (size_t)h & ix->mask;
+    while (ix->slot[i] != AGG_EMPTY)
+        i = (i + 1) & ix->mask;
+    return i;
+}
+
+/* Grows the array *@p to @want elements of @size bytes, keeping its
+ * content. 0 or -ENOMEM (then *@p is untouched). */
+static int agg_array_grow(void **p, size_t want, size_t size)
+{
+    void *n = alloc_realloc(*p, want * size);
+    if (!n)
+        return -ENOMEM;
+    *p = n;
+    return 0;
+}
+
+/* The next capacity of a table of @cap entries capped at @lim: twice as
+ * many, at most @lim; 0 when it is at its cap. */
+static size_t agg_next_cap(size_t cap, size_t lim)
+{
+    return cap >= lim ? 0 : agg_min(cap * 2, lim);
 }
 
 void agg_free(struct agg *a)
@@ -171,22 +230,30 @@ int agg_new(const struct agg_limits *limits, struct agg **out)
         agg_free(a);
         return -EINVAL;
     }
-    a->str_bytes = alloc_malloc(a->lim.string_bytes);
-    a->str_off = alloc_calloc(a->lim.strings, sizeof(*a->str_off));
-    a->functions = alloc_calloc(a->lim.functions, sizeof(*a->functions));
-    a->locations = alloc_calloc(a->lim.locations, sizeof(*a->locations));
-    a->samples = alloc_calloc(a->lim.samples, sizeof(*a->samples));
-    a->sample_hash = alloc_calloc(a->lim.samples, sizeof(*a->sample_hash));
-    a->slots = alloc_calloc(a->lim.stack_slots, sizeof(*a->slots));
+    a->str_bytes_cap = agg_min(AGG_INIT_STRING_BYTES, a->lim.string_bytes);
+    a->strings_cap = agg_min(AGG_INIT_STRINGS, a->lim.strings);
+    a->functions_cap = agg_min(AGG_INIT_FUNCTIONS, a->lim.functions);
+    a->locations_cap = agg_min(AGG_INIT_LOCATIONS, a->lim.locations);
+    a->samples_cap = agg_min(AGG_INIT_SAMPLES, a->lim.samples);
+    a->slots_cap = agg_min(AGG_INIT_STACK_SLOTS, a->lim.stack_slots);
+    size_t memo = AGG_MEMO_MIN;
+    a->str_bytes = alloc_malloc(a->str_bytes_cap);
+    a->str_off = alloc_calloc(a->strings_cap, sizeof(*a->str_off));
+    a->functions = alloc_calloc(a->functions_cap, sizeof(*a->functions));
+    a->locations = alloc_calloc(a->locations_cap, sizeof(*a->locations));
+    a->samples = alloc_calloc(a->samples_cap, sizeof(*a->samples));
+    a->sample_hash = alloc_calloc(a->samples_cap, sizeof(*a->sample_hash));
+    a->slots = alloc_calloc(a->slots_cap, sizeof(*a->slots));
     a->threads = alloc_calloc(a->lim.threads, sizeof(*a->threads));
     a->scratch = alloc_calloc(UNWIND_MAX_DEPTH, sizeof(*a->scratch));
-    a->memo = alloc_calloc(AGG_MEMO_SLOTS, sizeof(*a->memo));
+    a->memo = alloc_calloc(memo, sizeof(*a->memo));
+    a->memo_mask = memo - 1;
     if (!a->str_bytes || !a->str_off || !a->functions || !a->locations || !a->samples ||
         !a->sample_hash || !a->slots || !a->threads || !a->scratch || !a->memo ||
-        agg_index_init(&a->str_index, a->lim.strings) ||
-        agg_index_init(&a->fn_index, a->lim.functions) ||
-        agg_index_init(&a->loc_index, a->lim.locations) ||
-        agg_index_init(&a->sample_index, a->lim.samples)) {
+        agg_index_init(&a->str_index, a->strings_cap) ||
+        agg_index_init(&a->fn_index, a->functions_cap) ||
+        agg_index_init(&a->loc_index, a->locations_cap) ||
+        agg_index_init(&a->sample_index, a->samples_cap)) {
         agg_free(a);
         return -ENOMEM;
     }
@@ -204,16 +271,73 @@ void agg_reset(struct agg *a)
     a->nlocations = 0;
     a->nsamples = 0;
     a->nslots = 0;
+    /* the indexes and the memo are as large as the tables grew, no larger */
     agg_index_clear(&a->str_index);
     agg_index_clear(&a->fn_index);
     agg_index_clear(&a->loc_index);
     agg_index_clear(&a->sample_index);
     memset(a->threads, 0, a->lim.threads * sizeof(*a->threads));
-    memset(a->memo, 0, AGG_MEMO_SLOTS * sizeof(*a->memo)); /* its ids were this window's */
-    (void)agg_intern(a, "");                               /* id 0, as pprof requires */
+    memset(a->memo, 0, (a->memo_mask + 1) * sizeof(*a->memo)); /* its ids were this window's */
+    (void)agg_intern(a, "");                                   /* id 0, as pprof requires */
 }
 
-/* Interns @s; AGG_EMPTY when a cap is reached. */
+size_t agg_memory(const struct agg *a)
+{
+    return sizeof(*a) + a->str_bytes_cap + a->strings_cap * sizeof(*a->str_off) +
+           a->functions_cap * sizeof(*a->functions) + a->locations_cap * sizeof(*a->locations) +
+           a->samples_cap * (sizeof(*a->samples) + sizeof(*a->sample_hash)) +
+           a->slots_cap * sizeof(*a->slots) +
+           (a->str_index.mask + a->fn_index.mask + a->loc_index.mask + a->sample_index.mask + 4) *
+               sizeof(uint32_t) +
+           a->lim.threads * sizeof(*a->threads) + UNWIND_MAX_DEPTH * sizeof(*a->scratch) +
+           (a->memo_mask + 1) * sizeof(*a->memo);
+}
+
+size_t agg_grows(const struct agg *a)
+{
+    return a->grows;
+}
+
+/* Makes room for one more string (0), or says why not: -E2BIG at the cap,
+ * -ENOMEM. The index is rebuilt from the strings. */
+static int agg_grow_strings(struct agg *a)
+{
+    size_t cap = agg_next_cap(a->strings_cap, a->lim.strings);
+    if (!cap)
+        return -E2BIG;
+    struct agg_index ix = {0};
+    if (agg_index_init(&ix, cap) ||
+        agg_array_grow((void **)&a->str_off, cap, sizeof(*a->str_off))) {
+        alloc_free(ix.slot);
+        return -ENOMEM;
+    }
+    for (size_t id = 0; id < a->nstrings; id++) {
+        uint64_t h = agg_hash_str(a->str_bytes + a->str_off[id]);
+        ix.slot[agg_index_free_slot(&ix, h)] = (uint32_t)id;
+    }
+    alloc_free(a->str_index.slot);
+    a->str_index = ix;
+    a->strings_cap = cap;
+    a->grows++;
+    return 0;
+}
+
+/* Makes room for @len more string bytes: 0, -E2BIG or -ENOMEM. */
+static int agg_grow_string_bytes(struct agg *a, size_t len)
+{
+    if (a->lim.string_bytes - a->str_used < len)
+        return -E2BIG;
+    size_t cap = a->str_bytes_cap;
+    while (cap - a->str_used < len)
+        cap = agg_min(cap * 2, a->lim.string_bytes);
+    if (agg_array_grow((void **)&a->str_bytes, cap, 1))
+        return -ENOMEM;
+    a->str_bytes_cap = cap;
+    a->grows++;
+    return 0;
+}
+
+/* Interns @s; AGG_EMPTY when a cap is reached or growing failed. */
 static uint32_t agg_intern(struct agg *a, const char *s)
 {
     uint64_t h = agg_hash_str(s);
@@ -226,13 +350,132 @@ static uint32_t agg_intern(struct agg *a, const char *s)
             return id;
     }
     size_t len = strlen(s) + 1;
-    if (a->nstrings == a->lim.strings || a->lim.string_bytes - a->str_used < len)
+    if (a->nstrings == a->strings_cap) {
+        if (agg_grow_strings(a))
+            return AGG_EMPTY;
+        i = agg_index_free_slot(&a->str_index, h);
+    }
+    if (a->str_bytes_cap - a->str_used < len && agg_grow_string_bytes(a, len))
         return AGG_EMPTY;
     memcpy(a->str_bytes + a->str_used, s, len);
     a->str_off[a->nstrings] = (uint32_t)a->str_used;
     a->str_used += len;
     a->str_index.slot[i] = (uint32_t)a->nstrings;
     return (uint32_t)a->nstrings++;
+}
+
+/* Makes room for one more function: 0, -E2BIG or -ENOMEM. */
+static int agg_grow_functions(struct agg *a)
+{
+    size_t cap = agg_next_cap(a->functions_cap, a->lim.functions);
+    if (!cap)
+        return -E2BIG;
+    struct agg_index ix = {0};
+    if (agg_index_init(&ix, cap) ||
+        agg_array_grow((void **)&a->functions, cap, sizeof(*a->functions))) {
+        alloc_free(ix.slot);
+        return -ENOMEM;
+    }
+    for (size_t id = 0; id < a->nfunctions; id++) {
+        const struct agg_function *fn = &a->functions[id];
+        uint64_t h = agg_hash_function(fn->name, fn->filename, fn->start_line);
+        ix.slot[agg_index_free_slot(&ix, h)] = (uint32_t)id;
+    }
+    alloc_free(a->fn_index.slot);
+    a->fn_index = ix;
+    a->functions_cap = cap;
+    a->grows++;
+    return 0;
+}
+
+/* The memo follows the location table: about two entries per location, up
+ * to AGG_MEMO_MAX. It is a cache, so it starts empty again; failing to grow
+ * it only keeps it small. */
+static void agg_grow_memo(struct agg *a)
+{
+    size_t want = a->memo_mask + 1;
+    while (want < AGG_MEMO_MAX && want < a->locations_cap * 2)
+        want <<= 1;
+    if (want == a->memo_mask + 1)
+        return;
+    struct agg_memo *m = alloc_calloc(want, sizeof(*m));
+    if (!m)
+        return;
+    alloc_free(a->memo);
+    a->memo = m;
+    a->memo_mask = want - 1;
+}
+
+/* Makes room for one more location: 0, -E2BIG or -ENOMEM. */
+static int agg_grow_locations(struct agg *a)
+{
+    size_t cap = agg_next_cap(a->locations_cap, a->lim.locations);
+    if (!cap)
+        return -E2BIG;
+    struct agg_index ix = {0};
+    if (agg_index_init(&ix, cap) ||
+        agg_array_grow((void **)&a->locations, cap, sizeof(*a->locations))) {
+        alloc_free(ix.slot);
+        return -ENOMEM;
+    }
+    for (size_t id = 0; id < a->nlocations; id++) {
+        const struct agg_location *l = &a->locations[id];
+        ix.slot[agg_index_free_slot(&ix, agg_hash_location(l->function, l->line, l->column))] =
+            (uint32_t)id;
+    }
+    alloc_free(a->loc_index.slot);
+    a->loc_index = ix;
+    a->locations_cap = cap;
+    a->grows++;
+    agg_grow_memo(a);
+    return 0;
+}
+
+/* Makes room for one more sample: 0, -E2BIG or -ENOMEM. */
+static int agg_grow_samples(struct agg *a)
+{
+    size_t cap = agg_next_cap(a->samples_cap, a->lim.samples);
+    if (!cap)
+        return -E2BIG;
+    struct agg_index ix = {0};
+    if (agg_index_init(&ix, cap))
+        return -ENOMEM;
+    /* the two arrays grow one after the other: the first may have grown
+     * when the second fails, which is harmless (its capacity is not used) */
+    if (agg_array_grow((void **)&a->samples, cap, sizeof(*a->samples)) ||
+        agg_array_grow((void **)&a->sample_hash, cap, sizeof(*a->sample_hash))) {
+        alloc_free(ix.slot);
+        return -ENOMEM;
+    }
+    for (size_t id = 0; id < a->nsamples; id++)
+        ix.slot[agg_index_free_slot(&ix, a->sample_hash[id])] = (uint32_t)id;
+    alloc_free(a->sample_index.slot);
+    a->sample_index = ix;
+    a->samples_cap = cap;
+    a->grows++;
+    return 0;
+}
+
+/* Makes room for @n more stack slots: 0, -E2BIG or -ENOMEM. The samples'
+ * location pointers are moved to the new array. */
+static int agg_grow_slots(struct agg *a, size_t n)
+{
+    if (a->lim.stack_slots - a->nslots < n)
+        return -E2BIG;
+    size_t cap = a->slots_cap;
+    while (cap - a->nslots < n)
+        cap = agg_min(cap * 2, a->lim.stack_slots);
+    uint32_t *slots = alloc_malloc(cap * sizeof(*slots));
+    if (!slots)
+        return -ENOMEM;
+    memcpy(slots, a->slots, a->nslots * sizeof(*slots));
+    for (size_t i = 0; i < a->nsamples; i++)
+        a->samples[i].locations = slots + (a->samples[i].locations - a->slots);
+    alloc_free(a->slots);
+    a->slots = slots;
+    a->slots_cap = cap;
+    a->grows++;
+    return 0;
 }
 
 /* The last dotted part of a qualified name: "Klass.method" -> "method". */
@@ -250,7 +493,7 @@ static uint32_t agg_function_id(struct agg *a, const struct unwind_frame *f)
     if (name == AGG_EMPTY || file == AGG_EMPTY || sys == AGG_EMPTY)
         return AGG_EMPTY;
     int64_t start = f->first_line;
-    uint64_t h = agg_mix(agg_mix(agg_mix(0, name), file), (uint64_t)start);
+    uint64_t h = agg_hash_function(name, file, start);
     size_t i = (size_t)h & a->fn_index.mask;
     for (;; i = (i + 1) & a->fn_index.mask) {
         uint32_t id = a->fn_index.slot[i];
@@ -260,8 +503,11 @@ static uint32_t agg_function_id(struct agg *a, const struct unwind_frame *f)
         if (fn->name == name && fn->filename == file && fn->start_line == start)
             return id;
     }
-    if (a->nfunctions == a->lim.functions)
-        return AGG_EMPTY;
+    if (a->nfunctions == a->functions_cap) {
+        if (agg_grow_functions(a))
+            return AGG_EMPTY;
+        i = agg_index_free_slot(&a->fn_index, h);
+    }
     a->functions[a->nfunctions] = (struct agg_function){
         .name = name, .system_name = sys, .filename = file, .start_line = start};
     a->fn_index.slot[i] = (uint32_t)a->nfunctions;
@@ -275,7 +521,7 @@ static uint32_t agg_location_id(struct agg *a, const struct unwind_frame *f)
         return AGG_EMPTY;
     int64_t line = f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line;
     int64_t col = f->pos.col == LINETABLE_UNKNOWN ? 0 : (int64_t)f->pos.col + 1;
-    uint64_t h = agg_mix(agg_mix(agg_mix(1, fn), (uint64_t)line), (uint64_t)col);
+    uint64_t h = agg_hash_location(fn, line, col);
     size_t i = (size_t)h & a->loc_index.mask;
     for (;; i = (i + 1) & a->loc_index.mask) {
         uint32_t id = a->loc_index.slot[i];
@@ -285,8 +531,11 @@ static uint32_t agg_location_id(struct agg *a, const struct unwind_frame *f)
         if (l->function == fn && l->line == line && l->column == col)
             return id;
     }
-    if (a->nlocations == a->lim.locations)
-        return AGG_EMPTY;
+    if (a->nlocations == a->locations_cap) {
+        if (agg_grow_locations(a))
+            return AGG_EMPTY;
+        i = agg_index_free_slot(&a->loc_index, h);
+    }
     a->locations[a->nlocations] = (struct agg_location){fn, line, col};
     a->loc_index.slot[i] = (uint32_t)a->nlocations;
     return (uint32_t)a->nlocations++;
@@ -299,12 +548,13 @@ static uint32_t agg_frame_location(struct agg *a, const struct unwind_frame *f)
     if (f->code_id == 0)
         return agg_location_id(a, f);
     uint64_t key = (uint64_t)(uint32_t)f->pos.line << 32 | (uint32_t)f->pos.col;
-    struct agg_memo *m =
-        &a->memo[hash_fmix64(f->code_id * HASH_GOLDEN ^ key) & (AGG_MEMO_SLOTS - 1)];
+    struct agg_memo *m = &a->memo[hash_fmix64(f->code_id * HASH_GOLDEN ^ key) & a->memo_mask];
     if (m->code_id == f->code_id && m->line == f->pos.line && m->col == f->pos.col &&
         m->function == f->function && m->file == f->file)
         return m->location;
     uint32_t loc = agg_location_id(a, f);
+    /* a new location may have grown the memo: find the entry again */
+    m = &a->memo[hash_fmix64(f->code_id * HASH_GOLDEN ^ key) & a->memo_mask];
     if (loc != AGG_EMPTY)
         *m = (struct agg_memo){.code_id = f->code_id,
                                .function = f->function,
@@ -406,7 +656,13 @@ int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t
             }
         }
         if (found == AGG_EMPTY) {
-            if (a->nsamples == a->lim.samples || a->lim.stack_slots - a->nslots < n)
+            /* a failed growth drops the sample like a cap: it is counted */
+            if (a->nsamples == a->samples_cap) {
+                if (agg_grow_samples(a))
+                    return agg_drop(a);
+                i = agg_index_free_slot(&a->sample_index, h);
+            }
+            if (a->slots_cap - a->nslots < n && agg_grow_slots(a, n))
                 return agg_drop(a);
             uint32_t *locs = a->slots + a->nslots;
             memcpy(locs, a->scratch, n * sizeof(*locs));

@@ -16,8 +16,15 @@
  *
  * Everything is bounded by struct agg_limits: a sample that would exceed a
  * cap is dropped and counted (agg_stats), never grows the window further.
- * Memory is taken at agg_new() and reused after agg_reset(): adding samples
- * does not allocate.
+ *
+ * Memory follows use, not the caps: agg_new() takes about 40 KiB (see
+ * agg_memory()), and a table that fills up doubles, up to its cap. That is
+ * the one allocation adding a sample may make: it happens only when a table
+ * is full, at most about a dozen times per table in a window's life (each
+ * doubling rebuilds the table's index: amortised, a constant per entry), and
+ * never logs. A doubling that fails (out of memory, over the budget of
+ * base/alloc.h) drops the sample and counts it as a cap does. agg_reset()
+ * keeps the memory reached and clears only that, never the caps' worth.
  *
  * Thread safety: one thread at a time (the sampler); the encoder reads a
  * window only after the sampler handed it over.
@@ -83,6 +90,10 @@ PYPROFD_WARN_UNUSED int agg_new(const struct agg_limits *limits, struct agg **ou
 void agg_free(struct agg *a);
 /** Empties the window (tables, samples, stats) keeping its memory. */
 void agg_reset(struct agg *a);
+/** Bytes of heap @a a holds now (its tables at their present capacities). */
+size_t agg_memory(const struct agg *a);
+/** How many times a table of @a a doubled since agg_new() (0: it is as small as it started). */
+size_t agg_grows(const struct agg *a);
 
 /**
  * Counts one sample: @a frames (leaf first, borrowed) of thread @a thread_id
@@ -109,7 +120,10 @@ PYPROFD_WARN_UNUSED int agg_add(struct agg *a, const struct unwind_frame *frames
 PYPROFD_WARN_UNUSED int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name,
                                    int64_t count, int64_t nanos);
 
-/** Read side, for the encoders. Indices are 0-based; valid until the next add/reset. */
+/**
+ * Read side, for the encoders. Indices are 0-based; the pointers are valid
+ * until the next add/repeat/reset (a table may move when it grows).
+ */
 size_t agg_string_count(const struct agg *a);
 const char *agg_string(const struct agg *a, uint32_t id);
 size_t agg_function_count(const struct agg *a);

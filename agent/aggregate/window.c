@@ -148,15 +148,19 @@ void window_recycle(struct window_queue *q, struct agg *a)
 {
     if (!a)
         return;
-    agg_reset(a);
+    /* not kept: grown (its memory was one target's need, not what a fresh
+     * window needs), made before the limits changed, or spares enough */
+    bool small = agg_grows(a) == 0;
+    if (small)
+        agg_reset(a);
     pthread_mutex_lock(&q->mu);
     PYPROFD_ASSERT(q->npool < q->pool_cap);
     struct agg_limits lim = agg_limits_of(a);
-    bool keep = window_limits_equal(&lim, &q->limits);
+    bool keep = small && window_limits_equal(&lim, &q->limits) && q->npool < WINDOW_POOL_SPARE;
     if (keep)
         q->pool[q->npool++] = a;
     else
-        q->live--; /* made before the limits changed: not kept */
+        q->live--;
     pthread_mutex_unlock(&q->mu);
     if (!keep)
         agg_free(a);
@@ -248,6 +252,14 @@ void window_close(struct window_queue *q)
     pthread_mutex_lock(&q->mu);
     q->closed = true;
     pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void window_counts(struct window_queue *q, size_t *live, size_t *free_windows)
+{
+    pthread_mutex_lock(&q->mu);
+    *live = q->live;
+    *free_windows = q->npool;
     pthread_mutex_unlock(&q->mu);
 }
 

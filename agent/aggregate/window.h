@@ -9,8 +9,14 @@
  *
  * Both the queue and the pool are bounded: window_push() on a full queue
  * refuses (the caller counts the loss and keeps sampling into the window it
- * has); the pool never holds more than its cap of windows, so the memory of
- * all windows in flight is bounded by cap x the window limits.
+ * has); at most pool_cap windows exist at once (free, held by a target, or
+ * queued), so the memory of all windows is bounded by pool_cap x the window
+ * limits. That bound is a cap, not what is resident: a window holds memory
+ * in proportion to what was counted in it (aggregate/agg.h), and the pool
+ * keeps only WINDOW_POOL_SPARE free windows, as small as they started: a
+ * window coming back beyond that, or one that grew, is freed. So the windows
+ * in memory are those in use, the ones being sampled into and the ones
+ * waiting for or in the export thread, plus a few spares.
  *
  * Thread safety: every function may be called from any thread.
  */
@@ -23,6 +29,7 @@
 #include "pipeline.h"
 
 #define WINDOW_PER_TARGET 2u /* windows a target holds at once: current + in flight */
+#define WINDOW_POOL_SPARE 8u /* free windows the pool keeps for window_get() */
 
 /** A finished window and what the encoder and the outputs need to know about it. */
 struct window_item {
@@ -47,8 +54,13 @@ void window_queue_free(struct window_queue *q);
  * Returns 0, -EAGAIN when all pool_cap windows are in use, -ENOMEM.
  */
 PYPROFD_WARN_UNUSED int window_get(struct window_queue *q, struct agg **out);
-/** Gives a window back to the pool (it is reset); NULL is a no-op. */
+/**
+ * Gives a window back: it is reset and kept for window_get() when it never
+ * grew and fewer than WINDOW_POOL_SPARE are free, else freed. NULL is a no-op.
+ */
 void window_recycle(struct window_queue *q, struct agg *a);
+/** Windows that exist now (free, held or queued), and of them the free ones. */
+void window_counts(struct window_queue *q, size_t *live, size_t *free_windows);
 
 /**
  * Queues @a item (moved: on success the queue owns its window and labels and

@@ -124,7 +124,8 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
     if (!final && window_get(q, &fresh)) {
         /* no window to switch to: keep the one we have, losing its content */
         agg_reset(t->win);
-        sampler_set_window(t->s, t->win); /* the threads' last stacks are gone with it */
+        if (t->s)
+            sampler_set_window(t->s, t->win); /* the threads' last stacks are gone with it */
         t->windows_dropped++;
         t->win_start = now;
         t->win_start_real = now_real;

@@ -21,9 +21,10 @@ by name, with its time, and a failing step does not stop the ones after it.
                    function first; without pid: all three, told apart by the
                    labels every sample carries
     metrics        /metrics passes `promtool check metrics` (Debian's
-                   prometheus) and counts samples for the job
+                   prometheus) and counts samples for the job; the agent's
+                   heap (pyprofd_heap_inuse_bytes) is there
     late           a target started after the agent is active within one
-                   refresh interval (plus slack)
+                   refresh interval (plus slack); the heap gauge moved
     exit           a target that exits by itself mid-interval has its
                    samples flushed: a file for its pid in storage, whose
                    profile shows its hot function
@@ -254,6 +255,10 @@ server:
                        self.metric('pyprofd_samples_total{job="agent-test"}') or 0, 101, None)
         self.assertIn("pyprofd_build_info{", text)
         self.assertIn("process_cpu_seconds_total", text)
+        # the agent's own heap (what it allocated, touched or not)
+        self.heap = self.metric("pyprofd_heap_inuse_bytes")
+        self.assertIsNotNone(self.heap, "no pyprofd_heap_inuse_bytes")
+        livelib.within(self, "pyprofd_heap_inuse_bytes (MB)", self.heap / 1e6, 0.01, None)
         # not a target: 404 with the reason, at once
         status, body = self.get(f"/debug/pprof/profile?seconds=5&pid={os.getpid()}")
         self.assertEqual(status, 404)
@@ -266,6 +271,10 @@ server:
         self.wait_active(t.pid, REFRESH_S + 3)
         livelib.within(self, "late target active after (s)", time.monotonic() - started,
                        None, REFRESH_S + 3)
+        # a fourth target holds a window, an unwinder, a sampler: the heap moved
+        heap = self.metric("pyprofd_heap_inuse_bytes")
+        self.assertIsNotNone(heap)
+        self.assertNotEqual(heap, getattr(self, "heap", None))
         t.stop()
 
     def step_exit(self):

@@ -6,6 +6,7 @@
 #include "cmocka_wrap.h"
 
 #include "aggregate/agg.h"
+#include "base/alloc.h"
 #include "memread_fake.h"
 #include "pprof/collapsed.h"
 #include "pyimage.h"
@@ -264,10 +265,213 @@ static void test_agg__memo_checks_the_strings_of_made_up_frames(void **state)
     agg_free(a);
 }
 
+/* ---- growth ------------------------------------------------------------- */
+
+#define GROW_STACKS 2000
+#define GROW_SHARED 300
+
+/* Names whose addresses stay put (the memo compares them). */
+static char grow_leaf[GROW_STACKS][16];
+static char grow_fn[GROW_SHARED][16];
+static char grow_file[GROW_SHARED / 10][16];
+
+static size_t grow_depth(int k)
+{
+    return 1u + (size_t)(k % 7);
+}
+
+/* Stack @k of the growth tests: a leaf of its own, then shared functions;
+ * every other stack's frames carry code ids (the memo path). */
+static size_t grow_stack(int k, struct unwind_frame *out)
+{
+    size_t n = grow_depth(k);
+    snprintf(grow_leaf[k], sizeof(grow_leaf[k]), "leaf%d", k);
+    out[0] = frame(grow_leaf[k], "/leaf.py", 1, 2 + k % 5, 0);
+    if (k % 2)
+        out[0].code_id = 100000u + (uint64_t)k;
+    for (size_t j = 1; j < n; j++) {
+        int f = (k * 31 + (int)j * 17) % GROW_SHARED;
+        snprintf(grow_fn[f], sizeof(grow_fn[f]), "fn%d", f);
+        snprintf(grow_file[f / 10], sizeof(grow_file[f / 10]), "/m%d.py", f / 10);
+        out[j] = frame(grow_fn[f], grow_file[f / 10], 10 * f, 10 * f + 1 + (int)j, 0);
+        if (k % 2)
+            out[j].code_id = 1u + (uint64_t)f;
+    }
+    return n;
+}
+
+/* Adds every stack k, (k % 3 + 1) times in three passes, as thread k % 5. */
+static void grow_fill(struct agg *a)
+{
+    struct unwind_frame fr[8];
+    for (int pass = 0; pass < 3; pass++) {
+        for (int k = 0; k < GROW_STACKS; k++) {
+            if (k % 3 < pass)
+                continue;
+            size_t n = grow_stack(k, fr);
+            assert_int_equal(agg_add(a, fr, n, (uint64_t)(k % 5), "t", NULL, 1, 10), 0);
+        }
+    }
+}
+
+/* Every stack is there once, with its count, its frames and their lines. */
+static void grow_check(const struct agg *a)
+{
+    assert_int_equal(agg_stats(a).dropped, 0);
+    assert_int_equal(agg_sample_count(a), GROW_STACKS);
+    bool seen[GROW_STACKS] = {false};
+    for (size_t i = 0; i < agg_sample_count(a); i++) {
+        const struct agg_sample *s = agg_sample(a, i);
+        int k = -1;
+        assert_int_equal(sscanf(loc_name(a, s->locations[0]), "leaf%d", &k), 1);
+        assert_true(k >= 0 && k < GROW_STACKS && !seen[k]);
+        seen[k] = true;
+        assert_int_equal(s->count, k % 3 + 1);
+        assert_int_equal(s->nanos, 10 * (k % 3 + 1));
+        assert_int_equal(s->thread_id, k % 5);
+        struct unwind_frame fr[8];
+        size_t n = grow_stack(k, fr);
+        assert_int_equal(s->nlocations, n);
+        for (size_t j = 0; j < n; j++) {
+            const struct agg_location *l = agg_location(a, s->locations[j]);
+            const struct agg_function *fn = agg_function(a, l->function);
+            assert_string_equal(agg_string(a, fn->name), fr[j].function);
+            assert_string_equal(agg_string(a, fn->filename), fr[j].file);
+            assert_int_equal(fn->start_line, fr[j].first_line);
+            assert_int_equal(l->line, fr[j].pos.line);
+        }
+    }
+}
+
+static void collapsed_of(const struct agg *a, char *buf, size_t len)
+{
+    FILE *f = fmemopen(buf, len, "w");
+    assert_non_null(f);
+    assert_int_equal(collapsed_write(a, f), 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_agg__growing_keeps_every_sample(void **state)
+{
+    (void)state;
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    size_t small = agg_memory(a);
+    grow_fill(a);
+    assert_true(agg_grows(a) >= 10); /* every table doubled, some of them several times */
+    assert_true(agg_memory(a) > 4 * small);
+    grow_check(a);
+    static char grown[1 << 20], again[1 << 20];
+    collapsed_of(a, grown, sizeof(grown));
+
+    /* reset keeps what was reached: the same samples again make the same
+     * window, now without growing: what a window allocated in full from
+     * the start would hold */
+    size_t grows = agg_grows(a), mem = agg_memory(a);
+    agg_reset(a);
+    assert_int_equal(agg_sample_count(a), 0);
+    assert_int_equal(agg_location_count(a), 0);
+    assert_int_equal(agg_function_count(a), 0);
+    assert_int_equal(agg_string_count(a), 1); /* "" */
+    assert_int_equal(agg_stats(a).added, 0);
+    assert_int_equal(agg_repeat(a, 1, "t", 1, 10), -ENOENT);
+    grow_fill(a);
+    assert_int_equal(agg_grows(a), grows);
+    assert_int_equal(agg_memory(a), mem);
+    grow_check(a);
+    collapsed_of(a, again, sizeof(again));
+    assert_string_equal(grown, again);
+    agg_free(a);
+}
+
+static void test_agg__fresh_window_is_small(void **state)
+{
+    (void)state;
+    size_t before = alloc_in_use();
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    size_t used = alloc_in_use() - before;
+    /* the default caps are tens of megabytes; a fresh window takes ~40 KiB */
+    assert_true(used < 64u << 10);
+    assert_true(agg_memory(a) <= used);
+    assert_int_equal(agg_grows(a), 0);
+    struct unwind_frame f = frame("f", "/x.py", 1, 2, 0x10);
+    assert_int_equal(agg_add(a, &f, 1, 1, "t", NULL, 1, 10), 0);
+    assert_int_equal(alloc_in_use() - before, used); /* a small sample takes no more */
+    agg_free(a);
+    assert_int_equal(alloc_in_use(), before);
+}
+
+static void test_agg__caps_hold_while_growing(void **state)
+{
+    (void)state;
+    /* caps that are not powers of two, above the initial capacities */
+    struct agg_limits lim = {.samples = 100, .stack_slots = 1500};
+    struct agg *a;
+    assert_int_equal(agg_new(&lim, &a), 0);
+    struct unwind_frame f = frame("f", "/x.py", 1, 2, 0x10);
+    for (uint64_t tid = 0; tid < 150; tid++) /* one stack, 150 threads: 150 samples */
+        assert_int_equal(agg_add(a, &f, 1, tid, "t", NULL, 1, 10), tid < 100 ? 0 : -E2BIG);
+    assert_int_equal(agg_sample_count(a), 100);
+    assert_int_equal(agg_stats(a).dropped, 50);
+    agg_reset(a);
+    /* stack slots: 1500 at most; 40 stacks of 40 frames need 1600 */
+    struct unwind_frame deep[40];
+    for (int j = 0; j < 40; j++)
+        deep[j] = frame("f", "/x.py", 1, 2 + j, 0x10);
+    for (uint64_t tid = 0; tid < 40; tid++)
+        assert_int_equal(agg_add(a, deep, 40, tid, "t", NULL, 1, 10), tid < 37 ? 0 : -E2BIG);
+    assert_int_equal(agg_stats(a).dropped, 3);
+    agg_free(a);
+}
+
+static void test_agg__failed_growth_drops_and_counts(void **state)
+{
+    (void)state;
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct unwind_frame f = frame("f", "/x.py", 1, 2, 0x10);
+    uint64_t tid = 0;
+    /* fill the sample table to its first capacity (one stack, many threads) */
+    while (agg_grows(a) == 0)
+        assert_int_equal(agg_add(a, &f, 1, tid++, "t", NULL, 1, 10), 0);
+    size_t grown = agg_grows(a);
+    size_t n = agg_sample_count(a);
+    uint64_t dropped = 0;
+    /* fill to the next doubling, failing each allocation of it once */
+    for (uint64_t nth = 1;; nth++) {
+        size_t have = agg_sample_count(a);
+        while (agg_sample_count(a) < have + 1000 && agg_grows(a) == grown) {
+            (void)alloc_fail_nth(nth);
+            int err = agg_add(a, &f, 1, tid++, "t", NULL, 1, 10);
+            (void)alloc_fail_nth(0);
+            if (err) {
+                assert_int_equal(err, -E2BIG);
+                dropped++;
+                break;
+            }
+        }
+        assert_int_equal(agg_stats(a).dropped, dropped);
+        if (agg_grows(a) > grown)
+            break;
+    }
+    assert_true(dropped >= 1);
+    assert_int_equal(agg_sample_count(a) + dropped, tid);
+    /* what was counted before the failures is intact */
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(agg_sample(a, i)->count, 1);
+    assert_int_equal(agg_add(a, &f, 1, tid++, "t", NULL, 1, 10), 0);
+    agg_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agg__interns_and_counts),
+        cmocka_unit_test(test_agg__growing_keeps_every_sample),
+        cmocka_unit_test(test_agg__fresh_window_is_small),
+        cmocka_unit_test(test_agg__caps_hold_while_growing),
+        cmocka_unit_test(test_agg__failed_growth_drops_and_counts),
         cmocka_unit_test(test_agg__repeat_counts_the_last_stack),
         cmocka_unit_test(test_agg__caps_drop_and_count),
         cmocka_unit_test(test_agg__empty_names_are_replaced),

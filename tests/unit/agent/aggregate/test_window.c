@@ -232,6 +232,88 @@ static void test_window__pop_wakes_for_a_push_from_another_thread(void **state)
     window_queue_free(q);
 }
 
+/* Fills @a with @n distinct stacks (one per thread): grows its sample table. */
+static void fill(struct agg *a, size_t n)
+{
+    struct unwind_frame f = {
+        .kind = UNWIND_FRAME_PYTHON, .function = "f", .file = "/f.py", .pos = {1, 1, 0, 0}};
+    for (size_t tid = 0; tid < n; tid++)
+        assert_int_equal(agg_add(a, &f, 1, tid, "t", NULL, 1, 10), 0);
+}
+
+static void test_window__pool_keeps_a_few_small_spares(void **state)
+{
+    (void)state;
+    size_t before = alloc_in_use();
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(32, 32, NULL, &q), 0);
+    size_t empty = alloc_in_use();
+    struct agg *w[20];
+    for (size_t i = 0; i < 20; i++)
+        assert_int_equal(window_get(q, &w[i]), 0);
+    size_t live, nfree;
+    window_counts(q, &live, &nfree);
+    assert_int_equal(live, 20);
+    assert_int_equal(nfree, 0);
+    size_t one = agg_memory(w[0]);
+    for (size_t i = 0; i < 20; i++)
+        window_recycle(q, w[i]);
+    /* what is left is WINDOW_POOL_SPARE fresh windows, not the 20 once in use */
+    window_counts(q, &live, &nfree);
+    assert_int_equal(live, WINDOW_POOL_SPARE);
+    assert_int_equal(nfree, WINDOW_POOL_SPARE);
+    assert_true(alloc_in_use() - empty <= WINDOW_POOL_SPARE * (one + 256));
+    window_queue_free(q);
+    assert_int_equal(alloc_in_use(), before);
+}
+
+static void test_window__a_grown_window_is_freed_when_it_comes_back(void **state)
+{
+    (void)state;
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(4, 4, NULL, &q), 0);
+    struct agg *a, *b;
+    assert_int_equal(window_get(q, &a), 0);
+    size_t small = agg_memory(a);
+    fill(a, 1000);
+    assert_true(agg_grows(a) > 0);
+    assert_true(agg_memory(a) > 2 * small);
+    window_recycle(q, a);
+    size_t live, nfree;
+    window_counts(q, &live, &nfree);
+    assert_int_equal(live, 0);
+    assert_int_equal(nfree, 0);
+    assert_int_equal(window_get(q, &b), 0);
+    assert_int_equal(agg_grows(b), 0);
+    assert_int_equal(agg_memory(b), small);
+    window_recycle(q, b);
+    window_queue_free(q);
+}
+
+/* The cap counts windows in existence exactly, whether they came back to
+ * the pool or were freed on the way. */
+static void test_window__cap_counts_freed_windows_out(void **state)
+{
+    (void)state;
+    enum { CAP = WINDOW_POOL_SPARE + 4 };
+    struct window_queue *q;
+    assert_int_equal(window_queue_new(CAP, CAP, NULL, &q), 0);
+    struct agg *w[CAP], *extra;
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < CAP; i++)
+            assert_int_equal(window_get(q, &w[i]), 0);
+        assert_int_equal(window_get(q, &extra), -EAGAIN);
+        fill(w[0], 500); /* one of them grows: freed when it comes back */
+        for (size_t i = 0; i < CAP; i++)
+            window_recycle(q, w[i]);
+        size_t live, nfree;
+        window_counts(q, &live, &nfree);
+        assert_int_equal(live, WINDOW_POOL_SPARE);
+        assert_int_equal(nfree, WINDOW_POOL_SPARE);
+    }
+    window_queue_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +324,9 @@ int main(void)
         cmocka_unit_test(test_window__pop_wakes_for_a_push_from_another_thread),
         cmocka_unit_test(test_window__grow_keeps_queued_items_in_order),
         cmocka_unit_test(test_window__set_limits_applies_to_windows_made_afterwards),
+        cmocka_unit_test(test_window__pool_keeps_a_few_small_spares),
+        cmocka_unit_test(test_window__a_grown_window_is_freed_when_it_comes_back),
+        cmocka_unit_test(test_window__cap_counts_freed_windows_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
