@@ -278,17 +278,14 @@ PYPROFD_STATIC uint64_t record_slack_ns(uint64_t interval_ns)
 }
 
 /*
- * How `record` waits: SCHED_BATCH (its wake-ups do not preempt the target
- * when they share a CPU: the target keeps it until its slice ends, and
- * record runs then) and the slack above. Not needed for correct samples:
- * a failure is said once, at debug level.
+ * How `record` waits: with the slack above. Not needed for correct samples:
+ * a failure is said once, at debug level. Not SCHED_BATCH: with every CPU
+ * busy its wake-ups wait for the scheduler tick, and the samples alias with
+ * the target's own period (docs/agent.md, "Scheduling").
  */
 static void record_thread_setup(uint64_t interval_ns)
 {
-    int err = clock_set_batch();
-    if (err)
-        log_debug("cannot set SCHED_BATCH: %s", strerror(-err));
-    err = clock_set_slack(record_slack_ns(interval_ns));
+    int err = clock_set_slack(record_slack_ns(interval_ns));
     if (err)
         log_debug("cannot set the timer slack: %s", strerror(-err));
 }

@@ -4,7 +4,6 @@
  */
 #include "base/compat.h"
 
-#include <sched.h>
 #include <sys/prctl.h>
 
 #include "base/clock.h"
@@ -62,11 +61,4 @@ int clock_set_slack(uint64_t slack_ns)
     if (slack_ns == 0)
         slack_ns = 1; /* 0 would mean "back to the default" */
     return prctl(PR_SET_TIMERSLACK, (unsigned long)slack_ns, 0, 0, 0) ? -errno : 0;
-}
-
-int clock_set_batch(void)
-{
-    struct sched_param sp = {.sched_priority = 0};
-    /* pid 0: the calling thread (policies are per thread on Linux) */
-    return sched_setscheduler(0, SCHED_BATCH, &sp) ? -errno : 0;
 }

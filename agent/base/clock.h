@@ -58,17 +58,15 @@ static inline uint64_t clock_thread_cpu(const struct clock *c)
  *   clock_set_slack  the thread's timer slack (prctl PR_SET_TIMERSLACK) to
  *                    @a slack_ns: the kernel may fire its sleeps up to that
  *                    much late, and so fold them into other timers' wake-ups
- *                    instead of programming one interrupt per sleep;
- *   clock_set_batch  the thread's policy to SCHED_BATCH (nice unchanged): the
- *                    scheduler treats it as CPU-bound and does not let its
- *                    wake-ups preempt the task running on the CPU (a busy
- *                    target keeps its CPU until its slice ends).
+ *                    instead of programming one interrupt per sleep.
  *
- * Each returns 0 or -errno; neither is required for correctness, so callers
- * log a failure once and go on.
+ * Returns 0 or -errno; it is not required for correctness, so callers log a
+ * failure once and go on. (Sampling threads do not run SCHED_BATCH: when
+ * every CPU is busy a batch thread's wake-up waits for the scheduler tick, so
+ * samples fall on a 4 ms grid and alias with a target's own period; see
+ * docs/agent.md, "Scheduling".)
  */
 int clock_set_slack(uint64_t slack_ns);
-int clock_set_batch(void);
 
 /** @a ns (on the clock's own scale) as a struct timespec, e.g. for pthread_cond_timedwait(). */
 static inline struct timespec clock_timespec(uint64_t ns)

@@ -408,18 +408,16 @@ uint64_t loop_next_wake(struct loop *l)
 }
 
 /*
- * The thread's own scheduling: SCHED_BATCH, so that its wake-ups do not
- * preempt a busy target on the same CPU, and a timer slack of one tick, so
- * that the kernel may fold its sleeps into other wake-ups. Neither is needed
- * for correct samples: a failure is said once, at debug level.
+ * The thread's own scheduling: a timer slack of one tick, so that the kernel
+ * may fold its sleeps into other wake-ups. Not needed for correct samples: a
+ * failure is said once, at debug level. The policy stays SCHED_OTHER: under
+ * SCHED_BATCH a wake-up on busy CPUs waits for the scheduler tick, and the
+ * samples alias with the targets' own periods (docs/agent.md).
  */
 static uint64_t loop_thread_setup(const struct loop *l)
 {
-    int err = clock_set_batch();
-    if (err)
-        log_debug("sampling thread: cannot set SCHED_BATCH: %s", strerror(-err));
     uint64_t slack = fleet_tick(l->fleet);
-    err = clock_set_slack(slack);
+    int err = clock_set_slack(slack);
     if (err)
         log_debug("sampling thread: cannot set the timer slack: %s", strerror(-err));
     return slack;

@@ -16,7 +16,7 @@
  *               boundary with an attempt due (global.sampling_tick, shorter
  *               for a target whose interval is under two ticks) and makes
  *               every attempt due by then in one pass, each target once. It
- *               runs SCHED_BATCH with a timer slack of one tick;
+ *               sleeps with a timer slack of one tick;
  *   windows     every profile_interval each target's window goes to the
  *               export thread through the window queue (aggregate/window.h);
  *   requests    loop_profile() (the HTTP server's /debug/pprof/profile)
