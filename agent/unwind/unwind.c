@@ -25,6 +25,9 @@
 #define UNWIND_CHUNK_MAX       (16u << 20)     /* larger "chunks" are garbage */
 #define UNWIND_MAX_CHUNKS      64u
 #define UNWIND_VISITED_SLOTS   4096u /* > UNWIND_MAX_DEPTH, power of two */
+#define UNWIND_FRAMES_START    256u  /* frame slots at first; doubled up to UNWIND_MAX_FRAMES */
+#define UNWIND_CHAIN_START     64u   /* chain links at first; doubled up to UNWIND_MAX_DEPTH */
+#define UNWIND_CODE_START      64u   /* code-cache entries at first (see codecache.h) */
 #define UNWIND_CODE_ENTRIES    4096u
 #define UNWIND_CODE_ARENA      (4u << 20)
 #define UNWIND_LINETABLE_MAX   (256u * 1024u)
@@ -172,7 +175,7 @@ struct unwinder {
     uint64_t *visited; /* frame addresses of this walk, open addressing */
     /* the chain as walked, to check it is still there afterwards */
     struct chain_link *chain;
-    size_t nchain;
+    size_t nchain, chain_cap; /* chain_cap grows on demand to UNWIND_MAX_DEPTH */
     uint32_t *visited_stamp;
     uint32_t stamp;
 
@@ -180,6 +183,7 @@ struct unwinder {
     struct raw_frame *raw;
     struct unwind_frame *frames;
     size_t nframes;
+    size_t frames_cap; /* raw, frames and tags; grows on demand to UNWIND_MAX_FRAMES */
     struct unwind_thread threads[UNWIND_MAX_THREADS];
     struct unwind_result result;
 
@@ -293,10 +297,12 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
     u->verify_buf = alloc_malloc(UNWIND_CHUNK_BUF);
     u->visited = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited));
     u->visited_stamp = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited_stamp));
-    u->chain = alloc_calloc(UNWIND_MAX_DEPTH, sizeof(*u->chain));
-    u->raw = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->raw));
-    u->frames = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->frames));
-    u->tags = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->tags));
+    u->chain_cap = UNWIND_CHAIN_START;
+    u->chain = alloc_calloc(u->chain_cap, sizeof(*u->chain));
+    u->frames_cap = UNWIND_FRAMES_START;
+    u->raw = alloc_calloc(u->frames_cap, sizeof(*u->raw));
+    u->frames = alloc_calloc(u->frames_cap, sizeof(*u->frames));
+    u->tags = alloc_calloc(u->frames_cap, sizeof(*u->tags));
     u->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
     u->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->check_addr));
     u->check_buf = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
@@ -311,7 +317,7 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
         goto fail;
     }
-    err = codecache_new(UNWIND_CODE_ENTRIES, UNWIND_CODE_ARENA, &u->codes);
+    err = codecache_new(UNWIND_CODE_START, UNWIND_CODE_ENTRIES, UNWIND_CODE_ARENA, &u->codes);
     if (err) {
         snprintf(why, why_len, "out of memory for the code cache");
         goto fail;
@@ -653,10 +659,60 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
     return *err ? NULL : u->frame_buf;
 }
 
+/* A copy of @n elements of @size from @old in a new block of @cap elements,
+ * the rest zeroed; NULL when out of memory (@old is kept). */
+static void *unwind_regrow(const void *old, size_t n, size_t cap, size_t size)
+{
+    uint8_t *p = alloc_malloc(cap * size);
+    if (!p)
+        return NULL;
+    memcpy(p, old, n * size);
+    memset(p + n * size, 0, (cap - n) * size);
+    return p;
+}
+
+/*
+ * Doubles the frame slots (raw, frames, tags) up to UNWIND_MAX_FRAMES: the
+ * one allocation a sample may make, only when a sample holds more frames
+ * than any before (a few times in the unwinder's life). The threads of this
+ * sample already walked are pointed at the new frames. Returns false (the
+ * frame is left out, as at the cap) when out of memory.
+ */
+static bool unwind_grow_frames(struct unwinder *u)
+{
+    if (u->frames_cap >= UNWIND_MAX_FRAMES)
+        return false;
+    size_t cap = u->frames_cap * 2 < UNWIND_MAX_FRAMES ? u->frames_cap * 2 : UNWIND_MAX_FRAMES;
+    struct raw_frame *raw = unwind_regrow(u->raw, u->frames_cap, cap, sizeof(*raw));
+    struct unwind_frame *frames = unwind_regrow(u->frames, u->frames_cap, cap, sizeof(*frames));
+    struct resolved_tag *tags = unwind_regrow(u->tags, u->frames_cap, cap, sizeof(*tags));
+    if (!raw || !frames || !tags) {
+        alloc_free(raw);
+        alloc_free(frames);
+        alloc_free(tags);
+        return false;
+    }
+    for (size_t i = 0; i < u->result.nthreads; i++) {
+        struct unwind_thread *t = &u->threads[i];
+        if (t->frames)
+            t->frames = frames + (t->frames - u->frames);
+    }
+    alloc_free(u->raw);
+    alloc_free(u->frames);
+    alloc_free(u->tags);
+    u->raw = raw;
+    u->frames = frames;
+    u->tags = tags;
+    u->frames_cap = cap;
+    return true;
+}
+
 static bool unwind_push(struct unwinder *u, size_t first, uint64_t code, uint64_t ip,
                         enum unwind_frame_kind kind, uint64_t frame)
 {
     if (u->nframes == UNWIND_MAX_FRAMES || u->nframes - first >= UNWIND_MAX_DEPTH)
+        return false;
+    if (u->nframes == u->frames_cap && !unwind_grow_frames(u))
         return false;
     u->raw[u->nframes++] = (struct raw_frame){code, ip, kind, frame};
     return true;
@@ -714,6 +770,16 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         uint64_t prev = load_le64(fr + l->fr_previous);
         if (u->nchain == UNWIND_MAX_DEPTH)
             return SAMPLE_TOO_DEEP;
+        if (u->nchain == u->chain_cap) {
+            /* a deeper stack than any before: the chain doubles (rare) */
+            size_t cap = u->chain_cap * 2 < UNWIND_MAX_DEPTH ? u->chain_cap * 2 : UNWIND_MAX_DEPTH;
+            struct chain_link *c = unwind_regrow(u->chain, u->nchain, cap, sizeof(*c));
+            if (!c)
+                return SAMPLE_TOO_DEEP;
+            alloc_free(u->chain);
+            u->chain = c;
+            u->chain_cap = cap;
+        }
         /* field by field: a compound literal would clear the 512-byte
          * re-read buffer of every link on every sample */
         struct chain_link *link = &u->chain[u->nchain++];
