@@ -25,10 +25,11 @@ struct fixture {
     struct pyruntime rt;
 };
 
-/* the frame slots, chain and code cache start small; what remains is the
- * per-sample scratch (chunk copies 2 x 1 MiB, line table 256 KiB, 3.13
- * re-check 220 KiB, the 94 KiB unwinder) - before: ~15 MB */
-#define UNWIND_TEST_FRESH_MAX (4u << 20)
+/* the frame slots, chain and code cache start small and the per-sample
+ * buffers are in a shared scratch: what is left is the unwinder itself
+ * (94 KiB, its thread table) and on 3.13 its last code objects per thread
+ * (45 KiB) - before: ~15 MB */
+#define UNWIND_TEST_FRESH_MAX (192u << 10)
 
 static void fx_open(struct fixture *fx, unsigned minor)
 {
@@ -963,8 +964,16 @@ static void test_unwind__fresh_unwinder_is_small(void **state)
         fx_open(&fx, minor);
         uint64_t f[4];
         build_stack(&fx, pyimage_thread(fx.img, 1), f);
+        struct unwind_scratch *sc;
+        assert_int_equal(unwind_scratch_new(&sc), 0);
+        pyimage_install(fx.img, fx.fake, &fx.rt);
+        char why[256];
+        /* the scratch fits itself to the first unwinder (3.13's re-check
+         * buffer): what one more target costs is the second one */
+        assert_int_equal(unwinder_new_shared(fx.mr, &fx.rt, sc, &fx.u, why, sizeof(why)), 0);
+        unwinder_free(fx.u);
         size_t before = alloc_in_use();
-        fx_attach(&fx);
+        assert_int_equal(unwinder_new_shared(fx.mr, &fx.rt, sc, &fx.u, why, sizeof(why)), 0);
         size_t fresh = alloc_in_use() - before;
         const struct unwind_result *r = fx_sample(&fx, 0);
         assert_int_equal(r->threads[0].nframes, 3);
@@ -974,6 +983,7 @@ static void test_unwind__fresh_unwinder_is_small(void **state)
         assert_true(fresh < UNWIND_TEST_FRESH_MAX);
         assert_int_equal(used, fresh); /* a small stack: nothing grew */
         fx_close(&fx);
+        unwind_scratch_free(sc);
     }
 }
 
