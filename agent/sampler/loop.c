@@ -69,7 +69,8 @@ static void loop_sweep_gone(struct proc_entry *p, void *arg)
 /* Starts the target a verdict asked for; on failure the process is "failed". */
 static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdict *v, uint64_t now)
 {
-    struct target_env env = {.cfg = l->cfg, .queue = l->opts.queue, .phase_seq = l->phase_seq++};
+    struct target_env env = {
+        .cfg = l->cfg, .queue = l->opts.queue, .phase_seq = l->phase_seq++, .scratch = l->scratch};
     struct target *t = NULL;
     int err = target_start(&env, p, v, now, loop_real_at(l, now), &t);
     if (!err && fleet_add(l->fleet, &t->slot, sampler_due(t->s))) {
@@ -507,6 +508,8 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
     l->scan = loop_scanner(l, cfg->discovery.proc_root);
     int err = proc_table_new(0, &l->procs);
     if (!err)
+        err = unwind_scratch_new(&l->scratch);
+    if (!err)
         err = fleet_new(l->cap_targets, &l->fleet);
     if (!err)
         err = podmeta_configure(&l->pods, cfg);
@@ -561,6 +564,7 @@ void loop_free(struct loop *l)
     config_free(l->pending_cfg);
     alloc_free(l->targets);
     alloc_free(l->jobs);
+    unwind_scratch_free(l->scratch); /* after every target's unwinder */
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->wake);
     alloc_free(l);

@@ -26,6 +26,9 @@ struct loop {
     pthread_mutex_t mu;
     pthread_cond_t wake; /* the sampling thread sleeps on it */
     pthread_t thread;
+    /* the per-sample buffers of every target's unwinder: the targets are
+     * sampled one at a time by this loop's thread; freed after them */
+    struct unwind_scratch *scratch;
     bool running, stop, stopped, ready, kick;
     struct pyprofd_config *cfg;
     struct pyprofd_config *pending_cfg;

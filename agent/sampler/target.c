@@ -50,7 +50,7 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
         t->interval_ns = 1;
     t->window_ns = job->profile_interval_ns;
     char why[256] = "";
-    int err = unwinder_new(v->mr, v->rt, &t->u, why, sizeof(why));
+    int err = unwinder_new_shared(v->mr, v->rt, env->scratch, &t->u, why, sizeof(why));
     if (err) {
         snprintf(p->reason, sizeof(p->reason), "cannot read the runtime: %s", why);
         goto fail;

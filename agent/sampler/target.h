@@ -99,6 +99,9 @@ struct target_env {
     const struct pyprofd_config *cfg;
     struct window_queue *queue; /* windows come from its pool and go to it */
     uint64_t phase_seq;         /* spreads phases: the n-th target started */
+    /* the sampling thread's unwinder scratch, shared by its targets
+     * (unwind/unwind.h); NULL: each unwinder has its own */
+    struct unwind_scratch *scratch;
 };
 
 /**

@@ -15,14 +15,24 @@
  * share one consumer-side memo keyed by id. */
 static _Atomic uint64_t codecache_next_id = CODECACHE_FIRST_ID;
 
+#define CODECACHE_BLOCK_FIRST 4096u /* the arena's first block; each next one doubles */
+#define CODECACHE_MAX_BLOCKS  24u
+
 struct codecache {
     struct code_info *slots; /* raddr 0 = empty */
     size_t mask;
     size_t count;
     size_t max_count; /* at most 3/4 full */
-    uint8_t *arena;
+    size_t max_slots; /* the table doubles up to this many slots */
+    /* the arena: blocks allocated as needed (never moved, so strings stay
+     * put), at most arena_len bytes in all; a clear keeps them for reuse */
+    uint8_t *block[CODECACHE_MAX_BLOCKS];
+    size_t block_len[CODECACHE_MAX_BLOCKS];
+    size_t nblocks;
+    size_t cur;      /* block being filled */
+    size_t cur_used; /* bytes used in it */
     size_t arena_len;
-    size_t arena_used;
+    size_t arena_alloc; /* bytes of all blocks */
     uint64_t overflows;
 };
 
@@ -34,23 +44,33 @@ static size_t codecache_hash(uint64_t raddr, size_t mask)
     return (size_t)raddr & mask;
 }
 
-int codecache_new(size_t entries, size_t arena_bytes, struct codecache **out)
+static uint8_t *codecache_room(struct codecache *c, size_t need);
+
+static size_t codecache_pow2(size_t n)
 {
-    size_t n = 16;
-    while (n < entries)
-        n <<= 1;
+    size_t p = 16;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+int codecache_new(size_t start, size_t entries, size_t arena_bytes, struct codecache **out)
+{
+    size_t max = codecache_pow2(entries);
+    size_t n = codecache_pow2(start < entries ? start : entries);
     struct codecache *c = alloc_calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
     c->slots = alloc_calloc(n, sizeof(*c->slots));
-    c->arena = alloc_malloc(arena_bytes ? arena_bytes : 1);
-    if (!c->slots || !c->arena) {
+    c->mask = n - 1;
+    c->max_count = n / 4 * 3;
+    c->max_slots = max;
+    c->arena_len = arena_bytes;
+    /* the first block now: a small target's samples never allocate */
+    if (!c->slots || (arena_bytes && !codecache_room(c, 1))) {
         codecache_free(c);
         return -ENOMEM;
     }
-    c->mask = n - 1;
-    c->max_count = n / 4 * 3;
-    c->arena_len = arena_bytes;
     *out = c;
     return 0;
 }
@@ -60,8 +80,14 @@ void codecache_free(struct codecache *c)
     if (!c)
         return;
     alloc_free(c->slots);
-    alloc_free(c->arena);
+    for (size_t i = 0; i < c->nblocks; i++)
+        alloc_free(c->block[i]);
     alloc_free(c);
+}
+
+size_t codecache_memory(const struct codecache *c)
+{
+    return sizeof(*c) + (c->mask + 1) * sizeof(*c->slots) + c->arena_alloc;
 }
 
 struct code_info *codecache_find(struct codecache *c, uint64_t raddr)
@@ -78,15 +104,65 @@ void codecache_clear(struct codecache *c)
 {
     memset(c->slots, 0, (c->mask + 1) * sizeof(*c->slots));
     c->count = 0;
-    c->arena_used = 0;
+    c->cur = 0;
+    c->cur_used = 0;
 }
 
-static void *codecache_copy(struct codecache *c, const void *src, size_t len)
+/* Room for @need bytes in one block: the current one, a later one kept from
+ * before a clear, or a new one (double the last, at least @need) while the
+ * arena stays within arena_len. NULL: the arena is full. */
+static uint8_t *codecache_room(struct codecache *c, size_t need)
 {
-    uint8_t *dst = c->arena + c->arena_used;
-    memcpy(dst, src, len);
-    c->arena_used += len;
-    return dst;
+    for (;;) {
+        if (c->cur < c->nblocks && c->block_len[c->cur] - c->cur_used >= need)
+            return c->block[c->cur] + c->cur_used;
+        if (c->cur + 1 < c->nblocks) {
+            c->cur++;
+            c->cur_used = 0;
+            continue;
+        }
+        if (c->nblocks == CODECACHE_MAX_BLOCKS)
+            return NULL;
+        size_t len = c->nblocks ? c->block_len[c->nblocks - 1] * 2 : CODECACHE_BLOCK_FIRST;
+        if (len < need)
+            len = need;
+        if (len > c->arena_len - c->arena_alloc)
+            len = c->arena_len - c->arena_alloc;
+        if (len < need)
+            return NULL;
+        uint8_t *b = alloc_malloc(len);
+        if (!b)
+            return NULL;
+        c->block[c->nblocks] = b;
+        c->block_len[c->nblocks] = len;
+        c->arena_alloc += len;
+        if (c->nblocks)
+            c->cur = c->nblocks;
+        c->nblocks++;
+        c->cur_used = 0;
+    }
+}
+
+/* Doubles the table (entries move: rehashed). False when out of memory. */
+static bool codecache_grow(struct codecache *c)
+{
+    size_t n = (c->mask + 1) * 2;
+    struct code_info *slots = alloc_calloc(n, sizeof(*slots));
+    if (!slots)
+        return false;
+    for (size_t j = 0; j <= c->mask; j++) {
+        if (!c->slots[j].raddr)
+            continue;
+        size_t i = codecache_hash(c->slots[j].raddr, n - 1);
+        while (slots[i].raddr != 0)
+            i = (i + 1) & (n - 1);
+        slots[i] = c->slots[j];
+    }
+    alloc_free(c->slots);
+    c->slots = slots;
+    c->mask = n - 1;
+    c->max_count = n / 4 * 3;
+    return true;
 }
 
 struct code_info *codecache_insert(struct codecache *c, const struct code_info *info)
@@ -95,9 +171,17 @@ struct code_info *codecache_insert(struct codecache *c, const struct code_info *
     size_t need = qlen + flen + info->linetable_len;
     if (need > c->arena_len || info->raddr == 0)
         return NULL;
-    if (c->count >= c->max_count || c->arena_len - c->arena_used < need) {
+    if (c->count >= c->max_count && ((c->mask + 1) >= c->max_slots || !codecache_grow(c))) {
         codecache_clear(c);
         c->overflows++;
+    }
+    uint8_t *dst = codecache_room(c, need);
+    if (!dst) {
+        codecache_clear(c);
+        c->overflows++;
+        dst = codecache_room(c, need);
+        if (!dst)
+            return NULL;
     }
     size_t i = codecache_hash(info->raddr, c->mask);
     while (c->slots[i].raddr != 0 && c->slots[i].raddr != info->raddr)
@@ -106,10 +190,14 @@ struct code_info *codecache_insert(struct codecache *c, const struct code_info *
     if (e->raddr == 0)
         c->count++;
     *e = *info;
-    e->qualname = codecache_copy(c, info->qualname, qlen);
-    e->filename = codecache_copy(c, info->filename, flen);
-    e->linetable =
-        info->linetable_len ? codecache_copy(c, info->linetable, info->linetable_len) : NULL;
+    memcpy(dst, info->qualname, qlen);
+    memcpy(dst + qlen, info->filename, flen);
+    if (info->linetable_len)
+        memcpy(dst + qlen + flen, info->linetable, info->linetable_len);
+    c->cur_used += need;
+    e->qualname = (const char *)dst;
+    e->filename = (const char *)dst + qlen;
+    e->linetable = info->linetable_len ? dst + qlen + flen : NULL;
     e->nlast = 0;
     e->id = atomic_fetch_add_explicit(&codecache_next_id, 1, memory_order_relaxed);
     return e;

@@ -5,9 +5,14 @@
  * and where the bytecode starts, plus the last instruction looked up and its
  * position (a loop sampled twice costs no decoding).
  *
- * Memory is fixed at creation: a table of entries and one byte arena for
- * names and line tables. When either is full the whole cache is cleared (and
- * the clear is counted), so steady-state sampling never allocates.
+ * Memory grows with use up to caps set at creation: the table of entries
+ * starts small and doubles (rehashing: entry pointers move) until it reaches
+ * its cap; names and line tables go to an arena of blocks that are allocated
+ * as needed (4 KiB, then each double the last; strings never move) up to the
+ * arena cap. When the table at its cap or the arena is full, the whole cache
+ * is cleared (and the clear is counted); the blocks are kept for reuse. So
+ * insertion allocates only while a cache grows to its working size (a few
+ * times in its life); steady-state sampling never allocates.
  *
  * Invalidation is the caller's: on CPython 3.14+ it clears the cache when an
  * interpreter's code_object_generation moves (a code object was freed, so an
@@ -50,10 +55,15 @@ struct code_info {
 struct codecache;
 
 /**
- * Creates a cache of @a entries entries (rounded up to a power of two) and an
- * arena of @a arena_bytes. Returns 0 or -ENOMEM.
+ * Creates a cache with room for @a start entries at first, growing up to
+ * @a entries (both rounded up to a power of two), and an arena of at most
+ * @a arena_bytes (allocated as used). Returns 0 or -ENOMEM.
  */
-PYPROFD_WARN_UNUSED int codecache_new(size_t entries, size_t arena_bytes, struct codecache **out);
+PYPROFD_WARN_UNUSED int codecache_new(size_t start, size_t entries, size_t arena_bytes,
+                                      struct codecache **out);
+
+/** Bytes the cache holds now (its table and arena blocks). */
+size_t codecache_memory(const struct codecache *c);
 void codecache_free(struct codecache *c);
 
 /** The entry for @a raddr, or NULL. */
@@ -63,8 +73,9 @@ struct code_info *codecache_find(struct codecache *c, uint64_t raddr);
  * Adds an entry, copying the strings and line table into the arena (clearing
  * the whole cache first if it is full), with a new id and no remembered
  * positions. Returns the entry, or NULL if the item alone does not fit an
- * empty cache. Thread safety: ids come from one process-wide atomic counter,
- * so caches used by different threads never hand out the same id.
+ * empty cache (or memory ran out). Pointers to entries returned before are
+ * invalid after an insert (the table may have grown or been cleared). Thread safety: ids come from
+ * one process-wide atomic counter, so caches used by different threads never hand out the same id.
  */
 struct code_info *codecache_insert(struct codecache *c, const struct code_info *info);
 

@@ -25,6 +25,9 @@
 #define UNWIND_CHUNK_MAX       (16u << 20)     /* larger "chunks" are garbage */
 #define UNWIND_MAX_CHUNKS      64u
 #define UNWIND_VISITED_SLOTS   4096u /* > UNWIND_MAX_DEPTH, power of two */
+#define UNWIND_FRAMES_START    64u   /* frame slots at first; doubled up to UNWIND_MAX_FRAMES */
+#define UNWIND_CHAIN_START     16u   /* chain links at first; doubled up to UNWIND_MAX_DEPTH */
+#define UNWIND_CODE_START      64u   /* code-cache entries at first (see codecache.h) */
 #define UNWIND_CODE_ENTRIES    4096u
 #define UNWIND_CODE_ARENA      (4u << 20)
 #define UNWIND_LINETABLE_MAX   (256u * 1024u)
@@ -114,6 +117,22 @@ struct interp_view {
     int32_t gc_collecting, gil_locked;
 };
 
+/* What one sample uses and leaves nothing in (see unwind.h). */
+struct unwind_scratch {
+    uint8_t *chunk_buf;
+    uint8_t *verify_buf; /* re-reads of chunk spans, at the offsets of chunk_buf */
+    uint64_t *visited;   /* frame addresses of this walk, open addressing */
+    uint32_t *visited_stamp;
+    uint32_t stamp; /* of the walk in progress, whichever unwinder's */
+    uint8_t *linetable_buf;
+    /* 3.13: code objects to re-check this sample, and their re-reads
+     * (allocated by the first 3.13 unwinder, grown to the largest code-object
+     * read of its unwinders) */
+    uint64_t *check_addr;
+    uint8_t *check_buf;
+    size_t check_len; /* bytes per code object check_buf holds */
+};
+
 struct unwinder {
     struct memread *mr;
     struct py_layout l;
@@ -133,8 +152,9 @@ struct unwinder {
     size_t nextra;
     uint64_t seen_extra[UNWIND_GUESS_FRAMES];
     size_t nseen_extra;
-    uint8_t *chunk_buf;
-    uint8_t *verify_buf; /* re-reads of chunk spans, at the offsets of chunk_buf */
+    /* chunk_buf, verify_buf, visited and linetable_buf: in the scratch */
+    struct unwind_scratch *sc;
+    bool own_sc; /* allocated by unwinder_new(), freed with the unwinder */
     size_t chunk_used;
     struct chunk_copy chunks[UNWIND_MAX_CHUNKS];
     uint64_t chunk_low[UNWIND_MAX_CHUNKS]; /* this walk: lowest frame address in each chunk */
@@ -169,17 +189,15 @@ struct unwinder {
      * interpreter (interp_guess, static in _PyRuntime) first in the list and
      * its threads.main set: see unwinder_sample() */
     bool main_running;
-    uint64_t *visited; /* frame addresses of this walk, open addressing */
     /* the chain as walked, to check it is still there afterwards */
     struct chain_link *chain;
-    size_t nchain;
-    uint32_t *visited_stamp;
-    uint32_t stamp;
+    size_t nchain, chain_cap; /* chain_cap grows on demand to UNWIND_MAX_DEPTH */
 
     /* per-sample output */
     struct raw_frame *raw;
     struct unwind_frame *frames;
     size_t nframes;
+    size_t frames_cap; /* raw, frames and tags; grows on demand to UNWIND_MAX_FRAMES */
     struct unwind_thread threads[UNWIND_MAX_THREADS];
     struct unwind_result result;
 
@@ -191,9 +209,6 @@ struct unwinder {
     uint8_t code_buf[PYABI_MAX_CODE];
     char name_buf[UNWIND_NAME_MAX];
     char file_buf[UNWIND_NAME_MAX];
-    uint8_t *linetable_buf;
-    uint64_t *check_addr; /* 3.13: code objects to re-check this sample */
-    uint8_t *check_buf;
     /* 3.13: the distinct code objects of each thread's last sample (per
      * slot, UNWIND_GUESS_CODES each, 0-terminated), read again with the
      * thread state into pre_buf: the re-check needs no call of its own */
@@ -262,8 +277,47 @@ static void unwind_interp_span(struct unwinder *u)
     u->ts_base_len = u->ts_read_len;
 }
 
+int unwind_scratch_new(struct unwind_scratch **out)
+{
+    struct unwind_scratch *s = alloc_calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->chunk_buf = alloc_malloc(UNWIND_CHUNK_BUF);
+    s->verify_buf = alloc_malloc(UNWIND_CHUNK_BUF);
+    s->visited = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*s->visited));
+    s->visited_stamp = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*s->visited_stamp));
+    s->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
+    if (!s->chunk_buf || !s->verify_buf || !s->visited || !s->visited_stamp || !s->linetable_buf) {
+        unwind_scratch_free(s);
+        return -ENOMEM;
+    }
+    *out = s;
+    return 0;
+}
+
+void unwind_scratch_free(struct unwind_scratch *s)
+{
+    if (!s)
+        return;
+    alloc_free(s->chunk_buf);
+    alloc_free(s->verify_buf);
+    alloc_free(s->visited);
+    alloc_free(s->visited_stamp);
+    alloc_free(s->linetable_buf);
+    alloc_free(s->check_addr);
+    alloc_free(s->check_buf);
+    alloc_free(s);
+}
+
 int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder **out, char *why,
                  size_t why_len)
+{
+    return unwinder_new_shared(mr, rt, NULL, out, why, why_len);
+}
+
+int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
+                        struct unwind_scratch *scratch, struct unwinder **out, char *why,
+                        size_t why_len)
 {
     uint8_t table[PYABI_MAX_TABLE];
     const struct pyabi_schema *schema =
@@ -289,29 +343,45 @@ int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder
     err = -ENOMEM;
     u->mr = mr;
     u->runtime_raddr = rt->raddr;
-    u->chunk_buf = alloc_malloc(UNWIND_CHUNK_BUF);
-    u->verify_buf = alloc_malloc(UNWIND_CHUNK_BUF);
-    u->visited = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited));
-    u->visited_stamp = alloc_calloc(UNWIND_VISITED_SLOTS, sizeof(*u->visited_stamp));
-    u->chain = alloc_calloc(UNWIND_MAX_DEPTH, sizeof(*u->chain));
-    u->raw = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->raw));
-    u->frames = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->frames));
-    u->tags = alloc_calloc(UNWIND_MAX_FRAMES, sizeof(*u->tags));
-    u->linetable_buf = alloc_malloc(UNWIND_LINETABLE_MAX);
-    u->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->check_addr));
-    u->check_buf = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
-    if (!u->l.has_code_generation) {
+    if (scratch) {
+        u->sc = scratch;
+    } else {
+        err = unwind_scratch_new(&u->sc);
+        if (err) {
+            snprintf(why, why_len, "out of memory for the unwinder's scratch");
+            goto fail;
+        }
+        u->own_sc = true;
+        err = -ENOMEM;
+    }
+    u->chain_cap = UNWIND_CHAIN_START;
+    u->chain = alloc_calloc(u->chain_cap, sizeof(*u->chain));
+    u->frames_cap = UNWIND_FRAMES_START;
+    u->raw = alloc_calloc(u->frames_cap, sizeof(*u->raw));
+    u->frames = alloc_calloc(u->frames_cap, sizeof(*u->frames));
+    u->tags = alloc_calloc(u->frames_cap, sizeof(*u->tags));
+    if (!u->l.has_code_generation) { /* 3.13's re-check of cached code objects */
+        if (u->sc->check_len < u->l.co_read_len) {
+            uint8_t *b = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
+            if (b) {
+                alloc_free(u->sc->check_buf);
+                u->sc->check_buf = b;
+                u->sc->check_len = u->l.co_read_len;
+            }
+        }
+        if (!u->sc->check_addr)
+            u->sc->check_addr = alloc_calloc(MEMREAD_MAX_IOV, sizeof(*u->sc->check_addr));
         u->guess_codes = alloc_calloc((size_t)UNWIND_CHUNK_GUESSES * UNWIND_GUESS_CODES,
                                       sizeof(*u->guess_codes));
         u->pre_buf = alloc_malloc((size_t)UNWIND_GUESS_CODES * u->l.co_read_len);
     }
-    if (!u->chunk_buf || !u->verify_buf || !u->visited || !u->chain || !u->visited_stamp ||
-        !u->raw || !u->frames || !u->tags || !u->linetable_buf || !u->check_addr || !u->check_buf ||
-        (!u->l.has_code_generation && (!u->guess_codes || !u->pre_buf))) {
+    if (!u->chain || !u->raw || !u->frames || !u->tags ||
+        (!u->l.has_code_generation && (!u->guess_codes || !u->pre_buf || !u->sc->check_addr ||
+                                       u->sc->check_len < u->l.co_read_len))) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
         goto fail;
     }
-    err = codecache_new(UNWIND_CODE_ENTRIES, UNWIND_CODE_ARENA, &u->codes);
+    err = codecache_new(UNWIND_CODE_START, UNWIND_CODE_ENTRIES, UNWIND_CODE_ARENA, &u->codes);
     if (err) {
         snprintf(why, why_len, "out of memory for the code cache");
         goto fail;
@@ -331,17 +401,12 @@ void unwinder_free(struct unwinder *u)
     if (!u)
         return;
     codecache_free(u->codes);
-    alloc_free(u->chunk_buf);
-    alloc_free(u->verify_buf);
-    alloc_free(u->visited);
-    alloc_free(u->visited_stamp);
+    if (u->own_sc)
+        unwind_scratch_free(u->sc);
     alloc_free(u->chain);
     alloc_free(u->raw);
     alloc_free(u->frames);
     alloc_free(u->tags);
-    alloc_free(u->linetable_buf);
-    alloc_free(u->check_addr);
-    alloc_free(u->check_buf);
     alloc_free(u->guess_codes);
     alloc_free(u->pre_buf);
     alloc_free(u);
@@ -383,12 +448,12 @@ static bool unwind_visit(struct unwinder *u, uint64_t addr)
 {
     size_t i = (size_t)((addr >> 3) * HASH_GOLDEN) & (UNWIND_VISITED_SLOTS - 1);
     for (;; i = (i + 1) & (UNWIND_VISITED_SLOTS - 1)) {
-        if (u->visited_stamp[i] != u->stamp) {
-            u->visited_stamp[i] = u->stamp;
-            u->visited[i] = addr;
+        if (u->sc->visited_stamp[i] != u->sc->stamp) {
+            u->sc->visited_stamp[i] = u->sc->stamp;
+            u->sc->visited[i] = addr;
             return true;
         }
-        if (u->visited[i] == addr)
+        if (u->sc->visited[i] == addr)
             return false;
     }
 }
@@ -433,7 +498,7 @@ static int unwind_load_chunk(struct unwinder *u)
         UNWIND_CHUNK_BUF - u->chunk_used < UNWIND_CHUNK_DEFAULT)
         return 1;
     uint64_t raddr = u->next_chunk;
-    uint8_t *dst = u->chunk_buf + u->chunk_used;
+    uint8_t *dst = u->sc->chunk_buf + u->chunk_used;
     int err = memread_read(u->mr, raddr, dst, UNWIND_CHUNK_DEFAULT);
     return err ? err : unwind_add_chunk(u, raddr, dst, UNWIND_CHUNK_DEFAULT, false);
 }
@@ -493,7 +558,7 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
         tr->off[i] = off;
         tr->len[i] = len;
         tr->nguess++;
-        iov[n++] = (struct memread_iov){g->raddr, u->chunk_buf + off, len};
+        iov[n++] = (struct memread_iov){g->raddr, u->sc->chunk_buf + off, len};
         off += len;
     }
     for (size_t i = 0; known && i < UNWIND_GUESS_FRAMES && u->guess_frames[slot][i]; i++) {
@@ -527,7 +592,8 @@ static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr
     memset(u->used_extent, 0, sizeof(u->used_extent));
     /* each guess holds while the chain of chunks is the same */
     for (size_t i = 0; i < tr->nguess && tr->guess[i] == u->next_chunk; i++) {
-        int err = unwind_add_chunk(u, tr->guess[i], u->chunk_buf + tr->off[i], tr->len[i], true);
+        int err =
+            unwind_add_chunk(u, tr->guess[i], u->sc->chunk_buf + tr->off[i], tr->len[i], true);
         if (err < 0)
             return err;
         if (err > 0)
@@ -653,10 +719,60 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
     return *err ? NULL : u->frame_buf;
 }
 
+/* A copy of @n elements of @size from @old in a new block of @cap elements,
+ * the rest zeroed; NULL when out of memory (@old is kept). */
+static void *unwind_regrow(const void *old, size_t n, size_t cap, size_t size)
+{
+    uint8_t *p = alloc_malloc(cap * size);
+    if (!p)
+        return NULL;
+    memcpy(p, old, n * size);
+    memset(p + n * size, 0, (cap - n) * size);
+    return p;
+}
+
+/*
+ * Doubles the frame slots (raw, frames, tags) up to UNWIND_MAX_FRAMES: the
+ * one allocation a sample may make, only when a sample holds more frames
+ * than any before (a few times in the unwinder's life). The threads of this
+ * sample already walked are pointed at the new frames. Returns false (the
+ * frame is left out, as at the cap) when out of memory.
+ */
+static bool unwind_grow_frames(struct unwinder *u)
+{
+    if (u->frames_cap >= UNWIND_MAX_FRAMES)
+        return false;
+    size_t cap = u->frames_cap * 2 < UNWIND_MAX_FRAMES ? u->frames_cap * 2 : UNWIND_MAX_FRAMES;
+    struct raw_frame *raw = unwind_regrow(u->raw, u->frames_cap, cap, sizeof(*raw));
+    struct unwind_frame *frames = unwind_regrow(u->frames, u->frames_cap, cap, sizeof(*frames));
+    struct resolved_tag *tags = unwind_regrow(u->tags, u->frames_cap, cap, sizeof(*tags));
+    if (!raw || !frames || !tags) {
+        alloc_free(raw);
+        alloc_free(frames);
+        alloc_free(tags);
+        return false;
+    }
+    for (size_t i = 0; i < u->result.nthreads; i++) {
+        struct unwind_thread *t = &u->threads[i];
+        if (t->frames)
+            t->frames = frames + (t->frames - u->frames);
+    }
+    alloc_free(u->raw);
+    alloc_free(u->frames);
+    alloc_free(u->tags);
+    u->raw = raw;
+    u->frames = frames;
+    u->tags = tags;
+    u->frames_cap = cap;
+    return true;
+}
+
 static bool unwind_push(struct unwinder *u, size_t first, uint64_t code, uint64_t ip,
                         enum unwind_frame_kind kind, uint64_t frame)
 {
     if (u->nframes == UNWIND_MAX_FRAMES || u->nframes - first >= UNWIND_MAX_DEPTH)
+        return false;
+    if (u->nframes == u->frames_cap && !unwind_grow_frames(u))
         return false;
     u->raw[u->nframes++] = (struct raw_frame){code, ip, kind, frame};
     return true;
@@ -667,7 +783,7 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
                                       unsigned flags, size_t first)
 {
     const struct py_layout *l = &u->l;
-    u->stamp++;
+    u->sc->stamp++;
     u->nchain = 0;
     uint64_t addr = load_le64(u->tstate + l->ts_current_frame);
     uint64_t base = l->has_base_frame ? load_le64(u->tstate + l->ts_base_frame) : 0;
@@ -714,6 +830,16 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         uint64_t prev = load_le64(fr + l->fr_previous);
         if (u->nchain == UNWIND_MAX_DEPTH)
             return SAMPLE_TOO_DEEP;
+        if (u->nchain == u->chain_cap) {
+            /* a deeper stack than any before: the chain doubles (rare) */
+            size_t cap = u->chain_cap * 2 < UNWIND_MAX_DEPTH ? u->chain_cap * 2 : UNWIND_MAX_DEPTH;
+            struct chain_link *c = unwind_regrow(u->chain, u->nchain, cap, sizeof(*c));
+            if (!c)
+                return SAMPLE_TOO_DEEP;
+            alloc_free(u->chain);
+            u->chain = c;
+            u->chain_cap = cap;
+        }
         /* field by field: a compound literal would clear the 512-byte
          * re-read buffer of every link on every sample */
         struct chain_link *link = &u->chain[u->nchain++];
@@ -723,7 +849,7 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         link->instr_ptr = load_le64(fr + l->fr_instr_ptr);
         link->leaf = emitted == 0;
         link->chunk = chunk;
-        link->buf_off = chunk >= 0 ? (size_t)(fr - u->chunk_buf) : 0;
+        link->buf_off = chunk >= 0 ? (size_t)(fr - u->sc->chunk_buf) : 0;
         if (owner == PYABI_OWNER_INTERPRETER) {
             /* C called back into Python here. Not at the root: on 3.15 the
              * outermost entry frame links to the base frame, on 3.13/3.14 to nothing. */
@@ -796,9 +922,9 @@ static enum sample_status unwind_verify(struct unwinder *u)
     for (size_t c = 0; c < u->nchunks; c++) {
         if (lo[c] == SIZE_MAX)
             continue;
-        size_t data_off = (size_t)(u->chunks[c].data - u->chunk_buf);
+        size_t data_off = (size_t)(u->chunks[c].data - u->sc->chunk_buf);
         iov[n++] = (struct memread_iov){u->chunks[c].raddr + (lo[c] - data_off),
-                                        u->verify_buf + lo[c], hi[c] - lo[c]};
+                                        u->sc->verify_buf + lo[c], hi[c] - lo[c]};
     }
     for (size_t i = 0; i < u->nchain; i++) {
         struct chain_link *k = &u->chain[i];
@@ -818,7 +944,7 @@ static enum sample_status unwind_verify(struct unwinder *u)
 
     for (size_t i = 0; i < u->nchain; i++) {
         const struct chain_link *k = &u->chain[i];
-        const uint8_t *now = k->chunk >= 0 ? u->verify_buf + k->buf_off : k->now;
+        const uint8_t *now = k->chunk >= 0 ? u->sc->verify_buf + k->buf_off : k->now;
         if (load_le64(now + l->fr_previous) != k->previous ||
             load_le64(now + l->fr_executable) != k->executable ||
             (!k->leaf && load_le64(now + l->fr_instr_ptr) != k->instr_ptr))
@@ -868,9 +994,9 @@ static struct code_info *unwind_fetch_code(struct unwinder *u, uint64_t raddr)
         ci.qualname = u->name_buf;
     if (pystr_read(u->mr, l, ci.filename_raddr, u->file_buf, sizeof(u->file_buf)) >= 0)
         ci.filename = u->file_buf;
-    long n = pybytes_read(u->mr, l, ci.linetable_raddr, u->linetable_buf, UNWIND_LINETABLE_MAX);
+    long n = pybytes_read(u->mr, l, ci.linetable_raddr, u->sc->linetable_buf, UNWIND_LINETABLE_MAX);
     if (n > 0) {
-        ci.linetable = u->linetable_buf;
+        ci.linetable = u->sc->linetable_buf;
         ci.linetable_len = (size_t)n;
     }
     return codecache_insert(u->codes, &ci);
@@ -925,19 +1051,19 @@ static void unwind_recheck_codes(struct unwinder *u, size_t from)
         }
         bool dup = false;
         for (size_t j = 0; j < n && !dup; j++)
-            dup = u->check_addr[j] == code;
+            dup = u->sc->check_addr[j] == code;
         if (dup)
             continue;
-        u->check_addr[n] = code;
-        iov[n] = (struct memread_iov){code, u->check_buf + n * l->co_read_len, l->co_read_len};
+        u->sc->check_addr[n] = code;
+        iov[n] = (struct memread_iov){code, u->sc->check_buf + n * l->co_read_len, l->co_read_len};
         n++;
     }
     if (n == 0)
         return;
     bool ok = memread_readv(u->mr, iov, n) == 0;
     for (size_t j = 0; j < n; j++) {
-        struct code_info *ci = codecache_find(u->codes, u->check_addr[j]);
-        if (!ok || !unwind_code_holds(u, ci, u->check_buf + j * l->co_read_len)) {
+        struct code_info *ci = codecache_find(u->codes, u->sc->check_addr[j]);
+        if (!ok || !unwind_code_holds(u, ci, u->sc->check_buf + j * l->co_read_len)) {
             ci->qualname_raddr = 0; /* stale: refetched on use */
             u->resolve_epoch++;
         }

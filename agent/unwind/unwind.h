@@ -29,8 +29,21 @@
  * same target (unwinder_resolve_code()): one copy of each code object's
  * names and line table, one invalidation.
  *
- * Memory: everything is allocated by unwinder_new(); unwinder_sample() does
- * not allocate or log. Thread safety: one thread at a time per unwinder.
+ * Memory: in proportion to use. unwinder_new() allocates small: the frame
+ * slots, the walked chain and the code cache start small and double when a
+ * sample needs more than any before, up to UNWIND_MAX_FRAMES /
+ * UNWIND_MAX_DEPTH / the cache's caps (unwind/codecache.h); that growth is
+ * the only allocation unwinder_sample() makes (a few times in an unwinder's
+ * life, never in steady state), and it never logs. The buffers a sample uses
+ * and leaves nothing in (chunk copies, their re-reads, the visited set, the
+ * line-table buffer: ~2.3 MiB) are a struct unwind_scratch, which the
+ * unwinders of one sampling thread share (unwinder_new_shared()) or each
+ * unwinder owns (unwinder_new()).
+ *
+ * Thread safety: one thread at a time per unwinder; unwinders that share a
+ * scratch must all be used (sampled, unwinder_resolve_code(),
+ * unwinder_resolve_again()) from one thread at a time, as one sampling
+ * thread does when it samples its targets one after another.
  */
 #ifndef PYPROFD_UNWIND_UNWIND_H
 #define PYPROFD_UNWIND_UNWIND_H
@@ -62,6 +75,18 @@ enum unwind_flags {
 
 struct pyruntime; /* discovery/pyruntime.h: where the runtime is */
 struct unwinder;
+struct unwind_scratch;
+
+/**
+ * A scratch for the unwinders of one sampling thread (see above): allocated
+ * whole (~2.3 MiB, mostly untouched until a deep stack needs it). Owned by
+ * the caller, who frees it after every unwinder using it. Returns 0 or
+ * -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int unwind_scratch_new(struct unwind_scratch **out);
+
+/** Frees; NULL is a no-op. */
+void unwind_scratch_free(struct unwind_scratch *s);
 
 /**
  * Attaches to the runtime @a rt (from pyruntime_locate()) through @a mr
@@ -72,6 +97,15 @@ struct unwinder;
  */
 PYPROFD_WARN_UNUSED int unwinder_new(struct memread *mr, const struct pyruntime *rt,
                                      struct unwinder **out, char *why, size_t why_len);
+
+/**
+ * unwinder_new() with the per-sample buffers in @a scratch (borrowed; must
+ * outlive the unwinder; every unwinder sharing it used from one thread at a
+ * time). @a scratch NULL: the unwinder allocates its own.
+ */
+PYPROFD_WARN_UNUSED int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
+                                            struct unwind_scratch *scratch, struct unwinder **out,
+                                            char *why, size_t why_len);
 
 /**
  * Takes one sample with @a flags (enum unwind_flags). Returns 0 and the

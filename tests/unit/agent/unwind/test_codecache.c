@@ -3,6 +3,7 @@
  * ids, remembered positions. */
 #include "base/compat.h"
 
+#include "base/alloc.h"
 #include "cmocka_wrap.h"
 
 #include "unwind/codecache.h"
@@ -22,7 +23,7 @@ static void test_codecache__stores_copies(void **state)
 {
     (void)state;
     struct codecache *c;
-    assert_int_equal(codecache_new(8, 4096, &c), 0);
+    assert_int_equal(codecache_new(8, 8, 4096, &c), 0);
     char name[16] = "outer";
     struct code_info in = info(0x1000, name);
     struct code_info *e = codecache_insert(c, &in);
@@ -51,7 +52,7 @@ static void test_codecache__clears_when_full(void **state)
 {
     (void)state;
     struct codecache *c;
-    assert_int_equal(codecache_new(16, 4096, &c), 0);
+    assert_int_equal(codecache_new(16, 16, 4096, &c), 0);
     /* 16 slots hold at most 12 entries; the 13th clears the table */
     for (uint64_t i = 1; i <= 13; i++) {
         struct code_info in = info(i * 64, "f");
@@ -81,8 +82,8 @@ static void test_codecache__ids_are_never_reused(void **state)
 {
     (void)state;
     struct codecache *a, *b;
-    assert_int_equal(codecache_new(16, 4096, &a), 0);
-    assert_int_equal(codecache_new(16, 4096, &b), 0);
+    assert_int_equal(codecache_new(16, 16, 4096, &a), 0);
+    assert_int_equal(codecache_new(16, 16, 4096, &b), 0);
     struct code_info in = info(0x1000, "f");
     uint64_t first = codecache_insert(a, &in)->id;
     assert_true(first >= CODECACHE_FIRST_ID);
@@ -109,7 +110,7 @@ static void test_codecache__positions_are_remembered_per_entry(void **state)
 {
     (void)state;
     struct codecache *c;
-    assert_int_equal(codecache_new(16, 4096, &c), 0);
+    assert_int_equal(codecache_new(16, 16, 4096, &c), 0);
     /* one entry per code unit, one line apart, no columns (short form
      * 0x80 | (13 << 3) | len-1 = 0xe8 + lines) */
     static const uint8_t lines_a[] = {0xe8, 0x02, 0xe8, 0x02, 0xe8, 0x02, 0xe8,
@@ -151,6 +152,56 @@ static void test_codecache__positions_are_remembered_per_entry(void **state)
     codecache_free(c);
 }
 
+/* A cache starts small and grows with its entries (the table doubles, the
+ * arena takes new blocks) up to its caps, keeping every entry and string;
+ * only at the caps is it cleared. */
+static void test_codecache__grows_to_its_caps(void **state)
+{
+    (void)state;
+    struct codecache *c;
+    size_t before = alloc_in_use();
+    assert_int_equal(codecache_new(16, 1024, 1u << 20, &c), 0);
+    size_t fresh = codecache_memory(c);
+    assert_int_equal(alloc_in_use() - before, fresh);
+    assert_true(fresh < 8192);
+    const char *names[700];
+    char name[32];
+    for (uint64_t i = 1; i <= 700; i++) {
+        snprintf(name, sizeof(name), "function_number_%" PRIu64, i);
+        struct code_info in = info(i * 64, name);
+        struct code_info *e = codecache_insert(c, &in);
+        assert_non_null(e);
+        names[i - 1] = e->qualname;
+    }
+    assert_int_equal(codecache_overflows(c), 0);
+    assert_int_equal(codecache_count(c), 700);
+    assert_true(codecache_memory(c) > fresh);
+    assert_int_equal(alloc_in_use() - before, codecache_memory(c));
+    for (uint64_t i = 1; i <= 700; i++) {
+        struct code_info *e = codecache_find(c, i * 64);
+        assert_non_null(e);
+        snprintf(name, sizeof(name), "function_number_%" PRIu64, i);
+        assert_string_equal(e->qualname, name);
+        assert_ptr_equal(e->qualname, names[i - 1]); /* strings never move */
+        assert_int_equal(e->linetable[2], 0xd8);
+    }
+    /* 1024 slots hold 768: the 769th entry clears, and memory stays */
+    for (uint64_t i = 701; i <= 769; i++) {
+        struct code_info in = info(i * 64, "f");
+        assert_non_null(codecache_insert(c, &in));
+    }
+    assert_int_equal(codecache_overflows(c), 1);
+    assert_int_equal(codecache_count(c), 1);
+    size_t full = codecache_memory(c);
+    for (uint64_t i = 1; i <= 700; i++) {
+        struct code_info in = info(i * 64, "g");
+        assert_non_null(codecache_insert(c, &in));
+    }
+    assert_int_equal(codecache_memory(c), full); /* blocks reused */
+    codecache_free(c);
+    assert_int_equal(alloc_in_use(), before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_codecache__clears_when_full),
         cmocka_unit_test(test_codecache__ids_are_never_reused),
         cmocka_unit_test(test_codecache__positions_are_remembered_per_entry),
+        cmocka_unit_test(test_codecache__grows_to_its_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

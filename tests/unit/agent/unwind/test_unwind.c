@@ -12,6 +12,7 @@
 
 #include "cmocka_wrap.h"
 
+#include "base/alloc.h"
 #include "memread_fake.h"
 #include "pyimage.h"
 #include "unwind/unwind.h"
@@ -23,6 +24,12 @@ struct fixture {
     struct unwinder *u;
     struct pyruntime rt;
 };
+
+/* the frame slots, chain and code cache start small and the per-sample
+ * buffers are in a shared scratch: what is left is the unwinder itself
+ * (94 KiB, its thread table) and on 3.13 its last code objects per thread
+ * (45 KiB) - before: ~15 MB */
+#define UNWIND_TEST_FRESH_MAX (192u << 10)
 
 static void fx_open(struct fixture *fx, unsigned minor)
 {
@@ -947,6 +954,104 @@ static void test_unwind__wild_frame_address_does_not_stick(void **state)
     }
 }
 
+/* A fresh unwinder holds little: its frame slots, chain and code cache grow
+ * with what the target's stacks need, not to their caps. */
+static void test_unwind__fresh_unwinder_is_small(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        fx_open(&fx, minor);
+        uint64_t f[4];
+        build_stack(&fx, pyimage_thread(fx.img, 1), f);
+        struct unwind_scratch *sc;
+        assert_int_equal(unwind_scratch_new(&sc), 0);
+        pyimage_install(fx.img, fx.fake, &fx.rt);
+        char why[256];
+        /* the scratch fits itself to the first unwinder (3.13's re-check
+         * buffer): what one more target costs is the second one */
+        assert_int_equal(unwinder_new_shared(fx.mr, &fx.rt, sc, &fx.u, why, sizeof(why)), 0);
+        unwinder_free(fx.u);
+        size_t before = alloc_in_use();
+        assert_int_equal(unwinder_new_shared(fx.mr, &fx.rt, sc, &fx.u, why, sizeof(why)), 0);
+        size_t fresh = alloc_in_use() - before;
+        const struct unwind_result *r = fx_sample(&fx, 0);
+        assert_int_equal(r->threads[0].nframes, 3);
+        size_t used = alloc_in_use() - before;
+        print_message("3.%u: fresh unwinder %zu bytes, after a sample %zu\n", minor, fresh, used);
+        /* what is left: the per-sample scratch (chunk copies, line table) */
+        assert_true(fresh < UNWIND_TEST_FRESH_MAX);
+        assert_int_equal(used, fresh); /* a small stack: nothing grew */
+        fx_close(&fx);
+        unwind_scratch_free(sc);
+    }
+}
+
+/* A deep stack in one thread after a short one in another: the frame slots
+ * and the chain grow during the sample, the short stack's frames (already
+ * handed out) move with them, and every sample is the same. */
+static void test_unwind__deep_stack_grows_and_unwinds_the_same(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    fx_open(&fx, 14);
+    unsigned deep_t = pyimage_thread(fx.img, 100); /* main: sampled last */
+    unsigned short_t = pyimage_thread(fx.img, 101);
+    uint64_t code = pyimage_code(fx.img, "recurse", "/r.py", 1);
+    uint64_t first = pyimage_push(fx.img, deep_t, PYABI_OWNER_THREAD, code, 0);
+    pyimage_set_previous(fx.img, first, 0);
+    uint64_t f[4];
+    build_stack(&fx, short_t, f);
+    fx_attach(&fx);
+    enum { N = UNWIND_MAX_DEPTH - 16 };
+    const struct py_layout *l = pyimage_layout(fx.img);
+    static uint8_t frames[N * 128];
+    memset(frames, 0, sizeof(frames));
+    uint64_t base = 0x60000000;
+    for (unsigned i = 0; i < N; i++) {
+        uint8_t *fr = frames + (size_t)i * 128;
+        uint64_t prev = i + 1 < N ? base + (uint64_t)(i + 1) * 128 : 0;
+        uint64_t ip = code + l->co_adaptive + 2u * (i % 7);
+        memcpy(fr + l->fr_previous, &prev, 8);
+        memcpy(fr + l->fr_executable, &code, 8);
+        memcpy(fr + l->fr_instr_ptr, &ip, 8);
+        fr[l->fr_owner] = i + 1 < N ? PYABI_OWNER_THREAD : PYABI_OWNER_INTERPRETER;
+    }
+    assert_int_equal(memread_fake_add(fx.fake, base, frames, sizeof(frames)), 0);
+    assert_int_equal(memread_fake_poke(fx.fake, 0x30000000 + l->ts_current_frame, &base, 8), 0);
+    static struct unwind_frame want[N];
+    size_t nwant = 0;
+    size_t before = alloc_in_use();
+    for (int round = 0; round < 3; round++) {
+        const struct unwind_result *r = fx_sample(&fx, UNWIND_ALL_THREADS);
+        assert_int_equal(r->nthreads, 2);
+        const struct unwind_thread *s = &r->threads[0], *d = &r->threads[1];
+        assert_int_equal(s->native_thread_id, 101);
+        assert_int_equal(s->status, SAMPLE_OK);
+        assert_int_equal(s->nframes, 3);
+        expect_frame(&s->frames[0], "Worker.work", "/app/work.py", 28);
+        expect_frame(&s->frames[2], "<module>", "/app/main.py", 5);
+        assert_int_equal(d->native_thread_id, 100);
+        assert_int_equal(d->status, SAMPLE_OK);
+        assert_int_equal(d->nframes, N - 1); /* the entry frame is no frame */
+        if (round == 0) {
+            assert_true(alloc_in_use() > before); /* it grew */
+            before = alloc_in_use();
+            memcpy(want, d->frames, d->nframes * sizeof(*want));
+            nwant = d->nframes;
+        } else {
+            assert_int_equal(alloc_in_use(), before); /* and no more */
+        }
+        for (size_t i = 0; i < nwant; i++) {
+            assert_string_equal(d->frames[i].function, "recurse");
+            assert_string_equal(d->frames[i].file, "/r.py");
+            assert_int_equal(d->frames[i].pos.line, want[i].pos.line);
+            assert_int_equal(d->frames[i].code_id, want[i].code_id);
+        }
+    }
+    fx_close(&fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -973,6 +1078,8 @@ int main(void)
         cmocka_unit_test(test_unwind__313_recheck_rides_with_the_thread_read),
         cmocka_unit_test(test_unwind__warm_sample_takes_a_handful_of_reads),
         cmocka_unit_test(test_unwind__wild_frame_address_does_not_stick),
+        cmocka_unit_test(test_unwind__fresh_unwinder_is_small),
+        cmocka_unit_test(test_unwind__deep_stack_grows_and_unwinds_the_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
