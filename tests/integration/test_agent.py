@@ -346,10 +346,13 @@ server:
 
     def step_sigterm(self):
         # the windows the reload flushed (step reload) reach the disk a moment later
-        before, deadline = None, time.monotonic() + 10
+        # (every target's: the export thread writes them one after another,
+        # so two equal counts 0.5 s apart are not enough: a CI run under
+        # TSan saw one target's file come later)
+        before, deadline = None, time.monotonic() + 20
         while time.monotonic() < deadline:
             now = {v: len(self.stored(t.pid)) for v, t in self.targets.items()}
-            if now == before:
+            if now == before and min(now.values()) >= 1:
                 break
             before = now
             time.sleep(0.5)
