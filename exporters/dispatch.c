@@ -40,6 +40,13 @@ struct dispatch {
     uint64_t deadline;  /* set by stop: 0 = none; under mu */
     pthread_mutex_t mu; /* guards everything below that is not atomic */
     pthread_cond_t reap_cond;
+    /*
+     * Held while a window is counted as encoded and handed to every exporter,
+     * and while /metrics renders, so that one scrape shows each window either
+     * everywhere or nowhere: encoded = delivered + dropped + queued holds for
+     * every endpoint in every scrape. Taken before mu, never inside it.
+     */
+    pthread_mutex_t publish_mu;
     struct dispatch_set *cur;     /* never NULL */
     struct dispatch_set *retired; /* replaced, not yet stopped (export thread's to move) */
     struct dispatch_set *reaping; /* stopped, for the reaper to finish and free */
@@ -136,6 +143,7 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
     }
     p.pprof = gz;
     p.pprof_plain = gz_plain;
+    pthread_mutex_lock(&d->publish_mu);
     atomic_fetch_add(&d->encoded, 1);
     promtext_hist_observe(&d->profile_bytes, (double)(labelled ? p.len : p.len_plain));
     promtext_hist_observe(&d->window_seconds, (double)w->duration_nanos / 1e9);
@@ -143,6 +151,7 @@ static void dispatch_one(struct dispatch *d, struct window_item *it)
         if (set->ex[i].ops->push(set->ex[i].ctx, &p))
             atomic_fetch_add(&d->push_errors, 1);
     }
+    pthread_mutex_unlock(&d->publish_mu);
 out:
     alloc_free(gz);
     alloc_free(gz_plain);
@@ -249,6 +258,7 @@ int dispatch_new(struct window_queue *q, uint64_t max_profile_bytes, struct disp
         return -ENOMEM;
     }
     pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->publish_mu, NULL);
     pthread_cond_init(&d->reap_cond, NULL);
     *out = d;
     return 0;
@@ -359,12 +369,23 @@ void dispatch_free(struct dispatch *d)
     }
     dispatch_set_free(d, d->cur, clock_mono(d->clock));
     pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->publish_mu);
     pthread_cond_destroy(&d->reap_cond);
     alloc_free(d);
 }
 
 int dispatch_metrics(struct dispatch *d, struct promtext *w)
 {
+    /*
+     * A window being handed out waits for exporters that only queue it, or
+     * for the file store's write and fsync. A disk that hangs must not hang
+     * /metrics: after DISPATCH_SCRAPE_WAIT_NS the scrape goes on unlocked and
+     * may show that one window in some places and not yet in others.
+     */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* timedlock, not clocklock: TSan knows it */
+    until.tv_sec += (time_t)(DISPATCH_SCRAPE_WAIT_NS / 1000000000u);
+    bool locked = pthread_mutex_timedlock(&d->publish_mu, &until) == 0;
     int err = promtext_family(w, "pyprofd_profiles_encoded_total", PROMTEXT_COUNTER,
                               "Profile windows encoded to pprof.");
     if (!err)
@@ -410,5 +431,7 @@ int dispatch_metrics(struct dispatch *d, struct promtext *w)
             err = d->cur->ex[i].ops->metrics(d->cur->ex[i].ctx, w);
     }
     pthread_mutex_unlock(&d->mu);
+    if (locked)
+        pthread_mutex_unlock(&d->publish_mu);
     return err;
 }

@@ -34,6 +34,8 @@
 
 /** How long a replaced exporter set may still deliver what it holds (5 s). */
 #define DISPATCH_RETIRE_NS 5000000000ull
+/** How long a scrape waits for a window being handed out (1 s, real time). */
+#define DISPATCH_SCRAPE_WAIT_NS 1000000000ull
 
 struct dispatch;
 
@@ -62,7 +64,11 @@ PYPROFD_WARN_UNUSED int dispatch_start(struct dispatch *d);
  */
 void dispatch_stop(struct dispatch *d, uint64_t deadline_ns);
 void dispatch_free(struct dispatch *d);
-/** Writes pyprofd_profile_* families and every exporter's own. */
+/**
+ * Writes pyprofd_profile_* families and every exporter's own, as one snapshot:
+ * a window is counted in encoded and in every exporter, or in none (it waits
+ * up to DISPATCH_SCRAPE_WAIT_NS for a hand-out in progress).
+ */
 PYPROFD_WARN_UNUSED int dispatch_metrics(struct dispatch *d, struct promtext *w);
 
 #endif /* PYPROFD_EXPORTERS_DISPATCH_H */
