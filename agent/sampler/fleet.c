@@ -4,8 +4,11 @@
  * credit (see fleet.h).
  *
  * The wheel has one bucket per tick; a slot waits in the bucket of the
- * boundary it is taken at (slot->when, in ticks, modulo the wheel). Buckets
- * and the ready list are intrusive lists linked through the slots, so adding,
+ * boundary it is taken at (slot->when, in ticks, modulo the wheel). A slot put
+ * back while still due goes to a second ready list, `again`, which becomes
+ * the ready list when that runs dry: rounds, so that a late target catching
+ * up takes turns with the others. Buckets and the ready lists are intrusive
+ * lists linked through the slots, so adding,
  * moving and removing a slot touch only it and its neighbours; a bitmap of
  * the buckets that hold something lets fleet_next_wake() skip empty ones a
  * word at a time. Why not the binary heap this replaced: with a pass per
@@ -28,7 +31,8 @@ struct fleet {
     struct fleet_slot *bucket[FLEET_WHEEL];
     uint64_t busy[FLEET_WORDS]; /* bit b: bucket b is not empty */
     struct fleet_slot *ready;
-    size_t n, cap, nready;
+    struct fleet_slot *again; /* put back still due: ready after the ready list */
+    size_t n, cap, nready;    /* nready: in ready and again */
     uint64_t tick;
     uint64_t cur;      /* the first boundary (in ticks) not collected yet */
     uint64_t last_now; /* the last fleet_collect()'s now */
@@ -129,6 +133,14 @@ void fleet_remove(struct fleet *f, struct fleet_slot *s)
 void fleet_update(struct fleet *f, struct fleet_slot *s, uint64_t due)
 {
     fleet_detach(f, s);
+    if (f->collected && due <= f->last_now) {
+        /* late: again in this pass, once every slot ready now has had its turn */
+        s->due = due;
+        s->when = FLEET_READY;
+        fleet_link(&f->again, s);
+        f->nready++;
+        return;
+    }
     fleet_file(f, s, due);
 }
 
@@ -204,6 +216,11 @@ size_t fleet_collect(struct fleet *f, uint64_t now_ns)
 
 struct fleet_slot *fleet_pop(struct fleet *f)
 {
+    if (!f->ready && f->again) { /* the next round of the late ones */
+        f->ready = f->again;
+        f->ready->pprev = &f->ready;
+        f->again = NULL;
+    }
     struct fleet_slot *s = f->ready;
     if (!s)
         return NULL;

@@ -18,9 +18,11 @@
  *              fleet_collect() moves every slot due by now to a ready list,
  *              fleet_pop() hands them out one by one; the caller makes the
  *              attempt and puts the slot back with fleet_update() at its new
- *              due time. A slot put back during a pass is due at the next
- *              boundary at the earliest, so no pass takes a target twice (a
- *              late target catches up one attempt per tick).
+ *              due time. A slot put back still due (at or before the last
+ *              collect's time: the target is late) is ready again in the same
+ *              pass, after every slot that was ready: a late target catches
+ *              up back to back, as schedule.h says, taking turns with the
+ *              other late ones, and no target waits for another's catch-up.
  *   budget     fleet_budget() compares the sampling thread's CPU time with
  *              limits.cpu_budget once per FLEET_BUDGET_NS. Over it, every
  *              target's effective rate is lowered by the same factor (fair:
@@ -52,7 +54,7 @@
 struct fleet_slot {
     uint64_t due;              /* next attempt due (monotonic ns) */
     uint64_t when;             /* the boundary (in ticks) it is taken at */
-    struct fleet_slot *next;   /* in its bucket or the ready list */
+    struct fleet_slot *next;   /* in its bucket or a ready list */
     struct fleet_slot **pprev; /* what points at it; NULL: in no list */
     double credit;             /* attempts earned by the budget, 1.0 at the start */
 };
@@ -72,9 +74,10 @@ PYPROFD_WARN_UNUSED int fleet_add(struct fleet *f, struct fleet_slot *s, uint64_
 /** Takes @a s out, wherever it waits (a bucket, the ready list, popped). */
 void fleet_remove(struct fleet *f, struct fleet_slot *s);
 /**
- * Sets @a s's due time to @a due and puts it back in the wheel (after
- * fleet_pop(), or to move it): taken at the first boundary >= @a due that is
- * after the last fleet_collect().
+ * Sets @a s's due time to @a due and puts it back (after fleet_pop(), or to
+ * move it): when @a due is at or before the last fleet_collect()'s time, ready
+ * again once the slots ready now have been popped; else in the wheel, taken
+ * at the first boundary >= @a due that is after the last fleet_collect().
  */
 void fleet_update(struct fleet *f, struct fleet_slot *s, uint64_t due);
 /** Slots in the fleet. */

@@ -354,10 +354,10 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
 }
 
 /*
- * One pass: every attempt due by now (the fleet's boundary at or before now),
- * each target once. A target whose next attempt is already due again (it is
- * late) waits for the next boundary, so catching up never samples one target
- * back to back.
+ * One pass: every attempt due by now (the fleet's boundary at or before now).
+ * A target whose next attempt is already due again (it is late) comes again
+ * in the same pass, after every target due now has had its turn: it catches
+ * up back to back, as its schedule asks, without holding up the others.
  */
 static void loop_sample_due(struct loop *l)
 {

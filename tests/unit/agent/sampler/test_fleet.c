@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tests for agent/sampler/fleet.c: slots taken at the first tick boundary at
- * or after their due time and never early, one pass per boundary, the wheel
+ * or after their due time and never early, one pass per boundary with late
+ * slots again in it after the others (rounds), the wheel
  * under every change; the fixed schedules of many targets under it (every
  * attempt made, none missed at light load, missed when starved, the random
  * phase kept); the budget factor falling and recovering, the share of
@@ -75,31 +76,48 @@ static void test_fleet__taken_at_the_first_boundary_at_or_after_due(void **state
     fleet_free(f);
 }
 
-static void test_fleet__put_back_in_a_pass_waits_for_the_next_boundary(void **state)
+static void test_fleet__put_back_late_comes_again_after_the_others(void **state)
 {
     (void)state;
     struct fleet *f;
     assert_int_equal(fleet_new(4, &f), 0);
-    struct fleet_slot a, b;
+    struct fleet_slot a, b, c;
     uint64_t now = 1000 * MS;
     assert_int_equal(fleet_add(f, &a, now - 20 * MS), 0); /* 20 ms late */
-    assert_int_equal(fleet_add(f, &b, now + 3 * MS + 1), 0);
+    assert_int_equal(fleet_add(f, &b, now - 1 * MS), 0);
+    assert_int_equal(fleet_add(f, &c, now + 3 * MS + 1), 0);
     assert_int_equal(fleet_next_wake(f), 980 * MS);
-    struct fleet_slot *out[4];
-    assert_int_equal(pass(f, now, out, 4), 1);
-    assert_ptr_equal(out[0], &a);
-    /* still late after its attempt: not again in this pass, nor at this time */
-    fleet_update(f, &a, now - 10 * MS);
-    assert_int_equal(fleet_collect(f, now), 0);
+    assert_int_equal(fleet_collect(f, now), 2);
+    struct fleet_slot *first = fleet_pop(f), *other = first == &a ? &b : &a;
+    assert_true(first == &a || first == &b);
+    /* still due after its attempt: ready again, but only after the other */
+    fleet_update(f, first, now - 10 * MS);
+    assert_int_equal(fleet_next_wake(f), 0);
+    assert_ptr_equal(fleet_pop(f), other);
+    fleet_update(f, other, now + 10 * MS);
+    assert_ptr_equal(fleet_pop(f), first);
+    /* due exactly at the collect's time: still this pass */
+    fleet_update(f, first, now);
+    assert_ptr_equal(fleet_pop(f), first);
+    /* due after it: the wheel, not this pass */
+    fleet_update(f, first, now + 1);
+    assert_null(fleet_pop(f));
     assert_int_equal(fleet_next_wake(f), now + MS);
-    assert_int_equal(pass(f, now + MS, out, 4), 1);
-    assert_ptr_equal(out[0], &a);
-    fleet_update(f, &a, now + 100 * MS);
-    /* b: due 1 ns after a boundary, taken at the next one */
+    assert_int_equal(pass(f, now + MS, (struct fleet_slot *[4]){0}, 4), 1);
+    fleet_update(f, first, now + 100 * MS);
+    /* c: due 1 ns after a boundary, taken at the next one */
     assert_int_equal(fleet_next_wake(f), now + 4 * MS);
-    assert_int_equal(pass(f, now + 4 * MS - 1, out, 4), 0);
+    assert_int_equal(pass(f, now + 4 * MS - 1, (struct fleet_slot *[4]){0}, 4), 0);
+    struct fleet_slot *out[4];
     assert_int_equal(pass(f, now + 4 * MS, out, 4), 1);
-    assert_ptr_equal(out[0], &b);
+    assert_ptr_equal(out[0], &c);
+    /* removed while waiting for its next round: gone from it */
+    assert_int_equal(fleet_collect(f, now + 10 * MS), 1);
+    assert_ptr_equal(fleet_pop(f), other);
+    fleet_update(f, other, now);
+    fleet_remove(f, other);
+    assert_null(fleet_pop(f));
+    assert_int_equal(fleet_next_wake(f), now + 100 * MS);
     fleet_free(f);
 }
 
@@ -179,6 +197,7 @@ struct sim_target {
     uint64_t jitter, rng;
     uint64_t phase_hist[10]; /* attempts by tenth of the interval after the grid */
     uint64_t last;           /* the last attempt's time */
+    uint64_t repeats;        /* attempts made in a pass that had already taken it */
 };
 
 static uint64_t sim_due(const struct sim_target *t)
@@ -203,10 +222,16 @@ static uint64_t sim_run(struct fleet *f, uint64_t from, uint64_t until, uint64_t
         wakes++;
         fleet_collect(f, now);
         struct fleet_slot *s;
+        bool repeating = false; /* a target came a second time in this pass */
         while ((s = fleet_pop(f))) {
             struct sim_target *st = (struct sim_target *)(void *)s;
             assert_true(now >= sim_due(st));
-            assert_true(st->last == 0 || st->last < now); /* never twice in a pass */
+            bool again = st->last == now && st->sched.attempts > 0;
+            /* rounds: once a late target comes again, every target due at
+             * this boundary has had its first turn */
+            assert_true(again || !repeating);
+            repeating |= again;
+            st->repeats += again;
             st->last = now;
             uint64_t i = st->sched.interval_ns;
             uint64_t grid = schedule_due(&st->sched);
@@ -251,6 +276,7 @@ static void test_fleet__every_target_gets_its_attempts_coalesced(void **state)
         assert_true(made + 1 >= expected && made <= expected);
         assert_int_equal(schedule_given_up(&t[i].sched), 0);
         assert_true(schedule_missed(&t[i].sched, t[i].last) == 0); /* none late */
+        assert_int_equal(t[i].repeats, 0);                         /* so none twice in a pass */
         /* the phase stays spread over the first half of the interval (and
          * a tick more): every tenth in it sees attempts, the last four none */
         for (size_t k = 0; k < 5; k++)
@@ -282,20 +308,56 @@ static void test_fleet__a_starved_thread_still_misses(void **state)
     fleet_free(f);
 }
 
-/* A short starvation (under SCHEDULE_MAX_LAG_INTERVALS): caught up, one attempt per tick. */
-static void test_fleet__a_late_target_catches_up_one_per_tick(void **state)
+/*
+ * A short starvation (under SCHEDULE_MAX_LAG_INTERVALS): every late attempt is
+ * made in the first pass after it, back to back, taking turns with the other
+ * late target; nothing is given up and, after it, nothing is late.
+ */
+static void test_fleet__a_late_target_catches_up_back_to_back(void **state)
+{
+    (void)state;
+    struct sim_target t[2];
+    struct fleet *f;
+    assert_int_equal(fleet_new(2, &f), 0);
+    uint64_t t0 = 5000 * SEC, interval = 10 * MS;
+    sim_init(f, t, 2, t0, interval);
+    uint64_t end = t0 + 2 * SEC;
+    (void)sim_run(f, t0, end, t0 + SEC / 2, 200 * MS); /* 20 intervals */
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(schedule_given_up(&t[i].sched), 0);
+        assert_true(t[i].repeats >= 19 && t[i].repeats <= 20);
+        uint64_t expected = (end - 1 - t[i].sched.start_ns) / interval + 1;
+        assert_true(schedule_attempts(&t[i].sched) + 1 >= expected);
+        assert_true(schedule_missed(&t[i].sched, t[i].last) == 0);
+    }
+    fleet_free(f);
+}
+
+/* A 20 kHz target with a 25 us tick whose wake-ups come every 80 us: full rate. */
+static void test_fleet__a_fast_target_keeps_its_rate_with_slow_wakeups(void **state)
 {
     (void)state;
     struct sim_target t[1];
     struct fleet *f;
     assert_int_equal(fleet_new(1, &f), 0);
-    uint64_t t0 = 5000 * SEC, interval = 10 * MS;
+    fleet_set_tick(f, 25 * US);
+    uint64_t t0 = 5000 * SEC, interval = 50 * US;
     sim_init(f, t, 1, t0, interval);
-    uint64_t end = t0 + 2 * SEC;
-    (void)sim_run(f, t0, end, t0 + SEC / 2, 200 * MS); /* 20 intervals */
+    uint64_t now = t0, end = t0 + SEC;
+    while (now < end) {
+        uint64_t wake = fleet_next_wake(f);
+        now = wake > now + 80 * US ? wake : now + 80 * US; /* a slow wake-up */
+        fleet_collect(f, now);
+        struct fleet_slot *s;
+        while ((s = fleet_pop(f))) {
+            schedule_attempted(&t[0].sched, now);
+            t[0].last = now;
+            fleet_update(f, s, schedule_due(&t[0].sched));
+        }
+    }
     assert_int_equal(schedule_given_up(&t[0].sched), 0);
-    uint64_t expected = (end - 1 - t0) / interval + 1;
-    assert_true(schedule_attempts(&t[0].sched) + 1 >= expected);
+    assert_true(schedule_missed(&t[0].sched, t[0].last) <= 1);
+    assert_true(schedule_attempts(&t[0].sched) >= 19990);
     fleet_free(f);
 }
 
@@ -372,13 +434,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fleet__taken_at_the_first_boundary_at_or_after_due),
-        cmocka_unit_test(test_fleet__put_back_in_a_pass_waits_for_the_next_boundary),
+        cmocka_unit_test(test_fleet__put_back_late_comes_again_after_the_others),
         cmocka_unit_test(test_fleet__remove_from_anywhere_and_grow),
         cmocka_unit_test(test_fleet__far_ahead_waits_for_its_turn),
         cmocka_unit_test(test_fleet__set_tick_refiles),
         cmocka_unit_test(test_fleet__every_target_gets_its_attempts_coalesced),
         cmocka_unit_test(test_fleet__a_starved_thread_still_misses),
-        cmocka_unit_test(test_fleet__a_late_target_catches_up_one_per_tick),
+        cmocka_unit_test(test_fleet__a_late_target_catches_up_back_to_back),
+        cmocka_unit_test(test_fleet__a_fast_target_keeps_its_rate_with_slow_wakeups),
         cmocka_unit_test(test_fleet__budget_falls_and_recovers),
         cmocka_unit_test(test_fleet__credit_takes_the_factors_share),
     };
