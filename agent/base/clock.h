@@ -67,6 +67,8 @@ static inline uint64_t clock_thread_cpu(const struct clock *c)
  * docs/agent.md, "Scheduling".)
  */
 int clock_set_slack(uint64_t slack_ns);
+/** The kernel's default timer slack (50 us): the sampling threads never go under it. */
+#define CLOCK_DEFAULT_SLACK_NS 50000ull
 
 /** @a ns (on the clock's own scale) as a struct timespec, e.g. for pthread_cond_timedwait(). */
 static inline struct timespec clock_timespec(uint64_t ns)

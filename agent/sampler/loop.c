@@ -408,6 +408,13 @@ uint64_t loop_next_wake(struct loop *l)
     return wake;
 }
 
+/* The timer slack for the fleet's tick: one tick, not under the kernel's default. */
+static uint64_t loop_slack(const struct loop *l)
+{
+    uint64_t tick = fleet_tick(l->fleet);
+    return tick < CLOCK_DEFAULT_SLACK_NS ? CLOCK_DEFAULT_SLACK_NS : tick;
+}
+
 /*
  * The thread's own scheduling: a timer slack of one tick, so that the kernel
  * may fold its sleeps into other wake-ups. Not needed for correct samples: a
@@ -417,7 +424,7 @@ uint64_t loop_next_wake(struct loop *l)
  */
 static uint64_t loop_thread_setup(const struct loop *l)
 {
-    uint64_t slack = fleet_tick(l->fleet);
+    uint64_t slack = loop_slack(l);
     int err = clock_set_slack(slack);
     if (err)
         log_debug("sampling thread: cannot set the timer slack: %s", strerror(-err));
@@ -433,8 +440,8 @@ static void *loop_main(void *arg)
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);
         loop_step(l, false);
-        if (fleet_tick(l->fleet) != slack) {
-            slack = fleet_tick(l->fleet); /* a faster target shortened the tick */
+        if (loop_slack(l) != slack) {
+            slack = loop_slack(l); /* a faster target shortened the tick */
             (void)clock_set_slack(slack);
         }
         pthread_mutex_lock(&l->mu);

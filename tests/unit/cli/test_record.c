@@ -34,11 +34,13 @@ static void test_record__parses_rates(void **state)
 static void test_record__timer_slack_follows_the_interval(void **state)
 {
     (void)state;
+    assert_true(record_slack_ns(50000) == 50000);        /* 20 kHz: the kernel's default */
     assert_true(record_slack_ns(100000) == 50000);       /* 10 kHz */
+    assert_true(record_slack_ns(200000) == 100000);      /* 5 kHz */
     assert_true(record_slack_ns(1000000) == 500000);     /* 1 kHz */
     assert_true(record_slack_ns(10000000) == 1000000);   /* 100 Hz: capped */
     assert_true(record_slack_ns(1000000000) == 1000000); /* 1 Hz */
-    assert_true(record_slack_ns(1) == 1);                /* never 0 (the default) */
+    assert_true(record_slack_ns(1) == 50000);            /* never under the default */
 }
 
 int main(void)
