@@ -26,6 +26,7 @@
 #define UNWIND_MAX_CHUNKS      64u
 #define UNWIND_VISITED_SLOTS   4096u /* > UNWIND_MAX_DEPTH, power of two */
 #define UNWIND_FRAMES_START    64u   /* frame slots at first; doubled up to UNWIND_MAX_FRAMES */
+#define UNWIND_THREADS_START   8u    /* thread slots at first; doubled up to UNWIND_MAX_THREADS */
 #define UNWIND_CHAIN_START     16u   /* chain links at first; doubled up to UNWIND_MAX_DEPTH */
 #define UNWIND_CODE_START      64u   /* code-cache entries at first (see codecache.h) */
 #define UNWIND_CODE_ENTRIES    4096u
@@ -198,7 +199,8 @@ struct unwinder {
     struct unwind_frame *frames;
     size_t nframes;
     size_t frames_cap; /* raw, frames and tags; grows on demand to UNWIND_MAX_FRAMES */
-    struct unwind_thread threads[UNWIND_MAX_THREADS];
+    struct unwind_thread *threads;
+    size_t threads_cap; /* grows on demand to UNWIND_MAX_THREADS */
     struct unwind_result result;
 
     /* code objects */
@@ -360,6 +362,8 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
     u->raw = alloc_calloc(u->frames_cap, sizeof(*u->raw));
     u->frames = alloc_calloc(u->frames_cap, sizeof(*u->frames));
     u->tags = alloc_calloc(u->frames_cap, sizeof(*u->tags));
+    u->threads_cap = UNWIND_THREADS_START;
+    u->threads = alloc_calloc(u->threads_cap, sizeof(*u->threads));
     if (!u->l.has_code_generation) { /* 3.13's re-check of cached code objects */
         if (u->sc->check_len < u->l.co_read_len) {
             uint8_t *b = alloc_malloc((size_t)MEMREAD_MAX_IOV * u->l.co_read_len);
@@ -375,7 +379,7 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
                                       sizeof(*u->guess_codes));
         u->pre_buf = alloc_malloc((size_t)UNWIND_GUESS_CODES * u->l.co_read_len);
     }
-    if (!u->chain || !u->raw || !u->frames || !u->tags ||
+    if (!u->chain || !u->raw || !u->frames || !u->tags || !u->threads ||
         (!u->l.has_code_generation && (!u->guess_codes || !u->pre_buf || !u->sc->check_addr ||
                                        u->sc->check_len < u->l.co_read_len))) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
@@ -407,6 +411,7 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->raw);
     alloc_free(u->frames);
     alloc_free(u->tags);
+    alloc_free(u->threads);
     alloc_free(u->guess_codes);
     alloc_free(u->pre_buf);
     alloc_free(u);
@@ -764,6 +769,26 @@ static bool unwind_grow_frames(struct unwinder *u)
     u->frames = frames;
     u->tags = tags;
     u->frames_cap = cap;
+    return true;
+}
+
+/*
+ * Doubles the thread slots up to UNWIND_MAX_THREADS, as unwind_grow_frames()
+ * does the frames: only when a sample holds more threads than any before.
+ * Returns false (the thread is left out, as at the cap) when out of memory.
+ */
+static bool unwind_grow_threads(struct unwinder *u)
+{
+    if (u->threads_cap >= UNWIND_MAX_THREADS)
+        return false;
+    size_t cap = u->threads_cap * 2 < UNWIND_MAX_THREADS ? u->threads_cap * 2 : UNWIND_MAX_THREADS;
+    struct unwind_thread *t = unwind_regrow(u->threads, u->threads_cap, cap, sizeof(*t));
+    if (!t)
+        return false;
+    alloc_free(u->threads);
+    u->threads = t;
+    u->threads_cap = cap;
+    u->result.threads = t;
     return true;
 }
 
@@ -1215,6 +1240,8 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
                                  const struct interp_view *in, unsigned flags, bool preread)
 {
     const struct py_layout *l = &u->l;
+    if (u->result.nthreads == u->threads_cap && !unwind_grow_threads(u))
+        return false;
     struct unwind_thread *t = &u->threads[u->result.nthreads++];
     *t = (struct unwind_thread){.tstate_raddr = tstate_raddr, .interp_id = in->id};
     size_t first = u->nframes;

@@ -16,7 +16,7 @@
 #define PYIMAGE_THREADS     0x30000000ull /* one 4 KiB slot per thread state */
 #define PYIMAGE_CHUNKS      0x40000000ull /* one 16 KiB chunk per thread */
 #define PYIMAGE_OBJECTS     0x50000000ull /* code objects and strings */
-#define PYIMAGE_MAX_THREADS 8
+#define PYIMAGE_MAX_THREADS 24
 #define PYIMAGE_CHUNK       16384u
 #define PYIMAGE_OBJ_CAP     (1u << 20)
 

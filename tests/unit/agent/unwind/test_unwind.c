@@ -581,6 +581,34 @@ static void test_unwind__circular_thread_list_ends(void **state)
     fx_close(&fx);
 }
 
+/* More threads than the unwinder starts with room for: the table grows
+ * mid-sample and every thread keeps its own frames, in this sample and the next. */
+static void test_unwind__many_threads_grow_the_table(void **state)
+{
+    (void)state;
+    enum { N = 20 };
+    struct fixture fx;
+    fx_open(&fx, 14);
+    for (unsigned i = 0; i < N; i++) {
+        uint64_t f[4];
+        build_stack(&fx, pyimage_thread(fx.img, 100 + i), f);
+    }
+    fx_attach(&fx);
+    for (int round = 0; round < 2; round++) {
+        const struct unwind_result *r = fx_sample(&fx, UNWIND_ALL_THREADS);
+        assert_int_equal(r->nthreads, N);
+        for (unsigned i = 0; i < N; i++) {
+            const struct unwind_thread *t = &r->threads[i];
+            assert_int_equal(t->native_thread_id, 100 + N - 1 - i); /* newest first */
+            assert_int_equal(t->status, SAMPLE_OK);
+            assert_int_equal(t->nframes, 3);
+            expect_frame(&t->frames[0], "Worker.work", "/app/work.py", 28);
+            expect_frame(&t->frames[2], "<module>", "/app/main.py", 5);
+        }
+    }
+    fx_close(&fx);
+}
+
 static void test_unwind__reused_frames_stay_the_threads_own(void **state)
 {
     (void)state;
@@ -1069,6 +1097,7 @@ int main(void)
         cmocka_unit_test(test_unwind__gc_marker),
         cmocka_unit_test(test_unwind__all_threads_and_exception_status),
         cmocka_unit_test(test_unwind__circular_thread_list_ends),
+        cmocka_unit_test(test_unwind__many_threads_grow_the_table),
         cmocka_unit_test(test_unwind__reused_frames_stay_the_threads_own),
         cmocka_unit_test(test_unwind__embedded_main_thread_is_the_oldest),
         cmocka_unit_test(test_unwind__runtime_states),
