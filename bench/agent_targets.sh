@@ -26,6 +26,7 @@ usage: bench/agent_targets.sh [-n LIST] [-r HZ] [-d SECONDS] [-c CYCLES]
                               [--pyprofd PATH] [--pyprofd-b PATH] [--budget FRACTION]
                               [--no-decomposition] [--decomposition-python 3.X]
                               [--agent-cpu LIST] [--target-cpus LIST] [--nice N] [--tsv FILE]
+                              [--perf DIR] [--read-floor]
 
 For each target count in LIST (smallest first; targets are added, never
 restarted), run the agent for a warm-up until every target is active plus
@@ -63,6 +64,20 @@ every run as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
                            (e.g. -10: on a shared machine, other users' nice-0
                            builds then take little of their CPU; default: 0)
   --tsv FILE               also write the TSV (with a header line) to FILE
+  --read-floor             after the measured runs of the largest fleet, the
+                           same reads without the agent (bench/readfloor.c,
+                           compiled with cc): four ranges shaped like a warm
+                           sample's from each target, paced like the agent
+                           (RATE per target, 1 ms ticks), then with 10 ms
+                           ticks, round robin flat out, and one target flat
+                           out, CYCLES times each: the floor under the
+                           agent's CPU per sample
+  --perf DIR               after the measured runs of the largest fleet, one
+                           more run per binary under "perf record -g" (999 Hz,
+                           kernel and user), written to DIR/perf-LABEL.data
+                           with a "perf report" summary in DIR/perf-LABEL.txt;
+                           its row (kind fleet-perf) is not one of the
+                           measured ones: perf costs the agent CPU too
 
 Unpinned (the default), the agent and the targets share every CPU. Needs root
 and the test rootfs (scripts/python-rootfs.sh). With the defaults the runs
@@ -78,11 +93,12 @@ die() {
 }
 
 sizes=50,100,200 rate=100 duration=5 cycles=3 budget='' decomp=1 decomp_python=3.15
-pyprofd_a='' pyprofd_b='' agent_cpus='' target_cpus='' tsv_out='' niceness=0
+pyprofd_a='' pyprofd_b='' agent_cpus='' target_cpus='' tsv_out='' niceness=0 perf_dir=''
+read_floor=0
 while (($#)); do
 	case $1 in
 	-n | -r | -d | -c | --pyprofd | --pyprofd-b | --budget | --decomposition-python | \
-		--agent-cpu | --target-cpus | --nice | --tsv)
+		--agent-cpu | --target-cpus | --nice | --tsv | --perf)
 		(($# >= 2)) || die "option $1 needs a value"
 		case $1 in
 		-n) sizes=$2 ;;
@@ -97,10 +113,12 @@ while (($#)); do
 		--target-cpus) target_cpus=$2 ;;
 		--nice) niceness=$2 ;;
 		--tsv) tsv_out=$2 ;;
+		--perf) perf_dir=$2 ;;
 		esac
 		shift 2
 		;;
 	--no-decomposition) decomp=0 && shift ;;
+	--read-floor) read_floor=1 && shift ;;
 	-h | --help) usage && exit 0 ;;
 	*) usage >&2 && die "unknown argument: $1" ;;
 	esac
@@ -108,6 +126,11 @@ done
 [[ $sizes =~ ^[0-9]+(,[0-9]+)*$ ]] || die "bad -n $sizes: want counts like 50,100,200"
 [[ $rate =~ ^[1-9][0-9]*$ ]] || die "bad -r $rate: want Hz, a whole number"
 [[ $duration =~ ^[1-9][0-9]*$ ]] || die "bad -d $duration: want whole seconds"
+if [[ -n $perf_dir ]]; then
+	command -v perf >/dev/null || die "--perf needs perf (Debian: linux-perf)"
+	mkdir -p -- "$perf_dir" || die "cannot create $perf_dir"
+	perf_dir=$(cd "$perf_dir" && pwd)
+fi
 [[ $cycles =~ ^[1-9][0-9]*$ ]] || die "bad -c $cycles"
 [[ $niceness =~ ^-?[0-9]+$ ]] || die "bad --nice $niceness"
 [[ -z $budget || $budget =~ ^0?\.[0-9]+$ ]] || die "bad --budget $budget: want a fraction like 0.02"
@@ -192,6 +215,11 @@ if ((niceness != 0)) && [[ -w /proc/$$/autogroup ]]; then
 	autogroup_nice $$
 fi
 
+if ((read_floor)); then
+	command -v cc >/dev/null || die "--read-floor needs a C compiler (cc)"
+	cc -O2 -o "$work/readfloor" "$script_dir/readfloor.c" || die "cannot build bench/readfloor.c"
+fi
+
 # Copies of the targets under names the agent's relabeling keeps (other Python
 # processes on a shared machine are left alone).
 token=bench$$
@@ -260,7 +288,12 @@ EOF
 	[[ ${active:-0} == "$n" ]] || die "only ${active:-0} of $n targets active after 30 s; log: $(tail -5 "$work/agent.log")"
 	sleep 2
 	"$py" "$lib" snap "$agent" "$port" "$work/before.json"
-	sleep "$duration"
+	if [[ $kind == fleet-perf ]]; then
+		perf record -q -F 999 -g -p "$agent" -o "$perf_dir/perf-$label.data" -- sleep "$duration" \
+			>/dev/null 2>&1 || printf '%s: perf record failed\n' "$prog" >&2
+	else
+		sleep "$duration"
+	fi
 	"$py" "$lib" snap "$agent" "$port" "$work/after.json"
 	kill "$agent"
 	wait "$agent" || true
@@ -314,6 +347,22 @@ for n in "${size_list[@]}"; do
 			fi
 		done
 	done
+	if ((read_floor)) && [[ $n == "$n_max" ]]; then
+		for ((c = 1; c <= cycles; c++)); do
+			for args in "-m paced" "-m paced -t 10000" "-m flat" "-m one"; do
+				# shellcheck disable=SC2086 # args: words on purpose
+				"${agent_pin[@]}" "$work/readfloor" $args -r "$rate" -d "$duration" "${pids[@]}" |
+					sed "s/^/cycle $c: /" | tee -a "$work/floor.txt"
+			done
+		done
+	fi
+	if [[ -n $perf_dir && $n == "$n_max" ]]; then
+		for label in "${labels[@]}"; do
+			run_agent "$label" 1 fleet-perf "$n" "$rate" 1 sleepy
+			perf report -i "$perf_dir/perf-$label.data" --no-children --sort dso,symbol \
+				--stdio 2>/dev/null | head -n 80 >"$perf_dir/perf-$label.txt" || true
+		done
+	fi
 done
 stop_targets
 
@@ -334,6 +383,15 @@ fi
 
 printf '\n'
 "$py" "$lib" fleet-summary "$tsv"
+if [[ -s $work/floor.txt ]]; then
+	printf '\nread floor (bench/readfloor.c, %s processes), median over %s runs:\n' "$n_max" "$cycles"
+	# lines: "cycle C: readfloor KIND: ..., X us CPU per read, ..."
+	sed -n 's/^cycle [0-9]*: readfloor \([^:]*\):.* \([0-9.]*\) us CPU per read.*/\1\t\2/p' \
+		"$work/floor.txt" | sort -t$'\t' -k1,1 -k2,2n | awk -F'\t' '
+		{ v[$1] = v[$1] " " $2; n[$1]++ }
+		END { for (k in v) { split(substr(v[k], 2), a, " "); m = n[k] % 2 ? a[(n[k] + 1) / 2] : (a[n[k] / 2] + a[n[k] / 2 + 1]) / 2
+			printf "  %-22s %7.2f us of CPU per read\n", k, m } }' | sort
+fi
 printf '\nload average %s at the start, %s at the end; %s; %d s in all\n' "$load_start" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)" "$placement" "$(($(date +%s) - t_start))"
 [[ -z $tsv_out ]] || cp -- "$tsv" "$tsv_out"
