@@ -17,12 +17,14 @@ python=3.15
 
 usage() {
 	cat <<EOF
-usage: bench/compare_tachyon.sh [-d SECONDS] [--depths "10 50 200"] [--pyprofd PATH]
-                                [--rate HZ] [--tachyon-rate HZ] [--keep DIR]
+usage: bench/compare_tachyon.sh [-d SECONDS] [-c CYCLES] [--depths "10 50 200"]
+                                [--pyprofd PATH] [--rate HZ] [--tachyon-rate HZ]
+                                [--sampler-cpu LIST] [--target-cpu LIST] [--keep DIR]
 
 For each stack depth, start bench/targets/depth.py under CPython $python (a main
 thread that recurses that deep, then spins in pure Python), then sample it,
-one profiler after the other:
+one profiler after the other, CYCLES times (the order alternates between
+cycles: pyprofd first, then Tachyon first, ...):
 
   1. pyprofd record -r RATE -d SECONDS        (from the host, by host PID)
   2. python$python -m profiling.sampling attach -r TACHYON_RATE -d SECONDS
@@ -33,9 +35,11 @@ and print, for each: achieved samples per second and samples taken (from the
 tool's own summary; Tachyon's successful samples are counted in its collapsed
 output), failed and missed samples, CPU seconds of the profiler process
 (user + sys, from bash's \`times\`: the nsenter wrapper costs nothing), CPU
-seconds per 1,000 samples, and the ratio pyprofd / Tachyon of the latter.
+seconds per 1,000 samples, and the ratio pyprofd / Tachyon of the latter;
+with several cycles, medians over them and the median of each cycle's ratio.
 
   -d, --duration SECONDS  how long each profiler samples (default: 5)
+  -c, --cycles N          runs of each profiler per depth (default: 1)
       --depths LIST       stack depths, in Python frames (default: "10 50 200")
       --pyprofd PATH      pyprofd binary (default: build-release/pyprofd; build
                           it with: cmake --preset release && cmake --build
@@ -43,6 +47,10 @@ seconds per 1,000 samples, and the ratio pyprofd / Tachyon of the latter.
       --rate HZ           pyprofd's rate (default: 1000k, its maximum)
       --tachyon-rate HZ   Tachyon's rate (default: 1000000, its maximum: it
                           takes a 1 us interval and never sleeps when late)
+      --sampler-cpu LIST  pin both samplers (taskset -c LIST; default: none)
+      --target-cpu LIST   pin the target (taskset -c LIST; default: none);
+                          e.g. --sampler-cpu 0 --target-cpu 1: each on a
+                          core of its own, as the issue measured
       --keep DIR          keep the profiles and logs in DIR
   -h, --help              show this help
 
@@ -51,7 +59,7 @@ test rootfs (scripts/python-rootfs.sh). The target runs in --mode container:
 Tachyon needs a /proc inside the rootfs and must share the target's mount
 namespace, so that the paths in /proc/PID/maps name files it can open; it
 joins the target's namespaces and root with nsenter. Takes about
-(2 x SECONDS + 3) s per depth.
+(2 x CYCLES x SECONDS + 3) s per depth.
 EOF
 }
 
@@ -66,12 +74,17 @@ pyprofd=$repo_dir/build-release/pyprofd
 rate=1000k
 tachyon_rate=1000000
 keep=''
+cycles=1 sampler_cpu='' target_cpu=''
 while (($#)); do
 	case $1 in
-	-d | --duration | --depths | --pyprofd | --rate | --tachyon-rate | --keep)
+	-d | --duration | --depths | --pyprofd | --rate | --tachyon-rate | --keep | -c | --cycles | \
+		--sampler-cpu | --target-cpu)
 		(($# >= 2)) || die "option $1 needs a value"
 		case $1 in
 		-d | --duration) duration=$2 ;;
+		-c | --cycles) cycles=$2 ;;
+		--sampler-cpu) sampler_cpu=$2 ;;
+		--target-cpu) target_cpu=$2 ;;
 		--depths) depths=$2 ;;
 		--pyprofd) pyprofd=$2 ;;
 		--rate) rate=$2 ;;
@@ -92,6 +105,16 @@ while (($#)); do
 done
 
 [[ $duration =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "bad --duration $duration: want seconds"
+[[ $cycles =~ ^[1-9][0-9]*$ ]] || die "bad --cycles $cycles"
+sampler_pin=() target_pin=()
+if [[ -n $sampler_cpu ]]; then
+	command -v taskset >/dev/null || die "taskset not found (Debian package util-linux)"
+	sampler_pin=(taskset -c "$sampler_cpu")
+fi
+if [[ -n $target_cpu ]]; then
+	command -v taskset >/dev/null || die "taskset not found (Debian package util-linux)"
+	target_pin=(taskset -c "$target_cpu")
+fi
 for depth in $depths; do
 	if ! [[ $depth =~ ^[0-9]+$ ]] || ((depth < 4)); then
 		die "bad depth $depth: want an integer of at least 4"
@@ -168,77 +191,126 @@ per_k() {
 	awk -v u="$1" -v s="$2" -v n="$3" 'BEGIN { printf "%.4f", (n > 0 ? 1000 * (u + s) / n : 0) }'
 }
 
-rows=()
-ratios=()
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for depth in $depths; do
-	printf '%s: depth %s: starting the target\n' "$prog" "$depth" >&2
-	target_pid=$("$run_target" start --python "$python" --mode container "$target_src" --depth "$depth")
-	ipid=$(inner_pid "$target_pid")
+# median of the numbers given
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
 
-	# pyprofd, from the host.
-	plog=$work/pyprofd-d$depth.log
-	pout=$work/pyprofd-d$depth.txt
-	printf '%s: depth %s: pyprofd record -r %s -d %s\n' "$prog" "$depth" "$rate" "$duration" >&2
-	read -r pu ps < <(cpu_of "$plog" "$pyprofd" record -r "$rate" -d "$duration" -o "$pout" "$target_pid")
+# run_pyprofd DEPTH CYCLE: one pyprofd run; appends a row.
+run_pyprofd() {
+	local depth=$1 c=$2 plog pout pu ps summary re
+	plog=$work/pyprofd-d$depth-c$c.log
+	pout=$work/pyprofd-d$depth-c$c.txt
+	printf '%s: depth %s cycle %s: pyprofd record -r %s -d %s\n' "$prog" "$depth" "$c" "$rate" "$duration" >&2
+	read -r pu ps < <(cpu_of "$plog" "${sampler_pin[@]}" "$pyprofd" record -r "$rate" -d "$duration" \
+		-o "$pout" "$target_pid")
 	[[ $(<"$work/rc") == 0 ]] || die "pyprofd failed (depth $depth); its output: $(cat "$plog")"
 	summary=$(grep -E '^pyprofd: [0-9]+ samples in ' "$plog") || die "no summary line from pyprofd: $(cat "$plog")"
 	re='^pyprofd: ([0-9]+) samples in ([0-9.]+) s \(([0-9.]+) Hz achieved\), ([0-9]+) failed \(([0-9.]+)%\), ([0-9]+) missed \(([0-9.]+)%\)'
 	[[ $summary =~ $re ]] || die "cannot parse pyprofd's summary: $summary"
-	p_samples=${BASH_REMATCH[1]} p_secs=${BASH_REMATCH[2]} p_hz=${BASH_REMATCH[3]}
-	p_failed=${BASH_REMATCH[5]} p_missed=${BASH_REMATCH[7]}
-	p_frames=$(stack_frames "$pout" 0)
+	local p_samples=${BASH_REMATCH[1]} p_secs=${BASH_REMATCH[2]} p_hz=${BASH_REMATCH[3]}
+	local p_failed=${BASH_REMATCH[5]} p_missed=${BASH_REMATCH[7]}
+	rows+=("$depth pyprofd $c $rate $p_secs $p_hz $p_samples $p_failed $p_missed $pu $ps $(per_k "$pu" "$ps" "$p_samples") $(stack_frames "$pout" 0)")
+}
 
-	# Tachyon, inside the target's mount and PID namespaces and root: it
-	# attaches to the target's PID as seen there.
-	tlog=$work/tachyon-d$depth.log
-	tout=$inner/tachyon-d$depth.txt
-	printf '%s: depth %s: python%s -m profiling.sampling attach -r %s -d %s\n' \
-		"$prog" "$depth" "$python" "$tachyon_rate" "$duration" >&2
-	read -r tu ts < <(cd / && cpu_of "$tlog" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-		nsenter --target "$target_pid" --mount --pid --root --wd=/ \
+# run_tachyon DEPTH CYCLE: one Tachyon run, inside the target's mount and PID
+# namespaces and root (it attaches to the target's PID as seen there); appends a row.
+run_tachyon() {
+	local depth=$1 c=$2 tlog tout tu ts re
+	tlog=$work/tachyon-d$depth-c$c.log
+	tout=$inner/tachyon-d$depth-c$c.txt
+	printf '%s: depth %s cycle %s: python%s -m profiling.sampling attach -r %s -d %s\n' \
+		"$prog" "$depth" "$c" "$python" "$tachyon_rate" "$duration" >&2
+	read -r tu ts < <(cd / && cpu_of "$tlog" "${sampler_pin[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		LANG=C.UTF-8 nsenter --target "$target_pid" --mount --pid --root --wd=/ \
 		"/usr/bin/python$python" -m profiling.sampling attach -r "$tachyon_rate" -d "$duration" \
 		--collapsed -o "/tmp/${inner##*/}/${tout##*/}" "$ipid")
 	[[ $(<"$work/rc") == 0 ]] || die "Tachyon failed (depth $depth); its output: $(cat "$tlog")"
 	[[ -f $tout ]] || die "Tachyon wrote no profile (depth $depth); its output: $(cat "$tlog")"
 	re='Captured ([0-9,]+) samples? in ([0-9.]+) seconds'
 	[[ $(<"$tlog") =~ $re ]] || die "cannot parse Tachyon's summary: $(cat "$tlog")"
-	t_attempts=${BASH_REMATCH[1]//,/} t_secs=${BASH_REMATCH[2]}
+	local t_attempts=${BASH_REMATCH[1]//,/} t_secs=${BASH_REMATCH[2]} t_samples t_missed=0.0 t_hz t_failed
 	t_samples=$(collapsed_total "$tout")
-	t_frames=$(stack_frames "$tout" 1) # its lines start with "tid:N;"
 	re='missed ([0-9]+) samples from the expected total of ([0-9]+)'
-	t_missed=0.0
 	if [[ $(<"$tlog") =~ $re ]]; then
 		t_missed=$(awk -v m="${BASH_REMATCH[1]}" -v e="${BASH_REMATCH[2]}" 'BEGIN { printf "%.1f", 100 * m / e }')
 	fi
 	t_hz=$(awk -v n="$t_attempts" -v s="$t_secs" 'BEGIN { printf "%.1f", (s > 0 ? n / s : 0) }')
 	t_failed=$(awk -v n="$t_attempts" -v ok="$t_samples" 'BEGIN { printf "%.1f", (n > 0 ? 100 * (n - ok) / n : 0) }')
+	# its lines start with "tid:N;"
+	rows+=("$depth Tachyon $c $tachyon_rate $t_secs $t_hz $t_samples $t_failed $t_missed $tu $ts $(per_k "$tu" "$ts" "$t_samples") $(stack_frames "$tout" 1)")
+}
 
+rows=()
+ratios=()
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for depth in $depths; do
+	printf '%s: depth %s: starting the target\n' "$prog" "$depth" >&2
+	target_pid=$("${target_pin[@]}" "$run_target" start --python "$python" --mode container "$target_src" --depth "$depth")
+	ipid=$(inner_pid "$target_pid")
+	for ((c = 1; c <= cycles; c++)); do
+		if ((c % 2)); then
+			run_pyprofd "$depth" "$c"
+			run_tachyon "$depth" "$c"
+		else
+			run_tachyon "$depth" "$c"
+			run_pyprofd "$depth" "$c"
+		fi
+	done
 	"$run_target" stop "$target_pid"
 	target_pid=''
-
-	# CPU seconds per 1,000 samples taken (samples that reached the profile).
-	p_k=$(per_k "$pu" "$ps" "$p_samples")
-	t_k=$(per_k "$tu" "$ts" "$t_samples")
-	rows+=("$depth pyprofd $rate $p_secs $p_hz $p_samples $p_failed $p_missed $pu $ps $p_k $p_frames")
-	rows+=("$depth Tachyon $tachyon_rate $t_secs $t_hz $t_samples $t_failed $t_missed $tu $ts $t_k $t_frames")
-	ratios+=("$depth $(awk -v p="$p_k" -v t="$t_k" 'BEGIN { printf "%.2f", (t > 0 ? p / t : 0) }')")
 done
 
 printf '\npyprofd %s (%s), CPython %s; %s s per profiler per depth; load average %s before, %s after\n\n' \
 	"$(git -C "$repo_dir" rev-parse --short HEAD 2>/dev/null || echo '?')" "$pyprofd" \
 	"$(chroot "$rootfs" "/usr/bin/python$python" -c 'import platform; print(platform.python_version())')" \
 	"$duration" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)"
-fmt='%5s  %-7s  %9s  %5s  %11s  %9s  %7s  %7s  %6s  %6s  %7s  %12s  %6s\n'
+fmt='%5s  %-7s  %5s  %9s  %5s  %11s  %9s  %7s  %7s  %6s  %6s  %7s  %12s  %6s\n'
 # shellcheck disable=SC2059 # the format is ours
-printf "$fmt" depth tool 'rate asked' secs 'achieved Hz' samples 'failed%' 'missed%' 'user s' 'sys s' 'CPU s' 'CPU s/1k smp' frames
+printf "$fmt" depth tool cycle 'rate asked' secs 'achieved Hz' samples 'failed%' 'missed%' 'user s' 'sys s' 'CPU s' 'CPU s/1k smp' frames
 for row in "${rows[@]}"; do
-	read -r d tool r secs hz n f m u s k fr <<<"$row"
+	read -r d tool c r secs hz n f m u s k fr <<<"$row"
 	# shellcheck disable=SC2059
-	printf "$fmt" "$d" "$tool" "$r" "$secs" "$hz" "$n" "$f" "$m" "$u" "$s" \
+	printf "$fmt" "$d" "$tool" "$c" "$r" "$secs" "$hz" "$n" "$f" "$m" "$u" "$s" \
 		"$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')" "$k" "$fr"
 done
-printf '\nCPU per sample, pyprofd / Tachyon (the bar: <= 0.50 at depth 50; the aim: <= 0.10):\n'
+printf '\nmedians over %s cycle(s); sampler CPUs %s, target CPUs %s:\n' "$cycles" \
+	"${sampler_cpu:-any}" "${target_cpu:-any}"
+printf '%5s  %-7s  %11s  %14s  %18s\n' depth tool 'achieved Hz' 'us CPU/sample' 'pyprofd / Tachyon'
+for depth in $depths; do
+	declare -A med_hz=() med_k=()
+	for tool in pyprofd Tachyon; do
+		hz=() k=()
+		for row in "${rows[@]}"; do
+			read -r d t _ _ _ h _ _ _ _ _ kk _ <<<"$row"
+			[[ $d == "$depth" && $t == "$tool" ]] || continue
+			hz+=("$h") k+=("$kk")
+		done
+		med_hz[$tool]=$(median "${hz[@]}")
+		med_k[$tool]=$(median "${k[@]}")
+	done
+	# each cycle's own ratio, then their median
+	cyc=()
+	for ((c = 1; c <= cycles; c++)); do
+		pk='' tk=''
+		for row in "${rows[@]}"; do
+			read -r d t cc _ _ _ _ _ _ _ _ kk _ <<<"$row"
+			[[ $d == "$depth" && $cc == "$c" ]] || continue
+			[[ $t == pyprofd ]] && pk=$kk
+			[[ $t == Tachyon ]] && tk=$kk
+		done
+		cyc+=("$(awk -v p="$pk" -v t="$tk" 'BEGIN { printf "%.3f", (t > 0 ? p / t : 0) }')")
+	done
+	ratio=$(median "${cyc[@]}")
+	ratios+=("$depth $ratio")
+	# CPU s per 1,000 samples x 1000 = us per sample
+	printf '%5s  %-7s  %11.0f  %14.2f\n' "$depth" pyprofd "${med_hz[pyprofd]}" \
+		"$(awk -v k="${med_k[pyprofd]}" 'BEGIN { print k * 1000 }')"
+	printf '%5s  %-7s  %11.0f  %14.2f  %18.3f\n' "$depth" Tachyon "${med_hz[Tachyon]}" \
+		"$(awk -v k="${med_k[Tachyon]}" 'BEGIN { print k * 1000 }')" "$ratio"
+	unset med_hz med_k
+done
+printf '\nCPU per sample, pyprofd / Tachyon (median of the per-cycle ratios; the bar: <= 0.50 at depth 50; the aim: <= 0.10):\n'
 for r in "${ratios[@]}"; do
 	printf '  depth %5s: %s\n' "${r%% *}" "${r##* }"
 done
