@@ -188,7 +188,7 @@ collapsed_total() {
 
 # CPU seconds USER + SYS per 1,000 of N samples.
 per_k() {
-	awk -v u="$1" -v s="$2" -v n="$3" 'BEGIN { printf "%.4f", (n > 0 ? 1000 * (u + s) / n : 0) }'
+	awk -v u="$1" -v s="$2" -v n="$3" 'BEGIN { printf "%.6f", (n > 0 ? 1000 * (u + s) / n : 0) }'
 }
 
 # median of the numbers given
