@@ -26,7 +26,7 @@ usage: bench/agent_targets.sh [-n LIST] [-r HZ] [-d SECONDS] [-c CYCLES]
                               [--pyprofd PATH] [--pyprofd-b PATH] [--budget FRACTION]
                               [--no-decomposition] [--decomposition-python 3.X]
                               [--agent-cpu LIST] [--target-cpus LIST] [--nice N] [--tsv FILE]
-                              [--perf DIR] [--read-floor]
+                              [--perf DIR] [--read-floor] [--idle]
 
 For each target count in LIST (smallest first; targets are added, never
 restarted), run the agent for a warm-up until every target is active plus
@@ -64,6 +64,11 @@ every run as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
                            (e.g. -10: on a shared machine, other users' nice-0
                            builds then take little of their CPU; default: 0)
   --tsv FILE               also write the TSV (with a header line) to FILE
+  --idle                   after the measured runs of the largest fleet, the
+                           agent's idle cost: CYCLES runs per binary with
+                           a relabel rule that keeps none of the targets
+                           (every process is still scanned every 2 s);
+                           rows of kind "idle", their CPU % is the figure
   --read-floor             after the measured runs of the largest fleet, the
                            same reads without the agent (bench/readfloor.c,
                            compiled with cc): four ranges shaped like a warm
@@ -94,7 +99,7 @@ die() {
 
 sizes=50,100,200 rate=100 duration=5 cycles=3 budget='' decomp=1 decomp_python=3.15
 pyprofd_a='' pyprofd_b='' agent_cpus='' target_cpus='' tsv_out='' niceness=0 perf_dir=''
-read_floor=0
+read_floor=0 idle=0
 while (($#)); do
 	case $1 in
 	-n | -r | -d | -c | --pyprofd | --pyprofd-b | --budget | --decomposition-python | \
@@ -119,6 +124,7 @@ while (($#)); do
 		;;
 	--no-decomposition) decomp=0 && shift ;;
 	--read-floor) read_floor=1 && shift ;;
+	--idle) idle=1 && shift ;;
 	-h | --help) usage && exit 0 ;;
 	*) usage >&2 && die "unknown argument: $1" ;;
 	esac
@@ -347,6 +353,13 @@ for n in "${size_list[@]}"; do
 			fi
 		done
 	done
+	if ((idle)) && [[ $n == "$n_max" ]]; then
+		for ((c = 1; c <= cycles; c++)); do
+			for label in "${labels[@]}"; do
+				run_agent "$label" "$c" idle 0 "$rate" 1 none
+			done
+		done
+	fi
 	if ((read_floor)) && [[ $n == "$n_max" ]]; then
 		for ((c = 1; c <= cycles; c++)); do
 			for args in "-m paced" "-m paced -t 10000" "-m flat" "-m one"; do
