@@ -51,14 +51,34 @@ def die(msg):
 
 
 def cmd_rusage(out, log, cmd):
+    """Runs cmd; its rusage, and its memory as /proc shows it while it runs.
+
+    ru_maxrss is no use for a program started from here: the child is a copy
+    of this Python process until it execs, and the kernel keeps that peak
+    (about 20 MB) across the exec. VmHWM restarts at every exec, so the last
+    value polled (every 50 ms) is the program's own peak, that of the last
+    image it exec'd (pyprofd record execs pyprofd-lite).
+    """
     t0 = time.monotonic()
+    hwm = rss = 0
     with open(log, "wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
-        _, status, ru = os.wait4(proc.pid, 0)
+        while True:
+            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            try:
+                st = status_fields(f"/proc/{proc.pid}/status", ("VmHWM", "VmRSS"))
+                hwm = st.get("VmHWM", hwm)
+                rss = max(rss, st.get("VmRSS", 0))
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
     t1 = time.monotonic()
     rc = os.waitstatus_to_exitcode(status)
     res = {"rc": rc, "wall": t1 - t0, "user": ru.ru_utime, "sys": ru.ru_stime,
-           "maxrss_kib": ru.ru_maxrss, "vcs": ru.ru_nvcsw, "ivcs": ru.ru_nivcsw}
+           "maxrss_kib": ru.ru_maxrss, "hwm_kib": hwm, "rss_kib": rss,
+           "vcs": ru.ru_nvcsw, "ivcs": ru.ru_nivcsw}
     with open(out, "w") as f:
         json.dump(res, f)
     return 0
@@ -200,7 +220,8 @@ def cmd_record_row(rusage, log, extra):
         "us_per_sample": 1e6 * cpu / samples if samples else float("nan"),
         "vcs": ru["vcs"], "ivcs": ru["ivcs"],
         "cs_per_sample": (ru["vcs"] + ru["ivcs"]) / samples if samples else float("nan"),
-        "rss_mb": "", "hwm_mb": ru["maxrss_kib"] / 1024,
+        "rss_mb": ru["rss_kib"] / 1024 if ru.get("rss_kib") else "",
+        "hwm_mb": (ru["hwm_kib"] if ru.get("hwm_kib") else ru["maxrss_kib"]) / 1024,
         "min_t": samples / secs, "med_t": samples / secs, "max_t": samples / secs,
         "failed": int(m.group(4)), "missed": int(m.group(5)), "skipped": 0,
         "busiest_thread_pct": "", "threads": "", "targets": 1,
