@@ -216,44 +216,52 @@ class AsyncTest(unittest.TestCase):
 
     def check_churn(self, version):
         t = self.start(version, "chroot", "--scenario", "churn")
-        proc, out = record(self.tmp, t.pid, ["-r", "500", "-d", "3", "--async-aware"],
-                           f"churn-{version}")
-        self.assert_ok(proc)
-        reasons, attempts = failed_by(proc.stderr)
-        torn = reasons.get("async_torn", 0)
-        # A walk is torn when the task list changes while it is read, so the
-        # rate grows with the time a walk takes: the optimised build tears
-        # 0-1 of 1500 here, the ASan build (a walk several times slower)
-        # 6-19. The bar is 1%, and 3% for a sanitizer build.
         pct = 3 if os.environ.get("ASAN_OPTIONS") or os.environ.get("TSAN_OPTIONS") else 1
-        livelib.note(f"churn {version}: attempts observed {attempts} (bounds > 1000), "
-                     f"async_torn observed {torn} (bounds < {attempts * pct / 100:g}, {pct}%), "
-                     f"failed {sum(reasons.values())} ({reasons})")
-        self.assertGreater(attempts, 1000, proc.stderr)
-        self.assertLess(torn, attempts * pct / 100,
-                        f"async_torn {torn} of {attempts}:\n{proc.stderr}")
-        stacks = folded(out)
+        # Under a sanitizer the share of walks torn by the churn swings from
+        # 30% to over 90% of 1500 from run to run (CI saw 1370 incomplete and
+        # 27 short-task samples where a quiet machine gives ~500 and ~900; a
+        # loaded run, 16), so there the floor only proves short tasks are
+        # caught, and a run that falls short records again (3 s more, up to
+        # four runs in all) before it counts as a failure; the stacks' shape
+        # is checked on every sample of every run.
+        floor = 20 if pct > 1 else 51
         main = f"<task main>;main (S:{LINES['MAIN_RUN']})"
         root = f"{main};scenario_churn (S:"
         tasks = 0
-        for s, c in stacks.items():
-            if "<task " not in s or s == main:
-                continue  # main running its own frame: resumed, not yet in scenario_churn
-            self.assertTrue(s.startswith(root), s)
-            rest = s[len(root):].split(";", 1)
-            if len(rest) == 2 and rest[1].startswith("<task short-"):
-                # a short job is awaited through the gather: scenario_churn waits there
-                self.assertEqual(rest[0], f"{LINES['CHURN_AWAIT']})", s)
-                self.assertRegex(rest[1], r"^<task short-\d+>;short_job \(S:\d+\)", s)
-                tasks += c
-        # Under a sanitizer the share of walks torn by the churn swings from
-        # 30% to over 90% of 1500 from run to run (CI saw 1370 incomplete and
-        # 27 short-task samples where a quiet machine gives ~500 and ~900), so
-        # there the floor only proves short tasks are caught; the stacks' shape
-        # is checked on every sample above.
-        floor = 20 if pct > 1 else 51
-        livelib.within(self, f"churn {version}: samples in a short-N task", tasks, floor, None,
-                       "\n".join(stacks))
+        everything = []
+        for run in range(1, 5):
+            proc, out = record(self.tmp, t.pid, ["-r", "500", "-d", "3", "--async-aware"],
+                               f"churn-{version}-{run}")
+            self.assert_ok(proc)
+            reasons, attempts = failed_by(proc.stderr)
+            torn = reasons.get("async_torn", 0)
+            # A walk is torn when the task list changes while it is read, so
+            # the rate grows with the time a walk takes: the optimised build
+            # tears 0-1 of 1500 here, the ASan build (a walk several times
+            # slower) 6-19. The bar is 1%, and 3% for a sanitizer build.
+            livelib.note(f"churn {version} run {run}: attempts observed {attempts} "
+                         f"(bounds > 1000), async_torn observed {torn} "
+                         f"(bounds < {attempts * pct / 100:g}, {pct}%), "
+                         f"failed {sum(reasons.values())} ({reasons})")
+            self.assertGreater(attempts, 1000, proc.stderr)
+            self.assertLess(torn, attempts * pct / 100,
+                            f"async_torn {torn} of {attempts}:\n{proc.stderr}")
+            stacks = folded(out)
+            everything += stacks
+            for s, c in stacks.items():
+                if "<task " not in s or s == main:
+                    continue  # main running its own frame: resumed, not yet in scenario_churn
+                self.assertTrue(s.startswith(root), s)
+                rest = s[len(root):].split(";", 1)
+                if len(rest) == 2 and rest[1].startswith("<task short-"):
+                    # a short job is awaited through the gather: scenario_churn waits there
+                    self.assertEqual(rest[0], f"{LINES['CHURN_AWAIT']})", s)
+                    self.assertRegex(rest[1], r"^<task short-\d+>;short_job \(S:\d+\)", s)
+                    tasks += c
+            if tasks >= floor:
+                break
+        livelib.within(self, f"churn {version}: samples in a short-N task ({run} run(s))",
+                       tasks, floor, None, "\n".join(everything))
 
     def test_churn__3_14(self):
         self.check_churn("3.14")
