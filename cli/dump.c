@@ -136,6 +136,7 @@ static void dump_print_json(const struct cli_target *t, const struct unwind_resu
         json_object_object_add(jt, "thread_id",
                                json_object_new_int64((int64_t)th->native_thread_id));
         json_object_object_add(jt, "main", json_object_new_boolean(th->flags & UNWIND_THREAD_MAIN));
+        json_object_object_add(jt, "interpreter_id", json_object_new_int64(th->interp_id));
         json_object *st = json_object_new_object();
         json_object_object_add(st, "holds_gil",
                                json_object_new_boolean(th->flags & UNWIND_THREAD_HOLDS_GIL));
@@ -232,6 +233,8 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
         const struct unwind_thread *th = &r->threads[i];
         printf("\nThread %" PRIu64 "%s", th->native_thread_id,
                th->flags & UNWIND_THREAD_MAIN ? " (main)" : "");
+        if (th->interp_id != 0) /* a sub-interpreter's (the main one is 0) */
+            printf(" (interpreter %" PRId64 ")", th->interp_id);
         const char *sep = " [";
         static const struct {
             unsigned flag;

@@ -244,9 +244,10 @@ class DumpCase(unittest.TestCase):
         self.assertIsInstance(result["threads"], list)
         self.assertTrue(result["threads"], f"no threads in {json.dumps(result)}")
         for thread in result["threads"]:
-            self.assertEqual(set(thread), {"thread_id", "main", "status", "frames"},
-                             f"thread keys of {thread}")
+            self.assertEqual(set(thread), {"thread_id", "main", "interpreter_id", "status",
+                                           "frames"}, f"thread keys of {thread}")
             self.assertIsInstance(thread["thread_id"], int)
+            self.assertIsInstance(thread["interpreter_id"], int)
             self.assertIsInstance(thread["main"], bool)
             self.assertEqual(set(thread["status"]), STATUS_KEYS, "status keys")
             for key, value in thread["status"].items():
@@ -548,6 +549,11 @@ class SubinterpreterTest(DumpCase):
         sub = [th for th in result["threads"] if th["frames"] and
                th["frames"][0]["function"] == "sub_work"][0]
         self.assertEqual(sub["thread_id"], t.expected["sub_tid"])
+        # each thread says which interpreter it belongs to (the main one is 0)
+        self.assertEqual(sub["interpreter_id"], t.expected["sub_interpreter_id"])
+        self.assertNotEqual(sub["interpreter_id"], 0)
+        self.assertTrue(all(th["interpreter_id"] in (0, t.expected["sub_interpreter_id"])
+                            for th in result["threads"]), result["threads"])
         # "main" is per interpreter, as in CPython: running code in a
         # sub-interpreter makes that thread the sub-interpreter's main thread
         self.assertTrue(sub["main"], "the thread running the sub-interpreter is its main")
@@ -555,6 +561,13 @@ class SubinterpreterTest(DumpCase):
                 th["frames"][0]["function"] == "main_loop"][0]
         self.assertTrue(main["main"])
         self.assertEqual(main["thread_id"], t.expected["main_tid"])
+        self.assertEqual(main["interpreter_id"], 0)
+        # the text view names the sub-interpreter, and only for its thread
+        rc, text, err = dump(t.pid, "-a")
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"Thread {t.expected['sub_tid']} (main) (interpreter "
+                      f"{t.expected['sub_interpreter_id']})", text)
+        self.assertEqual(text.count("(interpreter "), 1, text)
         # without -a: only the main interpreter's main thread
         only = self.dump_json(t)
         self.assertEqual([[f["function"] for f in th["frames"]] for th in only["threads"]],

@@ -15,7 +15,8 @@ makes "sub" that interpreter's main thread ("main" is per interpreter, as in
 CPython). Prints one line
 
     pyprofd-expected: {"main_tid": <native id of MainThread>,
-                       "sub_tid": <native id of thread "sub">}
+                       "sub_tid": <native id of thread "sub">,
+                       "sub_interpreter_id": <the sub-interpreter's id>}
 
 then "pyprofd-target: ready"; exits on SIGTERM.
 """
@@ -37,11 +38,13 @@ sub_work()
 """
 
 sub_tid = []
+sub_id = []
 
 
 def run_sub():
-    sub_tid.append(threading.get_native_id())
     interp = _interpreters.create()
+    sub_id.append(int(interp))
+    sub_tid.append(threading.get_native_id())
     _interpreters.run_string(interp, SUB_CODE)
 
 
@@ -56,6 +59,7 @@ while not sub_tid:
     time.sleep(0.01)
 time.sleep(0.3)  # let the sub-interpreter reach sub_work()
 print("pyprofd-expected: " + json.dumps({"main_tid": threading.get_native_id(),
-                                          "sub_tid": sub_tid[0]}), flush=True)
+                                          "sub_tid": sub_tid[0],
+                                          "sub_interpreter_id": sub_id[0]}), flush=True)
 print("pyprofd-target: ready", flush=True)
 main_loop()
