@@ -5,6 +5,17 @@
 # 3.13, 3.14 and 3.15 (from Debian testing), so that tests can profile real
 # interpreters. Prints the rootfs path on stdout: root=$(scripts/python-rootfs.sh)
 #
+# Three builds of each minor version, the ones users run:
+#   /usr/bin/python3.X         Debian's default (GIL) build
+#   /usr/bin/python3.Xd        Debian's debug build (python3.X-dbg: Py_DEBUG)
+#   /usr/local/bin/python3.Xt  free-threaded (--disable-gil), which Debian does
+#                              not package: built here from Debian's own source
+#                              package of the installed version (plain, not
+#                              PGO; several minutes each, once). A version
+#                              whose source package the mirror does not have
+#                              is recorded as unavailable in $FT_RECORD
+#                              inside the rootfs, and its tests skip saying so.
+#
 # With --kube-tools, a second rootfs (same suite) holds instead the Kubernetes
 # tools the deploy/ and API-client tests check against: kubectl (kustomize
 # rendering), kustomize and python3-kubernetes (the official client and its
@@ -17,8 +28,14 @@ source_tree=$(dirname "$script_dir")
 
 # Bump RECIPE_VERSION whenever the way the rootfs is built changes, so that
 # existing rootfs directories get rebuilt.
-RECIPE_VERSION=1
+RECIPE_VERSION=2
 PYTHON_VERSIONS=(3.13 3.14 3.15)
+# What a plain --disable-gil build needs, beside the source package.
+FT_BUILD_DEPS=(gcc make libc6-dev dpkg-dev xz-utils pkgconf libffi-dev zlib1g-dev libssl-dev
+	libexpat1-dev libbz2-dev liblzma-dev libmpdec-dev libzstd-dev libsqlite3-dev)
+FT_CONFIGURE=(--disable-gil --prefix=/usr/local --without-ensurepip --with-system-expat)
+# One line per minor version: "3.X built SOURCE VERSION" or "3.X unavailable: WHY".
+FT_RECORD=.pyprofd-free-threaded
 SUITE=${PYPROFD_DEBIAN_SUITE:-forky}
 APT_SOURCES_DIR=${PYPROFD_APT_SOURCES_DIR:-/etc/apt}
 STAMP_NAME=.pyprofd-rootfs
@@ -34,18 +51,21 @@ if ((KUBE_TOOLS)); then
 	INCLUDE=("${KUBE_TOOLS_INCLUDE[@]}")
 else
 	for v in "${PYTHON_VERSIONS[@]}"; do
-		INCLUDE+=("python$v" "libpython$v" "python$v-dev")
+		INCLUDE+=("python$v" "libpython$v" "python$v-dev" "python$v-dbg")
 	done
 fi
 include_list=$(IFS=,; echo "${INCLUDE[*]}")
 RECIPE="pyprofd-rootfs recipe=$RECIPE_VERSION variant=minbase suite=$SUITE include=$include_list"
+((KUBE_TOOLS)) || RECIPE+=" free-threaded=$(IFS=,; echo "${FT_BUILD_DEPS[*]}") configure=${FT_CONFIGURE[*]}"
 
 usage() {
 	cat <<EOF
 usage: scripts/python-rootfs.sh [--kube-tools] [--print-path | --print-mirror | --rebuild]
 
-Build (once, as root, about a minute) or reuse a Debian $SUITE rootfs with
-CPython ${PYTHON_VERSIONS[*]}, and print its path on stdout.
+Build (once, as root) or reuse a Debian $SUITE rootfs with CPython
+${PYTHON_VERSIONS[*]} (default, debug and free-threaded builds), and print its
+path on stdout. The first build takes about a minute plus several minutes per
+free-threaded interpreter compiled from Debian's source packages.
 
   --kube-tools  the Kubernetes tools rootfs instead (${KUBE_TOOLS_INCLUDE[*]};
                 default directory: \$PYPROFD_CACHE_DIR/kube-tools-$SUITE, or
@@ -206,8 +226,9 @@ rootfs_is_current() {
 		[[ -x $rootfs/usr/bin/kubectl && -x $rootfs/usr/bin/kustomize ]]
 		return
 	fi
+	[[ -f $rootfs/$FT_RECORD ]] || return 1
 	for v in "${PYTHON_VERSIONS[@]}"; do
-		[[ -x $rootfs/usr/bin/python$v ]] || return 1
+		[[ -x $rootfs/usr/bin/python$v && -x $rootfs/usr/bin/python${v}d ]] || return 1
 	done
 }
 
@@ -357,7 +378,7 @@ keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 if ((KUBE_TOOLS)); then
 	say "building Debian $SUITE rootfs with ${INCLUDE[*]} in $rootfs (a few minutes, once)..."
 else
-	say "building Debian $SUITE rootfs with CPython $(IFS=/; echo "${PYTHON_VERSIONS[*]}") in $rootfs (about a minute, once)..."
+	say "building Debian $SUITE rootfs with CPython $(IFS=/; echo "${PYTHON_VERSIONS[*]}") in $rootfs (once: about a minute, then the free-threaded builds)..."
 fi
 start=$SECONDS
 # In the background (so that signals reach our traps at once) and in its own
@@ -380,6 +401,69 @@ fi
 # debootstrap may leave its bind mounts behind on some hosts.
 unmount_under "$tmp"
 
+# Run "$@" in the new tree, output to $log, in its own process group (so that
+# on_signal can stop it). Returns its exit status.
+in_tree() {
+	local status=0
+	setsid chroot "$tmp" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root \
+		DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@" </dev/null >>"$log" 2>&1 &
+	build_pgid=$!
+	wait "$build_pgid" || status=$?
+	build_pgid=
+	return "$status"
+}
+
+# Free-threaded interpreters, from Debian's source package of the very
+# version installed (apt verifies it against the signed index). The index may
+# be past its Valid-Until on a frozen mirror: the signature is still checked.
+build_free_threaded() {
+	local apt=(apt-get -q -o Acquire::Check-Valid-Until=false) v pkg ver src t0 out
+	: >"$tmp/$FT_RECORD"
+	printf 'deb-src %s %s main\n' "$MIRROR" "$SUITE" >"$tmp/etc/apt/sources.list.d/pyprofd-src.list"
+	mount -t proc proc "$tmp/proc" || die "cannot mount /proc in $tmp for the free-threaded builds"
+	say "installing the compiler and libraries for the free-threaded builds..."
+	if ! { in_tree "${apt[@]}" update && in_tree "${apt[@]}" install -y --no-install-recommends "${FT_BUILD_DEPS[@]}"; }; then
+		say "cannot install the build dependencies; last lines of $log:"
+		tail -n 25 "$log" >&2 || true
+		exit 1
+	fi
+	for v in "${PYTHON_VERSIONS[@]}"; do
+		pkg=python$v
+		# shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
+		ver=$(chroot "$tmp" dpkg-query -W -f='${source:Version}' "$pkg") ||
+			die "cannot tell which version of $pkg is installed"
+		src=/usr/src/pyprofd-ft/$v
+		mkdir -p "$tmp$src"
+		printf '\n== python%st from %s %s ==\n' "$v" "$pkg" "$ver" >>"$log"
+		if ! in_tree sh -c "cd $src && apt-get -q -o Acquire::Check-Valid-Until=false source --only-source $pkg=$ver"; then
+			say "python${v}t: the mirror has no source package $pkg $ver: not built (its tests will skip)"
+			printf '%s unavailable: the mirror has no source package %s %s\n' "$v" "$pkg" "$ver" >>"$tmp/$FT_RECORD"
+			rm -rf -- "$tmp$src"
+			continue
+		fi
+		say "python${v}t: building from $pkg $ver (several minutes)..."
+		t0=$SECONDS
+		in_tree sh -c "cd $src && mkdir obj && cd obj && ../$pkg-*/configure ${FT_CONFIGURE[*]} && make -j$(nproc) && make altinstall" || {
+			say "cannot build python${v}t; last lines of $log:"
+			tail -n 25 "$log" >&2 || true
+			exit 1
+		}
+		out=$(chroot "$tmp" "/usr/local/bin/python${v}t" -c \
+			'import sys, sysconfig; print(sysconfig.get_config_var("Py_GIL_DISABLED"), sys._is_gil_enabled())' 2>&1) ||
+			die "cannot run the new python${v}t: $out"
+		[[ $out == "1 False" ]] || die "python${v}t is not free-threaded (Py_GIL_DISABLED, GIL enabled: $out)"
+		# altinstall also links python3.X, idle3.X and pydoc3.X to the new
+		# build, which would shadow Debian's default build on PATH
+		rm -f -- "$tmp/usr/local/bin/python$v" "$tmp/usr/local/bin/idle$v" "$tmp/usr/local/bin/pydoc$v"
+		printf '%s built %s %s\n' "$v" "$pkg" "$ver" >>"$tmp/$FT_RECORD"
+		rm -rf -- "$tmp$src"
+		say "python${v}t: built in $((SECONDS - t0)) s"
+	done
+	rm -rf -- "$tmp/usr/src/pyprofd-ft" "$tmp"/var/lib/apt/lists/*Sources*
+	umount -- "$tmp/proc" || die "cannot unmount $tmp/proc"
+}
+((KUBE_TOOLS)) || build_free_threaded
+
 if ((KUBE_TOOLS)); then
 	out=$(chroot "$tmp" /usr/bin/python3 -c 'import kubernetes, yaml; print(kubernetes.__version__)' 2>&1) ||
 		die "cannot import the kubernetes client in the new rootfs: $out"
@@ -392,6 +476,9 @@ for v in "${PYTHON_VERSIONS[@]}"; do
 		die "cannot run python$v in the new rootfs: $out"
 	[[ $out == "$v "* ]] || die "python$v in the new rootfs reports the wrong version: $out"
 	say "python$v: hexversion ${out#* }"
+	out=$(chroot "$tmp" "/usr/bin/python${v}d" -c 'import sys; print(hasattr(sys, "gettotalrefcount"))' 2>&1) ||
+		die "cannot run python${v}d in the new rootfs: $out"
+	[[ $out == True ]] || die "python${v}d in the new rootfs is not a debug build: $out"
 done
 
 # Downloaded .deb files are not needed any more (about 100 MB).

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # Start a test target (a Python program from tests/targets) under CPython
-# 3.13/3.14/3.15 in the rootfs built by scripts/python-rootfs.sh, either
+# 3.13/3.14/3.15 (default, debug or free-threaded build) in the rootfs built
+# by scripts/python-rootfs.sh, either
 # chroot'ed in the host PID namespace or "container" style (own PID and mount
 # namespaces, like a Kubernetes pod), and print its host PID; or stop one.
 set -euo pipefail
@@ -21,11 +22,14 @@ usage: scripts/run-target.sh start --python 3.X [--mode chroot|container] [--roo
    or: scripts/run-target.sh stop PID
 
 start  run TARGET (a name under tests/targets, e.g. sleepy, or a path to a .py
-       file) with /usr/bin/python3.X inside the rootfs, in the background; wait
+       file) with python3.X inside the rootfs, in the background; wait
        until it prints "$READY_LINE" and print the host PID of the
        python process on stdout. The target keeps running after this exits.
 
-       --python 3.X       interpreter: 3.13, 3.14 or 3.15 (required)
+       --python 3.X       interpreter: 3.13, 3.14 or 3.15 (required): Debian's
+                          /usr/bin/python3.X; 3.Xd is its debug build
+                          (/usr/bin/python3.Xd), 3.Xt the free-threaded build
+                          (/usr/local/bin/python3.Xt)
        --mode chroot      run chroot'ed, in the host PID namespace (default)
        --mode container   run as PID 1 of new PID and mount namespaces, with
                           its own /proc (unshare --pid --mount --fork)
@@ -140,10 +144,12 @@ cmd_start() {
 	local target=$1
 	shift
 
+	local interp
 	case $python in
-	3.13 | 3.14 | 3.15) ;;
-	'') die "start: --python is required (3.13, 3.14 or 3.15)" ;;
-	*) die "start: unsupported --python $python: use 3.13, 3.14 or 3.15" ;;
+	3.13 | 3.14 | 3.15 | 3.13d | 3.14d | 3.15d) interp=/usr/bin/python$python ;;
+	3.13t | 3.14t | 3.15t) interp=/usr/local/bin/python$python ;;
+	'') die "start: --python is required (3.13, 3.14 or 3.15, with a d or t suffix for the debug or free-threaded build)" ;;
+	*) die "start: unsupported --python $python: use 3.13, 3.14 or 3.15 (or 3.Xd, 3.Xt)" ;;
 	esac
 	case $mode in
 	chroot | container) ;;
@@ -169,7 +175,6 @@ cmd_start() {
 		rootfs=$("$script_dir/python-rootfs.sh" --print-path) ||
 			die "start: cannot find the rootfs path (scripts/python-rootfs.sh --print-path failed)"
 	fi
-	local interp=/usr/bin/python$python
 	[[ -d $rootfs ]] ||
 		die "start: no rootfs at $rootfs: run scripts/python-rootfs.sh (as root) first"
 	[[ -x $rootfs$interp ]] ||
@@ -296,7 +301,7 @@ cmd_stop() {
 		alive "$pid" || return 0
 		die "stop: cannot read /proc/$pid/exe (not root?)"
 	fi
-	[[ $exe =~ /python3\.[0-9]+$ ]] ||
+	[[ $exe =~ /python3\.[0-9]+[dt]?$ ]] ||
 		die "stop: refusing to stop $pid: not a python target (it runs $exe)"
 	parent=$(proc_ppid "$pid")
 	if [[ -n $parent && $parent != 1 && $(proc_comm "$parent") == unshare ]]; then

@@ -66,6 +66,33 @@ def rootfs():
     return _rootfs
 
 
+FT_RECORD = ".pyprofd-free-threaded"
+
+
+def build_missing(version):
+    """Why the rootfs has no interpreter for @version ("3.14t", "3.13d", ...), or None.
+
+    Free-threaded builds are compiled by scripts/python-rootfs.sh from
+    Debian's source packages; one whose source the mirror lacked is recorded
+    as unavailable in the rootfs, and its tests skip with that reason.
+    """
+    root = rootfs()
+    if version.endswith("t"):
+        exe = os.path.join(root, "usr/local/bin", f"python{version}")
+        if os.access(exe, os.X_OK):
+            return None
+        try:
+            with open(os.path.join(root, FT_RECORD), encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith(version[:-1] + " "):
+                        return f"python{version}: {line.split(' ', 1)[1].strip()}"
+        except FileNotFoundError:
+            return f"the rootfs {root} predates free-threaded builds: rebuild it"
+        return f"python{version} is not in the rootfs {root}"
+    exe = os.path.join(root, "usr/bin", f"python{version}")
+    return None if os.access(exe, os.X_OK) else f"python{version} is not in the rootfs {root}"
+
+
 def go_binary():
     return os.environ.get("PYPROFD_GO") or shutil.which("go") or "/usr/bin/go"
 
