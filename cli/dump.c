@@ -129,6 +129,8 @@ static void dump_print_json(const struct cli_target *t, const struct unwind_resu
     json_object_object_add(root, "pid", json_object_new_int(t->pid));
     json_object_object_add(
         root, "python", json_object_new_string(pyversion_format(&t->rt.version, ver, sizeof(ver))));
+    bool ft = t->rt.version.free_threaded;
+    json_object_object_add(root, "free_threaded", json_object_new_boolean(ft));
     json_object *threads = json_object_new_array();
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct unwind_thread *th = &r->threads[i];
@@ -138,8 +140,11 @@ static void dump_print_json(const struct cli_target *t, const struct unwind_resu
         json_object_object_add(jt, "main", json_object_new_boolean(th->flags & UNWIND_THREAD_MAIN));
         json_object_object_add(jt, "interpreter_id", json_object_new_int64(th->interp_id));
         json_object *st = json_object_new_object();
-        json_object_object_add(st, "holds_gil",
-                               json_object_new_boolean(th->flags & UNWIND_THREAD_HOLDS_GIL));
+        /* a free-threaded build has no GIL: the flag is the thread's
+         * `attached` bit there, which in a GIL build only the holder has */
+        bool attached = th->flags & UNWIND_THREAD_HOLDS_GIL;
+        json_object_object_add(st, "holds_gil", json_object_new_boolean(attached && !ft));
+        json_object_object_add(st, "attached", json_object_new_boolean(attached));
         json_object_object_add(st, "gil_requested",
                                json_object_new_boolean(th->flags & UNWIND_THREAD_GIL_REQUESTED));
         json_object_object_add(st, "on_cpu", json_object_new_boolean(on_cpu[i] == 1));
@@ -227,8 +232,10 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
                             const char *async_note)
 {
     char ver[32];
-    printf("Process %d: CPython %s (%s)\n", (int)t->pid,
-           pyversion_format(&t->rt.version, ver, sizeof(ver)), t->rt.path);
+    bool ft = t->rt.version.free_threaded;
+    printf("Process %d: CPython %s%s (%s)\n", (int)t->pid,
+           pyversion_format(&t->rt.version, ver, sizeof(ver)), ft ? " free-threaded" : "",
+           t->rt.path);
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct unwind_thread *th = &r->threads[i];
         printf("\nThread %" PRIu64 "%s", th->native_thread_id,
@@ -247,7 +254,8 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
         };
         for (size_t k = 0; k < PYPROFD_ARRAY_SIZE(names); k++) {
             if (th->flags & names[k].flag) {
-                printf("%s%s", sep, names[k].name);
+                printf("%s%s", sep,
+                       ft && names[k].flag == UNWIND_THREAD_HOLDS_GIL ? "attached" : names[k].name);
                 sep = ", ";
             }
         }

@@ -26,7 +26,8 @@ static int probe_one(pid_t pid, enum memread_backend backend)
     char ver[32];
     const struct pyruntime *rt = &t.rt;
     const struct py_layout *l = unwinder_layout(t.unwinder);
-    printf("pid %d: CPython %s\n", (int)pid, pyversion_format(&rt->version, ver, sizeof(ver)));
+    printf("pid %d: CPython %s%s\n", (int)pid, pyversion_format(&rt->version, ver, sizeof(ver)),
+           l->free_threaded ? " (free-threaded)" : "");
     printf("  runtime   0x%" PRIx64 " (.PyRuntime, %" PRIu64 " bytes)\n", rt->raddr,
            rt->section_size);
     printf("  file      %s%s (mapped at 0x%" PRIx64 ", opened via %s)\n", rt->path,
@@ -36,6 +37,12 @@ static int probe_one(pid_t pid, enum memread_backend backend)
     printf("  layout    thread state %u B, frame %u B, code object %u B%s%s\n", l->ts_size,
            l->fr_size, l->co_size, l->has_base_frame ? ", base frame" : "",
            l->has_code_generation ? ", code generation counter" : "");
+    if (l->free_threaded)
+        printf("  build     free-threaded: no GIL; gil mode samples the threads attached to "
+               "the interpreter%s\n",
+               l->has_tlbc ? "; per-thread bytecode copies" : "");
+    else
+        printf("  build     with a GIL\n");
     printf("  reader    %s\n", memread_backend_name(t.mr));
     printf("  supported yes\n");
     cli_detach(&t);

@@ -60,6 +60,6 @@ const struct pyabi_schema pyabi_schema_3_13 = {
     .holds_gil_status_mask = 1u << 5,
     .current_exception = 112,
     .exc_state = 256,
-    .compact_data = 56,
+    .compact_after_ascii = 16,
     .tag_mask = 0,
 };

@@ -26,6 +26,7 @@ const struct pyabi_schema pyabi_schema_3_14 = {
             [PYOFF_INTERP_GIL_LOCKED] = 144,
             [PYOFF_INTERP_GIL_HOLDER] = 152,
             [PYOFF_INTERP_CODE_GENERATION] = 160,
+            [PYOFF_INTERP_TLBC_GENERATION] = 168,
             [PYOFF_TSTATE_SIZE] = 176,
             [PYOFF_TSTATE_NEXT] = 192,
             [PYOFF_TSTATE_INTERP] = 200,
@@ -40,6 +41,7 @@ const struct pyabi_schema pyabi_schema_3_14 = {
             [PYOFF_FRAME_INSTR_PTR] = 272,
             [PYOFF_FRAME_LOCALSPLUS] = 280,
             [PYOFF_FRAME_OWNER] = 288,
+            [PYOFF_FRAME_TLBC_INDEX] = 304,
             [PYOFF_CODE_SIZE] = 312,
             [PYOFF_CODE_FILENAME] = 320,
             [PYOFF_CODE_NAME] = 328,
@@ -47,6 +49,7 @@ const struct pyabi_schema pyabi_schema_3_14 = {
             [PYOFF_CODE_LINETABLE] = 344,
             [PYOFF_CODE_FIRSTLINENO] = 352,
             [PYOFF_CODE_ADAPTIVE] = 384,
+            [PYOFF_CODE_TLBC] = 392,
             [PYOFF_BYTES_SIZE] = 592,
             [PYOFF_BYTES_OB_SIZE] = 600,
             [PYOFF_BYTES_OB_SVAL] = 608,
@@ -61,8 +64,9 @@ const struct pyabi_schema pyabi_schema_3_14 = {
     .holds_gil_int = 36,
     .current_exception = 112,
     .exc_state = 256,
-    .compact_data = 56,
+    .compact_after_ascii = 16,
     .tag_mask = 3,
+    .ft_str_state_shift = PYABI_STR_FT_SHIFT,
 };
 
 /* Async-aware stacks: positions in the main table above and in the 104-byte

@@ -28,6 +28,7 @@ const struct pyabi_schema pyabi_schema_3_15 = {
             [PYOFF_INTERP_GIL_LOCKED] = 144,
             [PYOFF_INTERP_GIL_HOLDER] = 152,
             [PYOFF_INTERP_CODE_GENERATION] = 160,
+            [PYOFF_INTERP_TLBC_GENERATION] = 168,
             [PYOFF_TSTATE_SIZE] = 176,
             [PYOFF_TSTATE_NEXT] = 192,
             [PYOFF_TSTATE_INTERP] = 200,
@@ -48,6 +49,7 @@ const struct pyabi_schema pyabi_schema_3_15 = {
             [PYOFF_FRAME_INSTR_PTR] = 336,
             [PYOFF_FRAME_LOCALSPLUS] = 344,
             [PYOFF_FRAME_OWNER] = 352,
+            [PYOFF_FRAME_TLBC_INDEX] = 368,
             [PYOFF_CODE_SIZE] = 376,
             [PYOFF_CODE_FILENAME] = 384,
             [PYOFF_CODE_NAME] = 392,
@@ -55,6 +57,7 @@ const struct pyabi_schema pyabi_schema_3_15 = {
             [PYOFF_CODE_LINETABLE] = 408,
             [PYOFF_CODE_FIRSTLINENO] = 416,
             [PYOFF_CODE_ADAPTIVE] = 448,
+            [PYOFF_CODE_TLBC] = 456,
             [PYOFF_BYTES_SIZE] = 688,
             [PYOFF_BYTES_OB_SIZE] = 696,
             [PYOFF_BYTES_OB_SVAL] = 704,
@@ -68,6 +71,7 @@ const struct pyabi_schema pyabi_schema_3_15 = {
             [PYOFF_GC_FRAME] = 768,
         },
     .tag_mask = 3,
+    .ft_str_state_shift = PYABI_STR_FT_SHIFT,
 };
 
 /* Async-aware stacks: positions in the main table above and in the 104-byte

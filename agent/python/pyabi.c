@@ -111,11 +111,6 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
                  pyversion_format(v, name, sizeof(name)));
         return -ENOTSUP;
     }
-    if (v->free_threaded) {
-        snprintf(why, why_len, "free-threaded CPython %s is not supported yet",
-                 pyversion_format(v, name, sizeof(name)));
-        return -ENOTSUP;
-    }
     if (len < s->table_size) {
         snprintf(why, why_len, "debug offsets: table of %zu bytes is shorter than %zu", len,
                  s->table_size);
@@ -123,7 +118,11 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     }
 
     struct pyabi_check c = {.table = table, .schema = s, .why = why, .why_len = why_len};
-    struct py_layout l = {.version = *v, .table_size = s->table_size, .tag_mask = s->tag_mask};
+    struct py_layout l = {.version = *v,
+                          .table_size = s->table_size,
+                          .tag_mask = s->tag_mask,
+                          .free_threaded = v->free_threaded,
+                          .str_state_shift = v->free_threaded ? s->ft_str_state_shift : 0};
     const unsigned P = sizeof(uint64_t); /* pointers and ssize_t */
 
     uint64_t rt_size = pyabi_size(&c, PYOFF_RUNTIME_SIZE, PYABI_MAX_RUNTIME);
@@ -168,7 +167,12 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
         l.ts_base_frame = pyabi_field(&c, PYOFF_TSTATE_BASE_FRAME, l.ts_size, P);
         l.has_base_frame = true;
     }
-    if (pyabi_has(&c, PYOFF_TSTATE_HOLDS_GIL)) {
+    if (v->free_threaded) {
+        /* no GIL to hold: "attached" is what only the holder is in a GIL build */
+        l.holds_gil_kind = PYABI_GIL_STATUS_BIT;
+        l.ts_holds_gil = l.ts_status;
+        l.holds_gil_mask = PYABI_STATUS_ACTIVE;
+    } else if (pyabi_has(&c, PYOFF_TSTATE_HOLDS_GIL)) {
         l.holds_gil_kind = PYABI_GIL_INT;
         l.ts_holds_gil = pyabi_field(&c, PYOFF_TSTATE_HOLDS_GIL, l.ts_size, 4);
     } else if (s->holds_gil_int) {
@@ -214,6 +218,18 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     /* the bytecode starts at the end of the fixed part: it may equal co_size */
     l.co_adaptive = pyabi_field(&c, PYOFF_CODE_ADAPTIVE, (uint64_t)l.co_size + 2, 2);
     l.co_read_len = l.co_size;
+    /* per-thread bytecode: the table has the entries in every 3.14+ build,
+     * holding 0 where they do not apply (GIL builds) */
+    if (v->free_threaded && pyabi_has(&c, PYOFF_CODE_TLBC)) {
+        l.fr_tlbc_index = pyabi_field(&c, PYOFF_FRAME_TLBC_INDEX, l.fr_size, 4);
+        l.co_tlbc = pyabi_field(&c, PYOFF_CODE_TLBC, l.co_size, P);
+        l.in_tlbc_generation = pyabi_field(&c, PYOFF_INTERP_TLBC_GENERATION, in_size, 4);
+        /* none of the three is the first field of its struct */
+        if (!c.failed && (!l.fr_tlbc_index || !l.co_tlbc || !l.in_tlbc_generation))
+            pyabi_fail(&c, PYOFF_CODE_TLBC, l.co_tlbc,
+                       "(or tlbc_index, tlbc_generation) is unset in a free-threaded build", 0);
+        l.has_tlbc = true;
+    }
 
     l.str_size = pyabi_size(&c, PYOFF_UNICODE_SIZE, PYABI_MAX_STRHDR);
     l.str_length = pyabi_field(&c, PYOFF_UNICODE_LENGTH, l.str_size, P);
@@ -223,7 +239,8 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
         l.str_compact_data =
             pyabi_field(&c, PYOFF_UNICODE_COMPACT_SIZE, (uint64_t)l.str_size + 1, 1);
     else
-        l.str_compact_data = pyabi_fixed(&c, PYOFF_UNICODE_SIZE, s->compact_data, l.str_size, 1);
+        l.str_compact_data = pyabi_fixed(&c, PYOFF_UNICODE_SIZE,
+                                         l.str_ascii_data + s->compact_after_ascii, l.str_size, 1);
     /* The data sizes are values, not offsets; the header must hold the fields before them. */
     if (!c.failed && (l.str_ascii_data <= l.str_state || l.str_compact_data < l.str_ascii_data))
         pyabi_fail(&c, PYOFF_UNICODE_ASCII_SIZE, l.str_ascii_data,

@@ -54,8 +54,13 @@ struct pyabi_schema {
     uint32_t holds_gil_int;           /* 3.14: int at this tstate offset */
     uint32_t current_exception;       /* 3.13/3.14: tstate offsets */
     uint32_t exc_state;
-    uint32_t compact_data; /* data offset of compact non-ASCII str (3.13/3.14) */
-    uint64_t tag_mask;     /* low tag bits of f_executable (_PyStackRef) */
+    /* compact non-ASCII str data (3.13/3.14): this many bytes after the
+     * PyASCIIObject (utf8_length and utf8), in either build */
+    uint32_t compact_after_ascii;
+    uint64_t tag_mask; /* low tag bits of f_executable (_PyStackRef) */
+    /* free-threaded builds: str state bits above `interned` move up by this
+     * much (3.14+ make it a byte; 3.13 keeps the 2-bit field) */
+    unsigned ft_str_state_shift;
 };
 
 extern const struct pyabi_schema pyabi_schema_3_13;
@@ -73,10 +78,23 @@ enum pyabi_gil_kind {
 #define PYABI_OWNER_INTERPRETER 3
 /** Bytes of a _PyStackChunk header: previous +0, size +8, top +16. */
 #define PYABI_CHUNK_HEADER 24u
-/** str state bits (GIL builds): kind bits 2-4, compact bit 5, ascii bit 6. */
-#define PYABI_STR_KIND(state)    (((state) >> 2) & 7u)
-#define PYABI_STR_COMPACT(state) (((state) >> 5) & 1u)
-#define PYABI_STR_ASCII(state)   (((state) >> 6) & 1u)
+/**
+ * str state bits: a 2-bit `interned`, then kind bits 2-4, compact bit 5,
+ * ascii bit 6; free-threaded 3.14+ make `interned` a whole byte, which moves
+ * the rest up by 6 (the layout's str_state_shift).
+ */
+#define PYABI_STR_KIND(state, shift)    (((state) >> (2u + (shift))) & 7u)
+#define PYABI_STR_COMPACT(state, shift) (((state) >> (5u + (shift))) & 1u)
+#define PYABI_STR_ASCII(state, shift)   (((state) >> (6u + (shift))) & 1u)
+#define PYABI_STR_FT_SHIFT              6u
+/**
+ * tstate->_status bit `active` (3.13-3.15, both builds): the thread is
+ * attached to its interpreter. In a GIL build only the GIL holder is; in a
+ * free-threaded build every thread running Python (or attached C) code is.
+ */
+#define PYABI_STATUS_ACTIVE (1u << 4)
+/** Cap on a free-threaded code object's thread-local bytecode copies. */
+#define PYABI_MAX_TLBC 4096
 
 /**
  * Validated offsets of one target. Offsets are relative to the start of the
@@ -85,6 +103,17 @@ enum pyabi_gil_kind {
  */
 struct py_layout {
     struct py_version version;
+    /*
+     * Free-threaded (Py_GIL_DISABLED) build: holds_gil is the `active` bit
+     * (attached), str state bits are shifted by str_state_shift, and with
+     * has_tlbc (3.14+) a frame's tlbc_index > 0 selects a per-thread copy of
+     * the bytecode: code + co_tlbc points at {ssize_t n; void *entry[n]},
+     * and instr_ptr is measured against entry[tlbc_index]. The copies are
+     * all reset when the interpreter's tlbc_generation changes.
+     */
+    bool free_threaded, has_tlbc;
+    unsigned str_state_shift;
+    uint32_t in_tlbc_generation, fr_tlbc_index, co_tlbc;
     size_t table_size;
     uint32_t rt_finalizing, rt_interpreters_head;
     uint32_t in_id, in_next, in_threads_head, in_threads_main;
@@ -114,8 +143,8 @@ const char *pyabi_entry_name(enum pyoff_id id);
 /**
  * Validates the @a len bytes of table at @a table (a copy of the target's
  * _Py_DebugOffsets, at least the schema's table_size) for version @a v and
- * fills @a out. Returns 0; -ENOTSUP when there is no schema for the version or
- * it is free-threaded (@a why says which); -EPROTO when the table fails
+ * fills @a out. Returns 0; -ENOTSUP when there is no schema for the version
+ * (@a why says so); -EPROTO when the table fails
  * validation, with @a why naming the entry, e.g. "debug offsets:
  * 'thread_state.current_frame' = 4000 is outside thread_state (size 888)".
  */

@@ -148,6 +148,8 @@ int pyasync_layout_load(const struct py_version *v, const struct py_layout *base
                                .fr_executable = base->fr_executable,
                                .fr_instr_ptr = base->fr_instr_ptr,
                                .fr_owner = base->fr_owner,
+                               .fr_tlbc_index = base->fr_tlbc_index,
+                               .has_tlbc = base->has_tlbc,
                                .await_below_sp = s->await_below_sp};
     const unsigned P = sizeof(uint64_t);
 

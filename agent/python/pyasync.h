@@ -81,6 +81,8 @@ enum pyasync_frame_state {
 struct pyasync_layout {
     uint64_t tag_mask; /* low tag bits of pointers from value stacks / frames */
     uint32_t fr_size, fr_executable, fr_instr_ptr, fr_stackpointer, fr_owner;
+    uint32_t fr_tlbc_index; /* free-threaded 3.14+ (has_tlbc), as in struct py_layout */
+    bool has_tlbc;
     uint32_t ob_type, tp_flags, tp_size;
     uint32_t set_used, set_table, set_mask, set_size;
     uint32_t long_lv_tag, long_ob_digit, long_size;

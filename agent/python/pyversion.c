@@ -70,10 +70,6 @@ int pyversion_check_supported(const struct py_version *v, char *why, size_t why_
                  name);
         return -ENOTSUP;
     }
-    if (v->free_threaded) {
-        snprintf(why, why_len, "free-threaded CPython %s is not supported yet", name);
-        return -ENOTSUP;
-    }
     if (why_len)
         why[0] = '\0';
     return 0;

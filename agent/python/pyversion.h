@@ -65,8 +65,8 @@ PYPROFD_WARN_UNUSED int pyversion_decode(const void *header, size_t len, struct 
  * -ENOTSUP with a one-line reason in @a why (always NUL-terminated when
  * @a why_len > 0), e.g. "CPython 3.16.0 is not supported yet (supported:
  * 3.13, 3.14, 3.15)", "CPython 3.15.0b1 is a pre-release; only final
- * releases are supported", "free-threaded CPython 3.14.8 is not supported
- * yet".
+ * releases are supported". Free-threaded and debug builds of a supported
+ * version are supported.
  */
 PYPROFD_WARN_UNUSED int pyversion_check_supported(const struct py_version *v, char *why,
                                                   size_t why_len);

@@ -146,6 +146,7 @@ struct loop_proc_view {
     char container_id[65]; /* "" when none */
     int nspid;             /* the PID inside its own PID namespace */
     char version[32];
+    bool free_threaded;
     char reason[320];
     uint32_t reattaches;
     char reattach_why[160];

@@ -66,6 +66,7 @@ static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
     memcpy(o->container_id, p->container_id, sizeof(o->container_id));
     o->nspid = p->nspid;
     memcpy(o->version, p->version, sizeof(o->version));
+    o->free_threaded = p->free_threaded;
     memcpy(o->reason, p->reason, sizeof(o->reason));
     o->reattaches = p->reattaches;
     memcpy(o->reattach_why, p->reattach_why, sizeof(o->reattach_why));

@@ -302,12 +302,14 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
         goto out;
     }
     pyversion_format(&v->rt->version, p->version, sizeof(p->version));
+    p->free_threaded = v->rt->version.free_threaded;
     if (pyversion_check_supported(&v->rt->version, why, sizeof(why))) {
         proc_set(p, PROC_UNSUPPORTED, rare, why);
         goto out;
     }
     if (proc_scan_meta_labels(info, &v->meta) ||
         labels_set(&v->meta, "__meta_python_version", p->version) ||
+        labels_set(&v->meta, "__meta_python_free_threaded", p->free_threaded ? "true" : "false") ||
         (pods && p->container_id[0] &&
          pods->lookup(pods->arg, p->container_id, &v->meta, &p->pod_rev) < 0)) {
         proc_set(p, PROC_FAILED, now, "out of memory");

@@ -54,7 +54,8 @@ struct proc_entry {
     bool seen;           /* reported by the scan in progress (or a target still alive) */
     uint64_t recheck_ns; /* looked at again no earlier than this */
     char reason[320];    /* why not a target */
-    char version[32];    /* "3.14.8" once the runtime was read */
+    char version[32];    /* "3.14.8" ("3.14.8t" free-threaded) once the runtime was read */
+    bool free_threaded;  /* a Py_GIL_DISABLED build, once the runtime was read */
     char comm[32];
     char container_id[65]; /* from its cgroup (64 hex digits), "" when none */
     uint64_t pod_rev;      /* its pod labels' revision when judged; 0: none */

@@ -49,6 +49,7 @@ struct aio_raw {
     uint32_t next;    /* the next (inner) coroutine of the same task, UINT32_MAX: none */
     uint32_t entry;   /* the task it belongs to */
     int8_t state;     /* its gi_frame_state */
+    uint32_t tlbc;    /* its bytecode copy (free-threaded 3.14+), 0: the code's own */
 };
 
 /* A task (or a plain future standing between tasks) seen by this sample. */
@@ -138,6 +139,15 @@ int asyncio_mode_parse(const char *name, enum asyncio_mode *out)
 
 /* Bytes from @raddr that may be read without leaving the pages that hold
  * the first @known bytes (which are mapped: they are the object), at most @want. */
+/* A suspended frame's bytecode copy (free-threaded 3.14+), as the unwinder's own. */
+static uint32_t aio_frame_tlbc(const struct pyasync_layout *l, const uint8_t *fr)
+{
+    if (!l->has_tlbc)
+        return 0;
+    int32_t i = (int32_t)load_le32(fr + l->fr_tlbc_index);
+    return i > 0 && i < PYABI_MAX_TLBC ? (uint32_t)i : 0;
+}
+
 static size_t aio_window(uint64_t raddr, size_t known, size_t want)
 {
     uint64_t end = ((raddr + known - 1) | (AIO_PAGE - 1)) + 1;
@@ -683,7 +693,8 @@ static int aio_chains(struct asyncio *a)
                                           .sp = sp,
                                           .next = UINT32_MAX,
                                           .entry = a->iov_entry[k],
-                                          .state = (int8_t)g[l->gen_frame_state]};
+                                          .state = (int8_t)g[l->gen_frame_state],
+                                          .tlbc = aio_frame_tlbc(l, fr)};
             if (e->nraw == 0)
                 e->rfirst = at;
             else
@@ -814,7 +825,8 @@ static bool aio_resolve(struct asyncio *a)
         uint32_t r = e->rfirst;
         for (uint32_t k = 0; k < e->nraw && r != UINT32_MAX; k++, r = a->raw[r].next) {
             struct unwind_frame *f = &a->task_frames[e->ffirst + e->nraw - 1 - k];
-            (void)unwinder_resolve_code(a->u, a->raw[r].code, a->raw[r].ip, f); /* or unreadable */
+            (void)unwinder_resolve_code(a->u, a->raw[r].code, a->raw[r].ip, a->raw[r].tlbc,
+                                        f); /* or unreadable */
             f->frame_raddr = a->raw[r].frame;
         }
         a->ntask_frames += e->nraw;

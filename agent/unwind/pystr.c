@@ -21,6 +21,14 @@ static size_t pystr_put_utf8(char *out, size_t cap, size_t at, uint32_t cp)
 long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, char *out,
                   size_t out_cap, size_t *need)
 {
+    return pystr_decode_n(l, obj, len, out, out_cap, PYSTR_MAX_CHARS, need);
+}
+
+long pystr_decode_n(const struct py_layout *l, const uint8_t *obj, size_t len, char *out,
+                    size_t out_cap, size_t max_chars, size_t *need)
+{
+    if (max_chars > PYSTR_MAX_CHARS)
+        max_chars = PYSTR_MAX_CHARS;
     if (out_cap == 0)
         return -EINVAL;
     out[0] = '\0';
@@ -34,13 +42,15 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
     uint32_t state = load_le32(obj + l->str_state);
     if (nchars < 0)
         return -EINVAL;
-    if (!PYABI_STR_COMPACT(state))
+    if (!PYABI_STR_COMPACT(state, l->str_state_shift))
         return -ENOTSUP;
-    unsigned kind = PYABI_STR_ASCII(state) ? 1 : PYABI_STR_KIND(state);
+    unsigned kind =
+        PYABI_STR_ASCII(state, l->str_state_shift) ? 1 : PYABI_STR_KIND(state, l->str_state_shift);
     if (kind != 1 && kind != 2 && kind != 4)
         return -EINVAL;
-    size_t data = PYABI_STR_ASCII(state) ? l->str_ascii_data : l->str_compact_data;
-    size_t keep = (uint64_t)nchars > PYSTR_MAX_CHARS ? PYSTR_MAX_CHARS : (size_t)nchars;
+    size_t data =
+        PYABI_STR_ASCII(state, l->str_state_shift) ? l->str_ascii_data : l->str_compact_data;
+    size_t keep = (uint64_t)nchars > max_chars ? max_chars : (size_t)nchars;
     if (data + keep * kind > len) {
         *need = data + keep * kind;
         return -EAGAIN;
@@ -51,7 +61,7 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
         uint32_t cp;
         if (kind == 1) {
             cp = p[i];
-            if (PYABI_STR_ASCII(state) && cp >= 0x80)
+            if (PYABI_STR_ASCII(state, l->str_state_shift) && cp >= 0x80)
                 cp = UTF8_REPLACEMENT; /* an "ASCII" string that is not */
         } else if (kind == 2) {
             cp = load_le16(p + 2 * i);
@@ -70,6 +80,12 @@ long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len, cha
 long pystr_read(struct memread *mr, const struct py_layout *l, uint64_t raddr, char *out,
                 size_t out_cap)
 {
+    return pystr_read_n(mr, l, raddr, out, out_cap, PYSTR_MAX_CHARS);
+}
+
+long pystr_read_n(struct memread *mr, const struct py_layout *l, uint64_t raddr, char *out,
+                  size_t out_cap, size_t max_chars)
+{
     uint8_t buf[PYABI_MAX_STRHDR + 4 * PYSTR_MAX_CHARS];
     size_t want = l->str_size + PYSTR_SPECULATIVE_DATA;
     /* A speculative read may run off the end of a mapping; then read exactly. */
@@ -81,7 +97,7 @@ long pystr_read(struct memread *mr, const struct py_layout *l, uint64_t raddr, c
     if (err)
         return err;
     size_t need = 0;
-    long n = pystr_decode(l, buf, want, out, out_cap, &need);
+    long n = pystr_decode_n(l, buf, want, out, out_cap, max_chars, &need);
     if (n != -EAGAIN)
         return n;
     if (need > sizeof(buf) || need <= want)
@@ -89,7 +105,7 @@ long pystr_read(struct memread *mr, const struct py_layout *l, uint64_t raddr, c
     err = memread_read(mr, raddr, buf, need);
     if (err)
         return err;
-    return pystr_decode(l, buf, need, out, out_cap, &need);
+    return pystr_decode_n(l, buf, need, out, out_cap, max_chars, &need);
 }
 
 long pybytes_read(struct memread *mr, const struct py_layout *l, uint64_t raddr, uint8_t *out,

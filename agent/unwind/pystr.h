@@ -36,6 +36,9 @@
  */
 PYPROFD_WARN_UNUSED long pystr_decode(const struct py_layout *l, const uint8_t *obj, size_t len,
                                       char *out, size_t out_cap, size_t *need);
+/** pystr_decode() keeping at most @a max_chars code points (<= PYSTR_MAX_CHARS). */
+PYPROFD_WARN_UNUSED long pystr_decode_n(const struct py_layout *l, const uint8_t *obj, size_t len,
+                                        char *out, size_t out_cap, size_t max_chars, size_t *need);
 
 /**
  * Reads and decodes the str at @a raddr (one read when it is short, two
@@ -44,6 +47,9 @@ PYPROFD_WARN_UNUSED long pystr_decode(const struct py_layout *l, const uint8_t *
  */
 PYPROFD_WARN_UNUSED long pystr_read(struct memread *mr, const struct py_layout *l, uint64_t raddr,
                                     char *out, size_t out_cap);
+/** pystr_read() keeping at most @a max_chars code points (<= PYSTR_MAX_CHARS). */
+PYPROFD_WARN_UNUSED long pystr_read_n(struct memread *mr, const struct py_layout *l, uint64_t raddr,
+                                      char *out, size_t out_cap, size_t max_chars);
 
 /**
  * Reads the bytes object at @a raddr into @a out (at most @a cap bytes).

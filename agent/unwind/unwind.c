@@ -36,7 +36,7 @@
 #define UNWIND_MAX_GENERATIONS 32u
 #define UNWIND_CHUNK_GUESSES   64u /* thread state -> last chunk, direct-mapped */
 #define UNWIND_GUESS_FRAMES    4u  /* out-of-chunk frames remembered per thread */
-#define UNWIND_INTERP_IOV      9u  /* ranges of one interpreter read */
+#define UNWIND_INTERP_IOV      10u /* ranges of one interpreter read */
 #define UNWIND_GUESS_CHUNKS    4u  /* data-stack chunks remembered per thread */
 #define UNWIND_GUESS_CODES     64u /* 3.13: code objects re-checked in the thread's read */
 #define UNWIND_THREAD_IOV                                                                          \
@@ -58,7 +58,15 @@ struct raw_frame {
     uint64_t instr_ptr;
     enum unwind_frame_kind kind;
     uint64_t frame_raddr;
+    uint32_t tlbc; /* free-threaded 3.14+: the bytecode copy instr_ptr is in (0: the code's own) */
 };
+
+/* Where one code object's per-thread bytecode copy starts (free-threaded). */
+struct tlbc_slot {
+    uint64_t code, base, epoch; /* base 0: not readable; epoch 0: empty */
+    uint32_t index;
+};
+#define UNWIND_TLBC_SLOTS 64u
 
 /* One frame of the walked chain and the fields the walk relied on. */
 struct chain_link {
@@ -95,6 +103,7 @@ struct resolved_tag {
     uint64_t epoch;
     uint64_t serial;
     enum unwind_frame_kind kind;
+    uint32_t tlbc;
 };
 
 /* A thread's last resolve: frames [first, first + n) by resolve @serial. */
@@ -116,6 +125,7 @@ struct interp_view {
     int64_t id;
     uint64_t next, threads_head, threads_main, gil_holder, gc_frame, code_generation;
     int32_t gc_collecting, gil_locked;
+    uint32_t tlbc_generation; /* free-threaded 3.14+ */
 };
 
 /* What one sample uses and leaves nothing in (see unwind.h). */
@@ -207,6 +217,8 @@ struct unwinder {
     struct codecache *codes;
     uint64_t gen_interp[UNWIND_MAX_GENERATIONS];
     uint64_t gen_value[UNWIND_MAX_GENERATIONS];
+    uint32_t gen_tlbc[UNWIND_MAX_GENERATIONS];
+    struct tlbc_slot tlbc[UNWIND_TLBC_SLOTS]; /* valid in the current epoch only */
     size_t ngen;
     uint8_t code_buf[PYABI_MAX_CODE];
     char name_buf[UNWIND_NAME_MAX];
@@ -242,7 +254,8 @@ static void unwind_interp_span(struct unwinder *u)
                       l->in_gc_collecting,
                       l->in_gil_locked,
                       l->has_gc_frame ? l->in_gc_frame : l->in_id,
-                      l->has_code_generation ? l->in_code_generation : l->in_id};
+                      l->has_code_generation ? l->in_code_generation : l->in_id,
+                      l->has_tlbc ? l->in_tlbc_generation : l->in_id};
     uint32_t lo = UINT32_MAX, hi = 0;
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(off); i++) {
         lo = off[i] < lo ? off[i] : lo;
@@ -799,8 +812,18 @@ static bool unwind_push(struct unwinder *u, size_t first, uint64_t code, uint64_
         return false;
     if (u->nframes == u->frames_cap && !unwind_grow_frames(u))
         return false;
-    u->raw[u->nframes++] = (struct raw_frame){code, ip, kind, frame};
+    u->raw[u->nframes++] = (struct raw_frame){code, ip, kind, frame, 0};
     return true;
+}
+
+/* A frame's bytecode copy (free-threaded 3.14+); 0 is the code's own, and
+ * so is anything out of range (the position is then looked up in vain). */
+static uint32_t unwind_frame_tlbc(const struct py_layout *l, const uint8_t *fr)
+{
+    if (!l->has_tlbc)
+        return 0;
+    int32_t i = (int32_t)load_le32(fr + l->fr_tlbc_index);
+    return i > 0 && i < PYABI_MAX_TLBC ? (uint32_t)i : 0;
 }
 
 /* Walks one thread's chain into raw frames. Returns its status. */
@@ -890,6 +913,7 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
                 if (!unwind_push(u, first, exe, load_le64(fr + l->fr_instr_ptr),
                                  UNWIND_FRAME_PYTHON, addr))
                     return SAMPLE_TOO_DEEP;
+                u->raw[u->nframes - 1].tlbc = unwind_frame_tlbc(l, fr);
                 emitted++;
             }
         } else {
@@ -1125,6 +1149,26 @@ static uint64_t unwind_epoch(const struct unwinder *u)
     return u->resolve_epoch + codecache_overflows(u->codes);
 }
 
+/*
+ * Start of copy @index of the bytecode of the code object at @code
+ * (free-threaded 3.14+): code->co_tlbc points at {ssize_t n; void *entry[n]}.
+ * Cached per epoch; 0 when it cannot be read or is not there.
+ */
+static uint64_t unwind_tlbc_base(struct unwinder *u, uint64_t code, uint32_t index)
+{
+    uint64_t epoch = unwind_epoch(u);
+    struct tlbc_slot *s = &u->tlbc[hash_fmix64(code * HASH_GOLDEN + index) % UNWIND_TLBC_SLOTS];
+    if (s->epoch == epoch && s->code == code && s->index == index)
+        return s->base;
+    uint64_t arr = 0, n = 0, base = 0;
+    if (memread_read(u->mr, code + u->l.co_tlbc, &arr, 8) == 0 && arr &&
+        memread_read(u->mr, arr, &n, 8) == 0 && n > index && n <= PYABI_MAX_TLBC &&
+        memread_read(u->mr, arr + 8 + 8 * (uint64_t)index, &base, 8) != 0)
+        base = 0;
+    *s = (struct tlbc_slot){.code = code, .base = base, .epoch = epoch, .index = index};
+    return base;
+}
+
 /* Resolves one raw frame into @f; false when its code object is unreadable. */
 static bool unwind_resolve_one(struct unwinder *u, const struct raw_frame *r,
                                struct unwind_frame *f)
@@ -1159,10 +1203,10 @@ static bool unwind_resolve_one(struct unwinder *u, const struct raw_frame *r,
     f->file = ci->filename;
     f->first_line = ci->firstlineno;
     f->code_id = ci->id;
-    if (r->instr_ptr >= ci->bytecode_raddr &&
-        (r->instr_ptr - ci->bytecode_raddr) / 2 <= UINT32_MAX) {
+    uint64_t bytecode = r->tlbc ? unwind_tlbc_base(u, r->code_raddr, r->tlbc) : ci->bytecode_raddr;
+    if (bytecode && r->instr_ptr >= bytecode && (r->instr_ptr - bytecode) / 2 <= UINT32_MAX) {
         struct linetable_pos pos;
-        if (codecache_position(ci, (uint32_t)((r->instr_ptr - ci->bytecode_raddr) / 2), &pos) == 0)
+        if (codecache_position(ci, (uint32_t)((r->instr_ptr - bytecode) / 2), &pos) == 0)
             f->pos = pos;
     }
     return true;
@@ -1186,7 +1230,7 @@ static bool unwind_resolve(struct unwinder *u, size_t from, uint64_t prev_serial
         struct resolved_tag *tag = &u->tags[i];
         f->frame_raddr = r->frame_raddr; /* not part of what is resolved */
         if (tag->epoch == epoch && tag->ip == r->instr_ptr && tag->kind == r->kind &&
-            f->code_raddr == r->code_raddr) {
+            f->code_raddr == r->code_raddr && tag->tlbc == r->tlbc) {
             kept = kept && tag->serial == prev_serial;
             tag->serial = me;
             continue;
@@ -1197,8 +1241,11 @@ static bool unwind_resolve(struct unwinder *u, size_t from, uint64_t prev_serial
          * which leaves frames resolved before it stale, not this one. An
          * unreadable code object is tried again next time. */
         epoch = unwind_epoch(u);
-        *tag = (struct resolved_tag){
-            .ip = r->instr_ptr, .epoch = readable ? epoch : 0, .serial = me, .kind = r->kind};
+        *tag = (struct resolved_tag){.ip = r->instr_ptr,
+                                     .epoch = readable ? epoch : 0,
+                                     .serial = me,
+                                     .kind = r->kind,
+                                     .tlbc = r->tlbc};
     }
     *serial = me;
     return kept;
@@ -1332,6 +1379,8 @@ static size_t unwind_interp_iov(struct unwinder *u, uint64_t raddr, struct inter
         iov[n++] = (struct memread_iov){raddr + l->in_gc_frame, &in->gc_frame, 8};
     if (l->has_code_generation)
         iov[n++] = (struct memread_iov){raddr + l->in_code_generation, &in->code_generation, 8};
+    if (l->has_tlbc)
+        iov[n++] = (struct memread_iov){raddr + l->in_tlbc_generation, &in->tlbc_generation, 4};
     return n;
 }
 
@@ -1353,6 +1402,8 @@ static void unwind_interp_done(struct unwinder *u, struct interp_view *in)
         in->gc_frame = load_le64(UNWIND_IN_AT(l->in_gc_frame));
     if (l->has_code_generation)
         in->code_generation = load_le64(UNWIND_IN_AT(l->in_code_generation));
+    if (l->has_tlbc)
+        in->tlbc_generation = load_le32(UNWIND_IN_AT(l->in_tlbc_generation));
 #undef UNWIND_IN_AT
 }
 
@@ -1383,7 +1434,11 @@ static int unwind_find_tail(struct unwinder *u, struct interp_view *in)
     return 0; /* a list longer than the cap: no main thread */
 }
 
-/* Clears the code cache when an interpreter's code_object_generation moved. */
+/*
+ * Clears the code cache when an interpreter's code_object_generation moved,
+ * and forgets where bytecode copies are when its tlbc_generation moved (a
+ * new epoch empties the TLBC slots and re-resolves every frame).
+ */
 static void unwind_check_generation(struct unwinder *u, const struct interp_view *in)
 {
     for (size_t i = 0; i < u->ngen; i++) {
@@ -1392,6 +1447,10 @@ static void unwind_check_generation(struct unwinder *u, const struct interp_view
                 codecache_clear(u->codes);
                 u->resolve_epoch++;
                 u->gen_value[i] = in->code_generation;
+            }
+            if (u->gen_tlbc[i] != in->tlbc_generation) {
+                u->resolve_epoch++;
+                u->gen_tlbc[i] = in->tlbc_generation;
             }
             return;
         }
@@ -1402,6 +1461,7 @@ static void unwind_check_generation(struct unwinder *u, const struct interp_view
         u->ngen = 0;
     }
     u->gen_interp[u->ngen] = in->raddr;
+    u->gen_tlbc[u->ngen] = in->tlbc_generation;
     u->gen_value[u->ngen++] = in->code_generation;
 }
 
@@ -1601,9 +1661,9 @@ bool unwinder_resolve_again(struct unwinder *u)
 }
 
 bool unwinder_resolve_code(struct unwinder *u, uint64_t code_raddr, uint64_t instr_ptr,
-                           struct unwind_frame *f)
+                           uint32_t tlbc, struct unwind_frame *f)
 {
-    struct raw_frame r = {code_raddr, instr_ptr, UNWIND_FRAME_PYTHON, 0};
+    struct raw_frame r = {code_raddr, instr_ptr, UNWIND_FRAME_PYTHON, 0, tlbc};
     f->frame_raddr = 0;
     return unwind_resolve_one(u, &r, f);
 }

@@ -154,8 +154,9 @@ uint64_t unwinder_code_epoch(const struct unwinder *u);
 /**
  * Resolves a Python frame the walk did not see (a suspended coroutine's, for
  * unwind/asyncio.h): the code object at @a code_raddr executing the
- * instruction at @a instr_ptr, through the unwinder's code cache and its
- * reader, into @a f as unwinder_sample() would (kind UNWIND_FRAME_PYTHON, or
+ * instruction at @a instr_ptr (in bytecode copy @a tlbc of a free-threaded
+ * 3.14+ target: the frame's tlbc_index; 0 otherwise), through the unwinder's
+ * code cache and its reader, into @a f as unwinder_sample() would (kind UNWIND_FRAME_PYTHON, or
  * UNWIND_FRAME_UNREADABLE with placeholder names; frame_raddr 0). Returns
  * false when the code object could not be read. Strings belong to the
  * unwinder, valid until its next sample or until the cache is cleared.
@@ -167,7 +168,7 @@ uint64_t unwinder_code_epoch(const struct unwinder *u);
  * allocate.
  */
 bool unwinder_resolve_code(struct unwinder *u, uint64_t code_raddr, uint64_t instr_ptr,
-                           struct unwind_frame *f);
+                           uint32_t tlbc, struct unwind_frame *f);
 
 /**
  * Resolves the frames of the latest sample again, after

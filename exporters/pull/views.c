@@ -114,8 +114,11 @@ static json_object *views_proc(const struct loop_proc_view *t, bool hide)
     if (t->container_id[0])
         json_object_object_add(o, "container_id", json_object_new_string(t->container_id));
     json_object_object_add(o, "state", json_object_new_string(proc_state_name(t->state)));
-    if (t->version[0])
+    if (t->version[0]) {
         json_object_object_add(o, "python_version", json_object_new_string(t->version));
+        json_object_object_add(o, "build",
+                               json_object_new_string(t->free_threaded ? "free-threaded" : "gil"));
+    }
     if (t->reason[0])
         json_object_object_add(o, "reason", json_object_new_string(t->reason));
     if (t->reattaches) {

@@ -7,7 +7,9 @@ tests/targets/async_server.py (see its docstring for the task structure and
 the lines named below); pprof output is read with `go tool pprof -traces`,
 folded output (`record --format collapsed`) is parsed here.
 
-What is checked (3.14 and 3.15, chroot and container launch modes):
+What is checked (3.14 and 3.15, chroot and container launch modes; chain
+also on the debug builds 3.14d/3.15d and the free-threaded 3.14t/3.15t, which
+skip saying why when the rootfs could not build them):
     chain      `record -a --async-aware`: the logical stacks run
                <task main> -> main -> scenario_server (MAIN_AWAIT) ->
                <task worker-N> -> worker (WORKER_AWAIT) -> <task cruncher-N>
@@ -156,6 +158,25 @@ class AsyncTest(unittest.TestCase):
 
     def test_chain__3_15(self):
         self.check_chain("3.15", "chroot")
+
+    # the debug and free-threaded builds: the same chains from their own tables
+    def check_build(self, build):
+        why = livelib.build_missing(build)
+        if why:
+            self.skipTest(why)
+        self.check_chain(build, "chroot")
+
+    def test_chain__3_14d(self):
+        self.check_build("3.14d")
+
+    def test_chain__3_15d(self):
+        self.check_build("3.15d")
+
+    def test_chain__3_14t(self):
+        self.check_build("3.14t")
+
+    def test_chain__3_15t(self):
+        self.check_build("3.15t")
 
     def test_chain_container__3_14(self):
         self.check_chain("3.14", "container")

@@ -52,7 +52,7 @@ CASES = tuple((v, m) for v in VERSIONS for m in MODES)
 EXPECTED_PREFIX = "pyprofd-expected: "
 READY_LINE = "pyprofd-target: ready"
 FRAME_KEYS = {"function", "file", "line", "end_line", "column", "end_column"}
-STATUS_KEYS = {"holds_gil", "gil_requested", "on_cpu", "has_exception"}
+STATUS_KEYS = {"holds_gil", "attached", "gil_requested", "on_cpu", "has_exception"}
 DUMP_TIMEOUT = 30
 START_TIMEOUT = livelib.START_TIMEOUT
 
@@ -239,7 +239,9 @@ class DumpCase(unittest.TestCase):
 
     def check_schema(self, result, target):
         self.assertIsInstance(result, dict)
-        self.assertEqual(set(result), {"pid", "python", "threads"}, "top-level keys")
+        self.assertEqual(set(result), {"pid", "python", "free_threaded", "threads"},
+                         "top-level keys")
+        self.assertIs(result["free_threaded"], False, "Debian's builds have a GIL")
         self.assertEqual(result["pid"], target.pid, "pid: the PID dump was given")
         self.assertIsInstance(result["threads"], list)
         self.assertTrue(result["threads"], f"no threads in {json.dumps(result)}")
@@ -524,8 +526,9 @@ class ThreadsTest(DumpCase):
             got = {th["thread_id"]: th["status"] for th in self.dump_json(t, "-a")["threads"]}
             for name in ("MainThread", "sleeper", "blocker"):
                 status = got[by_name[name]]
-                self.assertEqual(status, {"holds_gil": False, "gil_requested": False,
-                                          "on_cpu": False, "has_exception": False},
+                self.assertEqual(status, {"holds_gil": False, "attached": False,
+                                          "gil_requested": False, "on_cpu": False,
+                                          "has_exception": False},
                                  f"status of {name}")
             spinner_held.append(got[by_name["spinner"]]["holds_gil"])
             if spinner_held[-1]:

@@ -50,14 +50,35 @@ static void put32(uint8_t *p, uint32_t v)
     memcpy(p, &v, 4);
 }
 
-struct pyimage *pyimage_new(unsigned minor)
+/*
+ * Turns a GIL build's 3.14/3.15 table into a free-threaded one: the flag and
+ * the three per-thread bytecode entries (synthetic offsets inside their
+ * structs, clear of every field the image writes).
+ */
+static void pyimage_make_ft(uint8_t *t, unsigned minor)
+{
+    const struct pyabi_schema *s = pyabi_schema_for(minor);
+    uint64_t fr_size, co_size, code_gen;
+    put64(t + 16, 1);
+    memcpy(&fr_size, t + s->pos[PYOFF_FRAME_SIZE], 8);
+    memcpy(&co_size, t + s->pos[PYOFF_CODE_SIZE], 8);
+    memcpy(&code_gen, t + s->pos[PYOFF_INTERP_CODE_GENERATION], 8);
+    put64(t + s->pos[PYOFF_INTERP_TLBC_GENERATION], code_gen + 8);
+    put64(t + s->pos[PYOFF_FRAME_TLBC_INDEX], fr_size - 8);
+    put64(t + s->pos[PYOFF_CODE_TLBC], co_size - 16);
+}
+
+static struct pyimage *pyimage_make(unsigned minor, bool free_threaded)
 {
     struct pyimage *img = alloc_calloc(1, sizeof(*img));
     assert_non_null(img);
     char rel[64];
-    snprintf(rel, sizeof(rel), "debug_offsets/3.%u.bin", minor);
+    snprintf(rel, sizeof(rel), "debug_offsets/3.%u%s.bin", minor,
+             free_threaded && minor == 13 ? "t" : "");
     img->table = fixture_load(rel, &img->table_len);
     assert_non_null(img->table);
+    if (free_threaded && minor > 13)
+        pyimage_make_ft(img->table, minor);
     struct py_version v;
     char why[256];
     assert_int_equal(pyversion_decode(img->table, img->table_len, &v), 0);
@@ -71,6 +92,16 @@ struct pyimage *pyimage_new(unsigned minor)
     pyimage_runtime_state(img, true, false);
     put64(img->interp + img->l.in_id, 0);
     return img;
+}
+
+struct pyimage *pyimage_new(unsigned minor)
+{
+    return pyimage_make(minor, false);
+}
+
+struct pyimage *pyimage_new_ft(unsigned minor)
+{
+    return pyimage_make(minor, true);
 }
 
 void pyimage_free(struct pyimage *img)
@@ -163,7 +194,7 @@ uint64_t pyimage_str(struct pyimage *img, const char *ascii)
     uint8_t *p;
     uint64_t raddr = pyimage_alloc(img, img->l.str_ascii_data + n + 1, &p);
     put64(p + img->l.str_length, n);
-    put32(p + img->l.str_state, (1u << 2) | (1u << 5) | (1u << 6));
+    put32(p + img->l.str_state, ((1u << 2) | (1u << 5) | (1u << 6)) << img->l.str_state_shift);
     memcpy(p + img->l.str_ascii_data, ascii, n + 1);
     return raddr;
 }
@@ -263,6 +294,40 @@ uint64_t pyimage_push(struct pyimage *img, unsigned t, unsigned owner, uint64_t 
 void pyimage_set_previous(struct pyimage *img, uint64_t frame, uint64_t previous)
 {
     put64(pyimage_local(img, frame, img->l.fr_size) + img->l.fr_previous, previous);
+}
+
+uint64_t pyimage_tlbc(struct pyimage *img, uint64_t code, unsigned index)
+{
+    assert_true(img->l.has_tlbc && index > 0 && index < 8);
+    uint8_t *c = pyimage_local(img, code, img->l.co_size);
+    uint64_t arr = 0;
+    memcpy(&arr, c + img->l.co_tlbc, 8);
+    uint8_t *a;
+    if (!arr) { /* {ssize_t n; void *entry[n]}: entry 0 is the code's own */
+        arr = pyimage_alloc(img, 8 + 8 * 8, &a);
+        put64(a, 8);
+        put64(a + 8, code + img->l.co_adaptive);
+        put64(c + img->l.co_tlbc, arr);
+    } else {
+        a = pyimage_local(img, arr, 8 + 8 * 8);
+    }
+    uint8_t *copy;
+    uint64_t base = pyimage_alloc(img, 128, &copy);
+    put64(a + 8 + 8 * index, base);
+    return base;
+}
+
+void pyimage_frame_tlbc(struct pyimage *img, uint64_t frame, unsigned index, uint64_t base,
+                        unsigned unit)
+{
+    uint8_t *f = pyimage_local(img, frame, img->l.fr_size);
+    put32(f + img->l.fr_tlbc_index, index);
+    put64(f + img->l.fr_instr_ptr, base + 2u * unit);
+}
+
+void pyimage_tlbc_generation(struct pyimage *img, uint32_t gen)
+{
+    put32(img->interp + img->l.in_tlbc_generation, gen);
 }
 
 void pyimage_hold_gil(struct pyimage *img, unsigned t)

@@ -23,6 +23,23 @@ struct pyimage;
 
 /** A new image for CPython 3.@a minor (13, 14 or 15). Aborts the test on failure. */
 struct pyimage *pyimage_new(unsigned minor);
+/**
+ * The same for a free-threaded build: 3.13t's real table
+ * (debug_offsets/3.13t.bin); for 3.14t/3.15t the GIL build's table with the
+ * free-threaded flag and synthetic per-thread bytecode offsets (no such
+ * interpreter could be built here: see docs/unwinder.md).
+ */
+struct pyimage *pyimage_new_ft(unsigned minor);
+/**
+ * Free-threaded 3.14+: gives @a code a per-thread bytecode copy @a index
+ * (1-7; code->co_tlbc's array is made on first use) and returns its address.
+ */
+uint64_t pyimage_tlbc(struct pyimage *img, uint64_t code, unsigned index);
+/** Makes @a frame execute code unit @a unit of copy @a index at @a base. */
+void pyimage_frame_tlbc(struct pyimage *img, uint64_t frame, unsigned index, uint64_t base,
+                        unsigned unit);
+/** Sets the interpreter's tlbc_generation (free-threaded 3.14+). */
+void pyimage_tlbc_generation(struct pyimage *img, uint32_t gen);
 void pyimage_free(struct pyimage *img);
 const struct py_layout *pyimage_layout(const struct pyimage *img);
 

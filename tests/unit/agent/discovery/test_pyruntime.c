@@ -124,7 +124,6 @@ static void test_pyruntime__unsupported_versions_are_found_then_refused(void **s
         {"fake-python3.16", "CPython 3.16.0 is not supported yet (supported: 3.13, 3.14, 3.15)"},
         {"fake-python3.15b1", "CPython 3.15.0b1 is a pre-release; only final releases are "
                               "supported (pre-release table layouts change)"},
-        {"fake-python3.14t", "free-threaded CPython 3.14.8t is not supported yet"},
     };
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
         struct located l;
@@ -134,6 +133,13 @@ static void test_pyruntime__unsupported_versions_are_found_then_refused(void **s
         assert_int_equal(pyversion_check_supported(&l.rt.version, why, sizeof(why)), -ENOTSUP);
         assert_string_equal(why, cases[i].why);
     }
+    /* a free-threaded build is found, flagged and supported */
+    struct located ft;
+    locate_fake("fake-python3.14t", &ft);
+    assert_int_equal(ft.err, 0);
+    assert_true(ft.rt.version.free_threaded);
+    char why[200];
+    assert_int_equal(pyversion_check_supported(&ft.rt.version, why, sizeof(why)), 0);
 }
 
 static void test_pyruntime__exited_process_is_esrch(void **state)

@@ -103,6 +103,13 @@ static void test_pyabi__loads_real_tables(void **state)
     }
 }
 
+/* Entries only a free-threaded build uses (they hold 0 in GIL builds' tables). */
+static bool ft_only(int id)
+{
+    return id == PYOFF_INTERP_TLBC_GENERATION || id == PYOFF_FRAME_TLBC_INDEX ||
+           id == PYOFF_CODE_TLBC;
+}
+
 static void expect_rejected(const struct py_version *v, const uint8_t *table, size_t len,
                             const char *entry, const char *how)
 {
@@ -129,7 +136,7 @@ static void test_pyabi__every_used_entry_is_validated(void **state)
         const struct pyabi_schema *s = pyabi_schema_for(tables[i].minor);
         unsigned tested = 0;
         for (int id = 0; id < PYOFF_COUNT; id++) {
-            if (!s->pos[id])
+            if (!s->pos[id] || (!v.free_threaded && ft_only(id)))
                 continue;
             const char *name = pyabi_entry_name((enum pyoff_id)id);
             uint64_t value;
@@ -151,7 +158,7 @@ static void test_pyabi__every_used_entry_is_validated(void **state)
         /* every entry of this version's schema was exercised */
         unsigned present = 0;
         for (int id = 0; id < PYOFF_COUNT; id++)
-            present += s->pos[id] != 0;
+            present += s->pos[id] != 0 && (v.free_threaded || !ft_only(id));
         assert_int_equal(tested, present);
         assert_true(tested >= 40);
         alloc_free(t);
@@ -195,7 +202,7 @@ static void test_pyabi__misaligned_and_zero_sizes_rejected(void **state)
     alloc_free(t);
 }
 
-static void test_pyabi__unknown_and_free_threaded_refused(void **state)
+static void test_pyabi__unknown_refused(void **state)
 {
     (void)state;
     uint8_t table[PYABI_MAX_TABLE] = {0};
@@ -204,12 +211,100 @@ static void test_pyabi__unknown_and_free_threaded_refused(void **state)
     struct py_version v = {.hex = 0x031000f0, .major = 3, .minor = 16, .level = 0xF};
     assert_int_equal(pyabi_layout_load(&v, table, sizeof(table), &l, why, sizeof(why)), -ENOTSUP);
     assert_string_equal(why, "CPython 3.16.0 is not supported yet (supported: 3.13, 3.14, 3.15)");
-    v = (struct py_version){
-        .major = 3, .minor = 14, .micro = 8, .level = 0xF, .free_threaded = true};
-    assert_int_equal(pyabi_layout_load(&v, table, sizeof(table), &l, why, sizeof(why)), -ENOTSUP);
-    assert_string_equal(why, "free-threaded CPython 3.14.8t is not supported yet");
     assert_null(pyabi_schema_for(12));
     assert_string_equal(pyabi_entry_name(PYOFF_TSTATE_BASE_FRAME), "thread_state.base_frame");
+}
+
+/*
+ * A free-threaded 3.14/3.15 table, made from the GIL build's: the flag set
+ * and the three per-thread bytecode entries filled in (synthetic values
+ * inside their structs: no 3.14t/3.15t interpreter could be built here, see
+ * docs/unwinder.md). 3.13t's real table is tests/fixtures/debug_offsets/3.13t.bin.
+ */
+static uint8_t *ft_table(unsigned minor, size_t *len, struct py_version *v, uint64_t tlbc[3])
+{
+    uint8_t *t = load_table(&tables[minor - 13], len, v);
+    const struct pyabi_schema *s = pyabi_schema_for(minor);
+    uint64_t one = 1, fr_size, co_size, code_gen;
+    memcpy(t + 16, &one, 8); /* the free_threaded word */
+    memcpy(&fr_size, t + s->pos[PYOFF_FRAME_SIZE], 8);
+    memcpy(&co_size, t + s->pos[PYOFF_CODE_SIZE], 8);
+    memcpy(&code_gen, t + s->pos[PYOFF_INTERP_CODE_GENERATION], 8);
+    tlbc[0] = code_gen + 8; /* interpreter_state.tlbc_generation */
+    tlbc[1] = fr_size - 8;  /* interpreter_frame.tlbc_index */
+    tlbc[2] = co_size - 16; /* code_object.co_tlbc */
+    memcpy(t + s->pos[PYOFF_INTERP_TLBC_GENERATION], &tlbc[0], 8);
+    memcpy(t + s->pos[PYOFF_FRAME_TLBC_INDEX], &tlbc[1], 8);
+    memcpy(t + s->pos[PYOFF_CODE_TLBC], &tlbc[2], 8);
+    assert_int_equal(pyversion_decode(t, *len, v), 0);
+    assert_true(v->free_threaded);
+    return t;
+}
+
+static void test_pyabi__free_threaded_rules(void **state)
+{
+    (void)state;
+    struct py_layout l;
+    char why[256];
+    size_t len;
+    struct py_version v;
+
+    /* 3.13t, the real table: no per-thread bytecode, 2-bit `interned` */
+    uint8_t *t = fixture_load("debug_offsets/3.13t.bin", &len);
+    assert_non_null(t);
+    assert_int_equal(pyversion_decode(t, len, &v), 0);
+    assert_true(v.free_threaded && v.minor == 13);
+    if (pyabi_layout_load(&v, t, len, &l, why, sizeof(why)))
+        fail_msg("3.13t: %s", why);
+    assert_true(l.free_threaded && !l.has_tlbc);
+    assert_int_equal(l.holds_gil_kind, PYABI_GIL_STATUS_BIT);
+    assert_int_equal(l.ts_holds_gil, l.ts_status);
+    assert_int_equal(l.holds_gil_mask, PYABI_STATUS_ACTIVE);
+    assert_int_equal(l.str_state_shift, 0);
+    /* the object header is 32 bytes: str and code fields move, thread state does not */
+    assert_int_equal(l.str_ascii_data, 56);
+    assert_int_equal(l.str_compact_data, 72);
+    assert_int_equal(l.ts_current_frame, 72);
+    assert_int_equal(l.ts_current_exception, 112);
+    alloc_free(t);
+
+    for (unsigned minor = 14; minor <= 15; minor++) {
+        uint64_t tlbc[3];
+        t = ft_table(minor, &len, &v, tlbc);
+        if (pyabi_layout_load(&v, t, len, &l, why, sizeof(why)))
+            fail_msg("3.%ut: %s", minor, why);
+        assert_true(l.free_threaded && l.has_tlbc);
+        assert_int_equal(l.in_tlbc_generation, tlbc[0]);
+        assert_int_equal(l.fr_tlbc_index, tlbc[1]);
+        assert_int_equal(l.co_tlbc, tlbc[2]);
+        assert_int_equal(l.holds_gil_kind, PYABI_GIL_STATUS_BIT);
+        assert_int_equal(l.holds_gil_mask, PYABI_STATUS_ACTIVE);
+        assert_int_equal(l.str_state_shift, PYABI_STR_FT_SHIFT);
+        assert_false(l.has_gil_requested && l.holds_gil_kind == PYABI_GIL_INT);
+
+        /* the same table as a GIL build ignores the three entries */
+        uint64_t zero = 0;
+        memcpy(t + 16, &zero, 8);
+        assert_int_equal(pyversion_decode(t, len, &v), 0);
+        assert_int_equal(pyabi_layout_load(&v, t, len, &l, why, sizeof(why)), 0);
+        assert_false(l.free_threaded || l.has_tlbc);
+        alloc_free(t);
+
+        /* each entry is validated, and an unset one is refused */
+        const enum pyoff_id ids[] = {PYOFF_INTERP_TLBC_GENERATION, PYOFF_FRAME_TLBC_INDEX,
+                                     PYOFF_CODE_TLBC};
+        for (size_t k = 0; k < PYPROFD_ARRAY_SIZE(ids); k++) {
+            t = ft_table(minor, &len, &v, tlbc);
+            const struct pyabi_schema *s = pyabi_schema_for(minor);
+            uint64_t bad = 0x7fffffff;
+            memcpy(t + s->pos[ids[k]], &bad, 8);
+            expect_rejected(&v, t, len, pyabi_entry_name(ids[k]), "far outside");
+            memcpy(t + s->pos[ids[k]], &zero, 8);
+            assert_int_equal(pyabi_layout_load(&v, t, len, &l, why, sizeof(why)), -EPROTO);
+            assert_non_null(strstr(why, "unset in a free-threaded build"));
+            alloc_free(t);
+        }
+    }
 }
 
 static void test_pyabi__schemas_are_consistent(void **state)
@@ -238,7 +333,8 @@ int main(void)
         cmocka_unit_test(test_pyabi__loads_real_tables),
         cmocka_unit_test(test_pyabi__every_used_entry_is_validated),
         cmocka_unit_test(test_pyabi__misaligned_and_zero_sizes_rejected),
-        cmocka_unit_test(test_pyabi__unknown_and_free_threaded_refused),
+        cmocka_unit_test(test_pyabi__unknown_refused),
+        cmocka_unit_test(test_pyabi__free_threaded_rules),
         cmocka_unit_test(test_pyabi__schemas_are_consistent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

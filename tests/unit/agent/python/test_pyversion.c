@@ -84,7 +84,6 @@ static void test_pyversion__unsupported_versions_are_named(void **state)
         {0x030f00c2, 0,
          "CPython 3.15.0rc2 is a pre-release; only final releases are supported "
          "(pre-release table layouts change)"},
-        {0x030e08f0, 1, "free-threaded CPython 3.14.8t is not supported yet"},
     };
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
         unsigned char h[PYVERSION_HEADER_SIZE];
@@ -95,6 +94,15 @@ static void test_pyversion__unsupported_versions_are_named(void **state)
         assert_int_equal(pyversion_check_supported(&v, why, sizeof(why)), -ENOTSUP);
         assert_string_equal(why, cases[i].why);
     }
+    /* free-threaded builds of a supported version are supported */
+    unsigned char h[PYVERSION_HEADER_SIZE];
+    make_header(h, "xdebugpy", 0x030e08f0, 1);
+    struct py_version v;
+    assert_int_equal(pyversion_decode(h, sizeof(h), &v), 0);
+    assert_true(v.free_threaded);
+    char why[160] = "x";
+    assert_int_equal(pyversion_check_supported(&v, why, sizeof(why)), 0);
+    assert_string_equal(why, "");
 }
 
 static void test_pyversion__formats_alpha(void **state)

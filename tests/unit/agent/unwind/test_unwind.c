@@ -561,6 +561,90 @@ static void test_unwind__all_threads_and_exception_status(void **state)
     fx_close(&fx);
 }
 
+/*
+ * Free-threaded builds: several threads attached at once (the `active` bit,
+ * which gil mode samples), names with the build's str state bits, lines.
+ */
+static void test_unwind__free_threaded_threads_run_together(void **state)
+{
+    (void)state;
+    for (unsigned minor = 13; minor <= 15; minor++) {
+        struct fixture fx;
+        memset(&fx, 0, sizeof(fx));
+        fx.img = pyimage_new_ft(minor);
+        assert_int_equal(memread_fake_open(&fx.fake, &fx.mr), 0);
+        unsigned t0 = pyimage_thread(fx.img, 100);
+        unsigned t1 = pyimage_thread(fx.img, 101);
+        unsigned t2 = pyimage_thread(fx.img, 102);
+        uint64_t f[4];
+        build_stack(&fx, t0, f);
+        build_stack(&fx, t1, f);
+        build_stack(&fx, t2, f);
+        pyimage_hold_gil(fx.img, t0);
+        pyimage_hold_gil(fx.img, t1);
+        fx_attach(&fx);
+        const struct py_layout *l = pyimage_layout(fx.img);
+        assert_true(l->free_threaded);
+        assert_int_equal(l->has_tlbc, minor >= 14);
+        const struct unwind_result *r = fx_sample(&fx, UNWIND_ALL_THREADS);
+        assert_int_equal(r->nthreads, 3);
+        assert_false(r->threads[0].flags & UNWIND_THREAD_HOLDS_GIL); /* 102: not attached */
+        assert_true(r->threads[1].flags & UNWIND_THREAD_HOLDS_GIL);
+        assert_true(r->threads[2].flags & UNWIND_THREAD_HOLDS_GIL);
+        for (size_t i = 0; i < 3; i++) {
+            assert_int_equal(r->threads[i].nframes, 3);
+            expect_frame(&r->threads[i].frames[0], "Worker.work", "/app/work.py", 28);
+            expect_frame(&r->threads[i].frames[2], "<module>", "/app/main.py", 5);
+        }
+        fx_close(&fx);
+    }
+}
+
+/*
+ * Free-threaded 3.14+: a frame running a thread's own copy of the bytecode
+ * (tlbc_index > 0) is measured against that copy; when the interpreter's
+ * tlbc_generation moves, copies are looked up again.
+ */
+static void test_unwind__free_threaded_bytecode_copies(void **state)
+{
+    (void)state;
+    for (unsigned minor = 14; minor <= 15; minor++) {
+        struct fixture fx;
+        memset(&fx, 0, sizeof(fx));
+        fx.img = pyimage_new_ft(minor);
+        assert_int_equal(memread_fake_open(&fx.fake, &fx.mr), 0);
+        unsigned t = pyimage_thread(fx.img, 100);
+        uint64_t f[4];
+        uint64_t work = build_stack(&fx, t, f);
+        uint64_t copy = pyimage_tlbc(fx.img, work, 2);
+        pyimage_frame_tlbc(fx.img, f[3], 2, copy, 9);
+        fx_attach(&fx);
+        const struct unwind_result *r = fx_sample(&fx, 0);
+        assert_int_equal(r->threads[0].nframes, 3);
+        expect_frame(&r->threads[0].frames[0], "Worker.work", "/app/work.py", 30);
+        expect_frame(&r->threads[0].frames[1], "main", "/app/main.py", 13); /* copy 0 */
+
+        /* the copies are reset: a new copy 2 elsewhere, a new generation */
+        const struct py_layout *l = pyimage_layout(fx.img);
+        uint64_t arr = 0, moved = copy + 0x1000, ip = moved + 2 * 5;
+        assert_int_equal(memread_read(fx.mr, work + l->co_tlbc, &arr, 8), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, arr + 8 + 8 * 2, &moved, 8), 0);
+        assert_int_equal(memread_fake_poke(fx.fake, f[3] + l->fr_instr_ptr, &ip, 8), 0);
+        uint32_t gen = 1;
+        assert_int_equal(memread_fake_poke(fx.fake, 0x20000000 + l->in_tlbc_generation, &gen, 4),
+                         0);
+        r = fx_sample(&fx, 0);
+        expect_frame(&r->threads[0].frames[0], "Worker.work", "/app/work.py", 26);
+
+        /* an index past the array's end: the function, with no line */
+        int32_t far = 100;
+        assert_int_equal(memread_fake_poke(fx.fake, f[3] + l->fr_tlbc_index, &far, 4), 0);
+        r = fx_sample(&fx, 0);
+        expect_frame(&r->threads[0].frames[0], "Worker.work", "/app/work.py", LINETABLE_UNKNOWN);
+        fx_close(&fx);
+    }
+}
+
 static void test_unwind__circular_thread_list_ends(void **state)
 {
     (void)state;
@@ -1107,6 +1191,8 @@ int main(void)
         cmocka_unit_test(test_unwind__313_recheck_rides_with_the_thread_read),
         cmocka_unit_test(test_unwind__warm_sample_takes_a_handful_of_reads),
         cmocka_unit_test(test_unwind__wild_frame_address_does_not_stick),
+        cmocka_unit_test(test_unwind__free_threaded_threads_run_together),
+        cmocka_unit_test(test_unwind__free_threaded_bytecode_copies),
         cmocka_unit_test(test_unwind__fresh_unwinder_is_small),
         cmocka_unit_test(test_unwind__deep_stack_grows_and_unwinds_the_same),
     };

@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: MIT
+"""Integration test: the CPython builds besides Debian's default one.
+
+Debug builds (Debian's python3.X-dbg: /usr/bin/python3.Xd, Py_DEBUG, other
+struct sizes) and free-threaded builds (--disable-gil, compiled from Debian's
+source packages into /usr/local/bin/python3.Xt by scripts/python-rootfs.sh)
+are read from their own _Py_DebugOffsets table by the same binary, with no
+special case but the free-threaded rules (docs/unwinder.md). A free-threaded
+build whose source package the mirror lacks is recorded as unavailable in the
+rootfs; its tests skip and say so.
+
+Runs with Debian's /usr/bin/python3 (standard library only), as root, once
+the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...):
+
+    stack     record_stack.py: `dump --json` gives exactly the stack the
+              target recorded, "python" is its version ("t" appended when
+              free-threaded), "free_threaded" says which build it is; probe
+              says "(free-threaded)" where it is
+    parallel  parallel.py (three busy workers and a sleeper): in 25 dumps of
+              every thread, a free-threaded build has two or more workers
+              attached to the interpreter at once at least once and never
+              claims a GIL holder; a GIL build never has more than one
+              thread holding the GIL; every worker's stack is its own
+    gil       the same target, `record -a --mode gil`: free-threaded, the
+              samples of the attached threads (the three workers, never the
+              sleeper) come to more than 1.5 per sampling tick; a GIL build
+              keeps at most one per tick
+    cpu       `record -a --mode cpu`: the workers; the napper and the waiting
+              main thread at most a sliver (2 %, when they wake up)
+    exception in_except.py, `record --mode exception`: spin_handling(), which
+              spins inside an except block, and not spin_plain()
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import livelib  # noqa: E402
+
+BUILDS = tuple(b for b in os.environ.get(
+    "PYPROFD_BUILDS", "3.13d,3.14d,3.15d,3.13t,3.14t,3.15t").split(",") if b)
+TIMEOUT = 60
+WORKERS = {"loop_a": "step_a", "loop_b": "step_b", "loop_c": "step_c"}
+
+
+def run(*argv, timeout=TIMEOUT):
+    return subprocess.run([livelib.BINARY, *argv], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def read_expected(log):
+    with open(log, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("pyprofd-expected: "):
+                return json.loads(line.split(": ", 1)[1])
+    raise AssertionError(f"no expected line in {log}")
+
+
+def folded(path):
+    """[(function names root first, count)] of a folded-stacks file."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if stack:
+                out.append(([s.split(" (", 1)[0] for s in stack.split(";")], int(count)))
+    return out
+
+
+def ticks(stderr):
+    """Sampling ticks of a record run: its summary, "pyprofd: N samples in S s (...)",
+    counts one sample per tick, whatever number of threads each one keeps."""
+    m = re.search(r"pyprofd: (\d+) samples in [0-9.]+ s", stderr)
+    return int(m.group(1)) if m else None
+
+
+class BuildsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = livelib.scratch()
+
+    def start(self, build, script, *args):
+        why = livelib.build_missing(build)
+        if why:
+            self.skipTest(why)
+        t = livelib.start_target(self.tmp, script, build, "chroot", *args)
+        self.addCleanup(t.stop)
+        return t
+
+    def record(self, t, name, *flags):
+        out = os.path.join(self.tmp, f"{name}-{t.pid}.txt")
+        proc = run("record", *flags, "-o", out, str(t.pid))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return folded(out), proc.stderr
+
+    def check_stack(self, build):
+        ft = build.endswith("t")
+        t = self.start(build, "record_stack")
+        want = read_expected(t.log)
+        proc = run("dump", "--json", str(t.pid))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        doc = json.loads(proc.stdout)
+        self.assertEqual(doc["python"], want["python"] + ("t" if ft else ""))
+        self.assertIs(doc["free_threaded"], ft)
+        main = [th for th in doc["threads"] if th["main"]]
+        self.assertEqual(len(main), 1, proc.stdout)
+        keys = ("function", "file", "line")
+        self.assertEqual([{k: f[k] for k in keys} for f in main[0]["frames"]],
+                         [{k: f[k] for k in keys} for f in want["frames"]], proc.stdout)
+        # callers' full positions (the leaf's instruction moves)
+        self.assertEqual(main[0]["frames"][1:], want["frames"][1:])
+        self.assertIs(main[0]["status"]["attached"], True)
+        self.assertIs(main[0]["status"]["holds_gil"], not ft)
+        probe = run("probe", str(t.pid))
+        self.assertEqual(probe.returncode, 0, probe.stderr)
+        self.assertIn("supported yes", probe.stdout)
+        self.assertEqual("(free-threaded)" in probe.stdout.splitlines()[0], ft, probe.stdout)
+        text = run("dump", str(t.pid))
+        self.assertEqual("free-threaded" in text.stdout.splitlines()[0], ft, text.stdout)
+        self.assertIn("[attached" if ft else "[holds GIL", text.stdout)
+
+    def check_parallel(self, build):
+        ft = build.endswith("t")
+        t = self.start(build, "parallel")
+        want = read_expected(t.log)
+        self.assertEqual(want["free_threaded"], ft, want)
+        self.assertEqual(want["gil_enabled"], not ft, want)
+        most = 0
+        seen = set()
+        for _ in range(25):
+            proc = run("dump", "-a", "--json", str(t.pid))
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            doc = json.loads(proc.stdout)
+            self.assertEqual(len(doc["threads"]), 5, proc.stdout)
+            attached = 0
+            for th in doc["threads"]:
+                names = [f["function"] for f in th["frames"]]
+                loops = [n for n in names if n in WORKERS]
+                if loops:
+                    self.assertEqual(len(loops), 1, names)
+                    seen.add(loops[0])
+                    # a worker is in its own step or its own loop, nowhere else
+                    self.assertIn(names[0], (loops[0], WORKERS[loops[0]], "Event.is_set"),
+                                  names)
+                    attached += th["status"]["attached"]
+                if ft:
+                    self.assertFalse(th["status"]["holds_gil"], th)
+            holders = sum(th["status"]["holds_gil"] for th in doc["threads"])
+            self.assertLessEqual(holders, 1, proc.stdout)
+            most = max(most, attached)
+        self.assertEqual(seen, set(WORKERS))
+        if ft:
+            self.assertGreaterEqual(most, 2, "workers never attached at the same time")
+        else:
+            self.assertLessEqual(most, 1)
+
+    def check_gil(self, build):
+        ft = build.endswith("t")
+        t = self.start(build, "parallel")
+        stacks, err = self.record(t, "gil", "-a", "--mode", "gil", "-r", "200", "-d", "2")
+        total = sum(c for _, c in stacks)
+        per_worker = {w: sum(c for s, c in stacks if w in s) for w in WORKERS}
+        self.assertFalse([s for s, _ in stacks if "nap" in s], "the sleeper in gil mode")
+        n = ticks(err)
+        self.assertTrue(n and n > 100, err)
+        if ft:
+            self.assertGreater(total / n, 1.5, f"{total} samples in {n:.0f} ticks: {err}")
+            for w, c in per_worker.items():
+                self.assertGreater(c, n / 4, f"{w}: {per_worker}")
+        else:
+            self.assertLessEqual(total / n, 1.05, f"{total} samples in {n:.0f} ticks: {err}")
+
+    def check_cpu(self, build):
+        t = self.start(build, "parallel")
+        stacks, err = self.record(t, "cpu", "-a", "--mode", "cpu", "-r", "200", "-d", "2")
+        total = sum(c for _, c in stacks)
+        funcs = {f for s, _ in stacks for f in s}
+        self.assertTrue(set(WORKERS) <= funcs, f"{funcs}\n{err}")
+        # the napper and the waiting main thread are runnable only for an
+        # instant now and then (waking up): a sliver, not a share
+        idle = sum(c for s, c in stacks if "nap" in s or "main_wait" in s)
+        self.assertLess(idle, max(3, total // 50), f"{idle} of {total} on CPU: {stacks}")
+
+    def check_exception(self, build):
+        t = self.start(build, "in_except")
+        stacks, err = self.record(t, "exc", "--mode", "exception", "-r", "500", "-d", "2")
+        total = sum(c for _, c in stacks)
+        handling = sum(c for s, c in stacks if s[-1] == "spin_handling")
+        self.assertGreater(total, 250, err)  # about half of the ~1000 ticks
+        self.assertGreaterEqual(handling, total * 0.95, stacks)
+
+
+def per_build(cls):
+    for attr in [a for a in vars(cls) if a.startswith("check_")]:
+        for build in BUILDS:
+            def test(self, check=getattr(cls, attr), build=build):
+                check(self, build)
+            test.__name__ = f"test_{attr[len('check_'):]}__{build.replace('.', '_')}"
+            setattr(cls, test.__name__, test)
+    return cls
+
+
+per_build(BuildsTest)
+
+if __name__ == "__main__":
+    livelib.run()
