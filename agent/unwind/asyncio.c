@@ -21,6 +21,7 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/hash.h"
+#include "base/utf8.h"
 #include "discovery/pyruntime.h"
 #include "unwind/asyncio.h"
 #include "unwind/pystr.h"
@@ -73,8 +74,8 @@ struct aio_entry {
     uint64_t cur_type;            /* ... and the type it must have */
     bool chain_torn;              /* a coroutine of it runs or ended: it is not waiting */
     uint32_t visit;               /* chain-walk stamp */
-    char name[ASYNCIO_NAME_MAX + 1];
-    char marker[ASYNCIO_NAME_MAX + 9]; /* "<task NAME>" */
+    const char *name;             /* in the sample's name arena (or a constant) */
+    const char *marker;           /* "<task NAME>", the same */
 };
 
 struct asyncio {
@@ -114,6 +115,8 @@ struct asyncio {
     uint32_t *iov_entry;
     uint8_t *buf;       /* ASYNCIO_MAX_TASKS windows of AIO_GEN_WINDOW bytes */
     uint64_t *slot_val; /* AIO_AWAIT_WORDS per task */
+    char *names;        /* this sample's task names and markers, ASYNCIO_NAME_ARENA bytes */
+    size_t names_used;
 
     /* type flags by type address, direct-mapped */
     uint64_t type_raddr[AIO_TYPES], type_flags[AIO_TYPES];
@@ -238,9 +241,10 @@ int asyncio_new(struct unwinder *u, struct memread *mr, const struct pyruntime *
     a->iov_entry = alloc_calloc(ASYNCIO_MAX_TASKS, sizeof(*a->iov_entry));
     a->buf = alloc_malloc((size_t)ASYNCIO_MAX_TASKS * AIO_GEN_WINDOW);
     a->slot_val = alloc_calloc(ASYNCIO_MAX_TASKS * AIO_AWAIT_WORDS, sizeof(*a->slot_val));
+    a->names = alloc_malloc(ASYNCIO_NAME_ARENA);
     if (!a->entries || !a->slot_idx || !a->slot_stamp || !a->waiters || !a->raw ||
         !a->task_frames || !a->frames || !a->samples || !a->tasks || !a->iov || !a->iov_entry ||
-        !a->buf || !a->slot_val)
+        !a->buf || !a->slot_val || !a->names)
         goto fail;
     a->result.samples = a->samples;
     a->result.tasks = a->tasks;
@@ -261,6 +265,7 @@ void asyncio_free(struct asyncio *a)
         (void)err;
     }
     alloc_free(a->entries);
+    alloc_free(a->names);
     alloc_free(a->slot_idx);
     alloc_free(a->slot_stamp);
     alloc_free(a->waiters);
@@ -328,7 +333,7 @@ static struct aio_entry *aio_get(struct asyncio *a, uint64_t raddr)
         return NULL;
     struct aio_entry *e = &a->entries[a->nentries++];
     memset(e, 0, offsetof(struct aio_entry, name));
-    e->name[0] = '\0';
+    e->name = e->marker = "";
     e->raddr = raddr;
     e->thread = SIZE_MAX;
     a->slot_stamp[i] = a->stamp;
@@ -538,9 +543,40 @@ static bool aio_int_name(const struct asyncio *a, const uint8_t *obj, size_t len
     return true;
 }
 
+/*
+ * Keeps the @len bytes of @name (UTF-8) as @e's name, and "<task NAME>" as
+ * its marker, in the sample's arena; a name that no longer fits is cut to
+ * what does, on a character boundary.
+ */
+static void aio_keep_name(struct asyncio *a, struct aio_entry *e, const char *name, size_t len)
+{
+    static const char open[] = "<task ";
+    const size_t extra = sizeof(open) - 1 + 3; /* the name's NUL, '>' and the marker's NUL */
+    size_t room = ASYNCIO_NAME_ARENA - a->names_used;
+    if (2 * len + extra > room)
+        len = room > extra ? utf8_cut(name, len, (room - extra) / 2) : 0;
+    if (2 * len + extra > room) {
+        e->name = "";
+        e->marker = "<task>";
+        return;
+    }
+    char *p = a->names + a->names_used;
+    memcpy(p, name, len);
+    p[len] = '\0';
+    char *m = p + len + 1;
+    memcpy(m, open, sizeof(open) - 1);
+    memcpy(m + sizeof(open) - 1, name, len);
+    m[sizeof(open) - 1 + len] = '>';
+    m[sizeof(open) + len] = '\0';
+    e->name = p;
+    e->marker = m;
+    a->names_used += 2 * len + extra;
+}
+
 /* Reads the names of every task entry (one batched read), sets markers. */
 static int aio_names(struct asyncio *a)
 {
+    char name[ASYNCIO_NAME_MAX + 1];
     bool ok[ASYNCIO_MAX_TASKS];
     size_t n = 0;
     for (size_t i = 0; i < a->nentries; i++) {
@@ -559,24 +595,26 @@ static int aio_names(struct asyncio *a)
         const uint8_t *obj = a->iov[k].local;
         size_t len = a->iov[k].len;
         uint64_t flags = 0;
-        bool named = false;
+        long r = -1;
         if (ok[k] && len >= a->l.ob_type + 8 &&
             aio_type_flags(a, load_le64(obj + a->l.ob_type), &flags) == 0) {
             if (flags & PYASYNC_TPFLAGS_UNICODE_SUBCLASS) {
                 size_t need = 0;
-                long r = pystr_decode(a->base, obj, len, e->name, sizeof(e->name), &need);
+                r = pystr_decode_n(a->base, obj, len, name, sizeof(name), ASYNCIO_NAME_CHARS,
+                                   &need);
                 if (r == -EAGAIN) /* longer than the window: read it whole */
-                    r = pystr_read(a->mr, a->base, e->name_raddr, e->name, sizeof(e->name));
-                named = r >= 0;
-            } else if (flags & PYASYNC_TPFLAGS_LONG_SUBCLASS) {
-                named = aio_int_name(a, obj, len, e->name, sizeof(e->name));
+                    r = pystr_read_n(a->mr, a->base, e->name_raddr, name, sizeof(name),
+                                     ASYNCIO_NAME_CHARS);
+            } else if ((flags & PYASYNC_TPFLAGS_LONG_SUBCLASS) &&
+                       aio_int_name(a, obj, len, name, sizeof(name))) {
+                r = (long)strlen(name);
             }
         }
-        if (!named) {
+        if (r < 0) {
             e->ok = false; /* not a task's name: not a task (freed, reused) */
             continue;
         }
-        snprintf(e->marker, sizeof(e->marker), "<task %s>", e->name);
+        aio_keep_name(a, e, name, (size_t)r);
     }
     return 0;
 }
@@ -1073,6 +1111,7 @@ int asyncio_sample(struct asyncio *a, const struct unwind_result *r,
 
     a->stamp++;
     a->nentries = 0;
+    a->names_used = 0;
     a->nwaiters = 0;
     a->nraw = 0;
     a->ntask_frames = 0;

@@ -66,7 +66,13 @@
 #define ASYNCIO_MAX_FRAMES  16384u /* frames of logical stacks per sample */
 #define ASYNCIO_MAX_CHAIN   64u    /* coroutines per task (await inside await) */
 #define ASYNCIO_MAX_DEPTH   128u   /* tasks from a leaf task to its root */
-#define ASYNCIO_NAME_MAX    128u   /* bytes of a task name kept */
+/* A task name is kept to 255 code points, as CPython's own tools show it,
+ * cut on a character boundary: at most this many bytes of UTF-8. */
+#define ASYNCIO_NAME_CHARS 255u
+#define ASYNCIO_NAME_MAX   (4u * ASYNCIO_NAME_CHARS)
+/* Bytes of task names (and their "<task NAME>" markers) one sample keeps:
+ * when the names of a sample's tasks need more, later ones are cut to fit. */
+#define ASYNCIO_NAME_ARENA (256u << 10)
 /* While ASYNCIO_SEARCHING, callers look for the table at most this often. */
 #define ASYNCIO_RESCAN_NS 1000000000ull
 

@@ -108,6 +108,19 @@ static uint64_t aimg_name(struct aimg *m, const char *s, uint64_t type)
     return raddr;
 }
 
+/* A compact Latin-1 str of @n times the character @c (0x80-0xff). */
+static uint64_t aimg_latin1_name(struct aimg *m, uint8_t c, size_t n)
+{
+    uint8_t *p;
+    uint64_t raddr = pyimage_object(m->img, m->l->str_compact_data + n + 1, &p);
+    put64(p + m->al.ob_type, m->str_type);
+    put64(p + m->l->str_length, n);
+    uint32_t state = (1u << 2) | (1u << 5); /* kind 1, compact, not ascii */
+    memcpy(p + m->l->str_state, &state, 4);
+    memset(p + m->l->str_compact_data, c, n);
+    return raddr;
+}
+
 /* An int object holding @v (< 2^30). */
 static uint64_t aimg_int(struct aimg *m, uint32_t v)
 {
@@ -400,6 +413,41 @@ static void test_asyncio__running_task_chain(void **state)
         expect_stack(&ar->samples[0], server_chain, PYPROFD_ARRAY_SIZE(server_chain));
         struct asyncio_counts c = asyncio_counts(m.a);
         assert_true(c.logical == 2 && c.torn == 0 && c.outside_task == 0);
+        aimg_free(&m);
+    }
+}
+
+/* Task names are kept to 255 characters (as CPython's tools show them), cut
+ * between characters, in the sample's task name and in the <task> marker. */
+static void test_asyncio__long_names_keep_255_characters(void **state)
+{
+    (void)state;
+    for (unsigned minor = 14; minor <= 15; minor++) {
+        struct aimg m;
+        aimg_new(&m, minor);
+        uint64_t tasks[3];
+        aimg_server(&m, tasks, NULL);
+        char ascii[301];
+        memset(ascii, 'x', 300);
+        ascii[300] = '\0';
+        aimg_task_set(&m, tasks[2], m.al.task_name, aimg_name(&m, ascii, m.str_type), 8);
+        aimg_task_set(&m, tasks[1], m.al.task_name, aimg_latin1_name(&m, 0xe9, 300), 8);
+        aimg_list(&m, tasks, 3);
+        aimg_start(&m, ASYNCIO_RUNNING);
+        const struct asyncio_result *ar = aimg_sample(&m);
+        assert_int_equal(ar->nsamples, 1);
+        const struct asyncio_sample *s = &ar->samples[0];
+        assert_int_equal(s->status, SAMPLE_OK);
+        assert_int_equal(strlen(s->task_name), 255);
+        assert_true(strspn(s->task_name, "x") == 255);
+        char want[300];
+        snprintf(want, sizeof(want), "<task %s>", s->task_name);
+        assert_string_equal(s->frames[3].function, want);
+        /* 255 times U+00E9, two bytes each: 510 bytes, no half character */
+        const char *w = s->frames[5].function;
+        assert_int_equal(strlen(w), 6 + 510 + 1);
+        assert_true(strncmp(w, "<task \xc3\xa9", 8) == 0);
+        assert_string_equal(w + 6 + 508, "\xc3\xa9>");
         aimg_free(&m);
     }
 }
@@ -998,6 +1046,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_asyncio__running_task_chain),
+        cmocka_unit_test(test_asyncio__long_names_keep_255_characters),
         cmocka_unit_test(test_asyncio__all_mode_suspended_leaves),
         cmocka_unit_test(test_asyncio__awaited_by_set),
         cmocka_unit_test(test_asyncio__between_steps_keeps_thread_stack),
