@@ -7,6 +7,10 @@
 # records every read of one clean sample, plus the golden text of that
 # sample. Run as root after `make build`; review and commit
 # tests/fixtures/unwind/. Never edit the golden files by hand.
+#
+# usage: scripts/capture-unwind-fixtures.sh [VERSION...]
+# VERSION: 3.13, 3.14, 3.15 (the default: all three), or a debug (3.Xd) or
+# free-threaded (3.Xt) build; only those versions' cases are recorded again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,12 +24,14 @@ cases=(
     "generators generators 2"
 )
 out=tests/fixtures/unwind
-rm -rf "$out"
+versions=("$@")
+((${#versions[@]})) || versions=(3.13 3.14 3.15)
 mkdir -p "$out"
-for v in 3.13 3.14 3.15; do
+for v in "${versions[@]}"; do
     for c in "${cases[@]}"; do
         read -r name target flags <<<"$c"
         dir="$out/$v-$name"
+        rm -rf "$dir"
         mkdir -p "$dir"
         pid=$(scripts/run-target.sh start --python "$v" "$target")
         sleep 0.3 # let the threads reach their leaves
@@ -34,7 +40,7 @@ for v in 3.13 3.14 3.15; do
             exit 1
         fi
         scripts/run-target.sh stop "$pid"
-        printf '%s\n' "$v-$name" >>"$out/CASES"
+        grep -qx -- "$v-$name" "$out/CASES" 2>/dev/null || printf '%s\n' "$v-$name" >>"$out/CASES"
         echo "$dir: $(stat -c %s "$dir/memory.bin") bytes, $(grep -c '^thread' "$dir/expected.txt") threads"
     done
 done

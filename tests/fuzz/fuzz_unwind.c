@@ -5,7 +5,8 @@
  * Target memory is untrusted input; whatever it holds, attaching and
  * sampling must end in a status, never a crash, a hang or a leak.
  *
- * Input: u8 minor (13 + value % 3), u8 unwind flags, u64 runtime address,
+ * Input: u8 minor (13 + value % 3), u8 unwind flags (bit 3: a free-threaded
+ * build: its rules and, on 3.14+, per-thread bytecode), u64 runtime address,
  * u64 .PyRuntime size, then records of u64 address, u64 length, bytes (the
  * format of tests/fixtures/unwind/<case>/memory.bin, whose recordings of real
  * processes are the seeds: tests/fuzz/make_seeds.py).
@@ -27,11 +28,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pyruntime rt = {.initialized = true};
     unsigned minor = 13 + data[0] % 3;
     unsigned flags = data[1] & 7;
+    bool free_threaded = data[1] & 8;
     memcpy(&rt.raddr, data + 2, 8);
     memcpy(&rt.section_size, data + 10, 8);
     /* the version word the table itself will be checked against */
-    rt.version = (struct py_version){
-        .major = 3, .minor = minor, .level = 0xF, .hex = 0x030000f0u | (minor << 16)};
+    rt.version = (struct py_version){.major = 3,
+                                     .minor = minor,
+                                     .level = 0xF,
+                                     .hex = 0x030000f0u | (minor << 16),
+                                     .free_threaded = free_threaded};
     struct memread_fake *fake;
     struct memread *mr;
     if (memread_fake_open(&fake, &mr))

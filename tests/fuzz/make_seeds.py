@@ -66,10 +66,44 @@ write("pyversion", "bad_cookie", header(b"xdebugpz", 0x030E08F0, 0))
 write("pyversion", "short", b"xdebugpy\xf0\x08")
 
 
+# Table positions of the free-threaded 3.14/3.15 entries (debug_offsets_3_1X.c):
+# interpreter_state.tlbc_generation, interpreter_frame.tlbc_index, code_object.co_tlbc,
+# and of what their synthetic values derive from: code_object_generation,
+# interpreter_frame.size, code_object.size.
+FT_POS = {14: ((168, 304, 392), (160, 248, 312)), 15: ((168, 368, 456), (160, 312, 376))}
+
+
+def make_free_threaded(memory, runtime, minor):
+    """A recorded 3.14/3.15 image turned free-threaded in its table: the flag at
+    +16 and synthetic per-thread bytecode offsets (as tests/support/pyimage.c)."""
+    memory = bytearray(memory)
+    at = 0
+    while at + 16 <= len(memory):
+        addr, length = struct.unpack_from("<QQ", memory, at)
+        data = at + 16
+        if addr <= runtime and runtime + 512 <= addr + length:
+            def word(pos):
+                return struct.unpack_from("<Q", memory, data + runtime - addr + pos)[0]
+
+            def put(pos, value):
+                struct.pack_into("<Q", memory, data + runtime - addr + pos, value)
+            put(16, 1)
+            (gen_pos, idx_pos, tlbc_pos), (code_gen, fr_size, co_size) = FT_POS[minor]
+            put(gen_pos, word(code_gen) + 8)
+            put(idx_pos, word(fr_size) - 8)
+            put(tlbc_pos, word(co_size) - 16)
+            return bytes(memory)
+        at = data + length
+    raise SystemExit("make_seeds: no record holds the runtime's table")
+
+
 def unwind_seeds():
-    """Recorded images of real processes (tests/fixtures/unwind) as fuzz inputs."""
+    """Recorded images of real processes (tests/fixtures/unwind) as fuzz inputs;
+    bit 3 of the flags byte makes the fuzz target read them as free-threaded."""
     fixtures = os.path.join(HERE, "..", "fixtures", "unwind")
-    for case in ("3.13-callback", "3.14-callback", "3.15-generators"):
+    for case, ft in (("3.13-callback", False), ("3.14-callback", False),
+                     ("3.15-generators", False), ("3.13t-threads", True),
+                     ("3.14-generators", True)):
         meta = {}
         with open(os.path.join(fixtures, case, "meta.txt")) as f:
             for line in f:
@@ -78,9 +112,13 @@ def unwind_seeds():
         with open(os.path.join(fixtures, case, "memory.bin"), "rb") as f:
             memory = f.read()
         minor = (meta["version"] >> 16) & 0xFF
-        head = struct.pack("<BBQQ", minor - 13, meta["flags"], meta["runtime"],
-                           meta["section_size"])
-        write("unwind", case, head + memory)
+        name = case
+        if ft and minor > 13:
+            memory = make_free_threaded(memory, meta["runtime"], minor)
+            name = case.replace("-", "t-", 1) + "-synthetic"
+        head = struct.pack("<BBQQ", minor - 13, meta["flags"] | (8 if ft else 0),
+                           meta["runtime"], meta["section_size"])
+        write("unwind", name, head + memory)
 
 
 unwind_seeds()

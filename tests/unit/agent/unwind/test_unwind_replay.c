@@ -63,11 +63,12 @@ static void replay_case(const char *name)
     alloc_free(mem);
 
     struct pyruntime rt = {.raddr = runtime, .section_size = section, .initialized = true};
-    rt.version = (struct py_version){.hex = version,
-                                     .major = (unsigned)(version >> 24) & 0xff,
-                                     .minor = (unsigned)(version >> 16) & 0xff,
-                                     .micro = (unsigned)(version >> 8) & 0xff,
-                                     .level = (unsigned)(version >> 4) & 0xf};
+    /* the version as discovery decodes it, free-threaded flag included */
+    uint8_t head[PYVERSION_HEADER_SIZE];
+    assert_int_equal(memread_read(mr, runtime, head, sizeof(head)), 0);
+    assert_int_equal(pyversion_decode(head, sizeof(head), &rt.version), 0);
+    assert_true(rt.version.hex == version);
+    assert_int_equal(rt.version.free_threaded, name[4] == 't'); /* "3.13t-threads" */
     struct unwinder *u = NULL;
     char why[256];
     if (unwinder_new(mr, &rt, &u, why, sizeof(why)))
