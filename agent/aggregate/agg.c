@@ -592,13 +592,20 @@ static struct agg_thread *agg_thread_slot(struct agg *a, uint64_t thread_id)
 int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name, int64_t count,
                int64_t nanos)
 {
+    return agg_repeat_in(a, thread_id, 0, thread_name, count, nanos);
+}
+
+int agg_repeat_in(struct agg *a, uint64_t thread_id, int64_t interp_id, const char *thread_name,
+                  int64_t count, int64_t nanos)
+{
     if (!thread_name || !*thread_name)
         thread_name = "unknown";
     struct agg_thread *th = agg_thread_slot(a, thread_id);
     if (!th->used || th->thread_id != thread_id)
         return -ENOENT;
     struct agg_sample *s = &a->samples[th->sample];
-    if (s->task_name != 0 || strcmp(agg_string(a, s->thread_name), thread_name) != 0)
+    if (s->task_name != 0 || s->interp_id != interp_id ||
+        strcmp(agg_string(a, s->thread_name), thread_name) != 0)
         return -ENOENT;
     s->count += count;
     s->nanos += nanos;
@@ -609,6 +616,13 @@ int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name, int64
 
 int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t thread_id,
             const char *thread_name, const char *task_name, int64_t count, int64_t nanos)
+{
+    return agg_add_in(a, frames, n, thread_id, 0, thread_name, task_name, count, nanos);
+}
+
+int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t thread_id,
+               int64_t interp_id, const char *thread_name, const char *task_name, int64_t count,
+               int64_t nanos)
 {
     if (!thread_name || !*thread_name)
         thread_name = "unknown";
@@ -634,14 +648,16 @@ int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t
     if (th->used && th->thread_id == thread_id) {
         const struct agg_sample *s = &a->samples[th->sample];
         if (s->nlocations == n && s->thread_name == tname && s->task_name == task &&
+            s->interp_id == interp_id &&
             (n == 0 || memcmp(s->locations, a->scratch, n * sizeof(*a->scratch)) == 0)) {
             found = th->sample;
             a->stats.coalesced++;
         }
     }
     if (found == AGG_EMPTY) {
-        uint64_t h =
-            agg_hash_locations(agg_mix(agg_mix(agg_mix(2, thread_id), tname), task), a->scratch, n);
+        uint64_t h = agg_hash_locations(
+            agg_mix(agg_mix(agg_mix(agg_mix(2, thread_id), tname), task), (uint64_t)interp_id),
+            a->scratch, n);
         size_t i = (size_t)h & a->sample_index.mask;
         for (;; i = (i + 1) & a->sample_index.mask) {
             uint32_t id = a->sample_index.slot[i];
@@ -649,7 +665,7 @@ int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t
                 break;
             const struct agg_sample *s = &a->samples[id];
             if (a->sample_hash[id] == h && s->nlocations == n && s->thread_id == thread_id &&
-                s->thread_name == tname && s->task_name == task &&
+                s->thread_name == tname && s->task_name == task && s->interp_id == interp_id &&
                 (n == 0 || memcmp(s->locations, a->scratch, n * sizeof(*a->scratch)) == 0)) {
                 found = id;
                 break;
@@ -672,7 +688,8 @@ int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t
                                                     .nlocations = (uint32_t)n,
                                                     .thread_id = thread_id,
                                                     .thread_name = tname,
-                                                    .task_name = task};
+                                                    .task_name = task,
+                                                    .interp_id = interp_id};
             a->sample_hash[found] = h;
             a->sample_index.slot[i] = found;
         }

@@ -69,6 +69,7 @@ struct agg_sample {
     uint64_t thread_id;   /* native thread id as the target sees it */
     uint32_t thread_name; /* string id, never 0 ("" is not a label value) */
     uint32_t task_name;   /* string id, 0 when there is none */
+    int64_t interp_id;    /* the interpreter the thread state belongs to (0: the main one) */
     int64_t count;        /* samples */
     int64_t nanos;        /* time they stand for */
 };
@@ -110,6 +111,14 @@ size_t agg_grows(const struct agg *a);
 PYPROFD_WARN_UNUSED int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n,
                                 uint64_t thread_id, const char *thread_name, const char *task_name,
                                 int64_t count, int64_t nanos);
+/**
+ * agg_add() for a thread state of interpreter @a interp_id (0: the main
+ * interpreter, which is what agg_add() counts in): samples of different
+ * interpreters are kept apart and a sub-interpreter's are labelled with it.
+ */
+PYPROFD_WARN_UNUSED int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n,
+                                   uint64_t thread_id, int64_t interp_id, const char *thread_name,
+                                   const char *task_name, int64_t count, int64_t nanos);
 
 /**
  * Counts one more sample of thread @a thread_id in the stack it was last
@@ -117,6 +126,9 @@ PYPROFD_WARN_UNUSED int agg_add(struct agg *a, const struct unwind_frame *frames
  * says so): no frame is looked at. Returns 0, or -ENOENT when the window
  * has no previous sample of that thread under that name (then use agg_add).
  */
+/** agg_repeat() for interpreter @a interp_id, as agg_add_in(). */
+PYPROFD_WARN_UNUSED int agg_repeat_in(struct agg *a, uint64_t thread_id, int64_t interp_id,
+                                      const char *thread_name, int64_t count, int64_t nanos);
 PYPROFD_WARN_UNUSED int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name,
                                    int64_t count, int64_t nanos);
 

@@ -19,7 +19,7 @@
 /*
  * Strings the encoder may add after the window's own: "" (when the window
  * has no strings at all), value type and unit, "samples", "count",
- * "thread_id", "thread_name", "task_name" and the comment.
+ * "thread_id", "thread_name", "task_name", "interpreter_id" and the comment.
  */
 #define PPROF_EXTRA_STRINGS 9
 
@@ -36,7 +36,8 @@ struct pprof_plan {
     size_t nlabelrefs;  /* label pointers: every label of every sample */
     size_t npartlabels; /* part labels written, over all parts (each adds two strings) */
     bool has_task;
-    size_t bytes; /* of the block */
+    bool has_interp; /* a sample of a sub-interpreter: labelled interpreter_id */
+    size_t bytes;    /* of the block */
 };
 
 /* Whether a part's label may be written: a non-empty value, a name of its own. */
@@ -180,7 +181,8 @@ static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
         if (err)
             return err;
         p->has_task |= task;
-        size_t own = 1u + name + task;
+        p->has_interp |= s->interp_id != 0;
+        size_t own = 1u + name + task + (s->interp_id != 0);
         if (__builtin_add_overflow(p->nslots, s->nlocations, &p->nslots) ||
             __builtin_add_overflow(p->nlabels, own, &p->nlabels) ||
             __builtin_add_overflow(p->nlabelrefs, own + partlabels, &p->nlabelrefs))
@@ -345,6 +347,7 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
     int64_t key_tid = pprof_intern(&t, "thread_id");
     int64_t key_tname = pprof_intern(&t, "thread_name");
     int64_t key_task = p->has_task ? pprof_intern(&t, "task_name") : 0;
+    int64_t key_interp = p->has_interp ? pprof_intern(&t, "interpreter_id") : 0;
 
     Perftools__Profiles__Function *fns =
         pprof_take(ar, p->nfunctions, sizeof(Perftools__Profiles__Function));
@@ -471,6 +474,13 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
                 perftools__profiles__label__init(l);
                 l->key = key_task;
                 l->str = sid[s->task_name];
+                *labelp++ = l;
+            }
+            if (s->interp_id != 0) {
+                l = labels++;
+                perftools__profiles__label__init(l);
+                l->key = key_interp;
+                l->num = s->interp_id;
                 *labelp++ = l;
             }
             for (size_t q = 0; q < nplabels; q++)

@@ -328,13 +328,14 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
     int64_t ns = (int64_t)s->opts.interval_ns;
     if (!plain) {
         /* a logical stack: added in full; the thread's next own stack too */
-        if (agg_add(s->agg, frames, nframes, t->native_thread_id, k->name, task, 1, ns) == 0)
+        if (agg_add_in(s->agg, frames, nframes, t->native_thread_id, t->interp_id, k->name, task, 1,
+                       ns) == 0)
             s->counts.thread_samples++;
         k->last_added = false;
         for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
             /* a full tap drops and counts the sample itself */
-            int dropped = s->taps[q] ? agg_add(s->taps[q], frames, nframes, t->native_thread_id,
-                                               k->name, task, 1, ns)
+            int dropped = s->taps[q] ? agg_add_in(s->taps[q], frames, nframes, t->native_thread_id,
+                                                  t->interp_id, k->name, task, 1, ns)
                                      : 0;
             (void)dropped;
             k->tap_added[q] = false;
@@ -344,10 +345,10 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
     /* An unchanged stack that this thread's last add put in the window is
      * counted there, unlooked at; anything else is added in full. */
     bool repeat = t->unchanged && k->last_added && k->last_key == t->stack_key &&
-                  agg_repeat(s->agg, t->native_thread_id, k->name, 1, ns) == 0;
+                  agg_repeat_in(s->agg, t->native_thread_id, t->interp_id, k->name, 1, ns) == 0;
     if (!repeat) {
-        k->last_added =
-            agg_add(s->agg, frames, nframes, t->native_thread_id, k->name, NULL, 1, ns) == 0;
+        k->last_added = agg_add_in(s->agg, frames, nframes, t->native_thread_id, t->interp_id,
+                                   k->name, NULL, 1, ns) == 0;
         k->last_key = t->stack_key;
     }
     if (repeat || k->last_added)
@@ -355,11 +356,12 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
     for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
         if (!s->taps[q])
             continue;
-        bool trep = t->unchanged && k->tap_added[q] && k->last_key == t->stack_key &&
-                    agg_repeat(s->taps[q], t->native_thread_id, k->name, 1, ns) == 0;
+        bool trep =
+            t->unchanged && k->tap_added[q] && k->last_key == t->stack_key &&
+            agg_repeat_in(s->taps[q], t->native_thread_id, t->interp_id, k->name, 1, ns) == 0;
         if (!trep)
-            k->tap_added[q] = agg_add(s->taps[q], frames, nframes, t->native_thread_id, k->name,
-                                      NULL, 1, ns) == 0;
+            k->tap_added[q] = agg_add_in(s->taps[q], frames, nframes, t->native_thread_id,
+                                         t->interp_id, k->name, NULL, 1, ns) == 0;
     }
 }
 

@@ -55,6 +55,7 @@ test method, livelib.run()); the exit status is non-zero if anything failed.
 """
 
 import concurrent.futures
+import json
 import os
 import re
 import shutil
@@ -597,6 +598,37 @@ class GCTest(RecordCase):
         bad = [";".join(f) for f, _ in stacks if any("<GC>" in x for x in f)]
         self.assertEqual(bad, [], "<GC> with --no-gc")
         self.assertTrue(any("make_cycles" in [frame_name(x) for x in f] for f, _ in stacks))
+
+
+@per_version
+class SubinterpreterTest(RecordCase):
+    """subinterpreters.py: a sub-interpreter's samples are labelled with its id."""
+
+    @classmethod
+    def setUpClass(cls):
+        runs = {"all": (["-a", "-r", "200", "-d", "1"], ".pb.gz")}
+        cls.results = parallel({v: (lambda v=v: session("subinterpreters", v, "chroot", runs))
+                                for v in VERSIONS})
+
+    def check_interpreter_label(self, version):
+        """-a: sub_work()'s samples carry interpreter_id (the target's own id), the main
+        interpreter's none"""
+        r = self.results.get(version)
+        if isinstance(r, Exception):
+            self.fail(f"python{version}: {r}")
+        rec = self.result(r, "all")
+        prof = self.pprof(rec, "wall")
+        with open(rec.target.log, encoding="utf-8") as f:
+            want = next(json.loads(line.split(": ", 1)[1]) for line in f
+                        if line.startswith("pyprofd-expected: "))
+        sub = [s for s in prof.samples if s.has("sub_work")]
+        main = [s for s in prof.samples if s.has("main_loop")]
+        self.assertTrue(sub and main, f"sub {len(sub)}, main {len(main)} samples")
+        for s in sub:
+            self.assertEqual(s.labels.get("interpreter_id"), str(want["sub_interpreter_id"]),
+                             s.labels)
+        for s in main:
+            self.assertNotIn("interpreter_id", s.labels, s.labels)
 
 
 @per_version

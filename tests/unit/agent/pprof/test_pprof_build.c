@@ -214,6 +214,43 @@ static void test_pprof_build__labels(void **state)
     assert_int_equal(tasks, 2);
 }
 
+/*
+ * A sub-interpreter's samples: the same thread and stack in the main
+ * interpreter and in interpreter 2 are two samples, and only the second has
+ * an interpreter_id label (numeric); a repeat counts in its own interpreter.
+ */
+static void test_pprof_build__sub_interpreter_label(void **state)
+{
+    struct fixture *f = *state;
+    const struct unwind_frame fr[] = {{.kind = UNWIND_FRAME_PYTHON,
+                                       .function = "work",
+                                       .file = "app.py",
+                                       .first_line = 1,
+                                       .code_raddr = 1,
+                                       .pos = {2, 2, 0, 1}}};
+    assert_int_equal(agg_add_in(f->agg, fr, 1, 7, 0, "main", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(f->agg, fr, 1, 7, 2, "main", NULL, 1, 10), 0);
+    assert_int_equal(agg_repeat_in(f->agg, 7, 2, "main", 1, 10), 0);
+    assert_int_equal(agg_repeat_in(f->agg, 7, 0, "main", 1, 10), -ENOENT); /* last was in 2 */
+    struct pprof_meta m = {.value_type = "wall", .value_unit = "nanoseconds"};
+    encode(f, &m);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_int_equal(p->n_sample, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const Perftools__Profiles__Sample *s = p->sample[i];
+        const Perftools__Profiles__Label *in = label(p, s, "interpreter_id");
+        if (agg_sample(f->agg, i)->interp_id == 0) {
+            assert_null(in);
+            assert_int_equal(s->value[0], 1);
+        } else {
+            assert_non_null(in);
+            assert_int_equal(in->str, 0);
+            assert_int_equal(in->num, 2);
+            assert_int_equal(s->value[0], 2);
+        }
+    }
+}
+
 /* Finds the one sample of @thread whose leaf is @leaf at @line. */
 static const Perftools__Profiles__Sample *
 find_sample(const Perftools__Profiles__Profile *p, int64_t thread, const char *leaf, int64_t line)
@@ -734,6 +771,7 @@ int main(void)
         T(test_pprof_build__mirrors_the_window),
         T(test_pprof_build__sample_types_period_and_times),
         T(test_pprof_build__labels),
+        T(test_pprof_build__sub_interpreter_label),
         T(test_pprof_build__stacks_leaf_first_values_summed),
         T(test_pprof_build__system_name_only_when_it_differs),
         T(test_pprof_build__golden),
