@@ -114,6 +114,14 @@ struct unwind_frame {
      * coroutine's frame is at a fixed place inside it, which is how
      * async-aware stacks find where the running task starts. */
     uint64_t frame_raddr;
+    /* With UNWIND_OPCODES, a Python frame's current instruction as the
+     * interpreter has it now (a specialized form where the adaptive
+     * interpreter rewrote it): its opcode, its name, the name of the
+     * instruction it specializes and the marker profiles show for it
+     * (python/pyopcode.h). opname NULL: not asked for, not a Python frame,
+     * or not readable. */
+    const char *opname, *opbase, *opmarker;
+    uint8_t opcode;
 };
 
 enum unwind_thread_flags {

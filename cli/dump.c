@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dump.c: `pyprofd dump PID [-a] [--native] [--no-gc] [--async-aware] [--json]`:
+ * dump.c: `pyprofd dump PID [-a] [--native] [--no-gc] [--opcodes] [--async-aware] [--json]`:
  * one sample of a live process, printed for people (frames leaf first as
  * "function (file:line)") or as one JSON object (docs/unwinder.md has the
  * schema); with --async-aware also each thread's asyncio task tree
@@ -39,6 +39,8 @@ static void dump_usage(FILE *out)
           "  -a, --all-threads  every thread of every interpreter (default: the main thread)\n"
           "      --native       show <native> where C code called back into Python\n"
           "      --no-gc        no <GC> marker while the interpreter collects garbage\n"
+          "      --opcodes      each frame's current instruction, as the interpreter has\n"
+          "                     it now (a specialized form, and what it specializes)\n"
           "      --async-aware  also each thread's asyncio tasks, as trees of who awaits\n"
           "                     whom, with their coroutine stacks (CPython 3.14+)\n"
           "      --json         one JSON object instead of text\n"
@@ -86,6 +88,13 @@ static json_object *dump_json_frames(const struct unwind_frame *frames, size_t n
         json_object_object_add(jf, "end_line", dump_json_pos(f->pos.end_line));
         json_object_object_add(jf, "column", dump_json_pos(f->pos.col));
         json_object_object_add(jf, "end_column", dump_json_pos(f->pos.end_col));
+        if (f->opname) { /* --opcodes */
+            json_object *op = json_object_new_object();
+            json_object_object_add(op, "number", json_object_new_int(f->opcode));
+            json_object_object_add(op, "name", json_object_new_string(f->opname));
+            json_object_object_add(op, "base", json_object_new_string(f->opbase));
+            json_object_object_add(jf, "opcode", op);
+        }
         json_object_array_add(arr, jf);
     }
     return arr;
@@ -173,6 +182,12 @@ static void dump_print_frames(const struct unwind_frame *frames, size_t n, int i
         if (f->kind == UNWIND_FRAME_NATIVE || f->kind == UNWIND_FRAME_GC ||
             f->kind == UNWIND_FRAME_TASK)
             printf("%*s%s\n", indent, "", f->function);
+        else if (f->opname && strcmp(f->opname, f->opbase) != 0)
+            printf("%*s%s (%s:%d) %s, specialized from %s\n", indent, "", f->function, f->file,
+                   f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line, f->opname, f->opbase);
+        else if (f->opname)
+            printf("%*s%s (%s:%d) %s\n", indent, "", f->function, f->file,
+                   f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line, f->opname);
         else
             printf("%*s%s (%s:%d)\n", indent, "", f->function, f->file,
                    f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line);
@@ -354,11 +369,12 @@ out:
 
 int cli_dump(int argc, char **argv)
 {
-    enum { OPT_NATIVE = 256, OPT_NO_GC, OPT_JSON, OPT_BACKEND, OPT_ASYNC };
+    enum { OPT_NATIVE = 256, OPT_NO_GC, OPT_JSON, OPT_BACKEND, OPT_ASYNC, OPT_OPCODES };
     static const struct option opts[] = {
         {"all-threads", no_argument, NULL, 'a'},
         {"native", no_argument, NULL, OPT_NATIVE},
         {"no-gc", no_argument, NULL, OPT_NO_GC},
+        {"opcodes", no_argument, NULL, OPT_OPCODES},
         {"json", no_argument, NULL, OPT_JSON},
         {"async-aware", no_argument, NULL, OPT_ASYNC},
         {"backend", required_argument, NULL, OPT_BACKEND},
@@ -378,6 +394,9 @@ int cli_dump(int argc, char **argv)
             break;
         case OPT_NO_GC:
             o.flags |= UNWIND_NO_GC;
+            break;
+        case OPT_OPCODES:
+            o.flags |= UNWIND_OPCODES;
             break;
         case OPT_JSON:
             o.json = true;

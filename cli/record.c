@@ -93,6 +93,8 @@ static void record_usage(FILE *out)
           "  -a, --all-threads      every thread (default: the main thread)\n"
           "      --native           <native> where C code called back into Python\n"
           "      --no-gc            no <GC> marker during garbage collection\n"
+          "      --opcodes          each frame's current instruction, as a marker frame\n"
+          "                         below it: <op NAME (BASE)> for a specialized one\n"
           "      --blocking         stop the target's threads around each sample\n"
           "      --async-aware      asyncio tasks' await chains instead of the event loop's\n"
           "                         stack, labelled with the task name (CPython 3.14+)\n"
@@ -411,6 +413,7 @@ int cli_record(int argc, char **argv)
         OPT_MODE = 256,
         OPT_NATIVE,
         OPT_NO_GC,
+        OPT_OPCODES,
         OPT_BLOCKING,
         OPT_FORMAT,
         OPT_STATS,
@@ -425,6 +428,7 @@ int cli_record(int argc, char **argv)
         {"all-threads", no_argument, NULL, 'a'},
         {"native", no_argument, NULL, OPT_NATIVE},
         {"no-gc", no_argument, NULL, OPT_NO_GC},
+        {"opcodes", no_argument, NULL, OPT_OPCODES},
         {"blocking", no_argument, NULL, OPT_BLOCKING},
         {"output", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -472,6 +476,9 @@ int cli_record(int argc, char **argv)
             break;
         case OPT_NATIVE:
             o.unwind_flags |= UNWIND_NATIVE;
+            break;
+        case OPT_OPCODES:
+            o.unwind_flags |= UNWIND_OPCODES;
             break;
         case OPT_NO_GC:
             o.unwind_flags |= UNWIND_NO_GC;

@@ -245,7 +245,7 @@ int agg_new(const struct agg_limits *limits, struct agg **out)
     a->sample_hash = alloc_calloc(a->samples_cap, sizeof(*a->sample_hash));
     a->slots = alloc_calloc(a->slots_cap, sizeof(*a->slots));
     a->threads = alloc_calloc(a->lim.threads, sizeof(*a->threads));
-    a->scratch = alloc_calloc(UNWIND_MAX_DEPTH, sizeof(*a->scratch));
+    a->scratch = alloc_calloc(AGG_MAX_LOCATIONS, sizeof(*a->scratch));
     a->memo = alloc_calloc(memo, sizeof(*a->memo));
     a->memo_mask = memo - 1;
     if (!a->str_bytes || !a->str_off || !a->functions || !a->locations || !a->samples ||
@@ -289,7 +289,7 @@ size_t agg_memory(const struct agg *a)
            a->slots_cap * sizeof(*a->slots) +
            (a->str_index.mask + a->fn_index.mask + a->loc_index.mask + a->sample_index.mask + 4) *
                sizeof(uint32_t) +
-           a->lim.threads * sizeof(*a->threads) + UNWIND_MAX_DEPTH * sizeof(*a->scratch) +
+           a->lim.threads * sizeof(*a->threads) + AGG_MAX_LOCATIONS * sizeof(*a->scratch) +
            (a->memo_mask + 1) * sizeof(*a->memo);
 }
 
@@ -635,12 +635,26 @@ int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint6
     uint32_t task = task_name ? agg_intern(a, task_name) : 0;
     if (tname == AGG_EMPTY || task == AGG_EMPTY)
         return agg_drop(a);
+    size_t m = 0;
     for (size_t i = 0; i < n; i++) {
+        if (frames[i].opmarker) {
+            /* --opcodes: the frame's instruction, a marker frame just below
+             * it at the same file, line and column */
+            struct unwind_frame op = {.kind = UNWIND_FRAME_PYTHON,
+                                      .function = frames[i].opmarker,
+                                      .file = frames[i].file,
+                                      .pos = frames[i].pos};
+            uint32_t loc = agg_location_id(a, &op);
+            if (loc == AGG_EMPTY)
+                return agg_drop(a);
+            a->scratch[m++] = loc;
+        }
         uint32_t loc = agg_frame_location(a, &frames[i]);
         if (loc == AGG_EMPTY)
             return agg_drop(a);
-        a->scratch[i] = loc;
+        a->scratch[m++] = loc;
     }
+    n = m;
 
     /* A thread whose stack did not move: count it where it went last time. */
     struct agg_thread *th = agg_thread_slot(a, thread_id);

@@ -10,9 +10,11 @@
  * Tables (all ids dense and 0-based here; pprof ids are index + 1):
  *   strings    id 0 is always "" (pprof requires it)
  *   functions  (name, system name, file name, start line)
- *   locations  one per (function, line, column)
- *   samples    one per distinct (stack, thread id, thread name, task name),
- *              with the summed count and nanoseconds
+ *   locations  one per (function, line, column); a frame with an opcode
+ *              (UNWIND_OPCODES) adds its marker "<op NAME (BASE)>" as a
+ *              location of its own just below it, at the same position
+ *   samples    one per distinct (stack, thread id, thread name, task name,
+ *              interpreter), with the summed count and nanoseconds
  *
  * Everything is bounded by struct agg_limits: a sample that would exceed a
  * cap is dropped and counted (agg_stats), never grows the window further.
@@ -56,6 +58,9 @@ struct agg_function {
     uint32_t filename;    /* string id */
     int64_t start_line;   /* co_firstlineno, 0 when unknown */
 };
+
+/** Most locations of one sample: each frame, and each frame's opcode marker. */
+#define AGG_MAX_LOCATIONS (2u * UNWIND_MAX_DEPTH)
 
 struct agg_location {
     uint32_t function; /* index into the function table */

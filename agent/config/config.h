@@ -59,6 +59,7 @@ struct config_job {
     bool all_threads;             /* default true */
     bool native;                  /* default false */
     bool gc;                      /* default true */
+    bool opcodes;                 /* default false */
     bool async_aware;             /* default false */
     enum config_async_mode async_mode;
     struct relabel_rules *relabel; /* never NULL (maybe empty) */

@@ -288,7 +288,8 @@ static void sampler_next_jitter(struct sampler *s)
 
 static unsigned sampler_unwind_flags(const struct sampler *s)
 {
-    unsigned f = s->opts.unwind_flags & (UNWIND_ALL_THREADS | UNWIND_NATIVE | UNWIND_NO_GC);
+    unsigned f =
+        s->opts.unwind_flags & (UNWIND_ALL_THREADS | UNWIND_NATIVE | UNWIND_NO_GC | UNWIND_OPCODES);
     switch (s->opts.mode) {
     case PROFILE_CPU:
         return f | UNWIND_ONLY_ON_CPU;

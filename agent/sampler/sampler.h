@@ -43,7 +43,7 @@
 struct sampler_opts {
     enum profile_mode mode;
     uint64_t interval_ns;  /* > 0 */
-    unsigned unwind_flags; /* UNWIND_ALL_THREADS, UNWIND_NATIVE, UNWIND_NO_GC */
+    unsigned unwind_flags; /* UNWIND_ALL_THREADS, UNWIND_NATIVE, UNWIND_NO_GC, UNWIND_OPCODES */
     bool blocking;         /* stop the target's threads with ptrace around each sample */
     /* where the target's /proc files are (discovery.proc_root; copied):
      * thread names, host TIDs, cpu mode's on-CPU states; NULL: "/proc" */

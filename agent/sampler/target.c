@@ -81,7 +81,8 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
         .mode = job->mode,
         .interval_ns = t->interval_ns,
         .unwind_flags = (job->all_threads ? UNWIND_ALL_THREADS : 0u) |
-                        (job->native ? UNWIND_NATIVE : 0u) | (job->gc ? 0u : UNWIND_NO_GC),
+                        (job->native ? UNWIND_NATIVE : 0u) | (job->gc ? 0u : UNWIND_NO_GC) |
+                        (job->opcodes ? UNWIND_OPCODES : 0u),
         .async = t->aio,
         .proc_root = env->cfg->discovery.proc_root,
     };

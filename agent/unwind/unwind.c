@@ -16,6 +16,7 @@
 #include "base/bytes.h"
 #include "base/hash.h"
 #include "discovery/pyruntime.h"
+#include "python/pyopcode.h"
 #include "unwind/codecache.h"
 #include "unwind/pystr.h"
 #include "unwind/unwind.h"
@@ -145,6 +146,8 @@ struct unwind_scratch {
 };
 
 struct unwinder {
+    const char *const (*optable)[3]; /* the version's opcode names (UNWIND_OPCODES) */
+    bool opcodes_seen; /* a sample asked for opcodes: later ones without must clear them */
     struct memread *mr;
     struct py_layout l;
     uint64_t runtime_raddr;
@@ -356,6 +359,7 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
     if (err)
         goto fail;
     err = -ENOMEM;
+    u->optable = pyopcode_table(rt->version.minor);
     u->mr = mr;
     u->runtime_raddr = rt->raddr;
     if (scratch) {
@@ -1175,6 +1179,8 @@ static bool unwind_resolve_one(struct unwinder *u, const struct raw_frame *r,
 {
     f->kind = r->kind;
     f->code_raddr = r->code_raddr;
+    f->opname = f->opbase = f->opmarker = NULL;
+    f->opcode = 0;
     f->first_line = 0;
     f->file = unwind_marker_file;
     f->pos = (struct linetable_pos){LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN,
@@ -1282,6 +1288,49 @@ static void unwind_thread_flags(struct unwinder *u, struct unwind_thread *t,
         t->flags |= UNWIND_THREAD_HAS_EXCEPTION;
 }
 
+/*
+ * UNWIND_OPCODES: reads the code unit at each Python frame's instr_ptr (one
+ * batched read per MEMREAD_MAX_IOV frames) and names its low byte, the
+ * opcode, from the version's table. A frame whose unit cannot be read, or
+ * whose opcode the table does not know, has none. Returns whether any
+ * frame's opcode differs from what its slot held (a kept stack whose
+ * instruction was specialized in place is not unchanged).
+ */
+static bool unwind_read_opcodes(struct unwinder *u, size_t first)
+{
+    bool changed = false;
+    struct memread_iov iov[MEMREAD_MAX_IOV];
+    uint16_t unit[MEMREAD_MAX_IOV];
+    size_t at[MEMREAD_MAX_IOV];
+    for (size_t i = first; i < u->nframes;) {
+        size_t n = 0;
+        for (; i < u->nframes && n < MEMREAD_MAX_IOV; i++) {
+            const struct raw_frame *r = &u->raw[i];
+            if (r->kind != UNWIND_FRAME_PYTHON || !r->instr_ptr) {
+                changed |= u->frames[i].opname != NULL;
+                u->frames[i].opname = u->frames[i].opbase = u->frames[i].opmarker = NULL;
+                continue;
+            }
+            iov[n] = (struct memread_iov){r->instr_ptr, &unit[n], 2};
+            at[n++] = i;
+        }
+        bool ok = n && memread_readv(u->mr, iov, n) == 0;
+        for (size_t k = 0; k < n; k++) {
+            struct unwind_frame *f = &u->frames[at[k]];
+            uint8_t op = (uint8_t)(load_le16((const uint8_t *)&unit[k]) & 0xff);
+            const char *const *row =
+                ok && u->optable && u->optable[op][PYOPCODE_NAME] ? u->optable[op] : NULL;
+            const char *name = row ? row[PYOPCODE_NAME] : NULL;
+            changed |= f->opname != name || f->opcode != op;
+            f->opname = name;
+            f->opbase = row ? row[PYOPCODE_BASE] : NULL;
+            f->opmarker = row ? row[PYOPCODE_MARKER] : NULL;
+            f->opcode = op;
+        }
+    }
+    return changed;
+}
+
 /* Samples one thread; false when its thread state could not be read. */
 static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
                                  const struct interp_view *in, unsigned flags, bool preread)
@@ -1345,6 +1394,17 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     bool mine = rec->tstate_raddr == tstate_raddr && rec->first == first && rec->n == n;
     uint64_t serial;
     bool kept = unwind_resolve(u, first, mine ? rec->serial : 0, &serial);
+    if (flags & UNWIND_OPCODES) {
+        u->opcodes_seen = true;
+        if (unwind_read_opcodes(u, first))
+            kept = false;
+    } else if (u->opcodes_seen) {
+        for (size_t i = first; i < u->nframes; i++) {
+            struct unwind_frame *f = &u->frames[i];
+            kept = kept && !f->opname;
+            f->opname = f->opbase = f->opmarker = NULL;
+        }
+    }
     t->unchanged = mine && kept;
     *rec = (struct resolved_thread){.tstate_raddr = tstate_raddr,
                                     .serial = serial,

@@ -71,6 +71,7 @@ enum unwind_flags {
     UNWIND_ONLY_GIL = 1 << 3,       /* threads holding the GIL */
     UNWIND_ONLY_EXCEPTION = 1 << 4, /* threads handling an exception */
     UNWIND_ONLY_ON_CPU = 1 << 5,    /* threads the kernel has on a CPU (see unwinder_set_on_cpu) */
+    UNWIND_OPCODES = 1 << 6, /* each Python frame's current opcode (one more read per sample) */
 };
 
 struct pyruntime; /* discovery/pyruntime.h: where the runtime is */

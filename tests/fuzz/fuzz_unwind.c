@@ -5,8 +5,10 @@
  * Target memory is untrusted input; whatever it holds, attaching and
  * sampling must end in a status, never a crash, a hang or a leak.
  *
- * Input: u8 minor (13 + value % 3), u8 unwind flags (bit 3: a free-threaded
- * build: its rules and, on 3.14+, per-thread bytecode), u64 runtime address,
+ * Input: u8 minor (13 + value % 3), u8 unwind flags (bits 0-2 as
+ * UNWIND_ALL_THREADS, UNWIND_NATIVE, UNWIND_NO_GC; bit 3: a free-threaded
+ * build: its rules and, on 3.14+, per-thread bytecode; bit 4:
+ * UNWIND_OPCODES), u64 runtime address,
  * u64 .PyRuntime size, then records of u64 address, u64 length, bytes (the
  * format of tests/fixtures/unwind/<case>/memory.bin, whose recordings of real
  * processes are the seeds: tests/fuzz/make_seeds.py).
@@ -27,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     struct pyruntime rt = {.initialized = true};
     unsigned minor = 13 + data[0] % 3;
-    unsigned flags = data[1] & 7;
+    unsigned flags = (data[1] & 7u) | ((data[1] & 16) ? (unsigned)UNWIND_OPCODES : 0u);
     bool free_threaded = data[1] & 8;
     memcpy(&rt.raddr, data + 2, 8);
     memcpy(&rt.section_size, data + 10, 8);

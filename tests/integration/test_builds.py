@@ -27,6 +27,9 @@ the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...):
               keeps at most one per tick
     cpu       `record -a --mode cpu`: the workers; the napper and the waiting
               main thread at most a sliver (2 %, when they wake up)
+    opcodes   opcodes.py, `record --opcodes`: the hot attribute read is
+              <op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>, specialized, except on
+              3.13t, which does not specialize: <op LOAD_ATTR>
     exception in_except.py, `record --mode exception`: spin_handling(), which
               spins inside an except block, and not spin_plain()
 """
@@ -67,7 +70,8 @@ def folded(path):
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
             if stack:
-                out.append(([s.split(" (", 1)[0] for s in stack.split(";")], int(count)))
+                # "name (file:line)"; an opcode marker's name has " (" itself
+                out.append(([s.rsplit(" (", 1)[0] for s in stack.split(";")], int(count)))
     return out
 
 
@@ -184,6 +188,21 @@ class BuildsTest(unittest.TestCase):
         # instant now and then (waking up): a sliver, not a share
         idle = sum(c for s, c in stacks if "nap" in s or "main_wait" in s)
         self.assertLess(idle, max(3, total // 50), f"{idle} of {total} on CPU: {stacks}")
+
+    def check_opcodes(self, build):
+        ft = build.endswith("t")
+        t = self.start(build, "opcodes")
+        stacks, err = self.record(t, "op", "--opcodes", "-r", "500", "-d", "1")
+        leaves = {}
+        for s, c in stacks:
+            if len(s) >= 2 and s[-2] == "read_attr":
+                leaves[s[-1]] = leaves.get(s[-1], 0) + c
+        if ft and build.startswith("3.13"):
+            # 3.13's free-threaded build does not specialize
+            self.assertIn("<op LOAD_ATTR>", leaves, leaves)
+            self.assertFalse([op for op in leaves if "(" in op], leaves)
+        else:
+            self.assertIn("<op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>", leaves, leaves)
 
     def check_exception(self, build):
         t = self.start(build, "in_except")

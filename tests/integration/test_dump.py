@@ -255,7 +255,7 @@ class DumpCase(unittest.TestCase):
             for key, value in thread["status"].items():
                 self.assertIsInstance(value, bool, f"status.{key}")
             for frame in thread["frames"]:
-                self.assertEqual(set(frame), FRAME_KEYS, f"frame keys of {frame}")
+                self.assertEqual(set(frame) - {"opcode"}, FRAME_KEYS, f"frame keys of {frame}")
                 self.assertIsInstance(frame["function"], str)
                 self.assertIsInstance(frame["file"], str)
                 self.assertIsInstance(frame["line"], int)
@@ -364,6 +364,22 @@ class RecordStackTest(DumpCase):
         t = self.target(version, mode)
         frames = self.main_thread(self.dump_json(t, "--native"))["frames"]
         self.assert_stack_equal(frames, t.expected["frames"])
+
+    def check_opcodes(self, version, mode):
+        """--opcodes: every frame's current instruction, number, name and base; the
+        callers are calls (CALL, or a specialized CALL_*), the stack as without it"""
+        t = self.target(version, mode)
+        frames = self.main_thread(self.dump_json(t, "--opcodes"))["frames"]
+        self.assert_stack_equal(frames, t.expected["frames"])
+        for f in frames:
+            op = f["opcode"]
+            self.assertEqual(set(op), {"number", "name", "base"}, f)
+            self.assertTrue(0 <= op["number"] <= 255, f)
+            self.assertRegex(op["name"], r"^[A-Z_]+$", f)
+        for f in frames[1:]:
+            self.assertEqual(f["opcode"]["base"], "CALL", f)
+            self.assertTrue(f["opcode"]["name"].startswith("CALL"), f)
+        self.assertNotIn("opcode", self.main_thread(self.dump_json(t))["frames"][0])
 
     def check_human_output(self, version, mode):
         """without --json: the thread id and `function (file:line)` per frame, leaf first"""

@@ -632,6 +632,46 @@ class SubinterpreterTest(RecordCase):
 
 
 @per_version
+class OpcodesTest(RecordCase):
+    """opcodes.py: read_attr()'s attribute reads, specialized by the interpreter."""
+
+    @classmethod
+    def setUpClass(cls):
+        runs = {"pprof": (["--opcodes", "-r", "500", "-d", "1"], ".pb.gz"),
+                "plain": (["-r", "200", "-d", "1"], ".pb.gz")}
+        cls.results = parallel({v: (lambda v=v: session("opcodes", v, "chroot", runs))
+                                for v in VERSIONS})
+
+    def get(self, version, key):
+        r = self.results.get(version)
+        if isinstance(r, Exception):
+            self.fail(f"python{version}: {r}")
+        return self.result(r, key)
+
+    def check_opcodes(self, version):
+        """--opcodes: below every Python frame its instruction's marker; the hot
+        attribute read shows both names, <op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>"""
+        prof = self.pprof(self.get(version, "pprof"), "wall")
+        total = prof.total(0)
+        for s in prof.samples:
+            # leaf first: marker, its frame, marker, its frame, ...
+            self.assertEqual(len(s.frames) % 2, 0, s.frames)
+            for i in range(0, len(s.frames), 2):
+                self.assertTrue(s.frames[i].startswith("<op "), s.frames)
+                self.assertFalse(s.frames[i + 1].startswith("<op "), s.frames)
+            # the callers are calls
+            for i in range(2, len(s.frames), 2):
+                self.assertTrue(s.frames[i].startswith("<op CALL"), s.frames)
+        attr = prof.count(lambda s: s.frames[:2] == ["<op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>",
+                                                     "read_attr"])
+        livelib.within(self, f"python{version} samples in the specialized attribute read",
+                       100.0 * attr / total, 3.0, None, f"{attr} of {total}", unit="%")
+        # and without --opcodes, none
+        plain = self.pprof(self.get(version, "plain"), "wall")
+        self.assertFalse([f for s in plain.samples for f in s.frames if f.startswith("<op ")])
+
+
+@per_version
 class CommandTest(RecordCase):
     """record -- COMMAND: pyprofd starts the program and profiles it until it exits."""
 

@@ -78,6 +78,42 @@ static void test_agg__interns_and_counts(void **state)
     agg_free(a);
 }
 
+/* --opcodes: a frame's instruction is a marker location just below it, at
+ * its position; stacks that differ in an instruction only are two samples. */
+static void test_agg__opcode_markers(void **state)
+{
+    (void)state;
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct unwind_frame s[] = {frame("leaf", "/a.py", 10, 12, 0x100),
+                               frame("main", "/a.py", 1, 3, 0x200)};
+    s[0].opname = "LOAD_ATTR_INSTANCE_VALUE";
+    s[0].opbase = "LOAD_ATTR";
+    s[0].opmarker = "<op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>";
+    s[1].opname = s[1].opbase = "CALL";
+    s[1].opmarker = "<op CALL>";
+    assert_int_equal(agg_add(a, s, 2, 7, "MainThread", NULL, 1, 10), 0);
+    s[0].opmarker = "<op LOAD_ATTR>";
+    assert_int_equal(agg_add(a, s, 2, 7, "MainThread", NULL, 1, 10), 0);
+    assert_int_equal(agg_sample_count(a), 2);
+    const struct agg_sample *first = agg_sample(a, 0);
+    assert_int_equal(first->nlocations, 4);
+    static const char *const want[] = {"<op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>", "leaf",
+                                       "<op CALL>", "main"};
+    static const int64_t lines[] = {12, 12, 3, 3};
+    for (size_t i = 0; i < 4; i++) {
+        const struct agg_location *l = agg_location(a, first->locations[i]);
+        assert_string_equal(agg_string(a, agg_function(a, l->function)->name), want[i]);
+        assert_int_equal(l->line, lines[i]);
+    }
+    const struct agg_sample *second = agg_sample(a, 1);
+    assert_string_equal(
+        agg_string(a, agg_function(a, agg_location(a, second->locations[0])->function)->name),
+        "<op LOAD_ATTR>");
+    assert_int_equal(second->locations[1], first->locations[1]); /* the frame itself is shared */
+    agg_free(a);
+}
+
 static void test_agg__repeat_counts_the_last_stack(void **state)
 {
     (void)state;
@@ -467,6 +503,7 @@ static void test_agg__failed_growth_drops_and_counts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_agg__opcode_markers),
         cmocka_unit_test(test_agg__interns_and_counts),
         cmocka_unit_test(test_agg__growing_keeps_every_sample),
         cmocka_unit_test(test_agg__fresh_window_is_small),

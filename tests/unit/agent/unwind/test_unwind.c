@@ -645,6 +645,60 @@ static void test_unwind__free_threaded_bytecode_copies(void **state)
     }
 }
 
+/*
+ * UNWIND_OPCODES: each Python frame's instruction, named from the version's
+ * table, specialized form and base; an instruction specialized in place
+ * makes a kept stack not unchanged; without the flag, none.
+ */
+static void test_unwind__opcodes(void **state)
+{
+    (void)state;
+    static const struct {
+        unsigned minor;
+        uint8_t instance_value, load_attr, nop;
+    } v[] = {{13, 193, 82, 30}, {14, 180, 80, 27}, {15, 186, 79, 25}};
+    for (size_t k = 0; k < PYPROFD_ARRAY_SIZE(v); k++) {
+        struct fixture fx;
+        fx_open(&fx, v[k].minor);
+        unsigned t = pyimage_thread(fx.img, 100);
+        uint64_t f[4];
+        uint64_t work = build_stack(&fx, t, f);
+        fx_attach(&fx);
+        const struct py_layout *l = pyimage_layout(fx.img);
+        uint64_t unit = work + l->co_adaptive + 2 * 7; /* the leaf's instruction */
+        uint8_t code[2] = {v[k].instance_value, 1};
+        assert_int_equal(memread_fake_poke(fx.fake, unit, code, 2), 0);
+
+        const struct unwind_result *r = fx_sample(&fx, UNWIND_OPCODES);
+        const struct unwind_frame *leaf = &r->threads[0].frames[0];
+        assert_string_equal(leaf->opname, "LOAD_ATTR_INSTANCE_VALUE");
+        assert_string_equal(leaf->opbase, "LOAD_ATTR");
+        assert_string_equal(leaf->opmarker, "<op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>");
+        assert_int_equal(leaf->opcode, v[k].instance_value);
+        /* the callers' units are 0 in the image: CACHE */
+        assert_string_equal(r->threads[0].frames[1].opname, "CACHE");
+
+        /* the same stack: unchanged; then the instruction goes back to its
+         * base form in place (a deoptimisation): not unchanged any more */
+        r = fx_sample(&fx, UNWIND_OPCODES);
+        assert_true(r->threads[0].unchanged);
+        code[0] = v[k].load_attr;
+        assert_int_equal(memread_fake_poke(fx.fake, unit, code, 2), 0);
+        r = fx_sample(&fx, UNWIND_OPCODES);
+        assert_false(r->threads[0].unchanged);
+        assert_string_equal(r->threads[0].frames[0].opname, "LOAD_ATTR");
+        assert_string_equal(r->threads[0].frames[0].opbase, "LOAD_ATTR");
+        assert_string_equal(r->threads[0].frames[0].opmarker, "<op LOAD_ATTR>");
+
+        /* without the flag there are none */
+        r = fx_sample(&fx, 0);
+        assert_int_equal(r->threads[0].nframes, 3);
+        for (size_t i = 0; i < r->threads[0].nframes; i++)
+            assert_null(r->threads[0].frames[i].opname);
+        fx_close(&fx);
+    }
+}
+
 static void test_unwind__circular_thread_list_ends(void **state)
 {
     (void)state;
@@ -1193,6 +1247,7 @@ int main(void)
         cmocka_unit_test(test_unwind__wild_frame_address_does_not_stick),
         cmocka_unit_test(test_unwind__free_threaded_threads_run_together),
         cmocka_unit_test(test_unwind__free_threaded_bytecode_copies),
+        cmocka_unit_test(test_unwind__opcodes),
         cmocka_unit_test(test_unwind__fresh_unwinder_is_small),
         cmocka_unit_test(test_unwind__deep_stack_grows_and_unwinds_the_same),
     };
