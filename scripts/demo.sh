@@ -70,6 +70,47 @@ HOME="$out" GOCACHE="$out/gocache" GOFLAGS=-mod=mod GOPROXY=off \
     go tool pprof -top -nodecount=12 -sample_index=1 "$out/demo.pb.gz" 2>&1 |
     grep -v '^Main binary filename not available'
 echo
+echo "== every build: free-threaded (--disable-gil) and debug interpreters, read by the same binary"
+if [ -x "$(scripts/python-rootfs.sh --print-path)/usr/local/bin/python3.13t" ]; then
+    ftpid=$(scripts/run-target.sh start --python 3.13t parallel)
+    pids+=("$ftpid")
+    sleep 0.3
+    echo "   tests/targets/parallel.py under a free-threaded CPython 3.13t: three busy workers"
+    echo
+    "$bin" probe "$ftpid" | grep -E '^pid|build' | sed 's/^/   /'
+    echo
+    echo "== $bin dump --all-threads $ftpid   (no GIL: several threads attached at once)"
+    echo
+    "$bin" dump --all-threads "$ftpid" | grep -E '^Process|^Thread' | sed 's/^/   /'
+    echo
+    echo "== $bin record -a --mode gil -r 200 -d 1 $ftpid   (gil mode = attached threads: ~3 per tick)"
+    "$bin" record -a --mode gil -r 200 -d 1 --format collapsed -o "$out/ft.txt" "$ftpid" 2>&1 |
+        tail -n 1 | sed 's/^/   /'
+    awk '{n += $NF} END {printf "   %d thread samples\n", n}' "$out/ft.txt"
+    scripts/run-target.sh stop "$ftpid" # three busy threads: not on while the rest runs
+else
+    echo "   (no python3.13t in the rootfs: see docs/unwinder.md section 9)"
+fi
+dbgpid=$(scripts/run-target.sh start --python 3.15d record_stack)
+pids+=("$dbgpid")
+echo
+echo "== $bin dump $dbgpid   (Debian's debug build, python3.15d: no special case)"
+echo
+"$bin" dump "$dbgpid" | sed 's/^/   /'
+scripts/run-target.sh stop "$dbgpid"
+
+echo
+echo "== opcodes: tests/targets/opcodes.py under CPython 3.15, record --opcodes"
+echo "   (each frame's instruction as the interpreter has it now, specialized form and base)"
+oppid=$(scripts/run-target.sh start --python 3.15 opcodes)
+pids+=("$oppid")
+"$bin" record --opcodes -r 1k -d 1 -o "$out/opcodes.pb.gz" "$oppid" 2>&1 | tail -n 1 | sed 's/^/   /'
+echo
+HOME="$out" GOCACHE="$out/gocache" go tool pprof -top -nodecount=6 "$out/opcodes.pb.gz" 2>&1 |
+    grep -v '^Main binary filename not available' | sed 's/^/   /'
+scripts/run-target.sh stop "$oppid"
+
+echo
 echo "== async-aware stacks: an asyncio server (tests/targets/async_server.py) under CPython 3.15"
 echo "   main -> gather(worker-1, worker-2) -> each awaits a cruncher task that computes"
 echo
@@ -109,9 +150,9 @@ curl -s http://127.0.0.1:7979/targets | /usr/bin/python3 -c '
 import json, sys
 for t in json.load(sys.stdin)["targets"]:
     c = t.get("counts", {})
-    print("   pid %-7s nspid %-5s %-11s python %-8s job %-8s service_name %-14s samples %s" % (
+    print("   pid %-7s nspid %-5s %-11s python %-8s %-13s job %-8s service_name %-14s samples %s" % (
         t["pid"], t.get("nspid", "-"), t["state"], t.get("python_version", "-"),
-        t.get("job", "-"), t.get("labels", {}).get("service_name", "-"),
+        t.get("build", "-"), t.get("job", "-"), t.get("labels", {}).get("service_name", "-"),
         c.get("samples", "-")))'
 echo
 echo "== go tool pprof -top http://127.0.0.1:7979/debug/pprof/profile?seconds=3&pid=${pids[1]}"
