@@ -4,7 +4,9 @@
 # Benchmark: CPU cost per sample of pyprofd against CPython 3.15's own
 # sampling profiler ("Tachyon", python3.15 -m profiling.sampling), both
 # sampling the same live CPython 3.15 process as fast as they can, at several
-# stack depths. Prints a table; docs/performance.md has a run and what it means.
+# stack depths, for each build asked for (default, free-threaded, debug); on
+# a build Tachyon does not exist for (3.13, 3.14) pyprofd alone. Prints a
+# table; docs/performance.md has a run and what it means.
 # Not a test: `make test` does not run it.
 set -euo pipefail
 
@@ -13,23 +15,27 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo_dir=$(dirname "$script_dir")
 run_target=$repo_dir/scripts/run-target.sh
 target_src=$script_dir/targets/depth.py
-python=3.15
+pythons=3.15
 
 usage() {
 	cat <<EOF
 usage: bench/compare_tachyon.sh [-d SECONDS] [-c CYCLES] [--depths "10 50 200"]
-                                [--pyprofd PATH] [--rate HZ] [--tachyon-rate HZ]
-                                [--sampler-cpu LIST] [--target-cpu LIST] [--keep DIR]
+                                [--python "3.15 3.15t"] [--pyprofd PATH] [--rate HZ]
+                                [--tachyon-rate HZ] [--sampler-cpu LIST]
+                                [--target-cpu LIST] [--keep DIR]
 
-For each stack depth, start bench/targets/depth.py under CPython $python (a main
-thread that recurses that deep, then spins in pure Python), then sample it,
-one profiler after the other, CYCLES times (the order alternates between
-cycles: pyprofd first, then Tachyon first, ...):
+For each build and stack depth, start bench/targets/depth.py under that
+CPython (a main thread that recurses that deep, then spins in pure Python),
+then sample it, one profiler after the other, CYCLES times (the order
+alternates between cycles: pyprofd first, then Tachyon first, ...):
 
   1. pyprofd record -r RATE -d SECONDS        (from the host, by host PID)
-  2. python$python -m profiling.sampling attach -r TACHYON_RATE -d SECONDS
+  2. python3.15 -m profiling.sampling attach -r TACHYON_RATE -d SECONDS
      --collapsed                              (CPython's own sampler, inside
-                                               the target's rootfs)
+                                               the target's rootfs, run by
+                                               the target's own interpreter:
+                                               a free-threaded target needs a
+                                               free-threaded profiler)
 
 and print, for each: achieved samples per second and samples taken (from the
 tool's own summary; Tachyon's successful samples are counted in its collapsed
@@ -41,6 +47,9 @@ with several cycles, medians over them and the median of each cycle's ratio.
   -d, --duration SECONDS  how long each profiler samples (default: 5)
   -c, --cycles N          runs of each profiler per depth (default: 1)
       --depths LIST       stack depths, in Python frames (default: "10 50 200")
+      --python LIST       builds, as scripts/run-target.sh names them (default:
+                          3.15): 3.15, 3.15t (free-threaded), 3.15d (debug);
+                          3.13/3.14 builds get pyprofd only (no Tachyon there)
       --pyprofd PATH      pyprofd binary (default: build-release/pyprofd; build
                           it with: cmake --preset release && cmake --build
                           --preset release -j2)
@@ -78,7 +87,7 @@ cycles=1 sampler_cpu='' target_cpu=''
 while (($#)); do
 	case $1 in
 	-d | --duration | --depths | --pyprofd | --rate | --tachyon-rate | --keep | -c | --cycles | \
-		--sampler-cpu | --target-cpu)
+		--sampler-cpu | --target-cpu | --python)
 		(($# >= 2)) || die "option $1 needs a value"
 		case $1 in
 		-d | --duration) duration=$2 ;;
@@ -86,6 +95,7 @@ while (($#)); do
 		--sampler-cpu) sampler_cpu=$2 ;;
 		--target-cpu) target_cpu=$2 ;;
 		--depths) depths=$2 ;;
+		--python) pythons=$2 ;;
 		--pyprofd) pyprofd=$2 ;;
 		--rate) rate=$2 ;;
 		--tachyon-rate) tachyon_rate=$2 ;;
@@ -125,9 +135,24 @@ done
 	"'cmake --preset release && cmake --build --preset release -j2', or pass --pyprofd"
 command -v nsenter >/dev/null || die "nsenter not found (Debian package util-linux)"
 rootfs=$("$repo_dir/scripts/python-rootfs.sh" --print-path) || die "cannot find the rootfs path"
-[[ -x $rootfs/usr/bin/python$python ]] ||
-	die "no python$python in the rootfs $rootfs: run scripts/python-rootfs.sh (as root)"
 rootfs=$(realpath -- "$rootfs")
+# interp_of BUILD: the interpreter's path inside the rootfs
+interp_of() {
+	case $1 in
+	3.1[3-9]t) printf '/usr/local/bin/python%s' "$1" ;;
+	3.1[3-9] | 3.1[3-9]d) printf '/usr/bin/python%s' "$1" ;;
+	*) die "bad --python build $1: want 3.X, 3.Xt or 3.Xd" ;;
+	esac
+}
+for python in $pythons; do
+	interp=$(interp_of "$python")
+	if [[ ! -x $rootfs$interp ]]; then
+		why=''
+		[[ $python == *t && -f $rootfs/.pyprofd-free-threaded ]] &&
+			why=$(grep "^${python%t} " "$rootfs/.pyprofd-free-threaded" | cut -d' ' -f2-)
+		die "no $interp in the rootfs $rootfs${why:+: $why}; run scripts/python-rootfs.sh (as root)"
+	fi
+done
 
 # Scratch space: on the host for pyprofd, inside the rootfs for Tachyon (which
 # writes through the target's root).
@@ -201,7 +226,7 @@ run_pyprofd() {
 	local depth=$1 c=$2 plog pout pu ps summary re
 	plog=$work/pyprofd-d$depth-c$c.log
 	pout=$work/pyprofd-d$depth-c$c.txt
-	printf '%s: depth %s cycle %s: pyprofd record -r %s -d %s\n' "$prog" "$depth" "$c" "$rate" "$duration" >&2
+	printf '%s: python%s depth %s cycle %s: pyprofd record -r %s -d %s\n' "$prog" "$python" "$depth" "$c" "$rate" "$duration" >&2
 	read -r pu ps < <(cpu_of "$plog" "${sampler_pin[@]}" "$pyprofd" record -r "$rate" -d "$duration" \
 		-o "$pout" "$target_pid")
 	[[ $(<"$work/rc") == 0 ]] || die "pyprofd failed (depth $depth); its output: $(cat "$plog")"
@@ -210,7 +235,7 @@ run_pyprofd() {
 	[[ $summary =~ $re ]] || die "cannot parse pyprofd's summary: $summary"
 	local p_samples=${BASH_REMATCH[1]} p_secs=${BASH_REMATCH[2]} p_hz=${BASH_REMATCH[3]}
 	local p_failed=${BASH_REMATCH[5]} p_missed=${BASH_REMATCH[7]}
-	rows+=("$depth pyprofd $c $rate $p_secs $p_hz $p_samples $p_failed $p_missed $pu $ps $(per_k "$pu" "$ps" "$p_samples") $(stack_frames "$pout" 0)")
+	rows+=("$python $depth pyprofd $c $rate $p_secs $p_hz $p_samples $p_failed $p_missed $pu $ps $(per_k "$pu" "$ps" "$p_samples") $(stack_frames "$pout" 0)")
 }
 
 # run_tachyon DEPTH CYCLE: one Tachyon run, inside the target's mount and PID
@@ -219,11 +244,11 @@ run_tachyon() {
 	local depth=$1 c=$2 tlog tout tu ts re
 	tlog=$work/tachyon-d$depth-c$c.log
 	tout=$inner/tachyon-d$depth-c$c.txt
-	printf '%s: depth %s cycle %s: python%s -m profiling.sampling attach -r %s -d %s\n' \
-		"$prog" "$depth" "$c" "$python" "$tachyon_rate" "$duration" >&2
+	printf '%s: python%s depth %s cycle %s: python%s -m profiling.sampling attach -r %s -d %s\n' \
+		"$prog" "$python" "$depth" "$c" "$python" "$tachyon_rate" "$duration" >&2
 	read -r tu ts < <(cd / && cpu_of "$tlog" "${sampler_pin[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 		LANG=C.UTF-8 nsenter --target "$target_pid" --mount --pid --root --wd=/ \
-		"/usr/bin/python$python" -m profiling.sampling attach -r "$tachyon_rate" -d "$duration" \
+		"$interp" -m profiling.sampling attach -r "$tachyon_rate" -d "$duration" \
 		--collapsed -o "/tmp/${inner##*/}/${tout##*/}" "$ipid")
 	[[ $(<"$work/rc") == 0 ]] || die "Tachyon failed (depth $depth); its output: $(cat "$tlog")"
 	[[ -f $tout ]] || die "Tachyon wrote no profile (depth $depth); its output: $(cat "$tlog")"
@@ -238,79 +263,95 @@ run_tachyon() {
 	t_hz=$(awk -v n="$t_attempts" -v s="$t_secs" 'BEGIN { printf "%.1f", (s > 0 ? n / s : 0) }')
 	t_failed=$(awk -v n="$t_attempts" -v ok="$t_samples" 'BEGIN { printf "%.1f", (n > 0 ? 100 * (n - ok) / n : 0) }')
 	# its lines start with "tid:N;"
-	rows+=("$depth Tachyon $c $tachyon_rate $t_secs $t_hz $t_samples $t_failed $t_missed $tu $ts $(per_k "$tu" "$ts" "$t_samples") $(stack_frames "$tout" 1)")
+	rows+=("$python $depth Tachyon $c $tachyon_rate $t_secs $t_hz $t_samples $t_failed $t_missed $tu $ts $(per_k "$tu" "$ts" "$t_samples") $(stack_frames "$tout" 1)")
 }
 
 rows=()
 ratios=()
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for depth in $depths; do
-	printf '%s: depth %s: starting the target\n' "$prog" "$depth" >&2
-	target_pid=$("${target_pin[@]}" "$run_target" start --python "$python" --mode container "$target_src" --depth "$depth")
-	ipid=$(inner_pid "$target_pid")
-	for ((c = 1; c <= cycles; c++)); do
-		if ((c % 2)); then
-			run_pyprofd "$depth" "$c"
-			run_tachyon "$depth" "$c"
-		else
-			run_tachyon "$depth" "$c"
-			run_pyprofd "$depth" "$c"
-		fi
+versions=()
+for python in $pythons; do
+	interp=$(interp_of "$python")
+	# Tachyon is CPython 3.15's: a build of another version gets pyprofd only
+	tachyon=0
+	[[ $python == 3.15* ]] && tachyon=1
+	versions+=("$python $(chroot "$rootfs" "$interp" -c 'import platform, sysconfig; print(platform.python_version() + ("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""))')")
+	for depth in $depths; do
+		printf '%s: python%s depth %s: starting the target\n' "$prog" "$python" "$depth" >&2
+		target_pid=$("${target_pin[@]}" "$run_target" start --python "$python" --mode container "$target_src" --depth "$depth")
+		ipid=$(inner_pid "$target_pid")
+		for ((c = 1; c <= cycles; c++)); do
+			if ((c % 2 || !tachyon)); then
+				run_pyprofd "$depth" "$c"
+				((tachyon)) && run_tachyon "$depth" "$c"
+			else
+				run_tachyon "$depth" "$c"
+				run_pyprofd "$depth" "$c"
+			fi
+		done
+		"$run_target" stop "$target_pid"
+		target_pid=''
 	done
-	"$run_target" stop "$target_pid"
-	target_pid=''
 done
 
-printf '\npyprofd %s (%s), CPython %s; %s s per profiler per depth; load average %s before, %s after\n\n' \
+printf '\npyprofd %s (%s); CPython %s; %s s per profiler per depth; load average %s before, %s after\n\n' \
 	"$(git -C "$repo_dir" rev-parse --short HEAD 2>/dev/null || echo '?')" "$pyprofd" \
-	"$(chroot "$rootfs" "/usr/bin/python$python" -c 'import platform; print(platform.python_version())')" \
+	"$(printf '%s, ' "${versions[@]}" | sed 's/, $//')" \
 	"$duration" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)"
-fmt='%5s  %-7s  %5s  %9s  %5s  %11s  %9s  %7s  %7s  %6s  %6s  %7s  %12s  %6s\n'
+fmt='%-6s  %5s  %-7s  %5s  %9s  %5s  %11s  %9s  %7s  %7s  %6s  %6s  %7s  %12s  %6s\n'
 # shellcheck disable=SC2059 # the format is ours
-printf "$fmt" depth tool cycle 'rate asked' secs 'achieved Hz' samples 'failed%' 'missed%' 'user s' 'sys s' 'CPU s' 'CPU s/1k smp' frames
+printf "$fmt" python depth tool cycle 'rate asked' secs 'achieved Hz' samples 'failed%' 'missed%' 'user s' 'sys s' 'CPU s' 'CPU s/1k smp' frames
 for row in "${rows[@]}"; do
-	read -r d tool c r secs hz n f m u s k fr <<<"$row"
+	read -r py d tool c r secs hz n f m u s k fr <<<"$row"
 	# shellcheck disable=SC2059
-	printf "$fmt" "$d" "$tool" "$c" "$r" "$secs" "$hz" "$n" "$f" "$m" "$u" "$s" \
+	printf "$fmt" "$py" "$d" "$tool" "$c" "$r" "$secs" "$hz" "$n" "$f" "$m" "$u" "$s" \
 		"$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')" "$k" "$fr"
 done
 printf '\nmedians over %s cycle(s); sampler CPUs %s, target CPUs %s:\n' "$cycles" \
 	"${sampler_cpu:-any}" "${target_cpu:-any}"
-printf '%5s  %-7s  %11s  %14s  %18s\n' depth tool 'achieved Hz' 'us CPU/sample' 'pyprofd / Tachyon'
-for depth in $depths; do
-	declare -A med_hz=() med_k=()
-	for tool in pyprofd Tachyon; do
-		hz=() k=()
-		for row in "${rows[@]}"; do
-			read -r d t _ _ _ h _ _ _ _ _ kk _ <<<"$row"
-			[[ $d == "$depth" && $t == "$tool" ]] || continue
-			hz+=("$h") k+=("$kk")
+printf '%-6s  %5s  %-7s  %11s  %14s  %18s\n' python depth tool 'achieved Hz' 'us CPU/sample' 'pyprofd / Tachyon'
+for python in $pythons; do
+	for depth in $depths; do
+		declare -A med_hz=() med_k=()
+		for tool in pyprofd Tachyon; do
+			hz=() k=()
+			for row in "${rows[@]}"; do
+				read -r py d t _ _ _ h _ _ _ _ _ kk _ <<<"$row"
+				[[ $py == "$python" && $d == "$depth" && $t == "$tool" ]] || continue
+				hz+=("$h") k+=("$kk")
+			done
+			((${#hz[@]})) || continue
+			med_hz[$tool]=$(median "${hz[@]}")
+			med_k[$tool]=$(median "${k[@]}")
 		done
-		med_hz[$tool]=$(median "${hz[@]}")
-		med_k[$tool]=$(median "${k[@]}")
+		# CPU s per 1,000 samples x 1000 = us per sample
+		printf '%-6s  %5s  %-7s  %11.0f  %14.2f\n' "$python" "$depth" pyprofd "${med_hz[pyprofd]}" \
+			"$(awk -v k="${med_k[pyprofd]}" 'BEGIN { print k * 1000 }')"
+		if [[ -n ${med_k[Tachyon]:-} ]]; then
+			# each cycle's own ratio, then their median
+			cyc=()
+			for ((c = 1; c <= cycles; c++)); do
+				pk='' tk=''
+				for row in "${rows[@]}"; do
+					read -r py d t cc _ _ _ _ _ _ _ _ kk _ <<<"$row"
+					[[ $py == "$python" && $d == "$depth" && $cc == "$c" ]] || continue
+					[[ $t == pyprofd ]] && pk=$kk
+					[[ $t == Tachyon ]] && tk=$kk
+				done
+				cyc+=("$(awk -v p="$pk" -v t="$tk" 'BEGIN { printf "%.3f", (t > 0 ? p / t : 0) }')")
+			done
+			ratio=$(median "${cyc[@]}")
+			ratios+=("$python $depth $ratio")
+			printf '%-6s  %5s  %-7s  %11.0f  %14.2f  %18.3f\n' "$python" "$depth" Tachyon \
+				"${med_hz[Tachyon]}" "$(awk -v k="${med_k[Tachyon]}" 'BEGIN { print k * 1000 }')" "$ratio"
+		fi
+		unset med_hz med_k
 	done
-	# each cycle's own ratio, then their median
-	cyc=()
-	for ((c = 1; c <= cycles; c++)); do
-		pk='' tk=''
-		for row in "${rows[@]}"; do
-			read -r d t cc _ _ _ _ _ _ _ _ kk _ <<<"$row"
-			[[ $d == "$depth" && $cc == "$c" ]] || continue
-			[[ $t == pyprofd ]] && pk=$kk
-			[[ $t == Tachyon ]] && tk=$kk
-		done
-		cyc+=("$(awk -v p="$pk" -v t="$tk" 'BEGIN { printf "%.3f", (t > 0 ? p / t : 0) }')")
+done
+if ((${#ratios[@]})); then
+	printf '\nCPU per sample, pyprofd / Tachyon (median of the per-cycle ratios; the bar: <= 0.50 at depth 50; the aim: <= 0.10):\n'
+	for r in "${ratios[@]}"; do
+		read -r py d ratio <<<"$r"
+		printf '  python%-6s depth %5s: %s\n' "$py" "$d" "$ratio"
 	done
-	ratio=$(median "${cyc[@]}")
-	ratios+=("$depth $ratio")
-	# CPU s per 1,000 samples x 1000 = us per sample
-	printf '%5s  %-7s  %11.0f  %14.2f\n' "$depth" pyprofd "${med_hz[pyprofd]}" \
-		"$(awk -v k="${med_k[pyprofd]}" 'BEGIN { print k * 1000 }')"
-	printf '%5s  %-7s  %11.0f  %14.2f  %18.3f\n' "$depth" Tachyon "${med_hz[Tachyon]}" \
-		"$(awk -v k="${med_k[Tachyon]}" 'BEGIN { print k * 1000 }')" "$ratio"
-	unset med_hz med_k
-done
-printf '\nCPU per sample, pyprofd / Tachyon (median of the per-cycle ratios; the bar: <= 0.50 at depth 50; the aim: <= 0.10):\n'
-for r in "${ratios[@]}"; do
-	printf '  depth %5s: %s\n' "${r%% *}" "${r##* }"
-done
+fi

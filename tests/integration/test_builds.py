@@ -18,9 +18,11 @@ the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...):
               says "(free-threaded)" where it is
     parallel  parallel.py (three busy workers and a sleeper): in 25 dumps of
               every thread, a free-threaded build has two or more workers
-              attached to the interpreter at once at least once and never
-              claims a GIL holder; a GIL build never has more than one
-              thread holding the GIL; every worker's stack is its own
+              attached to the interpreter at once in at least half of them
+              and never claims a GIL holder; a GIL build shows two holders
+              in at most a fifth (only when the GIL moved while the thread
+              states were read one after the other); every worker's stack
+              is its own
     gil       the same target, `record -a --mode gil`: free-threaded, the
               samples of the attached threads (the three workers, never the
               sleeper) come to more than 1.5 per sampling tick; a GIL build
@@ -30,6 +32,8 @@ the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...):
     opcodes   opcodes.py, `record --opcodes`: the hot attribute read is
               <op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>, specialized, except on
               3.13t, which does not specialize: <op LOAD_ATTR>
+    agent     `pyprofd agent` keeps the target by __meta_python_free_threaded and
+              /targets says "build": "free-threaded" (else "gil")
     exception in_except.py, `record --mode exception`: spin_handling(), which
               spins inside an except block, and not spin_plain()
 """
@@ -133,7 +137,7 @@ class BuildsTest(unittest.TestCase):
         want = read_expected(t.log)
         self.assertEqual(want["free_threaded"], ft, want)
         self.assertEqual(want["gil_enabled"], not ft, want)
-        most = 0
+        together = []  # per dump: workers attached at once
         seen = set()
         for _ in range(25):
             proc = run("dump", "-a", "--json", str(t.pid))
@@ -153,14 +157,16 @@ class BuildsTest(unittest.TestCase):
                     attached += th["status"]["attached"]
                 if ft:
                     self.assertFalse(th["status"]["holds_gil"], th)
-            holders = sum(th["status"]["holds_gil"] for th in doc["threads"])
-            self.assertLessEqual(holders, 1, proc.stdout)
-            most = max(most, attached)
+            together.append(attached)
         self.assertEqual(seen, set(WORKERS))
+        # The thread states are read one after the other, not at one instant:
+        # a GIL build can hand the GIL over in between and show two holders
+        # now and then. Free-threaded workers are attached nearly always.
+        many = sum(n >= 2 for n in together)
         if ft:
-            self.assertGreaterEqual(most, 2, "workers never attached at the same time")
+            self.assertGreaterEqual(many, len(together) // 2, together)
         else:
-            self.assertLessEqual(most, 1)
+            self.assertLessEqual(many, len(together) // 5, together)
 
     def check_gil(self, build):
         ft = build.endswith("t")
@@ -203,6 +209,37 @@ class BuildsTest(unittest.TestCase):
             self.assertFalse([op for op in leaves if "(" in op], leaves)
         else:
             self.assertIn("<op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>", leaves, leaves)
+
+    def check_agent(self, build):
+        ft = build.endswith("t")
+        t = self.start(build, "parallel")
+        # keep exactly this target, by the free-threaded meta label and its command line
+        config = f"""\
+global:
+  sample_rate: 100
+  mode: gil
+discovery:
+  refresh_interval: 1s
+  min_process_age: 200ms
+profile_configs:
+  - job_name: builds
+    relabel_configs:
+      - source_labels: [__meta_python_free_threaded, __meta_process_commandline]
+        separator: ";"
+        regex: '{"true" if ft else "false"};.*/parallel[.]py.*'
+        action: keep
+server:
+  listen_address: 127.0.0.1:{{port}}
+"""
+        agent = livelib.Agent(self.tmp, f"agent-{build}", config)
+        self.addCleanup(agent.stop)
+        agent.wait_http()
+        entry = agent.wait_state(t.pid, "active", timeout=15)
+        self.assertEqual(entry["build"], "free-threaded" if ft else "gil", entry)
+        self.assertEqual(entry["python_version"].endswith("t"), ft, entry)
+        others = [e for pid, e in agent.targets().items()
+                  if pid != t.pid and e["state"] == "active"]
+        self.assertEqual(others, [], "the relabel rule kept only this target")
 
     def check_exception(self, build):
         t = self.start(build, "in_except")
