@@ -29,9 +29,7 @@
 #include "exporters/pull/views.h"
 #include "sampler/loop.h"
 
-#ifndef PYPROFD_VERSION
-#define PYPROFD_VERSION "unknown"
-#endif
+#include "cli/version.h"
 
 #define AGENT_DEFAULT_SHUTDOWN_S 10
 /* seconds between looks at the config file for a change on disk */
@@ -397,7 +395,11 @@ static int agent_http_metrics(void *ctx, struct promtext *w)
     int err = promtext_family(w, "pyprofd_build_info", PROMTEXT_GAUGE,
                               "Always 1; the labels say which pyprofd this is.");
     if (!err)
-        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"version", PYPROFD_VERSION}), 1);
+        err = promtext_sample(w, NULL,
+                              PROMTEXT_LABELS({"version", pyprofd_build.version},
+                                              {"revision", pyprofd_build.revision},
+                                              {"compiler", pyprofd_build.compiler}),
+                              1);
     if (!err)
         err = promtext_family(w, "pyprofd_config_last_reload_successful", PROMTEXT_GAUGE,
                               "Whether the last configuration load succeeded (1) or not (0).");
@@ -627,8 +629,8 @@ int cli_agent(int argc, char **argv)
         log_info("serving http://%s/ (profiles at /debug/pprof/profile, /targets, /metrics)",
                  listen_addr);
     }
-    log_info("pyprofd %s agent started: %zu job(s), config %s", PYPROFD_VERSION, njobs,
-             a.config_file ? a.config_file : "(built-in default)");
+    log_info("pyprofd %s (%s) agent started: %zu job(s), config %s", pyprofd_build.version,
+             pyprofd_build.revision, njobs, a.config_file ? a.config_file : "(built-in default)");
 
     for (;;) {
         const struct timespec check = {.tv_sec = AGENT_CONFIG_CHECK_S};

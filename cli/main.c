@@ -28,10 +28,7 @@
 
 #include "base/log.h"
 #include "cli/cli.h"
-
-#ifndef PYPROFD_VERSION
-#define PYPROFD_VERSION "unknown"
-#endif
+#include "cli/version.h"
 
 #ifdef PYPROFD_LITE
 #define PROG "pyprofd-lite"
@@ -135,7 +132,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "probe") == 0)
         return cli_probe(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf(PROG " %s\n", PYPROFD_VERSION);
+        /* the layout of Prometheus' own tools' --version */
+        printf(PROG ", version %s (revision: %s)\n", pyprofd_build.version, pyprofd_build.revision);
+        printf("  build date:  %s\n", pyprofd_build.date);
+        printf("  compiler:    %s\n", pyprofd_build.compiler);
+        printf("  build type:  %s\n", pyprofd_build.build_type);
         return CLI_EXIT_OK;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -36,6 +36,7 @@ struct record_opts {
     unsigned unwind_flags;
     bool blocking;
     bool realtime_stats;
+    int progress; /* -1: on a terminal (default), 0: never */
     const char *output;
     enum record_format format;
     enum memread_backend backend;
@@ -105,6 +106,8 @@ static void record_usage(FILE *out)
           "      --format FORMAT    pprof or collapsed (default: from the file name:\n"
           "                         pprof for .pb.gz and .pprof, else collapsed)\n"
           "      --realtime-stats   print the achieved rate every second\n"
+          "      --no-progress      no live progress line (default: one on a terminal:\n"
+          "                         samples, elapsed time, achieved rate)\n"
           "      --backend B        memory reader: auto (default), vm or procmem\n",
           out);
 }
@@ -241,6 +244,26 @@ static void record_async_summary(const struct asyncio *aio, pid_t pid)
 }
 
 /* Reasons and warnings first: the summary is always the last line. */
+/* How often the live progress line is redrawn. */
+#define RECORD_PROGRESS_NS 250000000ull
+
+/*
+ * The live progress line on a terminal: drawn over itself (\r, then erase to
+ * the end of the line), never a new line; a few times a second, not per sample.
+ */
+static void record_progress(struct sampler_counts c, uint64_t elapsed_ns, double duration)
+{
+    double secs = (double)elapsed_ns / 1e9;
+    char of[32] = "";
+    if (duration > 0)
+        snprintf(of, sizeof(of), " of %g", duration);
+    fprintf(stderr,
+            "\rpyprofd: %" PRIu64 " samples, %.1f%s s, %.0f Hz, %" PRIu64 " failed, %" PRIu64
+            " missed\033[K",
+            c.taken, secs, of, secs > 0 ? (double)c.attempts / secs : 0.0, c.failed, c.missed);
+    fflush(stderr);
+}
+
 static void record_summary(const struct sampler_counts *c, double seconds)
 {
     if (c->failed) {
@@ -343,6 +366,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     record_thread_setup(so.interval_ns);
     uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
     uint64_t next_stats = start + 1000000000ull, stats_attempts = 0;
+    bool progress = !o->realtime_stats && o->progress < 0 && isatty(STDERR_FILENO);
+    uint64_t next_progress = start + RECORD_PROGRESS_NS;
     while (!record_stop) {
         uint64_t due = sampler_due(s);
         uint64_t wake = due < end ? due : end;
@@ -376,7 +401,13 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
             stats_attempts = c.attempts;
             next_stats += 1000000000ull;
         }
+        if (progress && now >= next_progress) {
+            record_progress(sampler_counts(s), now - start, o->duration);
+            next_progress = now + RECORD_PROGRESS_NS;
+        }
     }
+    if (progress)
+        fputs("\r\033[K", stderr); /* the summary takes the line's place */
     uint64_t stop = clock_mono_now();
     struct sampler_counts c = sampler_counts_final(s);
     sampler_free(s); /* detach before writing, so a blocked target runs again */
@@ -419,7 +450,8 @@ int cli_record(int argc, char **argv)
         OPT_STATS,
         OPT_BACKEND,
         OPT_ASYNC,
-        OPT_ASYNC_MODE
+        OPT_ASYNC_MODE,
+        OPT_NO_PROGRESS
     };
     static const struct option opts[] = {
         {"rate", required_argument, NULL, 'r'},
@@ -433,17 +465,19 @@ int cli_record(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"realtime-stats", no_argument, NULL, OPT_STATS},
+        {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
         {"backend", required_argument, NULL, OPT_BACKEND},
         {"async-aware", no_argument, NULL, OPT_ASYNC},
         {"async-mode", required_argument, NULL, OPT_ASYNC_MODE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct record_opts o = {.rate = 100, .mode = PROFILE_WALL};
+    struct record_opts o = {.rate = 100, .mode = PROFILE_WALL, .progress = -1};
     int c;
     optind = 1;
-    /* '+': stop at the first non-option, so COMMAND's own options stay its own */
-    while ((c = getopt_long(argc, argv, "+r:d:ao:h", opts, NULL)) != -1) {
+    /* options may follow the PID (getopt permutes); "--" still ends them, so
+     * COMMAND's own options stay its own */
+    while ((c = getopt_long(argc, argv, "r:d:ao:h", opts, NULL)) != -1) {
         switch (c) {
         case 'r': {
             int err = record_parse_rate(optarg, &o.rate);
@@ -501,6 +535,9 @@ int cli_record(int argc, char **argv)
             break;
         case OPT_STATS:
             o.realtime_stats = true;
+            break;
+        case OPT_NO_PROGRESS:
+            o.progress = 0;
             break;
         case OPT_BACKEND:
             if (cli_parse_backend(optarg, &o.backend))

@@ -47,6 +47,7 @@ The last line of the output is "N passed, N failed, N skipped" (livelib.run()).
 import glob
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -254,6 +255,11 @@ server:
         livelib.within(self, "pyprofd_samples_total{job=\"agent-test\"}",
                        self.metric('pyprofd_samples_total{job="agent-test"}') or 0, 101, None)
         self.assertIn("pyprofd_build_info{", text)
+        # the revision label is the one --version prints
+        version = subprocess.run([livelib.BINARY, "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout.splitlines()[0]
+        revision = re.search(r"revision: (\S+)\)", version).group(1)
+        self.assertRegex(text, r'pyprofd_build_info\{[^}]*revision="%s"' % re.escape(revision))
         self.assertIn("process_cpu_seconds_total", text)
         # the agent's own heap (what it allocated, touched or not)
         self.heap = self.metric("pyprofd_heap_inuse_bytes")

@@ -734,6 +734,88 @@ class CommandTest(RecordCase):
                 self.assertTrue(s.files[-1].startswith(stdlib), f"root frame: {where}")
 
 
+class CommandLineTest(RecordCase):
+    """The command line's habits: options after the PID, the live progress line, --version."""
+
+    def test_options_after_the_pid(self):
+        """record PID -o FILE -d 1 -r 200: options after the PID work as before it"""
+        target = start_target("busy", "3.14")
+        try:
+            path = os.path.join(livelib.scratch(), "after-pid.pb.gz")
+            proc = subprocess.run([BINARY, "record", str(target.pid), "-o", path, "-d", "1",
+                                   "-r", "200"], capture_output=True, text=True, timeout=60)
+        finally:
+            target.stop()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(os.path.isfile(path), proc.stderr)
+        self.assertRegex(proc.stderr, r"pyprofd: \d+ samples in 1\.\d\d s \(\d+\.\d Hz")
+        self.assertNotIn("\r", proc.stderr, "a progress line without a terminal")
+
+    def test_double_dash_still_ends_options(self):
+        """after --, what looks like an option is the command's: -r fast is not ours"""
+        rec = record(["-d", "1"], command=["/bin/true", "-r", "fast", "-d", "x"])
+        self.assertEqual(rec.rc, 1, rec.describe())  # a command that never starts Python
+        self.assertNotIn("usage", rec.stderr)
+
+    def test_progress_on_a_terminal(self):
+        """on a terminal, one live line (samples, elapsed, rate) redrawn in place, erased
+        before the summary; --no-progress: none"""
+        import pty
+        target = start_target("busy", "3.14")
+        outputs = {}
+        try:
+            for key, extra in (("on", []), ("off", ["--no-progress"])):
+                path = os.path.join(livelib.scratch(), f"progress-{key}.txt")
+                master, slave = pty.openpty()
+                proc = subprocess.Popen([BINARY, "record", "-d", "1.5", *extra, "-o", path,
+                                         str(target.pid)], stdin=subprocess.DEVNULL,
+                                        stdout=slave, stderr=slave)
+                os.close(slave)
+                chunks = []
+                while True:
+                    try:
+                        data = os.read(master, 4096)
+                    except OSError:  # EIO: the other side closed
+                        break
+                    if not data:
+                        break
+                    chunks.append(data)
+                os.close(master)
+                self.assertEqual(proc.wait(timeout=60), 0, b"".join(chunks))
+                outputs[key] = b"".join(chunks).decode("utf-8", errors="replace")
+        finally:
+            target.stop()
+        on = outputs["on"]
+        lines = re.findall(r"\rpyprofd: (\d+) samples, ([0-9.]+) of 1\.5 s, (\d+) Hz, "
+                           r"\d+ failed, \d+ missed\x1b\[K", on)
+        self.assertGreaterEqual(len(lines), 3, repr(on))
+        counts = [int(n) for n, _, _ in lines]
+        self.assertEqual(counts, sorted(counts), "the count only grows")
+        self.assertIn("\r\x1b[K", on, "the line is erased before the summary")
+        self.assertRegex(on, r"\r\x1b\[Kpyprofd: wrote ")
+        self.assertNotIn("\rpyprofd:", outputs["off"])
+        self.assertRegex(outputs["off"], r"pyprofd: \d+ samples in 1\.\d\d s")
+
+    def test_version(self):
+        """--version: version and git revision, build date, compiler, build type; the
+        revision is the source tree's (-dirty when it had changes)"""
+        proc = subprocess.run([BINARY, "--version"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        lines = proc.stdout.splitlines()
+        self.assertEqual(len(lines), 4, proc.stdout)
+        m = re.match(r"^pyprofd, version (\d+\.\d+\.\d+) \(revision: ([0-9a-f]{12}(-dirty)?|"
+                     r"unknown)\)$", lines[0])
+        self.assertIsNotNone(m, lines[0])
+        self.assertRegex(lines[1], r"^  build date:  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertRegex(lines[2], r"^  compiler:    (GNU|Clang) \d+\.")
+        self.assertRegex(lines[3], r"^  build type:  \S+$")
+        src = livelib.SOURCE_DIR
+        if os.path.isdir(os.path.join(src, ".git")):
+            head = subprocess.run(["git", "-C", src, "rev-parse", "--short=12", "HEAD"],
+                                  capture_output=True, text=True).stdout.strip()
+            self.assertEqual(m.group(2).removesuffix("-dirty"), head)
+
+
 class ErrorTest(RecordCase):
     """Errors on the command line and with the target."""
 
