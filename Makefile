@@ -8,7 +8,13 @@
 #   make test          set everything up, check format and lint, build, run every
 #                      test (ctest, ASan+UBSan), then the unit tests and the
 #                      agent's live test under ThreadSanitizer
-#   make / make build  developer build: build/pyprofd (gcc, -Werror)
+#   make / make release  the optimised binary a user runs: build-release/pyprofd
+#   make build         developer build: build/pyprofd (gcc, debug, -Werror)
+#   make install       make release, then install it under PREFIX (default
+#                      /usr/local; DESTDIR is honoured): the binaries, man
+#                      pages, bash completion, config, systemd unit
+#   make package       a Debian package of the release build (cpack -G DEB):
+#                      build-release/pyprofd_VERSION_ARCH.deb
 #   make unit          unit tests only, no privileges needed
 #   make kube-tools    the Kubernetes tools rootfs (make test builds it)
 #   make fuzz          run every fuzz target for FUZZ_SECONDS each
@@ -23,9 +29,26 @@ FUZZ_SECONDS ?= 60
 SRC_FILES     = $(shell git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null)
 LINT_FILES    = $(shell git ls-files -co --exclude-standard -- 'agent/*.c' 'exporters/*.c' 'cli/*.c' 2>/dev/null)
 
-.PHONY: all build bootstrap rootfs kube-tools test tsan unit demo fuzz format format-check lint clean
+PREFIX       ?= /usr/local
 
-all: build
+.PHONY: all release install package build bootstrap rootfs kube-tools test tsan unit demo fuzz \
+	format format-check lint clean
+
+all: release
+
+release: bootstrap
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+
+install: bootstrap
+	@cmake --preset release -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+	@cmake --install build-release --prefix $(PREFIX)
+
+package: bootstrap
+	@cmake --preset release -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+	@cd build-release && cpack -G DEB
 
 bootstrap:
 	@scripts/bootstrap.sh

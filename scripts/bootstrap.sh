@@ -32,6 +32,9 @@ PACKAGES=(
 	clang-tidy
 	cppcheck
 	shellcheck
+	help2man # the man page, from pyprofd --help (make install, the .deb)
+	lintian  # checks the .deb (tests/install)
+	dpkg-dev # dpkg-shlibdeps: the .deb's library dependencies
 	golang-go # go tool pprof reads our profiles in tests
 	prometheus # promtool check metrics validates /metrics in tests
 	python3-grpcio # a real gRPC server receives Parca pushes in tests

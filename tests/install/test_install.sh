@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ctest test_install BUILD_DIR: what `make install` and `make package` make of
+# a build tree. Installs BUILD_DIR under a scratch DESTDIR with the prefix /usr
+# and with /opt/pyprofd, checks every file is where the docs say, that the man
+# page renders, that bash completion completes commands, options, option
+# values and PIDs, then builds the Debian package (cpack -G DEB) and checks
+# its contents, its dependencies (dpkg-shlibdeps) and that lintian reports no
+# error. Exit 77 (skipped) without help2man, cpack's DEB tools or lintian.
+set -euo pipefail
+build=${1:?usage: test_install.sh BUILD_DIR}
+build=$(cd "$build" && pwd)
+for tool in help2man dpkg-deb dpkg-shlibdeps lintian cpack; do
+	command -v "$tool" >/dev/null || {
+		echo "test_install: $tool not found (scripts/bootstrap.sh installs it)" >&2
+		exit 77
+	}
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass=0
+check() { # name, then the command
+	local name=$1
+	shift
+	if "$@"; then
+		pass=$((pass + 1))
+	else
+		echo "FAIL: $name" >&2
+		fail=$((fail + 1))
+	fi
+}
+
+# --- make install, prefix /usr and /opt/pyprofd -------------------------------
+DESTDIR=$tmp/usr-root cmake --install "$build" --prefix /usr >/dev/null
+DESTDIR=$tmp/opt-root cmake --install "$build" --prefix /opt/pyprofd >/dev/null
+expect_files() { # root, prefix, etc dir
+	local root=$1 p=$2 etc=$3 f missing=()
+	for f in "$p/bin/pyprofd" "$p/bin/pyprofd-lite" "$p/share/man/man1/pyprofd.1.gz" \
+		"$p/share/man/man1/pyprofd-lite.1.gz" "$p/share/bash-completion/completions/pyprofd" \
+		"$p/share/bash-completion/completions/pyprofd-lite" "$etc/pyprofd/pyprofd.yml" \
+		"$p/lib/systemd/system/pyprofd.service" "$p/share/doc/pyprofd/copyright" \
+		"$p/share/doc/pyprofd/changelog.gz" "$p/share/doc/pyprofd/README.md"; do
+		[[ -f $root$f ]] || missing+=("$f")
+	done
+	((${#missing[@]} == 0)) || {
+		echo "missing under $root: ${missing[*]}" >&2
+		return 1
+	}
+	[[ -x $root$p/bin/pyprofd ]]
+}
+check "install --prefix /usr: the files, config in /etc" expect_files "$tmp/usr-root" /usr /etc
+check "install --prefix /opt/pyprofd: the files, config in PREFIX/etc" \
+	expect_files "$tmp/opt-root" /opt/pyprofd /opt/pyprofd/etc
+check "the installed binary runs" "$tmp/usr-root/usr/bin/pyprofd" --version
+check "the config installed is the shipped one" cmp "$tmp/usr-root/etc/pyprofd/pyprofd.yml" \
+	"$(dirname "$0")/../../config/pyprofd.yml"
+
+man_page() {
+	local text
+	text=$(zcat "$tmp/usr-root/usr/share/man/man1/pyprofd.1.gz")
+	[[ $text == *'.SH NAME'* && $text == *'continuous profiler for CPython'* ]] || return 1
+	[[ $text == *record* && $text == *agent* && $text == *dump* ]] || return 1
+	if command -v man >/dev/null; then
+		MANWIDTH=80 man -l "$tmp/usr-root/usr/share/man/man1/pyprofd.1.gz" 2>/dev/null |
+			grep -q '^PYPROFD(1)'
+	fi
+}
+check "man page: generated from --help, renders" man_page
+
+# --- bash completion ------------------------------------------------------------
+complete_words() { # the words typed so far (the last one being completed)
+	bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _pyprofd
+		printf "%s\n" "${COMPREPLY[@]}"' _ \
+		"$tmp/usr-root/usr/share/bash-completion/completions/pyprofd" "$@"
+}
+completes() { # expected word, then the words
+	local want=$1
+	shift
+	complete_words "$@" | grep -qx -- "$want"
+}
+check "completion: commands" completes record pyprofd rec
+check "completion: agent only for pyprofd" completes agent pyprofd ag
+check "completion: record's options" completes --opcodes pyprofd record --op
+check "completion: --mode's values" completes exception pyprofd record --mode ex
+check "completion: a PID" completes "$$" pyprofd dump "$$"
+registered() {
+	bash -c "source '$1'; complete -p pyprofd pyprofd-lite" >/dev/null
+}
+check "completion: registered for both programs" \
+	registered "$tmp/usr-root/usr/share/bash-completion/completions/pyprofd-lite"
+
+# --- the Debian package ------------------------------------------------------------
+(cd "$tmp" && cpack -G DEB -B "$tmp/pkg" --config "$build/CPackConfig.cmake" >"$tmp/cpack.log" 2>&1) || {
+	cat "$tmp/cpack.log" >&2
+	exit 1
+}
+deb=$(find "$tmp/pkg" -maxdepth 1 -name 'pyprofd_*.deb' | head -n 1)
+check "cpack made a .deb" test -n "$deb"
+deb_has() { dpkg-deb -c "$deb" | awk '{print $6}' | grep -qx -- "$1"; }
+check "the .deb: /usr/bin/pyprofd" deb_has ./usr/bin/pyprofd
+check "the .deb: /etc/pyprofd/pyprofd.yml" deb_has ./etc/pyprofd/pyprofd.yml
+check "the .deb: the man page" deb_has ./usr/share/man/man1/pyprofd.1.gz
+check "the .deb: the systemd unit" deb_has ./usr/lib/systemd/system/pyprofd.service
+conffile() { dpkg-deb -I "$deb" conffiles | grep -qx /etc/pyprofd/pyprofd.yml; }
+check "the .deb: the config is a conffile" conffile
+shlibdeps() { dpkg-deb -f "$deb" Depends | grep -q libcurl4; }
+check "the .deb: library dependencies from dpkg-shlibdeps" shlibdeps
+lintian_clean() {
+	local out
+	out=$(lintian "$deb" 2>&1 | grep -v 'running with root privileges' || true)
+	if grep -q '^E: ' <<<"$out"; then
+		echo "$out" >&2
+		return 1
+	fi
+	[[ -z $out ]] || echo "lintian (no errors): $out" >&2
+}
+check "lintian: no errors" lintian_clean
+
+echo "$pass passed, $fail failed"
+((fail == 0))
