@@ -10,7 +10,9 @@ build whose source package the mirror lacks is recorded as unavailable in the
 rootfs; its tests skip and say so.
 
 Runs with Debian's /usr/bin/python3 (standard library only), as root, once
-the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...):
+the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...;
+parallel, cpu and agent on the free-threaded builds only: on a GIL build
+they would repeat what the default builds' tests check):
 
     stack     record_stack.py: `dump --json` gives exactly the stack the
               target recorded, "python" is its version ("t" appended when
@@ -86,10 +88,30 @@ def ticks(stderr):
     return int(m.group(1)) if m else None
 
 
+# Checks only a free-threaded build needs: the rest are the GIL rules that
+# Debian's default builds already exercise everywhere else.
+FT_ONLY = ("parallel", "cpu", "agent")
+
+
 class BuildsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = livelib.scratch()
+        cls.shared = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        for t in cls.shared.values():
+            t.stop()
+
+    def parallel(self, build):
+        """parallel.py under @build, one per build for every check that only samples it."""
+        why = livelib.build_missing(build)
+        if why:
+            self.skipTest(why)
+        if build not in self.shared:
+            self.shared[build] = livelib.start_target(self.tmp, "parallel", build, "chroot")
+        return self.shared[build]
 
     def start(self, build, script, *args):
         why = livelib.build_missing(build)
@@ -133,13 +155,13 @@ class BuildsTest(unittest.TestCase):
 
     def check_parallel(self, build):
         ft = build.endswith("t")
-        t = self.start(build, "parallel")
+        t = self.parallel(build)
         want = read_expected(t.log)
         self.assertEqual(want["free_threaded"], ft, want)
         self.assertEqual(want["gil_enabled"], not ft, want)
         together = []  # per dump: workers attached at once
         seen = set()
-        for _ in range(25):
+        for _ in range(15):
             proc = run("dump", "-a", "--json", str(t.pid))
             self.assertEqual(proc.returncode, 0, proc.stderr)
             doc = json.loads(proc.stdout)
@@ -170,13 +192,16 @@ class BuildsTest(unittest.TestCase):
 
     def check_gil(self, build):
         ft = build.endswith("t")
-        t = self.start(build, "parallel")
-        stacks, err = self.record(t, "gil", "-a", "--mode", "gil", "-r", "200", "-d", "2")
+        t = self.parallel(build)
+        stacks, err = self.record(t, "gil", "-a", "--mode", "gil", "-r", "200", "-d", "1")
         total = sum(c for _, c in stacks)
         per_worker = {w: sum(c for s, c in stacks if w in s) for w in WORKERS}
-        self.assertFalse([s for s, _ in stacks if "nap" in s], "the sleeper in gil mode")
+        # the napper holds the GIL (is attached) only for an instant after each
+        # second's sleep, longer when a busy machine preempts it right then
+        naps = sum(c for s, c in stacks if "nap" in s)
+        self.assertLessEqual(naps, max(3, total // 20), f"the napper in gil mode: {stacks}")
         n = ticks(err)
-        self.assertTrue(n and n > 100, err)
+        self.assertTrue(n and n > 50, err)
         if ft:
             self.assertGreater(total / n, 1.5, f"{total} samples in {n:.0f} ticks: {err}")
             for w, c in per_worker.items():
@@ -185,15 +210,16 @@ class BuildsTest(unittest.TestCase):
             self.assertLessEqual(total / n, 1.05, f"{total} samples in {n:.0f} ticks: {err}")
 
     def check_cpu(self, build):
-        t = self.start(build, "parallel")
-        stacks, err = self.record(t, "cpu", "-a", "--mode", "cpu", "-r", "200", "-d", "2")
+        t = self.parallel(build)
+        stacks, err = self.record(t, "cpu", "-a", "--mode", "cpu", "-r", "200", "-d", "1")
         total = sum(c for _, c in stacks)
         funcs = {f for s, _ in stacks for f in s}
         self.assertTrue(set(WORKERS) <= funcs, f"{funcs}\n{err}")
-        # the napper and the waiting main thread are runnable only for an
-        # instant now and then (waking up): a sliver, not a share
+        # the napper and the waiting main thread are runnable (R) only around
+        # waking up, for tens of ms when a loaded machine has no CPU free: a
+        # sliver, not a share (measured: 2 % under ASan with load average 3)
         idle = sum(c for s, c in stacks if "nap" in s or "main_wait" in s)
-        self.assertLess(idle, max(3, total // 50), f"{idle} of {total} on CPU: {stacks}")
+        self.assertLessEqual(idle, max(3, total // 20), f"{idle} of {total} on CPU: {stacks}")
 
     def check_opcodes(self, build):
         ft = build.endswith("t")
@@ -212,7 +238,7 @@ class BuildsTest(unittest.TestCase):
 
     def check_agent(self, build):
         ft = build.endswith("t")
-        t = self.start(build, "parallel")
+        t = self.parallel(build)
         # keep exactly this target, by the free-threaded meta label and its command line
         config = f"""\
 global:
@@ -243,16 +269,18 @@ server:
 
     def check_exception(self, build):
         t = self.start(build, "in_except")
-        stacks, err = self.record(t, "exc", "--mode", "exception", "-r", "500", "-d", "2")
+        stacks, err = self.record(t, "exc", "--mode", "exception", "-r", "500", "-d", "1")
         total = sum(c for _, c in stacks)
         handling = sum(c for s, c in stacks if s[-1] == "spin_handling")
-        self.assertGreater(total, 250, err)  # about half of the ~1000 ticks
+        self.assertGreater(total, 120, err)  # about half of the ~500 ticks
         self.assertGreaterEqual(handling, total * 0.95, stacks)
 
 
 def per_build(cls):
     for attr in [a for a in vars(cls) if a.startswith("check_")]:
         for build in BUILDS:
+            if attr[len("check_"):] in FT_ONLY and not build.endswith("t"):
+                continue
             def test(self, check=getattr(cls, attr), build=build):
                 check(self, build)
             test.__name__ = f"test_{attr[len('check_'):]}__{build.replace('.', '_')}"
