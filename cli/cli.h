@@ -55,6 +55,8 @@ int cli_parse_backend(const char *arg, enum memread_backend *out);
 
 int cli_probe(int argc, char **argv);
 int cli_dump(int argc, char **argv);
+/** `pyprofd top PID`: a live view of the hottest functions (cli/top.c). */
+int cli_top(int argc, char **argv);
 int cli_record(int argc, char **argv);
 int cli_agent(int argc, char **argv);
 /** `pyprofd check-config`: 0 all files valid, 1 some invalid, 2 usage errors. */

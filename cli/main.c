@@ -52,6 +52,8 @@ static void usage(FILE *out)
 #endif
           "  dump [-a] [--native] [--json] PID\n"
           "          print the Python stacks of a live process, leaf first\n"
+          "  top [-r HZ] [-w SECS] PID\n"
+          "          a live view of the hottest functions (own and total share)\n"
           "  probe [--backend auto|vm|procmem] PID...\n"
           "          find the CPython runtime in each process and show its version\n"
           "  version print the " PROG " version\n"
@@ -116,11 +118,14 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
 #ifndef PYPROFD_LITE
-    if (strcmp(cmd, "dump") == 0 || strcmp(cmd, "record") == 0 || strcmp(cmd, "probe") == 0)
+    if (strcmp(cmd, "dump") == 0 || strcmp(cmd, "record") == 0 || strcmp(cmd, "probe") == 0 ||
+        strcmp(cmd, "top") == 0)
         exec_lite(argv);
 #endif
     if (strcmp(cmd, "dump") == 0)
         return cli_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "top") == 0)
+        return cli_top(argc - 1, argv + 1);
     if (strcmp(cmd, "record") == 0)
         return cli_record(argc - 1, argv + 1);
 #ifndef PYPROFD_LITE

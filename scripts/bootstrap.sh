@@ -34,6 +34,7 @@ PACKAGES=(
 	shellcheck
 	help2man # the man page, from pyprofd --help (make install, the .deb)
 	lintian  # checks the .deb (tests/install)
+	tmux     # pyprofd top is tested in a real terminal (tests/integration/test_top.py)
 	dpkg-dev # dpkg-shlibdeps: the .deb's library dependencies
 	golang-go # go tool pprof reads our profiles in tests
 	prometheus # promtool check metrics validates /metrics in tests
