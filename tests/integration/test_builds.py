@@ -11,8 +11,8 @@ rootfs; its tests skip and say so.
 
 Runs with Debian's /usr/bin/python3 (standard library only), as root, once
 the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...;
-parallel, cpu and agent on the free-threaded builds only: on a GIL build
-they would repeat what the default builds' tests check):
+parallel, gil, cpu, opcodes and agent on the free-threaded builds only: on a
+debug build they would repeat what the default builds' tests check):
 
     stack     record_stack.py: `dump --json` gives exactly the stack the
               target recorded, "python" is its version ("t" appended when
@@ -89,8 +89,9 @@ def ticks(stderr):
 
 
 # Checks only a free-threaded build needs: the rest are the GIL rules that
-# Debian's default builds already exercise everywhere else.
-FT_ONLY = ("parallel", "cpu", "agent")
+# Debian's default builds already exercise everywhere else (a debug build
+# gets the exact stack, its flags and the exception mode's fixed offsets).
+FT_ONLY = ("parallel", "cpu", "agent", "gil", "opcodes")
 
 
 class BuildsTest(unittest.TestCase):

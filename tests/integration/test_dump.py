@@ -368,6 +368,8 @@ class RecordStackTest(DumpCase):
     def check_opcodes(self, version, mode):
         """--opcodes: every frame's current instruction, number, name and base; the
         callers are calls (CALL, or a specialized CALL_*), the stack as without it"""
+        if mode != "chroot":
+            self.skipTest("the launch mode changes nothing the opcodes read")
         t = self.target(version, mode)
         frames = self.main_thread(self.dump_json(t, "--opcodes"))["frames"]
         self.assert_stack_equal(frames, t.expected["frames"])

@@ -85,7 +85,7 @@ class Elf(unittest.TestCase):
         self.assertNotIn("agent [", p.stdout)
         p = subprocess.run([LITE, "version"], capture_output=True, text=True, timeout=10)
         self.assertEqual(p.returncode, 0)
-        self.assertTrue(p.stdout.startswith("pyprofd-lite "), p.stdout)
+        self.assertTrue(p.stdout.startswith("pyprofd-lite, version "), p.stdout)
         # the full binary still has them, in-process
         p = subprocess.run([BINARY, "check-config", "/nonexistent.yml"], capture_output=True,
                            text=True, timeout=10)
