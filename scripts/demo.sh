@@ -21,6 +21,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+echo "== $bin --version"
+"$bin" --version | sed 's/^/   /'
+echo
 echo "== starting the demo workload under CPython 3.13, 3.14 and 3.15 (container-like namespaces)"
 for v in 3.13 3.14 3.15; do
     pid=$(scripts/run-target.sh start --python "$v" --mode container demo_workload)
@@ -69,6 +72,10 @@ echo
 HOME="$out" GOCACHE="$out/gocache" GOFLAGS=-mod=mod GOPROXY=off \
     go tool pprof -top -nodecount=12 -sample_index=1 "$out/demo.pb.gz" 2>&1 |
     grep -v '^Main binary filename not available'
+echo
+echo "== $bin top -d 3 -n 8 ${pids[1]}   (the live view; on a terminal it redraws in place,"
+echo "   o/t sort by own/total share, q quits; here stdout is a pipe: a table every second)"
+"$bin" top -d 3 -n 8 "${pids[1]}" | awk '/^---/ {n++} n == 3' | sed 's/^/   /'
 echo
 echo "== every build: free-threaded (--disable-gil) and debug interpreters, read by the same binary"
 if [ -x "$(scripts/python-rootfs.sh --print-path)/usr/local/bin/python3.13t" ]; then
