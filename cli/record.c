@@ -2,14 +2,17 @@
 /*
  * record.c: `pyprofd record [options] PID` and `pyprofd record [options] --
  * COMMAND ARGS...`: sample a process at a fixed rate until it exits, the
- * duration ends or Ctrl-C, then write a pprof profile or folded stacks and
- * one summary line. docs/usage.md documents every option.
+ * duration ends or Ctrl-C, then write a pprof profile, folded stacks or a
+ * self-contained HTML flame graph, and one summary line. docs/usage.md
+ * documents every option.
  */
 #include "base/compat.h"
 
 #include <getopt.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,16 +21,19 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "cli/version.h"
 #include "pprof/collapsed.h"
+#include "pprof/flamegraph.h"
 #include "pprof/gzip.h"
 #include "pprof/pprof_build.h"
 #include "sampler/sampler.h"
+#include "web/web.h"
 
 #define RECORD_MAX_RATE   1000000.0  /* Hz */
 #define RECORD_WAIT_START 30         /* seconds a launched command may take to start Python */
 #define RECORD_MAX_SLACK  1000000ull /* ns: the timer slack at low rates */
 
-enum record_format { RECORD_AUTO, RECORD_PPROF, RECORD_COLLAPSED };
+enum record_format { RECORD_AUTO, RECORD_PPROF, RECORD_COLLAPSED, RECORD_HTML };
 
 struct record_opts {
     double rate;
@@ -103,8 +109,11 @@ static void record_usage(FILE *out)
           "                         suspended task; only with --mode wall); implies\n"
           "                         --async-aware\n"
           "  -o, --output FILE      where to write (default: pyprofd-PID.pb.gz)\n"
-          "      --format FORMAT    pprof or collapsed (default: from the file name:\n"
-          "                         pprof for .pb.gz and .pprof, else collapsed)\n"
+          "      --format FORMAT    pprof, collapsed or html (default: from the file name:\n"
+          "                         pprof for .pb.gz and .pprof, html for .html, else\n"
+          "                         collapsed); html is one self-contained page with an\n"
+          "                         interactive flame graph, a top-functions table and\n"
+          "                         the summary, opened in any browser without network\n"
           "      --realtime-stats   print the achieved rate every second\n"
           "      --no-progress      no live progress line (default: one on a terminal:\n"
           "                         samples, elapsed time, achieved rate)\n"
@@ -151,9 +160,111 @@ static int record_wait_python(pid_t child, struct cli_target *t, enum memread_ba
     return CLI_EXIT_FAIL;
 }
 
+/* What the HTML report's sidebar says besides the options: the target and the counts. */
+struct record_report {
+    pid_t pid;
+    char python[48];
+    bool free_threaded;
+    char command[1024]; /* its command line, read when it was attached */
+    struct sampler_counts counts;
+    double seconds;
+};
+
+/* The command line of @pid, arguments joined by spaces ("" when unreadable). */
+static void record_cmdline(pid_t pid, char *out, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    out[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, size - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    while (n > 0 && out[n - 1] == '\0')
+        n--;
+    for (ssize_t i = 0; i < n; i++)
+        if (out[i] == '\0' || out[i] == '\n')
+            out[i] = ' ';
+    out[n] = '\0';
+}
+
+/* The report's summary as a JSON object (docs/usage.md lists the keys). */
+static void record_meta_json(const struct record_opts *o, const struct record_report *r,
+                             int64_t start_wall, FILE *out)
+{
+    const struct sampler_counts *c = &r->counts;
+    char when[32] = "";
+    time_t secs = (time_t)(start_wall / 1000000000);
+    struct tm tm;
+    if (gmtime_r(&secs, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(out, "{\"pid\":%d,\"command\":", (int)r->pid);
+    flame_json_string(r->command, out);
+    fputs(",\"python\":", out);
+    flame_json_string(r->python, out);
+    fprintf(out, ",\"build\":\"%s\",\"mode\":\"%s\",\"threads\":\"%s\"",
+            r->free_threaded ? "free-threaded" : "", profile_mode_name(o->mode),
+            o->unwind_flags & UNWIND_ALL_THREADS ? "all" : "main");
+    if (o->async_aware)
+        fprintf(out, ",\"async\":\"%s\"", asyncio_mode_name(o->async_mode));
+    fprintf(out,
+            ",\"rate_hz\":%g,\"duration_s\":%.3f,\"achieved_hz\":%.3f,\"samples\":%" PRIu64
+            ",\"attempts\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"missed\":%" PRIu64
+            ",\"failed_by\":{",
+            o->rate, r->seconds, r->seconds > 0 ? (double)c->attempts / r->seconds : 0.0, c->taken,
+            c->attempts, c->failed, c->missed);
+    bool first = true;
+    for (int s = 0; s < SAMPLE_STATUS_COUNT; s++) {
+        if (!c->failed_by[s])
+            continue;
+        fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",", status_name((enum sample_status)s),
+                c->failed_by[s]);
+        first = false;
+    }
+    fprintf(out, "},\"start\":\"%s\",\"pyprofd\":", when);
+    flame_json_string(pyprofd_build.version, out);
+    fputc('}', out);
+}
+
+/* What the report's callbacks need. */
+struct record_html {
+    const struct record_opts *o;
+    const struct record_report *r;
+    const struct agg *agg;
+    int64_t start_wall;
+};
+
+static int record_html_meta(void *arg, FILE *out)
+{
+    const struct record_html *h = arg;
+    record_meta_json(h->o, h->r, h->start_wall, out);
+    return 0;
+}
+
+static int record_html_tree(void *arg, FILE *out)
+{
+    const struct record_html *h = arg;
+    struct flame_part part = {.agg = h->agg};
+    return flame_json_write(&part, 1, "all", out);
+}
+
+static enum record_format record_format_of(const struct record_opts *o, const char *path)
+{
+    if (o->format != RECORD_AUTO)
+        return o->format;
+    if (record_ends_with(path, ".pb.gz") || record_ends_with(path, ".pprof"))
+        return RECORD_PPROF;
+    if (record_ends_with(path, ".html") || record_ends_with(path, ".htm"))
+        return RECORD_HTML;
+    return RECORD_COLLAPSED;
+}
+
 static int record_write(const struct record_opts *o, const char *path, const struct agg *agg,
                         enum profile_mode mode, uint64_t interval_ns, int64_t start_wall,
-                        int64_t duration_ns)
+                        int64_t duration_ns, const struct record_report *rep)
 {
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -163,10 +274,8 @@ static int record_write(const struct record_opts *o, const char *path, const str
         return -errno;
     }
     int err = 0;
-    bool pprof = o->format == RECORD_PPROF ||
-                 (o->format == RECORD_AUTO &&
-                  (record_ends_with(path, ".pb.gz") || record_ends_with(path, ".pprof")));
-    if (pprof) {
+    enum record_format format = record_format_of(o, path);
+    if (format == RECORD_PPROF) {
         struct pprof_meta meta = {
             .value_type = profile_mode_name(mode),
             .value_unit = "nanoseconds",
@@ -180,6 +289,9 @@ static int record_write(const struct record_opts *o, const char *path, const str
         if (!err && fwrite(buf, 1, len, f) != len)
             err = -EIO;
         alloc_free(buf);
+    } else if (format == RECORD_HTML) {
+        struct record_html h = {.o = o, .r = rep, .agg = agg, .start_wall = start_wall};
+        err = web_report_write(f, record_html_meta, record_html_tree, &h);
     } else {
         err = collapsed_write(agg, f);
     }
@@ -333,6 +445,9 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     if (status != CLI_EXIT_OK)
         goto out;
     pid = t.pid;
+    struct record_report rep = {.pid = pid, .free_threaded = t.rt.version.free_threaded};
+    pyversion_format(&t.rt.version, rep.python, sizeof(rep.python));
+    record_cmdline(pid, rep.command, sizeof(rep.command));
     if (record_async_new(o, &t, &aio) || agg_new(NULL, &agg)) {
         log_error("out of memory for the profile");
         status = CLI_EXIT_FAIL;
@@ -417,10 +532,15 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     const char *path = o->output;
     if (!path) {
         snprintf(defpath, sizeof(defpath), "pyprofd-%d.%s", (int)pid,
-                 o->format == RECORD_COLLAPSED ? "txt" : "pb.gz");
+                 o->format == RECORD_COLLAPSED ? "txt"
+                 : o->format == RECORD_HTML    ? "html"
+                                               : "pb.gz");
         path = defpath;
     }
-    if (record_write(o, path, agg, o->mode, so.interval_ns, start_wall, (int64_t)(stop - start)))
+    rep.counts = c;
+    rep.seconds = (double)(stop - start) / 1e9;
+    if (record_write(o, path, agg, o->mode, so.interval_ns, start_wall, (int64_t)(stop - start),
+                     &rep))
         status = CLI_EXIT_FAIL;
     else
         fprintf(stderr, "pyprofd: wrote %s\n", path);
@@ -528,8 +648,10 @@ int cli_record(int argc, char **argv)
                 o.format = RECORD_PPROF;
             else if (strcmp(optarg, "collapsed") == 0)
                 o.format = RECORD_COLLAPSED;
+            else if (strcmp(optarg, "html") == 0)
+                o.format = RECORD_HTML;
             else {
-                log_error("unknown format '%s' (use pprof or collapsed)", optarg);
+                log_error("unknown format '%s' (use pprof, collapsed or html)", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;

@@ -36,6 +36,11 @@ PACKAGES=(
 	lintian  # checks the .deb (tests/install)
 	tmux     # pyprofd top is tested in a real terminal (tests/integration/test_top.py)
 	dpkg-dev # dpkg-shlibdeps: the .deb's library dependencies
+	nodejs # npm fetches the flame graph library at build time (scripts/fetch-web-assets.sh)
+	openssl # ... and its integrity hash is checked
+	chromium # the HTML flame graph and the agent's page are tested in a headless browser
+	chromium-driver
+	python3-selenium
 	golang-go # go tool pprof reads our profiles in tests
 	prometheus # promtool check metrics validates /metrics in tests
 	python3-grpcio # a real gRPC server receives Parca pushes in tests
@@ -112,6 +117,11 @@ for pkg in "${PACKAGES[@]}"; do
 		missing+=("$pkg")
 	fi
 done
+# Debian's nodejs comes without npm (package npm); other builds of nodejs
+# (the machine's own apt sources may carry one) bundle it and conflict with it.
+if ! command -v npm >/dev/null && [[ -z ${installed[npm]:-} ]]; then
+	missing+=(npm)
+fi
 
 if ((${#missing[@]} == 0)); then
 	if ((verbose)); then

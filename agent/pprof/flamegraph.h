@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * flamegraph.h: a window as the call tree a flame graph draws, in JSON: the
+ * input of d3-flame-graph in `pyprofd record --format html` and on the
+ * agent's page (web/). Stacks are merged from the root down by location
+ * (function and line, as the folded output keeps them apart); every node
+ * holds its inclusive sample count.
+ *
+ *   {"n": name, "f": file, "ln": line, "v": samples, "c": [children]}
+ *
+ * (d3-flame-graph reads "n", "v" and "c" itself; it takes "l" for a library
+ * type and "d" for a delta, so neither is used.)
+ *
+ * "f" and "ln" are left out for markers (<native>, <GC>, <op ...>) and for
+ * the nodes that name a part. Strings are JSON-escaped and '<' is written
+ * as \u003c, so the document can sit inside an HTML <script> element.
+ *
+ * Thread safety: reads the windows; one thread at a time per window.
+ */
+#ifndef PYPROFD_PPROF_FLAMEGRAPH_H
+#define PYPROFD_PPROF_FLAMEGRAPH_H
+
+#include "base/compat.h"
+
+#include "aggregate/agg.h"
+
+/** One window of the tree, under a node of its own when @a name is set. */
+struct flame_part {
+    const struct agg *agg;
+    const char *name; /* NULL: its stacks go right under the root (only with one part) */
+};
+
+/**
+ * Writes the tree of @a parts (@a n of them) under a root named @a root to
+ * @a out. Returns 0, -EINVAL (several parts and one without a name), -EIO
+ * or -ENOMEM (it allocates the tree: output time, not per sample).
+ */
+PYPROFD_WARN_UNUSED int flame_json_write(const struct flame_part *parts, size_t n, const char *root,
+                                         FILE *out);
+
+/** Writes @a s as a JSON string (quotes included, '<' escaped) to @a out. */
+void flame_json_string(const char *s, FILE *out);
+
+#endif /* PYPROFD_PPROF_FLAMEGRAPH_H */
