@@ -369,7 +369,15 @@ static int agent_http_profile(void *ctx, const struct http_profile_request *req,
                          err_size);
     if (e)
         return e;
-    e = views_profile_pprof(&c, out, out_len, err, err_size);
+    if (req->pid && req->mode >= 0 && c.nparts == 1 && (int)c.parts[0].mode != req->mode) {
+        snprintf(err, err_size, "process %d is sampled in %s mode, not %s", (int)req->pid,
+                 profile_mode_name(c.parts[0].mode), profile_mode_name(req->mode));
+        e = -ENOENT;
+    } else if (req->format == HTTP_PROFILE_FLAME) {
+        e = views_profile_flame(&c, req->mode, req->pid != 0, out, out_len, err, err_size);
+    } else {
+        e = views_profile_pprof(&c, req->mode, out, out_len, err, err_size);
+    }
     loop_capture_release(&c);
     return e;
 }

@@ -130,3 +130,22 @@ char *buf_take(struct buf *b, size_t *len)
     buf_init(b, max);
     return p;
 }
+
+static ssize_t buf_stream_write(void *cookie, const char *p, size_t n)
+{
+    struct buf_stream *s = cookie;
+    int err = s->err ? s->err : buf_add(s->b, p, n);
+    if (err) {
+        s->err = err;
+        errno = -err;
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
+FILE *buf_fopen(struct buf_stream *s)
+{
+    cookie_io_functions_t io = {.write = buf_stream_write};
+    s->err = 0;
+    return fopencookie(s, "w", io);
+}

@@ -58,4 +58,19 @@ size_t buf_len(const struct buf *b);
  */
 char *buf_take(struct buf *b, size_t *len);
 
+/** A stream that appends to a buffer: see buf_fopen(). */
+struct buf_stream {
+    struct buf *b;
+    int err; /* the first failed append's error (-E2BIG, -ENOMEM); 0 while none */
+};
+
+/**
+ * A write-only stdio stream appending to @a s->b (fopencookie), for code
+ * that writes to a FILE. A write that would pass the cap or cannot grow
+ * fails: the stream's error flag is set and @a s->err says why. Close it
+ * (fclose) before reading the buffer; @a s must outlive the stream.
+ * Returns NULL when out of memory.
+ */
+FILE *buf_fopen(struct buf_stream *s);
+
 #endif /* PYPROFD_BASE_BUF_H */

@@ -3,7 +3,7 @@
  * flamegraph.c: the call tree of windows, as JSON (see flamegraph.h).
  *
  * Nodes live in one array; node 0 is the root. A child is found through an
- * open-addressing index keyed by (parent, location), so building costs one
+ * open-addressing index keyed by (parent, function), so building costs one
  * probe per frame of each distinct stack, whatever the fan-out.
  */
 #include "base/compat.h"
@@ -11,10 +11,11 @@
 #include "base/alloc.h"
 #include "pprof/flamegraph.h"
 
-#define FLAME_PART_NODE UINT32_MAX /* loc of a node that names a part */
+#define FLAME_PART_NODE UINT32_MAX /* fn of a node that names a part */
 
 struct flame_node {
-    uint32_t loc;         /* location index in its part's window, or FLAME_PART_NODE */
+    uint32_t fn;          /* function index in its part's window, or FLAME_PART_NODE */
+    int64_t line;         /* the first line seen, for a function with no start line */
     uint32_t part;        /* which part */
     uint32_t first_child; /* 0: none (the root is nobody's child) */
     uint32_t next_sibling;
@@ -23,7 +24,7 @@ struct flame_node {
 };
 
 struct flame_slot {
-    uint64_t key;  /* (parent << 32) | loc */
+    uint64_t key;  /* (parent << 32) | fn */
     uint32_t node; /* 0: empty */
 };
 
@@ -76,10 +77,11 @@ static int flame_grow(struct flame_tree *t)
     return 0;
 }
 
-/* The child of @parent at @loc (of @part), made when missing; 0 when out of memory. */
-static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t loc, uint32_t part)
+/* The child of @parent for function @fn (of @part), made when missing; 0 when out of memory. */
+static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t fn, int64_t line,
+                            uint32_t part)
 {
-    uint64_t key = ((uint64_t)parent << 32) | loc;
+    uint64_t key = ((uint64_t)parent << 32) | fn;
     for (size_t i = (size_t)flame_hash(key) & (t->index_cap - 1); t->index[i].node;
          i = (i + 1) & (t->index_cap - 1))
         if (t->index[i].key == key)
@@ -87,7 +89,7 @@ static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t loc,
     if (flame_grow(t))
         return 0;
     uint32_t id = (uint32_t)t->n++;
-    t->nodes[id] = (struct flame_node){.loc = loc, .part = part};
+    t->nodes[id] = (struct flame_node){.fn = fn, .line = line, .part = part};
     struct flame_node *p = &t->nodes[parent];
     if (p->last_child)
         t->nodes[p->last_child].next_sibling = id;
@@ -119,18 +121,17 @@ static void flame_emit(const struct flame_tree *t, const struct flame_part *part
     fputs("{\"n\":", out);
     if (id == 0) {
         flame_json_string(root, out);
-    } else if (nd->loc == FLAME_PART_NODE) {
+    } else if (nd->fn == FLAME_PART_NODE) {
         flame_json_string(parts[nd->part].name, out);
     } else {
         const struct agg *a = parts[nd->part].agg;
-        const struct agg_location *loc = agg_location(a, nd->loc);
-        const struct agg_function *fn = agg_function(a, loc->function);
+        const struct agg_function *fn = agg_function(a, nd->fn);
         const char *file = agg_string(a, fn->filename);
         flame_json_string(agg_string(a, fn->name), out);
         if (strcmp(file, "~") != 0) { /* markers have no place in a file */
             fputs(",\"f\":", out);
             flame_json_string(file, out);
-            fprintf(out, ",\"ln\":%" PRId64, loc->line);
+            fprintf(out, ",\"ln\":%" PRId64, fn->start_line ? fn->start_line : nd->line);
         }
     }
     fprintf(out, ",\"v\":%" PRId64, nd->value);
@@ -157,7 +158,7 @@ int flame_json_write(const struct flame_part *parts, size_t n, const char *root,
         t.nodes[t.n++] = (struct flame_node){0}; /* the root */
     for (size_t p = 0; p < n && !err; p++) {
         uint32_t top = 0;
-        if (parts[p].name && !(top = flame_child(&t, 0, FLAME_PART_NODE, (uint32_t)p))) {
+        if (parts[p].name && !(top = flame_child(&t, 0, FLAME_PART_NODE, 0, (uint32_t)p))) {
             err = -ENOMEM;
             break;
         }
@@ -171,7 +172,8 @@ int flame_json_write(const struct flame_part *parts, size_t n, const char *root,
                 t.nodes[top].value += s->count;
             uint32_t at = top;
             for (uint32_t k = s->nlocations; k-- > 0;) { /* root first */
-                at = flame_child(&t, at, s->locations[k], (uint32_t)p);
+                const struct agg_location *loc = agg_location(a, s->locations[k]);
+                at = flame_child(&t, at, loc->function, loc->line, (uint32_t)p);
                 if (!at) {
                     err = -ENOMEM;
                     break;

@@ -2,9 +2,10 @@
 /*
  * flamegraph.h: a window as the call tree a flame graph draws, in JSON: the
  * input of d3-flame-graph in `pyprofd record --format html` and on the
- * agent's page (web/). Stacks are merged from the root down by location
- * (function and line, as the folded output keeps them apart); every node
- * holds its inclusive sample count.
+ * agent's page (web/). Stacks are merged from the root down by function,
+ * as a flame graph is read (the folded output keeps lines apart); every
+ * node holds its inclusive sample count, and "ln" is the line where the
+ * function starts (else the first line sampled in it).
  *
  *   {"n": name, "f": file, "ln": line, "v": samples, "c": [children]}
  *

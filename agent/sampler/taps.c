@@ -58,6 +58,7 @@ void taps_attach(struct tap_request *r, struct target *t)
     }
     p->mode = t->mode;
     p->period_ns = (int64_t)t->interval_ns;
+    p->pid = t->key.pid;
     r->nparts++;
     t->taps[q] = p->agg;
     t->tap_req[q] = r;

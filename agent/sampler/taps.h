@@ -32,6 +32,7 @@ struct tap_part {
     struct labels labels; /* the target's labels (owned) */
     enum profile_mode mode;
     int64_t period_ns;
+    pid_t pid; /* the target's, as the agent sees it */
 };
 
 /** A profile request. The asking thread creates it; the loop drives it. */

@@ -10,6 +10,7 @@
 
 #include "exporters/pull/http_parse.h"
 #include "exporters/pull/http_server.h"
+#include "pipeline.h"
 
 bool http_parse_uint(const char *s, size_t maxdigits, uint64_t *out)
 {
@@ -27,12 +28,14 @@ bool http_parse_uint(const char *s, size_t maxdigits, uint64_t *out)
 }
 
 int http_parse_profile_query(const char *const *keys, const char *const *values, size_t n,
-                             uint32_t max_seconds, uint32_t *seconds, int32_t *pid, char *err,
-                             size_t err_size)
+                             uint32_t max_seconds, uint32_t *seconds, int32_t *pid, int32_t *mode,
+                             char *err, size_t err_size)
 {
     int rc = 0;
     bool have_seconds = false;
     bool have_pid = false;
+    bool have_mode = false;
+    enum profile_mode m = PROFILE_WALL;
     uint32_t sec =
         HTTP_SERVER_DEFAULT_SECONDS < max_seconds ? HTTP_SERVER_DEFAULT_SECONDS : max_seconds;
     int32_t p = 0;
@@ -69,6 +72,18 @@ int http_parse_profile_query(const char *const *keys, const char *const *values,
                 goto out;
             }
             p = (int32_t)v;
+        } else if (strcmp(keys[i], "mode") == 0) {
+            if (have_mode) {
+                snprintf(err, err_size, "mode given more than once");
+                rc = -EINVAL;
+                goto out;
+            }
+            have_mode = true;
+            if (!values[i] || profile_mode_parse(values[i], &m)) {
+                snprintf(err, err_size, "mode must be wall, cpu, gil or exception");
+                rc = -EINVAL;
+                goto out;
+            }
         }
     }
     if (sec < 1) {
@@ -78,6 +93,7 @@ int http_parse_profile_query(const char *const *keys, const char *const *values,
     }
     *seconds = sec;
     *pid = p;
+    *mode = have_mode ? (int32_t)m : -1;
 out:
     return rc;
 }

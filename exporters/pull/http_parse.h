@@ -22,13 +22,16 @@ bool http_parse_uint(const char *s, size_t maxdigits, uint64_t *out);
  * pairs in request order; a value may be NULL (a key without '='). Unknown
  * keys are ignored. seconds must be a decimal integer in 1..@a max_seconds
  * (default HTTP_SERVER_DEFAULT_SECONDS, capped at @a max_seconds), pid a
- * decimal integer in 1..INT32_MAX; no sign, no spaces, each key at most
- * once. Returns 0 and fills @a seconds and @a pid (0 when absent), or
- * -EINVAL with a one-line message (no newline) in @a err.
+ * decimal integer in 1..INT32_MAX, mode a profile mode's name (wall, cpu,
+ * gil, exception); no sign, no spaces, each key at most once. Returns 0 and
+ * fills @a seconds, @a pid (0 when absent) and @a mode (an enum
+ * profile_mode, -1 when absent), or -EINVAL with a one-line message (no
+ * newline) in @a err.
  */
 PYPROFD_WARN_UNUSED int http_parse_profile_query(const char *const *keys, const char *const *values,
                                                  size_t n, uint32_t max_seconds, uint32_t *seconds,
-                                                 int32_t *pid, char *err, size_t err_size);
+                                                 int32_t *pid, int32_t *mode, char *err,
+                                                 size_t err_size);
 
 /**
  * Splits the listen address @a addr, "host:port" or "[IPv6]:port", into

@@ -30,6 +30,7 @@
 #include "config/config.h"
 #include "exporters/pull/http_gate.h"
 #include "exporters/pull/http_parse.h"
+#include "web/web.h"
 
 #define HTTP_BODY_CAP       ((uint64_t)64 << 10)
 #define HTTP_MAX_QUERY_ARGS 16
@@ -43,7 +44,9 @@
 /* The routes, in the order of the table below; HTTP_ROUTE_OTHER is every unknown path. */
 enum http_route {
     HTTP_ROUTE_ROOT,
+    HTTP_ROUTE_UI,
     HTTP_ROUTE_PROFILE,
+    HTTP_ROUTE_FLAME,
     HTTP_ROUTE_TARGETS,
     HTTP_ROUTE_METRICS,
     HTTP_ROUTE_HEALTHY,
@@ -58,7 +61,9 @@ static const struct {
     const char *allow; /* the methods served, as the Allow header lists them */
 } http_routes[HTTP_ROUTE_COUNT] = {
     [HTTP_ROUTE_ROOT] = {"/", "GET, HEAD"},
+    [HTTP_ROUTE_UI] = {"/ui/", "GET, HEAD"}, /* and every path under it */
     [HTTP_ROUTE_PROFILE] = {"/debug/pprof/profile", "GET, HEAD"},
+    [HTTP_ROUTE_FLAME] = {"/flamegraph", "GET, HEAD"},
     [HTTP_ROUTE_TARGETS] = {"/targets", "GET, HEAD"},
     [HTTP_ROUTE_METRICS] = {"/metrics", "GET, HEAD"},
     [HTTP_ROUTE_HEALTHY] = {"/-/healthy", "GET, HEAD"},
@@ -213,22 +218,33 @@ static const char *http_errmsg(const char *err, int rc)
 
 /* ---- handlers ---- */
 
-static const char http_landing[] =
-    "<!DOCTYPE html>\n"
-    "<html>\n"
-    "<head><meta charset=\"utf-8\"><title>pyprofd</title></head>\n"
-    "<body>\n"
-    "<h1>pyprofd</h1>\n"
-    "<p>Continuous profiler for CPython 3.13, 3.14 and 3.15.</p>\n"
-    "<ul>\n"
-    "<li><a href=\"/debug/pprof/profile?seconds=5\">/debug/pprof/profile?seconds=5</a>"
-    " &mdash; CPU profile of all targets (gzipped pprof; add &amp;pid=PID for one)</li>\n"
-    "<li><a href=\"/targets\">/targets</a> &mdash; discovered targets (JSON)</li>\n"
-    "<li><a href=\"/metrics\">/metrics</a> &mdash; pyprofd's own metrics (Prometheus)</li>\n"
-    "<li><a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></li>\n"
-    "</ul>\n"
-    "</body>\n"
-    "</html>\n";
+/*
+ * An embedded file (web/web.h) of the page: "/" is agent.html, "/ui/NAME"
+ * the file NAME. Served from the binary's own memory, never copied.
+ */
+static enum MHD_Result http_asset(struct http_server *s, struct MHD_Connection *c,
+                                  enum http_route route, const char *url)
+{
+    const char *name = route == HTTP_ROUTE_ROOT ? "agent.html" : url + strlen("/ui/");
+    const struct web_asset *a = strchr(name, '/') ? NULL : web_asset(name);
+    if (!a || strcmp(name, "report.html") == 0) /* the report's page is no page of the agent */
+        return http_text(s, c, route, MHD_HTTP_NOT_FOUND, NULL, NULL, "404 page not found");
+    enum MHD_Result ret = MHD_NO;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->type) == MHD_YES &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache") == MHD_YES &&
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff") == MHD_YES &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES) {
+        ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+        if (ret == MHD_YES)
+            http_count(s, route, MHD_HTTP_OK);
+    }
+    MHD_destroy_response(resp);
+    return ret;
+}
 
 struct http_args {
     const char *keys[HTTP_MAX_QUERY_ARGS];
@@ -269,13 +285,19 @@ static int http_status_of(int rc)
     }
 }
 
-static enum MHD_Result http_profile(struct http_server *s, struct MHD_Connection *c, bool head)
+/* /debug/pprof/profile (gzipped pprof) and /flamegraph (JSON): the same collection. */
+static enum MHD_Result http_profile(struct http_server *s, struct MHD_Connection *c,
+                                    enum http_route R, bool head)
 {
-    const enum http_route R = HTTP_ROUTE_PROFILE;
+    bool flame = R == HTTP_ROUTE_FLAME;
+    const char *ctype = flame ? "application/json" : "application/octet-stream";
+    const char *hname = flame ? NULL : MHD_HTTP_HEADER_CONTENT_DISPOSITION;
+    const char *hval = flame ? NULL : "attachment; filename=\"profile\"";
     struct http_args args = {.n = 0};
     char err[HTTP_ERR_MAX] = "";
     struct http_profile_watch watch = {.srv = s, .fd = -1};
-    struct http_profile_request req = {.priv = &watch};
+    struct http_profile_request req = {.priv = &watch,
+                                       .format = flame ? HTTP_PROFILE_FLAME : HTTP_PROFILE_PPROF};
     uint8_t *out = NULL;
     size_t out_len = 0;
     enum MHD_Result ret;
@@ -286,7 +308,7 @@ static enum MHD_Result http_profile(struct http_server *s, struct MHD_Connection
         goto out;
     }
     if (http_parse_profile_query(args.keys, args.values, args.n, s->max_seconds, &req.seconds,
-                                 &req.pid, err, sizeof(err)) != 0) {
+                                 &req.pid, &req.mode, err, sizeof(err)) != 0) {
         ret = http_text(s, c, R, MHD_HTTP_BAD_REQUEST, NULL, NULL, "%s", err);
         goto out;
     }
@@ -296,8 +318,7 @@ static enum MHD_Result http_profile(struct http_server *s, struct MHD_Connection
     }
     if (head) {
         /* HEAD checks the parameters; it does not spend N seconds profiling */
-        ret = http_reply(s, c, R, MHD_HTTP_OK, "application/octet-stream", NULL, 0, false,
-                         MHD_HTTP_HEADER_CONTENT_DISPOSITION, "attachment; filename=\"profile\"");
+        ret = http_reply(s, c, R, MHD_HTTP_OK, ctype, NULL, 0, false, hname, hval);
         goto out;
     }
     if (atomic_load(&s->stopping)) {
@@ -322,8 +343,7 @@ static enum MHD_Result http_profile(struct http_server *s, struct MHD_Connection
                         http_errmsg(err, rc));
         goto out;
     }
-    ret = http_reply(s, c, R, MHD_HTTP_OK, "application/octet-stream", out, out_len, true,
-                     MHD_HTTP_HEADER_CONTENT_DISPOSITION, "attachment; filename=\"profile\"");
+    ret = http_reply(s, c, R, MHD_HTTP_OK, ctype, out, out_len, true, hname, hval);
 out:
     return ret;
 }
@@ -468,6 +488,8 @@ out:
 
 static enum http_route http_lookup(const char *url)
 {
+    if (strncmp(url, "/ui/", 4) == 0)
+        return HTTP_ROUTE_UI;
     enum http_route r = 0;
     while (r < HTTP_ROUTE_OTHER && strcmp(url, http_routes[r].path) != 0)
         r++;
@@ -494,11 +516,12 @@ static enum MHD_Result http_route_request(struct http_server *s, struct MHD_Conn
     }
     switch (r) {
     case HTTP_ROUTE_ROOT:
-        ret = http_reply(s, c, r, MHD_HTTP_OK, "text/html; charset=utf-8", (void *)http_landing,
-                         sizeof(http_landing) - 1, false, NULL, NULL);
+    case HTTP_ROUTE_UI:
+        ret = http_asset(s, c, r, url);
         break;
     case HTTP_ROUTE_PROFILE:
-        ret = http_profile(s, c, head);
+    case HTTP_ROUTE_FLAME:
+        ret = http_profile(s, c, r, head);
         break;
     case HTTP_ROUTE_TARGETS:
         ret = http_targets(s, c);

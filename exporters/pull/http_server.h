@@ -66,9 +66,16 @@
 #define HTTP_SERVER_DEFAULT_HEAD_TIMEOUT_MS 10000
 
 /** What a profile request asks for; passed to ops.profile. */
+enum http_profile_format {
+    HTTP_PROFILE_PPROF, /* /debug/pprof/profile: gzipped pprof */
+    HTTP_PROFILE_FLAME, /* /flamegraph: the call tree as JSON (pprof/flamegraph.h) */
+};
+
 struct http_profile_request {
     uint32_t seconds; /* 1..max_profile_seconds */
     int32_t pid;      /* a target's pid, or 0 for all targets */
+    int32_t mode;     /* an enum profile_mode: only targets sampled in it; -1: any */
+    enum http_profile_format format;
     const void *priv; /* private to the server: for http_profile_cancelled() */
 };
 

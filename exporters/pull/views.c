@@ -10,13 +10,15 @@
 #include <json-c/json.h>
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "exporters/pull/views.h"
+#include "pprof/flamegraph.h"
 #include "pprof/pprof_build.h"
 
 /* ---- /debug/pprof/profile --------------------------------------------------------- */
 
-int views_profile_pprof(const struct loop_capture *c, uint8_t **out, size_t *out_len, char *err,
-                        size_t errlen)
+int views_profile_pprof(const struct loop_capture *c, int mode, uint8_t **out, size_t *out_len,
+                        char *err, size_t errlen)
 {
     struct pprof_part *parts = alloc_calloc(c->nparts ? c->nparts : 1, sizeof(*parts));
     if (!parts) {
@@ -24,26 +26,74 @@ int views_profile_pprof(const struct loop_capture *c, uint8_t **out, size_t *out
         return -ENOMEM;
     }
     bool same = true;
+    size_t n = 0;
+    const struct tap_part *first = NULL;
     for (size_t i = 0; i < c->nparts; i++) {
-        parts[i].agg = c->parts[i].agg;
-        parts[i].labels = &c->parts[i].labels;
-        same = same && c->parts[i].mode == c->parts[0].mode;
+        if (mode >= 0 && (int)c->parts[i].mode != mode)
+            continue;
+        first = first ? first : &c->parts[i];
+        parts[n].agg = c->parts[i].agg;
+        parts[n++].labels = &c->parts[i].labels;
+        same = same && c->parts[i].mode == first->mode;
     }
     struct pprof_meta m = {
         /* targets of different modes: their time is still time, of mixed kinds */
-        .value_type = c->nparts && same ? profile_mode_name(c->parts[0].mode) : "time",
+        .value_type = first && same ? profile_mode_name(first->mode) : "time",
         .value_unit = "nanoseconds",
-        .period_ns = c->nparts ? c->parts[0].period_ns : 0,
+        .period_ns = first ? first->period_ns : 0,
         .time_nanos = c->start_real,
         .duration_nanos = (int64_t)c->duration_ns,
         .comment = "pyprofd /debug/pprof/profile",
         .max_bytes = (size_t)c->max_bytes,
     };
-    int e = pprof_build_multi(parts, c->nparts, &m, out, out_len);
+    int e = pprof_build_multi(parts, n, &m, out, out_len);
     if (e == -E2BIG)
         snprintf(err, errlen, "the profile is larger than the size cap");
     else if (e)
         snprintf(err, errlen, "cannot encode the profile: %s", strerror(-e));
+    alloc_free(parts);
+    return e;
+}
+
+int views_profile_flame(const struct loop_capture *c, int mode, bool one_pid, uint8_t **out,
+                        size_t *out_len, char *err, size_t errlen)
+{
+    struct flame_part *parts = alloc_calloc(c->nparts ? c->nparts : 1, sizeof(*parts));
+    char(*names)[160] = alloc_calloc(c->nparts ? c->nparts : 1, sizeof(*names));
+    size_t n = 0;
+    struct buf b;
+    struct buf_stream bs = {.b = &b};
+    buf_init(&b, c->max_bytes ? (size_t)c->max_bytes : SIZE_MAX / 2);
+    FILE *f = NULL;
+    int e = parts && names ? 0 : -ENOMEM;
+    for (size_t i = 0; i < c->nparts && !e; i++) {
+        const struct tap_part *p = &c->parts[i];
+        if (mode >= 0 && (int)p->mode != mode)
+            continue;
+        const char *svc = labels_get(&p->labels, "service_name");
+        if (!svc || !*svc)
+            svc = labels_get(&p->labels, "job");
+        snprintf(names[n], sizeof(names[n]), "%s (pid %d)", svc && *svc ? svc : "?", (int)p->pid);
+        parts[n].agg = p->agg;
+        parts[n].name = one_pid && c->nparts == 1 ? NULL : names[n];
+        n++;
+    }
+    if (!e && !(f = buf_fopen(&bs)))
+        e = -ENOMEM;
+    if (!e)
+        e = flame_json_write(parts, n, "all", f);
+    if (f && fclose(f) && !e)
+        e = -EIO;
+    if (bs.err)
+        e = bs.err; /* what the stream could not write */
+    if (!e && !(*out = (uint8_t *)buf_take(&b, out_len)))
+        e = -ENOMEM;
+    if (e == -E2BIG)
+        snprintf(err, errlen, "the flame graph is larger than the size cap");
+    else if (e)
+        snprintf(err, errlen, "cannot build the flame graph: %s", strerror(-e));
+    buf_release(&b);
+    alloc_free(names);
     alloc_free(parts);
     return e;
 }

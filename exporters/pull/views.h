@@ -27,13 +27,25 @@ PYPROFD_WARN_UNUSED int views_targets_json(const struct loop_view *v, char **out
 
 /**
  * The /debug/pprof/profile document of a finished request @a c: one gzipped
- * pprof with every part's samples, each labelled with its target's labels
+ * pprof with the samples of every part sampled in @a mode (an enum
+ * profile_mode; -1: every part), each labelled with its target's labels
  * (caller owns *@a out; alloc_free). The sample type is the parts' mode, or
  * "time" when they differ. Returns 0, -E2BIG (larger than c->max_bytes) or
  * -ENOMEM, with @a err saying so.
  */
-PYPROFD_WARN_UNUSED int views_profile_pprof(const struct loop_capture *c, uint8_t **out,
+PYPROFD_WARN_UNUSED int views_profile_pprof(const struct loop_capture *c, int mode, uint8_t **out,
                                             size_t *out_len, char *err, size_t errlen);
+
+/**
+ * The /flamegraph document of @a c: the call tree of the parts sampled in
+ * @a mode (-1: every part) as pprof/flamegraph.h's JSON, each part under a
+ * node "SERVICE (pid N)" (its service_name label, else its job), or right
+ * under the root when the request was for one pid. Same ownership and
+ * errors as views_profile_pprof().
+ */
+PYPROFD_WARN_UNUSED int views_profile_flame(const struct loop_capture *c, int mode, bool one_pid,
+                                            uint8_t **out, size_t *out_len, char *err,
+                                            size_t errlen);
 
 /** Writes the loop's metric families of @a v into @a w. Returns 0 or promtext's error. */
 PYPROFD_WARN_UNUSED int views_agent_metrics(const struct loop_view *v, struct promtext *w);

@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "exporters/pull/http_parse.h"
+#include "pipeline.h"
 
 #define FUZZ_MAX_ARGS 16
 
@@ -47,12 +48,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p = amp + 1;
     }
     uint32_t seconds = 0;
-    int32_t pid = -1;
+    int32_t pid = -1, mode = -2;
     char err[128];
-    if (http_parse_profile_query(keys, values, n, max_seconds, &seconds, &pid, err, sizeof(err)) ==
-        0) {
+    if (http_parse_profile_query(keys, values, n, max_seconds, &seconds, &pid, &mode, err,
+                                 sizeof(err)) == 0) {
         PYPROFD_ASSERT(seconds >= 1 && seconds <= max_seconds);
         PYPROFD_ASSERT(pid >= 0);
+        PYPROFD_ASSERT(mode >= -1 && mode < PROFILE_MODES);
     } else {
         PYPROFD_ASSERT(err[0] != '\0' && strlen(err) < sizeof(err));
         PYPROFD_ASSERT(strchr(err, '\n') == NULL);

@@ -589,6 +589,14 @@ def _missing(needs):
             return "no /usr/bin/promtool: install prometheus (scripts/bootstrap.sh)"
         if need == "openssl" and not shutil.which("openssl"):
             return "no openssl: install openssl"
+        if need == "chromium":
+            if not os.access("/usr/bin/chromium", os.X_OK) or \
+                    not os.access("/usr/bin/chromedriver", os.X_OK):
+                return "no chromium: install chromium and chromium-driver (scripts/bootstrap.sh)"
+            try:
+                import selenium  # noqa: F401
+            except ImportError:
+                return "no selenium: install python3-selenium (scripts/bootstrap.sh)"
     return None
 
 

@@ -25,6 +25,7 @@
 #include "base/alloc.h"
 #include "exporters/pull/http_parse.h"
 #include "exporters/pull/http_server.h"
+#include "pipeline.h"
 
 /* ---- the daemon's stand-in ---- */
 
@@ -74,9 +75,11 @@ static int fake_profile(void *ctx, const struct http_profile_request *req, uint8
         struct timespec nap = {0, 10 * 1000 * 1000};
         nanosleep(&nap, NULL);
     }
-    char text[64];
-    int n = snprintf(text, sizeof(text), "profile seconds=%u pid=%d", (unsigned)req->seconds,
-                     (int)req->pid);
+    char text[96];
+    int n = snprintf(text, sizeof(text), "profile seconds=%u pid=%d%s%s", (unsigned)req->seconds,
+                     (int)req->pid,
+                     req->mode < 0 ? "" : profile_mode_name((enum profile_mode)req->mode),
+                     req->format == HTTP_PROFILE_FLAME ? " flame" : "");
     *out = alloc_malloc((size_t)n);
     if (!*out)
         return -ENOMEM;
@@ -277,6 +280,26 @@ static void test_http_server__landing_health_ready(void **state)
     assert_non_null(strstr(r->body, "href=\"/metrics\""));
     assert_non_null(strstr(r->body, "href=\"/targets\""));
     assert_non_null(strstr(r->body, "/debug/pprof/profile"));
+    assert_non_null(strstr(r->body, "src=\"/ui/agent.js\""));
+    /* the page's files come from the binary */
+    request("GET", "/ui/d3.min.js", r);
+    assert_int_equal(r->status, 200);
+    assert_string_equal(r->ctype, "application/javascript; charset=utf-8");
+    assert_non_null(strstr(r->body, "d3js.org v7"));
+    request("GET", "/ui/d3-flamegraph.min.js", r);
+    assert_int_equal(r->status, 200);
+    request("GET", "/ui/pyprofd.css", r);
+    assert_int_equal(r->status, 200);
+    assert_string_equal(r->ctype, "text/css; charset=utf-8");
+    /* nothing else: unknown names, the report's page, paths with more parts */
+    static const char *const absent[] = {"/ui/", "/ui/nope.js", "/ui/report.html",
+                                         "/ui/x/d3.min.js", "/ui/%2e%2e/agent.js"};
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(absent); i++) {
+        request("GET", absent[i], r);
+        assert_int_equal(r->status, 404);
+    }
+    request("POST", "/ui/agent.js", r);
+    assert_int_equal(r->status, 405);
 
     request("GET", "/-/healthy", r);
     assert_int_equal(r->status, 200);
@@ -377,6 +400,17 @@ static void test_http_server__profile(void **state)
     request("GET", "/debug/pprof/profile", r);
     assert_int_equal(r->status, 200);
     assert_string_equal(r->body, "profile seconds=30 pid=0");
+    /* a mode; the flame graph takes the same collection */
+    request("GET", "/debug/pprof/profile?seconds=2&mode=cpu", r);
+    assert_int_equal(r->status, 200);
+    assert_string_equal(r->body, "profile seconds=2 pid=0cpu");
+    request("GET", "/flamegraph?seconds=2&pid=7&mode=gil", r);
+    assert_int_equal(r->status, 200);
+    assert_string_equal(r->ctype, "application/json");
+    assert_string_equal(r->body, "profile seconds=2 pid=7gil flame");
+    request("GET", "/flamegraph?mode=fast", r);
+    assert_int_equal(r->status, 400);
+    assert_string_equal(r->body, "mode must be wall, cpu, gil or exception\n");
     request("GET", "/debug/pprof/profile?seconds=3600&debug=1", r);
     assert_int_equal(r->status, 200);
     assert_int_equal(atomic_load(&g_fake.last_seconds), 3600);
@@ -756,29 +790,46 @@ static void test_http_server__ipv6_and_hostname(void **state)
 static void test_http_server__parse_query_directly(void **state)
 {
     (void)state;
-    const char *keys[] = {"pid", "seconds", "other", NULL};
-    const char *values[] = {"17", "5", NULL, "x"};
+    const char *keys[] = {"pid", "seconds", "other", NULL, "mode"};
+    const char *values[] = {"17", "5", NULL, "x", "exception"};
     uint32_t sec = 0;
-    int32_t pid = -1;
+    int32_t pid = -1, mode = 7;
     char err[128];
-    assert_int_equal(http_parse_profile_query(keys, values, 4, 3600, &sec, &pid, err, sizeof(err)),
-                     0);
+    assert_int_equal(
+        http_parse_profile_query(keys, values, 4, 3600, &sec, &pid, &mode, err, sizeof(err)), 0);
     assert_int_equal(sec, 5);
     assert_int_equal(pid, 17);
-    assert_int_equal(http_parse_profile_query(keys, values, 0, 3600, &sec, &pid, err, sizeof(err)),
-                     0);
+    assert_int_equal(mode, -1);
+    assert_int_equal(
+        http_parse_profile_query(keys, values, 5, 3600, &sec, &pid, &mode, err, sizeof(err)), 0);
+    assert_int_equal(mode, PROFILE_EXCEPTION);
+    assert_int_equal(
+        http_parse_profile_query(keys, values, 0, 3600, &sec, &pid, &mode, err, sizeof(err)), 0);
     assert_int_equal(sec, 30);
     assert_int_equal(pid, 0);
     const char *nv[] = {NULL};
     const char *nk[] = {"pid"};
-    assert_int_equal(http_parse_profile_query(nk, nv, 1, 3600, &sec, &pid, err, sizeof(err)),
+    assert_int_equal(http_parse_profile_query(nk, nv, 1, 3600, &sec, &pid, &mode, err, sizeof(err)),
                      -EINVAL);
     assert_string_equal(err, "pid must be a positive integer");
-    /* a tiny error buffer is fine */
-    assert_int_equal(http_parse_profile_query(nk, nv, 1, 3600, &sec, &pid, err, 4), -EINVAL);
-    assert_int_equal(http_parse_profile_query(nk, nv, 1, 3600, &sec, &pid, NULL, 0), -EINVAL);
-    assert_int_equal(http_parse_profile_query(keys, values, 0, 0, &sec, &pid, err, sizeof(err)),
+    /* mode: a name, once */
+    const char *mk[] = {"mode", "mode"};
+    const char *mv[] = {"cpu", "gil"};
+    const char *mbad[] = {"CPU", NULL};
+    assert_int_equal(http_parse_profile_query(mk, mv, 2, 3600, &sec, &pid, &mode, err, sizeof(err)),
                      -EINVAL);
+    assert_string_equal(err, "mode given more than once");
+    assert_int_equal(
+        http_parse_profile_query(mk, mbad, 1, 3600, &sec, &pid, &mode, err, sizeof(err)), -EINVAL);
+    assert_int_equal(
+        http_parse_profile_query(mk, mbad + 1, 1, 3600, &sec, &pid, &mode, err, sizeof(err)),
+        -EINVAL);
+    /* a tiny error buffer is fine */
+    assert_int_equal(http_parse_profile_query(nk, nv, 1, 3600, &sec, &pid, &mode, err, 4), -EINVAL);
+    assert_int_equal(http_parse_profile_query(nk, nv, 1, 3600, &sec, &pid, &mode, NULL, 0),
+                     -EINVAL);
+    assert_int_equal(
+        http_parse_profile_query(keys, values, 0, 0, &sec, &pid, &mode, err, sizeof(err)), -EINVAL);
 }
 
 /* ---- hostile clients, on raw sockets ---- */
