@@ -11,10 +11,12 @@
 #include "base/alloc.h"
 #include "pprof/flamegraph.h"
 
-#define FLAME_PART_NODE UINT32_MAX /* fn of a node that names a part */
+/* The fn of the node that names part k is FLAME_PART_NODE - k: no function has such an index. */
+#define FLAME_PART_NODE UINT32_MAX
 
 struct flame_node {
-    uint32_t fn;          /* function index in its part's window, or FLAME_PART_NODE */
+    uint32_t fn; /* function index in its part's window, or a part's (is_part) */
+    bool is_part;
     int64_t line;         /* the first line seen, for a function with no start line */
     uint32_t part;        /* which part */
     uint32_t first_child; /* 0: none (the root is nobody's child) */
@@ -79,7 +81,7 @@ static int flame_grow(struct flame_tree *t)
 
 /* The child of @parent for function @fn (of @part), made when missing; 0 when out of memory. */
 static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t fn, int64_t line,
-                            uint32_t part)
+                            uint32_t part, bool is_part)
 {
     uint64_t key = ((uint64_t)parent << 32) | fn;
     for (size_t i = (size_t)flame_hash(key) & (t->index_cap - 1); t->index[i].node;
@@ -89,7 +91,7 @@ static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t fn, 
     if (flame_grow(t))
         return 0;
     uint32_t id = (uint32_t)t->n++;
-    t->nodes[id] = (struct flame_node){.fn = fn, .line = line, .part = part};
+    t->nodes[id] = (struct flame_node){.fn = fn, .is_part = is_part, .line = line, .part = part};
     struct flame_node *p = &t->nodes[parent];
     if (p->last_child)
         t->nodes[p->last_child].next_sibling = id;
@@ -121,7 +123,7 @@ static void flame_emit(const struct flame_tree *t, const struct flame_part *part
     fputs("{\"n\":", out);
     if (id == 0) {
         flame_json_string(root, out);
-    } else if (nd->fn == FLAME_PART_NODE) {
+    } else if (nd->is_part) {
         flame_json_string(parts[nd->part].name, out);
     } else {
         const struct agg *a = parts[nd->part].agg;
@@ -152,13 +154,14 @@ int flame_json_write(const struct flame_part *parts, size_t n, const char *root,
     struct flame_tree t = {0};
     int err = flame_grow(&t);
     for (size_t p = 0; p < n && !err; p++)
-        if (n > 1 && !parts[p].name)
+        if ((n > 1 && !parts[p].name) || n > UINT32_MAX / 2)
             err = -EINVAL;
     if (!err)
         t.nodes[t.n++] = (struct flame_node){0}; /* the root */
     for (size_t p = 0; p < n && !err; p++) {
         uint32_t top = 0;
-        if (parts[p].name && !(top = flame_child(&t, 0, FLAME_PART_NODE, 0, (uint32_t)p))) {
+        if (parts[p].name &&
+            !(top = flame_child(&t, 0, FLAME_PART_NODE - (uint32_t)p, 0, (uint32_t)p, true))) {
             err = -ENOMEM;
             break;
         }
@@ -173,7 +176,7 @@ int flame_json_write(const struct flame_part *parts, size_t n, const char *root,
             uint32_t at = top;
             for (uint32_t k = s->nlocations; k-- > 0;) { /* root first */
                 const struct agg_location *loc = agg_location(a, s->locations[k]);
-                at = flame_child(&t, at, loc->function, loc->line, (uint32_t)p);
+                at = flame_child(&t, at, loc->function, loc->line, (uint32_t)p, false);
                 if (!at) {
                     err = -ENOMEM;
                     break;

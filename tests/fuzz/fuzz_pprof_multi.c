@@ -14,7 +14,10 @@
  *    names; a part without samples shows up nowhere;
  *  - the sample totals of each part are what its window accepted;
  *  - string_table is exactly the windows' strings, the encoder's few and the
- *    labels of parts that have samples, each once.
+ *    labels of parts that have samples, each once;
+ *  - the same parts as a flame graph's call tree (pprof/flamegraph.h) are
+ *    valid JSON without a raw '<', every node at least the sum of its
+ *    children, the root every sample of every part.
  *
  * Bytes past the end of the input read as 0, so a short input ends in empty,
  * unlabelled parts.
@@ -34,7 +37,11 @@
  */
 #include "base/compat.h"
 
+#include <json-c/json.h>
+
 #include "base/alloc.h"
+#include "base/buf.h"
+#include "pprof/flamegraph.h"
 #include "pprof/pprof_build.h"
 #include "pprof_test.h"
 
@@ -398,6 +405,52 @@ static void fuzz_check(const Perftools__Profiles__Profile *p, const struct fuzz_
     fuzz_check_strings(p, c, has_task);
 }
 
+/* A node of the flame graph's tree: the sum of its children is at most its value. */
+static int64_t fuzz_flame_node(json_object *n, int depth)
+{
+    json_object *v = NULL, *c = NULL, *name = NULL;
+    PYPROFD_ASSERT(json_object_object_get_ex(n, "n", &name) &&
+                   json_object_is_type(name, json_type_string));
+    PYPROFD_ASSERT(json_object_object_get_ex(n, "v", &v));
+    int64_t value = json_object_get_int64(v), sum = 0;
+    PYPROFD_ASSERT(value >= 0 && (value > 0 || depth < 2)); /* a part may have no samples */
+    if (json_object_object_get_ex(n, "c", &c)) {
+        for (size_t i = 0; i < json_object_array_length(c); i++)
+            sum += fuzz_flame_node(json_object_array_get_idx(c, i), depth + 1);
+        PYPROFD_ASSERT(sum <= value);
+    }
+    return value;
+}
+
+/*
+ * The same parts as the call tree of the HTML views (pprof/flamegraph.h):
+ * valid JSON, with no raw '<', whose root counts every sample of every part.
+ */
+static void fuzz_flame(const struct fuzz_case *c)
+{
+    static const char *const names[FUZZ_PARTS] = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"};
+    struct flame_part fp[FUZZ_PARTS];
+    int64_t total = 0;
+    for (size_t k = 0; k < c->nparts; k++) {
+        fp[k] = (struct flame_part){.agg = c->pp[k].agg, .name = c->nparts > 1 ? names[k] : NULL};
+        for (size_t i = 0; i < agg_sample_count(fp[k].agg); i++)
+            total += agg_sample(fp[k].agg, i)->count > 0 ? agg_sample(fp[k].agg, i)->count : 0;
+    }
+    struct buf b;
+    struct buf_stream bs = {.b = &b};
+    buf_init(&b, 64u << 20);
+    FILE *f = buf_fopen(&bs);
+    PYPROFD_ASSERT(f);
+    PYPROFD_ASSERT(flame_json_write(fp, c->nparts, "all", f) == 0);
+    PYPROFD_ASSERT(fclose(f) == 0 && bs.err == 0);
+    PYPROFD_ASSERT(!strchr(buf_str(&b), '<'));
+    json_object *root = json_tokener_parse(buf_str(&b));
+    PYPROFD_ASSERT(root);
+    PYPROFD_ASSERT(fuzz_flame_node(root, 0) == total);
+    json_object_put(root);
+    buf_release(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!fuzz_long_name[0]) {
@@ -420,6 +473,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             pprof_test_free(p);
             alloc_free(gz);
         }
+        fuzz_flame(&c);
     }
     for (size_t w = 0; w < c.nwin; w++)
         agg_free(c.win[w]);

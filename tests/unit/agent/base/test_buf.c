@@ -116,9 +116,37 @@ static void test_buf__allocation_failure_leaves_it_unchanged(void **state)
     buf_release(&b);
 }
 
+/* A FILE over a buffer: what is written lands in it; past the cap, writes fail and say why. */
+static void test_buf__stream(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 64);
+    struct buf_stream bs = {.b = &b};
+    FILE *f = buf_fopen(&bs);
+    assert_non_null(f);
+    fprintf(f, "%s=%d;", "x", 42);
+    fputs("tail", f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(bs.err, 0);
+    assert_string_equal(buf_str(&b), "x=42;tail");
+
+    buf_reset(&b);
+    f = buf_fopen(&bs);
+    assert_non_null(f);
+    for (int i = 0; i < 100; i++)
+        fputs("0123456789", f);
+    /* buffered: the failure shows at the flush at the latest */
+    assert_int_not_equal(fclose(f), 0);
+    assert_int_equal(bs.err, -E2BIG);
+    assert_true(buf_len(&b) <= 64);
+    buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_buf__stream),
         cmocka_unit_test(test_buf__appends_and_terminates),
         cmocka_unit_test(test_buf__cap_refuses_and_keeps),
         cmocka_unit_test(test_buf__long_printf),
