@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # check-deps.sh [ROOT]: every #include "..." of pyprofd's own sources (agent/,
-# exporters/, cli/ under ROOT, default the source tree) points back along the
+# exporters/, web/, cli/ under ROOT, default the source tree) points back along the
 # stage order of docs/architecture.md, never forward: a stage includes only
 # itself and the stages it is allowed to use. Prints each violation as
 # file:line: message and exits 1 if there is any. One awk process.
@@ -18,13 +18,14 @@
 #   aggregate  base pipeline
 #   pprof      base pipeline aggregate
 #   sampler    base pipeline memread python config discovery unwind aggregate
-#   exporters  every agent stage (not cli)
+#   web        base                        (web/: the browser pages, embedded)
+#   exporters  every agent stage and web (not cli)
 #   cli        everything
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 
-mapfile -t files < <(find agent exporters cli -name '*.[ch]' 2>/dev/null | sort)
+mapfile -t files < <(find agent exporters web cli -name '*.[ch]' 2>/dev/null | sort)
 [ ${#files[@]} -gt 0 ] || { echo "check-deps: no sources under $root" >&2; exit 1; }
 
 violations=$(
@@ -40,8 +41,9 @@ violations=$(
             allow["aggregate"] = "base pipeline"
             allow["pprof"] = "base pipeline aggregate"
             allow["sampler"] = "base pipeline memread python config discovery unwind aggregate"
-            allow["exporters"] = "base pipeline memread python config discovery unwind aggregate pprof sampler"
-            allow["cli"] = "base pipeline memread python config discovery unwind aggregate pprof sampler exporters"
+            allow["web"] = "base"
+            allow["exporters"] = "base pipeline memread python config discovery unwind aggregate pprof sampler web"
+            allow["cli"] = "base pipeline memread python config discovery unwind aggregate pprof sampler web exporters"
         }
         function stage_of_file(f,   p) {
             if (f == "agent/pipeline.h" || f == "agent/pipeline.c") return "pipeline"
