@@ -169,6 +169,17 @@ HOME="$out" GOCACHE="$out/gocache" go tool pprof -top -nodecount=10 \
     "http://127.0.0.1:7979/debug/pprof/profile?seconds=3&pid=${pids[1]}" 2>&1 |
     grep -v '^Main binary filename not available\|^Saved profile in\|^Fetching profile' | sed 's/^/   /'
 echo
+echo "== the agent's page: http://127.0.0.1:7979/ (targets, and flame graphs on demand; offline)"
+echo "   it draws what /flamegraph returns, e.g. 2 s of the CPython 3.14 workload:"
+curl -s "http://127.0.0.1:7979/flamegraph?seconds=2&pid=${pids[1]}" | /usr/bin/python3 -c '
+import json, sys
+def walk(n, depth):
+    if depth <= 4:
+        print("   %s%-40s %5d samples" % ("  " * depth, n["n"], n["v"]))
+        for c in sorted(n.get("c", []), key=lambda c: -c["v"])[:2]:
+            walk(c, depth + 1)
+walk(json.load(sys.stdin), 0)'
+echo
 echo "== curl http://127.0.0.1:7979/metrics   (a few of the agent's own metrics)"
 echo
 curl -s http://127.0.0.1:7979/metrics |
@@ -237,5 +248,13 @@ if [ -n "$first" ]; then
 fi
 kill "$receiver" 2>/dev/null || true
 
+html=build/demo-flamegraph.html
+echo
+echo "== $bin record -a -d 3 -o $html ${pids[1]}   (an HTML flame graph: one file, no network)"
+echo
+"$bin" record -a -d 3 --no-progress -o "$html" "${pids[1]}" 2>&1 | tail -n 1 | sed 's/^/   /'
 echo
 echo "== stopping the workload"
+echo
+echo "== the flame graph of the CPython 3.14 workload is in $(pwd)/$html"
+echo "   open it in any browser (hover, click to zoom, search; top functions and summary beside)"

@@ -8,8 +8,11 @@
  *
  * Routes (anything else 404; a known path with another method 405 + Allow;
  * HEAD is accepted wherever GET is):
- *   GET  /                        landing page (text/html)
- *   GET  /debug/pprof/profile     ?seconds=N (1..max, default 30) &pid=P
+ *   GET  /                        the agent's page (web/agent.html, text/html)
+ *   GET  /ui/NAME                 the page's files, embedded (web/web.h)
+ *   GET  /debug/pprof/profile     ?seconds=N (1..max, default 30) &pid=P &mode=M
+ *   GET  /flamegraph              the same request as JSON (pprof/flamegraph.h):
+ *                                 ops.profile with format HTTP_PROFILE_FLAME
  *   GET  /targets                 application/json from ops.targets_json
  *   GET  /metrics                 PROMTEXT_CONTENT_TYPE from ops.metrics + the
  *                                 server's own and process_* metrics
