@@ -738,18 +738,30 @@ class CommandLineTest(RecordCase):
     """The command line's habits: options after the PID, the live progress line, --version."""
 
     def test_options_after_the_pid(self):
-        """record PID -o FILE -d 1 -r 200: options after the PID work as before it"""
-        target = start_target("busy", "3.14")
+        """record PID -o FILE -d 1 -r 200: the same recording as with the options before
+        the PID (same format, same sample count within a few, same hottest function)"""
+        target = start_target("shares", "3.14")
+        runs = {}
         try:
-            path = os.path.join(livelib.scratch(), "after-pid.pb.gz")
-            proc = subprocess.run([BINARY, "record", str(target.pid), "-o", path, "-d", "1",
-                                   "-r", "200"], capture_output=True, text=True, timeout=60)
+            for order in ("before", "after"):
+                path = os.path.join(livelib.scratch(), f"{order}-pid.pb.gz")
+                opts = ["-o", path, "-d", "1", "-r", "200"]
+                argv = [*opts, str(target.pid)] if order == "before" else [str(target.pid), *opts]
+                proc = subprocess.run([BINARY, "record", *argv], capture_output=True, text=True,
+                                      timeout=60)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertTrue(os.path.isfile(path), proc.stderr)
+                self.assertNotIn("\r", proc.stderr, "a progress line without a terminal")
+                m = re.search(r"pyprofd: (\d+) samples in 1\.\d\d s \(\d+\.\d Hz", proc.stderr)
+                self.assertIsNotNone(m, proc.stderr)
+                top = livelib.top_function(livelib.pprof_top(path, livelib.scratch()))
+                runs[order] = (int(m.group(1)), top)
         finally:
             target.stop()
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertTrue(os.path.isfile(path), proc.stderr)
-        self.assertRegex(proc.stderr, r"pyprofd: \d+ samples in 1\.\d\d s \(\d+\.\d Hz")
-        self.assertNotIn("\r", proc.stderr, "a progress line without a terminal")
+        livelib.note(f"options before the PID: {runs['before']}, after: {runs['after']}")
+        self.assertEqual(runs["before"][1], "burn_half")
+        self.assertEqual(runs["after"][1], "burn_half")
+        self.assertLessEqual(abs(runs["before"][0] - runs["after"][0]), 10)
 
     def test_double_dash_still_ends_options(self):
         """after --, what looks like an option is the command's: -r fast is not ours"""
