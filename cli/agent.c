@@ -371,7 +371,8 @@ static int agent_http_profile(void *ctx, const struct http_profile_request *req,
         return e;
     if (req->pid && req->mode >= 0 && c.nparts == 1 && (int)c.parts[0].mode != req->mode) {
         snprintf(err, err_size, "process %d is sampled in %s mode, not %s", (int)req->pid,
-                 profile_mode_name(c.parts[0].mode), profile_mode_name(req->mode));
+                 profile_mode_name(c.parts[0].mode),
+                 profile_mode_name((enum profile_mode)req->mode));
         e = -ENOENT;
     } else if (req->format == HTTP_PROFILE_FLAME) {
         e = views_profile_flame(&c, req->mode, req->pid != 0, out, out_len, err, err_size);

@@ -6,8 +6,12 @@
 # and with /opt/pyprofd, checks every file is where the docs say, that the man
 # page renders, that bash completion completes commands, options, option
 # values and PIDs, then builds the Debian package (cpack -G DEB) and checks
-# its contents, its dependencies (dpkg-shlibdeps) and that lintian reports no
-# error. Exit 77 (skipped) without help2man, cpack's DEB tools or lintian.
+# its contents, its dependencies (dpkg-shlibdeps), that lintian reports no
+# error, and that it installs (dpkg -i) into a fresh Debian root of this
+# machine's suite, chroot, where pyprofd --version then runs. Exit 77
+# (skipped) without help2man, cpack's DEB tools or lintian; only the fresh
+# root check is skipped (saying why) without root, umoci or the package
+# layer deploy/container/rootfs.sh caches.
 set -euo pipefail
 build=${1:?usage: test_install.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
@@ -18,9 +22,10 @@ for tool in help2man dpkg-deb dpkg-shlibdeps lintian cpack; do
 	}
 done
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf --one-file-system "$tmp"' EXIT
 fail=0
 pass=0
+skipped=0
 check() { # name, then the command
 	local name=$1
 	shift
@@ -30,6 +35,10 @@ check() { # name, then the command
 		echo "FAIL: $name" >&2
 		fail=$((fail + 1))
 	fi
+}
+skip() { # name, why
+	echo "SKIP: $1: $2" >&2
+	skipped=$((skipped + 1))
 }
 
 # --- make install, prefix /usr and /opt/pyprofd -------------------------------
@@ -118,5 +127,77 @@ lintian_clean() {
 }
 check "lintian: no errors" lintian_clean
 
-echo "$pass passed, $fail failed"
+# --- the .deb in a fresh Debian root ---------------------------------------------
+# The root is the package layer deploy/container/rootfs.sh caches for the
+# Containerfile (mmdebstrap --variant=minbase of this machine's suite with the
+# runtime libraries: dpkg, and what the .deb's Depends name), unpacked afresh
+# under $tmp. test_containers builds that layer the first time (minutes, from
+# the network), so without it the check is skipped, saying why. Nothing is
+# mounted where it could outlive the test: dpkg -i runs without /proc, and
+# pyprofd (an ASan build needs a /proc) in a private mount and PID namespace.
+image_base() { # the layer's OCI layout (tag base) on stdout, or why not (status 1)
+	local cache=${PYPROFD_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/pyprofd}
+	local suite packages stamp words p best=''
+	# shellcheck source=/dev/null
+	suite=$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")
+	packages=$("$(dirname "$0")/../../deploy/container/rootfs.sh" --print-packages) || {
+		echo "rootfs.sh --print-packages failed"
+		return 1
+	}
+	# Its stamp (recipe=N suite=S arch=A variant=minbase packages=P1 P2 ...
+	# dpkg=...) names this suite and architecture and every runtime package;
+	# the newest such one if a recipe change left several.
+	for stamp in "$cache"/image-base-*/stamp; do
+		[[ -f $stamp && -f ${stamp%/stamp}/oci/index.json ]] || continue
+		words=" $(tr '=\n' '  ' <"$stamp") "
+		[[ $words == *" suite $suite "* && $words == *" arch $(dpkg --print-architecture) "* ]] ||
+			continue
+		for p in $packages; do
+			[[ $words == *" $p "* ]] || continue 2
+		done
+		[[ -n $best && $best -nt $stamp ]] || best=$stamp
+	done
+	[[ -n $best ]] || {
+		echo "no package layer of Debian ${suite:-?} with the Containerfile's runtime packages in $cache (deploy/container/rootfs.sh builds it; test_containers runs it)"
+		return 1
+	}
+	printf '%s\n' "${best%/stamp}/oci"
+}
+fresh_root_install() {
+	local oci=$1 root=$tmp/fresh-root out
+	# (rootfs.sh holds this lock while it rebuilds the layer)
+	flock --shared "${oci%/oci}.lock" umoci raw unpack --image "$oci:base" "$root" \
+		>"$tmp/umoci.log" 2>&1 || {
+		cat "$tmp/umoci.log" >&2
+		return 1
+	}
+	cp -- "$deb" "$root/tmp/pyprofd.deb" || return 1
+	# dpkg -i exits non-zero when a dependency is missing (the package is
+	# left unconfigured)
+	out=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot "$root" dpkg -i /tmp/pyprofd.deb 2>&1) || {
+		echo "dpkg -i in the fresh root failed: $out" >&2
+		return 1
+	}
+	out=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin unshare --mount --pid --fork \
+		--mount-proc="$root/proc" chroot "$root" pyprofd --version 2>"$tmp/version.err") || {
+		echo "pyprofd --version in the fresh root failed: $out $(<"$tmp/version.err")" >&2
+		return 1
+	}
+	[[ $out == 'pyprofd, version '* ]] || {
+		echo "pyprofd --version in the fresh root printed: $out $(<"$tmp/version.err")" >&2
+		return 1
+	}
+}
+name="the .deb: dpkg -i into a fresh Debian root (chroot), pyprofd --version runs there"
+if ((EUID != 0)); then
+	skip "$name" "needs root (chroot, umoci unpack)"
+elif ! command -v umoci >/dev/null; then
+	skip "$name" "umoci not found (scripts/bootstrap.sh installs it)"
+elif ! oci=$(image_base); then
+	skip "$name" "$oci"
+else
+	check "$name" fresh_root_install "$oci"
+fi
+
+echo "$pass passed, $fail failed, $skipped skipped"
 ((fail == 0))
