@@ -9,6 +9,7 @@
   const REFRESH_MS = 5000;
   let timer = null;
   let busy = false;
+  let previous = new Map(); // pid -> {samples, at}: the achieved rate between two refreshes
 
   function cell(text, cls) {
     return F.el('td', {className: cls || '', textContent: text === undefined ? '' : String(text)});
@@ -29,17 +30,25 @@
     const all = doc.targets || [];
     const targets = all.filter((t) => t.mode || t.python_version).sort((a, b) => a.pid - b.pid);
     const others = all.length - targets.length;
+    const now = Date.now();
+    const seen = new Map();
     for (const t of targets) {
       const c = t.counts || {};
       const labels = t.labels || {};
       const rate = t.effective_rate_hz !== undefined ? t.effective_rate_hz : t.sample_rate_hz;
+      const before = previous.get(t.pid);
+      let achieved = '';
+      if (before && c.samples !== undefined && now > before.at)
+        achieved = ' (' + Math.round((1000 * (c.samples - before.samples)) / (now - before.at)) +
+          ' achieved)';
+      if (c.samples !== undefined) seen.set(t.pid, {samples: c.samples, at: now});
       const tr = F.el('tr', {}, [
         cell(t.pid, 'num'),
         cell(labels.service_name || t.comm || ''),
         stateCell(t),
         cell((t.python_version || '') + (t.build === 'free-threaded' ? 't' : '')),
         cell(t.mode || ''),
-        cell(rate !== undefined ? rate + ' Hz' : '', 'num'),
+        cell(rate !== undefined ? rate + ' Hz' + achieved : '', 'num'),
         cell(c.samples, 'num'),
         cell(c.failed, 'num'),
         cell(c.missed, 'num'),
@@ -48,6 +57,7 @@
       tr.addEventListener('click', () => { select.value = String(t.pid); });
       body.append(tr);
     }
+    previous = seen;
     if (others > 0) {
       const td = cell(others + ' other process' + (others === 1 ? '' : 'es') +
         ' watched, not Python (yet)', 'reason');
