@@ -389,8 +389,8 @@ static void test_kube_client__401_rereads_the_token(void **state)
     /* the rotated token (with its newline) is used at the next 401 */
     write_token("  second\n");
     WAIT_FOR(has_id(k, 'a'));
-    kube_stats(k, &st);
-    assert_true(st.synced);
+    /* the list's pods enter the index before the list is marked synced */
+    WAIT_FOR((kube_stats(k, &st), st.synced));
     assert_true(st.token_reads >= 2);
     pthread_mutex_lock(&s.mu);
     assert_string_equal(s.auths[0], "Bearer first");
