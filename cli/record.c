@@ -404,12 +404,13 @@ static void record_summary(const struct sampler_counts *c, double seconds)
 /*
  * The timer slack of the sampling thread for @a interval_ns: half an
  * interval, at least the kernel's default (CLOCK_DEFAULT_SLACK_NS, 50 us) and at
- * most 1 ms. An attempt is made at a random point of the first half of its
- * interval; with the slack it may be made up to that much later, still inside
- * its interval. The default is a fixed slack that, at low rates, forces a
- * precise timer for every sample for nothing; above 10 kHz a slack under it
- * bought nothing but more exact (costlier) timers: record -r 20000 took 16%
- * more CPU per sample with 25 us.
+ * most 1 ms. An attempt is made at a random point of its interval; with the
+ * slack it may be made up to that much later, in the next attempt's
+ * interval, whose point is then drawn from what is left of it
+ * (schedule_jitter()). The default is a fixed slack that, at low rates,
+ * forces a precise timer for every sample for nothing; above 10 kHz a slack
+ * under it bought nothing but more exact (costlier) timers: record -r 20000
+ * took 16% more CPU per sample with 25 us.
  */
 PYPROFD_STATIC uint64_t record_slack_ns(uint64_t interval_ns)
 {

@@ -28,6 +28,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "sampler/schedule.h"
 
 #define TOP_MAX_FUNCTIONS 4096u /* distinct functions told apart (a power of two) */
 #define TOP_MAX_WINDOW    60u   /* seconds of buckets */
@@ -280,6 +281,10 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
 
     uint64_t interval = (uint64_t)(1e9 / rate);
     uint64_t start = clock_mono_now(), due = start;
+    /* as in the sampler, each attempt after the first at a random point of its
+     * interval (schedule_jitter()): on the grid, a target whose period is the
+     * interval (100 Hz, the default) would be seen at one phase only */
+    uint64_t jitter = 0, rng = (start ^ ((uint64_t)(uint32_t)pid << 32)) | 1u;
     uint64_t end = duration > 0 ? start + (uint64_t)(duration * 1e9) : UINT64_MAX;
     uint64_t next_bucket = start + 1000000000ull;
     uint64_t next_draw = next_bucket;
@@ -287,17 +292,21 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
         uint64_t now = clock_mono_now();
         if (now >= end)
             break;
-        if (due > now) {
-            struct timespec ts = clock_timespec(due < end ? due : end);
+        uint64_t wake = due + jitter;
+        if (wake > now) {
+            struct timespec ts = clock_timespec(wake < end ? wake : end);
             if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
                 continue;
             now = clock_mono_now();
-        } else if (now - due > interval) { /* late by whole ticks: missed, not caught up */
+            if (now < wake)
+                continue;                   /* woken for the end */
+        } else if (now - wake > interval) { /* late by whole intervals: missed, not caught up */
             uint64_t late = (now - due) / interval;
             t.missed += late;
             due += late * interval;
         }
         due += interval;
+        jitter = schedule_jitter(due, interval, now, &rng);
         const struct unwind_result *r = NULL;
         enum sample_status st;
         t.attempts++;

@@ -285,11 +285,13 @@ static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64
 
 /*
  * The sampling tick: global.sampling_tick, or half the shortest interval of
- * a target if that is shorter. Half, not a whole one: an attempt is made at a
- * random point of the first half of its interval and up to a tick late, so
- * with a tick of at most half an interval it is still made before the next
- * attempt's interval starts (never two attempts of one target in a pass,
- * never one counted late at the end).
+ * a target if that is shorter, so that no two attempts of one target fall in
+ * one tick. An attempt is made at a random point of its interval and up to a
+ * tick late, so it may be made in the next attempt's interval; that one's
+ * point is then drawn from what is left of its interval (schedule_jitter()),
+ * so a target still comes at most once in a pass unless it is a whole
+ * interval behind, and no attempt counts as late before its whole interval
+ * has gone by.
  */
 static uint64_t loop_tick(const struct loop *l)
 {

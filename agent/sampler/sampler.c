@@ -269,21 +269,15 @@ uint64_t sampler_due(const struct sampler *s)
 }
 
 /*
- * Each attempt after the first is made at a random point of the first half
- * of its interval, not exactly on the grid: code that runs periodically at
- * (a multiple of) the sampling rate would otherwise be caught at the same
- * phase every time and be over- or under-counted. The schedule itself (due
- * times, missed counting) does not move.
+ * Each attempt after the first is made at a random point of its whole
+ * interval (schedule_jitter()), not on the grid. A random point of only part
+ * of the interval is not enough: a target whose period is the interval
+ * (shares.py at 100 Hz) would only ever be seen in that part of its cycle.
+ * The schedule itself (due times, missed counting) does not move.
  */
-static void sampler_next_jitter(struct sampler *s)
+static void sampler_next_jitter(struct sampler *s, uint64_t now_ns)
 {
-    uint64_t x = s->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    s->rng = x;
-    uint64_t half = s->opts.interval_ns / 2;
-    s->jitter = half ? x % half : 0;
+    s->jitter = schedule_jitter(schedule_due(&s->sched), s->opts.interval_ns, now_ns, &s->rng);
 }
 
 static unsigned sampler_unwind_flags(const struct sampler *s)
@@ -393,7 +387,7 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
 {
     s->now_ns = now_ns;
     schedule_attempted(&s->sched, now_ns);
-    sampler_next_jitter(s);
+    sampler_next_jitter(s, now_ns);
     s->last_attempt_ns = now_ns;
     s->counts.attempts++;
 
@@ -460,7 +454,7 @@ void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++)
         schedule_attempted(&s->sched, now_ns);
-    sampler_next_jitter(s);
+    sampler_next_jitter(s, now_ns);
     s->last_attempt_ns = now_ns;
     s->counts.skipped += n;
 }
@@ -468,7 +462,7 @@ void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
 void sampler_idle(struct sampler *s, uint64_t now_ns)
 {
     schedule_attempted(&s->sched, now_ns);
-    sampler_next_jitter(s);
+    sampler_next_jitter(s, now_ns);
     s->last_attempt_ns = now_ns;
 }
 
@@ -510,7 +504,12 @@ struct sampler_counts sampler_counts(const struct sampler *s)
 struct sampler_counts sampler_counts_final(const struct sampler *s)
 {
     struct sampler_counts c = s->counts;
-    uint64_t late = schedule_missed(&s->sched, s->last_attempt_ns);
+    /* an attempt is late once its whole interval (where its random point
+     * lies) has gone by: those due up to one interval before the last */
+    uint64_t interval = s->opts.interval_ns;
+    uint64_t late = s->last_attempt_ns >= interval
+                        ? schedule_missed(&s->sched, s->last_attempt_ns - interval)
+                        : 0;
     uint64_t lost = schedule_given_up(&s->sched);
     c.missed = late > lost ? late : lost;
     return c;

@@ -72,10 +72,10 @@ void sampler_free(struct sampler *s);
 
 /**
  * When to make the next attempt (CLOCK_MONOTONIC nanoseconds): its due time
- * on the fixed schedule plus a random offset in the first half of the
- * interval (none for the first attempt), so periodic code is not sampled at
- * the same phase every time. The schedule's due times and the missed count
- * do not depend on the offset.
+ * on the fixed schedule plus a random offset in the interval (none for the
+ * first attempt), so periodic code is not sampled at the same phase every
+ * time. The schedule's due times and the missed count do not depend on the
+ * offset.
  */
 uint64_t sampler_due(const struct sampler *s);
 
@@ -122,9 +122,10 @@ void sampler_remove_tap(struct sampler *s, const struct agg *tap);
  */
 struct sampler_counts sampler_counts(const struct sampler *s);
 /**
- * The counts once sampling has ended: missed also counts the attempts that
- * were late at the last attempt and will now never be made. At least what
- * sampler_counts() said.
+ * The counts once sampling has ended: missed also counts the attempts whose
+ * whole interval (where their random point lay) had gone by at the last
+ * attempt, and that will now never be made. At least what sampler_counts()
+ * said.
  */
 struct sampler_counts sampler_counts_final(const struct sampler *s);
 

@@ -53,4 +53,17 @@ uint64_t schedule_missed(const struct schedule *s, uint64_t now_ns);
 /** Attempts given up for good (more than SCHEDULE_MAX_LAG_INTERVALS late); never decreases. */
 uint64_t schedule_given_up(const struct schedule *s);
 
+/**
+ * The random point in its interval at which to make the attempt due at
+ * @a due_ns (on the grid), as an offset in [0, @a interval_ns): uniform over
+ * the whole interval, so that code that runs periodically at (a multiple of)
+ * the sampling rate is seen at every phase of its cycle, not always at the
+ * same one. When the last attempt was made at @a now_ns, already inside that
+ * interval (it was late), the point is drawn from what is left of it, after
+ * @a now_ns, so that the same moment is not sampled twice; when @a now_ns is
+ * past the whole interval the attempt is due at once anyway (catching up).
+ * @a rng: the caller's xorshift state, never 0.
+ */
+uint64_t schedule_jitter(uint64_t due_ns, uint64_t interval_ns, uint64_t now_ns, uint64_t *rng);
+
 #endif /* PYPROFD_SAMPLER_SCHEDULE_H */

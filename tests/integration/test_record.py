@@ -12,7 +12,9 @@ names it.
 What is checked:
     shares     shares.py burns 5/3/2 ms of every 10 ms in three functions:
                `record -r 1k -d 5 -o X.pb.gz` gives flat shares of 50/30/20 %
-               (+-3 points) in `go tool pprof -top`, and ~5000 samples
+               (+-3 points) in `go tool pprof -top`, and ~5000 samples;
+               at the default 100 Hz, the target's own period, 50/30/20 %
+               (+-10 points: 500 samples) too
     modes      modes.py (spinner, sleeper, GIL-releasing hasher, waiting
                main), `-a -r 500 -d 2`: wall has all four threads, cpu not the
                sleeper, gil neither the sleeper nor (almost) the hasher;
@@ -375,6 +377,32 @@ class SharesTest(RecordCase):
                 self, f"python{version} flat shares (sample_index={index})",
                 [(f, flat.get(f, 0.0), want - self.TOLERANCE, want + self.TOLERANCE)
                  for f, want in self.WANT.items()], msg=f"go tool pprof -top:\n{out}", unit="%")
+
+
+class OwnPeriodTest(RecordCase):
+    """shares.py at the default 100 Hz, which is the target's own period."""
+
+    def test_shares_at_the_targets_own_period(self):
+        """record -d 5 (100 Hz): flat shares 50/30/20 +-10 points, ~500 samples
+
+        Every attempt is made at a random point of its whole interval. When
+        that point was drawn from the first half only, samples at 100 Hz saw
+        one half of shares.py's 10 ms cycle: burn_third came out anywhere
+        from 3 % to 57 %, depending on where the recording started. The
+        bound is about 4.5 standard deviations of 500 samples; one version
+        is enough, the schedule does not depend on it.
+        """
+        target = start_target("shares", "3.13")
+        self.addCleanup(target.stop)
+        rec = record(["-d", "5"], target.pid)
+        target.stop()
+        prof = self.pprof(rec, "wall")
+        total = prof.total(0)
+        livelib.within(self, "samples at 100 Hz", total, 450, 505, rec.describe())
+        livelib.within_each(
+            self, f"shares at 100 Hz ({total} samples)",
+            [(f, 100.0 * prof.count(lambda s, f=f: s.has(f)) / total, want - 10.0, want + 10.0)
+             for f, want in SharesTest.WANT.items()], unit="%")
 
 
 MODES_RUNS = {"wall": (["-a", "-r", "500", "-d", "2", "--mode", "wall"], ".pb.gz"),

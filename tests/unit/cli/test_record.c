@@ -29,8 +29,8 @@ static void test_record__parses_rates(void **state)
     assert_int_equal(record_parse_rate("2000k", &hz), -ERANGE);
 }
 
-/* The sampling thread's timer slack: half an interval (the attempt stays in
- * the first half's random phase plus the slack), never over 1 ms. */
+/* The sampling thread's timer slack: half an interval, at least the kernel's
+ * default, never over 1 ms. */
 static void test_record__timer_slack_follows_the_interval(void **state)
 {
     (void)state;

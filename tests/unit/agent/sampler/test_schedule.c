@@ -110,6 +110,39 @@ static void test_schedule__given_up_only_grows(void **state)
     assert_int_equal(final, due - made);
 }
 
+/*
+ * schedule_jitter(): a point of the whole interval, uniform; after a late
+ * attempt already inside the interval, a point of what is left of it (never
+ * the same moment again); past the whole interval, any point (due at once).
+ */
+static void test_schedule__jitter_covers_the_whole_interval(void **state)
+{
+    (void)state;
+    const uint64_t iv = 10000000, due = 5000000000ull;
+    uint64_t rng = 12345, tenths[10] = {0};
+    for (int k = 0; k < 20000; k++) {
+        uint64_t j = schedule_jitter(due, iv, due - iv / 2, &rng); /* made in time */
+        assert_true(j < iv);
+        tenths[j * 10 / iv]++;
+    }
+    for (size_t i = 0; i < 10; i++)
+        assert_true(tenths[i] > 1700 && tenths[i] < 2300);
+    uint64_t lo = UINT64_MAX;
+    for (int k = 0; k < 20000; k++) {
+        uint64_t now = due + 7 * iv / 10; /* the last attempt was 70% into this interval */
+        uint64_t j = schedule_jitter(due, iv, now, &rng);
+        assert_true(due + j > now && j < iv);
+        lo = j < lo ? j : lo;
+    }
+    assert_true(lo <= 7 * iv / 10 + iv / 100); /* from all that is left */
+    bool early = false;
+    for (int k = 0; k < 1000; k++) /* a whole interval behind: anywhere */
+        early |= schedule_jitter(due, iv, due + 3 * iv, &rng) < iv / 2;
+    assert_true(early);
+    assert_int_equal(schedule_jitter(due, 1, due, &rng), 0); /* 1 ns: nothing to draw */
+    assert_true(rng != 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +150,7 @@ int main(void)
         cmocka_unit_test(test_schedule__late_sampler_catches_up),
         cmocka_unit_test(test_schedule__hopeless_lag_is_missed),
         cmocka_unit_test(test_schedule__given_up_only_grows),
+        cmocka_unit_test(test_schedule__jitter_covers_the_whole_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
