@@ -65,9 +65,13 @@ PACKAGES=(
 )
 
 # Packages a distribution may not have as a .deb (Ubuntu ships chromium as a
-# snap): when apt knows no candidate for one, it is left out, saying so, and
-# the tests that need it skip, saying why (tests/integration/test_web.py).
+# snap): when apt knows no candidate for one once its lists are fresh (after
+# this script's apt-get update), it is left out, saying so, and the tests
+# that need it skip, saying why (tests/integration/test_web.py). That
+# verdict is kept in UNAVAILABLE_FILE, so later runs neither update the lists
+# again for it nor say it again; remove the file to have it looked for anew.
 OPTIONAL=(chromium chromium-driver)
+UNAVAILABLE_FILE=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/pyprofd/bootstrap-unavailable
 
 prog=bootstrap
 
@@ -116,24 +120,34 @@ while read -r pkg status; do
 	fi
 done < <(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)
 
-# Whether apt has no candidate for optional package $1 (only once the
-# package lists are there: before the first update, nothing has one).
-unavailable() {
+# Whether $1 is an optional package.
+optional() {
 	local o
 	for o in "${OPTIONAL[@]}"; do
-		[[ $o == "$1" ]] || continue
-		compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null || return 1
-		if apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'; then
-			return 1
-		fi
-		return 0
+		[[ $o == "$1" ]] && return 0
 	done
 	return 1
 }
 
+# Whether apt has no candidate for optional package $1 in its lists as they
+# are. (The output is read whole: with pipefail, grep -q leaving early would
+# kill apt-cache with SIGPIPE and fail the pipeline, now and then.)
+no_candidate() {
+	local policy
+	optional "$1" || return 1
+	policy=$(apt-cache policy "$1" 2>/dev/null || true)
+	[[ ! $policy =~ Candidate:\ [^\(] ]]
+}
+
+# Whether an earlier run found no candidate for optional package $1 after
+# updating the lists.
+known_unavailable() {
+	optional "$1" && [[ -f $UNAVAILABLE_FILE ]] && grep -qx -- "$1" "$UNAVAILABLE_FILE"
+}
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
-	if [[ -z ${installed[$pkg]:-} ]] && ! unavailable "$pkg"; then
+	if [[ -z ${installed[$pkg]:-} ]] && ! known_unavailable "$pkg"; then
 		missing+=("$pkg")
 	fi
 done
@@ -145,7 +159,16 @@ fi
 
 if ((${#missing[@]} == 0)); then
 	if ((verbose)); then
-		printf '%s: all %d packages are installed\n' "$prog" "${#PACKAGES[@]}" >&2
+		left=()
+		for pkg in "${PACKAGES[@]}"; do
+			[[ -z ${installed[$pkg]:-} ]] && left+=("$pkg")
+		done
+		if ((${#left[@]} > 0)); then
+			printf '%s: all %d packages are installed but %s (not in the apt sources)\n' \
+				"$prog" "${#PACKAGES[@]}" "${left[*]}" >&2
+		else
+			printf '%s: all %d packages are installed\n' "$prog" "${#PACKAGES[@]}" >&2
+		fi
 	fi
 	exit 0
 fi
@@ -164,14 +187,22 @@ apt-get -q update >&2 ||
 	die "cannot run apt-get update: exit status $?"
 wanted=("${missing[@]}")
 missing=()
+unavailable=()
 for pkg in "${wanted[@]}"; do
-	if unavailable "$pkg"; then
-		printf '%s: %s: no package in the apt sources; the tests that need it will skip\n' \
-			"$prog" "$pkg" >&2
+	if no_candidate "$pkg"; then
+		printf '%s: %s: no package in the apt sources; the tests that need it will skip (remove %s to look again)\n' \
+			"$prog" "$pkg" "$UNAVAILABLE_FILE" >&2
+		unavailable+=("$pkg")
 	else
 		missing+=("$pkg")
 	fi
 done
+if ((${#unavailable[@]} > 0)); then
+	mkdir -p "$(dirname "$UNAVAILABLE_FILE")"
+	printf '%s\n' "${unavailable[@]}" >"$UNAVAILABLE_FILE"
+else
+	rm -f "$UNAVAILABLE_FILE"
+fi
 ((${#missing[@]} > 0)) || exit 0
 apt-get -q install -y --no-install-recommends "${missing[@]}" >&2 ||
 	die "cannot install packages with apt-get: exit status $?: ${missing[*]}"
