@@ -592,7 +592,22 @@ def _missing(needs):
         if need == "chromium":
             if not os.access("/usr/bin/chromium", os.X_OK) or \
                     not os.access("/usr/bin/chromedriver", os.X_OK):
-                return "no chromium: install chromium and chromium-driver (scripts/bootstrap.sh)"
+                # a skip only where bootstrap found no .deb of it (Ubuntu's
+                # is a snap); elsewhere a missing browser is a setup fault
+                verdict = os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                       os.path.expanduser("~/.cache"),
+                                       "pyprofd", "bootstrap-unavailable")
+                try:
+                    with open(verdict) as f:
+                        unavailable = set(f.read().split())
+                except OSError:
+                    unavailable = set()
+                if unavailable & {"chromium", "chromium-driver"}:
+                    return ("no chromium: the apt sources have no .deb of chromium or "
+                            f"chromium-driver ({verdict})")
+                print("no chromium or chromium-driver, though the apt sources were not found "
+                      "without them: run scripts/bootstrap.sh", file=sys.stderr)
+                sys.exit(1)
             try:
                 import selenium  # noqa: F401
             except ImportError:
