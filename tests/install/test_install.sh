@@ -87,7 +87,9 @@ complete_words() { # the words typed so far (the last one being completed)
 completes() { # expected word, then the words
 	local want=$1
 	shift
-	complete_words "$@" | grep -qx -- "$want"
+	local words
+	words=$(complete_words "$@")
+	grep -qx -- "$want" <<<"$words"
 }
 check "completion: commands" completes record pyprofd rec
 check "completion: agent only for pyprofd" completes agent pyprofd ag
@@ -107,14 +109,28 @@ check "completion: registered for both programs" \
 }
 deb=$(find "$tmp/pkg" -maxdepth 1 -name 'pyprofd_*.deb' | head -n 1)
 check "cpack made a .deb" test -n "$deb"
-deb_has() { dpkg-deb -c "$deb" | awk '{print $6}' | grep -qx -- "$1"; }
+# (each reads the whole output first: under pipefail, grep -q leaving at the
+# first match could kill the writer with SIGPIPE and fail the pipeline)
+deb_has() {
+	local list
+	list=$(dpkg-deb -c "$deb" | awk '{print $6}')
+	grep -qx -- "$1" <<<"$list"
+}
 check "the .deb: /usr/bin/pyprofd" deb_has ./usr/bin/pyprofd
 check "the .deb: /etc/pyprofd/pyprofd.yml" deb_has ./etc/pyprofd/pyprofd.yml
 check "the .deb: the man page" deb_has ./usr/share/man/man1/pyprofd.1.gz
 check "the .deb: the systemd unit" deb_has ./usr/lib/systemd/system/pyprofd.service
-conffile() { dpkg-deb -I "$deb" conffiles | grep -qx /etc/pyprofd/pyprofd.yml; }
+conffile() {
+	local list
+	list=$(dpkg-deb -I "$deb" conffiles)
+	grep -qx /etc/pyprofd/pyprofd.yml <<<"$list"
+}
 check "the .deb: the config is a conffile" conffile
-shlibdeps() { dpkg-deb -f "$deb" Depends | grep -q libcurl4; }
+shlibdeps() {
+	local depends
+	depends=$(dpkg-deb -f "$deb" Depends)
+	grep -q libcurl4 <<<"$depends"
+}
 check "the .deb: library dependencies from dpkg-shlibdeps" shlibdeps
 lintian_clean() {
 	local out
