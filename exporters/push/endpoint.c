@@ -9,6 +9,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
+#include "base/httpdate.h"
 #include "exporters/push/endpoint.h"
 
 static int endpoint_dup(char **dst, const char *src)
@@ -313,32 +314,7 @@ out:
 
 uint64_t push_parse_retry_after(const char *value, int64_t now_real_ns)
 {
-    if (!value)
-        return 0;
-    while (*value == ' ' || *value == '\t')
-        value++;
-    if (*value >= '0' && *value <= '9') {
-        uint64_t secs = 0;
-        const char *p = value;
-        for (; *p >= '0' && *p <= '9'; p++) {
-            if (secs > UINT64_MAX / 10000000000ull)
-                return UINT64_MAX;
-            secs = secs * 10 + (uint64_t)(*p - '0');
-        }
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-            p++;
-        if (*p)
-            return 0;
-        return secs > UINT64_MAX / 1000000000ull ? UINT64_MAX : secs * 1000000000ull;
-    }
-    time_t t = curl_getdate(value, NULL);
-    if (t < 0)
-        return 0;
-    /* a date centuries ahead must not overflow: it means "a very long time" */
-    if ((int64_t)t > INT64_MAX / 1000000000ll)
-        return UINT64_MAX;
-    int64_t at = (int64_t)t * 1000000000ll;
-    return at > now_real_ns ? (uint64_t)(at - now_real_ns) : 0;
+    return http_retry_after_ns(value, now_real_ns);
 }
 
 /* CURLOPT_XFERINFOFUNCTION: non-zero ends the transfer */
