@@ -20,6 +20,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/hash.h"
+#include "base/httpdate.h"
 #include "base/log.h"
 #include "discovery/kube_client.h"
 #include "discovery/kube_pod.h"
@@ -30,18 +31,14 @@
 #define KUBE_LOG_EVERY       (60 * NS_PER_SEC)
 #define KUBE_PAGE_LIMIT      500
 #define KUBE_URL_MAX         (8u << 10)
-#define KUBE_ERRBODY_MAX     512
-#define KUBE_POLL_MS         1000 /* the longest a transfer waits before looking around */
+#define KUBE_ERRMSG_MAX      128 /* of a non-200 body, shown in last_error */
+#define KUBE_POLL_MS         250 /* the longest a transfer waits before looking around */
 #define KUBE_CONNECT_MS      10000L
 #define KUBE_LIST_SILENCE_S  30L
-#define KUBE_LIST_TIMEOUT_MS 120000L
-#define KUBE_WATCH_SLACK_S   30L
+#define KUBE_REQUEST_DEFAULT (60 * NS_PER_SEC)
 
 enum kube_log_kind {
     KUBE_LOG_SYNC,
-    KUBE_LOG_LOST,
-    KUBE_LOG_RELIST,
-    KUBE_LOG_AUTH,
     KUBE_LOG_TOKEN,
     KUBE_LOG_KINDS,
 };
@@ -50,6 +47,8 @@ struct kube {
     /* options, copied */
     char *url, *node_name, *token_file, *ca_file;
     uint64_t watch_timeout_ns, poll_ns, min_backoff_ns, max_backoff_ns;
+    uint64_t request_timeout_ns, progress_ns;
+    size_t max_pods;
     struct clock clock;
     enum kube_source source;
     bool insecure;
@@ -72,14 +71,30 @@ struct kube {
     uint64_t rnd;
     uint64_t last_expire;
     uint64_t logged_at[KUBE_LOG_KINDS];
-    unsigned attempts;
+    unsigned attempts;       /* failures in the streak: the backoff doubles with each */
+    uint64_t retry_after_ns; /* the server's Retry-After for the next wait, or 0 */
     bool logged[KUBE_LOG_KINDS];
-    bool token_known;  /* read at least once */
-    bool healthy;      /* the last request succeeded */
-    bool ever_healthy; /* one has */
-    bool lost_logged;  /* "lost" was logged, "restored" not yet */
+    bool token_known; /* read at least once */
     bool watched_once;
+    /* the failure episode (see kube_client.h, "Logging") */
+    bool healthy; /* requests make progress since healthy_since */
+    uint64_t healthy_since;
+    bool episode;           /* failures since the last stable period */
+    bool restored_logged;   /* "restored" was said in this episode */
+    unsigned episode_kinds; /* bit per enum kube_outcome logged in this episode */
+    uint64_t episode_failures;
+    /* the list in progress */
+    size_t list_pods, list_refused;
+    bool bound_logged;       /* the pod bound was logged; a list that fits clears it */
+    unsigned refused_logged; /* bit per enum kube_refusal logged once */
+    struct kube_stream_counts seen_watch, seen_list;
     char rv[KUBE_MAX_TOKEN_BYTES + 1];
+};
+
+enum kube_timeout {
+    KUBE_TIMEOUT_NONE,
+    KUBE_TIMEOUT_STALLED,  /* a watch without progress */
+    KUBE_TIMEOUT_DEADLINE, /* a list over request_timeout */
 };
 
 /* One request's state, seen by libcurl's callbacks. */
@@ -90,8 +105,15 @@ struct kube_xfer {
     int decode_rc;      /* kube_stream's error, 0 */
     int stop_reason;    /* KUBE_STOP_* from the event callback */
     struct buf errbody; /* a non-200 body, cut */
+    bool body_cut;      /* it was longer than KUBE_ERRBODY_MAX */
     size_t events;
     char event_msg[160];
+    char retry_after[64]; /* the Retry-After header, "" when none */
+    /* liveness, on clock_mono_now() */
+    uint64_t deadline;    /* 0: none */
+    uint64_t progress_at; /* the start, then the last complete event */
+    uint64_t progress_ns; /* 0: not watched */
+    enum kube_timeout timed_out;
 };
 
 enum {
@@ -111,9 +133,24 @@ const char *kube_outcome_name(enum kube_outcome o)
         [KUBE_OUTCOME_ERROR_EVENT] = "error_event",
         [KUBE_OUTCOME_DECODE_ERROR] = "decode_error",
         [KUBE_OUTCOME_TRANSPORT] = "transport",
+        [KUBE_OUTCOME_STALLED] = "stalled",
+        [KUBE_OUTCOME_DEADLINE] = "deadline",
         [KUBE_OUTCOME_STOPPED] = "stopped",
     };
     return (unsigned)o < KUBE_OUTCOME_COUNT ? names[o] : "unknown";
+}
+
+const char *kube_refusal_name(enum kube_refusal r)
+{
+    static const char *const names[KUBE_REFUSED_COUNT] = {
+        [KUBE_REFUSED_EVENT_TOO_LARGE] = "event_too_large",
+        [KUBE_REFUSED_OBJECT_TOO_LARGE] = "object_too_large",
+        [KUBE_REFUSED_LIST_TOO_LARGE] = "list_too_large",
+        [KUBE_REFUSED_TOO_DEEP] = "too_deep",
+        [KUBE_REFUSED_POD_BOUND] = "pod_bound",
+        [KUBE_REFUSED_INDEX_FULL] = "index_full",
+    };
+    return (unsigned)r < KUBE_REFUSED_COUNT ? names[r] : "unknown";
 }
 
 static uint64_t kube_now(const struct kube *k)
@@ -150,16 +187,50 @@ static void kube_set_error(struct kube *k, const char *fmt, ...)
     pthread_mutex_unlock(&k->mu);
 }
 
-static void kube_count_outcome(struct kube *k, enum kube_outcome o)
+/* ---- the failure episode, waiting ---- */
+
+/*
+ * Requests have made progress since healthy_since: once that lasted
+ * KUBE_STABLE, the streak is over (the backoff starts again from
+ * min_backoff) and so is the episode (its kinds may be logged again).
+ */
+static void kube_stable_check(struct kube *k, uint64_t now)
 {
+    if (!k->healthy || now - k->healthy_since < KUBE_STABLE_NS)
+        return;
+    k->attempts = 0;
+    k->episode = false;
+    k->episode_kinds = 0;
+    k->episode_failures = 0;
+    k->restored_logged = false;
+}
+
+/* A request made progress: a list page, a watch event, a kubelet poll. */
+static void kube_progress(struct kube *k)
+{
+    uint64_t now = clock_mono_now();
+    if (!k->healthy) {
+        k->healthy = true;
+        k->healthy_since = now;
+        if (k->episode && !k->restored_logged) {
+            k->restored_logged = true;
+            log_info("kubernetes: connection to '%s' restored after %" PRIu64 " failed requests",
+                     k->url, k->episode_failures);
+        }
+    }
+    kube_stable_check(k, now);
+}
+
+/* What the decoders hold, for kube_stats(); the thread's own streams. */
+static void kube_update_memory(struct kube *k)
+{
+    size_t mem = sizeof(*k) + kube_stream_memory(k->watch) + kube_stream_memory(k->list);
     pthread_mutex_lock(&k->mu);
-    k->st.requests[o]++;
+    k->st.memory_bytes = mem;
     pthread_mutex_unlock(&k->mu);
 }
 
-/* ---- waiting ---- */
-
-/* Drops what outlived the grace period; at most once a second. */
+/* Drops what outlived the grace period, and more housekeeping; at most once a second. */
 static void kube_expire(struct kube *k)
 {
     uint64_t now = kube_now(k);
@@ -169,6 +240,8 @@ static void kube_expire(struct kube *k)
     pthread_mutex_lock(&k->mu);
     kube_index_expire(k->ix, now);
     pthread_mutex_unlock(&k->mu);
+    kube_update_memory(k);
+    kube_stable_check(k, clock_mono_now());
 }
 
 /* Waits @a ns (real time) unless stopped. Returns false when stopping. */
@@ -200,7 +273,11 @@ static uint64_t kube_random(struct kube *k)
     return k->rnd * 0x2545F4914F6CDD1Dull;
 }
 
-/* The next backoff: min * 2^attempts capped at max, then a random point in its upper half. */
+/*
+ * The next wait: min * 2^attempts capped at max, a random point in its upper
+ * half; at least what a Retry-After asked (and a little more, so that every
+ * client told the same does not come back at once).
+ */
 static uint64_t kube_backoff(struct kube *k)
 {
     uint64_t d = k->min_backoff_ns;
@@ -210,7 +287,16 @@ static uint64_t kube_backoff(struct kube *k)
         d = k->max_backoff_ns;
     if (k->attempts < 64)
         k->attempts++;
-    return d / 2 + kube_random(k) % (d / 2 + 1);
+    uint64_t wait = d / 2 + kube_random(k) % (d / 2 + 1);
+    uint64_t ra = k->retry_after_ns;
+    k->retry_after_ns = 0;
+    if (ra > wait) {
+        wait = ra + kube_random(k) % (ra / 20 + 1);
+        pthread_mutex_lock(&k->mu);
+        k->st.retry_after++;
+        pthread_mutex_unlock(&k->mu);
+    }
+    return wait;
 }
 
 static bool kube_backoff_sleep(struct kube *k)
@@ -300,6 +386,7 @@ static bool kube_token_load(struct kube *k, bool force)
 /* ---- one request ---- */
 
 static int kube_on_event(void *arg, const struct kube_event *ev);
+static int kube_list_pod(void *arg, const struct kube_pod *pod);
 
 static size_t kube_write(char *data, size_t size, size_t nmemb, void *arg)
 {
@@ -313,16 +400,23 @@ static size_t kube_write(char *data, size_t size, size_t nmemb, void *arg)
         x->status = st ? st : -1;
     }
     if (x->status != 200) {
+        /* kept for the message up to a small cap; past it the connection
+         * is closed (an endless error body costs nothing) */
         size_t room = KUBE_ERRBODY_MAX - buf_len(&x->errbody);
-        if (room > 0 && buf_add(&x->errbody, data, len < room ? len : room) != 0)
+        size_t n = len < room ? len : room;
+        if (n > 0 && buf_add(&x->errbody, data, n) != 0)
             return 0;
+        if (n < len || buf_len(&x->errbody) >= KUBE_ERRBODY_MAX) {
+            x->body_cut = true;
+            return 0;
+        }
         return len;
     }
     int rc;
     if (x->mode == KUBE_STREAM_WATCH)
         rc = kube_stream_feed(x->k->watch, data, len, kube_on_event, x);
     else
-        rc = kube_stream_list_feed(x->k->list, data, len);
+        rc = kube_stream_list_feed(x->k->list, data, len, kube_list_pod, x);
     if (rc > 0) {
         x->stop_reason = rc;
         return 0;
@@ -330,6 +424,31 @@ static size_t kube_write(char *data, size_t size, size_t nmemb, void *arg)
     if (rc < 0) {
         x->decode_rc = rc;
         return 0;
+    }
+    return len;
+}
+
+/* CURLOPT_HEADERFUNCTION: keeps Retry-After (RFC 9110 10.2.3) of the final response. */
+static size_t kube_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct kube_xfer *x = arg;
+    size_t len = size * nmemb;
+    static const char name[] = "retry-after:";
+    if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+        x->retry_after[0] = '\0'; /* a new response (after a 1xx) */
+    } else if (len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
+        size_t i = sizeof(name) - 1;
+        while (i < len && (data[i] == ' ' || data[i] == '\t'))
+            i++;
+        size_t n = 0;
+        while (i + n < len && data[i + n] != '\r' && data[i + n] != '\n')
+            n++;
+        if (n < sizeof(x->retry_after)) {
+            memcpy(x->retry_after, data + i, n);
+            x->retry_after[n] = '\0';
+        } else {
+            x->retry_after[0] = '\0'; /* no Retry-After is that long */
+        }
     }
     return len;
 }
@@ -348,13 +467,10 @@ static void kube_easy_setup(struct kube *k, const char *url, struct curl_slist *
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_MS);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    if (watch) {
-        long silence = (long)(k->watch_timeout_ns / NS_PER_SEC) + KUBE_WATCH_SLACK_S;
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, silence);
-    } else {
+    if (!watch) {
+        /* a list must keep moving; kube_perform() holds it to its deadline */
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, KUBE_LIST_SILENCE_S);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, KUBE_LIST_TIMEOUT_MS);
     }
     curl_easy_setopt(h, CURLOPT_USERAGENT, "pyprofd/" PYPROFD_VERSION);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
@@ -366,10 +482,16 @@ static void kube_easy_setup(struct kube *k, const char *url, struct curl_slist *
     }
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)x);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, kube_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, (void *)x);
 }
 
-/* Runs the transfer set up on k->easy; returns its result (CURLE_ABORTED_BY_CALLBACK on stop). */
-static CURLcode kube_perform(struct kube *k)
+/*
+ * Runs the transfer set up on k->easy; returns its result
+ * (CURLE_ABORTED_BY_CALLBACK on stop, CURLE_OPERATION_TIMEDOUT when @a x's
+ * deadline passed or its watch stalled: x->timed_out says which).
+ */
+static CURLcode kube_perform(struct kube *k, struct kube_xfer *x)
 {
     if (curl_multi_add_handle(k->multi, k->easy) != CURLM_OK)
         return CURLE_FAILED_INIT;
@@ -394,6 +516,17 @@ static CURLcode kube_perform(struct kube *k)
         }
         if (done)
             break;
+        uint64_t now = clock_mono_now();
+        if (x->deadline && now >= x->deadline) {
+            x->timed_out = KUBE_TIMEOUT_DEADLINE;
+            rc = CURLE_OPERATION_TIMEDOUT;
+            break;
+        }
+        if (x->progress_ns && now - x->progress_at >= x->progress_ns) {
+            x->timed_out = KUBE_TIMEOUT_STALLED;
+            rc = CURLE_OPERATION_TIMEDOUT;
+            break;
+        }
         kube_expire(k);
         if (curl_multi_poll(k->multi, NULL, 0, KUBE_POLL_MS, NULL) != CURLM_OK) {
             rc = CURLE_OUT_OF_MEMORY;
@@ -408,7 +541,40 @@ struct kube_result {
     enum kube_outcome outcome;
     long status;
     int stop_reason;
+    uint64_t retry_after_ns; /* a 429 or 503 said how long to wait, capped; else 0 */
 };
+
+/* Logs the first refusal of each reason (they are counted every time). */
+static void kube_log_refusal(struct kube *k, enum kube_refusal r, const char *what)
+{
+    if (k->refused_logged & (1u << r))
+        return;
+    k->refused_logged |= 1u << r;
+    log_warn("kubernetes: %s from '%s' refused (%s; counted in "
+             "pyprofd_kubernetes_refused_total, logged once)",
+             what, k->url, kube_refusal_name(r));
+}
+
+/* Adds what a decoder passed over since last time to the refusal counters. */
+static void kube_count_passed_over(struct kube *k, const struct kube_stream *s,
+                                   struct kube_stream_counts *seen)
+{
+    struct kube_stream_counts now;
+    kube_stream_counts(s, &now);
+    uint64_t ev = now.refused_event - seen->refused_event;
+    uint64_t obj = now.refused_object - seen->refused_object;
+    *seen = now;
+    if (ev == 0 && obj == 0)
+        return;
+    pthread_mutex_lock(&k->mu);
+    k->st.refused[KUBE_REFUSED_EVENT_TOO_LARGE] += ev;
+    k->st.refused[KUBE_REFUSED_OBJECT_TOO_LARGE] += obj;
+    pthread_mutex_unlock(&k->mu);
+    if (ev)
+        kube_log_refusal(k, KUBE_REFUSED_EVENT_TOO_LARGE, "a watch event over 4 MiB");
+    if (obj)
+        kube_log_refusal(k, KUBE_REFUSED_OBJECT_TOO_LARGE, "a pod object over 4 MiB");
+}
 
 /*
  * GETs @a url in @a mode: the body goes through the decoder of that mode (a
@@ -417,9 +583,9 @@ struct kube_result {
  */
 static struct kube_result kube_get(struct kube *k, const char *url, enum kube_stream_mode mode)
 {
-    struct kube_result r = {KUBE_OUTCOME_TRANSPORT, 0, 0};
+    struct kube_result r = {KUBE_OUTCOME_TRANSPORT, 0, 0, 0};
     struct kube_xfer x = {.k = k, .mode = mode};
-    buf_init(&x.errbody, KUBE_ERRBODY_MAX);
+    buf_init(&x.errbody, KUBE_ERRBODY_MAX + 1);
     struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/json");
     if (hdrs && k->token) {
         struct buf auth;
@@ -432,13 +598,21 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
         explicit_bzero((char *)buf_str(&auth), buf_len(&auth));
         buf_release(&auth);
     }
-    kube_stream_reset(mode == KUBE_STREAM_WATCH ? k->watch : k->list);
+    struct kube_stream *dec = mode == KUBE_STREAM_WATCH ? k->watch : k->list;
+    kube_stream_reset(dec);
     kube_easy_setup(k, url, hdrs, mode == KUBE_STREAM_WATCH, &x);
-    CURLcode rc = hdrs ? kube_perform(k) : CURLE_OUT_OF_MEMORY;
+    uint64_t t0 = clock_mono_now();
+    x.progress_at = t0;
+    if (mode == KUBE_STREAM_WATCH)
+        x.progress_ns = k->progress_ns;
+    else
+        x.deadline = t0 + k->request_timeout_ns;
+    CURLcode rc = hdrs ? kube_perform(k, &x) : CURLE_OUT_OF_MEMORY;
     long st = 0;
     curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, &st);
     r.status = st;
     r.stop_reason = x.stop_reason;
+    kube_count_passed_over(k, dec, mode == KUBE_STREAM_WATCH ? &k->seen_watch : &k->seen_list);
     if (kube_stopping(k)) {
         r.outcome = KUBE_OUTCOME_STOPPED;
     } else if (x.stop_reason == KUBE_STOP_GONE) {
@@ -450,26 +624,47 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
     } else if (x.stop_reason == KUBE_STOP_NOMEM) {
         r.outcome = KUBE_OUTCOME_TRANSPORT;
         kube_set_error(k, "out of memory applying a pod");
+    } else if (x.timed_out == KUBE_TIMEOUT_STALLED) {
+        r.outcome = KUBE_OUTCOME_STALLED;
+        kube_set_error(k, "the watch from '%s' completed no event in %" PRIu64 " s", url,
+                       (uint64_t)(k->progress_ns / NS_PER_SEC));
+    } else if (x.timed_out == KUBE_TIMEOUT_DEADLINE) {
+        r.outcome = KUBE_OUTCOME_DEADLINE;
+        kube_set_error(k, "GET '%s' took longer than %" PRIu64 " s (request_timeout)", url,
+                       (uint64_t)(k->request_timeout_ns / NS_PER_SEC));
     } else if (x.decode_rc != 0) {
         r.outcome = KUBE_OUTCOME_DECODE_ERROR;
         kube_set_error(k, "cannot decode the %s from '%s': %s",
                        mode == KUBE_STREAM_WATCH ? "watch stream" : "pod list", url,
-                       x.decode_rc == -E2BIG   ? "too large"
-                       : x.decode_rc == -ELOOP ? "nested too deep"
-                                               : "malformed");
+                       x.decode_rc == -E2BIG    ? "larger than its bound"
+                       : x.decode_rc == -ELOOP  ? "nested too deep"
+                       : x.decode_rc == -ENOMEM ? "out of memory"
+                                                : "malformed");
+        enum kube_refusal why =
+            x.decode_rc == -E2BIG ? KUBE_REFUSED_LIST_TOO_LARGE : KUBE_REFUSED_TOO_DEEP;
+        if (x.decode_rc == -E2BIG || x.decode_rc == -ELOOP) {
+            pthread_mutex_lock(&k->mu);
+            k->st.refused[why]++;
+            pthread_mutex_unlock(&k->mu);
+            kube_log_refusal(k, why, mode == KUBE_STREAM_WATCH ? "a watch stream" : "a pod list");
+        }
     } else if (st != 0 && st != 200) {
         r.outcome = st == 401   ? KUBE_OUTCOME_UNAUTHORIZED
                     : st == 403 ? KUBE_OUTCOME_FORBIDDEN
                     : st == 410 ? KUBE_OUTCOME_GONE
                                 : KUBE_OUTCOME_HTTP_ERROR;
         /* the Status body's text, printable bytes only */
-        char msg[KUBE_ERRBODY_MAX / 4];
+        char msg[KUBE_ERRMSG_MAX];
         size_t n = 0;
         const char *b = buf_str(&x.errbody);
         for (size_t i = 0; b[i] && n + 1 < sizeof(msg); i++)
             msg[n++] = (b[i] >= 0x20 && b[i] < 0x7f) ? b[i] : ' ';
         msg[n] = '\0';
-        kube_set_error(k, "GET '%s': HTTP %ld %s", url, st, msg);
+        if (st == 429 || st == 503) {
+            uint64_t ra = http_retry_after_ns(x.retry_after, clock_real_now());
+            r.retry_after_ns = ra > KUBE_RETRY_AFTER_MAX_NS ? KUBE_RETRY_AFTER_MAX_NS : ra;
+        }
+        kube_set_error(k, "GET '%s': HTTP %ld %s%s", url, st, msg, x.body_cut ? " ..." : "");
     } else if (rc != CURLE_OK) {
         r.outcome = KUBE_OUTCOME_TRANSPORT;
         kube_set_error(k, "GET '%s': %s", url, curl_easy_strerror(rc));
@@ -480,17 +675,15 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
     } else {
         r.outcome = KUBE_OUTCOME_OK;
     }
-    if (r.outcome == KUBE_OUTCOME_DECODE_ERROR) {
-        pthread_mutex_lock(&k->mu);
+    pthread_mutex_lock(&k->mu);
+    if (r.outcome == KUBE_OUTCOME_DECODE_ERROR)
         k->st.decode_errors++;
-        pthread_mutex_unlock(&k->mu);
-    }
-    if (r.outcome == KUBE_OUTCOME_UNAUTHORIZED) {
-        pthread_mutex_lock(&k->mu);
+    if (r.outcome == KUBE_OUTCOME_UNAUTHORIZED)
         k->st.unauthorized++;
-        pthread_mutex_unlock(&k->mu);
-    }
-    kube_count_outcome(k, r.outcome);
+    if (x.body_cut)
+        k->st.error_bodies_cut++;
+    k->st.requests[r.outcome]++;
+    pthread_mutex_unlock(&k->mu);
     curl_slist_free_all(hdrs);
     buf_release(&x.errbody);
     return r;
@@ -504,37 +697,34 @@ static void kube_synced_now(struct kube *k)
     k->st.last_sync_real_ns = clock_real(&k->clock);
 }
 
-/* Converts and applies one pod; -ENOMEM only is fatal to the caller. */
-static int kube_apply_pod(struct kube *k, struct json_object *obj, bool deleted)
+/* Applies one pod record; -ENOMEM only is fatal to the caller. */
+static int kube_apply_pod(struct kube *k, const struct kube_pod *pod, bool deleted)
 {
-    struct kube_pod pod;
-    int rc = kube_pod_from_json(obj, &pod);
-    if (rc == -EINVAL) {
-        pthread_mutex_lock(&k->mu);
-        k->st.pods_invalid++;
-        pthread_mutex_unlock(&k->mu);
-        return 0;
-    }
-    if (rc != 0)
-        return rc;
+    int rc = 0;
     bool filtered = k->source == KUBE_SOURCE_KUBELET && k->node_name &&
-                    strcmp(pod.node_name, k->node_name) != 0;
+                    strcmp(pod->node_name, k->node_name) != 0;
     uint64_t now = kube_now(k);
     pthread_mutex_lock(&k->mu);
     if (filtered) {
         k->st.pods_filtered++;
     } else if (deleted) {
-        kube_index_delete(k->ix, pod.uid, now);
+        kube_index_delete(k->ix, pod->uid, now);
     } else {
-        if (pod.over_limit > 0)
+        if (pod->over_limit > 0)
             k->st.pods_truncated++;
-        rc = kube_index_upsert(k->ix, &pod, now);
+        rc = kube_index_upsert(k->ix, pod, now);
         if (rc == -ENOSPC)
-            rc = 0; /* counted by the index */
+            rc = 0; /* counted by the index (index_full) */
     }
     pthread_mutex_unlock(&k->mu);
-    kube_pod_release(&pod);
     return rc;
+}
+
+static void kube_count_invalid(struct kube *k)
+{
+    pthread_mutex_lock(&k->mu);
+    k->st.pods_invalid++;
+    pthread_mutex_unlock(&k->mu);
 }
 
 static int kube_on_event(void *arg, const struct kube_event *ev)
@@ -542,6 +732,7 @@ static int kube_on_event(void *arg, const struct kube_event *ev)
     struct kube_xfer *x = arg;
     struct kube *k = x->k;
     x->events++;
+    x->progress_at = clock_mono_now();
     pthread_mutex_lock(&k->mu);
     k->st.events[ev->type]++;
     kube_synced_now(k);
@@ -550,12 +741,16 @@ static int kube_on_event(void *arg, const struct kube_event *ev)
     case KUBE_EVENT_ADDED:
     case KUBE_EVENT_MODIFIED:
     case KUBE_EVENT_DELETED:
-        if (kube_apply_pod(k, ev->object, ev->type == KUBE_EVENT_DELETED) != 0)
+        kube_progress(k);
+        if (!ev->pod)
+            kube_count_invalid(k);
+        else if (kube_apply_pod(k, ev->pod, ev->type == KUBE_EVENT_DELETED) != 0)
             return KUBE_STOP_NOMEM;
         if (ev->resource_version)
             snprintf(k->rv, sizeof(k->rv), "%s", ev->resource_version);
         return 0;
     case KUBE_EVENT_BOOKMARK:
+        kube_progress(k);
         if (ev->resource_version)
             snprintf(k->rv, sizeof(k->rv), "%s", ev->resource_version);
         return 0;
@@ -573,9 +768,24 @@ static int kube_on_event(void *arg, const struct kube_event *ev)
     return 0;
 }
 
-static int kube_list_pod(void *arg, struct json_object *pod)
+/* A pod of a list: applied unless the list is past the pod bound. */
+static int kube_list_pod(void *arg, const struct kube_pod *pod)
 {
-    return kube_apply_pod(arg, pod, false);
+    struct kube_xfer *x = arg;
+    struct kube *k = x->k;
+    if (!pod) {
+        kube_count_invalid(k);
+        return 0;
+    }
+    if (k->list_pods >= k->max_pods) {
+        k->list_refused++;
+        pthread_mutex_lock(&k->mu);
+        k->st.refused[KUBE_REFUSED_POD_BOUND]++;
+        pthread_mutex_unlock(&k->mu);
+        return 0;
+    }
+    k->list_pods++;
+    return kube_apply_pod(k, pod, false) != 0 ? KUBE_STOP_NOMEM : 0;
 }
 
 /* ---- URLs ---- */
@@ -617,58 +827,57 @@ static int kube_pods_url(struct kube *k, struct buf *u)
 
 enum kube_step {
     KUBE_STEP_OK,
-    KUBE_STEP_RETRY,        /* after the backoff */
-    KUBE_STEP_AGAIN,        /* at once (a new token) */
-    KUBE_STEP_RELIST,       /* the resource version is gone: relist at once */
-    KUBE_STEP_RELIST_LATER, /* undecodable, or a 410 at once: relist after the backoff */
+    KUBE_STEP_RETRY,  /* after the backoff */
+    KUBE_STEP_AGAIN,  /* at once (a new token) */
+    KUBE_STEP_RELIST, /* the resource version is gone, or the watch undecodable:
+                       * list again after the backoff */
     KUBE_STEP_STOP,
 };
 
-/*
- * A request succeeded. @a reset: the backoff starts again from min_backoff
- * (not after a list alone: list, watch, 410 in a loop must still back off).
- */
-static void kube_mark_healthy(struct kube *k, bool reset)
-{
-    if (!k->healthy && k->lost_logged)
-        log_info("kubernetes: connection to '%s' restored", k->url);
-    k->lost_logged = false;
-    k->healthy = true;
-    k->ever_healthy = true;
-    if (reset)
-        k->attempts = 0;
-}
-
-/* A failed request: logs the loss of a healthy connection, decides what next. */
+/* A failed request: counts it into the episode, logs its kind once, decides what next. */
 static enum kube_step kube_failed(struct kube *k, const struct kube_result *r)
 {
     if (r->outcome == KUBE_OUTCOME_STOPPED)
         return KUBE_STEP_STOP;
-    if (r->outcome == KUBE_OUTCOME_GONE)
-        return KUBE_STEP_RELIST;
-    if (r->outcome == KUBE_OUTCOME_UNAUTHORIZED) {
-        if (kube_log_due(k, KUBE_LOG_AUTH)) {
-            char err[sizeof(k->st.last_error)];
-            pthread_mutex_lock(&k->mu);
-            memcpy(err, k->st.last_error, sizeof(err));
-            pthread_mutex_unlock(&k->mu);
-            log_warn("kubernetes: authentication failed (%s); reading the token file again", err);
-        }
-        k->healthy = false;
-        if (kube_token_load(k, true))
-            return KUBE_STEP_AGAIN;
-        return KUBE_STEP_RETRY;
+    /* a failure after a stable period starts a new streak: kube_stable_check() */
+    kube_stable_check(k, clock_mono_now());
+    k->healthy = false;
+    if (!k->episode) {
+        k->episode = true;
+        k->restored_logged = false;
+        k->episode_kinds = 0;
+        k->episode_failures = 0;
     }
-    if ((k->healthy || !k->ever_healthy) && kube_log_due(k, KUBE_LOG_LOST)) {
-        char err[sizeof(k->st.last_error)];
+    k->episode_failures++;
+    if (r->retry_after_ns > k->retry_after_ns)
+        k->retry_after_ns = r->retry_after_ns;
+    bool first = !(k->episode_kinds & (1u << r->outcome));
+    k->episode_kinds |= 1u << r->outcome;
+    char err[sizeof(k->st.last_error)];
+    if (first) {
         pthread_mutex_lock(&k->mu);
         memcpy(err, k->st.last_error, sizeof(err));
         pthread_mutex_unlock(&k->mu);
-        log_warn("kubernetes: %s; retrying with backoff", err);
-        k->lost_logged = true;
     }
-    k->healthy = false;
-    return r->outcome == KUBE_OUTCOME_DECODE_ERROR ? KUBE_STEP_RELIST_LATER : KUBE_STEP_RETRY;
+    switch (r->outcome) {
+    case KUBE_OUTCOME_GONE:
+        if (first)
+            log_info("kubernetes: the watch of '%s' cannot resume (%s); listing pods again", k->url,
+                     err);
+        return KUBE_STEP_RELIST;
+    case KUBE_OUTCOME_UNAUTHORIZED:
+        if (first)
+            log_warn("kubernetes: authentication failed (%s); reading the token file again", err);
+        if (kube_token_load(k, true))
+            return KUBE_STEP_AGAIN;
+        return KUBE_STEP_RETRY;
+    default:
+        break;
+    }
+    if (first)
+        log_warn("kubernetes: %s; retrying with backoff%s", err,
+                 r->retry_after_ns ? " (and the server's Retry-After)" : "");
+    return r->outcome == KUBE_OUTCOME_DECODE_ERROR ? KUBE_STEP_RELIST : KUBE_STEP_RETRY;
 }
 
 static void kube_first_sync(struct kube *k, size_t pods)
@@ -682,6 +891,48 @@ static void kube_first_sync(struct kube *k, size_t pods)
         log_info("kubernetes: first pod list from '%s': %zu pods", k->url, pods);
 }
 
+/* The list's body was fine, its list not: count it as a decode error. */
+static void kube_list_undecodable(struct kube *k, const char *url, int rc)
+{
+    pthread_mutex_lock(&k->mu);
+    k->st.decode_errors++;
+    k->st.requests[KUBE_OUTCOME_DECODE_ERROR]++;
+    k->st.requests[KUBE_OUTCOME_OK]--; /* the transfer was fine, its list not */
+    pthread_mutex_unlock(&k->mu);
+    kube_set_error(k, "cannot decode the pod list from '%s': %s", url,
+                   rc == -ENOMEM ? "out of memory" : "malformed");
+    struct kube_result bad = {KUBE_OUTCOME_DECODE_ERROR, 200, 0, 0};
+    kube_failed(k, &bad);
+}
+
+/* A list is complete (or stopped at the pod bound): sweep, and say so once. */
+static void kube_list_done(struct kube *k, size_t listed)
+{
+    pthread_mutex_lock(&k->mu);
+    kube_index_relist_end(k->ix, kube_now(k));
+    pthread_mutex_unlock(&k->mu);
+    if (k->list_refused > 0) {
+        if (!k->bound_logged)
+            log_warn("kubernetes: the pod list from '%s' holds more than %zu pods; keeping the "
+                     "first %zu (pods past the bound are refused and counted: pod_bound)",
+                     k->url, k->max_pods, k->max_pods);
+        k->bound_logged = true;
+    } else {
+        k->bound_logged = false;
+    }
+    kube_progress(k);
+    kube_first_sync(k, listed);
+}
+
+static void kube_list_begin(struct kube *k)
+{
+    k->list_pods = 0;
+    k->list_refused = 0;
+    pthread_mutex_lock(&k->mu);
+    kube_index_relist_begin(k->ix);
+    pthread_mutex_unlock(&k->mu);
+}
+
 /* Lists every page into the index (mark and sweep over all of them). */
 static enum kube_step kube_list(struct kube *k)
 {
@@ -690,7 +941,8 @@ static enum kube_step kube_list(struct kube *k)
     char cont[KUBE_MAX_TOKEN_BYTES + 1] = "";
     size_t pods = 0;
     enum kube_step step = KUBE_STEP_OK;
-    bool begun = false;
+    /* pods are applied as they stream in: the sweep's marks start now */
+    kube_list_begin(k);
     for (;;) {
         char limit[16];
         snprintf(limit, sizeof(limit), "%d", KUBE_PAGE_LIMIT);
@@ -705,42 +957,26 @@ static enum kube_step kube_list(struct kube *k)
         struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_LIST);
         if (r.outcome != KUBE_OUTCOME_OK) {
             step = kube_failed(k, &r);
-            if (step == KUBE_STEP_RELIST || step == KUBE_STEP_RELIST_LATER)
+            if (step == KUBE_STEP_RELIST)
                 step = KUBE_STEP_RETRY; /* a list that fails so is retried after the backoff */
             break;
         }
-        if (!begun) {
-            pthread_mutex_lock(&k->mu);
-            kube_index_relist_begin(k->ix);
-            pthread_mutex_unlock(&k->mu);
-            begun = true;
-        }
         struct kube_list_meta meta;
-        int rc = kube_stream_list_finish(k->list, kube_list_pod, k, &meta, NULL);
+        int rc = kube_stream_list_finish(k->list, &meta);
         if (rc != 0) {
-            pthread_mutex_lock(&k->mu);
-            k->st.decode_errors++;
-            k->st.requests[KUBE_OUTCOME_DECODE_ERROR]++;
-            k->st.requests[KUBE_OUTCOME_OK]--; /* the transfer was fine, its list not */
-            pthread_mutex_unlock(&k->mu);
-            kube_set_error(k, "cannot decode the pod list from '%s': %s", buf_str(&u),
-                           rc == -ENOMEM ? "out of memory" : "malformed");
-            struct kube_result bad = {KUBE_OUTCOME_DECODE_ERROR, 200, 0};
-            kube_failed(k, &bad);
+            kube_list_undecodable(k, buf_str(&u), rc);
             step = KUBE_STEP_RETRY;
             break;
         }
         pods += meta.items;
-        if (meta.cont[0]) {
+        kube_progress(k);
+        if (meta.cont[0] && k->list_refused == 0) {
             memcpy(cont, meta.cont, sizeof(cont));
             continue;
         }
+        /* the last page, or the pod bound was reached: no further page */
         memcpy(k->rv, meta.resource_version, sizeof(k->rv));
-        pthread_mutex_lock(&k->mu);
-        kube_index_relist_end(k->ix, kube_now(k));
-        pthread_mutex_unlock(&k->mu);
-        kube_mark_healthy(k, false);
-        kube_first_sync(k, pods);
+        kube_list_done(k, pods);
         break;
     }
     buf_release(&u);
@@ -772,14 +1008,12 @@ static enum kube_step kube_watch(struct kube *k)
     uint64_t t0 = clock_mono_now();
     struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_WATCH);
     buf_release(&u);
-    /* a watch the server ends at once, again and again, must not spin */
-    bool brief = clock_mono_now() - t0 < NS_PER_SEC;
-    if (r.outcome != KUBE_OUTCOME_OK) {
-        enum kube_step step = kube_failed(k, &r);
-        return step == KUBE_STEP_RELIST && brief ? KUBE_STEP_RELIST_LATER : step;
-    }
-    kube_mark_healthy(k, !brief);
-    return brief ? KUBE_STEP_RETRY : KUBE_STEP_OK;
+    if (r.outcome != KUBE_OUTCOME_OK)
+        return kube_failed(k, &r);
+    /* the server ended it: resume at once, unless it does so again and again */
+    if (clock_mono_now() - t0 < NS_PER_SEC)
+        return KUBE_STEP_RETRY;
+    return KUBE_STEP_OK;
 }
 
 static void kube_run_api_server(struct kube *k)
@@ -793,17 +1027,12 @@ static void kube_run_api_server(struct kube *k)
                 need_list = false;
         } else {
             s = kube_watch(k);
-            if (s == KUBE_STEP_RELIST || s == KUBE_STEP_RELIST_LATER) {
+            if (s == KUBE_STEP_RELIST) {
                 need_list = true;
                 pthread_mutex_lock(&k->mu);
                 k->st.relists++;
                 pthread_mutex_unlock(&k->mu);
-                if (kube_log_due(k, KUBE_LOG_RELIST))
-                    log_info("kubernetes: watch of '%s' cannot resume; listing pods again", k->url);
-                /* a 410 relists at once; an undecodable stream, or a 410 within a
-                 * second of the watch's start, after the backoff */
-                if (s == KUBE_STEP_RELIST_LATER)
-                    s = KUBE_STEP_RETRY;
+                s = KUBE_STEP_RETRY; /* a 410 too: every failure backs off */
             }
         }
         if (s == KUBE_STEP_STOP)
@@ -823,30 +1052,16 @@ static void kube_run_kubelet(struct kube *k)
         bool ok = false;
         if (kube_url(k, &u, "/pods") == 0) {
             kube_token_load(k, false);
+            kube_list_begin(k);
             struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_LIST);
             if (r.outcome == KUBE_OUTCOME_OK) {
-                pthread_mutex_lock(&k->mu);
-                kube_index_relist_begin(k->ix);
-                pthread_mutex_unlock(&k->mu);
                 struct kube_list_meta meta;
-                int rc = kube_stream_list_finish(k->list, kube_list_pod, k, &meta, NULL);
+                int rc = kube_stream_list_finish(k->list, &meta);
                 if (rc == 0) {
-                    pthread_mutex_lock(&k->mu);
-                    kube_index_relist_end(k->ix, kube_now(k));
-                    pthread_mutex_unlock(&k->mu);
-                    kube_mark_healthy(k, true);
-                    kube_first_sync(k, meta.items);
+                    kube_list_done(k, meta.items);
                     ok = true;
                 } else {
-                    pthread_mutex_lock(&k->mu);
-                    k->st.decode_errors++;
-                    k->st.requests[KUBE_OUTCOME_DECODE_ERROR]++;
-                    k->st.requests[KUBE_OUTCOME_OK]--;
-                    /* counted ok by kube_get() */
-                    pthread_mutex_unlock(&k->mu);
-                    kube_set_error(k, "cannot decode the pod list from '%s'", buf_str(&u));
-                    struct kube_result bad = {KUBE_OUTCOME_DECODE_ERROR, 200, 0};
-                    kube_failed(k, &bad);
+                    kube_list_undecodable(k, buf_str(&u), rc);
                 }
             } else if (kube_failed(k, &r) == KUBE_STEP_AGAIN) {
                 continue;
@@ -928,6 +1143,12 @@ int kube_start(const struct kube_opts *o, struct kube **out)
     k->max_backoff_ns = o->max_backoff_ns ? o->max_backoff_ns : 60 * NS_PER_SEC;
     if (k->max_backoff_ns < k->min_backoff_ns)
         k->max_backoff_ns = k->min_backoff_ns;
+    k->request_timeout_ns = o->request_timeout_ns ? o->request_timeout_ns : KUBE_REQUEST_DEFAULT;
+    /* a healthy watch completes an event (a bookmark at least) this often */
+    k->progress_ns = (k->watch_timeout_ns < KUBE_BOOKMARK_INTERVAL_NS ? k->watch_timeout_ns
+                                                                      : KUBE_BOOKMARK_INTERVAL_NS) +
+                     KUBE_PROGRESS_SLACK_NS;
+    k->max_pods = o->max_pods ? o->max_pods : KUBE_INDEX_MAX_PODS_DEFAULT;
     k->rnd = hash_fmix64((uint64_t)(uintptr_t)k ^ clock_mono_now() ^ (uint64_t)getpid()) | 1;
     int rc = -ENOMEM;
     if (kube_dup(&k->url, o->url) != 0 || kube_dup(&k->node_name, o->node_name) != 0 ||
@@ -991,6 +1212,8 @@ void kube_stats(struct kube *k, struct kube_stats *out)
     pthread_mutex_lock(&k->mu);
     *out = k->st;
     kube_index_stats(k->ix, &out->index);
+    out->refused[KUBE_REFUSED_INDEX_FULL] = out->index.over_cap;
+    out->memory_bytes = k->st.memory_bytes + out->index.bytes;
     pthread_mutex_unlock(&k->mu);
 }
 

@@ -7,28 +7,48 @@
  * __meta_kubernetes_* labels (kube_pod.h) with kube_lookup().
  *
  * API server (KUBE_SOURCE_API_SERVER), with S = "fieldSelector=spec.nodeName%3D<node>"
- * when node_name is set (else every pod of the cluster, up to the index's
- * cap):
+ * when node_name is set (else every pod of the cluster, up to the pod bound):
  *   list:  GET {url}/api/v1/pods?S&limit=500&resourceVersion=0, then while
  *          metadata.continue is set GET {url}/api/v1/pods?S&limit=500&continue=<c>;
- *          the pages together replace the index (mark and sweep);
+ *          the pages together replace the index (mark and sweep). Pods are
+ *          applied as each streams in (kube_stream.h: no page is held whole).
+ *          Pod bound: a list holding more than max_pods pods keeps the
+ *          first max_pods, refuses the rest (counted: pod_bound; logged once
+ *          until a list fits again) and asks for no further page;
  *   watch: GET {url}/api/v1/pods?S&watch=1&resourceVersion=<rv>
  *          &allowWatchBookmarks=true&timeoutSeconds=<watch_timeout>, decoded
- *          as it streams (kube_stream.h). ADDED/MODIFIED/DELETED update the
- *          index and the resource version, BOOKMARK the resource version.
- *          A watch the server ends normally resumes from the last resource
- *          version (after a backoff if it lasted under a second).
- *   410 Gone (the HTTP status or an ERROR event with a 410 Status): relist
- *          (after the backoff if the watch had lasted under a second); an
- *          undecodable stream: relist after the backoff. Connection errors,
- *          timeouts, 5xx and other statuses: reconnect after an exponential
- *          backoff with jitter between min_backoff and max_backoff (reset by
- *          a watch that lasted a second, or a kubelet poll that succeeded).
- *          401: the token file is read again at once and the request retried
- *          without waiting if the token changed; otherwise after the backoff.
+ *          as it streams. ADDED/MODIFIED/DELETED update the index and the
+ *          resource version, BOOKMARK the resource version. A watch the
+ *          server ends normally resumes at once from the last resource
+ *          version (after the backoff if it lasted under a second).
+ *
+ * Liveness (each outcome counted in requests[], see enum kube_outcome):
+ *  - a watch with no complete event (a bookmark counts) within
+ *    min(watch_timeout, KUBE_BOOKMARK_INTERVAL) + KUBE_PROGRESS_SLACK of its
+ *    start or its last event is dropped (stalled) and resumed from the last
+ *    resource version: the API server sends a watcher that allows bookmarks
+ *    one about every minute, and ends the watch at timeoutSeconds, so a
+ *    healthy watch is never that quiet;
+ *  - a list page (or the kubelet's /pods) not complete within
+ *    request_timeout is abandoned (deadline); 10 s to connect;
+ *  - a non-200 answer's body is read to KUBE_ERRBODY_MAX bytes at most, then
+ *    the connection is closed.
+ * Failures: every kind (connection, TLS, timeouts, stalls, deadlines, 5xx,
+ *   other statuses, undecodable bodies, ERROR events, 410 Gone) is followed
+ *   by a backoff: min_backoff doubled per failure up to max_backoff, the wait
+ *   uniformly random in [d/2, d]. The streak (and the doubling) starts over
+ *   only once requests have made progress for KUBE_STABLE without a failure,
+ *   so a server that fails a second after every success still backs off.
+ *   A 429 or 503 with Retry-After (seconds or an HTTP-date) waits at least
+ *   that long, capped at KUBE_RETRY_AFTER_MAX. After a 410 (the HTTP status or
+ *   an ERROR event with a 410 Status) or an undecodable watch the client
+ *   lists again (after the backoff); after a stall it resumes the watch.
+ *   401: the token file is read again at once and the request retried
+ *   without waiting if the token changed; otherwise after the backoff.
  * Kubelet (KUBE_SOURCE_KUBELET): GET {url}/pods every poll_interval, the
  *   PodList filtered to spec.nodeName == node_name when node_name is set,
- *   replacing the index each time; a failure retries with the backoff.
+ *   replacing the index each time (the pod bound applies); a failure
+ *   retries with the backoff.
  *
  * Authorization: "Bearer <token>", the token being the token file's content
  * with surrounding whitespace removed; the file is read again at least every
@@ -36,15 +56,17 @@
  * Authorization header. A token with a control character inside, or over
  * 64 KiB, is refused (the previous token stays in use; the error is shown).
  * TLS: ca_file (CURLOPT_CAINFO; NULL: the system's CAs) or
- * insecure_skip_verify. Timeouts: 10 s to connect; a list must keep moving
- * (30 s without a byte ends it) and end within 120 s; a watch is dropped when
- * no byte (not even a bookmark) came for watch_timeout + 30 s.
+ * insecure_skip_verify.
+ *
+ * Memory: the index (its own bounds, kube_index.h) plus two decoders of
+ * fixed size (kube_stream.h); nothing grows with what the server sends.
  *
  * Deleted pods stay in the index for the grace period (60 s by default, on
  * opts.clock's monotonic time), so a process still terminating keeps its
- * labels. The thread logs state changes only (first sync, connection lost
- * and restored, relists, authentication failures), each kind at most once a
- * minute; never per event.
+ * labels. Logging is by episode: an episode starts at a failure and ends
+ * once requests made progress for KUBE_STABLE; each kind of failure is
+ * logged the first time it happens in an episode, and "restored" once when
+ * the first request after the failures succeeds; never per attempt or event.
  *
  * Ownership: kube_start() copies the options (strings too; the clock struct
  * is copied, its arg must outlive the client). Thread safety: kube_lookup(),
@@ -63,6 +85,12 @@
 #include "discovery/kube_index.h"
 #include "discovery/kube_stream.h"
 
+#define KUBE_BOOKMARK_INTERVAL_NS (60ull * 1000000000ull)
+#define KUBE_PROGRESS_SLACK_NS    (5ull * 1000000000ull)
+#define KUBE_STABLE_NS            (30ull * 1000000000ull)
+#define KUBE_RETRY_AFTER_MAX_NS   (300ull * 1000000000ull)
+#define KUBE_ERRBODY_MAX          4096
+
 enum kube_source {
     KUBE_SOURCE_API_SERVER,
     KUBE_SOURCE_KUBELET,
@@ -75,13 +103,14 @@ struct kube_opts {
     const char *token_file; /* NULL, or a file that may be absent: no Authorization */
     const char *ca_file;    /* NULL: the system's CAs */
     bool insecure_skip_verify;
-    uint64_t watch_timeout_ns; /* 0: 300 s; rounded to seconds, at least 1 s */
-    uint64_t poll_interval_ns; /* kubelet; 0: 30 s */
-    uint64_t min_backoff_ns;   /* 0: 1 s */
-    uint64_t max_backoff_ns;   /* 0: 60 s; at least min_backoff */
-    const struct clock *clock; /* NULL: clock_system */
-    size_t max_pods;           /* 0: KUBE_INDEX_MAX_PODS_DEFAULT */
-    uint64_t grace_ns;         /* 0: KUBE_INDEX_GRACE_DEFAULT_NS */
+    uint64_t watch_timeout_ns;   /* 0: 300 s; rounded to seconds, at least 1 s */
+    uint64_t poll_interval_ns;   /* kubelet; 0: 30 s */
+    uint64_t min_backoff_ns;     /* 0: 1 s */
+    uint64_t max_backoff_ns;     /* 0: 60 s; at least min_backoff */
+    const struct clock *clock;   /* NULL: clock_system */
+    size_t max_pods;             /* 0: KUBE_INDEX_MAX_PODS_DEFAULT */
+    uint64_t grace_ns;           /* 0: KUBE_INDEX_GRACE_DEFAULT_NS */
+    uint64_t request_timeout_ns; /* a list page or kubelet poll; 0: 60 s */
 };
 
 /** Requests by outcome (one per HTTP request; a watch counts when it ends). */
@@ -94,12 +123,28 @@ enum kube_outcome {
     KUBE_OUTCOME_ERROR_EVENT,  /* a watch ended by another ERROR event */
     KUBE_OUTCOME_DECODE_ERROR, /* a body kube_stream.h refused */
     KUBE_OUTCOME_TRANSPORT,    /* connection, TLS, timeout, a drop mid-body */
+    KUBE_OUTCOME_STALLED,      /* a watch without a complete event for too long */
+    KUBE_OUTCOME_DEADLINE,     /* a list page or kubelet poll over request_timeout */
     KUBE_OUTCOME_STOPPED,      /* ended by kube_stop() */
     KUBE_OUTCOME_COUNT,
 };
 
 /** The name of @a o ("ok", "unauthorized", ...), for /metrics. */
 const char *kube_outcome_name(enum kube_outcome o);
+
+/** What the server sent that the client refused to keep, by reason. */
+enum kube_refusal {
+    KUBE_REFUSED_EVENT_TOO_LARGE,  /* a watch event over KUBE_MAX_EVENT_BYTES: passed over */
+    KUBE_REFUSED_OBJECT_TOO_LARGE, /* a pod in a list over KUBE_MAX_OBJECT_BYTES: passed over */
+    KUBE_REFUSED_LIST_TOO_LARGE,   /* a list body over KUBE_MAX_LIST_BYTES: the list retried */
+    KUBE_REFUSED_TOO_DEEP,         /* nesting over KUBE_MAX_DEPTH: the body dropped */
+    KUBE_REFUSED_POD_BOUND,        /* pods of a list past max_pods */
+    KUBE_REFUSED_INDEX_FULL,       /* pods the index had no room for (kube_index.h) */
+    KUBE_REFUSED_COUNT,
+};
+
+/** The name of @a r ("event_too_large", ...), for /metrics. */
+const char *kube_refusal_name(enum kube_refusal r);
 
 struct kube_stats {
     uint64_t requests[KUBE_OUTCOME_COUNT];
@@ -112,6 +157,10 @@ struct kube_stats {
     uint64_t pods_invalid;                   /* pod objects without a uid */
     uint64_t pods_truncated;                 /* pods that lost entries to a bound */
     uint64_t pods_filtered;                  /* kubelet pods of another node */
+    uint64_t refused[KUBE_REFUSED_COUNT];    /* see enum kube_refusal */
+    uint64_t retry_after;                    /* waits Retry-After made longer */
+    uint64_t error_bodies_cut;               /* non-200 bodies cut at KUBE_ERRBODY_MAX */
+    size_t memory_bytes;                     /* held: the index and the decoders */
     struct kube_index_stats index;           /* pods, containers, generation, caps */
     bool synced;                             /* the first list is done */
     int64_t last_sync_real_ns;               /* last list or watch event; 0: never */

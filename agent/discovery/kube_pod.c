@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kube_pod.c: a pod object -> struct kube_pod -> Prometheus pod-role meta
- * labels (see kube_pod.h).
+ * kube_pod.c: the tokens of a pod object -> struct kube_pod -> Prometheus
+ * pod-role meta labels (see kube_pod.h).
+ *
+ * The builder walks the object with a small stack of the positions it knows
+ * (metadata, its labels, spec's container lists, status's conditions, ...);
+ * a key it does not know has its value passed over whole, so nothing of a
+ * large spec, managedFields or an unknown extension is ever kept. Fields of
+ * one array element (an ownerReference, a condition, a container) arrive in
+ * any order and are kept in fixed scratch buffers until the element ends.
  */
 #include "base/compat.h"
-
-#include <json-c/json_object_iterator.h>
 
 #include "base/alloc.h"
 #include "base/utf8.h"
@@ -14,54 +19,156 @@
 #define KUBE_META     "__meta_kubernetes_"
 #define KUBE_POD      KUBE_META "pod_"
 #define KUBE_NAME_MAX (sizeof(KUBE_POD "annotationpresent_") + KUBE_MAX_KEY_BYTES + 1)
-/* spec entries looked at to find one container's image */
+/* spec entries (per list) looked at to find one container's image */
 #define KUBE_SPEC_SCAN (4 * KUBE_POD_MAX_CONTAINERS)
+/* positions deep enough for every kept field: root, status, a list, an element */
+#define PB_FRAMES 6
 
-static struct json_object *pod_member(struct json_object *o, const char *key, enum json_type t)
-{
-    struct json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v && json_object_is_type(v, t) ? v : NULL;
-}
+/* where in the object the builder is */
+enum pb_node {
+    PB_NONE,        /* a key the builder does not know: its value is passed over */
+    PB_ROOT,        /* the object */
+    PB_META,        /* .metadata */
+    PB_LABELS,      /* .metadata.labels */
+    PB_ANNOTATIONS, /* .metadata.annotations */
+    PB_OWNERS,      /* .metadata.ownerReferences */
+    PB_OWNER,       /* one ownerReference */
+    PB_SPEC,        /* .spec */
+    PB_SPEC_LIST,   /* .spec.containers, .initContainers, .ephemeralContainers */
+    PB_SPEC_CTR,    /* one of their entries */
+    PB_STATUS,      /* .status */
+    PB_CONDS,       /* .status.conditions */
+    PB_COND,        /* one condition */
+    PB_STATUS_LIST, /* .status.containerStatuses, ... */
+    PB_STATUS_CTR,  /* one container status */
+};
 
-/* Whether @a o has member @a key at all (any type, null included). */
-static bool pod_has(struct json_object *o, const char *key)
-{
-    return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, NULL);
-}
+/* the scalar fields kept */
+enum pb_field {
+    PF_NONE,
+    PF_UID,
+    PF_NAME,
+    PF_NAMESPACE,
+    PF_RV,
+    PF_NODE_NAME,
+    PF_PHASE,
+    PF_POD_IP,
+    PF_HOST_IP,
+    PF_CODE,
+    PF_REASON,
+    PF_MESSAGE,
+    PF_CONTROLLER, /* an ownerReference's controller flag */
+    PF_ELEM0,      /* an element's first text (owner kind, spec or status name, condition type) */
+    PF_ELEM1,      /* its second (owner name, image, containerID, condition status) */
+    PF_ELEM2,      /* its third (a container status's image) */
+};
 
-/* A usable string value: valid UTF-8, no NUL, at most @a max bytes; else NULL. */
-static const char *pod_strval(struct json_object *v, size_t max, struct kube_pod *p)
-{
-    if (!v || !json_object_is_type(v, json_type_string)) {
-        p->invalid++;
-        return NULL;
-    }
-    const char *s = json_object_get_string(v);
-    int len = json_object_get_string_len(v);
-    if (!s || len < 0 || !utf8_valid(s, (size_t)len)) {
-        p->invalid++;
-        return NULL;
-    }
-    if ((size_t)len > max) {
-        p->over_limit++;
-        return NULL;
-    }
-    return s;
-}
+struct pb_member {
+    enum pb_node parent;
+    const char *key;
+    enum pb_node child;  /* PB_NONE: a scalar field */
+    enum pb_field field; /* PF_NONE: a container */
+    bool array;          /* the child is an array (else an object) */
+    bool count_wrong;    /* a value of another type counts as invalid */
+    enum kube_container_kind kind;
+};
 
-/* Member @a key of @a o as a usable string; absent is NULL and not counted. */
-static const char *pod_str(struct json_object *o, const char *key, struct kube_pod *p)
-{
-    if (!pod_has(o, key))
-        return NULL;
-    struct json_object *v = NULL;
-    json_object_object_get_ex(o, key, &v);
-    if (!v)
-        return NULL; /* null is absent */
-    return pod_strval(v, KUBE_MAX_VALUE_BYTES, p);
-}
+static const struct pb_member pb_members[] = {
+    {PB_ROOT, "metadata", PB_META, PF_NONE, false, false, 0},
+    {PB_ROOT, "spec", PB_SPEC, PF_NONE, false, false, 0},
+    {PB_ROOT, "status", PB_STATUS, PF_NONE, false, false, 0},
+    {PB_ROOT, "code", PB_NONE, PF_CODE, false, false, 0},
+    {PB_ROOT, "reason", PB_NONE, PF_REASON, false, false, 0},
+    {PB_ROOT, "message", PB_NONE, PF_MESSAGE, false, false, 0},
+    {PB_META, "uid", PB_NONE, PF_UID, false, true, 0},
+    {PB_META, "name", PB_NONE, PF_NAME, false, true, 0},
+    {PB_META, "namespace", PB_NONE, PF_NAMESPACE, false, true, 0},
+    {PB_META, "resourceVersion", PB_NONE, PF_RV, false, false, 0},
+    {PB_META, "labels", PB_LABELS, PF_NONE, false, true, 0},
+    {PB_META, "annotations", PB_ANNOTATIONS, PF_NONE, false, true, 0},
+    {PB_META, "ownerReferences", PB_OWNERS, PF_NONE, true, true, 0},
+    {PB_OWNER, "controller", PB_NONE, PF_CONTROLLER, false, false, 0},
+    {PB_OWNER, "kind", PB_NONE, PF_ELEM0, false, true, 0},
+    {PB_OWNER, "name", PB_NONE, PF_ELEM1, false, true, 0},
+    {PB_SPEC, "nodeName", PB_NONE, PF_NODE_NAME, false, true, 0},
+    {PB_SPEC, "containers", PB_SPEC_LIST, PF_NONE, true, false, KUBE_CONTAINER_REGULAR},
+    {PB_SPEC, "initContainers", PB_SPEC_LIST, PF_NONE, true, false, KUBE_CONTAINER_INIT},
+    {PB_SPEC, "ephemeralContainers", PB_SPEC_LIST, PF_NONE, true, false, KUBE_CONTAINER_EPHEMERAL},
+    {PB_SPEC_CTR, "name", PB_NONE, PF_ELEM0, false, false, 0},
+    {PB_SPEC_CTR, "image", PB_NONE, PF_ELEM1, false, true, 0},
+    {PB_STATUS, "phase", PB_NONE, PF_PHASE, false, true, 0},
+    {PB_STATUS, "podIP", PB_NONE, PF_POD_IP, false, true, 0},
+    {PB_STATUS, "hostIP", PB_NONE, PF_HOST_IP, false, true, 0},
+    {PB_STATUS, "conditions", PB_CONDS, PF_NONE, true, true, 0},
+    {PB_STATUS, "containerStatuses", PB_STATUS_LIST, PF_NONE, true, true, KUBE_CONTAINER_REGULAR},
+    {PB_STATUS, "initContainerStatuses", PB_STATUS_LIST, PF_NONE, true, true, KUBE_CONTAINER_INIT},
+    {PB_STATUS, "ephemeralContainerStatuses", PB_STATUS_LIST, PF_NONE, true, true,
+     KUBE_CONTAINER_EPHEMERAL},
+    {PB_COND, "type", PB_NONE, PF_ELEM0, false, false, 0},
+    {PB_COND, "status", PB_NONE, PF_ELEM1, false, false, 0},
+    {PB_STATUS_CTR, "name", PB_NONE, PF_ELEM0, false, true, 0},
+    {PB_STATUS_CTR, "containerID", PB_NONE, PF_ELEM1, false, true, 0},
+    {PB_STATUS_CTR, "image", PB_NONE, PF_ELEM2, false, true, 0},
+};
+
+/* what a text value turned out to be (pod_str()'s cases) */
+enum pb_have {
+    PH_ABSENT,  /* not given, or null */
+    PH_OK,      /* a usable string */
+    PH_INVALID, /* another type, a NUL, a lone surrogate */
+    PH_OVER,    /* longer than the bound */
+};
+
+struct pb_text {
+    enum pb_have have;
+    size_t len;
+    char s[KUBE_MAX_VALUE_BYTES + 1];
+};
+
+struct pb_frame {
+    enum pb_node node;
+    enum kube_container_kind kind;
+};
+
+/* one entry of a spec container list: where the image comes from */
+struct pb_spec {
+    enum kube_container_kind kind;
+    char *name;
+    char *image; /* NULL unless usable */
+    enum pb_have image_have;
+};
+
+struct kube_pod_builder {
+    struct kube_pod pod;
+    size_t bytes; /* held by pod and spec, roughly */
+    unsigned base;
+    struct pb_frame frames[PB_FRAMES];
+    unsigned n_frames;
+    unsigned skip; /* containers being passed over */
+    /* what the last key of the innermost object names */
+    const struct pb_member *pend;
+    enum pb_have key_have; /* a label or annotation key */
+    size_t key_len;
+    char key[KUBE_MAX_KEY_BYTES + 1];
+    /* the element being read */
+    struct pb_text elem[3];
+    bool controller;
+    /* the record so far */
+    bool ready_known, controller_found;
+    size_t meta_entries, meta_bytes;
+    enum pb_have image_have[KUBE_POD_MAX_CONTAINERS]; /* status's image, per container */
+    struct pb_spec *spec;                             /* at most 3 * KUBE_SPEC_SCAN */
+    size_t n_spec, cap_spec;
+    size_t spec_seen[3]; /* entries per spec list kind */
+    /* what a pods-API object may carry instead */
+    bool rv_ok;
+    char rv[KUBE_RV_BYTES + 1];
+    int code;
+    bool have_reason, have_message;
+    char reason[KUBE_STATUS_MSG_BYTES + 1];
+    char message[KUBE_STATUS_MSG_BYTES + 1];
+    bool nomem;
+};
 
 /* *@a dst = copy of @a s, or of "" when NULL. Returns 0 or -ENOMEM. */
 static int pod_dup(char **dst, const char *s)
@@ -69,7 +176,6 @@ static int pod_dup(char **dst, const char *s)
     *dst = alloc_strdup(s ? s : "");
     return *dst ? 0 : -ENOMEM;
 }
-
 bool kube_container_id_parse(const char *s, char id[KUBE_CONTAINER_ID_LEN + 1])
 {
     id[0] = '\0';
@@ -129,230 +235,586 @@ void kube_pod_release(struct kube_pod *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* Budget shared by labels and annotations. */
-struct pod_meta_budget {
-    size_t entries;
-    size_t bytes;
-};
+/* ---- the builder ---- */
 
-/*
- * Copies the string members of object @a src (metadata.labels or
- * .annotations) into @a dst within @a b; a value over the limit goes to @a cut
- * (keys only) when @a cut is not NULL, else it is dropped.
- */
-static int pod_meta(struct json_object *src, struct labels *dst, struct labels *cut,
-                    struct pod_meta_budget *b, struct kube_pod *p)
+int kube_pod_builder_new(struct kube_pod_builder **out)
 {
-    if (!src)
+    *out = alloc_calloc(1, sizeof(**out));
+    return *out ? 0 : -ENOMEM;
+}
+
+static void pb_spec_clear(struct kube_pod_builder *b)
+{
+    for (size_t i = 0; i < b->n_spec; i++) {
+        alloc_free(b->spec[i].name);
+        alloc_free(b->spec[i].image);
+    }
+    alloc_free(b->spec);
+    b->spec = NULL;
+    b->n_spec = b->cap_spec = 0;
+    memset(b->spec_seen, 0, sizeof(b->spec_seen));
+}
+
+static void pb_clear(struct kube_pod_builder *b)
+{
+    kube_pod_release(&b->pod);
+    pb_spec_clear(b);
+    b->bytes = 0;
+    b->n_frames = 0;
+    b->skip = 0;
+    b->pend = NULL;
+    b->ready_known = b->controller_found = false;
+    b->meta_entries = b->meta_bytes = 0;
+    b->rv_ok = false;
+    b->rv[0] = '\0';
+    b->code = 0;
+    b->have_reason = b->have_message = false;
+    b->nomem = false;
+}
+
+void kube_pod_builder_free(struct kube_pod_builder *b)
+{
+    if (!b)
+        return;
+    pb_clear(b);
+    alloc_free(b);
+}
+
+void kube_pod_builder_begin(struct kube_pod_builder *b, const struct jsonscan_token *begin)
+{
+    pb_clear(b);
+    b->base = begin->depth;
+    b->frames[0] = (struct pb_frame){PB_ROOT, KUBE_CONTAINER_REGULAR};
+    b->n_frames = 1;
+}
+
+size_t kube_pod_builder_memory(const struct kube_pod_builder *b)
+{
+    return sizeof(*b) + b->bytes;
+}
+
+const char *kube_pod_builder_resource_version(const struct kube_pod_builder *b)
+{
+    return b->rv_ok ? b->rv : NULL;
+}
+
+int kube_pod_builder_status_code(const struct kube_pod_builder *b)
+{
+    return b->code;
+}
+
+const char *kube_pod_builder_status_reason(const struct kube_pod_builder *b)
+{
+    return b->have_reason ? b->reason : NULL;
+}
+
+const char *kube_pod_builder_status_message(const struct kube_pod_builder *b)
+{
+    return b->have_message ? b->message : NULL;
+}
+
+/* What a string token is worth as a value of at most @a max bytes. */
+static enum pb_have pb_classify(const struct jsonscan_token *t, size_t max)
+{
+    if (t->flags & (JSONSCAN_HAS_NUL | JSONSCAN_REPLACED))
+        return PH_INVALID;
+    return t->full_len > max ? PH_OVER : PH_OK;
+}
+
+/* pod_str()'s accounting: an unusable value is counted, absent is not. */
+static void pb_count(struct kube_pod_builder *b, enum pb_have h)
+{
+    if (h == PH_INVALID)
+        b->pod.invalid++;
+    else if (h == PH_OVER)
+        b->pod.over_limit++;
+}
+
+/* Sets a record string (the later value wins); unusable values count and leave it "". */
+static int pb_set_str(struct kube_pod_builder *b, char **dst, const struct jsonscan_token *t)
+{
+    enum pb_have h = t->type == JSONSCAN_STRING ? pb_classify(t, KUBE_MAX_VALUE_BYTES)
+                     : t->type == JSONSCAN_NULL ? PH_ABSENT
+                                                : PH_INVALID;
+    pb_count(b, h);
+    if (*dst) {
+        b->bytes -= strlen(*dst) + 1;
+        alloc_free(*dst);
+        *dst = NULL;
+    }
+    if (h != PH_OK)
         return 0;
-    if (!json_object_is_type(src, json_type_object)) {
+    if (pod_dup(dst, t->text) != 0)
+        return -ENOMEM;
+    b->bytes += t->len + 1;
+    return 0;
+}
+
+static void pb_text_set(struct pb_text *x, const struct jsonscan_token *t, bool count_wrong)
+{
+    if (t->type == JSONSCAN_NULL) {
+        x->have = PH_ABSENT;
+        return;
+    }
+    if (t->type != JSONSCAN_STRING) {
+        x->have = count_wrong ? PH_INVALID : PH_ABSENT;
+        return;
+    }
+    x->have = pb_classify(t, KUBE_MAX_VALUE_BYTES);
+    x->len = x->have == PH_OK ? t->len : 0;
+    memcpy(x->s, t->text, x->len);
+    x->s[x->len] = '\0';
+}
+
+/* An element's text as pod_str() would give it: counted, NULL unless usable. */
+static const char *pb_text_get(struct kube_pod_builder *b, const struct pb_text *x)
+{
+    pb_count(b, x->have);
+    return x->have == PH_OK ? x->s : NULL;
+}
+
+static void pb_copy_cut(char *dst, size_t cap, const struct jsonscan_token *t)
+{
+    size_t n = utf8_cut(t->text, t->len, cap);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (unsigned char)t->text[i] < 0x20 || t->text[i] == 0x7f ? ' ' : t->text[i];
+    dst[n] = '\0';
+}
+
+static int pb_scalar(struct kube_pod_builder *b, const struct pb_member *m,
+                     const struct jsonscan_token *t)
+{
+    struct kube_pod *p = &b->pod;
+    switch (m->field) {
+    case PF_UID:
+        return pb_set_str(b, &p->uid, t);
+    case PF_NAME:
+        return pb_set_str(b, &p->name, t);
+    case PF_NAMESPACE:
+        return pb_set_str(b, &p->namespace_name, t);
+    case PF_NODE_NAME:
+        return pb_set_str(b, &p->node_name, t);
+    case PF_PHASE:
+        return pb_set_str(b, &p->phase, t);
+    case PF_POD_IP:
+        return pb_set_str(b, &p->pod_ip, t);
+    case PF_HOST_IP:
+        return pb_set_str(b, &p->host_ip, t);
+    case PF_RV:
+        b->rv_ok = t->type == JSONSCAN_STRING && pb_classify(t, KUBE_RV_BYTES) == PH_OK;
+        if (b->rv_ok)
+            memcpy(b->rv, t->text, t->len + 1);
+        return 0;
+    case PF_CODE: {
+        /* an integer as JSON writes one: digits only */
+        int code = 0;
+        bool ok = t->type == JSONSCAN_NUMBER && t->len > 0 && t->len <= 3;
+        for (size_t i = 0; ok && i < t->len; i++) {
+            ok = t->text[i] >= '0' && t->text[i] <= '9';
+            code = code * 10 + (t->text[i] - '0');
+        }
+        b->code = ok && code > 0 ? code : 0;
+        return 0;
+    }
+    case PF_REASON:
+        b->have_reason = t->type == JSONSCAN_STRING;
+        if (b->have_reason)
+            pb_copy_cut(b->reason, KUBE_STATUS_MSG_BYTES, t);
+        return 0;
+    case PF_MESSAGE:
+        b->have_message = t->type == JSONSCAN_STRING;
+        if (b->have_message)
+            pb_copy_cut(b->message, KUBE_STATUS_MSG_BYTES, t);
+        return 0;
+    case PF_CONTROLLER:
+        b->controller = t->type == JSONSCAN_TRUE;
+        return 0;
+    case PF_ELEM0:
+    case PF_ELEM1:
+    case PF_ELEM2:
+        pb_text_set(&b->elem[m->field - PF_ELEM0], t, m->count_wrong);
+        return 0;
+    case PF_NONE:
+        break;
+    }
+    return 0;
+}
+
+/* A label or annotation entry (pod_meta()'s rules); the key came before. */
+static int pb_meta_entry(struct kube_pod_builder *b, bool annotation,
+                         const struct jsonscan_token *t)
+{
+    struct kube_pod *p = &b->pod;
+    if (b->key_have == PH_INVALID) {
         p->invalid++;
         return 0;
     }
-    struct json_object_iterator it = json_object_iter_begin(src);
-    struct json_object_iterator end = json_object_iter_end(src);
-    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
-        const char *key = json_object_iter_peek_name(&it);
-        struct json_object *val = json_object_iter_peek_value(&it);
-        size_t kl = strlen(key);
-        if (kl == 0 || !utf8_valid(key, kl)) {
-            p->invalid++;
-            continue;
-        }
-        if (kl > KUBE_MAX_KEY_BYTES || b->entries >= KUBE_POD_MAX_META) {
-            p->over_limit++;
-            continue;
-        }
-        if (!val || !json_object_is_type(val, json_type_string)) {
-            p->invalid++;
-            continue;
-        }
-        const char *v = json_object_get_string(val);
-        int vl = json_object_get_string_len(val);
-        if (!v || vl < 0 || !utf8_valid(v, (size_t)vl)) {
-            p->invalid++;
-            continue;
-        }
-        struct labels *into = dst;
-        if ((size_t)vl > KUBE_MAX_VALUE_BYTES) {
-            p->over_limit++;
-            if (!cut)
-                continue;
-            into = cut;
-            v = "";
-            vl = 0;
-        }
-        if (b->bytes + kl + (size_t)vl > KUBE_POD_MAX_META_BYTES) {
-            p->over_limit++;
-            continue;
-        }
-        if (labels_get(dst, key) || labels_get(cut ? cut : dst, key))
-            continue; /* a duplicate key: the first one stands */
-        if (labels_setn(into, key, v, (size_t)vl) != 0)
-            return -ENOMEM;
-        b->entries++;
-        b->bytes += kl + (size_t)vl;
+    if (b->key_have == PH_OVER || b->meta_entries >= KUBE_POD_MAX_META) {
+        p->over_limit++;
+        return 0;
     }
+    if (t->type != JSONSCAN_STRING || pb_classify(t, SIZE_MAX) != PH_OK) {
+        p->invalid++;
+        return 0;
+    }
+    struct labels *into = annotation ? &p->annotations : &p->labels;
+    const char *v = t->text;
+    size_t vl = t->len;
+    if (t->full_len > KUBE_MAX_VALUE_BYTES) {
+        p->over_limit++;
+        if (!annotation)
+            return 0;
+        into = &p->annotations_cut;
+        v = "";
+        vl = 0;
+    }
+    if (b->meta_bytes + b->key_len + vl > KUBE_POD_MAX_META_BYTES) {
+        p->over_limit++;
+        return 0;
+    }
+    const char *key = b->key;
+    bool twice = annotation
+                     ? labels_get(&p->annotations, key) || labels_get(&p->annotations_cut, key)
+                     : labels_get(&p->labels, key) != NULL;
+    if (twice)
+        return 0; /* a key given twice: the first one stands */
+    if (labels_setn(into, key, v, vl) != 0)
+        return -ENOMEM;
+    b->meta_entries++;
+    b->meta_bytes += b->key_len + vl;
+    b->bytes += b->key_len + vl + 2 + sizeof(struct label);
     return 0;
 }
 
-static enum kube_ready pod_ready(struct json_object *status, struct kube_pod *p)
+static void pb_elem_reset(struct kube_pod_builder *b)
 {
-    struct json_object *conds = pod_member(status, "conditions", json_type_array);
-    if (!conds) {
-        if (pod_has(status, "conditions"))
-            p->invalid++;
-        return KUBE_READY_UNKNOWN;
-    }
-    size_t n = json_object_array_length(conds);
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *c = json_object_array_get_idx(conds, i);
-        struct json_object *type = pod_member(c, "type", json_type_string);
-        if (!type || strcmp(json_object_get_string(type), "Ready") != 0)
-            continue;
-        struct json_object *st = pod_member(c, "status", json_type_string);
-        const char *s = st ? json_object_get_string(st) : "";
-        if (strcmp(s, "True") == 0)
-            return KUBE_READY_TRUE;
-        if (strcmp(s, "False") == 0)
-            return KUBE_READY_FALSE;
-        return KUBE_READY_UNKNOWN;
-    }
-    return KUBE_READY_UNKNOWN;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(b->elem); i++)
+        b->elem[i].have = PH_ABSENT;
+    b->controller = false;
 }
 
-static int pod_controller(struct json_object *meta, struct kube_pod *p)
+/* An array element ended: keep what it gave. */
+static int pb_elem_end(struct kube_pod_builder *b, const struct pb_frame *f)
 {
-    struct json_object *refs = pod_member(meta, "ownerReferences", json_type_array);
-    if (!refs) {
-        if (pod_has(meta, "ownerReferences"))
-            p->invalid++;
-        return 0;
-    }
-    size_t n = json_object_array_length(refs);
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *r = json_object_array_get_idx(refs, i);
-        struct json_object *ctl = pod_member(r, "controller", json_type_boolean);
-        if (!ctl || !json_object_get_boolean(ctl))
-            continue;
-        const char *kind = pod_str(r, "kind", p);
-        const char *name = pod_str(r, "name", p);
-        if (pod_dup(&p->controller_kind, kind) != 0 || pod_dup(&p->controller_name, name) != 0)
+    struct kube_pod *p = &b->pod;
+    switch (f->node) {
+    case PB_OWNER:
+        if (!b->controller || b->controller_found)
+            return 0;
+        b->controller_found = true;
+        if (pod_dup(&p->controller_kind, pb_text_get(b, &b->elem[0])) != 0 ||
+            pod_dup(&p->controller_name, pb_text_get(b, &b->elem[1])) != 0)
             return -ENOMEM;
+        b->bytes += strlen(p->controller_kind) + strlen(p->controller_name) + 2;
+        return 0;
+    case PB_COND: {
+        if (b->ready_known || b->elem[0].have != PH_OK || strcmp(b->elem[0].s, "Ready") != 0)
+            return 0;
+        b->ready_known = true;
+        const char *s = b->elem[1].have == PH_OK ? b->elem[1].s : "";
+        p->ready = strcmp(s, "True") == 0    ? KUBE_READY_TRUE
+                   : strcmp(s, "False") == 0 ? KUBE_READY_FALSE
+                                             : KUBE_READY_UNKNOWN;
         return 0;
     }
-    return 0;
+    case PB_SPEC_CTR: {
+        size_t k = (size_t)f->kind;
+        if (b->spec_seen[k] >= KUBE_SPEC_SCAN)
+            return 0;
+        b->spec_seen[k]++;
+        if (b->elem[0].have != PH_OK || b->elem[0].len == 0)
+            return 0; /* no name: no container of status can match it */
+        if (b->n_spec == b->cap_spec) {
+            size_t cap = b->cap_spec ? 2 * b->cap_spec : 8;
+            struct pb_spec *v = alloc_realloc(b->spec, cap * sizeof(*v));
+            if (!v)
+                return -ENOMEM;
+            b->bytes += (cap - b->cap_spec) * sizeof(*v);
+            b->spec = v;
+            b->cap_spec = cap;
+        }
+        struct pb_spec *e = &b->spec[b->n_spec++];
+        memset(e, 0, sizeof(*e));
+        e->kind = f->kind;
+        e->image_have = b->elem[1].have;
+        if (pod_dup(&e->name, b->elem[0].s) != 0)
+            return -ENOMEM;
+        if (e->image_have == PH_OK && pod_dup(&e->image, b->elem[1].s) != 0)
+            return -ENOMEM;
+        b->bytes += b->elem[0].len + b->elem[1].len + 2;
+        return 0;
+    }
+    case PB_STATUS_CTR: {
+        if (p->n_containers >= KUBE_POD_MAX_CONTAINERS) {
+            p->over_limit++;
+            return 0;
+        }
+        if (!p->containers) {
+            p->containers = alloc_calloc(KUBE_POD_MAX_CONTAINERS, sizeof(*p->containers));
+            if (!p->containers)
+                return -ENOMEM;
+            b->bytes += KUBE_POD_MAX_CONTAINERS * sizeof(*p->containers);
+        }
+        size_t i = p->n_containers++; /* counted first, so release frees a half-made entry */
+        struct kube_container *c = &p->containers[i];
+        c->kind = f->kind;
+        b->image_have[i] = b->elem[2].have;
+        if (pod_dup(&c->name, pb_text_get(b, &b->elem[0])) != 0 ||
+            pod_dup(&c->id_full, pb_text_get(b, &b->elem[1])) != 0 ||
+            pod_dup(&c->image, b->elem[2].have == PH_OK ? b->elem[2].s : NULL) != 0)
+            return -ENOMEM;
+        kube_container_id_parse(c->id_full, c->id);
+        b->bytes += strlen(c->name) + strlen(c->id_full) + strlen(c->image) + 3;
+        return 0;
+    }
+    default:
+        return 0;
+    }
 }
 
-/* The image spec gives container @a name in @a spec_list, or NULL. */
-static const char *pod_spec_image(struct json_object *spec_list, const char *name,
-                                  struct kube_pod *p)
+static const struct pb_member *pb_lookup(enum pb_node parent, const char *key)
 {
-    if (!spec_list || !name || !*name)
-        return NULL;
-    size_t n = json_object_array_length(spec_list);
-    if (n > KUBE_SPEC_SCAN)
-        n = KUBE_SPEC_SCAN;
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *c = json_object_array_get_idx(spec_list, i);
-        struct json_object *nm = pod_member(c, "name", json_type_string);
-        if (!nm || strcmp(json_object_get_string(nm), name) != 0)
-            continue;
-        return pod_str(c, "image", p);
-    }
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(pb_members); i++)
+        if (pb_members[i].parent == parent && strcmp(pb_members[i].key, key) == 0)
+            return &pb_members[i];
     return NULL;
 }
 
-static int pod_containers(struct json_object *spec, struct json_object *status, struct kube_pod *p)
+static bool pb_is_map(enum pb_node n)
 {
-    static const struct {
-        const char *status_key, *spec_key;
-        enum kube_container_kind kind;
-    } lists[] = {
-        {"containerStatuses", "containers", KUBE_CONTAINER_REGULAR},
-        {"initContainerStatuses", "initContainers", KUBE_CONTAINER_INIT},
-        {"ephemeralContainerStatuses", "ephemeralContainers", KUBE_CONTAINER_EPHEMERAL},
-    };
-    for (size_t l = 0; l < PYPROFD_ARRAY_SIZE(lists); l++) {
-        struct json_object *sts = pod_member(status, lists[l].status_key, json_type_array);
-        if (!sts) {
-            if (pod_has(status, lists[l].status_key))
-                p->invalid++;
-            continue;
-        }
-        struct json_object *spec_list = pod_member(spec, lists[l].spec_key, json_type_array);
-        size_t n = json_object_array_length(sts);
-        for (size_t i = 0; i < n; i++) {
-            struct json_object *cs = json_object_array_get_idx(sts, i);
-            if (!cs || !json_object_is_type(cs, json_type_object)) {
-                p->invalid++;
-                continue;
-            }
-            if (p->n_containers >= KUBE_POD_MAX_CONTAINERS) {
-                p->over_limit++;
-                continue;
-            }
-            if (!p->containers) {
-                p->containers = alloc_calloc(KUBE_POD_MAX_CONTAINERS, sizeof(*p->containers));
-                if (!p->containers)
-                    return -ENOMEM;
-            }
-            struct kube_container *c = &p->containers[p->n_containers];
-            const char *name = pod_str(cs, "name", p);
-            const char *id = pod_str(cs, "containerID", p);
-            const char *image = pod_spec_image(spec_list, name, p);
-            if (!image)
-                image = pod_str(cs, "image", p);
-            c->kind = lists[l].kind;
-            p->n_containers++; /* counted first, so release frees a half-made entry */
-            if (pod_dup(&c->name, name) != 0 || pod_dup(&c->id_full, id) != 0 ||
-                pod_dup(&c->image, image) != 0)
-                return -ENOMEM;
-            kube_container_id_parse(c->id_full, c->id);
-        }
+    return n == PB_LABELS || n == PB_ANNOTATIONS;
+}
+
+/* The element node of array node @a n, or PB_NONE. */
+static enum pb_node pb_element(enum pb_node n)
+{
+    switch (n) {
+    case PB_OWNERS:
+        return PB_OWNER;
+    case PB_SPEC_LIST:
+        return PB_SPEC_CTR;
+    case PB_CONDS:
+        return PB_COND;
+    case PB_STATUS_LIST:
+        return PB_STATUS_CTR;
+    default:
+        return PB_NONE;
     }
+}
+
+static void pb_push(struct kube_pod_builder *b, enum pb_node node, enum kube_container_kind kind)
+{
+    if (b->n_frames >= PB_FRAMES) {
+        b->skip = 1; /* cannot happen with the table above */
+        return;
+    }
+    b->frames[b->n_frames++] = (struct pb_frame){node, kind};
+    if (pb_element(b->frames[b->n_frames - 2].node) == node)
+        pb_elem_reset(b);
+}
+
+/* A value (scalar or container start) at the innermost position. */
+static int pb_value(struct kube_pod_builder *b, const struct jsonscan_token *t)
+{
+    const struct pb_frame *top = &b->frames[b->n_frames - 1];
+    bool begin = t->type == JSONSCAN_OBJECT_BEGIN || t->type == JSONSCAN_ARRAY_BEGIN;
+    if (pb_is_map(top->node)) {
+        int rc = pb_meta_entry(b, top->node == PB_ANNOTATIONS, t);
+        if (begin)
+            b->skip = 1;
+        return rc;
+    }
+    enum pb_node elem = pb_element(top->node);
+    if (elem != PB_NONE) {
+        /* an array element */
+        if (t->type == JSONSCAN_OBJECT_BEGIN) {
+            pb_push(b, elem, top->kind);
+            return 0;
+        }
+        if (top->node == PB_STATUS_LIST)
+            b->pod.invalid++;
+        if (begin)
+            b->skip = 1;
+        return 0;
+    }
+    const struct pb_member *m = b->pend;
+    b->pend = NULL;
+    if (!m) {
+        if (begin)
+            b->skip = 1;
+        return 0;
+    }
+    if (m->field != PF_NONE) {
+        if (begin) {
+            if (m->count_wrong)
+                b->pod.invalid++;
+            b->skip = 1;
+            return 0;
+        }
+        return pb_scalar(b, m, t);
+    }
+    /* a container node */
+    bool fits = m->array ? t->type == JSONSCAN_ARRAY_BEGIN : t->type == JSONSCAN_OBJECT_BEGIN;
+    if (fits) {
+        pb_push(b, m->child, m->kind);
+        return 0;
+    }
+    /* null is absent for maps, but a present list of the wrong type counts
+     * null too (json_object_object_get_ex's view, which this keeps) */
+    if (m->count_wrong && (m->array || t->type != JSONSCAN_NULL))
+        b->pod.invalid++;
+    if (begin)
+        b->skip = 1;
     return 0;
 }
 
-int kube_pod_from_json(struct json_object *pod, struct kube_pod *out)
+int kube_pod_builder_token(struct kube_pod_builder *b, const struct jsonscan_token *t)
+{
+    if (b->nomem)
+        return -ENOMEM;
+    if (b->n_frames == 0)
+        return 1; /* not begun, or already ended */
+    bool begin = t->type == JSONSCAN_OBJECT_BEGIN || t->type == JSONSCAN_ARRAY_BEGIN;
+    bool end = t->type == JSONSCAN_OBJECT_END || t->type == JSONSCAN_ARRAY_END;
+    if (b->skip > 0) {
+        if (begin)
+            b->skip++;
+        else if (end)
+            b->skip--;
+        return 0;
+    }
+    int rc = 0;
+    if (end) {
+        struct pb_frame f = b->frames[--b->n_frames];
+        if (b->n_frames == 0)
+            return 1; /* the object's own end */
+        if (pb_element(b->frames[b->n_frames - 1].node) == f.node)
+            rc = pb_elem_end(b, &f);
+        b->pend = NULL;
+    } else if (t->type == JSONSCAN_KEY) {
+        enum pb_node n = b->frames[b->n_frames - 1].node;
+        if (pb_is_map(n)) {
+            b->key_have = t->full_len == 0 ? PH_INVALID : pb_classify(t, KUBE_MAX_KEY_BYTES);
+            b->key_len = b->key_have == PH_OK ? t->len : 0;
+            memcpy(b->key, t->text, b->key_len);
+            b->key[b->key_len] = '\0';
+        } else {
+            b->pend = pb_lookup(n, t->text);
+        }
+    } else {
+        rc = pb_value(b, t);
+    }
+    if (rc != 0)
+        b->nomem = true;
+    return rc;
+}
+
+int kube_pod_builder_take(struct kube_pod_builder *b, struct kube_pod *out)
 {
     memset(out, 0, sizeof(*out));
-    if (!pod || !json_object_is_type(pod, json_type_object))
-        return -EINVAL;
-    struct json_object *meta = pod_member(pod, "metadata", json_type_object);
-    struct json_object *spec = pod_member(pod, "spec", json_type_object);
-    struct json_object *status = pod_member(pod, "status", json_type_object);
-    const char *uid = pod_str(meta, "uid", out);
-    if (!uid || !*uid) {
-        kube_pod_release(out);
-        return -EINVAL;
+    struct kube_pod *p = &b->pod;
+    int rc = -EINVAL;
+    if (b->nomem) {
+        rc = -ENOMEM;
+        goto fail;
     }
-    int rc = -ENOMEM;
-    if (pod_dup(&out->uid, uid) != 0 ||
-        pod_dup(&out->namespace_name, pod_str(meta, "namespace", out)) != 0 ||
-        pod_dup(&out->name, pod_str(meta, "name", out)) != 0 ||
-        pod_dup(&out->node_name, pod_str(spec, "nodeName", out)) != 0 ||
-        pod_dup(&out->pod_ip, pod_str(status, "podIP", out)) != 0 ||
-        pod_dup(&out->host_ip, pod_str(status, "hostIP", out)) != 0 ||
-        pod_dup(&out->phase, pod_str(status, "phase", out)) != 0)
+    if (!p->uid || !*p->uid)
         goto fail;
-    out->ready = pod_ready(status, out);
-    if (pod_controller(meta, out) != 0)
-        goto fail;
-    struct pod_meta_budget b = {0, 0};
-    struct json_object *lbl = NULL, *ann = NULL;
-    if (meta) {
-        json_object_object_get_ex(meta, "labels", &lbl);
-        json_object_object_get_ex(meta, "annotations", &ann);
+    /* regular containers first, then init, then ephemeral, each in document
+     * order (the lists may come in any order): a stable insertion sort */
+    for (size_t i = 1; i < p->n_containers; i++) {
+        struct kube_container c = p->containers[i];
+        enum pb_have h = b->image_have[i];
+        size_t j = i;
+        for (; j > 0 && p->containers[j - 1].kind > c.kind; j--) {
+            p->containers[j] = p->containers[j - 1];
+            b->image_have[j] = b->image_have[j - 1];
+        }
+        p->containers[j] = c;
+        b->image_have[j] = h;
     }
-    if (pod_meta(lbl, &out->labels, NULL, &b, out) != 0 ||
-        pod_meta(ann, &out->annotations, &out->annotations_cut, &b, out) != 0)
-        goto fail;
-    if (pod_containers(spec, status, out) != 0)
-        goto fail;
+    /* spec's image for each container, else status's (pod_spec_image()) */
+    for (size_t i = 0; i < p->n_containers; i++) {
+        struct kube_container *c = &p->containers[i];
+        const struct pb_spec *e = NULL;
+        for (size_t j = 0; *c->name && j < b->n_spec && !e; j++)
+            if (b->spec[j].kind == c->kind && strcmp(b->spec[j].name, c->name) == 0)
+                e = &b->spec[j];
+        pb_count(b, e ? e->image_have : PH_ABSENT);
+        if (e && e->image) {
+            char *img = alloc_strdup(e->image);
+            if (!img) {
+                rc = -ENOMEM;
+                goto fail;
+            }
+            alloc_free(c->image);
+            c->image = img;
+        } else {
+            pb_count(b, b->image_have[i]);
+        }
+    }
+    char **fields[] = {&p->namespace_name, &p->name,    &p->node_name,
+                       &p->pod_ip,         &p->host_ip, &p->phase};
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(fields); i++)
+        if (!*fields[i] && pod_dup(fields[i], NULL) != 0) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    *out = *p;
+    memset(p, 0, sizeof(*p));
+    pb_spec_clear(b);
+    b->bytes = 0;
     return 0;
 fail:
-    kube_pod_release(out);
+    kube_pod_release(p);
+    pb_spec_clear(b);
+    b->bytes = 0;
+    return rc;
+}
+
+struct pb_text_ctx {
+    struct kube_pod_builder *b;
+    bool begun;
+    int rc;
+};
+
+static int pb_text_token(void *arg, const struct jsonscan_token *t)
+{
+    struct pb_text_ctx *c = arg;
+    if (t->type == JSONSCAN_END)
+        return 0;
+    if (!c->begun) {
+        if (t->type != JSONSCAN_OBJECT_BEGIN)
+            return c->rc = -EINVAL;
+        kube_pod_builder_begin(c->b, t);
+        c->begun = true;
+        return 0;
+    }
+    int rc = kube_pod_builder_token(c->b, t);
+    return rc < 0 ? (c->rc = rc) : 0;
+}
+
+int kube_pod_from_text(const void *text, size_t len, struct kube_pod *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct kube_pod_builder *b = NULL;
+    struct jsonscan *s = NULL;
+    int rc = kube_pod_builder_new(&b);
+    if (rc == 0)
+        rc = jsonscan_new(JSONSCAN_MAX_DEPTH, 4096, 0, &s);
+    if (rc != 0)
+        goto out;
+    struct pb_text_ctx c = {b, false, 0};
+    rc = jsonscan_feed(s, text, len, pb_text_token, &c);
+    if (rc == 0)
+        rc = jsonscan_finish(s, pb_text_token, &c);
+    if (rc == -ELOOP)
+        rc = -EBADMSG;
+    if (rc == 0)
+        rc = kube_pod_builder_take(b, out);
+out:
+    jsonscan_free(s);
+    kube_pod_builder_free(b);
     return rc;
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kube_pod.h: one Kubernetes pod object (a json-c tree from kube_stream.h)
- * turned into a bounded record, and the record into the meta labels
- * Prometheus's kubernetes_sd "pod" role gives each container, so relabeling
- * rules written for Prometheus work unchanged:
+ * kube_pod.h: one Kubernetes pod object, as the tokens of a streaming JSON
+ * scanner (base/jsonscan.h) hand it over, turned into a bounded record — only
+ * the fields below are kept, everything else (managedFields, the spec's env,
+ * volumes, ...) is passed over as it streams past — and the record into the
+ * meta labels Prometheus's kubernetes_sd "pod" role gives each container, so
+ * relabeling rules written for Prometheus work unchanged:
  *
  *   __meta_kubernetes_namespace                  metadata.namespace
  *   __meta_kubernetes_pod_name                   metadata.name
@@ -32,7 +34,8 @@
  *
  * Containers are the entries of status.containerStatuses,
  * status.initContainerStatuses and status.ephemeralContainerStatuses, in that
- * order (a pod with no status yet has none). containerID
+ * order whatever the document's (a pod with no status yet has none); the
+ * bound below keeps the first ones in document order. containerID
  * "<scheme>://<64 hex>" (containerd://, cri-o://, docker://, any scheme)
  * gives the 64-hex id the cgroup path carries (discovery/proc_scan.h); any
  * other value leaves the id "" (such a container cannot be looked up).
@@ -45,11 +48,21 @@
  * A key longer than KUBE_MAX_KEY_BYTES or a value longer than
  * KUBE_MAX_VALUE_BYTES (an annotation holding a whole manifest) is dropped
  * and counted the same way; for an annotation the ..._annotationpresent_
- * label stays. A field of the wrong JSON type, or a string that is not valid
- * UTF-8 or holds a NUL, counts as absent (counted in invalid).
+ * label stays. A field of the wrong JSON type, or a string that holds a NUL
+ * or an escaped lone surrogate, counts as absent (counted in invalid); null
+ * is absent. A key given twice in one object: the later value wins for a
+ * single field; for label and annotation keys the first one stands. (The
+ * scanner refuses invalid UTF-8 in the input outright.)
  *
- * Ownership: struct kube_pod owns its strings; init by kube_pod_from_json(),
- * free with kube_pod_release(). Thread safety: none per record; the
+ * The builder (struct kube_pod_builder) is fed the tokens of one object at a
+ * time and holds one record; it also keeps what an object of the pods API
+ * may carry instead of a pod: metadata.resourceVersion (a BOOKMARK's), and a
+ * Status's code, reason and message (an ERROR event's). Its memory is its
+ * fixed struct plus the record being built, whatever the object's size.
+ *
+ * Ownership: struct kube_pod owns its strings; filled by
+ * kube_pod_builder_take() or kube_pod_from_text(), freed with
+ * kube_pod_release(). Thread safety: none per record or builder; the
  * functions are reentrant.
  */
 #ifndef PYPROFD_DISCOVERY_KUBE_POD_H
@@ -57,8 +70,7 @@
 
 #include "base/compat.h"
 
-#include <json-c/json_object.h>
-
+#include "base/jsonscan.h"
 #include "base/labels.h"
 
 #define KUBE_POD_MAX_META       256 /* labels + annotations kept per pod */
@@ -67,6 +79,8 @@
 #define KUBE_MAX_KEY_BYTES      317  /* a label key: 253-byte prefix, '/', 63-byte name */
 #define KUBE_MAX_VALUE_BYTES    1024 /* any kept string value */
 #define KUBE_CONTAINER_ID_LEN   64
+#define KUBE_STATUS_MSG_BYTES   255  /* a Status message or reason kept (cut on a character) */
+#define KUBE_RV_BYTES           1024 /* the longest resourceVersion kept */
 
 enum kube_ready {
     KUBE_READY_UNKNOWN,
@@ -103,13 +117,56 @@ struct kube_pod {
     uint32_t invalid;    /* fields ignored: wrong JSON type, bad UTF-8, NUL */
 };
 
+struct kube_pod_builder;
+
+/** A new builder. Returns 0 with *@a out (free with kube_pod_builder_free()) or -ENOMEM. */
+PYPROFD_WARN_UNUSED int kube_pod_builder_new(struct kube_pod_builder **out);
+/** Frees (the record it holds too); NULL is a no-op. */
+void kube_pod_builder_free(struct kube_pod_builder *b);
+
 /**
- * Fills @a out (overwritten; it need not be initialised) from the pod object
- * @a pod (borrowed). Returns 0; -EINVAL when @a pod is not an object or has no
- * usable metadata.uid (the record's key: @a out is then empty); -ENOMEM (@a
- * out empty).
+ * An object starts: @a begin is its JSONSCAN_OBJECT_BEGIN token. What the
+ * builder held is released.
  */
-PYPROFD_WARN_UNUSED int kube_pod_from_json(struct json_object *pod, struct kube_pod *out);
+void kube_pod_builder_begin(struct kube_pod_builder *b, const struct jsonscan_token *begin);
+
+/**
+ * One token inside the object, up to and including its JSONSCAN_OBJECT_END.
+ * Returns 0 while the object goes on, 1 when @a t was its end, -ENOMEM (the
+ * record is then unusable; begin again).
+ */
+PYPROFD_WARN_UNUSED int kube_pod_builder_token(struct kube_pod_builder *b,
+                                               const struct jsonscan_token *t);
+
+/**
+ * The object ended: moves its record into @a out (overwritten) and leaves
+ * the builder empty. Returns 0; -EINVAL when it had no usable metadata.uid
+ * (not a pod, or a Status: @a out is then empty); -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int kube_pod_builder_take(struct kube_pod_builder *b, struct kube_pod *out);
+
+/**
+ * What the last object carried besides a pod: metadata.resourceVersion (NULL
+ * when absent, not a string or longer than KUBE_RV_BYTES) and, for a Status,
+ * its code (0 when absent or not an integer in 1..999), reason and message
+ * (NULL when absent; printable, cut to KUBE_STATUS_MSG_BYTES). Borrowed,
+ * valid until the next kube_pod_builder_begin().
+ */
+const char *kube_pod_builder_resource_version(const struct kube_pod_builder *b);
+int kube_pod_builder_status_code(const struct kube_pod_builder *b);
+const char *kube_pod_builder_status_reason(const struct kube_pod_builder *b);
+const char *kube_pod_builder_status_message(const struct kube_pod_builder *b);
+
+/** Bytes the builder holds now (its struct and the record being built). */
+size_t kube_pod_builder_memory(const struct kube_pod_builder *b);
+
+/**
+ * Decodes the pod object in the @a len bytes at @a text (one JSON value, as
+ * an API server sends a pod) into @a out. Returns 0; -EBADMSG (not JSON),
+ * -EINVAL (not an object, or no usable metadata.uid), -ENOMEM (@a out empty
+ * on any error).
+ */
+PYPROFD_WARN_UNUSED int kube_pod_from_text(const void *text, size_t len, struct kube_pod *out);
 
 /** Frees; a zeroed record is a no-op. Leaves @a p zeroed. */
 void kube_pod_release(struct kube_pod *p);

@@ -1,24 +1,57 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kube_stream.c: the watch-event and list decoders over json-c's incremental
- * tokener (see kube_stream.h for the contract and the bounds).
+ * kube_stream.c: the watch-event and list decoders (see kube_stream.h for
+ * the contract and the bounds). The scanner (base/jsonscan.h) hands over
+ * tokens; this file knows the two envelopes — an event's "type" and
+ * "object", a list's "metadata" and "items" — and passes each pod object's
+ * tokens to the pod builder (kube_pod.h), which keeps only what labels use.
  */
 #include "base/compat.h"
 
-#include <json-c/json_tokener.h>
-
 #include "base/alloc.h"
+#include "base/jsonscan.h"
 #include "discovery/kube_stream.h"
 
-/* json_tokener_parse_ex() takes an int length: feed at most this at a time */
-#define KUBE_STREAM_CHUNK (1u << 20)
+/* the longest text a token keeps: every bounded field fits whole */
+#define KUBE_STREAM_TEXT_CAP 4096
+#define KUBE_TYPE_MAX        15
+
+enum ks_key {
+    KS_KEY_OTHER,
+    KS_KEY_TYPE,     /* an event's "type" */
+    KS_KEY_OBJECT,   /* an event's "object" */
+    KS_KEY_METADATA, /* a list's "metadata" */
+    KS_KEY_ITEMS,    /* a list's "items" */
+    KS_KEY_RV,       /* a list's metadata.resourceVersion */
+    KS_KEY_CONTINUE, /* a list's metadata.continue */
+};
 
 struct kube_stream {
     enum kube_stream_mode mode;
-    struct json_tokener *tok;
-    size_t pending;           /* bytes of the current event or list so far */
-    int err;                  /* sticky error, 0 while healthy */
-    struct json_object *list; /* the completed list (list mode) */
+    struct jsonscan *scan;
+    struct kube_pod_builder *pb;
+    struct kube_pod pod; /* the record a callback sees */
+    int err;             /* sticky error, 0 while healthy */
+    struct kube_stream_counts counts;
+    /* the feed in progress */
+    kube_event_fn ev_cb;
+    kube_pod_fn pod_cb;
+    void *arg;
+
+    enum ks_key pend; /* what the last key at the envelope's level names */
+    bool in_object;   /* an event's object, or a list's item, is being built */
+    bool object_done; /* the event's "object" was an object, complete */
+    /* watch: the event being read */
+    bool oversize;
+    bool type_ok;
+    char type[KUBE_TYPE_MAX + 1];
+    /* list */
+    bool top_object;
+    bool done;
+    bool in_meta, in_items;
+    bool item_oversize;
+    uint64_t item_start;
+    struct kube_list_meta meta;
 };
 
 const char *kube_event_type_name(enum kube_event_type t)
@@ -49,199 +82,186 @@ int kube_stream_new(enum kube_stream_mode mode, struct kube_stream **out)
     if (!s)
         return -ENOMEM;
     s->mode = mode;
-    s->tok = json_tokener_new_ex(KUBE_MAX_DEPTH);
-    if (!s->tok) {
-        alloc_free(s);
+    if (jsonscan_new(KUBE_MAX_DEPTH, KUBE_STREAM_TEXT_CAP,
+                     mode == KUBE_STREAM_WATCH ? JSONSCAN_MULTI : 0, &s->scan) != 0 ||
+        kube_pod_builder_new(&s->pb) != 0) {
+        kube_stream_free(s);
         return -ENOMEM;
     }
-    json_tokener_set_flags(s->tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
-                                       JSON_TOKENER_VALIDATE_UTF8);
+    kube_stream_reset(s);
     *out = s;
     return 0;
 }
 
+static void ks_event_reset(struct kube_stream *s)
+{
+    s->pend = KS_KEY_OTHER;
+    s->in_object = false;
+    s->object_done = false;
+    s->oversize = false;
+    s->type_ok = false;
+    s->type[0] = '\0';
+}
+
 void kube_stream_reset(struct kube_stream *s)
 {
-    json_tokener_reset(s->tok);
-    s->pending = 0;
+    jsonscan_reset(s->scan);
+    kube_pod_release(&s->pod);
     s->err = 0;
-    if (s->list)
-        json_object_put(s->list);
-    s->list = NULL;
+    ks_event_reset(s);
+    s->top_object = false;
+    s->done = false;
+    s->in_meta = s->in_items = false;
+    s->item_oversize = false;
+    memset(&s->meta, 0, sizeof(s->meta));
 }
 
 void kube_stream_free(struct kube_stream *s)
 {
     if (!s)
         return;
-    kube_stream_reset(s);
-    json_tokener_free(s->tok);
+    kube_pod_release(&s->pod);
+    kube_pod_builder_free(s->pb);
+    jsonscan_free(s->scan);
     alloc_free(s);
 }
 
 bool kube_stream_idle(const struct kube_stream *s)
 {
-    return s->pending == 0 && s->err == 0;
+    return s->err == 0 && jsonscan_idle(s->scan);
 }
 
-size_t kube_stream_pending(const struct kube_stream *s)
+uint64_t kube_stream_pending(const struct kube_stream *s)
 {
-    return s->pending;
+    return s->mode == KUBE_STREAM_WATCH ? jsonscan_value_bytes(s->scan) : jsonscan_offset(s->scan);
 }
 
-static bool stream_ws(char c)
+void kube_stream_counts(const struct kube_stream *s, struct kube_stream_counts *out)
 {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+    *out = s->counts;
 }
 
-/* A member of object @a o of type @a t, or NULL (absent or another type). */
-static struct json_object *stream_member(struct json_object *o, const char *key, enum json_type t)
+size_t kube_stream_memory(const struct kube_stream *s)
 {
-    struct json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return json_object_is_type(v, t) ? v : NULL;
+    return sizeof(*s) + jsonscan_memory(s->scan) + kube_pod_builder_memory(s->pb);
 }
 
-/* A string member as a C string with no NUL inside, at most @a max bytes, or NULL. */
-static const char *stream_string(struct json_object *o, const char *key, size_t max)
-{
-    struct json_object *v = stream_member(o, key, json_type_string);
-    if (!v)
-        return NULL;
-    const char *str = json_object_get_string(v);
-    int len = json_object_get_string_len(v);
-    if (!str || len < 0 || (size_t)len > max || strlen(str) != (size_t)len)
-        return NULL;
-    return str;
-}
+/* ---- watch ---- */
 
-static int stream_event(struct json_object *o, kube_event_fn cb, void *arg)
+/* A complete event: classify, check its shape, hand it over. */
+static int ks_event_end(struct kube_stream *s)
 {
-    if (!o || !json_object_is_type(o, json_type_object))
-        return -EBADMSG;
-    const char *type = stream_string(o, "type", 32);
-    if (!type)
+    if (s->oversize) {
+        s->counts.refused_event++;
+        return 0;
+    }
+    if (!s->type_ok)
         return -EBADMSG;
     struct kube_event ev = {.type = KUBE_EVENT_UNKNOWN};
-    ev.object = stream_member(o, "object", json_type_object);
-    struct json_object *meta = stream_member(ev.object, "metadata", json_type_object);
-    ev.resource_version = stream_string(meta, "resourceVersion", KUBE_MAX_TOKEN_BYTES);
-    if (strcmp(type, "ADDED") == 0)
+    if (strcmp(s->type, "ADDED") == 0)
         ev.type = KUBE_EVENT_ADDED;
-    else if (strcmp(type, "MODIFIED") == 0)
+    else if (strcmp(s->type, "MODIFIED") == 0)
         ev.type = KUBE_EVENT_MODIFIED;
-    else if (strcmp(type, "DELETED") == 0)
+    else if (strcmp(s->type, "DELETED") == 0)
         ev.type = KUBE_EVENT_DELETED;
-    else if (strcmp(type, "BOOKMARK") == 0)
+    else if (strcmp(s->type, "BOOKMARK") == 0)
         ev.type = KUBE_EVENT_BOOKMARK;
-    else if (strcmp(type, "ERROR") == 0)
+    else if (strcmp(s->type, "ERROR") == 0)
         ev.type = KUBE_EVENT_ERROR;
+    if (s->object_done)
+        ev.resource_version = kube_pod_builder_resource_version(s->pb);
     switch (ev.type) {
     case KUBE_EVENT_ADDED:
     case KUBE_EVENT_MODIFIED:
-    case KUBE_EVENT_DELETED:
-        if (!ev.object)
+    case KUBE_EVENT_DELETED: {
+        if (!s->object_done)
             return -EBADMSG;
-        break;
-    case KUBE_EVENT_BOOKMARK:
-        if (!ev.object || !ev.resource_version)
-            return -EBADMSG;
-        break;
-    case KUBE_EVENT_ERROR: {
-        struct json_object *code = stream_member(ev.object, "code", json_type_int);
-        int64_t c = code ? json_object_get_int64(code) : 0;
-        ev.code = c > 0 && c < 1000 ? (int)c : 0;
-        const char *reason = stream_string(ev.object, "reason", 256);
-        ev.message = stream_string(ev.object, "message", 4096);
-        if (!ev.message)
-            ev.message = reason;
-        if (ev.code == 410 ||
-            (reason && (strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0)))
-            ev.type = KUBE_EVENT_GONE;
+        int rc = kube_pod_builder_take(s->pb, &s->pod);
+        if (rc == -ENOMEM)
+            return rc;
+        ev.pod = rc == 0 ? &s->pod : NULL;
         break;
     }
+    case KUBE_EVENT_BOOKMARK:
+        if (!s->object_done || !ev.resource_version)
+            return -EBADMSG;
+        break;
+    case KUBE_EVENT_ERROR:
+        if (s->object_done) {
+            const char *reason = kube_pod_builder_status_reason(s->pb);
+            ev.code = kube_pod_builder_status_code(s->pb);
+            ev.message = kube_pod_builder_status_message(s->pb);
+            if (!ev.message)
+                ev.message = reason;
+            if (ev.code == 410 ||
+                (reason && (strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0)))
+                ev.type = KUBE_EVENT_GONE;
+        }
+        break;
     case KUBE_EVENT_GONE:
     case KUBE_EVENT_UNKNOWN:
         break;
     }
-    return cb ? cb(arg, &ev) : 0;
+    int rc = s->ev_cb ? s->ev_cb(s->arg, &ev) : 0;
+    kube_pod_release(&s->pod);
+    return rc;
 }
 
-static int stream_tok_error(struct json_tokener *tok)
+static int ks_watch_token(void *arg, const struct jsonscan_token *t)
 {
-    enum json_tokener_error e = json_tokener_get_error(tok);
-    return e == json_tokener_error_depth ? -ELOOP : -EBADMSG;
-}
-
-/*
- * Feeds bytes to the tokener, at most up to @a max bytes per value: @a done
- * gets each completed value (owned by the callee). Leading whitespace of a
- * value is not counted.
- */
-static int stream_run(struct kube_stream *s, const char *p, size_t left, size_t max,
-                      int (*done)(struct kube_stream *, struct json_object *, void *), void *arg)
-{
-    if (s->err)
-        return s->err;
-    while (left > 0) {
-        if (s->pending == 0) {
-            while (left > 0 && stream_ws(*p)) {
-                p++;
-                left--;
-            }
-            if (left == 0)
-                break;
-        }
-        size_t room = max - s->pending + 1; /* one byte over the limit is enough to know */
-        size_t n = left < room ? left : room;
-        if (n > KUBE_STREAM_CHUNK)
-            n = KUBE_STREAM_CHUNK;
-        struct json_object *o = json_tokener_parse_ex(s->tok, p, (int)n);
-        enum json_tokener_error e = json_tokener_get_error(s->tok);
-        if (e == json_tokener_continue) {
-            s->pending += n;
-            if (s->pending > max)
-                return s->err = -E2BIG;
-            p += n;
-            left -= n;
-            continue;
-        }
-        if (e != json_tokener_success) {
-            if (o)
-                json_object_put(o);
-            return s->err = stream_tok_error(s->tok);
-        }
-        size_t used = json_tokener_get_parse_end(s->tok);
-        if (used > n)
-            used = n;
-        s->pending += used;
-        json_tokener_reset(s->tok);
-        if (s->pending > max) {
-            json_object_put(o);
-            return s->err = -E2BIG;
-        }
-        s->pending = 0;
-        p += used;
-        left -= used;
-        int rc = done(s, o, arg);
-        if (rc != 0)
+    struct kube_stream *s = arg;
+    if (t->type == JSONSCAN_END)
+        return ks_event_end(s);
+    if (!s->oversize && jsonscan_value_bytes(s->scan) > KUBE_MAX_EVENT_BYTES) {
+        /* scanned on to its end, kept nowhere */
+        s->oversize = true;
+        s->in_object = false;
+    }
+    if (t->depth == 0) {
+        if (t->type == JSONSCAN_OBJECT_BEGIN)
+            ks_event_reset(s);
+        else if (t->type != JSONSCAN_OBJECT_END)
+            return -EBADMSG; /* an event is an object */
+        return 0;
+    }
+    if (s->in_object) {
+        int rc = kube_pod_builder_token(s->pb, t);
+        if (rc < 0)
             return rc;
+        if (rc == 1) {
+            s->in_object = false;
+            s->object_done = true;
+        }
+        return 0;
+    }
+    if (s->oversize || t->depth != 1)
+        return 0;
+    if (t->type == JSONSCAN_KEY) {
+        s->pend = strcmp(t->text, "type") == 0     ? KS_KEY_TYPE
+                  : strcmp(t->text, "object") == 0 ? KS_KEY_OBJECT
+                                                   : KS_KEY_OTHER;
+        return 0;
+    }
+    enum ks_key k = s->pend;
+    s->pend = KS_KEY_OTHER;
+    if (k == KS_KEY_TYPE) {
+        s->type_ok = t->type == JSONSCAN_STRING && t->full_len <= KUBE_TYPE_MAX && t->flags == 0;
+        if (s->type_ok)
+            memcpy(s->type, t->text, t->len + 1);
+    } else if (k == KS_KEY_OBJECT) {
+        s->object_done = false;
+        if (t->type == JSONSCAN_OBJECT_BEGIN) {
+            kube_pod_builder_begin(s->pb, t);
+            s->in_object = true;
+        }
     }
     return 0;
 }
 
-struct stream_watch_arg {
-    kube_event_fn cb;
-    void *arg;
-};
-
-static int stream_watch_done(struct kube_stream *s, struct json_object *o, void *arg)
+/* A negative result ends the stream for good; a callback's positive one only this feed. */
+static int ks_result(struct kube_stream *s, int rc)
 {
-    const struct stream_watch_arg *w = arg;
-    int rc = stream_event(o, w->cb, w->arg);
-    json_object_put(o);
-    if (rc == -EBADMSG)
+    if (rc < 0)
         s->err = rc;
     return rc;
 }
@@ -251,102 +271,175 @@ int kube_stream_feed(struct kube_stream *s, const void *data, size_t len, kube_e
 {
     if (s->mode != KUBE_STREAM_WATCH)
         return -EINVAL;
-    struct stream_watch_arg w = {cb, arg};
-    return stream_run(s, data, len, KUBE_MAX_EVENT_BYTES, stream_watch_done, &w);
+    if (s->err)
+        return s->err;
+    s->ev_cb = cb;
+    s->arg = arg;
+    return ks_result(s, jsonscan_feed(s->scan, data, len, ks_watch_token, s));
 }
 
-static int stream_list_done(struct kube_stream *s, struct json_object *o, void *arg)
+/* ---- list ---- */
+
+static int ks_item_end(struct kube_stream *s)
 {
-    (void)arg;
-    if (s->list) {
-        /* a second value after the list */
-        json_object_put(o);
-        return s->err = -EBADMSG;
+    s->in_object = false;
+    if (s->item_oversize) {
+        s->counts.refused_object++;
+        return 0;
     }
-    s->list = o;
+    int rc = kube_pod_builder_take(s->pb, &s->pod);
+    if (rc == -ENOMEM)
+        return rc;
+    rc = s->pod_cb ? s->pod_cb(s->arg, rc == 0 ? &s->pod : NULL) : 0;
+    kube_pod_release(&s->pod);
+    return rc;
+}
+
+/* A list's metadata.resourceVersion or .continue: a string no longer than a token. */
+static int ks_list_token_text(char *dst, const struct jsonscan_token *t)
+{
+    if (t->type != JSONSCAN_STRING)
+        return 0; /* another type: absent */
+    if (t->full_len > KUBE_MAX_TOKEN_BYTES || (t->flags & JSONSCAN_HAS_NUL))
+        return -EBADMSG;
+    memcpy(dst, t->text, t->len + 1);
     return 0;
 }
 
-int kube_stream_list_feed(struct kube_stream *s, const void *data, size_t len)
+static int ks_list_token(void *arg, const struct jsonscan_token *t)
 {
-    if (s->mode != KUBE_STREAM_LIST)
-        return -EINVAL;
-    if (s->list && !s->err) {
-        /* only whitespace may follow the list */
-        const char *p = data;
-        for (size_t i = 0; i < len; i++)
-            if (!stream_ws(p[i]))
-                return s->err = -EBADMSG;
+    struct kube_stream *s = arg;
+    bool end = t->type == JSONSCAN_OBJECT_END || t->type == JSONSCAN_ARRAY_END;
+    if (s->in_object) {
+        /* inside an item: its own end is the only token at depth 2 */
+        if (!s->item_oversize && jsonscan_offset(s->scan) - s->item_start > KUBE_MAX_OBJECT_BYTES)
+            s->item_oversize = true;
+        if (t->depth == 2) {
+            if (!s->item_oversize && kube_pod_builder_token(s->pb, t) < 0)
+                return -ENOMEM;
+            return ks_item_end(s);
+        }
+        if (s->item_oversize)
+            return 0;
+        int rc = kube_pod_builder_token(s->pb, t);
+        return rc < 0 ? rc : 0;
+    }
+    switch (t->depth) {
+    case 0:
+        if (t->type == JSONSCAN_END) {
+            s->done = true;
+        } else if (t->type == JSONSCAN_OBJECT_BEGIN) {
+            s->top_object = true;
+        } else if (t->type != JSONSCAN_OBJECT_END) {
+            return -EBADMSG; /* a list is an object */
+        }
+        return 0;
+    case 1:
+        if (t->type == JSONSCAN_KEY) {
+            s->pend = strcmp(t->text, "metadata") == 0 ? KS_KEY_METADATA
+                      : strcmp(t->text, "items") == 0  ? KS_KEY_ITEMS
+                                                       : KS_KEY_OTHER;
+            return 0;
+        }
+        if (end) {
+            s->in_meta = s->in_items = false;
+            return 0;
+        }
+        if (s->pend == KS_KEY_METADATA) {
+            s->in_meta = t->type == JSONSCAN_OBJECT_BEGIN;
+        } else if (s->pend == KS_KEY_ITEMS) {
+            if (t->type == JSONSCAN_ARRAY_BEGIN)
+                s->in_items = true;
+            else if (t->type != JSONSCAN_NULL)
+                return -EBADMSG; /* "items" is an array (or null: no pods) */
+        }
+        s->pend = KS_KEY_OTHER;
+        return 0;
+    case 2:
+        if (s->in_meta) {
+            if (t->type == JSONSCAN_KEY) {
+                s->pend = strcmp(t->text, "resourceVersion") == 0 ? KS_KEY_RV
+                          : strcmp(t->text, "continue") == 0      ? KS_KEY_CONTINUE
+                                                                  : KS_KEY_OTHER;
+                return 0;
+            }
+            enum ks_key k = s->pend;
+            s->pend = KS_KEY_OTHER;
+            if (k == KS_KEY_RV)
+                return ks_list_token_text(s->meta.resource_version, t);
+            if (k == KS_KEY_CONTINUE)
+                return ks_list_token_text(s->meta.cont, t);
+            return 0;
+        }
+        if (!s->in_items || end)
+            return 0;
+        s->meta.items++;
+        if (t->type != JSONSCAN_OBJECT_BEGIN) {
+            s->meta.skipped++;
+            return 0;
+        }
+        s->in_object = true;
+        s->item_oversize = false;
+        s->item_start = jsonscan_offset(s->scan);
+        kube_pod_builder_begin(s->pb, t);
+        return 0;
+    default:
         return 0;
     }
-    return stream_run(s, data, len, KUBE_MAX_LIST_BYTES, stream_list_done, NULL);
 }
 
-static int stream_copy_token(struct json_object *meta, const char *key, char *dst)
+int kube_stream_list_feed(struct kube_stream *s, const void *data, size_t len, kube_pod_fn cb,
+                          void *arg)
 {
-    dst[0] = '\0';
-    struct json_object *v = NULL;
-    if (!meta || !json_object_object_get_ex(meta, key, &v) || !v)
-        return 0;
-    const char *str = stream_string(meta, key, KUBE_MAX_TOKEN_BYTES);
-    if (!str)
-        return json_object_is_type(v, json_type_string) ? -EBADMSG : 0;
-    memcpy(dst, str, strlen(str) + 1);
-    return 0;
-}
-
-int kube_stream_list_finish(struct kube_stream *s, kube_pod_fn cb, void *arg,
-                            struct kube_list_meta *meta, size_t *skipped)
-{
-    struct kube_list_meta scratch;
-    if (!meta)
-        meta = &scratch;
-    memset(meta, 0, sizeof(*meta));
-    if (skipped)
-        *skipped = 0;
     if (s->mode != KUBE_STREAM_LIST)
         return -EINVAL;
     if (s->err)
         return s->err;
-    if (!s->list || s->pending != 0 || !json_object_is_type(s->list, json_type_object))
-        return -EBADMSG; /* incomplete, something after it, or not an object */
-    struct json_object *md = stream_member(s->list, "metadata", json_type_object);
-    if (stream_copy_token(md, "resourceVersion", meta->resource_version) != 0 ||
-        stream_copy_token(md, "continue", meta->cont) != 0)
-        return -EBADMSG;
-    struct json_object *items = NULL;
-    if (!json_object_object_get_ex(s->list, "items", &items) || !items)
-        return 0; /* absent or null: no pods */
-    if (!json_object_is_type(items, json_type_array))
-        return -EBADMSG;
-    size_t n = json_object_array_length(items);
-    meta->items = n;
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *pod = json_object_array_get_idx(items, i);
-        if (!pod || !json_object_is_type(pod, json_type_object)) {
-            if (skipped)
-                (*skipped)++;
-            continue;
-        }
-        int rc = cb ? cb(arg, pod) : 0;
-        if (rc != 0)
-            return rc;
+    s->pod_cb = cb;
+    s->arg = arg;
+    uint64_t at = jsonscan_offset(s->scan);
+    size_t n = len;
+    bool over = false;
+    if (at + len > KUBE_MAX_LIST_BYTES) {
+        n = at < KUBE_MAX_LIST_BYTES ? (size_t)(KUBE_MAX_LIST_BYTES - at) : 0;
+        over = true;
     }
+    int rc = jsonscan_feed(s->scan, data, n, ks_list_token, s);
+    if (rc == 0 && over)
+        rc = -E2BIG;
+    return ks_result(s, rc);
+}
+
+int kube_stream_list_finish(struct kube_stream *s, struct kube_list_meta *meta)
+{
+    if (meta)
+        memset(meta, 0, sizeof(*meta));
+    if (s->mode != KUBE_STREAM_LIST)
+        return -EINVAL;
+    if (s->err)
+        return s->err;
+    int rc = jsonscan_finish(s->scan, ks_list_token, s);
+    if (rc == 0 && (!s->done || !s->top_object))
+        rc = -EBADMSG;
+    if (rc != 0)
+        return ks_result(s, rc == -ELOOP ? rc : -EBADMSG);
+    if (meta)
+        *meta = s->meta;
     return 0;
 }
 
 int kube_stream_decode_list(const void *data, size_t len, kube_pod_fn cb, void *arg,
-                            struct kube_list_meta *meta, size_t *skipped)
+                            struct kube_list_meta *meta)
 {
     struct kube_stream *s = NULL;
+    if (meta)
+        memset(meta, 0, sizeof(*meta));
     int rc = kube_stream_new(KUBE_STREAM_LIST, &s);
     if (rc != 0)
         return rc;
-    rc = kube_stream_list_feed(s, data, len);
+    rc = kube_stream_list_feed(s, data, len, cb, arg);
     if (rc == 0)
-        rc = kube_stream_list_finish(s, cb, arg, meta, skipped);
-    else if (meta)
-        memset(meta, 0, sizeof(*meta));
+        rc = kube_stream_list_finish(s, meta);
     kube_stream_free(s);
     return rc;
 }

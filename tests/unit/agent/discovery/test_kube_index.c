@@ -6,8 +6,6 @@
  */
 #include "base/compat.h"
 
-#include <json-c/json_tokener.h>
-
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
@@ -47,10 +45,7 @@ static void make_pod(struct kube_pod *p, const char *uid, const char *name, cons
                                   i ? "," : "", i, cid(ids[i], id)),
                          0);
     assert_int_equal(buf_adds(&b, "]}}"), 0);
-    struct json_object *o = json_tokener_parse(buf_str(&b));
-    assert_non_null(o);
-    assert_int_equal(kube_pod_from_json(o, p), 0);
-    json_object_put(o);
+    assert_int_equal(kube_pod_from_text(buf_str(&b), buf_len(&b), p), 0);
     buf_release(&b);
 }
 
@@ -80,9 +75,8 @@ static void test_kube_index__add_and_lookup(void **state)
     size_t len;
     uint8_t *text = fixture_load("kube/deployment_containerd.json", &len);
     assert_non_null(text);
-    struct json_object *o = json_tokener_parse((const char *)text);
     struct kube_pod p;
-    assert_int_equal(kube_pod_from_json(o, &p), 0);
+    assert_int_equal(kube_pod_from_text(text, len, &p), 0);
     assert_int_equal(kube_index_upsert(ix, &p, 0), 0);
     assert_int_equal(kube_index_generation(ix), 1);
     for (size_t i = 0; i < p.n_containers; i++) {
@@ -116,7 +110,6 @@ static void test_kube_index__add_and_lookup(void **state)
     assert_true(strcmp(ids[0], ids[1]) < 0 && strcmp(ids[1], ids[2]) < 0);
     alloc_free(ids);
     kube_pod_release(&p);
-    json_object_put(o);
     alloc_free(text);
     kube_index_free(ix);
 }

@@ -8,8 +8,6 @@
  */
 #include "base/compat.h"
 
-#include <json-c/json_tokener.h>
-
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
@@ -17,15 +15,22 @@
 #include "discovery/kube_pod.h"
 #include "fixture.h"
 
-static struct json_object *load_pod(const char *rel)
+struct pod_text {
+    uint8_t *s;
+    size_t len;
+};
+
+static struct pod_text load_pod(const char *rel)
 {
-    size_t len = 0;
-    uint8_t *text = fixture_load(rel, &len);
-    assert_non_null(text);
-    struct json_object *o = json_tokener_parse((const char *)text);
-    assert_non_null(o);
-    alloc_free(text);
-    return o;
+    struct pod_text t = {NULL, 0};
+    t.s = fixture_load(rel, &t.len);
+    assert_non_null(t.s);
+    return t;
+}
+
+static int from_text(const char *text, struct kube_pod *p)
+{
+    return kube_pod_from_text(text, strlen(text), p);
 }
 
 static void expect_label(const struct labels *ls, const char *name, const char *value)
@@ -40,9 +45,9 @@ static void expect_label(const struct labels *ls, const char *name, const char *
 static void test_kube_pod__deployment_on_containerd(void **state)
 {
     (void)state;
-    struct json_object *o = load_pod("kube/deployment_containerd.json");
+    struct pod_text o = load_pod("kube/deployment_containerd.json");
     struct kube_pod p;
-    assert_int_equal(kube_pod_from_json(o, &p), 0);
+    assert_int_equal(kube_pod_from_text(o.s, o.len, &p), 0);
     assert_string_equal(p.namespace_name, "shop");
     assert_string_equal(p.name, "checkout-7d9f8b6c5d-x2kqp");
     assert_string_equal(p.uid, "3f1c2b8e-5a6d-4e7f-9a0b-1c2d3e4f5a6b");
@@ -108,15 +113,15 @@ static void test_kube_pod__deployment_on_containerd(void **state)
     assert_int_equal(kube_pod_container_meta_labels(&p, 3, &ls), 0);
     assert_int_equal(ls.n, 0);
     kube_pod_release(&p);
-    json_object_put(o);
+    alloc_free(o.s);
 }
 
 static void test_kube_pod__statefulset_on_crio(void **state)
 {
     (void)state;
-    struct json_object *o = load_pod("kube/statefulset_crio.json");
+    struct pod_text o = load_pod("kube/statefulset_crio.json");
     struct kube_pod p;
-    assert_int_equal(kube_pod_from_json(o, &p), 0);
+    assert_int_equal(kube_pod_from_text(o.s, o.len, &p), 0);
     assert_int_equal(p.ready, KUBE_READY_FALSE);
     assert_int_equal(p.n_containers, 1);
     assert_string_equal(p.containers[0].id,
@@ -136,15 +141,15 @@ static void test_kube_pod__statefulset_on_crio(void **state)
     assert_null(labels_get(&ls, "__meta_kubernetes_pod_annotationpresent_x"));
     labels_release(&ls);
     kube_pod_release(&p);
-    json_object_put(o);
+    alloc_free(o.s);
 }
 
 static void test_kube_pod__daemonset_on_docker(void **state)
 {
     (void)state;
-    struct json_object *o = load_pod("kube/daemonset_docker.json");
+    struct pod_text o = load_pod("kube/daemonset_docker.json");
     struct kube_pod p;
-    assert_int_equal(kube_pod_from_json(o, &p), 0);
+    assert_int_equal(kube_pod_from_text(o.s, o.len, &p), 0);
     /* the Node owner is not the controller */
     assert_string_equal(p.controller_kind, "DaemonSet");
     assert_string_equal(p.controller_name, "log-agent");
@@ -161,15 +166,15 @@ static void test_kube_pod__daemonset_on_docker(void **state)
                  "docker://1234567890abcdef1234567890abcdef1234567890abcdef1234567890abcdef");
     labels_release(&ls);
     kube_pod_release(&p);
-    json_object_put(o);
+    alloc_free(o.s);
 }
 
 static void test_kube_pod__pending_without_status(void **state)
 {
     (void)state;
-    struct json_object *o = load_pod("kube/pending_no_status.json");
+    struct pod_text o = load_pod("kube/pending_no_status.json");
     struct kube_pod p;
-    assert_int_equal(kube_pod_from_json(o, &p), 0);
+    assert_int_equal(kube_pod_from_text(o.s, o.len, &p), 0);
     assert_int_equal(p.n_containers, 0);
     assert_int_equal(p.ready, KUBE_READY_UNKNOWN);
     struct labels ls;
@@ -182,15 +187,15 @@ static void test_kube_pod__pending_without_status(void **state)
     expect_label(&ls, "__meta_kubernetes_pod_controller_kind", "Job");
     labels_release(&ls);
     kube_pod_release(&p);
-    json_object_put(o);
+    alloc_free(o.s);
 }
 
 static void test_kube_pod__wrong_types_are_absent(void **state)
 {
     (void)state;
-    struct json_object *o = load_pod("kube/wrong_types.json");
+    struct pod_text o = load_pod("kube/wrong_types.json");
     struct kube_pod p;
-    assert_int_equal(kube_pod_from_json(o, &p), 0);
+    assert_int_equal(kube_pod_from_text(o.s, o.len, &p), 0);
     assert_string_equal(p.name, "");
     assert_string_equal(p.namespace_name, "");
     assert_string_equal(p.node_name, "");
@@ -215,7 +220,7 @@ static void test_kube_pod__wrong_types_are_absent(void **state)
         labels_release(&ls);
     }
     kube_pod_release(&p);
-    json_object_put(o);
+    alloc_free(o.s);
 
     /* no uid, an empty uid, a uid of the wrong type, not an object: refused */
     static const char *const bad[] = {
@@ -227,13 +232,13 @@ static void test_kube_pod__wrong_types_are_absent(void **state)
         "\"pod\"",
     };
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(bad); i++) {
-        o = json_tokener_parse(bad[i]);
-        assert_non_null(o);
-        assert_int_equal(kube_pod_from_json(o, &p), -EINVAL);
+        assert_int_equal(from_text(bad[i], &p), -EINVAL);
         assert_null(p.uid);
-        json_object_put(o);
     }
-    assert_int_equal(kube_pod_from_json(NULL, &p), -EINVAL);
+    /* not JSON at all */
+    assert_int_equal(from_text("{\"metadata\":{\"uid\":\"u\"}", &p), -EBADMSG);
+    assert_int_equal(from_text("", &p), -EBADMSG);
+    assert_null(p.uid);
 }
 
 static void test_kube_pod__container_ids(void **state)
@@ -283,9 +288,8 @@ static void test_kube_pod__sanitises_names(void **state)
     const char *b = "{\"metadata\":{\"uid\":\"u\",\"labels\":{\"a_b\":\"under\",\"a.b\":\"dot\"}}}";
     const char *texts[] = {a, b};
     for (size_t i = 0; i < 2; i++) {
-        struct json_object *o = json_tokener_parse(texts[i]);
         struct kube_pod p;
-        assert_int_equal(kube_pod_from_json(o, &p), 0);
+        assert_int_equal(from_text(texts[i], &p), 0);
         struct labels ls;
         labels_init(&ls);
         assert_int_equal(kube_pod_meta_labels(&p, &ls), 0);
@@ -295,7 +299,6 @@ static void test_kube_pod__sanitises_names(void **state)
             assert_true(labels_valid_name(ls.v[j].name));
         labels_release(&ls);
         kube_pod_release(&p);
-        json_object_put(o);
     }
 }
 
@@ -316,10 +319,8 @@ static void test_kube_pod__bounds(void **state)
                                   i ? "," : "", i, i),
                          0);
     assert_int_equal(buf_adds(&b, "]}}"), 0);
-    struct json_object *o = json_tokener_parse(buf_str(&b));
-    assert_non_null(o);
     struct kube_pod p;
-    assert_int_equal(kube_pod_from_json(o, &p), 0);
+    assert_int_equal(kube_pod_from_text(buf_str(&b), buf_len(&b), &p), 0);
     assert_int_equal(p.labels.n, KUBE_POD_MAX_META);
     assert_int_equal(p.n_containers, KUBE_POD_MAX_CONTAINERS);
     /* 44 labels, the annotation (over the count too) and 6 containers */
@@ -331,7 +332,6 @@ static void test_kube_pod__bounds(void **state)
     assert_true(ls.n < LABELS_MAX);
     labels_release(&ls);
     kube_pod_release(&p);
-    json_object_put(o);
     buf_release(&b);
 
     /* an annotation value over the limit keeps its ..._annotationpresent_ label */
@@ -345,9 +345,7 @@ static void test_kube_pod__bounds(void **state)
     for (int i = 0; i < KUBE_MAX_KEY_BYTES + 1; i++)
         assert_int_equal(buf_addc(&b, 'k'), 0);
     assert_int_equal(buf_adds(&b, "\":\"long key\"}}}"), 0);
-    o = json_tokener_parse(buf_str(&b));
-    assert_non_null(o);
-    assert_int_equal(kube_pod_from_json(o, &p), 0);
+    assert_int_equal(kube_pod_from_text(buf_str(&b), buf_len(&b), &p), 0);
     assert_int_equal(p.over_limit, 2);
     assert_int_equal(kube_pod_meta_labels(&p, &ls), 0);
     expect_label(&ls, "__meta_kubernetes_pod_annotation_a_b", "ok");
@@ -359,20 +357,201 @@ static void test_kube_pod__bounds(void **state)
         &ls, "__meta_kubernetes_pod_annotation_kubectl_kubernetes_io_last_applied_configuration"));
     labels_release(&ls);
     kube_pod_release(&p);
-    json_object_put(o);
+    buf_release(&b);
+}
+
+/* A pod's fields arrive in any order: status before spec, image before name. */
+static void test_kube_pod__fields_in_any_order(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"status\":{\"containerStatuses\":[{\"image\":\"st:1\",\"containerID\":"
+        "\"containerd://0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\","
+        "\"name\":\"app\"}],\"conditions\":[{\"status\":\"True\",\"type\":\"Ready\"}],"
+        "\"phase\":\"Running\"},"
+        "\"spec\":{\"containers\":[{\"image\":\"other:2\",\"name\":\"other\"},"
+        "{\"image\":\"spec:3\",\"name\":\"app\"}],\"nodeName\":\"n1\"},"
+        "\"metadata\":{\"ownerReferences\":[{\"name\":\"rs\",\"kind\":\"ReplicaSet\","
+        "\"controller\":true}],\"labels\":{\"k\":\"v\"},\"uid\":\"u\",\"name\":\"p\"}}";
+    struct kube_pod p;
+    assert_int_equal(from_text(text, &p), 0);
+    assert_string_equal(p.uid, "u");
+    assert_string_equal(p.node_name, "n1");
+    assert_int_equal(p.ready, KUBE_READY_TRUE);
+    assert_string_equal(p.controller_kind, "ReplicaSet");
+    assert_int_equal(p.n_containers, 1);
+    assert_string_equal(p.containers[0].image, "spec:3");
+    assert_string_equal(p.containers[0].id,
+                        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    assert_int_equal(p.invalid, 0);
+    assert_int_equal(p.over_limit, 0);
+    kube_pod_release(&p);
+}
+
+/* A single field given twice: the later wins; a label key given twice: the first stands. */
+static void test_kube_pod__keys_given_twice(void **state)
+{
+    (void)state;
+    const char *text = "{\"metadata\":{\"name\":\"first\",\"uid\":\"u\",\"name\":\"second\","
+                       "\"labels\":{\"k\":\"one\",\"k\":\"two\"},\"labels\":{\"k\":\"three\","
+                       "\"j\":\"four\"}},\"metadata\":{\"namespace\":\"ns\"}}";
+    struct kube_pod p;
+    assert_int_equal(from_text(text, &p), 0);
+    assert_string_equal(p.name, "second");
+    assert_string_equal(p.namespace_name, "ns");
+    assert_string_equal(labels_get(&p.labels, "k"), "one");
+    assert_string_equal(labels_get(&p.labels, "j"), "four");
+    kube_pod_release(&p);
+}
+
+/* NUL, lone surrogates and wrong types are absent and counted; invalid UTF-8 is refused whole. */
+static void test_kube_pod__unusable_strings(void **state)
+{
+    (void)state;
+    const char *text = "{\"metadata\":{\"uid\":\"u\",\"name\":\"a\\u0000b\",\"namespace\":"
+                       "\"\\ud800\",\"labels\":{\"ok\":\"\\u00e9\",\"nul\":\"x\\u0000\","
+                       "\"\":\"empty key\",\"n\":5}},\"status\":{\"phase\":null,\"podIP\":[1]}}";
+    struct kube_pod p;
+    assert_int_equal(from_text(text, &p), 0);
+    assert_string_equal(p.name, "");
+    assert_string_equal(p.namespace_name, "");
+    assert_string_equal(p.phase, "");
+    assert_string_equal(p.pod_ip, "");
+    assert_int_equal(p.labels.n, 1);
+    assert_string_equal(labels_get(&p.labels, "ok"), "\xc3\xa9");
+    /* name, namespace, nul, "", n, podIP */
+    assert_int_equal(p.invalid, 6);
+    kube_pod_release(&p);
+    assert_int_equal(from_text("{\"metadata\":{\"uid\":\"u\",\"name\":\"\xff\"}}", &p), -EBADMSG);
+}
+
+struct build_ctx {
+    struct kube_pod_builder *b;
+    bool begun, ended;
+};
+
+static int build_token(void *arg, const struct jsonscan_token *t)
+{
+    struct build_ctx *c = arg;
+    if (t->type == JSONSCAN_END)
+        return 0;
+    if (!c->begun) {
+        assert_int_equal(t->type, JSONSCAN_OBJECT_BEGIN);
+        kube_pod_builder_begin(c->b, t);
+        c->begun = true;
+        return 0;
+    }
+    int rc = kube_pod_builder_token(c->b, t);
+    assert_true(rc == 0 || rc == 1);
+    c->ended = rc == 1;
+    return 0;
+}
+
+/* What an ERROR's Status or a BOOKMARK carries instead of a pod. */
+static void test_kube_pod__status_and_bookmark_objects(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *rv, *reason, *message;
+        int code;
+    } cases[] = {
+        {"{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\",\"message\":\"too\\nold\"}",
+         NULL, "Expired", "too old", 410},
+        {"{\"code\":410.0,\"reason\":5}", NULL, NULL, NULL, 0},
+        {"{\"code\":4100,\"message\":\"\"}", NULL, NULL, "", 0},
+        {"{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":\"12345\"}}", "12345", NULL, NULL, 0},
+        {"{\"metadata\":{\"resourceVersion\":12345}}", NULL, NULL, NULL, 0},
+    };
+    struct kube_pod_builder *b = NULL;
+    struct jsonscan *s = NULL;
+    assert_int_equal(kube_pod_builder_new(&b), 0);
+    assert_int_equal(jsonscan_new(JSONSCAN_MAX_DEPTH, 4096, 0, &s), 0);
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
+        jsonscan_reset(s);
+        struct build_ctx c = {b, false, false};
+        assert_int_equal(jsonscan_feed(s, cases[i].text, strlen(cases[i].text), build_token, &c),
+                         0);
+        assert_true(c.ended);
+        const char *rv = kube_pod_builder_resource_version(b);
+        const char *reason = kube_pod_builder_status_reason(b);
+        const char *message = kube_pod_builder_status_message(b);
+        assert_int_equal(kube_pod_builder_status_code(b), cases[i].code);
+        if (cases[i].rv)
+            assert_string_equal(rv, cases[i].rv);
+        else
+            assert_null(rv);
+        if (cases[i].reason)
+            assert_string_equal(reason, cases[i].reason);
+        else
+            assert_null(reason);
+        if (cases[i].message)
+            assert_string_equal(message, cases[i].message);
+        else
+            assert_null(message);
+        struct kube_pod p;
+        assert_int_equal(kube_pod_builder_take(b, &p), -EINVAL); /* none is a pod */
+    }
+    jsonscan_free(s);
+    kube_pod_builder_free(b);
+}
+
+/*
+ * Fields the labels do not use are passed over: a 10k-entry env, volumes,
+ * managedFields and an unknown extension cost no memory.
+ */
+static void test_kube_pod__unknown_fields_cost_nothing(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 8 << 20);
+    assert_int_equal(buf_adds(&b, "{\"metadata\":{\"uid\":\"u\",\"managedFields\":["), 0);
+    for (int i = 0; i < 2000; i++)
+        assert_int_equal(
+            buf_addf(&b, "%s{\"manager\":\"m%d\",\"fieldsV1\":{\"f:spec\":{}}}", i ? "," : "", i),
+            0);
+    assert_int_equal(buf_adds(&b, "]},\"spec\":{\"containers\":[{\"name\":\"app\",\"env\":["), 0);
+    for (int i = 0; i < 10000; i++)
+        assert_int_equal(
+            buf_addf(&b, "%s{\"name\":\"V%d\",\"value\":\"%0100d\"}", i ? "," : "", i, i), 0);
+    assert_int_equal(buf_adds(&b, "],\"image\":\"img:1\"}]},\"x-ext\":{\"deep\":[[[[[1]]]]]},"
+                                  "\"status\":{\"containerStatuses\":[{\"name\":\"app\"}]}}"),
+                     0);
+    struct kube_pod_builder *pb = NULL;
+    struct jsonscan *s = NULL;
+    assert_int_equal(kube_pod_builder_new(&pb), 0);
+    assert_int_equal(jsonscan_new(JSONSCAN_MAX_DEPTH, 4096, 0, &s), 0);
+    struct build_ctx c = {pb, false, false};
+    size_t peak = 0;
+    const char *text = buf_str(&b);
+    for (size_t off = 0; off < buf_len(&b); off += 4096) {
+        size_t n = buf_len(&b) - off < 4096 ? buf_len(&b) - off : 4096;
+        assert_int_equal(jsonscan_feed(s, text + off, n, build_token, &c), 0);
+        size_t m = kube_pod_builder_memory(pb);
+        peak = m > peak ? m : peak;
+    }
+    assert_true(c.ended);
+    assert_true(buf_len(&b) > (1u << 20));
+    assert_true(peak < 64 * 1024);
+    struct kube_pod p;
+    assert_int_equal(kube_pod_builder_take(pb, &p), 0);
+    assert_string_equal(p.containers[0].image, "img:1");
+    kube_pod_release(&p);
+    jsonscan_free(s);
+    kube_pod_builder_free(pb);
     buf_release(&b);
 }
 
 static void test_kube_pod__allocation_failures(void **state)
 {
     (void)state;
-    struct json_object *o = load_pod("kube/deployment_containerd.json");
+    struct pod_text o = load_pod("kube/deployment_containerd.json");
     for (uint64_t nth = 1;; nth++) {
         alloc_fail_nth(nth);
         struct kube_pod p;
         struct labels ls;
         labels_init(&ls);
-        int rc = kube_pod_from_json(o, &p);
+        int rc = kube_pod_from_text(o.s, o.len, &p);
         if (rc == 0)
             rc = kube_pod_container_labels(&p, 0, &ls);
         uint64_t used = alloc_fail_nth(0);
@@ -383,7 +562,7 @@ static void test_kube_pod__allocation_failures(void **state)
         assert_int_equal(rc, -ENOMEM);
         assert_true(nth < 10000);
     }
-    json_object_put(o);
+    alloc_free(o.s);
 }
 
 int main(void)
@@ -397,6 +576,11 @@ int main(void)
         cmocka_unit_test(test_kube_pod__container_ids),
         cmocka_unit_test(test_kube_pod__sanitises_names),
         cmocka_unit_test(test_kube_pod__bounds),
+        cmocka_unit_test(test_kube_pod__fields_in_any_order),
+        cmocka_unit_test(test_kube_pod__keys_given_twice),
+        cmocka_unit_test(test_kube_pod__unusable_strings),
+        cmocka_unit_test(test_kube_pod__status_and_bookmark_objects),
+        cmocka_unit_test(test_kube_pod__unknown_fields_cost_nothing),
         cmocka_unit_test(test_kube_pod__allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
