@@ -80,6 +80,7 @@ struct config_kubernetes {
     char *bearer_token_file;        /* default: the service account's token */
     uint64_t watch_timeout_ns;      /* default 5m */
     uint64_t poll_interval_ns;      /* default 15s (source kubelet) */
+    uint64_t request_timeout_ns;    /* default 1m: one list page or kubelet poll */
     char *ca_file;                  /* default: the service account's ca.crt */
     bool insecure_skip_verify;      /* default false */
 };

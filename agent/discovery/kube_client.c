@@ -1148,6 +1148,8 @@ int kube_start(const struct kube_opts *o, struct kube **out)
     k->progress_ns = (k->watch_timeout_ns < KUBE_BOOKMARK_INTERVAL_NS ? k->watch_timeout_ns
                                                                       : KUBE_BOOKMARK_INTERVAL_NS) +
                      KUBE_PROGRESS_SLACK_NS;
+    if (o->progress_timeout_ns)
+        k->progress_ns = o->progress_timeout_ns;
     k->max_pods = o->max_pods ? o->max_pods : KUBE_INDEX_MAX_PODS_DEFAULT;
     k->rnd = hash_fmix64((uint64_t)(uintptr_t)k ^ clock_mono_now() ^ (uint64_t)getpid()) | 1;
     int rc = -ENOMEM;

@@ -111,6 +111,9 @@ struct kube_opts {
     size_t max_pods;             /* 0: KUBE_INDEX_MAX_PODS_DEFAULT */
     uint64_t grace_ns;           /* 0: KUBE_INDEX_GRACE_DEFAULT_NS */
     uint64_t request_timeout_ns; /* a list page or kubelet poll; 0: 60 s */
+    /* a watch without a complete event for this long is stalled; 0: derived
+     * (min(watch_timeout, KUBE_BOOKMARK_INTERVAL) + KUBE_PROGRESS_SLACK) */
+    uint64_t progress_timeout_ns;
 };
 
 /** Requests by outcome (one per HTTP request; a watch counts when it ends). */

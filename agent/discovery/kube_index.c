@@ -11,6 +11,8 @@
 #include "discovery/kube_index.h"
 
 #define KUBE_POD_MAX_IDS (2 * KUBE_POD_MAX_CONTAINERS)
+/* per heap block: a header and the rounding (see index_labels_bytes()) */
+#define KUBE_INDEX_ALLOC_OVERHEAD 16
 
 struct kmap_slot {
     char *key; /* NULL: empty */
@@ -151,11 +153,18 @@ struct kube_index {
     uint64_t over_cap, evicted, duplicate_ids;
 };
 
+/*
+ * What a label set costs on the heap, near enough: its strings, its array
+ * entry, and the allocator's own overhead per string (glibc: 8 bytes of
+ * header, sizes rounded up to 16), so that KUBE_INDEX_MAX_BYTES bounds the
+ * resident size and not just the text.
+ */
 static size_t index_labels_bytes(const struct labels *ls)
 {
     size_t n = 0;
     for (size_t i = 0; i < ls->n; i++)
-        n += strlen(ls->v[i].name) + strlen(ls->v[i].value) + 2 + sizeof(struct label);
+        n += strlen(ls->v[i].name) + strlen(ls->v[i].value) + 2 + sizeof(struct label) +
+             2 * KUBE_INDEX_ALLOC_OVERHEAD;
     return n;
 }
 

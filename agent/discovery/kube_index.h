@@ -20,7 +20,8 @@
  * change: a container id appearing or disappearing, or a revision changing.
  *
  * Bounds: at most max_pods pods (live and in grace together) and
- * KUBE_INDEX_MAX_BYTES bytes of label text; a new pod over either is refused
+ * KUBE_INDEX_MAX_BYTES bytes of labels (their text, entries and the
+ * allocator's overhead per string); a new pod over either is refused
  * (-ENOSPC, counted), after first evicting the longest-deleted pod in grace if
  * there is one (counted). Per pod at most 2 * KUBE_POD_MAX_CONTAINERS
  * container ids, live and in grace (the oldest in grace goes first). A
@@ -39,7 +40,7 @@
 
 #define KUBE_INDEX_MAX_PODS_DEFAULT 5000
 #define KUBE_INDEX_GRACE_DEFAULT_NS (60ull * 1000000000ull)
-#define KUBE_INDEX_MAX_BYTES        (64u << 20)
+#define KUBE_INDEX_MAX_BYTES        (48u << 20)
 
 struct kube_index;
 
@@ -48,7 +49,7 @@ struct kube_index_stats {
     size_t pods;             /* live pods */
     size_t pods_terminating; /* deleted, in grace */
     size_t containers;       /* container ids that can be looked up (live and in grace) */
-    size_t bytes;            /* label text held */
+    size_t bytes;            /* labels held, as counted against KUBE_INDEX_MAX_BYTES */
     uint64_t over_cap;       /* pods refused: max_pods or KUBE_INDEX_MAX_BYTES */
     uint64_t evicted;        /* pods or container ids in grace dropped early to make room */
     uint64_t duplicate_ids;  /* container ids already held by another pod, ignored */

@@ -21,7 +21,7 @@ struct podmeta_key {
     char token_file[512];
     char ca_file[512];
     bool insecure;
-    uint64_t watch_timeout_ns, poll_interval_ns;
+    uint64_t watch_timeout_ns, poll_interval_ns, request_timeout_ns;
 };
 
 struct podmeta {
@@ -74,6 +74,7 @@ static bool podmeta_resolve(const struct pyprofd_config *cfg, struct podmeta_key
     k->insecure = c->insecure_skip_verify;
     k->watch_timeout_ns = c->watch_timeout_ns;
     k->poll_interval_ns = c->poll_interval_ns;
+    k->request_timeout_ns = c->request_timeout_ns;
     snprintf(k->token_file, sizeof(k->token_file), "%s",
              c->bearer_token_file ? c->bearer_token_file : "");
     snprintf(k->ca_file, sizeof(k->ca_file), "%s", c->ca_file ? c->ca_file : "");
@@ -164,6 +165,7 @@ int podmeta_configure(struct podmeta **pmp, const struct pyprofd_config *cfg)
         .insecure_skip_verify = k.insecure,
         .watch_timeout_ns = k.watch_timeout_ns,
         .poll_interval_ns = k.poll_interval_ns,
+        .request_timeout_ns = k.request_timeout_ns,
     };
     int err = kube_start(&o, &pm->client);
     if (err == -ENOMEM)

@@ -328,6 +328,29 @@ static int views_pods_metrics(const struct podmeta_view *p, struct promtext *w)
         err = views_scalar(w, "pyprofd_kubernetes_decode_errors_total", PROMTEXT_COUNTER,
                            "Responses or events that could not be decoded.",
                            (double)s->decode_errors);
+    if (!err)
+        err = promtext_family(w, "pyprofd_kubernetes_refused_total", PROMTEXT_COUNTER,
+                              "What the server sent that the agent refused to keep, by reason.");
+    for (size_t r = 0; !err && r < KUBE_REFUSED_COUNT; r++)
+        err = promtext_sample(w, NULL,
+                              PROMTEXT_LABELS({"reason", kube_refusal_name((enum kube_refusal)r)}),
+                              (double)s->refused[r]);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_pods_invalid_total", PROMTEXT_COUNTER,
+                           "Pod objects without a usable metadata.uid, ignored.",
+                           (double)s->pods_invalid);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_retry_after_total", PROMTEXT_COUNTER,
+                           "Waits that a server's Retry-After made longer than the backoff.",
+                           (double)s->retry_after);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_error_bodies_cut_total", PROMTEXT_COUNTER,
+                           "Error responses whose body was cut at 4 KiB and the connection closed.",
+                           (double)s->error_bodies_cut);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_memory_bytes", PROMTEXT_GAUGE,
+                           "Bytes the pod metadata client holds: its index and its decoders.",
+                           (double)s->memory_bytes);
     return err;
 }
 

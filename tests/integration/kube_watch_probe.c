@@ -9,6 +9,7 @@
  *                    [--token-file PATH] [--ca-file PATH] [--insecure]
  *                    [--watch-timeout SECS] [--poll SECS] [--min-backoff SECS]
  *                    [--max-backoff SECS] [--grace SECS] [--max-pods N]
+ *                    [--request-timeout SECS] [--progress-timeout SECS]
  *                    [--seconds N] [--debug]
  * SECS may have a fraction ("0.2"). Defaults: api_server, no node filter, no
  * token, the system CAs, the client's own defaults for the times, grace 60,
@@ -22,7 +23,8 @@
  *   {"generation": <uint>, "synced": <bool>, "final": <bool>,
  *    "stats": {"requests": {"ok": n, "unauthorized": n, "forbidden": n, "gone": n,
  *                           "http_error": n, "error_event": n, "decode_error": n,
- *                           "transport": n, "stopped": n},
+ *                           "transport": n, "stalled": n, "deadline": n,
+ *                           "stopped": n},
  *              "relists": n, "watch_restarts": n,
  *              "events": {"added": n, "modified": n, "deleted": n, "bookmark": n,
  *                         "error": n, "gone": n, "unknown": n},
@@ -30,6 +32,10 @@
  *              "token_errors": n, "pods_invalid": n, "pods_truncated": n,
  *              "pods_filtered": n, "pods": n, "pods_terminating": n,
  *              "containers": n, "over_cap": n, "evicted": n, "duplicate_ids": n,
+ *              "refused": {"event_too_large": n, "object_too_large": n,
+ *                          "list_too_large": n, "too_deep": n, "pod_bound": n,
+ *                          "index_full": n},
+ *              "retry_after": n, "error_bodies_cut": n, "memory_bytes": n,
  *              "last_sync_real_ns": n, "last_error": "text"},
  *    "containers": {"<64 hex id>": {"rev": <uint>, "labels": {"<name>": "<value>", ...}},
  *                   ...}}
@@ -96,6 +102,13 @@ static struct json_object *probe_stats(const struct kube_stats *st)
     probe_add_u64(o, "over_cap", st->index.over_cap);
     probe_add_u64(o, "evicted", st->index.evicted);
     probe_add_u64(o, "duplicate_ids", st->index.duplicate_ids);
+    struct json_object *ref = json_object_new_object();
+    for (int i = 0; i < KUBE_REFUSED_COUNT; i++)
+        probe_add_u64(ref, kube_refusal_name((enum kube_refusal)i), st->refused[i]);
+    json_object_object_add(o, "refused", ref);
+    probe_add_u64(o, "retry_after", st->retry_after);
+    probe_add_u64(o, "error_bodies_cut", st->error_bodies_cut);
+    probe_add_u64(o, "memory_bytes", st->memory_bytes);
     json_object_object_add(o, "last_sync_real_ns", json_object_new_int64(st->last_sync_real_ns));
     json_object_object_add(o, "last_error", json_object_new_string(st->last_error));
     return o;
@@ -150,7 +163,8 @@ static void probe_usage(void)
             "usage: kube_watch_probe --url URL [--source api_server|kubelet] [--node NAME]\n"
             "  [--token-file PATH] [--ca-file PATH] [--insecure] [--watch-timeout SECS]\n"
             "  [--poll SECS] [--min-backoff SECS] [--max-backoff SECS] [--grace SECS]\n"
-            "  [--max-pods N] [--seconds N] [--debug]\n");
+            "  [--max-pods N] [--request-timeout SECS] [--progress-timeout SECS]\n"
+            "  [--seconds N] [--debug]\n");
 }
 
 int main(int argc, char **argv)
@@ -195,6 +209,10 @@ int main(int argc, char **argv)
             rc = probe_secs(v, &o.max_backoff_ns);
         } else if (strcmp(a, "--grace") == 0) {
             rc = probe_secs(v, &o.grace_ns);
+        } else if (strcmp(a, "--request-timeout") == 0) {
+            rc = probe_secs(v, &o.request_timeout_ns);
+        } else if (strcmp(a, "--progress-timeout") == 0) {
+            rc = probe_secs(v, &o.progress_timeout_ns);
         } else if (strcmp(a, "--seconds") == 0) {
             rc = probe_secs(v, &run_ns);
         } else if (strcmp(a, "--max-pods") == 0) {

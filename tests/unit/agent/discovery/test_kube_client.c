@@ -6,7 +6,11 @@
  * from the bookmark's resource version), a watch dropped in the middle of an
  * event (resumed from the last whole one), a 410 ERROR event (relist), a
  * relist sweeping pods, a 401 answered by re-reading the token file, the
- * kubelet source with its node filter, and kube_stop() during a silent watch.
+ * kubelet source with its node filter, kube_stop() during a silent watch;
+ * and a hostile server's ways: a watch that trickles a never-ending event
+ * (stalled, resumed), an endless error body (cut), 429 with Retry-After,
+ * 410 a moment into every watch (the backoff grows), more pods than the
+ * bound (no further page), a list slower than request_timeout.
  */
 #include "base/compat.h"
 
@@ -483,6 +487,249 @@ static void test_kube_client__stop_interrupts_a_request(void **state)
     kube_stop(NULL);
 }
 
+/* ---- liveness, bounds and backoff (issue 28) ---- */
+
+/* Request times, as the server saw them (ms on the monotonic clock). */
+static uint64_t req_ms[64];
+
+static void note_time(struct srv *s)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->n > 0 && s->n <= 64)
+        req_ms[s->n - 1] = clock_mono_now() / MS;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* A watch that trickles a never-ending event: stalled, resumed from the same version. */
+static void trickle_handler(struct srv *s, int fd, const char *path, const char *auth)
+{
+    (void)auth;
+    if (!strstr(path, "watch=1")) {
+        send_list(fd, "7", "a", NULL);
+        return;
+    }
+    srv_head(fd, 200);
+    if (s->state++ > 0) {
+        srv_hold(s, fd);
+        return;
+    }
+    srv_send(fd, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"annotations\":{\"x\":\"");
+    while (!atomic_load(&s->stop)) {
+        if (send(fd, "y", 1, MSG_NOSIGNAL) != 1)
+            return;
+        usleep(20 * 1000);
+    }
+}
+
+static void test_kube_client__stalled_watch_is_resumed(void **state)
+{
+    (void)state;
+    struct srv s;
+    srv_start(&s, trickle_handler);
+    char url[64];
+    struct kube_opts o = opts_for(&s, url, sizeof(url));
+    o.progress_timeout_ns = 300 * MS;
+    struct kube *k = NULL;
+    assert_int_equal(kube_start(&o, &k), 0);
+    WAIT_FOR(srv_count(&s, "watch=1&resourceVersion=7&") >= 2);
+    struct kube_stats st;
+    kube_stats(k, &st);
+    assert_int_equal(st.requests[KUBE_OUTCOME_STALLED], 1);
+    assert_int_equal(st.relists, 0); /* resumed, not listed again */
+    assert_int_equal(srv_count(&s, "resourceVersion=0"), 1);
+    assert_non_null(strstr(st.last_error, "completed no event"));
+    assert_true(has_id(k, 'a'));
+    kube_stop(k);
+    srv_stop(&s);
+}
+
+/* 500 with an endless body: read to the cap, then the connection is closed. */
+static _Atomic uint64_t endless_sent;
+
+static void endless_handler(struct srv *s, int fd, const char *path, const char *auth)
+{
+    (void)path;
+    (void)auth;
+    (void)s;
+    srv_head(fd, 500);
+    static char junk[1 << 16];
+    memset(junk, 'e', sizeof(junk));
+    for (int i = 0; i < 1024; i++) { /* 64 MiB at most */
+        ssize_t n = send(fd, junk, sizeof(junk), MSG_NOSIGNAL);
+        if (n <= 0)
+            return;
+        atomic_fetch_add(&endless_sent, (uint64_t)n);
+    }
+}
+
+static void test_kube_client__error_body_is_cut(void **state)
+{
+    (void)state;
+    struct srv s;
+    srv_start(&s, endless_handler);
+    char url[64];
+    struct kube_opts o = opts_for(&s, url, sizeof(url));
+    o.min_backoff_ns = o.max_backoff_ns = 200 * MS;
+    struct kube *k = NULL;
+    assert_int_equal(kube_start(&o, &k), 0);
+    struct kube_stats st;
+    WAIT_FOR((kube_stats(k, &st), st.error_bodies_cut >= 2));
+    assert_true(st.requests[KUBE_OUTCOME_HTTP_ERROR] >= 2);
+    assert_non_null(strstr(st.last_error, "HTTP 500 eeee"));
+    kube_stop(k);
+    srv_stop(&s);
+    /* what the socket buffers took before the close, not the 64 MiB on offer */
+    assert_true(atomic_load(&endless_sent) < 2 * 16 * (1u << 20));
+}
+
+/* 429 with Retry-After: 1: the next request waits a second, whatever the backoff. */
+static void busy_handler(struct srv *s, int fd, const char *path, const char *auth)
+{
+    (void)auth;
+    note_time(s);
+    if (s->state++ == 0) {
+        srv_send(fd,
+                 "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+                 "Retry-After: 1\r\nConnection: close\r\n\r\n{\"kind\":\"Status\",\"code\":429}");
+        return;
+    }
+    if (strstr(path, "watch=1")) {
+        srv_head(fd, 200);
+        srv_hold(s, fd);
+        return;
+    }
+    send_list(fd, "3", "a", NULL);
+}
+
+static void test_kube_client__retry_after_is_honoured(void **state)
+{
+    (void)state;
+    struct srv s;
+    srv_start(&s, busy_handler);
+    char url[64];
+    struct kube_opts o = opts_for(&s, url, sizeof(url));
+    struct kube *k = NULL;
+    assert_int_equal(kube_start(&o, &k), 0);
+    WAIT_FOR(has_id(k, 'a'));
+    struct kube_stats st;
+    kube_stats(k, &st);
+    assert_int_equal(st.retry_after, 1);
+    assert_int_equal(st.requests[KUBE_OUTCOME_HTTP_ERROR], 1);
+    /* backoff alone would wait 10..20 ms */
+    assert_true(req_ms[1] - req_ms[0] >= 1000);
+    assert_true(req_ms[1] - req_ms[0] < 1500);
+    kube_stop(k);
+    srv_stop(&s);
+}
+
+/* 410 a moment into every watch: each relist waits longer, the list's success notwithstanding. */
+static void gone_handler(struct srv *s, int fd, const char *path, const char *auth)
+{
+    (void)auth;
+    note_time(s);
+    if (!strstr(path, "watch=1")) {
+        send_list(fd, "3", "a", NULL);
+        return;
+    }
+    srv_head(fd, 200);
+    srv_send(fd, "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"4\"}}}\n"
+                 "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+                 "\"reason\":\"Expired\"}}\n");
+    srv_hold(s, fd);
+}
+
+static void test_kube_client__gone_backs_off(void **state)
+{
+    (void)state;
+    struct srv s;
+    srv_start(&s, gone_handler);
+    char url[64];
+    struct kube_opts o = opts_for(&s, url, sizeof(url));
+    o.min_backoff_ns = 20 * MS;
+    o.max_backoff_ns = 160 * MS;
+    struct kube *k = NULL;
+    assert_int_equal(kube_start(&o, &k), 0);
+    WAIT_FOR(srv_count(&s, "resourceVersion=0") >= 6);
+    kube_stop(k);
+    /* list, watch, list, ...: the wait before each list doubles from [10, 20] ms to [80, 160] */
+    pthread_mutex_lock(&s.mu);
+    uint64_t gap5 = req_ms[10] - req_ms[9];
+    pthread_mutex_unlock(&s.mu);
+    assert_true(srv_count(&s, "resourceVersion=0") >= 6);
+    assert_true(gap5 >= 80);
+    srv_stop(&s);
+}
+
+/* More pods than the bound: the first max_pods are kept, no further page is asked. */
+static void pages_handler(struct srv *s, int fd, const char *path, const char *auth)
+{
+    (void)auth;
+    if (strstr(path, "watch=1")) {
+        srv_head(fd, 200);
+        srv_hold(s, fd);
+        return;
+    }
+    /* pages of two pods, forever */
+    char uids[3] = {(char)('a' + 2 * s->state), (char)('a' + 2 * s->state + 1), 0};
+    s->state++;
+    send_page(fd, "8", "more", uids, NULL);
+}
+
+static void test_kube_client__pod_bound_stops_paging(void **state)
+{
+    (void)state;
+    struct srv s;
+    srv_start(&s, pages_handler);
+    char url[64];
+    struct kube_opts o = opts_for(&s, url, sizeof(url));
+    o.max_pods = 3;
+    struct kube *k = NULL;
+    assert_int_equal(kube_start(&o, &k), 0);
+    WAIT_FOR(srv_count(&s, "watch=1&resourceVersion=8&") >= 1);
+    struct kube_stats st;
+    kube_stats(k, &st);
+    assert_int_equal(srv_count(&s, "continue=more"), 1); /* two pages, then the watch */
+    assert_int_equal(st.refused[KUBE_REFUSED_POD_BOUND], 1);
+    assert_true(has_id(k, 'a') && has_id(k, 'b') && has_id(k, 'c'));
+    assert_false(has_id(k, 'd'));
+    assert_true(st.synced);
+    kube_stop(k);
+    srv_stop(&s);
+}
+
+/* A list that trickles past request_timeout is abandoned. */
+static void slow_list_handler(struct srv *s, int fd, const char *path, const char *auth)
+{
+    (void)auth;
+    (void)path;
+    srv_head(fd, 200);
+    srv_send(fd, "{\"kind\":\"PodList\",\"items\":[");
+    while (!atomic_load(&s->stop)) {
+        if (send(fd, " ", 1, MSG_NOSIGNAL) != 1)
+            return;
+        usleep(20 * 1000);
+    }
+}
+
+static void test_kube_client__list_deadline(void **state)
+{
+    (void)state;
+    struct srv s;
+    srv_start(&s, slow_list_handler);
+    char url[64];
+    struct kube_opts o = opts_for(&s, url, sizeof(url));
+    o.request_timeout_ns = 300 * MS;
+    struct kube *k = NULL;
+    assert_int_equal(kube_start(&o, &k), 0);
+    struct kube_stats st;
+    WAIT_FOR((kube_stats(k, &st), st.requests[KUBE_OUTCOME_DEADLINE] >= 2));
+    assert_false(st.synced);
+    assert_non_null(strstr(st.last_error, "request_timeout"));
+    assert_true(st.memory_bytes > 0 && st.memory_bytes < (1u << 20));
+    kube_stop(k);
+    srv_stop(&s);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -491,6 +738,12 @@ int main(void)
         cmocka_unit_test(test_kube_client__401_rereads_the_token),
         cmocka_unit_test(test_kube_client__kubelet_polls),
         cmocka_unit_test(test_kube_client__stop_interrupts_a_request),
+        cmocka_unit_test(test_kube_client__stalled_watch_is_resumed),
+        cmocka_unit_test(test_kube_client__error_body_is_cut),
+        cmocka_unit_test(test_kube_client__retry_after_is_honoured),
+        cmocka_unit_test(test_kube_client__gone_backs_off),
+        cmocka_unit_test(test_kube_client__pod_bound_stops_paging),
+        cmocka_unit_test(test_kube_client__list_deadline),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
