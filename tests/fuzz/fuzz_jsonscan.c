@@ -5,7 +5,9 @@
  *    validated): both accept or both refuse the same single value (nesting
  *    past the scanner's bound aside, and inputs that are not valid UTF-8:
  *    json-c's check lets overlong forms, encoded surrogates and values past
- *    U+10FFFF through, which the scanner refuses as Unicode says);
+ *    U+10FFFF through, which the scanner refuses as Unicode says; and
+ *    inputs with a raw control character, which json-c takes inside a
+ *    string and RFC 8259 does not);
  *  - the same tokens however the input is split (two cut points taken from
  *    the input), and the same tokens in sequence mode for a single value;
  *  - texts are valid UTF-8, never longer than the cap, cut only when marked.
@@ -94,6 +96,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = data[i] < 0x80 ? 1 : utf8_seq_len(data + i, size - i, NULL);
         if (n == 0)
             goto out; /* not valid UTF-8: json-c's verdict says nothing here */
+        if (data[i] < 0x20 && data[i] != ' ' && data[i] != '\t' && data[i] != '\n' &&
+            data[i] != '\r')
+            goto out; /* json-c takes raw control characters inside strings */
         i += n;
     }
     /* json-c, strict, as one value with nothing after it */
