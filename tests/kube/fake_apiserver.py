@@ -72,7 +72,7 @@ a response already under way goes on until the client leaves or stop()):
         upstream's filters always say Retry-After: 1), "status" as a handler
         returning NewTooManyRequests (a Status with
         details.retryAfterSeconds, copied into the header by
-        ErrorNegotiated)
+        ErrorNegotiated; another code: a ServiceUnavailable Status)
     inject(line)
         raw bytes (an event line of any size or shape) to every open watch
     heal(relist=False)
@@ -1278,9 +1278,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("X-Kubernetes-Pf-Prioritylevel-Uid", _uid("prioritylevel/low"))
         else:
             seconds = retry_after if isinstance(retry_after, int) else 0
-            body = json.dumps(too_many_requests_body(seconds) if seconds else
-                              status_body(code, "TooManyRequests", "Too many requests"),
-                              separators=(",", ":")).encode()
+            if code != 429:
+                obj = status_body(code, "ServiceUnavailable",
+                                  "the server is currently unable to handle the request")
+            elif seconds:
+                obj = too_many_requests_body(seconds)
+            else:
+                obj = status_body(code, "TooManyRequests", "Too many requests")
+            body = json.dumps(obj, separators=(",", ":")).encode()
             self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
