@@ -66,13 +66,14 @@ a response already under way goes on until the client leaves or stop()):
         @kinds ("list", "watch") answered @code with an InternalError Status
         whose message never ends (endless=False: a whole Status)
     throttle(kinds, code=429, retry_after=30, shape="filter")
-        @kinds answered @code with Retry-After (seconds, or a string such as
-        http_date(30)): shape "filter" as the max-in-flight and APF filters
-        answer (text/plain "Too many requests, please try again later.";
-        upstream's filters always say Retry-After: 1), "status" as a handler
-        returning NewTooManyRequests (a Status with
-        details.retryAfterSeconds, copied into the header by
-        ErrorNegotiated; another code: a ServiceUnavailable Status)
+        @kinds answered @code with Retry-After (seconds, a string such as
+        http_date(30), or a function making it for each answer): shape
+        "filter" as the max-in-flight and APF filters answer (text/plain
+        "Too many requests, please try again later."; upstream's filters
+        always say Retry-After: 1), "status" as a handler returning
+        NewTooManyRequests (a Status with details.retryAfterSeconds, copied
+        into the header by ErrorNegotiated; another code: a
+        ServiceUnavailable Status)
     inject(line)
         raw bytes (an event line of any size or shape) to every open watch
     heal(relist=False)
@@ -792,7 +793,8 @@ class FakeApiServer:
 
     def throttle(self, kinds, code=429, retry_after=30, shape="filter"):
         """@kinds answered @code with Retry-After: @retry_after (int
-        seconds, or a string sent as is, e.g. http_date(30)); @shape
+        seconds, a string sent as is, or a function called for each
+        answer, e.g. lambda: http_date(30)); @shape
         "filter" (text/plain, as the max-in-flight and APF filters) or
         "status" (a TooManyRequests Status with details.retryAfterSeconds)."""
         if shape not in ("filter", "status"):
@@ -1265,6 +1267,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _hostile_throttle(self, entry, kind, query, code, retry_after, shape):
         s = self.server_state
+        if callable(retry_after):
+            retry_after = retry_after()
         entry.update(status=code, retry_after=str(retry_after))
         s._record(entry)
         self.send_response(code)

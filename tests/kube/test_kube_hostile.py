@@ -775,7 +775,7 @@ def sc_throttle_429(run):
 
 def sc_throttle_503_date(run):
     # an HTTP-date has whole seconds: the wait may be up to 1 s short
-    _throttled(run, 503, fake.http_date(RETRY_AFTER_DATE_S), RETRY_AFTER_DATE_S, 1.1)
+    _throttled(run, 503, lambda: fake.http_date(RETRY_AFTER_DATE_S), RETRY_AFTER_DATE_S, 1.1)
 
 
 def sc_list_trickle_deadline(run):
