@@ -101,7 +101,8 @@ class OfficialClient(unittest.TestCase):
         cls.shapes = fake.validation_set(NODE)
         with open(os.path.join(cls.inside, "fixtures.json"), "w") as f:
             json.dump(cls.shapes, f)
-        cls.server = fake.FakeApiServer(certs, token=TOKEN).start()
+        # no periodic bookmarks: the watch step checks the exact sequence of events
+        cls.server = fake.FakeApiServer(certs, token=TOKEN, bookmark_interval=None).start()
         cls.expect = {}
         try:
             for role in ("deployment", "crio", "docker", "pending", "other_node"):

@@ -322,7 +322,9 @@ class ApiServer(livelib.Scenario):
         cls.tmp = livelib.scratch()
         cls.certs = fake.make_certs(os.path.join(cls.tmp, "api-certs"))
         cls.tokens = TokenDir(os.path.join(cls.tmp, "serviceaccount"), "token-one")
-        cls.server = fake.FakeApiServer(cls.certs, token="token-one").start()
+        # no periodic bookmarks: the steps check which resourceVersion each watch resumes from
+        cls.server = fake.FakeApiServer(cls.certs, token="token-one",
+                                        bookmark_interval=None).start()
         cls.fixtures = fake.fixture_pods(NODE, OTHER)
         for role in ("deployment", "crio", "docker", "pending", "other_node"):
             cls.server.add_pod(cls.fixtures[role])
