@@ -383,6 +383,38 @@ static bool kube_token_load(struct kube *k, bool force)
     return changed;
 }
 
+/* Logs the first refusal of each reason (they are counted every time). */
+static void kube_log_refusal(struct kube *k, enum kube_refusal r, const char *what)
+{
+    if (k->refused_logged & (1u << r))
+        return;
+    k->refused_logged |= 1u << r;
+    log_warn("kubernetes: %s from '%s' refused (%s; counted in "
+             "pyprofd_kubernetes_refused_total, logged once)",
+             what, k->url, kube_refusal_name(r));
+}
+
+/* Adds what a decoder passed over since last time to the refusal counters. */
+static void kube_count_passed_over(struct kube *k, const struct kube_stream *s,
+                                   struct kube_stream_counts *seen)
+{
+    struct kube_stream_counts now;
+    kube_stream_counts(s, &now);
+    uint64_t ev = now.refused_event - seen->refused_event;
+    uint64_t obj = now.refused_object - seen->refused_object;
+    *seen = now;
+    if (ev == 0 && obj == 0)
+        return;
+    pthread_mutex_lock(&k->mu);
+    k->st.refused[KUBE_REFUSED_EVENT_TOO_LARGE] += ev;
+    k->st.refused[KUBE_REFUSED_OBJECT_TOO_LARGE] += obj;
+    pthread_mutex_unlock(&k->mu);
+    if (ev)
+        kube_log_refusal(k, KUBE_REFUSED_EVENT_TOO_LARGE, "a watch event over 4 MiB");
+    if (obj)
+        kube_log_refusal(k, KUBE_REFUSED_OBJECT_TOO_LARGE, "a pod object over 4 MiB");
+}
+
 /* ---- one request ---- */
 
 static int kube_on_event(void *arg, const struct kube_event *ev);
@@ -413,10 +445,13 @@ static size_t kube_write(char *data, size_t size, size_t nmemb, void *arg)
         return len;
     }
     int rc;
-    if (x->mode == KUBE_STREAM_WATCH)
+    if (x->mode == KUBE_STREAM_WATCH) {
         rc = kube_stream_feed(x->k->watch, data, len, kube_on_event, x);
-    else
+        kube_count_passed_over(x->k, x->k->watch, &x->k->seen_watch);
+    } else {
         rc = kube_stream_list_feed(x->k->list, data, len, kube_list_pod, x);
+        kube_count_passed_over(x->k, x->k->list, &x->k->seen_list);
+    }
     if (rc > 0) {
         x->stop_reason = rc;
         return 0;
@@ -543,38 +578,6 @@ struct kube_result {
     int stop_reason;
     uint64_t retry_after_ns; /* a 429 or 503 said how long to wait, capped; else 0 */
 };
-
-/* Logs the first refusal of each reason (they are counted every time). */
-static void kube_log_refusal(struct kube *k, enum kube_refusal r, const char *what)
-{
-    if (k->refused_logged & (1u << r))
-        return;
-    k->refused_logged |= 1u << r;
-    log_warn("kubernetes: %s from '%s' refused (%s; counted in "
-             "pyprofd_kubernetes_refused_total, logged once)",
-             what, k->url, kube_refusal_name(r));
-}
-
-/* Adds what a decoder passed over since last time to the refusal counters. */
-static void kube_count_passed_over(struct kube *k, const struct kube_stream *s,
-                                   struct kube_stream_counts *seen)
-{
-    struct kube_stream_counts now;
-    kube_stream_counts(s, &now);
-    uint64_t ev = now.refused_event - seen->refused_event;
-    uint64_t obj = now.refused_object - seen->refused_object;
-    *seen = now;
-    if (ev == 0 && obj == 0)
-        return;
-    pthread_mutex_lock(&k->mu);
-    k->st.refused[KUBE_REFUSED_EVENT_TOO_LARGE] += ev;
-    k->st.refused[KUBE_REFUSED_OBJECT_TOO_LARGE] += obj;
-    pthread_mutex_unlock(&k->mu);
-    if (ev)
-        kube_log_refusal(k, KUBE_REFUSED_EVENT_TOO_LARGE, "a watch event over 4 MiB");
-    if (obj)
-        kube_log_refusal(k, KUBE_REFUSED_OBJECT_TOO_LARGE, "a pod object over 4 MiB");
-}
 
 /*
  * GETs @a url in @a mode: the body goes through the decoder of that mode (a
@@ -974,7 +977,14 @@ static enum kube_step kube_list(struct kube *k)
             memcpy(cont, meta.cont, sizeof(cont));
             continue;
         }
-        /* the last page, or the pod bound was reached: no further page */
+        /* the last page, or the pod bound was reached: no further page; the
+         * pods of the pages not asked for are refused too, when the server
+         * said how many */
+        if (meta.cont[0] && meta.has_remaining) {
+            pthread_mutex_lock(&k->mu);
+            k->st.refused[KUBE_REFUSED_POD_BOUND] += meta.remaining;
+            pthread_mutex_unlock(&k->mu);
+        }
         memcpy(k->rv, meta.resource_version, sizeof(k->rv));
         kube_list_done(k, pods);
         break;
@@ -1013,6 +1023,7 @@ static enum kube_step kube_watch(struct kube *k)
     /* the server ended it: resume at once, unless it does so again and again */
     if (clock_mono_now() - t0 < NS_PER_SEC)
         return KUBE_STEP_RETRY;
+    kube_progress(k); /* a watch that ran its course: the server is fine (a quiet node) */
     return KUBE_STEP_OK;
 }
 

@@ -151,6 +151,8 @@ struct kube_index {
     size_t bytes;
     uint64_t generation;
     uint64_t over_cap, evicted, duplicate_ids;
+    bool relisting;    /* between relist_begin and relist_end */
+    size_t evict_from; /* pods before it are marked, or deleted: see index_evict_unlisted() */
 };
 
 /*
@@ -246,14 +248,38 @@ static bool index_evict_deleted(struct kube_index *ix)
     return true;
 }
 
+/*
+ * During a relist, evicts a live pod the list has not named (yet): the
+ * relist replaces the whole set, so a pod the server lists now takes the
+ * place of one it may no longer have (one that comes later in the list is
+ * added back then). False when every pod was named. The scan resumes where
+ * it stopped: a pod before evict_from is marked or deleted, and stays so
+ * until the relist ends (a removal moves the last pod into the hole, which
+ * is looked at next).
+ */
+static bool index_evict_unlisted(struct kube_index *ix)
+{
+    for (; ix->evict_from < ix->n_pods; ix->evict_from++) {
+        struct kube_index_pod *p = ix->pods[ix->evict_from];
+        if (!p->marked && !p->deleted) {
+            index_pod_remove(ix, p);
+            ix->evicted++;
+            return true;
+        }
+    }
+    return false;
+}
+
 static int index_pod_new(struct kube_index *ix, const char *uid, struct kube_index_pod **out)
 {
     *out = NULL;
     while (ix->n_pods >= ix->max_pods || ix->bytes >= KUBE_INDEX_MAX_BYTES) {
-        if (!index_evict_deleted(ix)) {
-            ix->over_cap++;
-            return -ENOSPC;
-        }
+        if (index_evict_deleted(ix))
+            continue;
+        if (ix->relisting && index_evict_unlisted(ix))
+            continue;
+        ix->over_cap++;
+        return -ENOSPC;
     }
     if (ix->n_pods == ix->cap_pods) {
         size_t cap = ix->cap_pods ? ix->cap_pods * 2 : 16;
@@ -423,10 +449,13 @@ void kube_index_relist_begin(struct kube_index *ix)
 {
     for (size_t i = 0; i < ix->n_pods; i++)
         ix->pods[i]->marked = false;
+    ix->relisting = true;
+    ix->evict_from = 0;
 }
 
 void kube_index_relist_end(struct kube_index *ix, uint64_t now)
 {
+    ix->relisting = false;
     for (size_t i = 0; i < ix->n_pods; i++) {
         struct kube_index_pod *p = ix->pods[i];
         if (!p->marked && !p->deleted) {

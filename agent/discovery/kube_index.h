@@ -23,8 +23,9 @@
  * KUBE_INDEX_MAX_BYTES bytes of labels (their text, entries and the
  * allocator's overhead per string); a new pod over either is refused
  * (-ENOSPC, counted), after first evicting the longest-deleted pod in grace if
- * there is one (counted). Per pod at most 2 * KUBE_POD_MAX_CONTAINERS
- * container ids, live and in grace (the oldest in grace goes first). A
+ * there is one, and during a relist a live pod the relist has not named yet
+ * (it is being replaced; one named later comes back then) (both counted). Per pod at most 2 *
+ * KUBE_POD_MAX_CONTAINERS container ids, live and in grace (the oldest in grace goes first). A
  * container id already held by another pod is ignored (counted).
  *
  * Ownership: the index copies what it keeps. Errors: negative errno values.
@@ -51,7 +52,8 @@ struct kube_index_stats {
     size_t containers;       /* container ids that can be looked up (live and in grace) */
     size_t bytes;            /* labels held, as counted against KUBE_INDEX_MAX_BYTES */
     uint64_t over_cap;       /* pods refused: max_pods or KUBE_INDEX_MAX_BYTES */
-    uint64_t evicted;        /* pods or container ids in grace dropped early to make room */
+    uint64_t evicted;        /* pods or container ids dropped early to make room (in grace, or
+                              * not named by a relist in progress) */
     uint64_t duplicate_ids;  /* container ids already held by another pod, ignored */
 };
 

@@ -18,12 +18,13 @@
 
 enum ks_key {
     KS_KEY_OTHER,
-    KS_KEY_TYPE,     /* an event's "type" */
-    KS_KEY_OBJECT,   /* an event's "object" */
-    KS_KEY_METADATA, /* a list's "metadata" */
-    KS_KEY_ITEMS,    /* a list's "items" */
-    KS_KEY_RV,       /* a list's metadata.resourceVersion */
-    KS_KEY_CONTINUE, /* a list's metadata.continue */
+    KS_KEY_TYPE,      /* an event's "type" */
+    KS_KEY_OBJECT,    /* an event's "object" */
+    KS_KEY_METADATA,  /* a list's "metadata" */
+    KS_KEY_ITEMS,     /* a list's "items" */
+    KS_KEY_RV,        /* a list's metadata.resourceVersion */
+    KS_KEY_CONTINUE,  /* a list's metadata.continue */
+    KS_KEY_REMAINING, /* a list's metadata.remainingItemCount */
 };
 
 struct kube_stream {
@@ -358,13 +359,26 @@ static int ks_list_token(void *arg, const struct jsonscan_token *t)
     case 2:
         if (s->in_meta) {
             if (t->type == JSONSCAN_KEY) {
-                s->pend = strcmp(t->text, "resourceVersion") == 0 ? KS_KEY_RV
-                          : strcmp(t->text, "continue") == 0      ? KS_KEY_CONTINUE
-                                                                  : KS_KEY_OTHER;
+                s->pend = strcmp(t->text, "resourceVersion") == 0      ? KS_KEY_RV
+                          : strcmp(t->text, "continue") == 0           ? KS_KEY_CONTINUE
+                          : strcmp(t->text, "remainingItemCount") == 0 ? KS_KEY_REMAINING
+                                                                       : KS_KEY_OTHER;
                 return 0;
             }
             enum ks_key k = s->pend;
             s->pend = KS_KEY_OTHER;
+            if (k == KS_KEY_REMAINING) {
+                /* a non-negative integer as JSON writes one; anything else: absent */
+                uint64_t n = 0;
+                bool ok = t->type == JSONSCAN_NUMBER && t->len > 0 && t->len <= 18;
+                for (size_t i = 0; ok && i < t->len; i++) {
+                    ok = t->text[i] >= '0' && t->text[i] <= '9';
+                    n = n * 10 + (uint64_t)(t->text[i] - '0');
+                }
+                s->meta.has_remaining = ok;
+                s->meta.remaining = ok ? n : 0;
+                return 0;
+            }
             if (k == KS_KEY_RV)
                 return ks_list_token_text(s->meta.resource_version, t);
             if (k == KS_KEY_CONTINUE)

@@ -106,6 +106,9 @@ struct kube_list_meta {
     char cont[KUBE_MAX_TOKEN_BYTES + 1];             /* metadata.continue, "" when absent */
     size_t items;                                    /* elements of "items" */
     size_t skipped; /* elements that were not objects, not passed on */
+    /* metadata.remainingItemCount (items after this page), when given */
+    bool has_remaining;
+    uint64_t remaining;
 };
 
 /** What a decoder passed over, since it was made (never reset). */

@@ -2,7 +2,8 @@
 /*
  * Tests for agent/discovery/kube_index.c: add, modify (visible or not),
  * container restarts, delete with grace, relist (mark and sweep), revision
- * stability, the pod cap, duplicate ids, allocation failures.
+ * stability, the pod cap (and a relist of a full index), duplicate ids,
+ * allocation failures.
  */
 #include "base/compat.h"
 
@@ -258,6 +259,49 @@ static void test_kube_index__pod_cap(void **state)
     kube_index_free(ix);
 }
 
+/*
+ * A full index does not keep a relist from replacing its pods: a pod the
+ * relist names takes the place of one it has not named (yet); one that is
+ * named later comes back; outside a relist the cap holds.
+ */
+static void test_kube_index__full_index_relists(void **state)
+{
+    (void)state;
+    struct kube_index *ix = NULL;
+    assert_int_equal(kube_index_new(3, GRACE, &ix), 0);
+    const unsigned a[] = {1, 0}, b[] = {2, 0}, c[] = {3, 0}, d[] = {4, 0}, e[] = {5, 0};
+    upsert(ix, "a", "x", "1", a, 0);
+    upsert(ix, "b", "x", "1", b, 0);
+    upsert(ix, "c", "x", "1", c, 0);
+    kube_index_relist_begin(ix);
+    upsert(ix, "d", "x", "2", d, SEC); /* evicts a pod not named yet */
+    upsert(ix, "b", "x", "2", b, SEC); /* named: kept, or back */
+    upsert(ix, "e", "x", "2", e, SEC);
+    kube_index_relist_end(ix, 2 * SEC);
+    assert_true(has(ix, 2, NULL) && has(ix, 4, NULL) && has(ix, 5, NULL));
+    assert_false(has(ix, 1, NULL) || has(ix, 3, NULL));
+    struct kube_index_stats st;
+    kube_index_stats(ix, &st);
+    assert_int_equal(st.pods, 3);
+    assert_int_equal(st.over_cap, 0);
+    assert_true(st.evicted >= 2);
+    /* a list of more pods than the cap: the last is refused, as outside a relist */
+    kube_index_relist_begin(ix);
+    upsert(ix, "a", "x", "3", a, 3 * SEC);
+    upsert(ix, "c", "x", "3", c, 3 * SEC);
+    upsert(ix, "d", "x", "3", d, 3 * SEC);
+    struct kube_pod p;
+    make_pod(&p, "e2", "e2", "x", "3", e);
+    assert_int_equal(kube_index_upsert(ix, &p, 3 * SEC), -ENOSPC);
+    kube_pod_release(&p);
+    kube_index_relist_end(ix, 4 * SEC);
+    assert_true(has(ix, 1, NULL) && has(ix, 3, NULL) && has(ix, 4, NULL));
+    make_pod(&p, "f", "f", "x", "4", e);
+    assert_int_equal(kube_index_upsert(ix, &p, 5 * SEC), -ENOSPC);
+    kube_pod_release(&p);
+    kube_index_free(ix);
+}
+
 static void test_kube_index__duplicate_ids(void **state)
 {
     (void)state;
@@ -372,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_kube_index__delete_has_a_grace),
         cmocka_unit_test(test_kube_index__relist_sweeps),
         cmocka_unit_test(test_kube_index__pod_cap),
+        cmocka_unit_test(test_kube_index__full_index_relists),
         cmocka_unit_test(test_kube_index__duplicate_ids),
         cmocka_unit_test(test_kube_index__many_pods_and_restarts),
         cmocka_unit_test(test_kube_index__allocation_failures),

@@ -362,6 +362,17 @@ static void test_kube_stream__decodes_a_list(void **state)
     assert_int_equal(meta.items, 5);
     assert_string_equal(meta.resource_version, "4711");
     assert_string_equal(meta.cont, "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ");
+    assert_false(meta.has_remaining);
+    /* remainingItemCount: an integer, else absent */
+    const char *rem = "{\"metadata\":{\"remainingItemCount\":95000},\"items\":[]}";
+    assert_int_equal(kube_stream_decode_list(rem, strlen(rem), NULL, NULL, &meta), 0);
+    assert_true(meta.has_remaining);
+    assert_int_equal(meta.remaining, 95000);
+    rem = "{\"metadata\":{\"remainingItemCount\":-1},\"items\":[]}";
+    assert_int_equal(kube_stream_decode_list(rem, strlen(rem), NULL, NULL, &meta), 0);
+    assert_false(meta.has_remaining);
+    assert_int_equal(
+        kube_stream_decode_list(list_text, strlen(list_text), record_pod, &pods, &meta), 0);
     /* fed at every boundary: each pod as soon as it is complete */
     size_t len = strlen(list_text);
     const char *p2_end = strstr(list_text, "\"u2\"}}") + 6;
