@@ -71,8 +71,8 @@ struct pyprofd_config;
 bool agent_log_listen(const struct pyprofd_config *cfg, const char *listen_option,
                       const char *config_file, bool reload);
 void agent_restart_keys(const struct pyprofd_config *cfg, const char *listen_option,
-                        bool lifecycle_option, const char *listen_addr, bool lifecycle, char *buf,
-                        size_t len);
+                        bool lifecycle_option, const char *listen_addr, bool lifecycle,
+                        uint64_t max_profiles, char *buf, size_t len);
 #endif
 
 #endif /* PYPROFD_CLI_CLI_H */
