@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/termtext.h"
 #include "base/utf8.h"
 
 enum log_level log_threshold = LOG_LEVEL_INFO;
@@ -142,9 +143,11 @@ void log_msg(enum log_level level, const char *fmt, ...)
         log_puts(&l, "pyprofd: ");
         log_puts(&l, log_names[level]);
         log_puts(&l, ": ");
-        log_put(&l, msg, mlen);
-        if (l.n > 1022) /* a text line is at most 1 KiB, newline included */
-            l.n = 1022;
+        /* what a process named (its comm, paths, function names) may reach
+         * the message: a terminal shows it, never obeys it (termtext.h); a
+         * text line is at most 1 KiB, newline included */
+        (void)termtext_escape(msg, mlen, l.b + l.n, 1023 - l.n, SIZE_MAX, NULL);
+        l.n += strlen(l.b + l.n);
         break;
     case LOG_FORMAT_LOGFMT:
         log_timestamp(ts, sizeof(ts));

@@ -120,6 +120,31 @@ static void test_log__logfmt_and_json(void **state)
     assert_int_equal(buf[strlen(buf) - 1], '\n');
 }
 
+/*
+ * Text is for terminals: what a process chose (its name, a path, a function
+ * name) is shown, never obeyed, and a message stays one line; UTF-8 is kept.
+ */
+static void test_log__text_escapes_controls(void **state)
+{
+    (void)state;
+    char buf[16384];
+    format_one(LOG_FORMAT_TEXT, buf, sizeof(buf),
+               "process 7 (\x1b]0;pwned\x07\x1b[31mred) a\nb caf\xc3\xa9 \xc2\x9b \xff");
+    assert_string_equal(buf, "pyprofd: warn: process 7 (\\x1b]0;pwned\\x07\\x1b[31mred) "
+                             "a\\x0ab caf\xc3\xa9 \\xc2\\x9b \\xff\n");
+
+    /* the longest message, every byte escaped: still at most 1 KiB, no escape cut */
+    char big[1100];
+    memset(big, 0x1b, sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    format_one(LOG_FORMAT_TEXT, buf, sizeof(buf), big);
+    size_t len = strlen(buf);
+    assert_true(len <= 1023);
+    assert_int_equal(buf[len - 1], '\n');
+    assert_int_equal(strncmp(buf + len - 5, "\\x1b\n", 5), 0);
+    assert_int_equal((len - 1 - strlen("pyprofd: warn: ")) % 4, 0);
+}
+
 static void test_log__parses_format_names(void **state)
 {
     (void)state;
@@ -139,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_log__filters_by_level_without_evaluating),
         cmocka_unit_test(test_log__long_message_is_truncated_with_newline),
         cmocka_unit_test(test_log__logfmt_and_json),
+        cmocka_unit_test(test_log__text_escapes_controls),
         cmocka_unit_test(test_log__parses_format_names),
         cmocka_unit_test(test_log__parses_level_names),
     };
