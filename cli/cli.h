@@ -5,7 +5,9 @@
  * argv[0] the command name and returns the process exit status.
  *
  * Exit statuses: 0 success, 1 the target could not be profiled (the message
- * says why), 2 usage errors.
+ * says why), 2 usage errors; `top` also 141 (128 + SIGPIPE, what a shell
+ * shows for a writer that SIGPIPE ended) when the reader of its output went
+ * away, SIGPIPE ignored or not.
  */
 #ifndef PYPROFD_CLI_CLI_H
 #define PYPROFD_CLI_CLI_H
@@ -19,7 +21,7 @@
 #include "unwind/asyncio.h"
 #include "unwind/unwind.h"
 
-enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_PIPE = 141 };
 
 /** An attached process. */
 struct cli_target {
