@@ -86,13 +86,13 @@ static void test_log__logfmt_and_json(void **state)
 {
     (void)state;
     char buf[16384];
-    /* a quote, a backslash, a newline, a control byte, UTF-8 and a stray byte */
-    const char *msg = "cannot read '/x': \"a\\b\"\nnext\x01 caf\xc3\xa9 \xff";
+    /* a quote, a backslash, a newline, a control byte, UTF-8, a stray byte, a C1 control */
+    const char *msg = "cannot read '/x': \"a\\b\"\nnext\x01 caf\xc3\xa9 \xff \xc2\x9b";
     format_one(LOG_FORMAT_LOGFMT, buf, sizeof(buf), msg);
     assert_int_equal(strncmp(buf, "ts=", 3), 0);
     assert_true(buf[7] == '-' && buf[26] == 'Z'); /* ts=YYYY-MM-DDTHH:MM:SS.mmmZ */
     assert_non_null(strstr(buf, " level=warn msg=\"cannot read '/x': \\\"a\\\\b\\\"\\nnext"
-                                "\\x01 caf\xc3\xa9 \\xff\"\n"));
+                                "\\x01 caf\xc3\xa9 \\xff \\xc2\\x9b\"\n"));
     assert_null(strchr(buf, '\n') + 1 == buf + strlen(buf) ? NULL : "two lines");
 
     format_one(LOG_FORMAT_JSON, buf, sizeof(buf), msg);
@@ -106,7 +106,9 @@ static void test_log__logfmt_and_json(void **state)
     assert_true(json_object_object_get_ex(o, "msg", &v));
     /* what is valid comes back as it was; the stray byte as \u00ff */
     assert_string_equal(json_object_get_string(v),
-                        "cannot read '/x': \"a\\b\"\nnext\x01 caf\xc3\xa9 \xc3\xbf");
+                        "cannot read '/x': \"a\\b\"\nnext\x01 caf\xc3\xa9 \xc3\xbf \xc2\x9b");
+    assert_null(strstr(buf, "\xc2\x9b")); /* written as \u009b */
+    assert_non_null(strstr(buf, "\\u009b"));
     json_object_put(o);
 
     /* the longest message, every byte escaped, stays one whole JSON line */
