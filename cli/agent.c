@@ -96,6 +96,7 @@ struct agent {
     struct http_server *http;
     char listen_addr[256];     /* the server's address, as started ("": off) */
     bool lifecycle;            /* POST /-/reload allowed, as started */
+    uint64_t max_profiles;     /* server.max_concurrent_profiles, as started */
     bool lifecycle_option;     /* --web.enable-lifecycle */
     pthread_mutex_t reload_mu; /* one reload at a time; guards the fields below */
     bool last_reload_ok;
@@ -230,14 +231,15 @@ PYPROFD_STATIC bool agent_log_listen(const struct pyprofd_config *cfg, const cha
 
 /*
  * The settings read at start only whose value in @a cfg differs from the
- * running one (@a listen_addr, @a lifecycle: what the server was started
- * with; a command-line option overrides the file and so never changes):
+ * running one (@a listen_addr, @a lifecycle, @a max_profiles: what the server
+ * was started with; a command-line option overrides the file and so never
+ * changes):
  * their names, comma-separated, in @a buf ("" when none). A reload applies
  * every other setting; these wait for a restart, and the reload says so.
  */
 PYPROFD_STATIC void agent_restart_keys(const struct pyprofd_config *cfg, const char *listen_option,
                                        bool lifecycle_option, const char *listen_addr,
-                                       bool lifecycle, char *buf, size_t len)
+                                       bool lifecycle, uint64_t max_profiles, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -245,7 +247,9 @@ PYPROFD_STATIC void agent_restart_keys(const struct pyprofd_config *cfg, const c
     if (!listen_option && strcmp(addr, listen_addr) != 0)
         n += (size_t)snprintf(buf + n, len - n, "%sserver.listen_address", n ? ", " : "");
     if (n < len && !lifecycle_option && cfg->server.enable_lifecycle != lifecycle)
-        (void)snprintf(buf + n, len - n, "%sserver.enable_lifecycle", n ? ", " : "");
+        n += (size_t)snprintf(buf + n, len - n, "%sserver.enable_lifecycle", n ? ", " : "");
+    if (n < len && cfg->server.max_concurrent_profiles != max_profiles)
+        (void)snprintf(buf + n, len - n, "%sserver.max_concurrent_profiles", n ? ", " : "");
 }
 
 static int agent_load(struct agent *a, struct pyprofd_config **out, struct config_errors *errs)
@@ -299,7 +303,7 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
     (void)agent_log_listen(cfg, a->listen_option, a->config_file, true);
     char restart[128];
     agent_restart_keys(cfg, a->listen_option, a->lifecycle_option, a->listen_addr, a->lifecycle,
-                       restart, sizeof(restart));
+                       a->max_profiles, restart, sizeof(restart));
     /* new windows are sized for the new limits.target_memory_bytes */
     struct agg_limits lim = window_limits_for(cfg->global.limits.target_memory_bytes);
     window_queue_set_limits(a->queue, &lim);
@@ -581,6 +585,7 @@ int cli_agent(int argc, char **argv)
     lifecycle = lifecycle || cfg->server.enable_lifecycle;
     snprintf(a.listen_addr, sizeof(a.listen_addr), "%s", listen_addr);
     a.lifecycle = lifecycle;
+    a.max_profiles = cfg->server.max_concurrent_profiles;
     size_t max_targets = agent_max_targets(cfg);
     struct agg_limits lim = window_limits_for(cfg->global.limits.target_memory_bytes);
     /* two windows per target (the current one and one in flight), and some slack */
@@ -621,7 +626,8 @@ int cli_agent(int argc, char **argv)
     }
     if (listen_addr[0]) {
         struct http_server_config hc = {.listen_address = listen_addr,
-                                        .enable_lifecycle = lifecycle};
+                                        .enable_lifecycle = lifecycle,
+                                        .max_concurrent_profiles = (uint32_t)a.max_profiles};
         struct http_server_ops ops = {
             .ctx = &a,
             .profile = agent_http_profile,

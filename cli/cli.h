@@ -5,7 +5,9 @@
  * argv[0] the command name and returns the process exit status.
  *
  * Exit statuses: 0 success, 1 the target could not be profiled (the message
- * says why), 2 usage errors.
+ * says why), 2 usage errors; `top` also 141 (128 + SIGPIPE, what a shell
+ * shows for a writer that SIGPIPE ended) when the reader of its output went
+ * away, SIGPIPE ignored or not.
  */
 #ifndef PYPROFD_CLI_CLI_H
 #define PYPROFD_CLI_CLI_H
@@ -19,7 +21,7 @@
 #include "unwind/asyncio.h"
 #include "unwind/unwind.h"
 
-enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_PIPE = 141 };
 
 /** An attached process. */
 struct cli_target {
@@ -71,8 +73,8 @@ struct pyprofd_config;
 bool agent_log_listen(const struct pyprofd_config *cfg, const char *listen_option,
                       const char *config_file, bool reload);
 void agent_restart_keys(const struct pyprofd_config *cfg, const char *listen_option,
-                        bool lifecycle_option, const char *listen_addr, bool lifecycle, char *buf,
-                        size_t len);
+                        bool lifecycle_option, const char *listen_addr, bool lifecycle,
+                        uint64_t max_profiles, char *buf, size_t len);
 #endif
 
 #endif /* PYPROFD_CLI_CLI_H */

@@ -4,7 +4,11 @@
  * one sample of a live process, printed for people (frames leaf first as
  * "function (file:line)") or as one JSON object (docs/unwinder.md has the
  * schema); with --async-aware also each thread's asyncio task tree
- * (docs/async.md).
+ * (docs/async.md). In text, what the target named (functions, files, task
+ * names, its interpreter's path) is shown escaped (base/termtext.h): the
+ * output may go to a terminal, which must not obey it. JSON escapes C0
+ * controls itself; DEL and the C1 controls, which JSON allows raw, are
+ * written as \u escapes too (the same strings to a JSON reader).
  */
 #include "base/compat.h"
 
@@ -13,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/termtext.h"
 #include "cli/cli.h"
 #include "sampler/threadstat.h"
 #include "unwind/asyncio.h"
@@ -129,6 +134,34 @@ static json_object *dump_json_tasks(const struct asyncio_result *ar, size_t i)
     return arr;
 }
 
+/*
+ * Writes the JSON text @a js with DEL and the C1 controls U+0080-U+009F
+ * (valid in JSON strings as they are, but not on a terminal) as \u00XX. The
+ * text is UTF-8 and its structure ASCII, so a 0xc2 byte followed by
+ * 0x80-0x9f is one of those characters, inside a string.
+ */
+static void dump_json_puts(const char *js)
+{
+    const char *run = js;
+    for (const char *p = js; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        unsigned cp;
+        if (c == 0x7f)
+            cp = c;
+        else if (c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] <= 0x9f)
+            cp = (unsigned char)p[1];
+        else
+            continue;
+        fwrite(run, 1, (size_t)(p - run), stdout);
+        printf("\\u%04x", cp);
+        if (cp != 0x7f)
+            p++;
+        run = p + 1;
+    }
+    fputs(run, stdout);
+    putchar('\n');
+}
+
 static void dump_print_json(const struct cli_target *t, const struct unwind_result *r,
                             const int *on_cpu, const struct asyncio_result *ar,
                             const char *async_note)
@@ -170,8 +203,8 @@ static void dump_print_json(const struct cli_target *t, const struct unwind_resu
     json_object_object_add(root, "threads", threads);
     if (async_note)
         json_object_object_add(root, "async", json_object_new_string(async_note));
-    puts(json_object_to_json_string_ext(root,
-                                        JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    dump_json_puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+                                                            JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(root);
 }
 
@@ -179,18 +212,21 @@ static void dump_print_frames(const struct unwind_frame *frames, size_t n, int i
 {
     for (size_t k = 0; k < n; k++) {
         const struct unwind_frame *f = &frames[k];
+        printf("%*s", indent, "");
+        termtext_fputs(f->function, stdout); /* a marker's too: <task NAME> */
         if (f->kind == UNWIND_FRAME_NATIVE || f->kind == UNWIND_FRAME_GC ||
-            f->kind == UNWIND_FRAME_TASK)
-            printf("%*s%s\n", indent, "", f->function);
-        else if (f->opname && strcmp(f->opname, f->opbase) != 0)
-            printf("%*s%s (%s:%d) %s, specialized from %s\n", indent, "", f->function, f->file,
-                   f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line, f->opname, f->opbase);
+            f->kind == UNWIND_FRAME_TASK) {
+            putchar('\n');
+            continue;
+        }
+        fputs(" (", stdout);
+        termtext_fputs(f->file, stdout);
+        printf(":%d)", f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line);
+        if (f->opname && strcmp(f->opname, f->opbase) != 0)
+            printf(" %s, specialized from %s", f->opname, f->opbase);
         else if (f->opname)
-            printf("%*s%s (%s:%d) %s\n", indent, "", f->function, f->file,
-                   f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line, f->opname);
-        else
-            printf("%*s%s (%s:%d)\n", indent, "", f->function, f->file,
-                   f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line);
+            printf(" %s", f->opname);
+        putchar('\n');
     }
 }
 
@@ -207,7 +243,9 @@ static bool dump_awaits(const struct asyncio_task *child, uint64_t parent)
 static void dump_print_task(const struct asyncio_result *ar, size_t k, int depth)
 {
     const struct asyncio_task *tk = &ar->tasks[k];
-    printf("%*s<task %s>%s\n", 4 + 4 * depth, "", tk->name, tk->running ? " (running)" : "");
+    printf("%*s<task ", 4 + 4 * depth, "");
+    termtext_fputs(tk->name, stdout);
+    printf(">%s\n", tk->running ? " (running)" : "");
     dump_print_frames(tk->frames, tk->nframes, 8 + 4 * depth);
     if (depth == DUMP_TREE_DEPTH) {
         printf("%*s...\n", 8 + 4 * depth, "");
@@ -248,9 +286,10 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
 {
     char ver[32];
     bool ft = t->rt.version.free_threaded;
-    printf("Process %d: CPython %s%s (%s)\n", (int)t->pid,
-           pyversion_format(&t->rt.version, ver, sizeof(ver)), ft ? " free-threaded" : "",
-           t->rt.path);
+    printf("Process %d: CPython %s%s (", (int)t->pid,
+           pyversion_format(&t->rt.version, ver, sizeof(ver)), ft ? " free-threaded" : "");
+    termtext_fputs(t->rt.path, stdout);
+    fputs(")\n", stdout);
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct unwind_thread *th = &r->threads[i];
         printf("\nThread %" PRIu64 "%s", th->native_thread_id,
@@ -285,8 +324,11 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
         if (ar)
             dump_print_tasks(ar, i);
     }
-    if (async_note)
-        printf("\nasyncio: %s\n", async_note);
+    if (async_note) {
+        fputs("\nasyncio: ", stdout);
+        termtext_fputs(async_note, stdout);
+        putchar('\n');
+    }
 }
 
 /*

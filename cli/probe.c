@@ -8,6 +8,7 @@
 #include <getopt.h>
 
 #include "base/log.h"
+#include "base/termtext.h"
 #include "cli/cli.h"
 
 static void probe_usage(FILE *out)
@@ -30,8 +31,10 @@ static int probe_one(pid_t pid, enum memread_backend backend)
            l->free_threaded ? " (free-threaded)" : "");
     printf("  runtime   0x%" PRIx64 " (.PyRuntime, %" PRIu64 " bytes)\n", rt->raddr,
            rt->section_size);
-    printf("  file      %s%s (mapped at 0x%" PRIx64 ", opened via %s)\n", rt->path,
-           rt->deleted ? " (deleted)" : "", rt->map_start, rt->opened_via);
+    fputs("  file      ", stdout);
+    termtext_fputs(rt->path, stdout); /* the target's file name: shown, not obeyed */
+    printf("%s (mapped at 0x%" PRIx64 ", opened via %s)\n", rt->deleted ? " (deleted)" : "",
+           rt->map_start, rt->opened_via);
     printf("  table     cookie xdebugpy, version word 0x%08" PRIx64 ", %zu bytes, validated\n",
            rt->version.hex, l->table_size);
     printf("  layout    thread state %u B, frame %u B, code object %u B%s%s\n", l->ts_size,

@@ -12,6 +12,16 @@
  * Functions are keyed by the unwinder's code_id (the same id: the same
  * function, file and first line); at most TOP_MAX_FUNCTIONS are told apart,
  * later ones count under "<other>". Nothing is allocated per sample.
+ *
+ * What the target named is shown escaped (base/termtext.h): a function or
+ * file name cannot send the terminal escape sequences, and a cut to the
+ * terminal's width counts the escaped text. The terminal stays usable: on
+ * Ctrl-Z (SIGTSTP) it is restored before top stops, and set up again and
+ * redrawn when it continues. When the process exits or executes another
+ * program the view is drawn a last time with a line saying so, and top ends
+ * (status 0). When stdout is closed under it (`top | head -1`) top ends at
+ * once with status 141, as if SIGPIPE had ended it, whether or not SIGPIPE is
+ * ignored; another write error ends it with status 1.
  */
 #include "base/compat.h"
 
@@ -19,6 +29,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,13 +38,17 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/termtext.h"
+#include "base/utf8.h"
 #include "cli/cli.h"
+#include "discovery/execid.h"
 #include "sampler/schedule.h"
 
 #define TOP_MAX_FUNCTIONS 4096u /* distinct functions told apart (a power of two) */
 #define TOP_MAX_WINDOW    60u   /* seconds of buckets */
 #define TOP_NAME          160u
 #define TOP_FILE          192u
+#define TOP_EXEC_CHECK_NS 100000000ull /* how often the program image is compared */
 
 struct top_fn {
     uint64_t code_id; /* 0: free slot */
@@ -53,12 +68,86 @@ struct top {
     bool by_total;
 };
 
-static volatile sig_atomic_t top_stop;
+/* The terminal while top runs: keys in cbreak mode, the cursor hidden. */
+struct top_term {
+    bool tty;  /* stdout is a terminal: redraw in place */
+    bool keys; /* stdin is one too, and took cbreak mode */
+    bool on;   /* set up now (off while stopped, and at the end) */
+    struct termios saved;
+};
+
+static volatile sig_atomic_t top_stop, top_tstp, top_cont;
 
 static void top_on_signal(int sig)
 {
     (void)sig;
     top_stop = 1;
+}
+
+static void top_on_tstp(int sig)
+{
+    (void)sig;
+    top_tstp = 1;
+}
+
+static void top_on_cont(int sig)
+{
+    (void)sig;
+    top_cont = 1;
+}
+
+/*
+ * Keys without Enter and no echo (ISIG stays: Ctrl-C and Ctrl-Z still send
+ * their signals), the cursor hidden. The settings to restore are read when
+ * the terminal was left to the shell (at start, after Ctrl-Z: the shell may
+ * have changed them meanwhile); while set up, this only applies the mode
+ * again (after a SIGSTOP that top did not see coming, the shell may have
+ * reset it, and what the terminal has now is not what to restore).
+ */
+static void top_term_enter(struct top_term *tt)
+{
+    if (!tt->tty)
+        return;
+    if (!tt->on)
+        tt->keys = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tt->saved) == 0;
+    if (tt->keys) {
+        struct termios raw = tt->saved;
+        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+        raw.c_cc[VMIN] = 0;
+        raw.c_cc[VTIME] = 0;
+        tt->keys = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    }
+    fputs("\033[?25l", stdout); /* hide the cursor while redrawing */
+    fflush(stdout);
+    tt->on = true;
+}
+
+/* The terminal as top found it: its settings, the cursor shown. */
+static void top_term_leave(struct top_term *tt)
+{
+    if (!tt->on)
+        return;
+    if (tt->keys)
+        tcsetattr(STDIN_FILENO, TCSANOW, &tt->saved);
+    fputs("\033[?25h", stdout);
+    fflush(stdout);
+    tt->on = false;
+}
+
+/*
+ * Ctrl-Z: the terminal restored, then stopped as SIGTSTP would have stopped
+ * it (the default action, for this one signal); returns once continued,
+ * with the handler back. The caller sets the terminal up again.
+ */
+static void top_suspend(struct top_term *tt)
+{
+    top_term_leave(tt);
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, ours = {.sa_handler = top_on_tstp};
+    sigemptyset(&dfl.sa_mask);
+    sigemptyset(&ours.sa_mask);
+    sigaction(SIGTSTP, &dfl, NULL);
+    raise(SIGTSTP); /* stops here; an orphaned process group is not stopped */
+    sigaction(SIGTSTP, &ours, NULL);
 }
 
 static void top_usage(FILE *out)
@@ -70,6 +159,8 @@ static void top_usage(FILE *out)
           "the stack) over a sliding window, with the achieved rate, failed and missed\n"
           "samples. Keys on a terminal: o sort by own, t sort by total, q quit. When\n"
           "stdout is not a terminal it prints a plain table every refresh instead.\n"
+          "It ends, showing the last table, when the process exits or runs another\n"
+          "program; names are shown with control characters escaped (\\x1b).\n"
           "\n"
           "  -r, --rate HZ        samples per second (default 100)\n"
           "  -w, --window SECS    the sliding window (default 10, at most 60)\n"
@@ -91,8 +182,12 @@ static uint32_t top_slot(struct top *t, const struct unwind_frame *f)
             return i;
         if (s->code_id == 0) {
             s->code_id = id;
-            snprintf(s->name, sizeof(s->name), "%s", f->function);
-            snprintf(s->file, sizeof(s->file), "%s", f->file);
+            size_t n = utf8_cut(f->function, strlen(f->function), sizeof(s->name) - 1);
+            memcpy(s->name, f->function, n);
+            s->name[n] = '\0';
+            n = utf8_cut(f->file, strlen(f->file), sizeof(s->file) - 1);
+            memcpy(s->file, f->file, n);
+            s->file[n] = '\0';
             s->line = f->first_line;
             return i;
         }
@@ -105,6 +200,16 @@ static bool top_torn(const struct unwind_result *r)
 {
     for (size_t i = 0; i < r->nthreads; i++) {
         if (r->threads[i].status == SAMPLE_INCOMPLETE || r->threads[i].status == SAMPLE_CYCLE)
+            return true;
+    }
+    return false;
+}
+
+/* Whether a thread of @r could not be read (a torn read included). */
+static bool top_any_failed(const struct unwind_result *r)
+{
+    for (size_t i = 0; i < r->nthreads; i++) {
+        if (r->threads[i].status != SAMPLE_OK)
             return true;
     }
     return false;
@@ -188,8 +293,21 @@ static size_t top_rows(const struct top *t, struct top_row *rows, uint64_t *samp
     return n;
 }
 
-static void top_draw(const struct top *t, struct top_row *rows, const struct cli_target *tg,
-                     double rate, double elapsed, bool tty, unsigned nrows)
+/* What a write error on stdout means for top's exit status (see the top of the file). */
+static int top_write_status(int err)
+{
+    if (err == EPIPE)
+        return CLI_EXIT_PIPE; /* the reader is gone, on purpose: nothing to say */
+    log_error("cannot write the view to stdout: %s", strerror(err));
+    return CLI_EXIT_FAIL;
+}
+
+/*
+ * Draws the view; @a final, when not NULL, is a last line saying why the
+ * view ends. Returns 0, or the errno of a failed write.
+ */
+static int top_draw(const struct top *t, struct top_row *rows, const struct cli_target *tg,
+                    double rate, double elapsed, bool tty, unsigned nrows, const char *final)
 {
     uint64_t samples;
     size_t n = top_rows(t, rows, &samples);
@@ -197,8 +315,8 @@ static void top_draw(const struct top *t, struct top_row *rows, const struct cli
     unsigned width = 100;
     if (tty) {
         struct winsize ws;
-        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 6) {
-            nrows = ws.ws_row - 6u;
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 8) {
+            nrows = ws.ws_row - (final ? 8u : 6u);
             width = ws.ws_col > 40 ? ws.ws_col : 40;
         }
         fputs("\033[H\033[2J", stdout);
@@ -215,9 +333,9 @@ static void top_draw(const struct top *t, struct top_row *rows, const struct cli
     printf("%.0f Hz asked, %.1f Hz achieved, %" PRIu64 " thread samples in the window, %" PRIu64
            " failed, %" PRIu64 " missed%s\n\n",
            rate, achieved, samples, t->failed, t->missed,
-           tty ? t->by_total ? "   [sorted by total: o own, q quit]"
-                             : "   [sorted by own: t total, q quit]"
-               : "");
+           tty && !final ? t->by_total ? "   [sorted by total: o own, q quit]"
+                                       : "   [sorted by own: t total, q quit]"
+                         : "");
     printf("%7s %7s  %s\n", "OWN", "TOTAL", "FUNCTION (FILE:LINE)");
     for (size_t i = 0; i < n && i < nrows; i++) {
         const struct top_fn *f = &t->fns[rows[i].slot];
@@ -228,14 +346,58 @@ static void top_draw(const struct top *t, struct top_row *rows, const struct cli
             snprintf(where, sizeof(where), "%s", f->name);
         else
             snprintf(where, sizeof(where), "%s (%s:%d)", f->name, f->file, (int)f->line);
-        if (tty && strlen(where) > width - 18)
-            where[width - 18] = '\0';
+        /* the names as the target wrote them, escaped; on a terminal cut to
+         * the columns left of the line, counted on the escaped text */
+        char shown[TERMTEXT_MAX_GROWTH * sizeof(where)];
+        (void)termtext_escape(where, strlen(where), shown, sizeof(shown),
+                              tty ? (size_t)width - 18 : SIZE_MAX, NULL);
         printf("%6.1f%% %6.1f%%  %s\n", samples ? 100.0 * (double)rows[i].own / (double)samples : 0,
-               samples ? 100.0 * (double)rows[i].total / (double)samples : 0, where);
+               samples ? 100.0 * (double)rows[i].total / (double)samples : 0, shown);
     }
+    if (final)
+        printf("\n%s\n", final);
     if (!tty)
         putchar('\n');
-    fflush(stdout);
+    if (fflush(stdout) == EOF || ferror(stdout))
+        return errno ? errno : EIO;
+    return 0;
+}
+
+/*
+ * Whether process @a pid now runs another program than @a id (read anew
+ * while it is not known, zeroed); if so, says which in @a final.
+ */
+static bool top_executed(pid_t pid, struct memread *mr, struct exec_id *id, char *final, size_t len)
+{
+    if (id->random_raddr == 0 && execid_read("/proc", pid, mr, id))
+        memset(id, 0, sizeof(*id));
+    bool same = true;
+    if (execid_check(mr, id, &same) || same)
+        return false; /* gone (the next sample says so) or unchanged */
+    char link[64], exe[PATH_MAX] = "", shown[TERMTEXT_MAX_GROWTH * 256];
+    snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    termtext_str(exe, shown, sizeof(shown));
+    snprintf(final, len, "process %d executed a new program%s%s%s: the table above is final",
+             (int)pid, exe[0] ? " (" : "", shown, exe[0] ? ")" : "");
+    return true;
+}
+
+/*
+ * 141 when stdout is a pipe or socket whose reader has gone (poll says
+ * POLLERR), 1 when it is a terminal that hung up, 0 while it can be written.
+ */
+static int top_output_gone(void)
+{
+    struct pollfd pfd = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+        return 0;
+    struct stat st;
+    if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+        return CLI_EXIT_PIPE;
+    log_error("cannot write the view to stdout: it was closed");
+    return CLI_EXIT_FAIL;
 }
 
 static int top_run(pid_t pid, double rate, unsigned window, double duration, unsigned nrows,
@@ -248,6 +410,9 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
         return status;
     }
     struct top t = {.window = window};
+    struct top_term tt = {.tty = isatty(STDOUT_FILENO)};
+    struct exec_id exec = {0};
+    char final[TERMTEXT_MAX_GROWTH * 256 + 128] = "";
     t.fns = alloc_calloc(TOP_MAX_FUNCTIONS, sizeof(*t.fns));
     t.own = alloc_calloc((size_t)window * TOP_MAX_FUNCTIONS, sizeof(uint32_t));
     t.total = alloc_calloc((size_t)window * TOP_MAX_FUNCTIONS, sizeof(uint32_t));
@@ -257,27 +422,22 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
         status = CLI_EXIT_FAIL;
         goto out;
     }
-    bool tty = isatty(STDOUT_FILENO);
-    bool keys = tty && isatty(STDIN_FILENO);
-    struct termios saved;
-    if (keys && tcgetattr(STDIN_FILENO, &saved) == 0) {
-        struct termios raw = saved;
-        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-        raw.c_cc[VMIN] = 0;
-        raw.c_cc[VTIME] = 0;
-        if (tcsetattr(STDIN_FILENO, TCSANOW, &raw) != 0)
-            keys = false;
-    } else {
-        keys = false;
-    }
-    if (tty)
-        fputs("\033[?25l", stdout); /* hide the cursor while redrawing */
+    if (execid_read("/proc", pid, tg.mr, &exec)) /* known later, then (top_executed()) */
+        memset(&exec, 0, sizeof(exec));
 
     struct sigaction sa = {.sa_handler = top_on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    top_stop = 0;
+    top_stop = top_tstp = top_cont = 0;
+    if (tt.tty) {
+        struct sigaction tstp = {.sa_handler = top_on_tstp}, cont = {.sa_handler = top_on_cont};
+        sigemptyset(&tstp.sa_mask);
+        sigemptyset(&cont.sa_mask);
+        sigaction(SIGTSTP, &tstp, NULL);
+        sigaction(SIGCONT, &cont, NULL);
+    }
+    top_term_enter(&tt);
 
     uint64_t interval = (uint64_t)(1e9 / rate);
     uint64_t start = clock_mono_now(), due = start;
@@ -288,7 +448,25 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
     uint64_t end = duration > 0 ? start + (uint64_t)(duration * 1e9) : UINT64_MAX;
     uint64_t next_bucket = start + 1000000000ull;
     uint64_t next_draw = next_bucket;
+    uint64_t next_exec_check = start + TOP_EXEC_CHECK_NS;
     while (!top_stop) {
+        if (top_tstp) { /* Ctrl-Z */
+            top_tstp = 0;
+            uint64_t stopped = clock_mono_now();
+            top_suspend(&tt);
+            /* the time stopped is not missed samples, nor part of the rate */
+            uint64_t gone = clock_mono_now() - stopped;
+            start += gone;
+            if (end != UINT64_MAX)
+                end += gone;
+            due = clock_mono_now();
+            top_cont = 1;
+        }
+        if (top_cont) { /* continued (fg, or SIGCONT after a SIGSTOP) */
+            top_cont = 0;
+            top_term_enter(&tt);
+            next_draw = clock_mono_now();
+        }
         uint64_t now = clock_mono_now();
         if (now >= end)
             break;
@@ -308,7 +486,7 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
         due += interval;
         jitter = schedule_jitter(due, interval, now, &rng);
         const struct unwind_result *r = NULL;
-        enum sample_status st;
+        enum sample_status st = SAMPLE_OK;
         t.attempts++;
         /* a stack that changed while it was read is read again at once, one
          * time, as the sampler does: fast-changing stacks would be left out */
@@ -319,20 +497,29 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
                 break;
         }
         if (err == -ESRCH || st == SAMPLE_PROCESS_GONE) {
-            if (tty)
-                fputs("\033[?25h", stdout);
-            log_info("process %d exited", (int)pid);
+            snprintf(final, sizeof(final), "process %d exited: the table above is final", (int)pid);
             break;
         }
+        /* another program now? Checked often, and at once when a read
+         * failed, so that its samples do not pass for the old program's */
+        bool failed = err || top_any_failed(r);
+        if ((failed || now >= next_exec_check) &&
+            top_executed(pid, tg.mr, &exec, final, sizeof(final))) {
+            t.attempts--;
+            break;
+        }
+        if (now >= next_exec_check)
+            next_exec_check = now + TOP_EXEC_CHECK_NS;
         if (err)
             t.failed++;
         else
             top_count(&t, r);
-        while (now >= next_bucket) {
-            top_advance(&t);
+        for (unsigned moved = 0; now >= next_bucket; moved++) {
+            if (moved < t.window) /* after a long stop: every bucket cleared once is enough */
+                top_advance(&t);
             next_bucket += 1000000000ull;
         }
-        if (keys) {
+        if (tt.keys && tt.on) {
             struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
             char c;
             while (poll(&pfd, 1, 0) == 1 && read(STDIN_FILENO, &c, 1) == 1) {
@@ -344,18 +531,34 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
                 }
             }
         }
+        status = top_output_gone(); /* `top | head -1`: the reader left */
+        if (status != CLI_EXIT_OK)
+            goto out;
         if (now >= next_draw) {
-            top_draw(&t, rows, &tg, rate, (double)(now - start) / 1e9, tty, nrows);
+            err = top_draw(&t, rows, &tg, rate, (double)(now - start) / 1e9, tt.tty, nrows, NULL);
+            if (err) {
+                status = top_write_status(err);
+                goto out;
+            }
             next_draw = now + 1000000000ull;
         }
     }
-    if (!tty) /* the last window, also when it ended before a refresh */
-        top_draw(&t, rows, &tg, rate, (double)(clock_mono_now() - start) / 1e9, false, nrows);
-    if (keys)
-        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
-    if (tty)
-        fputs("\033[?25h\n", stdout);
+    /* the last view: after the process ended, and without a terminal also
+     * when the duration or a signal ended it before a refresh */
+    if (final[0] || !tt.tty) {
+        int err = top_draw(&t, rows, &tg, rate, (double)(clock_mono_now() - start) / 1e9, tt.tty,
+                           nrows, final[0] ? final : NULL);
+        if (err)
+            status = top_write_status(err);
+    }
+    if (tt.tty && tt.on)
+        fputs("\n", stdout);
 out:
+    top_term_leave(&tt);
+    if (tt.tty) {
+        signal(SIGTSTP, SIG_DFL);
+        signal(SIGCONT, SIG_DFL);
+    }
     alloc_free(rows);
     alloc_free(t.fns);
     alloc_free(t.own);

@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/termtext.h"
 #include "base/utf8.h"
 
 enum log_level log_threshold = LOG_LEVEL_INFO;
@@ -81,16 +82,19 @@ static void log_puts(struct log_line *l, const char *s)
 
 /*
  * @a msg quoted for logfmt or JSON (both take "\"", "\\", "\n" and "\t");
- * other control characters and bytes that are not UTF-8 become \u00XX
- * (JSON) or \xXX (logfmt), never a whole escape cut in two.
+ * other control characters (C1 too: such logs are read on terminals, with
+ * kubectl logs or journalctl) and bytes that are not UTF-8 become \u00XX
+ * (JSON) or \xXX (logfmt, each byte of a C1 control), never a whole escape
+ * cut in two.
  */
 static void log_quoted(struct log_line *l, const char *msg, size_t len, bool json)
 {
     log_put(l, "\"", 1);
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)msg[i];
-        char esc[8];
+        char esc[16];
         size_t k = 1;
+        uint32_t cp = 0;
         if (c == '"' || c == '\\') {
             esc[0] = '\\';
             esc[1] = (char)c;
@@ -104,8 +108,16 @@ static void log_quoted(struct log_line *l, const char *msg, size_t len, bool jso
             log_puts(l, esc);
         } else if (c < 0x80) {
             log_put(l, (const char *)&c, 1);
-        } else if ((k = utf8_seq_len((const unsigned char *)msg + i, len - i, NULL)) > 0) {
-            log_put(l, msg + i, k);
+        } else if ((k = utf8_seq_len((const unsigned char *)msg + i, len - i, &cp)) > 0) {
+            if (cp > 0x9f) {
+                log_put(l, msg + i, k);
+            } else { /* a C1 control, U+0080-U+009F: two bytes */
+                if (json)
+                    snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
+                else
+                    snprintf(esc, sizeof(esc), "\\x%02x\\x%02x", c, (unsigned char)msg[i + 1]);
+                log_puts(l, esc);
+            }
         } else {
             k = 1;
             snprintf(esc, sizeof(esc), json ? "\\u%04x" : "\\x%02x", c);
@@ -142,9 +154,11 @@ void log_msg(enum log_level level, const char *fmt, ...)
         log_puts(&l, "pyprofd: ");
         log_puts(&l, log_names[level]);
         log_puts(&l, ": ");
-        log_put(&l, msg, mlen);
-        if (l.n > 1022) /* a text line is at most 1 KiB, newline included */
-            l.n = 1022;
+        /* what a process named (its comm, paths, function names) may reach
+         * the message: a terminal shows it, never obeys it (termtext.h); a
+         * text line is at most 1 KiB, newline included */
+        (void)termtext_escape(msg, mlen, l.b + l.n, 1023 - l.n, SIZE_MAX, NULL);
+        l.n += strlen(l.b + l.n);
         break;
     case LOG_FORMAT_LOGFMT:
         log_timestamp(ts, sizeof(ts));

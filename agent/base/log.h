@@ -16,7 +16,8 @@
  * logfmt and json carry a UTC timestamp with milliseconds, for log
  * collectors (Kubernetes, systemd's journal adds its own to text). Control
  * characters and bytes that are not UTF-8 are escaped, so one message is
- * always one line.
+ * always one line: in text as \xNN, as termtext.h shows text from a target
+ * on a terminal (C1 controls too), in logfmt as \xNN and in JSON as \u00NN.
  *
  * Thread safety: log_msg() may be called from any thread; each message is one
  * write to the sink. log_set_level()/log_set_format()/log_set_sink() are for

@@ -139,8 +139,9 @@ struct pyprofd_config {
         /* listen_address came out of ${VAR} expansion: "" then most likely
          * means an unset variable, not "no server" (the agent warns) */
         bool listen_address_expanded;
-        bool enable_lifecycle;      /* POST /-/reload; default false */
-        bool show_sensitive_labels; /* /targets: command lines etc.; default false */
+        bool enable_lifecycle;            /* POST /-/reload; default false */
+        bool show_sensitive_labels;       /* /targets: command lines etc.; default false */
+        uint64_t max_concurrent_profiles; /* profile requests served at once; default 4 */
     } server;
 };
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Writes the generated seed inputs of the fuzz targets (seeds/elf_sections,
-seeds/pyversion, seeds/unwind, seeds/pprof_multi, seeds/kube_stream and the
+seeds/pyversion, seeds/unwind, seeds/pprof_multi, seeds/kube_stream, seeds/termtext and the
 seeds/proc_files/cgroup_corpus_* copies of tests/fixtures/cgroup). Deterministic; rerun
 after changing it and commit the output. The proc_maps seeds are text files
 kept by hand."""
@@ -263,3 +263,20 @@ def cgroup_corpus_seeds():
 
 
 cgroup_corpus_seeds()
+
+
+def termtext_seeds():
+    """fuzz_termtext: byte 0 is the output size - 1, byte 1 the column budget (255: none),
+    the rest the text: names a target may hold."""
+    whole, roomy = b"\xff\xff", b"\xff\x1e"
+    write("termtext", "ascii", whole + b"burn_half (/app/shares.py:12)")
+    write("termtext", "title_and_red", whole + b"\x1b]0;pwned\x07f\x1b[31mred\x1b[0m\r\n\t\x7f")
+    write("termtext", "c1_utf8_and_raw", whole + b"a\xc2\x9b31mb\x9b31m\xc2\x85\xc2\xa0")
+    write("termtext", "utf8", roomy + "zażółć 日本語 😀 ½".encode())
+    write("termtext", "invalid_utf8", whole + b"\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80\xe6\x97")
+    write("termtext", "cut_inside_escape", b"\x09\xff" + b"ab\x1b\x1bcd")
+    write("termtext", "cut_inside_wide", b"\xff\x05" + "日本語".encode())
+    write("termtext", "nul", whole + b"a\x00b")
+
+
+termtext_seeds()

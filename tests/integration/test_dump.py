@@ -702,6 +702,44 @@ class EmbedTest(DumpCase):
         self.assertRegex(err, re.compile(r"initiali[sz]", re.I))
 
 
+class EscapesTest(unittest.TestCase):
+    """Names that hold escape sequences (tests/targets/escapes.py), once (3.14, chroot):
+    the text shows them escaped as \\xNN, JSON as \\u00NN, and neither sends a
+    control character (C0, DEL, C1) to the terminal."""
+
+    NAME = "\x1b]0;pwned\x07evil\x1b[31mred"
+    FILE = "/tmp/\x1b[31mred\x9b31m\x7f\x1b]0;pwned\x07.py"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.target = livelib.start_target(livelib.scratch(), "escapes", "3.14", "chroot",
+                                          "\x1b]0;argv\x07")
+        cls.addClassCleanup(cls.target.stop)
+
+    def dump_bytes(self, *flags):
+        proc = subprocess.run([BINARY, "dump", *flags, str(self.target.pid)],
+                              capture_output=True, timeout=DUMP_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for stream in (proc.stdout, proc.stderr):
+            text = stream.decode("utf-8", errors="strict")  # valid UTF-8
+            bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+            self.assertEqual(bad, [], f"dump {' '.join(flags)} sent controls:\n{text!r}")
+        return proc.stdout.decode()
+
+    def test_text(self):
+        out = self.dump_bytes()
+        self.assertIn(r"\x1b]0;pwned\x07evil\x1b[31mred (/tmp/\x1b[31mred\xc2\x9b31m\x7f"
+                      r"\x1b]0;pwned\x07.py:", out)
+
+    def test_json(self):
+        out = self.dump_bytes("--json")
+        frames = json.loads(out)["threads"][0]["frames"]
+        self.assertEqual((frames[0]["function"], frames[0]["file"]), (self.NAME, self.FILE),
+                         "JSON keeps the names exactly")
+        self.assertIn(r"\u009b", out)
+        self.assertIn(r"\u007f", out)
+
+
 class ErrorTest(DumpCase):
     """Errors: one line on stderr, nothing on stdout, non-zero exit."""
 

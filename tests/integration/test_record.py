@@ -836,6 +836,39 @@ class CommandLineTest(RecordCase):
         self.assertNotIn("\rpyprofd:", outputs["off"])
         self.assertRegex(outputs["off"], r"pyprofd: \d+ samples in 1\.\d\d s")
 
+    def test_names_with_escapes_on_a_terminal(self):
+        """escapes.py's names hold escape sequences: on a terminal (progress line, summary)
+        record sends none of them, nor any other control but its own \\r and erase-line;
+        the folded file keeps the names' bytes (it is data)"""
+        import pty
+        target = start_target("escapes", "3.14", "chroot", "\x1b]0;argv\x07")
+        path = os.path.join(livelib.scratch(), "escapes.txt")
+        try:
+            master, slave = pty.openpty()
+            proc = subprocess.Popen([BINARY, "record", "-d", "1", "-o", path, str(target.pid)],
+                                    stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+            os.close(slave)
+            chunks = []
+            while True:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:  # EIO: the other side closed
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            os.close(master)
+            self.assertEqual(proc.wait(timeout=60), 0, b"".join(chunks))
+        finally:
+            target.stop()
+        shown = b"".join(chunks).decode("utf-8").replace("\r\x1b[K", "").replace("\x1b[K", "")
+        bad = [c for c in shown if (ord(c) < 0x20 and c not in "\r\n") or 0x7f <= ord(c) <= 0x9f]
+        self.assertEqual(bad, [], f"controls sent to the terminal: {shown!r}")
+        self.assertRegex(shown, r"pyprofd: \d+ samples in 1\.\d\d s")
+        leaves = {frame_name(stack[-1]) for stack, _ in read_folded(path)}
+        # (the format's separator, ";", becomes ":" in names)
+        self.assertIn("\x1b]0:pwned\x07evil\x1b[31mred", leaves)
+
     def test_version(self):
         """--version: version and git revision, build date, compiler, build type; the
         revision is the source tree's (-dirty when it had changes)"""

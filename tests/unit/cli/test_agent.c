@@ -184,7 +184,10 @@ static void test_agent__start_logs_http_off_and_stops_on_sigterm(void **state)
     assert_int_equal(WEXITSTATUS(st), CLI_EXIT_OK);
 }
 
-/* What agent_restart_keys() names for @yaml against a server started as @addr/@lifecycle. */
+/*
+ * What agent_restart_keys() names for @yaml against a server started as
+ * @addr/@lifecycle with the default limit of 4 profile requests at once.
+ */
 static void restart_keys(const char *yaml, const char *option, bool lc_option, const char *addr,
                          bool lifecycle, char *buf, size_t len)
 {
@@ -192,13 +195,13 @@ static void restart_keys(const char *yaml, const char *option, bool lc_option, c
     struct pyprofd_config *c = NULL;
     struct config_errors e = {0};
     assert_int_equal(config_load_buffer(yaml, strlen(yaml), "t.yml", &o, &c, &e), 0);
-    agent_restart_keys(c, option, lc_option, addr, lifecycle, buf, len);
+    agent_restart_keys(c, option, lc_option, addr, lifecycle, 4, buf, len);
     config_free(c);
     config_errors_release(&e);
 }
 
 /*
- * A reload applies every setting but the two the HTTP server reads at start;
+ * A reload applies every setting but the three the HTTP server reads at start;
  * a changed one is named (and the reload logs it), an unchanged one or one a
  * command-line option fixes is not.
  */
@@ -222,6 +225,18 @@ static void test_agent__reload_names_keys_read_at_start(void **state)
     /* the built-in default against a server started from it */
     restart_keys("{}\n", NULL, false, "127.0.0.1:7979", false, buf, sizeof(buf));
     assert_string_equal(buf, "");
+    /* the profile limit (no command-line option) */
+    restart_keys("server: {max_concurrent_profiles: 8}\n", NULL, false, "127.0.0.1:7979", false,
+                 buf, sizeof(buf));
+    assert_string_equal(buf, "server.max_concurrent_profiles");
+    restart_keys("server: {max_concurrent_profiles: 4}\n", NULL, false, "127.0.0.1:7979", false,
+                 buf, sizeof(buf));
+    assert_string_equal(buf, "");
+    restart_keys("server: {listen_address: \"\", enable_lifecycle: true, max_concurrent_profiles: "
+                 "64}\n",
+                 NULL, false, "127.0.0.1:7979", false, buf, sizeof(buf));
+    assert_string_equal(
+        buf, "server.listen_address, server.enable_lifecycle, server.max_concurrent_profiles");
 }
 
 int main(void)

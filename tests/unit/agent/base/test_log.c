@@ -86,13 +86,13 @@ static void test_log__logfmt_and_json(void **state)
 {
     (void)state;
     char buf[16384];
-    /* a quote, a backslash, a newline, a control byte, UTF-8 and a stray byte */
-    const char *msg = "cannot read '/x': \"a\\b\"\nnext\x01 caf\xc3\xa9 \xff";
+    /* a quote, a backslash, a newline, a control byte, UTF-8, a stray byte, a C1 control */
+    const char *msg = "cannot read '/x': \"a\\b\"\nnext\x01 caf\xc3\xa9 \xff \xc2\x9b";
     format_one(LOG_FORMAT_LOGFMT, buf, sizeof(buf), msg);
     assert_int_equal(strncmp(buf, "ts=", 3), 0);
     assert_true(buf[7] == '-' && buf[26] == 'Z'); /* ts=YYYY-MM-DDTHH:MM:SS.mmmZ */
     assert_non_null(strstr(buf, " level=warn msg=\"cannot read '/x': \\\"a\\\\b\\\"\\nnext"
-                                "\\x01 caf\xc3\xa9 \\xff\"\n"));
+                                "\\x01 caf\xc3\xa9 \\xff \\xc2\\x9b\"\n"));
     assert_null(strchr(buf, '\n') + 1 == buf + strlen(buf) ? NULL : "two lines");
 
     format_one(LOG_FORMAT_JSON, buf, sizeof(buf), msg);
@@ -106,7 +106,9 @@ static void test_log__logfmt_and_json(void **state)
     assert_true(json_object_object_get_ex(o, "msg", &v));
     /* what is valid comes back as it was; the stray byte as \u00ff */
     assert_string_equal(json_object_get_string(v),
-                        "cannot read '/x': \"a\\b\"\nnext\x01 caf\xc3\xa9 \xc3\xbf");
+                        "cannot read '/x': \"a\\b\"\nnext\x01 caf\xc3\xa9 \xc3\xbf \xc2\x9b");
+    assert_null(strstr(buf, "\xc2\x9b")); /* written as \u009b */
+    assert_non_null(strstr(buf, "\\u009b"));
     json_object_put(o);
 
     /* the longest message, every byte escaped, stays one whole JSON line */
@@ -118,6 +120,31 @@ static void test_log__logfmt_and_json(void **state)
     assert_non_null(o);
     json_object_put(o);
     assert_int_equal(buf[strlen(buf) - 1], '\n');
+}
+
+/*
+ * Text is for terminals: what a process chose (its name, a path, a function
+ * name) is shown, never obeyed, and a message stays one line; UTF-8 is kept.
+ */
+static void test_log__text_escapes_controls(void **state)
+{
+    (void)state;
+    char buf[16384];
+    format_one(LOG_FORMAT_TEXT, buf, sizeof(buf),
+               "process 7 (\x1b]0;pwned\x07\x1b[31mred) a\nb caf\xc3\xa9 \xc2\x9b \xff");
+    assert_string_equal(buf, "pyprofd: warn: process 7 (\\x1b]0;pwned\\x07\\x1b[31mred) "
+                             "a\\x0ab caf\xc3\xa9 \\xc2\\x9b \\xff\n");
+
+    /* the longest message, every byte escaped: still at most 1 KiB, no escape cut */
+    char big[1100];
+    memset(big, 0x1b, sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    format_one(LOG_FORMAT_TEXT, buf, sizeof(buf), big);
+    size_t len = strlen(buf);
+    assert_true(len <= 1023);
+    assert_int_equal(buf[len - 1], '\n');
+    assert_int_equal(strncmp(buf + len - 5, "\\x1b\n", 5), 0);
+    assert_int_equal((len - 1 - strlen("pyprofd: warn: ")) % 4, 0);
 }
 
 static void test_log__parses_format_names(void **state)
@@ -139,6 +166,7 @@ int main(void)
         cmocka_unit_test(test_log__filters_by_level_without_evaluating),
         cmocka_unit_test(test_log__long_message_is_truncated_with_newline),
         cmocka_unit_test(test_log__logfmt_and_json),
+        cmocka_unit_test(test_log__text_escapes_controls),
         cmocka_unit_test(test_log__parses_format_names),
         cmocka_unit_test(test_log__parses_level_names),
     };

@@ -132,6 +132,7 @@ static void test_config__empty_file_gives_defaults(void **state)
         assert_true(c->storage.max_bytes == 1ull << 30);
         assert_string_equal(c->server.listen_address, "127.0.0.1:7979");
         assert_false(c->server.enable_lifecycle);
+        assert_true(c->server.max_concurrent_profiles == 4);
         assert_string_equal(c->source, "t.yml");
         config_free(c);
     }
@@ -221,7 +222,8 @@ static void test_config__all_sections(void **state)
                 "    url: http://parca:7070\n"
                 "    authorization: {credentials_file: /tok}\n"
                 "storage: {directory: /var/lib/p, retention: 2h, max_bytes: 2GB}\n"
-                "server: {listen_address: '[::1]:80', enable_lifecycle: true}\n",
+                "server: {listen_address: '[::1]:80', enable_lifecycle: true,\n"
+                "         max_concurrent_profiles: 16}\n",
                 false);
     assert_int_equal(c->global.external_labels.n, 1); /* the empty one is no label */
     assert_string_equal(labels_get(&c->global.external_labels, "cluster"), "eu");
@@ -265,6 +267,7 @@ static void test_config__all_sections(void **state)
     assert_true(c->storage.retention_ns == 7200 * NS_PER_SEC);
     assert_string_equal(c->server.listen_address, "[::1]:80");
     assert_true(c->server.enable_lifecycle);
+    assert_true(c->server.max_concurrent_profiles == 16);
     config_free(c);
 
     /* "" disables the server; cpu_budget as a fraction */
@@ -440,6 +443,10 @@ static void test_config__discovery_storage_server_errors(void **state)
     expect_errors("server:\n  listen_address: ':99999'\n", {"2:19", "expected host:port"});
     expect_errors("server:\n  listen_address: 'a:b:1'\n", {"2:19", "expected host:port"});
     expect_errors("server:\n  enable_lifecycle: \"true\"\n", {"2:21", "expected true or false"});
+    expect_errors("server:\n  max_concurrent_profiles: 0\n",
+                  {"2:28", "server.max_concurrent_profiles: must be between 1 and 64, got 0"});
+    expect_errors("server:\n  max_concurrent_profiles: 65\n",
+                  {"2:28", "server.max_concurrent_profiles: must be between 1 and 64, got 65"});
 }
 
 static void test_config__job_errors(void **state)
