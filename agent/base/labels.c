@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/labels.h"
+#include "base/utf8.h"
 
 void labels_init(struct labels *ls)
 {
@@ -49,12 +50,16 @@ int labels_setn(struct labels *ls, const char *name, const char *value, size_t l
     int rc = 0;
     bool found;
     size_t at = labels_find(ls, name, &found);
-    char *val = alloc_strndup(value, len);
+    len = strnlen(value, len);
+    /* every value is valid UTF-8, whoever built it (labels.h) */
+    size_t need = utf8_sanitized_len(value, len, NULL);
+    char *val = alloc_malloc(need + 1);
     char *nm = NULL;
     if (!val) {
         rc = -ENOMEM;
         goto out;
     }
+    (void)utf8_sanitize(val, need + 1, value, len);
     if (found) {
         alloc_free(ls->v[at].value);
         ls->v[at].value = val;
