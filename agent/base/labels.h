@@ -10,8 +10,8 @@
  *    pairs compare and hash equal, and output is deterministic;
  *  - the set owns copies of its strings (alloc_strdup); an empty value is a
  *    value like any other here (relabeling deletes labels set to "" itself);
- *  - every value is valid UTF-8: labels_set() and labels_setn() copy it
- *    through utf8_sanitize() (base/utf8.h), which replaces an invalid
+ *  - every value is valid UTF-8: labels_set(), labels_setn() and
+ *    labels_copy() copy it through utf8_sanitize() (base/utf8.h), which replaces an invalid
  *    sequence by U+FFFD and counts it. Text from outside is made valid where
  *    it enters pyprofd already; this keeps the promise for any other way a
  *    value is made (relabeling, a template, a join), so relabeling matches

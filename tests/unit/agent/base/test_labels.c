@@ -137,6 +137,17 @@ static void test_labels__values_are_valid_utf8(void **state)
     assert_string_equal(labels_get(&ls, "ok"), "za\xc5\xbc\xc3\xb3\xc5\x82\xc4\x87 \xef\xbf\xbd");
     assert_int_equal(utf8_replaced_total() - before, 4);
     labels_release(&ls);
+
+    /* a copy of a set built by hand, around labels_set(), is valid too */
+    char name[] = "cmd", value[] = "a\xff"
+                                   "b";
+    struct label one = {.name = name, .value = value};
+    struct labels hand = {.v = &one, .n = 1, .cap = 1}, copy = {0};
+    assert_int_equal(labels_copy(&copy, &hand), 0);
+    assert_string_equal(labels_get(&copy, "cmd"), "a\xef\xbf\xbd"
+                                                  "b");
+    assert_int_equal(utf8_replaced_total() - before, 5);
+    labels_release(&copy);
 }
 
 int main(void)
