@@ -344,7 +344,7 @@ static int scan_read_btime(struct proc_scan *s, int rootfd, int64_t *btime)
  */
 static int scan_cmdline(struct proc_scan *s, int dfd, size_t *len)
 {
-    bool full;
+    bool full = false;
     size_t n = 0;
     int err = scan_read_at(dfd, "cmdline", s->cmdline, PROC_SCAN_CMDLINE_MAX, &n, &full);
     if (err)
