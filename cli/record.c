@@ -20,6 +20,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/utf8.h"
 #include "cli/cli.h"
 #include "cli/version.h"
 #include "pprof/collapsed.h"
@@ -170,25 +171,30 @@ struct record_report {
     double seconds;
 };
 
-/* The command line of @pid, arguments joined by spaces ("" when unreadable). */
+/*
+ * The command line of @pid, arguments joined by spaces ("" when unreadable),
+ * as valid UTF-8 (utf8_sanitize(); a character the read's cap split is
+ * dropped): the report embeds it.
+ */
 static void record_cmdline(pid_t pid, char *out, size_t size)
 {
-    char path[64];
+    char path[64], raw[1024];
     snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
     out[0] = '\0';
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
-    ssize_t n = read(fd, out, size - 1);
+    ssize_t n = read(fd, raw, sizeof(raw));
     close(fd);
     if (n <= 0)
         return;
-    while (n > 0 && out[n - 1] == '\0')
-        n--;
-    for (ssize_t i = 0; i < n; i++)
-        if (out[i] == '\0' || out[i] == '\n')
-            out[i] = ' ';
-    out[n] = '\0';
+    size_t len = (size_t)n == sizeof(raw) ? utf8_trim_cut(raw, (size_t)n) : (size_t)n;
+    while (len > 0 && raw[len - 1] == '\0')
+        len--;
+    for (size_t i = 0; i < len; i++)
+        if (raw[i] == '\0' || raw[i] == '\n')
+            raw[i] = ' ';
+    (void)utf8_sanitize(out, size, raw, len);
 }
 
 /* The report's summary as a JSON object (docs/usage.md lists the keys). */

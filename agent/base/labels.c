@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/labels.h"
+#include "base/utf8.h"
 
 void labels_init(struct labels *ls)
 {
@@ -44,12 +45,23 @@ static size_t labels_find(const struct labels *ls, const char *name, bool *found
     return lo;
 }
 
+/* A copy of the first @len bytes of @value (up to a NUL) as valid UTF-8 (labels.h). */
+static char *labels_value_dup(const char *value, size_t len)
+{
+    len = strnlen(value, len);
+    size_t need = utf8_sanitized_len(value, len, NULL);
+    char *val = alloc_malloc(need + 1);
+    if (val)
+        (void)utf8_sanitize(val, need + 1, value, len);
+    return val;
+}
+
 int labels_setn(struct labels *ls, const char *name, const char *value, size_t len)
 {
     int rc = 0;
     bool found;
     size_t at = labels_find(ls, name, &found);
-    char *val = alloc_strndup(value, len);
+    char *val = labels_value_dup(value, len);
     char *nm = NULL;
     if (!val) {
         rc = -ENOMEM;
@@ -129,7 +141,7 @@ int labels_copy(struct labels *dst, const struct labels *src)
     }
     for (size_t i = 0; i < src->n; i++) {
         tmp.v[i].name = alloc_strdup(src->v[i].name);
-        tmp.v[i].value = alloc_strdup(src->v[i].value);
+        tmp.v[i].value = labels_value_dup(src->v[i].value, SIZE_MAX);
         tmp.n = i + 1; /* released below on failure, NULLs included */
         if (!tmp.v[i].name || !tmp.v[i].value) {
             rc = -ENOMEM;

@@ -9,7 +9,14 @@
  *  - the pairs are kept sorted by name (byte order), so two sets with the same
  *    pairs compare and hash equal, and output is deterministic;
  *  - the set owns copies of its strings (alloc_strdup); an empty value is a
- *    value like any other here (relabeling deletes labels set to "" itself).
+ *    value like any other here (relabeling deletes labels set to "" itself);
+ *  - every value is valid UTF-8: labels_set(), labels_setn() and
+ *    labels_copy() copy it through utf8_sanitize() (base/utf8.h), which replaces an invalid
+ *    sequence by U+FFFD and counts it. Text from outside is made valid where
+ *    it enters pyprofd already; this keeps the promise for any other way a
+ *    value is made (relabeling, a template, a join), so relabeling matches
+ *    and every output writes the text the labels hold. Names are the
+ *    caller's to check (labels_valid_name()).
  *
  * Ownership: struct labels is embeddable (init/release); zeroed is a valid
  * empty set. Thread safety: none; a set is used by one thread at a time.
@@ -42,7 +49,10 @@ void labels_release(struct labels *ls);
  * also when a new name would take the set over LABELS_MAX labels.
  */
 PYPROFD_WARN_UNUSED int labels_set(struct labels *ls, const char *name, const char *value);
-/** Sets @a name to the first @a len bytes of @a value. Returns 0 or -ENOMEM. */
+/**
+ * Sets @a name to the first @a len bytes of @a value (up to a NUL among them).
+ * Returns 0 or -ENOMEM.
+ */
 PYPROFD_WARN_UNUSED int labels_setn(struct labels *ls, const char *name, const char *value,
                                     size_t len);
 /** The value of @a name, or NULL when absent (borrowed; valid until the next change). */

@@ -83,14 +83,16 @@ static int promtext_put_escaped(struct promtext *w, const char *s, bool quote)
             rc = buf_add(&w->scratch, "\\\"", 2);
             i++;
         } else {
-            size_t l = utf8_seq_len(p + i, n - i, NULL);
-            if (l == 0) {
-                rc = buf_add(&w->scratch, "\xef\xbf\xbd", 3);
-                i++;
-            } else {
+            /* valid UTF-8 out: an invalid sequence is one U+FFFD (base/utf8.h), counted */
+            bool valid;
+            size_t l = utf8_next(p + i, n - i, &valid);
+            if (valid) {
                 rc = buf_add(&w->scratch, s + i, l);
-                i += l;
+            } else {
+                rc = buf_add(&w->scratch, UTF8_REPLACEMENT_STR, UTF8_REPLACEMENT_LEN);
+                utf8_count_replaced(1);
             }
+            i += l;
         }
     }
     return rc;

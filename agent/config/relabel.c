@@ -13,6 +13,7 @@
 #include <pcre2.h>
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "config/relabel.h"
 
 #define RELABEL_DEFAULT_SEPARATOR   ";"
@@ -660,6 +661,30 @@ static int relabel_hashmod(const struct relabel_rule *rule, struct labels *ls,
     return labels_set(ls, rule->spec.target_label, num);
 }
 
+/*
+ * The joined value as valid UTF-8. It is already, through labels.h (values
+ * are made valid when set) and the config (separators are valid): this is
+ * for a set built by hand, so that a rule still sees, and a regex in UTF
+ * mode still matches, the text the labels will carry (U+FFFD where bytes
+ * were invalid) rather than failing on the bytes (relabel.h).
+ */
+static int relabel_valid_utf8(struct relabel_buf *val)
+{
+    if (utf8_valid(val->p, val->len))
+        return 0;
+    size_t need = utf8_sanitized_len(val->p, val->len, NULL);
+    char *p = alloc_malloc(need + 1);
+    if (!p)
+        return -ENOMEM;
+    (void)utf8_sanitize(p, need + 1, val->p, val->len);
+    alloc_free(val->p);
+    val->p = p;
+    val->len = need;
+    val->cap = need + 1;
+    val->too_long = need > RELABEL_MAX_VALUE;
+    return 0;
+}
+
 /* Applies one rule; *keep false when it drops the target. */
 static int relabel_one(const struct relabel_rules *r, const struct relabel_rule *rule,
                        struct labels *ls, struct relabel_scratch *s, bool *keep)
@@ -668,6 +693,8 @@ static int relabel_one(const struct relabel_rules *r, const struct relabel_rule 
     int rc;
     relabel_reset(&s->val);
     rc = relabel_join(rule, ls, &s->val);
+    if (rc == 0 && !s->val.too_long)
+        rc = relabel_valid_utf8(&s->val);
     if (rc)
         return rc;
     if (s->val.too_long) {

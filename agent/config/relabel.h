@@ -15,9 +15,16 @@
  * Errors: compile-time problems are reported by the config loader with
  * file:line:column; relabel_apply() itself only fails for -ENOMEM.
  *
+ * Text: rules see valid UTF-8 only, the text the labels will carry. Label
+ * values are made valid where a process's text enters pyprofd and again when
+ * set (labels.h: an invalid sequence becomes U+FFFD, as Python's decoder
+ * does, and is counted); a joined source value that is not (a set built by
+ * hand) is made valid the same way before the rule looks at it. So "keep"
+ * matches a command line that held invalid bytes through its U+FFFD form,
+ * and no invalid byte can make a "drop" regex miss.
+ *
  * Departures from Prometheus, all at the edges: regexes are PCRE2 (a superset
- * of the RE2 syntax users write) in UTF mode, so a value that is not valid
- * UTF-8 cannot be matched by "." at its invalid bytes; a match that hits the
+ * of the RE2 syntax users write) in UTF mode; a match that hits the
  * match/depth/heap limits counts as no match; template names ($name) and
  * lowercase/uppercase are ASCII-only; a labelmap result that is not a valid
  * label name is skipped; a template expanding to more than RELABEL_MAX_VALUE

@@ -5,6 +5,10 @@
  * same process even if the PID is reused mid-read. Files go through fixed
  * buffers inside the scanner; a reported process costs one allocation (the
  * block holding its strings) plus its slot in the result array.
+ *
+ * The strings are where a process's text enters pyprofd: each is copied into
+ * that block through utf8_sanitize() (base/utf8.h), so everything made of
+ * them later (meta labels, relabeling, /targets, profiles) is valid UTF-8.
  */
 #include "base/compat.h"
 
@@ -15,10 +19,13 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "discovery/proc_scan.h"
 
 /* Bytes of a comm kept (the kernel's limit is 16 for stat, 64 for kthreads). */
 #define SCAN_COMM_MAX 64
+/* A task's comm as the kernel cuts it (TASK_COMM_LEN - 1), maybe inside a character. */
+#define SCAN_COMM_CUT 15
 /* Cap on bytes read from <root>/stat while looking for btime. */
 #define SCAN_BTIME_READ_MAX (4u << 20)
 
@@ -74,24 +81,44 @@ enum {
     SCAN_STR_N
 };
 
-/* Fills @info's string pointers from one new block holding copies of @strs. */
+/*
+ * The bytes each of @strs takes as valid UTF-8 (utf8_sanitized_len(); the
+ * command line at most PROC_SCAN_CMDLINE_MAX) into @out, and the block they
+ * all take, NULs included.
+ */
+static size_t scan_info_sizes(const char *const strs[SCAN_STR_N], const size_t lens[SCAN_STR_N],
+                              size_t out[SCAN_STR_N])
+{
+    size_t total = 0;
+    for (int i = 0; i < SCAN_STR_N; i++) {
+        out[i] = utf8_sanitized_len(strs[i], lens[i], NULL);
+        if (i == SCAN_STR_CMDLINE && out[i] > PROC_SCAN_CMDLINE_MAX)
+            out[i] = PROC_SCAN_CMDLINE_MAX; /* cut on a character boundary below */
+        total += out[i] + 1;
+    }
+    return total;
+}
+
+/*
+ * Fills @info's string pointers from one new block holding copies of @strs
+ * made valid UTF-8 (@sizes from scan_info_sizes()).
+ */
 static int scan_info_strings(struct proc_info *info, const char *const strs[SCAN_STR_N],
-                             const size_t lens[SCAN_STR_N], size_t *bytes)
+                             const size_t lens[SCAN_STR_N], const size_t sizes[SCAN_STR_N],
+                             size_t *bytes)
 {
     size_t total = 0;
     for (int i = 0; i < SCAN_STR_N; i++)
-        total += lens[i] + 1;
+        total += sizes[i] + 1;
     char *block = alloc_malloc(total);
     if (!block)
         return -ENOMEM;
     const char *ptrs[SCAN_STR_N];
     char *p = block;
     for (int i = 0; i < SCAN_STR_N; i++) {
-        if (lens[i])
-            memcpy(p, strs[i], lens[i]);
-        p[lens[i]] = '\0';
+        (void)utf8_sanitize(p, sizes[i] + 1, strs[i], lens[i]);
         ptrs[i] = p;
-        p += lens[i] + 1;
+        p += sizes[i] + 1;
     }
     info->strings_ = block;
     info->comm = ptrs[SCAN_STR_COMM];
@@ -109,12 +136,13 @@ int proc_info_copy(struct proc_info *dst, const struct proc_info *src)
 {
     const char *strs[SCAN_STR_N] = {src->comm,     src->cmdline,     src->exe,         src->cwd,
                                     src->username, src->cgroup_path, src->container_id};
-    size_t lens[SCAN_STR_N];
+    size_t lens[SCAN_STR_N], sizes[SCAN_STR_N];
     for (int i = 0; i < SCAN_STR_N; i++)
         lens[i] = strlen(strs[i]);
     size_t bytes;
     *dst = *src;
-    int err = scan_info_strings(dst, strs, lens, &bytes);
+    (void)scan_info_sizes(strs, lens, sizes);
+    int err = scan_info_strings(dst, strs, lens, sizes, &bytes);
     if (err)
         memset(dst, 0, sizeof(*dst));
     return err;
@@ -255,9 +283,12 @@ static const char *scan_username(struct proc_scan *s, uint32_t uid)
     struct scan_user *u = &s->users[s->n_users++];
     u->uid = uid;
     s->stats.user_lookups++;
-    if (s->user_lookup(uid, u->name, sizeof(u->name), s->user_lookup_arg) != 0)
-        u->name[0] = '\0';
-    u->name[sizeof(u->name) - 1] = '\0';
+    char raw[sizeof(u->name)];
+    if (s->user_lookup(uid, raw, sizeof(raw), s->user_lookup_arg) != 0)
+        raw[0] = '\0';
+    raw[sizeof(raw) - 1] = '\0';
+    /* made valid here, once per lookup, not once per process */
+    (void)utf8_sanitize(u->name, sizeof(u->name), raw, strlen(raw));
     return u->name;
 }
 
@@ -307,14 +338,19 @@ static int scan_read_btime(struct proc_scan *s, int rootfd, int64_t *btime)
     return err;
 }
 
-/* Cmdline in s->cmdline: NULs become spaces, trailing NULs go. */
+/*
+ * Cmdline in s->cmdline: NULs become spaces, trailing NULs go; one cut at
+ * the cap drops the character it split.
+ */
 static int scan_cmdline(struct proc_scan *s, int dfd, size_t *len)
 {
-    bool full;
+    bool full = false;
     size_t n = 0;
     int err = scan_read_at(dfd, "cmdline", s->cmdline, PROC_SCAN_CMDLINE_MAX, &n, &full);
     if (err)
         return err;
+    if (full)
+        n = utf8_trim_cut(s->cmdline, n);
     while (n > 0 && s->cmdline[n - 1] == '\0')
         n--;
     for (size_t i = 0; i < n; i++) {
@@ -395,6 +431,8 @@ static int scan_one(struct proc_scan *s, int rootfd, const char *name, pid_t pid
     info.state = st.state;
     info.flags = st.flags;
     size_t comm_len = st.comm_len < SCAN_COMM_MAX ? st.comm_len : SCAN_COMM_MAX;
+    if (comm_len == SCAN_COMM_CUT || comm_len == SCAN_COMM_MAX)
+        comm_len = utf8_trim_cut(st.comm, comm_len); /* the kernel's cut or ours */
     memcpy(s->comm, st.comm, comm_len);
     s->comm[comm_len] = '\0';
     if (s->filter && !s->filter(&info.key, s->filter_arg)) {
@@ -462,15 +500,14 @@ static int scan_one(struct proc_scan *s, int rootfd, const char *name, pid_t pid
                                strlen(user),
                                cg.path ? cg.path_len : 0,
                                strlen(cg.container_id)};
-    size_t need = 0;
-    for (int i = 0; i < SCAN_STR_N; i++)
-        need += lens[i] + 1;
+    size_t sizes[SCAN_STR_N];
+    size_t need = scan_info_sizes(strs, lens, sizes);
     if (need > s->max_bytes || s->bytes > s->max_bytes - need) {
         bucket = &s->stats.over_cap;
         goto out;
     }
     size_t bytes = 0;
-    if ((err = scan_grow(s)) || (err = scan_info_strings(&info, strs, lens, &bytes)))
+    if ((err = scan_grow(s)) || (err = scan_info_strings(&info, strs, lens, sizes, &bytes)))
         goto out;
     s->infos[s->count++] = info;
     s->bytes += bytes;

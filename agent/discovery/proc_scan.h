@@ -15,7 +15,8 @@
  *            spaces and parentheses;
  *   status   Uid: (real uid), PPid:, NSpid: (last value: the pid inside the
  *            innermost PID namespace);
- *   cmdline  NUL-separated argv, joined with single spaces, capped;
+ *   cmdline  NUL-separated argv, joined with single spaces, capped (a
+ *            character the cap splits is dropped);
  *   exe, cwd readlink; exe may carry a " (deleted)" suffix (stripped, flagged);
  *   cgroup   cgroup path and container id (rules in proc_scan_parse.h).
  * Plus <root>/stat once per run for btime (boot time, seconds since the epoch).
@@ -79,7 +80,10 @@ struct proc_key {
 bool proc_key_equal(const struct proc_key *a, const struct proc_key *b);
 
 /*
- * One process. Strings are never NULL ("" when unknown or unreadable) and are
+ * One process. Strings are never NULL ("" when unknown or unreadable), are
+ * valid UTF-8 (what the files hold with every invalid sequence replaced by
+ * U+FFFD, utf8_sanitize() in base/utf8.h, so up to three times as long; a
+ * comm of 15 bytes, cut by the kernel, loses a character it split) and are
  * owned by the struct (one block, @c strings_); they live until the next
  * proc_scan_run()/proc_scan_free() for results of a scan, or until
  * proc_info_release() for a copy made with proc_info_copy().

@@ -9,6 +9,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "pprof/flamegraph.h"
 
 /* The fn of the node that names part k is FLAME_PART_NODE - k: no function has such an index. */
@@ -104,16 +105,34 @@ static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t fn, 
 
 void flame_json_string(const char *s, FILE *out)
 {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    uint64_t replaced = 0;
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20 || *p == '<' || *p == 0x7f)
-            fprintf(out, "\\u%04x", *p);
+    for (size_t i = 0; i < n;) {
+        if (p[i] >= 0x80) {
+            /* text is valid where it enters pyprofd; this writer keeps the promise anyway */
+            bool valid;
+            size_t len = utf8_next(p + i, n - i, &valid);
+            if (valid)
+                fwrite(s + i, 1, len, out);
+            else
+                fputs(UTF8_REPLACEMENT_STR, out);
+            replaced += !valid;
+            i += len;
+            continue;
+        }
+        if (p[i] == '"' || p[i] == '\\')
+            fprintf(out, "\\%c", p[i]);
+        else if (p[i] < 0x20 || p[i] == '<' || p[i] == 0x7f)
+            fprintf(out, "\\u%04x", p[i]);
         else
-            fputc(*p, out);
+            fputc(p[i], out);
+        i++;
     }
     fputc('"', out);
+    if (replaced)
+        utf8_count_replaced(replaced);
 }
 
 static void flame_emit(const struct flame_tree *t, const struct flame_part *parts, uint32_t id,

@@ -12,6 +12,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "pprof/gzip.h"
 #include "pprof/pprof_build.h"
 #include "profile.pb-c.h"
@@ -36,9 +37,28 @@ struct pprof_plan {
     size_t nlabelrefs;  /* label pointers: every label of every sample */
     size_t npartlabels; /* part labels written, over all parts (each adds two strings) */
     bool has_task;
-    bool has_interp; /* a sample of a sub-interpreter: labelled interpreter_id */
-    size_t bytes;    /* of the block */
+    bool has_interp;  /* a sample of a sub-interpreter: labelled interpreter_id */
+    size_t fix_bytes; /* valid UTF-8 copies of strings that are not (pprof_fix()) */
+    size_t bytes;     /* of the block */
 };
+
+/*
+ * Every string_table entry must be valid UTF-8: a proto3 string that is not
+ * makes strict decoders (Python's protobuf, Go's for proto3 messages) refuse
+ * the whole profile. Text is made valid where it enters pyprofd
+ * (base/utf8.h), so this never finds anything to do; it keeps the promise
+ * for a string that came another way. The plan adds up the room the valid
+ * copies of such strings take (the bytes utf8_sanitize() writes, and a
+ * NUL), the fill makes them in the block as it interns them.
+ */
+static bool pprof_fix_room(size_t *fix, const char *s)
+{
+    size_t n = strlen(s);
+    if (utf8_valid(s, n))
+        return true;
+    size_t need = utf8_sanitized_len(s, n, NULL) + 1;
+    return !__builtin_add_overflow(*fix, need, fix);
+}
 
 /* Whether a part's label may be written: a non-empty value, a name of its own. */
 static bool pprof_part_label_ok(const struct label *l)
@@ -156,6 +176,18 @@ static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
         const char *s = agg_string(a, (uint32_t)i);
         if (!s || (i == 0 && s[0] != '\0'))
             return -EINVAL;
+        if (!pprof_fix_room(&p->fix_bytes, s))
+            return -E2BIG;
+    }
+    if (part->labels && nsamples) { /* the labels the fill writes (pprof_part_label_used()) */
+        const struct labels *ls = part->labels;
+        bool unique = pprof_part_labels_unique(ls);
+        for (size_t i = 0; i < ls->n; i++) {
+            if (pprof_part_label_used(ls, i, unique) &&
+                (!pprof_fix_room(&p->fix_bytes, ls->v[i].name) ||
+                 !pprof_fix_room(&p->fix_bytes, ls->v[i].value)))
+                return -E2BIG;
+        }
     }
     for (size_t i = 0; i < nfunctions; i++) {
         const struct agg_function *f = agg_function(a, i);
@@ -200,7 +232,8 @@ static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
 }
 
 /* Counts all parts and sizes the block. */
-static int pprof_plan(const struct pprof_part *parts, size_t nparts, struct pprof_plan *p)
+static int pprof_plan(const struct pprof_part *parts, size_t nparts, const struct pprof_meta *m,
+                      struct pprof_plan *p)
 {
     memset(p, 0, sizeof(*p));
     for (size_t k = 0; k < nparts; k++) {
@@ -208,6 +241,10 @@ static int pprof_plan(const struct pprof_part *parts, size_t nparts, struct ppro
         if (err)
             return err;
     }
+    if (!pprof_fix_room(&p->fix_bytes, m->value_type) ||
+        !pprof_fix_room(&p->fix_bytes, m->value_unit) ||
+        (m->comment && !pprof_fix_room(&p->fix_bytes, m->comment)))
+        return -E2BIG;
     size_t extra_strings = PPROF_EXTRA_STRINGS;
     bool ok = !__builtin_add_overflow(extra_strings, 2 * p->npartlabels, &extra_strings) &&
               extra_strings >= PPROF_EXTRA_STRINGS;
@@ -228,6 +265,7 @@ static int pprof_plan(const struct pprof_part *parts, size_t nparts, struct ppro
     ok = ok && pprof_room(&p->bytes, p->nslots, sizeof(uint64_t));
     ok = ok && pprof_room(&p->bytes, p->nlabels, sizeof(Perftools__Profiles__Label));
     ok = ok && pprof_room(&p->bytes, p->nlabelrefs, sizeof(void *));
+    ok = ok && pprof_room(&p->bytes, p->fix_bytes, 1);
     return ok ? 0 : -E2BIG;
 }
 
@@ -243,6 +281,8 @@ struct pprof_strings {
     size_t cap;     /* of s, as planned */
     uint32_t *slot; /* table id + 1; 0 = empty */
     size_t mask;
+    char *fix; /* room left for valid copies (pprof_fix_room()) */
+    size_t fix_left;
 };
 
 static uint64_t pprof_hash(const char *str)
@@ -253,9 +293,25 @@ static uint64_t pprof_hash(const char *str)
     return h;
 }
 
-/* Index of @str in the table, appending it if absent. */
+/* @str, or its valid UTF-8 copy in the block when it is not valid (counted). */
+static const char *pprof_fix(struct pprof_strings *t, const char *str)
+{
+    size_t n = strlen(str);
+    if (utf8_valid(str, n))
+        return str;
+    size_t need = utf8_sanitized_len(str, n, NULL) + 1;
+    PYPROFD_ASSERT(need <= t->fix_left); /* the plan made room */
+    char *copy = t->fix;
+    (void)utf8_sanitize(copy, need, str, n);
+    t->fix += need;
+    t->fix_left -= need;
+    return copy;
+}
+
+/* Index of @str (as valid UTF-8) in the table, appending it if absent. */
 static int64_t pprof_intern(struct pprof_strings *t, const char *str)
 {
+    str = pprof_fix(t, str);
     size_t i = (size_t)pprof_hash(str) & t->mask;
     while (t->slot[i]) {
         size_t id = t->slot[i] - 1u;
@@ -292,6 +348,8 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
         .mask = slots - 1,
     };
     uint32_t *remap = pprof_take(ar, p->nstrings, sizeof(uint32_t));
+    t.fix = pprof_take(ar, p->fix_bytes, 1);
+    t.fix_left = p->fix_bytes;
     /* Each window's strings in turn; "" is first, as string 0 of every window (agg.h). */
     pprof_intern(&t, "");
     size_t roff = 0;
@@ -522,7 +580,7 @@ int pprof_build_multi(const struct pprof_part *parts, size_t nparts, const struc
     size_t max = m->max_bytes ? m->max_bytes : PPROF_DEFAULT_MAX_BYTES;
 
     struct pprof_plan plan;
-    int err = pprof_plan(parts, nparts, &plan);
+    int err = pprof_plan(parts, nparts, m, &plan);
     if (err)
         return err;
 

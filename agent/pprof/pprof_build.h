@@ -8,6 +8,12 @@
  * The profile it writes obeys the strictest of those consumers:
  *  - string_table is agg's string table in id order (entry 0 is ""), followed
  *    by the few strings the encoder adds (sample and label names), each once;
+ *    every entry is valid UTF-8, as proto3 requires of a string (Python's
+ *    protobuf and Go's refuse the whole profile otherwise): text is made
+ *    valid where it enters pyprofd (base/utf8.h), and a string that is not
+ *    anyway (a window or label set filled another way) is written with
+ *    U+FFFD for each invalid sequence, counted; two strings that become
+ *    equal are one entry;
  *  - Function and Location ids are dense, 1..N in array order (Parca looks
  *    them up by id - 1); Function i and Location i are agg's entry i;
  *  - each Location has exactly one Line, address 0 (Python frames have no

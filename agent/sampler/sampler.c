@@ -15,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/strnum.h"
+#include "base/utf8.h"
 #include "sampler/sampler.h"
 #include "sampler/schedule.h"
 #include "sampler/threadstat.h"
@@ -22,13 +23,15 @@
 #define SAMPLER_THREADS      256u          /* threads whose name and host TID are cached */
 #define SAMPLER_NAME_REFRESH 1000000000ull /* re-read a thread's name after 1 s */
 #define SAMPLER_MAX_TRACED   1024u
+#define SAMPLER_COMM_MAX     15u /* a thread's name as the kernel keeps it (TASK_COMM_LEN - 1) */
 
 /* A target thread as the kernel knows it. */
 struct sampler_thread {
     uint64_t ns_tid; /* 0 = free slot */
     pid_t host_tid;
     uint64_t named_ns;
-    char name[32];
+    char comm[SAMPLER_COMM_MAX + 1];                        /* as read: any bytes */
+    char name[SAMPLER_COMM_MAX * UTF8_REPLACEMENT_LEN + 1]; /* ... as valid UTF-8 */
     uint64_t last_key;                /* stack_key of the last stack added for this thread */
     bool last_added;                  /* ... and whether the window took it */
     bool tap_added[SAMPLER_MAX_TAPS]; /* ... and whether each tap took it */
@@ -109,8 +112,21 @@ static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
             t->host_tid = host;
     }
     if (t->host_tid && (t->named_ns == 0 || s->now_ns - t->named_ns > SAMPLER_NAME_REFRESH)) {
-        if (threadstat_comm(s->opts.proc_root, s->pid, t->host_tid, t->name, sizeof(t->name)))
-            t->name[0] = '\0';
+        char comm[sizeof(t->comm)];
+        if (threadstat_comm(s->opts.proc_root, s->pid, t->host_tid, comm, sizeof(comm)))
+            comm[0] = '\0';
+        if (strcmp(comm, t->comm) != 0) {
+            /*
+             * Where a thread's name enters pyprofd: made valid UTF-8 (a
+             * character the kernel's cut split is dropped), and counted once
+             * per new name rather than once a second.
+             */
+            memcpy(t->comm, comm, sizeof(comm));
+            size_t n = strlen(comm);
+            if (n == SAMPLER_COMM_MAX)
+                n = utf8_trim_cut(comm, n);
+            (void)utf8_sanitize(t->name, sizeof(t->name), comm, n);
+        }
         t->named_ns = s->now_ns ? s->now_ns : 1;
     }
     return t;

@@ -7,6 +7,7 @@
 
 #include "base/alloc.h"
 #include "base/hash.h"
+#include "base/utf8.h"
 #include "config/relabel.h"
 #include "python/pyversion.h"
 #include "sampler/targets.h"
@@ -233,7 +234,9 @@ static void proc_set(struct proc_entry *p, enum proc_state state, uint64_t reche
 {
     p->state = state;
     p->recheck_ns = recheck;
-    snprintf(p->reason, sizeof(p->reason), "%s", reason ? reason : "");
+    /* a reason may quote what a process maps (a path): valid UTF-8, cut on a boundary */
+    reason = reason ? reason : "";
+    (void)utf8_sanitize(p->reason, sizeof(p->reason), reason, strlen(reason));
 }
 
 void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
@@ -245,7 +248,8 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
     char why[256] = "", msg[320];
     bool say = false; /* log the reason even for a state that is usually quiet */
     *v = (struct verdict){0};
-    snprintf(p->comm, sizeof(p->comm), "%s", info->comm ? info->comm : "");
+    const char *comm = info->comm ? info->comm : "";
+    (void)utf8_sanitize(p->comm, sizeof(p->comm), comm, strlen(comm)); /* cut on a boundary */
     snprintf(p->container_id, sizeof(p->container_id), "%s",
              info->container_id ? info->container_id : "");
     p->nspid = info->nspid;

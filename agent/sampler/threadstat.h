@@ -41,7 +41,9 @@ PYPROFD_WARN_UNUSED int threadstat_host_tid(const char *proc_root, pid_t pid, ui
 
 /**
  * Reads the name of thread @a host_tid (/proc/PID/task/TID/comm, at most 15
- * characters) into @a buf without the newline. Returns 0 or a negative errno.
+ * bytes) into @a buf without the newline, as it is: any bytes, perhaps a
+ * character cut in two (the sampler makes it valid UTF-8). Returns 0 or a
+ * negative errno.
  */
 PYPROFD_WARN_UNUSED int threadstat_comm(const char *proc_root, pid_t pid, pid_t host_tid, char *buf,
                                         size_t len);

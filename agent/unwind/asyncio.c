@@ -203,7 +203,8 @@ void asyncio_refuse_table(struct asyncio *a, const char *why)
 {
     if (atomic_load(&a->state) != ASYNCIO_SEARCHING)
         return;
-    snprintf(a->why, sizeof(a->why), "%s", why);
+    /* discovery's words quote a file the process maps: valid UTF-8, cut on a boundary */
+    (void)utf8_sanitize(a->why, sizeof(a->why), why, strlen(why));
     atomic_store(&a->state, ASYNCIO_INVALID);
 }
 

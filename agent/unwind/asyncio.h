@@ -157,8 +157,8 @@ PYPROFD_WARN_UNUSED int asyncio_new(struct unwinder *u, struct memread *mr,
 PYPROFD_WARN_UNUSED int asyncio_attach_table(struct asyncio *a, uint64_t raddr, uint64_t size);
 
 /**
- * Records that discovery found the table malformed (@a why, copied, says
- * how): ASYNCIO_INVALID, plain stacks for good. A no-op unless
+ * Records that discovery found the table malformed (@a why, copied as
+ * valid UTF-8, says how): ASYNCIO_INVALID, plain stacks for good. A no-op unless
  * ASYNCIO_SEARCHING. Thread safety: as asyncio_attach_table().
  */
 void asyncio_refuse_table(struct asyncio *a, const char *why);

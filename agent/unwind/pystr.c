@@ -57,23 +57,32 @@ long pystr_decode_n(const struct py_layout *l, const uint8_t *obj, size_t len, c
     }
     const uint8_t *p = obj + data;
     size_t at = 0;
+    uint64_t replaced = 0;
     for (size_t i = 0; i < keep; i++) {
         uint32_t cp;
         if (kind == 1) {
             cp = p[i];
-            if (PYABI_STR_ASCII(state, l->str_state_shift) && cp >= 0x80)
-                cp = UTF8_REPLACEMENT; /* an "ASCII" string that is not */
         } else if (kind == 2) {
             cp = load_le16(p + 2 * i);
         } else {
             cp = load_le32(p + 4 * i);
         }
-        size_t n = pystr_put_utf8(out, out_cap, at, cp);
+        /*
+         * Not a character UTF-8 can hold (a lone surrogate: how Python keeps
+         * an undecodable byte of a file name), or a byte an "ASCII" string
+         * should not have: U+FFFD, counted as base/utf8.h's replacements.
+         */
+        bool bad = (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff ||
+                   (kind == 1 && cp >= 0x80 && PYABI_STR_ASCII(state, l->str_state_shift));
+        size_t n = pystr_put_utf8(out, out_cap, at, bad ? UTF8_REPLACEMENT : cp);
         if (n == 0)
             break;
         at += n;
+        replaced += bad;
     }
     out[at] = '\0';
+    if (replaced)
+        utf8_count_replaced(replaced);
     return (long)at;
 }
 

@@ -6,8 +6,11 @@
  * into UTF-8: compact ASCII, and compact Latin-1 / UCS-2 / UCS-4 strings
  * (names like "zażółć" or "日本語"), with the data offsets the target's table
  * gives. Legacy (non-compact) strings never name code in practice and are
- * refused. Lone surrogates and out-of-range code points become U+FFFD; more
- * than PYSTR_MAX_CHARS code points are cut off there.
+ * refused. The result is valid UTF-8: lone surrogates (Python keeps a file
+ * name's undecodable bytes as U+DC80-U+DCFF), out-of-range code points and
+ * bytes above 0x7f in an object flagged ASCII become U+FFFD, one each,
+ * counted with base/utf8.h's replacements (utf8_count_replaced()); more than
+ * PYSTR_MAX_CHARS code points are cut off there.
  *
  * The object bytes are untrusted: lengths are checked against the copy and the
  * caps before any byte is read.

@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "exporters/pull/views.h"
 #include "pprof/flamegraph.h"
 #include "pprof/pprof_build.h"
@@ -73,7 +74,10 @@ int views_profile_flame(const struct loop_capture *c, int mode, bool one_pid, ui
         const char *svc = labels_get(&p->labels, "service_name");
         if (!svc || !*svc)
             svc = labels_get(&p->labels, "job");
-        snprintf(names[n], sizeof(names[n]), "%s (pid %d)", svc && *svc ? svc : "?", (int)p->pid);
+        svc = svc && *svc ? svc : "?";
+        /* cut on a character boundary, room left for " (pid N)" */
+        int keep = (int)utf8_cut(svc, strlen(svc), sizeof(names[n]) - 24);
+        snprintf(names[n], sizeof(names[n]), "%.*s (pid %d)", keep, svc, (int)p->pid);
         parts[n].agg = p->agg;
         parts[n].name = one_pid && c->nparts == 1 ? NULL : names[n];
         n++;
@@ -232,11 +236,20 @@ int views_targets_json(const struct loop_view *v, char **out, size_t *out_len)
             json_object_object_add(root, "kubernetes", views_pods(&v->pods));
         size_t len = 0;
         const char *str = json_object_to_json_string_length(root, JSON_C_TO_STRING_PRETTY, &len);
-        *out = str ? alloc_strndup(str, len) : NULL;
-        if (*out)
-            *out_len = len;
-        else
+        /*
+         * json-c copies bytes above 0x7f as they are: the document is valid
+         * UTF-8 only if every string was. They are (text is made valid where
+         * it enters pyprofd); anything missed is written as U+FFFD here,
+         * counted. Bytes above 0x7f are never JSON syntax, so this keeps the
+         * document well-formed.
+         */
+        size_t need = str ? utf8_sanitized_len(str, len, NULL) : 0;
+        *out = str ? alloc_malloc(need + 1) : NULL;
+        if (*out) {
+            *out_len = utf8_sanitize(*out, need + 1, str, len);
+        } else {
             err = -ENOMEM;
+        }
     }
     json_object_put(arr);
     json_object_put(root);
@@ -410,6 +423,11 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
     if (!err)
         err = views_scalar(w, "pyprofd_discovery_scan_errors_total", PROMTEXT_COUNTER,
                            "Scans of the proc root that failed.", (double)v->scan_errors);
+    if (!err)
+        err = views_scalar(w, "pyprofd_utf8_replaced_total", PROMTEXT_COUNTER,
+                           "Invalid UTF-8 sequences in text from outside (command lines, names, "
+                           "paths) replaced by U+FFFD.",
+                           (double)utf8_replaced_total());
     if (!err && v->pods.enabled)
         err = views_pods_metrics(&v->pods, w);
     return err;

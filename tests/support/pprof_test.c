@@ -8,6 +8,7 @@
 #include <stdarg.h>
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "pprof/gzip.h"
 #include "pprof_test.h"
 
@@ -76,6 +77,9 @@ int pprof_test_check(const Perftools__Profiles__Profile *p, char *why, size_t wh
     if (p->n_string_table == 0 || strcmp(p->string_table[0], "") != 0)
         return pprof_test_fail(why, why_len, "string_table[0] is not \"\"");
     for (size_t i = 0; i < p->n_string_table; i++) {
+        /* proto3 strings: strict decoders refuse the whole profile otherwise */
+        if (!utf8_valid(p->string_table[i], strlen(p->string_table[i])))
+            return pprof_test_fail(why, why_len, "string %zu is not valid UTF-8", i);
         for (size_t k = i + 1; k < p->n_string_table; k++) {
             if (strcmp(p->string_table[i], p->string_table[k]) == 0)
                 return pprof_test_fail(why, why_len, "string %zu repeats %zu", k, i);

@@ -35,11 +35,11 @@ void pprof_test_free(Perftools__Profiles__Profile *p);
 
 /**
  * Checks @a p against the consumers' rules: string_table[0] is "" and has no
- * duplicates, every string index is in range, mapping/function/location ids
- * are 1..N in array order, every referenced id exists, every sample has one
- * value per sample type, labels have a key, one kind of value, no empty
- * string value and no key twice on one sample, type strings have no '-'.
- * Returns 0, or -EINVAL with the first broken rule in @a why.
+ * duplicates, every string is valid UTF-8 (proto3), every string index is in range,
+ * mapping/function/location ids are 1..N in array order, every referenced id exists, every sample
+ * has one value per sample type, labels have a key, one kind of value, no empty string value and no
+ * key twice on one sample, type strings have no '-'. Returns 0, or -EINVAL with the first broken
+ * rule in @a why.
  */
 int pprof_test_check(const Perftools__Profiles__Profile *p, char *why, size_t why_len);
 

@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "base/labels.h"
+#include "base/utf8.h"
 
 static void test_labels__set_get_replace_sorted(void **state)
 {
@@ -112,6 +113,43 @@ static void test_labels__cap_and_oom_leave_set_unchanged(void **state)
     labels_release(&src);
 }
 
+/* Values are valid UTF-8 whatever was given: U+FFFD as Python's decoder writes, counted. */
+static void test_labels__values_are_valid_utf8(void **state)
+{
+    (void)state;
+    struct labels ls = {0};
+    uint64_t before = utf8_replaced_total();
+    assert_int_equal(labels_set(&ls, "cmd", "python3 /srv/\xff\xfe\x1b[31mapp.py \xe2\x82"), 0);
+    assert_string_equal(labels_get(&ls, "cmd"),
+                        "python3 /srv/\xef\xbf\xbd\xef\xbf\xbd\x1b[31mapp.py "
+                        "\xef\xbf\xbd");
+    assert_int_equal(utf8_replaced_total() - before, 3);
+    /* setn stops at its length, and at a NUL before it */
+    assert_int_equal(labels_setn(&ls, "n", "ab\xc3\xa4\xff", 4), 0);
+    assert_string_equal(labels_get(&ls, "n"), "ab\xc3\xa4");
+    assert_int_equal(labels_setn(&ls, "n", "ab\xc3\xa4\xff", 5), 0);
+    assert_string_equal(labels_get(&ls, "n"), "ab\xc3\xa4\xef\xbf\xbd");
+    assert_int_equal(labels_setn(&ls, "z", "a\0\xff", 3), 0);
+    assert_string_equal(labels_get(&ls, "z"), "a");
+    assert_int_equal(utf8_replaced_total() - before, 4);
+    /* valid text is kept byte for byte, a real U+FFFD included */
+    assert_int_equal(labels_set(&ls, "ok", "za\xc5\xbc\xc3\xb3\xc5\x82\xc4\x87 \xef\xbf\xbd"), 0);
+    assert_string_equal(labels_get(&ls, "ok"), "za\xc5\xbc\xc3\xb3\xc5\x82\xc4\x87 \xef\xbf\xbd");
+    assert_int_equal(utf8_replaced_total() - before, 4);
+    labels_release(&ls);
+
+    /* a copy of a set built by hand, around labels_set(), is valid too */
+    char name[] = "cmd", value[] = "a\xff"
+                                   "b";
+    struct label one = {.name = name, .value = value};
+    struct labels hand = {.v = &one, .n = 1, .cap = 1}, copy = {0};
+    assert_int_equal(labels_copy(&copy, &hand), 0);
+    assert_string_equal(labels_get(&copy, "cmd"), "a\xef\xbf\xbd"
+                                                  "b");
+    assert_int_equal(utf8_replaced_total() - before, 5);
+    labels_release(&copy);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -119,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_labels__del_copy_equal_hash),
         cmocka_unit_test(test_labels__valid_name),
         cmocka_unit_test(test_labels__cap_and_oom_leave_set_unchanged),
+        cmocka_unit_test(test_labels__values_are_valid_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 
 #include "base/alloc.h"
 #include "base/promtext.h"
+#include "base/utf8.h"
 
 /* The document so far as a NUL-terminated string (static buffer). */
 static const char *doc(struct promtext *w)
@@ -69,15 +70,20 @@ static void test_promtext__escapes_labels_and_help(void **state)
     struct promtext *w = new_writer(0);
     assert_int_equal(promtext_family(w, "m", PROMTEXT_GAUGE, "a \"quoted\" back\\slash\nnext"), 0);
     assert_int_equal(promtext_sample(w, NULL, PROMTEXT_LABELS({"v", "a\\b\"c\nd"}), 1), 0);
-    /* UTF-8 is kept; bytes that are not UTF-8 become U+FFFD */
+    /* UTF-8 is kept; an invalid sequence becomes one U+FFFD as in Python (base/utf8.h), counted */
+    uint64_t before = utf8_replaced_total();
     assert_int_equal(
         promtext_sample(w, NULL, PROMTEXT_LABELS({"v", "caf\xc3\xa9 \xff\xc0\xaf"}), 2), 0);
     assert_int_equal(promtext_sample(w, NULL, PROMTEXT_LABELS({"v", ""}), 3), 0);
+    assert_int_equal(promtext_sample(w, NULL, PROMTEXT_LABELS({"v", "\xe2\x82|\xed\xa0\x80"}), 4),
+                     0);
+    assert_int_equal(utf8_replaced_total() - before, 7);
     assert_string_equal(doc(w), "# HELP m a \"quoted\" back\\\\slash\\nnext\n"
                                 "# TYPE m gauge\n"
                                 "m{v=\"a\\\\b\\\"c\\nd\"} 1\n"
                                 "m{v=\"caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"} 2\n"
-                                "m{v=\"\"} 3\n");
+                                "m{v=\"\"} 3\n"
+                                "m{v=\"\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"} 4\n");
     promtext_free(w);
 }
 

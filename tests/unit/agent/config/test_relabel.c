@@ -5,6 +5,7 @@
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "config/relabel.h"
 
 static struct relabel_rules *compile1(const struct relabel_rule_spec *s)
@@ -243,6 +244,102 @@ static void test_relabel__keep_drop(void **state)
     assert_false(k);
     assert_null(labels_get(&ls, "after"));
     labels_release(&ls);
+    relabel_free(r);
+}
+
+#define FFFD UTF8_REPLACEMENT_STR
+
+static const char *const src_cmd[] = {"__meta_process_commandline"};
+
+/* Applies @s to a set holding only command line @cmd; returns keep. */
+static bool run_cmd(const struct relabel_rule_spec *s, const char *cmd, struct labels *ls)
+{
+    struct relabel_rules *r = compile1(s);
+    bool keep = false;
+    labels_init(ls);
+    assert_int_equal(labels_set(ls, "__meta_process_commandline", cmd), 0);
+    assert_int_equal(relabel_apply(r, ls, &keep), 0);
+    relabel_free(r);
+    return keep;
+}
+
+/*
+ * A command line with bytes that are not UTF-8 is matched through the text
+ * the labels carry, U+FFFD in their place: "keep" keeps it (a regex in UTF
+ * mode cannot match "." across an invalid byte, so it used to drop it), and
+ * captures copy the U+FFFD form.
+ */
+static void test_relabel__keep_matches_invalid_utf8_as_fffd(void **state)
+{
+    (void)state;
+    static const char cmd[] = "/usr/bin/python3 /srv/\xff\xfe\x1b[31mapp.py --token=\xe2\x82";
+    struct labels ls;
+    struct relabel_rule_spec keep = {.source_labels = src_cmd,
+                                     .nsource_labels = 1,
+                                     .regex = ".*/srv/.*app\\.py.*",
+                                     .action = RELABEL_KEEP};
+    assert_true(run_cmd(&keep, cmd, &ls));
+    labels_release(&ls);
+    /* the U+FFFD written in a regex matches where the bytes were */
+    keep.regex = ".*/srv/" FFFD FFFD "\x1b\\[31mapp\\.py --token=" FFFD;
+    assert_true(run_cmd(&keep, cmd, &ls));
+    labels_release(&ls);
+    keep.regex = ".*/srv/\\x{fffd}{2}.*";
+    assert_true(run_cmd(&keep, cmd, &ls));
+    labels_release(&ls);
+    struct relabel_rule_spec script = {.source_labels = src_cmd,
+                                       .nsource_labels = 1,
+                                       .regex = "\\S+ (\\S+) .*",
+                                       .target_label = "script"};
+    assert_true(run_cmd(&script, cmd, &ls));
+    assert_string_equal(labels_get(&ls, "script"), "/srv/" FFFD FFFD "\x1b[31mapp.py");
+    labels_release(&ls);
+}
+
+/* Inserting invalid bytes into a command line does not get it past a "drop". */
+static void test_relabel__drop_cannot_be_dodged_with_invalid_bytes(void **state)
+{
+    (void)state;
+    struct labels ls;
+    struct relabel_rule_spec drop = {.source_labels = src_cmd,
+                                     .nsource_labels = 1,
+                                     .regex = ".*secret.*",
+                                     .action = RELABEL_DROP};
+    static const char *const dodges[] = {
+        "python3 /srv/secret.py",
+        "python3 /srv/\xffsecret.py",
+        "python3 /srv/secret\xc0\xaf.py",
+        "python3 \xed\xa0\x80/srv/secret.py \xf0\x9f\x98",
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(dodges); i++) {
+        if (run_cmd(&drop, dodges[i], &ls))
+            fail_msg("dodge %zu was kept", i);
+        labels_release(&ls);
+    }
+    assert_true(run_cmd(&drop, "python3 /srv/\xffpublic.py", &ls));
+    labels_release(&ls);
+}
+
+/*
+ * A set built by hand, around labels_set(), holding bytes that are not
+ * UTF-8: the rule still sees (and counts) the U+FFFD form.
+ */
+static void test_relabel__sees_valid_utf8_in_a_set_built_by_hand(void **state)
+{
+    (void)state;
+    char name[] = "__meta_process_commandline", value[] = "python3 /srv/\xffsecret.py";
+    struct label one = {.name = name, .value = value};
+    struct labels ls = {.v = &one, .n = 1, .cap = 1};
+    struct relabel_rule_spec drop = {.source_labels = src_cmd,
+                                     .nsource_labels = 1,
+                                     .regex = "python3 /srv/" FFFD "secret\\.py",
+                                     .action = RELABEL_DROP};
+    struct relabel_rules *r = compile1(&drop);
+    bool keep = true;
+    uint64_t before = utf8_replaced_total();
+    assert_int_equal(relabel_apply(r, &ls, &keep), 0);
+    assert_false(keep);
+    assert_int_equal(utf8_replaced_total() - before, 1);
     relabel_free(r);
 }
 
@@ -766,6 +863,9 @@ int main(void)
         cmocka_unit_test(test_relabel__empty_result_deletes_target),
         cmocka_unit_test(test_relabel__dollar_1x_is_a_group_name),
         cmocka_unit_test(test_relabel__keep_drop),
+        cmocka_unit_test(test_relabel__keep_matches_invalid_utf8_as_fffd),
+        cmocka_unit_test(test_relabel__drop_cannot_be_dodged_with_invalid_bytes),
+        cmocka_unit_test(test_relabel__sees_valid_utf8_in_a_set_built_by_hand),
         cmocka_unit_test(test_relabel__keepequal_dropequal),
         cmocka_unit_test(test_relabel__hashmod_matches_prometheus),
         cmocka_unit_test(test_relabel__hashmod_md5_rfc1321_vectors),

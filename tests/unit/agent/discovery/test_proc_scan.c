@@ -15,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/labels.h"
+#include "base/utf8.h"
 #include "discovery/proc_scan.h"
 
 #define ID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -801,6 +802,132 @@ static void test_proc_scan__cmdline_cap_and_deleted_exe(void **state)
     proc_scan_free(s);
 }
 
+/* A user database whose names are not UTF-8. */
+static int fake_bad_user(uint32_t uid, char *buf, size_t len, void *arg)
+{
+    (void)arg;
+    snprintf(buf, len,
+             "\xff"
+             "user%u",
+             (unsigned)uid);
+    return 0;
+}
+
+#define FFFD UTF8_REPLACEMENT_STR
+
+/*
+ * Every string a process can put in front of pyprofd comes out valid UTF-8,
+ * invalid sequences replaced by U+FFFD as Python's decoder does, control
+ * characters left as they are (valid UTF-8; showing them is the terminal's
+ * side), each replacement counted; meta labels and copies carry the same.
+ */
+static void test_proc_scan__text_becomes_valid_utf8(void **state)
+{
+    struct fake *f = *state;
+    char stat[512], status[1024];
+    make_stat(stat, sizeof(stat), 77, "py\xffthon", 'S', 1, 0x400000, 100);
+    make_status(status, sizeof(status), "python", 1, 1000, NULL);
+    static const char cmd[] = "/usr/bin/python3\0/srv/\xff\xfe\x1b[31mevil.py\0--name=\xe2\x82\0";
+    struct fake_proc p = {
+        .pid = 77,
+        .stat = stat,
+        .status = status,
+        .cmdline = cmd,
+        .cmd_len = sizeof(cmd) - 1,
+        .cgroup = "0::/user.slice/app-\xc0\xaf.scope\n",
+        .exe = "/opt/\xff/python3.13",
+        .cwd = "/srv/\xed\xa0\x80",
+    };
+    fake_proc(f, &p);
+    /* a 15-byte comm the kernel cut inside a character: the character goes */
+    make_stat(stat, sizeof(stat), 78, "worker-\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa", 'S', 1, 0x400000,
+              100);
+    make_status(status, sizeof(status), "worker", 1, 1000, NULL);
+    p = (struct fake_proc){.pid = 78,
+                           .stat = stat,
+                           .status = status,
+                           .cmdline = "x",
+                           .cmd_len = 1,
+                           .cgroup = "0::/\n",
+                           .exe = "/x",
+                           .cwd = "/"};
+    fake_proc(f, &p);
+
+    struct proc_scan_opts o = {.user_lookup = fake_bad_user};
+    struct proc_scan *s = fake_scan(f, &o);
+    uint64_t before = utf8_replaced_total();
+    assert_int_equal(proc_scan_run(s, BTIME * NS), 0);
+    const struct proc_info *pi = find_pid(s, 77);
+    assert_non_null(pi);
+    assert_string_equal(pi->comm, "py" FFFD "thon");
+    assert_string_equal(pi->cmdline,
+                        "/usr/bin/python3 /srv/" FFFD FFFD "\x1b[31mevil.py --name=" FFFD);
+    assert_string_equal(pi->exe, "/opt/" FFFD "/python3.13");
+    assert_string_equal(pi->cwd, "/srv/" FFFD FFFD FFFD);
+    assert_string_equal(pi->cgroup_path, "/user.slice/app-" FFFD FFFD ".scope");
+    assert_string_equal(pi->username, FFFD "user1000");
+    /* comm 1, cmdline 3, exe 1, cwd 3, cgroup 2, user name 1 (looked up once for both) */
+    assert_int_equal(utf8_replaced_total() - before, 11);
+    const struct proc_info *cut = find_pid(s, 78);
+    assert_non_null(cut);
+    assert_string_equal(cut->comm, "worker-\xe6\x97\xa5\xe6\x9c\xac");
+
+    struct labels ls;
+    labels_init(&ls);
+    assert_int_equal(proc_scan_meta_labels(pi, &ls), 0);
+    for (size_t i = 0; i < ls.n; i++)
+        assert_true(utf8_valid(ls.v[i].value, strlen(ls.v[i].value)));
+    assert_string_equal(labels_get(&ls, "__meta_process_commandline"), pi->cmdline);
+    assert_string_equal(labels_get(&ls, "__meta_process_executable_name"), "python3.13");
+    labels_release(&ls);
+    struct proc_info copy;
+    before = utf8_replaced_total();
+    assert_int_equal(proc_info_copy(&copy, pi), 0);
+    assert_string_equal(copy.cmdline, pi->cmdline);
+    assert_int_equal(utf8_replaced_total(), before); /* nothing left to replace */
+    proc_info_release(&copy);
+    proc_scan_free(s);
+}
+
+/* The command line's cap cuts on a character boundary, also after replacement. */
+static void test_proc_scan__cmdline_cap_keeps_utf8_whole(void **state)
+{
+    struct fake *f = *state;
+    static char two[PROC_SCAN_CMDLINE_MAX + 64], bad[PROC_SCAN_CMDLINE_MAX + 64];
+    two[0] = 'x';
+    for (size_t i = 1; i + 1 < sizeof(two); i += 2)
+        memcpy(two + i, "\xc3\xa9", 2); /* x then e-acute, e-acute, ...: the cap splits one */
+    memset(bad, 0xff, sizeof(bad));
+    const char *cmds[] = {two, bad};
+    for (int k = 0; k < 2; k++) {
+        char stat[512], status[1024];
+        make_stat(stat, sizeof(stat), 60 + k, "python3", 'S', 1, 0, 100);
+        make_status(status, sizeof(status), "python3", 1, 0, NULL);
+        struct fake_proc p = {.pid = 60 + k,
+                              .stat = stat,
+                              .status = status,
+                              .cmdline = cmds[k],
+                              .cmd_len = PROC_SCAN_CMDLINE_MAX + 64,
+                              .cgroup = "0::/\n",
+                              .exe = "/x",
+                              .cwd = "/"};
+        fake_proc(f, &p);
+    }
+    struct proc_scan *s = fake_scan(f, NULL);
+    assert_int_equal(proc_scan_run(s, BTIME * NS), 0);
+    const struct proc_info *pi = find_pid(s, 60);
+    assert_non_null(pi);
+    assert_int_equal(strlen(pi->cmdline), PROC_SCAN_CMDLINE_MAX - 1);
+    assert_true(utf8_valid(pi->cmdline, strlen(pi->cmdline)));
+    assert_null(strstr(pi->cmdline, FFFD)); /* the split character went, not replaced */
+    pi = find_pid(s, 61);
+    assert_non_null(pi);
+    /* 4096 bytes of 0xff are 4096 U+FFFD: as many as fit in the cap */
+    assert_int_equal(strlen(pi->cmdline), PROC_SCAN_CMDLINE_MAX / 3 * 3);
+    assert_true(utf8_valid(pi->cmdline, strlen(pi->cmdline)));
+    proc_scan_free(s);
+}
+
 static void test_proc_scan__pid_reuse_changes_key(void **state)
 {
     struct fake *f = *state;
@@ -1066,6 +1193,8 @@ int main(void)
         FAKE_TEST(test_proc_scan__counts_vanished_and_unreadable),
         FAKE_TEST(test_proc_scan__counts_malformed),
         FAKE_TEST(test_proc_scan__cmdline_cap_and_deleted_exe),
+        FAKE_TEST(test_proc_scan__text_becomes_valid_utf8),
+        FAKE_TEST(test_proc_scan__cmdline_cap_keeps_utf8_whole),
         FAKE_TEST(test_proc_scan__pid_reuse_changes_key),
         FAKE_TEST(test_proc_scan__age_uses_btime_and_clock_ticks),
         FAKE_TEST(test_proc_scan__btime_after_a_huge_intr_line),

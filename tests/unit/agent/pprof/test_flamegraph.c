@@ -6,6 +6,7 @@
 
 #include "aggregate/agg.h"
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "pprof/flamegraph.h"
 #include "unwind/unwind.h"
 
@@ -78,6 +79,38 @@ static void test_flamegraph__escapes_strings(void **state)
     agg_free(a);
 }
 
+/*
+ * Text that is not valid UTF-8 (none should reach the tree: it is made valid
+ * where it enters pyprofd) is still written as valid UTF-8, U+FFFD per
+ * maximal invalid subsequence as Python's decoder writes, and counted; valid
+ * text, a real U+FFFD included, is written as it is.
+ */
+static void test_flamegraph__writes_only_valid_utf8(void **state)
+{
+    (void)state;
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct unwind_frame s[] = {
+        frame("run\xe2\x82\xff\xc3\xa9\xef\xbf\xbd", "/srv/\xff\xfe\x1b[31mapp.py", 1, 1)};
+    assert_int_equal(agg_add(a, s, 1, 7, "Main\xc0Thread", NULL, 1, 1), 0);
+    struct flame_part p = {.agg = a, .name = "svc\xed\xa0\x80 (pid 1)"};
+    int err;
+    uint64_t before = utf8_replaced_total();
+    const char *json = tree(&p, 1, &err);
+    assert_int_equal(err, 0);
+    assert_true(utf8_valid(json, strlen(json)));
+    assert_non_null(strstr(json, "\"n\":\"run" UTF8_REPLACEMENT_STR UTF8_REPLACEMENT_STR
+                                 "\xc3\xa9" UTF8_REPLACEMENT_STR "\""));
+    assert_non_null(strstr(json, "\"f\":\"/srv/" UTF8_REPLACEMENT_STR UTF8_REPLACEMENT_STR
+                                 "\\u001b[31mapp.py\""));
+    assert_non_null(
+        strstr(json, "\"n\":\"svc" UTF8_REPLACEMENT_STR UTF8_REPLACEMENT_STR UTF8_REPLACEMENT_STR
+                     " (pid 1)\""));
+    /* run 2, file 2, part name 3 */
+    assert_int_equal(utf8_replaced_total() - before, 7);
+    agg_free(a);
+}
+
 /* Several windows: each under a node of its own name; a part without a name is refused. */
 static void test_flamegraph__parts(void **state)
 {
@@ -146,6 +179,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flamegraph__merges_by_function),
         cmocka_unit_test(test_flamegraph__escapes_strings),
+        cmocka_unit_test(test_flamegraph__writes_only_valid_utf8),
         cmocka_unit_test(test_flamegraph__parts),
         cmocka_unit_test(test_flamegraph__survives_allocation_failures),
     };

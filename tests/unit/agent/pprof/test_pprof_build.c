@@ -9,6 +9,7 @@
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "fixture.h"
 #include "pprof/pprof_build.h"
 #include "pprof_test.h"
@@ -763,6 +764,60 @@ static void test_pprof_build__part_labels_first_of_each_name(void **state)
     agg_free(other);
 }
 
+#define FFFD UTF8_REPLACEMENT_STR
+
+/*
+ * string_table is valid UTF-8 whatever the window and labels hold (text is
+ * made valid where it enters pyprofd; this is the encoder's own guard):
+ * each invalid sequence written as U+FFFD and counted, strings that become
+ * equal stored once, valid strings (a real U+FFFD included) left alone.
+ */
+static void test_pprof_build__string_table_is_valid_utf8(void **state)
+{
+    struct fixture *f = *state;
+    struct unwind_frame fr[] = {
+        {.kind = UNWIND_FRAME_PYTHON,
+         .function = "run\xe2\x82\xff",
+         .file = "/srv/\xff\xfe\x1b[31mapp.py",
+         .first_line = 1,
+         .code_raddr = 0x10,
+         .pos = {.line = 2, .end_line = 2, .col = 1, .end_col = 2}},
+        {.kind = UNWIND_FRAME_PYTHON,
+         .function = "run\xe2\x82\xfe", /* becomes the same text as the frame above */
+         .file = "ok_" FFFD ".py",
+         .first_line = 1,
+         .code_raddr = 0x20,
+         .pos = {.line = 3, .end_line = 3, .col = 1, .end_col = 2}},
+    };
+    assert_int_equal(agg_add(f->agg, fr, 2, 7, "Main\xc0Thread", "task-\xed\xa0\x80", 1, 10), 0);
+    struct label l[] = {{.name = (char *)"service_name", .value = (char *)"svc\xff"}};
+    struct labels ls = {.v = l, .n = 1, .cap = 1};
+    struct pprof_part part = {.agg = f->agg, .labels = &ls};
+    struct pprof_meta m = pprof_test_meta();
+    m.comment = "comment \xf4\x90\x80\x80";
+    uint8_t *gz = NULL;
+    size_t len = 0;
+    uint64_t before = utf8_replaced_total();
+    assert_int_equal(pprof_build_multi(&part, 1, &m, &gz, &len), 0);
+    /* run 2 + 2, file 2, thread 1, task 3, label 1, comment 4 */
+    assert_int_equal(utf8_replaced_total() - before, 15);
+    assert_int_equal(pprof_test_decode(gz, len, &f->prof), 0);
+    alloc_free(gz);
+    char why[256] = "";
+    if (pprof_test_check(f->prof, why, sizeof(why))) /* valid UTF-8 and no repeats */
+        fail_msg("profile breaks a rule: %s", why);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_true(has_string(p, "run" FFFD FFFD));
+    assert_true(has_string(p, "/srv/" FFFD FFFD "\x1b[31mapp.py"));
+    assert_true(has_string(p, "ok_" FFFD ".py"));
+    assert_true(has_string(p, "Main" FFFD "Thread"));
+    assert_true(has_string(p, "task-" FFFD FFFD FFFD));
+    assert_true(has_string(p, "svc" FFFD));
+    assert_true(has_string(p, "comment " FFFD FFFD FFFD FFFD));
+    assert_int_equal(p->n_function, 2);
+    assert_int_equal(p->function[0]->name, p->function[1]->name);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, pprof_build_setup, pprof_build_teardown)
 
 int main(void)
@@ -779,6 +834,7 @@ int main(void)
         T(test_pprof_build__empty_labelled_part_alone),
         T(test_pprof_build__empty_parts_among_labelled_parts),
         T(test_pprof_build__part_with_every_sample_dropped),
+        T(test_pprof_build__string_table_is_valid_utf8),
         T(test_pprof_build__part_labels_first_of_each_name),
         T(test_pprof_build__empty_window),
         T(test_pprof_build__added_strings_are_deduplicated),

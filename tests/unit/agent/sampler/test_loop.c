@@ -21,6 +21,7 @@
 #include "aggregate/window.h"
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/utf8.h"
 #include "clock_fake.h"
 #include "probe_fake.h"
 #include "procfs_fake.h"
@@ -618,6 +619,58 @@ static void test_loop__cpu_mode_reads_thread_states_under_the_proc_root(void **s
     fx->finished = true;
 }
 
+/* ---- text ----------------------------------------------------------------------- */
+
+#define FFFD UTF8_REPLACEMENT_STR
+
+/*
+ * A process and threads named with bytes that are not UTF-8: the window's
+ * thread names and the view's comm hold the U+FFFD form, a thread name the
+ * kernel cut inside a character loses that character, and each bad name is
+ * counted once, not at every re-read of the thread names (each second).
+ */
+static void test_loop__names_become_valid_utf8_counted_once(void **state)
+{
+    struct lfx *fx = *state;
+    procfs_fake_add(fx->proc, 1000, "py\xff\x1b[31m",
+                    procfs_fake_start_ticks(fx->proc, fx->cf.real_ns, (int64_t)(60 * S)));
+    procfs_fake_thread(fx->proc, 1000, 1001, "Main\xffThread", 'S');
+    procfs_fake_thread(fx->proc, 1000, 1002, "worker-\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa", 'S');
+    probe_fake_set(fx->probe, 1000, lfx_image(fx, 1000));
+    uint64_t before = utf8_replaced_total();
+    lfx_start(fx, lfx_config(fx, NULL, NULL));
+    lfx_run(fx, 3500 * MS);
+    struct loop_view *v = lfx_view(fx);
+    const struct loop_proc_view *pv = view_proc(v, 1000);
+    assert_non_null(pv);
+    assert_int_equal(pv->state, PROC_ACTIVE);
+    assert_string_equal(pv->comm, "py" FFFD "\x1b[31m");
+    loop_view_free(v);
+    loop_stop(fx->l); /* flushes the window */
+    struct window_item items[4];
+    size_t n = lfx_pop_all(fx, items, 4);
+    assert_int_equal(n, 1);
+    const struct agg *a = items[0].agg;
+    size_t seen_main = 0, seen_worker = 0;
+    for (size_t i = 0; i < agg_sample_count(a); i++) {
+        const struct agg_sample *smp = agg_sample(a, i);
+        const char *name = agg_string(a, smp->thread_name);
+        if (smp->thread_id == 1001) {
+            assert_string_equal(name, "Main" FFFD "Thread");
+            seen_main++;
+        } else {
+            assert_int_equal(smp->thread_id, 1002);
+            assert_string_equal(name, "worker-\xe6\x97\xa5\xe6\x9c\xac");
+            seen_worker++;
+        }
+    }
+    assert_true(seen_main > 0 && seen_worker > 0);
+    /* the comm once (scanned once), the main thread's name once (re-read 3 times) */
+    assert_int_equal(utf8_replaced_total() - before, 2);
+    lfx_release_all(fx, items, n);
+    fx->finished = true;
+}
+
 int main(void)
 {
     log_set_level(LOG_LEVEL_WARN);
@@ -637,6 +690,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_loop__attempts_coalesce_into_ticks, loop_setup,
                                         loop_teardown),
         cmocka_unit_test_setup_teardown(test_loop__a_fast_target_shortens_the_tick, loop_setup,
+                                        loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__names_become_valid_utf8_counted_once, loop_setup,
                                         loop_teardown),
         cmocka_unit_test_setup_teardown(test_loop__cpu_mode_reads_thread_states_under_the_proc_root,
                                         loop_setup, loop_teardown),

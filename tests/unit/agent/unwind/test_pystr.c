@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "fixture.h"
 #include "memread_fake.h"
+#include "base/utf8.h"
 #include "python/pyabi.h"
 #include "unwind/pystr.h"
 
@@ -91,6 +92,41 @@ static void test_pystr__bad_code_points_become_replacement(void **state)
                    "b");
     expect_decodes(4, false, too_big, 1, "\xef\xbf\xbd");
     expect_decodes(1, true, fake_ascii, 2, "a\xef\xbf\xbd");
+
+    /* a script named b"\xff\xfe.py": Python's co_filename holds U+DCFF U+DCFE */
+    static const uint32_t escaped[] = {'/', 0xDCFF, 0xDCFE, '.', 'p', 'y'};
+    uint64_t before = utf8_replaced_total();
+    expect_decodes(2, false, escaped, 6, "/\xef\xbf\xbd\xef\xbf\xbd.py");
+    assert_int_equal(utf8_replaced_total() - before, 2); /* counted, one each */
+    static const uint32_t real_fffd[] = {0xFFFD, 'x'};
+    expect_decodes(2, false, real_fffd, 2, "\xef\xbf\xbdx");
+    assert_int_equal(utf8_replaced_total() - before, 2); /* a real U+FFFD is not a replacement */
+
+    /* whatever the code points, in every kind, the result is valid UTF-8 */
+    static const uint32_t edges[] = {0x7F,    0x80,     0xFF,     0x7FF,      0x800,  0xD7FF,
+                                     0xD800,  0xDBFF,   0xDC00,   0xDFFF,     0xE000, 0xFFFF,
+                                     0x10000, 0x10FFFF, 0x110000, 0xFFFFFFFF, 'a',    0};
+    uint32_t cps[64];
+    uint64_t x = 88172645463325252ull;
+    for (unsigned round = 0; round < 2000; round++) {
+        size_t n = 1 + round % 63u;
+        unsigned kind = (unsigned[]){1, 2, 4}[round % 3u];
+        uint32_t mask = kind == 1 ? 0xFF : kind == 2 ? 0xFFFF : 0xFFFFFFFF;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            cps[i] =
+                (x & 1 ? edges[(x >> 1) % PYPROFD_ARRAY_SIZE(edges)] : (uint32_t)(x >> 8)) & mask;
+            if (cps[i] == 0)
+                cps[i] = 'z'; /* a NUL would end the C string early */
+        }
+        uint8_t obj[1024];
+        size_t len = make_str(obj, sizeof(obj), kind, kind == 1 && round % 2u, cps, n);
+        char out[4 * PYSTR_MAX_CHARS + 1];
+        size_t need = 0;
+        long got = pystr_decode(&layout, obj, len, out, sizeof(out), &need);
+        assert_true(got >= 0);
+        assert_true(utf8_valid(out, (size_t)got));
+    }
 }
 
 static void test_pystr__asks_for_more_and_caps_length(void **state)
