@@ -248,6 +248,69 @@ if [ -n "$first" ]; then
 fi
 kill "$receiver" 2>/dev/null || true
 
+echo
+echo "== hostile input: a target that puts terminal escape sequences in its own names"
+echo "   (tests/targets/escapes.py: a function named ESC]0;pwned BEL evil ESC[31m red, to retitle"
+echo "   and recolour the terminal); pyprofd dump shows them escaped, as ps and ls do"
+echo
+epid=$(scripts/run-target.sh start --python 3.14 escapes)
+pids+=("$epid")
+"$bin" dump "$epid" 2>&1 | head -n 4 | sed 's/^/   /'
+scripts/run-target.sh stop "$epid" || true
+echo
+echo "== pod metadata from a hostile API server: one 35 MiB pod list (40 pods of 10,000"
+echo "   environment variables and managedFields each) from tests/kube/fake_apiserver.py on"
+echo "   loopback HTTPS; the agent scans it as it streams and keeps only what labels use"
+echo
+mkdir -p "$out/kube"
+/usr/bin/python3 -u - "$out/kube" >"$out/kube/server.log" 2>&1 <<'PY' &
+import os, sys, time
+sys.path.insert(0, "tests/kube")
+import fake_apiserver as fake
+d = sys.argv[1]
+certs = fake.make_certs(d)
+with open(os.path.join(d, "token"), "w") as f:
+    f.write("demo-token\n")
+with fake.FakeApiServer(certs, token="demo-token") as srv:
+    srv.serve_list(fake.heavy_items(40, "demo-node"))
+    print("url", srv.url, flush=True)
+    while True:
+        time.sleep(3600)
+PY
+apiserver=$!
+trap 'kill "$apiserver" 2>/dev/null || true; cleanup; rm -rf "$out"' EXIT
+for _ in $(seq 100); do
+    grep -q '^url ' "$out/kube/server.log" 2>/dev/null && break
+    sleep 0.1
+done
+kport=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$out/kube.yml" <<KUBE
+discovery:
+  kubernetes:
+    enabled: true
+    api_server: $(awk '/^url / {print $2}' "$out/kube/server.log")
+    node_name: demo-node
+    bearer_token_file: $out/kube/token
+    tls_config: {ca_file: $out/kube/ca.crt}
+server:
+  listen_address: 127.0.0.1:$kport
+KUBE
+"$bin" agent --config.file "$out/kube.yml" >"$out/kube-agent.log" 2>&1 &
+agent=$!
+for _ in $(seq 300); do
+    curl -s "http://127.0.0.1:$kport/metrics" 2>/dev/null | grep -q '^pyprofd_kubernetes_up 1' && break
+    sleep 0.1
+done
+grep 'kubernetes' "$out/kube-agent.log" | sed 's/^/   /'
+curl -s "http://127.0.0.1:$kport/metrics" |
+    grep -E '^(pyprofd_kubernetes_(up|pods|memory_bytes)|process_resident_memory_bytes) ' |
+    sed 's/^/   /'
+awk '/^VmHWM/ {printf "   the agent'\''s peak resident memory: %.0f MiB (VmHWM)\n", $2 / 1024}' "/proc/$agent/status"
+kill -TERM "$agent"
+wait "$agent" || true
+kill "$apiserver" 2>/dev/null || true
+echo "   (docs/kubernetes.md, \"Bounds and liveness\": every bound, and what the agent does past it)"
+
 html=build/demo-flamegraph.html
 echo
 echo "== $bin record -a -d 3 -o $html ${pids[1]}   (an HTML flame graph: one file, no network)"

@@ -205,7 +205,10 @@ uint64_t http_retry_after_ns(const char *value, int64_t now_real_ns)
     int64_t now_s = now_real_ns / (int64_t)NS_PER_SEC;
     if (http_date_parse(value, now_s, &t) != 0)
         return 0;
-    /* a date centuries ahead must not overflow: it means "a very long time" */
+    /* a date before the epoch is past (and would overflow in ns); one
+     * centuries ahead means "a very long time" */
+    if (t <= 0)
+        return 0;
     if (t > INT64_MAX / (int64_t)NS_PER_SEC)
         return UINT64_MAX;
     int64_t at = t * (int64_t)NS_PER_SEC;

@@ -114,6 +114,14 @@ PYPROFD_WARN_UNUSED int jsonscan_feed(struct jsonscan *s, const void *data, size
  */
 PYPROFD_WARN_UNUSED int jsonscan_finish(struct jsonscan *s, jsonscan_fn cb, void *arg);
 
+/**
+ * Called from the callback of a JSONSCAN_OBJECT_BEGIN or JSONSCAN_ARRAY_BEGIN
+ * token: what the container holds is still checked but not handed over (no
+ * token, no text kept) until its own END, which is. Cheaper than ignoring
+ * the tokens. Has no effect from another token's callback.
+ */
+void jsonscan_skip(struct jsonscan *s);
+
 /** Whether the scanner stands between top-level values with no error. */
 bool jsonscan_idle(const struct jsonscan *s);
 

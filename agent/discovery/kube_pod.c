@@ -703,6 +703,8 @@ int kube_pod_builder_token(struct kube_pod_builder *b, const struct jsonscan_tok
         }
     } else {
         rc = pb_value(b, t);
+        if (rc == 0 && begin && b->skip > 0)
+            return 2; /* nothing inside is wanted: the scanner may pass it over */
     }
     if (rc != 0)
         b->nomem = true;
@@ -774,6 +776,7 @@ fail:
 
 struct pb_text_ctx {
     struct kube_pod_builder *b;
+    struct jsonscan *s;
     bool begun;
     int rc;
 };
@@ -791,6 +794,8 @@ static int pb_text_token(void *arg, const struct jsonscan_token *t)
         return 0;
     }
     int rc = kube_pod_builder_token(c->b, t);
+    if (rc == 2)
+        jsonscan_skip(c->s);
     return rc < 0 ? (c->rc = rc) : 0;
 }
 
@@ -804,7 +809,7 @@ int kube_pod_from_text(const void *text, size_t len, struct kube_pod *out)
         rc = jsonscan_new(JSONSCAN_MAX_DEPTH, 4096, 0, &s);
     if (rc != 0)
         goto out;
-    struct pb_text_ctx c = {b, false, 0};
+    struct pb_text_ctx c = {b, s, false, 0};
     rc = jsonscan_feed(s, text, len, pb_text_token, &c);
     if (rc == 0)
         rc = jsonscan_finish(s, pb_text_token, &c);

@@ -132,8 +132,10 @@ void kube_pod_builder_begin(struct kube_pod_builder *b, const struct jsonscan_to
 
 /**
  * One token inside the object, up to and including its JSONSCAN_OBJECT_END.
- * Returns 0 while the object goes on, 1 when @a t was its end, -ENOMEM (the
- * record is then unusable; begin again).
+ * Returns 0 while the object goes on, 1 when @a t was its end, 2 when @a t
+ * began a container nothing of which is kept (the caller may
+ * jsonscan_skip() it: only its end needs to come), -ENOMEM (the record is
+ * then unusable; begin again).
  */
 PYPROFD_WARN_UNUSED int kube_pod_builder_token(struct kube_pod_builder *b,
                                                const struct jsonscan_token *t);

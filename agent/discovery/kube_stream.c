@@ -229,6 +229,8 @@ static int ks_watch_token(void *arg, const struct jsonscan_token *t)
         int rc = kube_pod_builder_token(s->pb, t);
         if (rc < 0)
             return rc;
+        if (rc == 2)
+            jsonscan_skip(s->scan);
         if (rc == 1) {
             s->in_object = false;
             s->object_done = true;
@@ -254,8 +256,11 @@ static int ks_watch_token(void *arg, const struct jsonscan_token *t)
         if (t->type == JSONSCAN_OBJECT_BEGIN) {
             kube_pod_builder_begin(s->pb, t);
             s->in_object = true;
+            return 0;
         }
     }
+    if (t->type == JSONSCAN_OBJECT_BEGIN || t->type == JSONSCAN_ARRAY_BEGIN)
+        jsonscan_skip(s->scan); /* a member nothing is taken from */
     return 0;
 }
 
@@ -320,9 +325,14 @@ static int ks_list_token(void *arg, const struct jsonscan_token *t)
                 return -ENOMEM;
             return ks_item_end(s);
         }
-        if (s->item_oversize)
+        if (s->item_oversize) {
+            if (t->type == JSONSCAN_OBJECT_BEGIN || t->type == JSONSCAN_ARRAY_BEGIN)
+                jsonscan_skip(s->scan);
             return 0;
+        }
         int rc = kube_pod_builder_token(s->pb, t);
+        if (rc == 2)
+            jsonscan_skip(s->scan);
         return rc < 0 ? rc : 0;
     }
     switch (t->depth) {
@@ -346,13 +356,15 @@ static int ks_list_token(void *arg, const struct jsonscan_token *t)
             s->in_meta = s->in_items = false;
             return 0;
         }
-        if (s->pend == KS_KEY_METADATA) {
-            s->in_meta = t->type == JSONSCAN_OBJECT_BEGIN;
+        if (s->pend == KS_KEY_METADATA && t->type == JSONSCAN_OBJECT_BEGIN) {
+            s->in_meta = true;
         } else if (s->pend == KS_KEY_ITEMS) {
             if (t->type == JSONSCAN_ARRAY_BEGIN)
                 s->in_items = true;
             else if (t->type != JSONSCAN_NULL)
                 return -EBADMSG; /* "items" is an array (or null: no pods) */
+        } else if (t->type == JSONSCAN_OBJECT_BEGIN || t->type == JSONSCAN_ARRAY_BEGIN) {
+            jsonscan_skip(s->scan); /* a member nothing is taken from */
         }
         s->pend = KS_KEY_OTHER;
         return 0;

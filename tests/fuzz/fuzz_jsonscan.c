@@ -9,7 +9,9 @@
  *    test checks case by case.) Nesting past the scanner's bound aside;
  *  - the same tokens however the input is split (two cut points taken from
  *    the input), and the same tokens in sequence mode for a single value;
- *  - texts are valid UTF-8, never longer than the cap, cut only when marked.
+ *  - texts are valid UTF-8, never longer than the cap, cut only when marked;
+ *  - skipping every container (jsonscan_skip()) accepts and refuses exactly
+ *    the same inputs.
  */
 #include "base/compat.h"
 
@@ -26,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct fuzz_trace {
     uint64_t hash;
     size_t tokens;
+    struct jsonscan *skip; /* not NULL: skip every container it begins */
 };
 
 static int fuzz_token(void *arg, const struct jsonscan_token *t)
@@ -49,6 +52,8 @@ static int fuzz_token(void *arg, const struct jsonscan_token *t)
         h = (h ^ (unsigned char)t->text[i]) * 0x100000001b3ull;
     tr->hash = h * 0x9E3779B97F4A7C15ull;
     tr->tokens++;
+    if (tr->skip && (t->type == JSONSCAN_OBJECT_BEGIN || t->type == JSONSCAN_ARRAY_BEGIN))
+        jsonscan_skip(tr->skip);
     return 0;
 }
 
@@ -89,6 +94,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         PYPROFD_ASSERT(fuzz_scan(many, data, size, a, size, &seq) == 0);
         PYPROFD_ASSERT(seq.hash == whole.hash && seq.tokens == whole.tokens);
     }
+    /* skipping changes what is handed over, never the verdict */
+    struct fuzz_trace skipped;
+    jsonscan_reset(one);
+    memset(&skipped, 0, sizeof(skipped));
+    skipped.skip = one;
+    int rc3 = jsonscan_feed(one, data, size, fuzz_token, &skipped);
+    if (rc3 == 0)
+        rc3 = jsonscan_finish(one, fuzz_token, &skipped);
+    PYPROFD_ASSERT(rc3 == rc);
     if (rc == -ELOOP)
         goto out;
     /* json-c, strict, as one value with nothing after it */

@@ -127,6 +127,9 @@ static void test_httpdate__retry_after(void **state)
                      30 * s);
     assert_int_equal(http_retry_after_ns("Wed, 21 Oct 2015 07:28:00 GMT", date + 1), 0);
     assert_true(http_retry_after_ns("Fri, 01 Jan 9999 00:00:00 GMT", 0) > 200ull * 365 * 86400 * s);
+    /* before the epoch: past, and no overflow on the way (found by fuzz_push_replies) */
+    assert_int_equal(http_retry_after_ns("Mon, 01 Jan 0001 00:00:00 GMT", date), 0);
+    assert_int_equal(http_retry_after_ns("Wed, 31 Dec 1969 23:59:59 GMT", date), 0);
 }
 
 int main(void)

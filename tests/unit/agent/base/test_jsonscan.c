@@ -342,6 +342,49 @@ static void test_jsonscan__callback_stops_the_feed(void **state)
     jsonscan_free(s);
 }
 
+struct skipper {
+    struct jsonscan *s;
+    struct buf *out;
+};
+
+/* Skips every array; shows the tokens like show_token(). */
+static int skip_arrays(void *arg, const struct jsonscan_token *t)
+{
+    struct skipper *k = arg;
+    if (t->type == JSONSCAN_ARRAY_BEGIN || t->type == JSONSCAN_KEY)
+        jsonscan_skip(k->s); /* a key's request has no effect */
+    return show_token(k->out, t);
+}
+
+static void test_jsonscan__skipped_containers(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 1 << 16);
+    struct skipper k = {NULL, &b};
+    assert_int_equal(jsonscan_new(16, 64, 0, &k.s), 0);
+    const char *in = "{\"a\":[1,{\"x\":[2]},\"s\"],\"b\":{\"c\":3},\"d\":[]}";
+    for (size_t piece = 1; piece <= strlen(in); piece++) {
+        jsonscan_reset(k.s);
+        buf_reset(&b);
+        for (size_t at = 0; at < strlen(in); at += piece) {
+            size_t n = strlen(in) - at < piece ? strlen(in) - at : piece;
+            assert_int_equal(jsonscan_feed(k.s, in + at, n, skip_arrays, &k), 0);
+        }
+        assert_int_equal(jsonscan_finish(k.s, skip_arrays, &k), 0);
+        assert_string_equal(buf_str(&b),
+                            "{0 k1:\"a\" [1 ]1 k1:\"b\" {1 k2:\"c\" n2:\"3\" }1 k1:\"d\" "
+                            "[1 ]1 }0 | ");
+    }
+    /* what is skipped is still checked */
+    jsonscan_reset(k.s);
+    assert_int_equal(jsonscan_feed(k.s, "[1,{\"a\":\"\xff\"}]", 14, skip_arrays, &k), -EBADMSG);
+    jsonscan_reset(k.s);
+    assert_int_equal(jsonscan_feed(k.s, "[1,]", 4, skip_arrays, &k), -EBADMSG);
+    jsonscan_free(k.s);
+    buf_release(&b);
+}
+
 static void test_jsonscan__memory_does_not_follow_the_input(void **state)
 {
     (void)state;
@@ -381,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_jsonscan__texts_are_cut_on_a_character),
         cmocka_unit_test(test_jsonscan__a_sequence_of_values),
         cmocka_unit_test(test_jsonscan__callback_stops_the_feed),
+        cmocka_unit_test(test_jsonscan__skipped_containers),
         cmocka_unit_test(test_jsonscan__memory_does_not_follow_the_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
