@@ -148,7 +148,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
     va_end(ap);
     size_t mlen = m < 0 ? 0 : (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1;
     struct log_line l = {.n = 0};
-    char ts[40];
+    char ts[80]; /* the widest ints the format can print: no truncation warning */
     switch (log_format_now) {
     case LOG_FORMAT_TEXT:
         log_puts(&l, "pyprofd: ");
