@@ -65,14 +65,14 @@ static void cli_permission_denied(pid_t pid)
 
 static void cli_not_python(pid_t pid, const struct pyruntime *rt, const char *why)
 {
-    if (rt->name_minor && rt->name_minor < 13 &&
+    if (rt->name_minor && rt->name_minor < 11 &&
         (rt->miss == PYRUNTIME_MISS_NO_COOKIE || rt->miss == PYRUNTIME_MISS_NO_SECTION))
-        log_error("process %d runs Python 3.%u, which is too old: pyprofd needs CPython 3.13 or "
-                  "newer (it has no debug offsets table)",
+        log_error("process %d runs Python 3.%u, which pyprofd does not read yet: it reads "
+                  "CPython 3.11 to 3.15",
                   (int)pid, rt->name_minor);
     else if (rt->miss == PYRUNTIME_MISS_NO_COOKIE)
-        log_error("process %d has a Python runtime without a debug offsets table: CPython older "
-                  "than 3.13, or not initialized yet (%s)",
+        log_error("process %d has a Python runtime pyprofd cannot place: CPython older than "
+                  "3.11, or not initialized yet (%s)",
                   (int)pid, why);
     else
         log_error("process %d is not a Python process (%s)", (int)pid, why);

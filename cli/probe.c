@@ -29,14 +29,25 @@ static int probe_one(pid_t pid, enum memread_backend backend)
     const struct py_layout *l = unwinder_layout(t.unwinder);
     printf("pid %d: CPython %s%s\n", (int)pid, pyversion_format(&rt->version, ver, sizeof(ver)),
            l->free_threaded ? " (free-threaded)" : "");
-    printf("  runtime   0x%" PRIx64 " (.PyRuntime, %" PRIu64 " bytes)\n", rt->raddr,
-           rt->section_size);
+    printf("  runtime   0x%" PRIx64 " (%s, %" PRIu64 " bytes)\n", rt->raddr,
+           rt->no_table ? rt->found_by : ".PyRuntime", rt->section_size);
     fputs("  file      ", stdout);
     termtext_fputs(rt->path, stdout); /* the target's file name: shown, not obeyed */
     printf("%s (mapped at 0x%" PRIx64 ", opened via %s)\n", rt->deleted ? " (deleted)" : "",
            rt->map_start, rt->opened_via);
-    printf("  table     cookie xdebugpy, version word 0x%08" PRIx64 ", %zu bytes, validated\n",
-           rt->version.hex, l->table_size);
+    if (rt->no_table) {
+        printf("  version   Py_Version 0x%08" PRIx64 "\n", rt->version.hex);
+        printf("  table     none (before 3.13): generated layout, from %s\n",
+               l->source_detail ? l->source_detail : "?");
+        printf("  checked   thread state -> its interpreter; running code object is %s; "
+               "its file name is %s\n",
+               rt->code_type ? "PyCode_Type" : "(PyCode_Type not exported: unchecked)",
+               rt->unicode_type ? "a str" : "(PyUnicode_Type not exported: unchecked)");
+    } else {
+        printf("  table     target's own: cookie xdebugpy, version word 0x%08" PRIx64
+               ", %zu bytes, validated\n",
+               rt->version.hex, l->table_size);
+    }
     printf("  layout    thread state %u B, frame %u B, code object %u B%s%s\n", l->ts_size,
            l->fr_size, l->co_size, l->has_base_frame ? ", base frame" : "",
            l->has_code_generation ? ", code generation counter" : "");

@@ -46,6 +46,9 @@ PACKAGES=(
 	python3-grpcio # a real gRPC server receives Parca pushes in tests
 	python3-protobuf
 	python3 # test drivers and vector generators run on Debian's own /usr/bin/python3
+	python3.11 # Debian 12's own interpreter: a live CPython 3.11 target (OPTIONAL)
+	python3.11-dbg # ... and its debug build
+	python3.11-dev # its headers: the generated 3.11 layout is checked against them
 	# test rootfs (scripts/python-rootfs.sh, scripts/run-target.sh)
 	debootstrap
 	util-linux # unshare, setsid
@@ -70,7 +73,7 @@ PACKAGES=(
 # that need it skip, saying why (tests/integration/test_web.py). That
 # verdict is kept in UNAVAILABLE_FILE, so later runs neither update the lists
 # again for it nor say it again; remove the file to have it looked for anew.
-OPTIONAL=(chromium chromium-driver)
+OPTIONAL=(chromium chromium-driver python3.11 python3.11-dbg python3.11-dev) # python3.11*: Debian 12 only
 UNAVAILABLE_FILE=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/pyprofd/bootstrap-unavailable
 
 prog=bootstrap

@@ -29,7 +29,8 @@ start  run TARGET (a name under tests/targets, e.g. sleepy, or a path to a .py
        --python 3.X       interpreter: 3.13, 3.14 or 3.15 (required): Debian's
                           /usr/bin/python3.X; 3.Xd is its debug build
                           (/usr/bin/python3.Xd), 3.Xt the free-threaded build
-                          (/usr/local/bin/python3.Xt)
+                          (/usr/local/bin/python3.Xt); 3.11 and 3.11d are this
+                          machine's own (Debian 12), run without a rootfs
        --mode chroot      run chroot'ed, in the host PID namespace (default)
        --mode container   run as PID 1 of new PID and mount namespaces, with
                           its own /proc (unshare --pid --mount --fork)
@@ -145,7 +146,12 @@ cmd_start() {
 	shift
 
 	local interp
+	local host=0 # 3.11: this machine's own Debian 12 interpreter, no rootfs
 	case $python in
+	3.11 | 3.11d)
+		interp=/usr/bin/python$python
+		host=1
+		;;
 	3.13 | 3.14 | 3.15 | 3.13d | 3.14d | 3.15d) interp=/usr/bin/python$python ;;
 	3.13t | 3.14t | 3.15t) interp=/usr/local/bin/python$python ;;
 	'') die "start: --python is required (3.13, 3.14 or 3.15, with a d or t suffix for the debug or free-threaded build)" ;;
@@ -171,13 +177,17 @@ cmd_start() {
 	((EUID == 0)) || die "start: must run as root (chroot and unshare need it)"
 
 	# The rootfs.
-	if [[ -z $rootfs ]]; then
+	if ((host)); then
+		[[ -x $interp ]] ||
+			die "start: no $interp on this machine (Debian 12's python${python%d}$([[ $python == *d ]] && echo -dbg) package: scripts/bootstrap.sh installs it)"
+		rootfs=/
+	elif [[ -z $rootfs ]]; then
 		rootfs=$("$script_dir/python-rootfs.sh" --print-path) ||
 			die "start: cannot find the rootfs path (scripts/python-rootfs.sh --print-path failed)"
 	fi
-	[[ -d $rootfs ]] ||
+	((host)) || [[ -d $rootfs ]] ||
 		die "start: no rootfs at $rootfs: run scripts/python-rootfs.sh (as root) first"
-	[[ -x $rootfs$interp ]] ||
+	((host)) || [[ -x $rootfs$interp ]] ||
 		die "start: no $interp in the rootfs $rootfs: run scripts/python-rootfs.sh (as root) to (re)build it"
 	rootfs=$(realpath -- "$rootfs")
 
@@ -194,7 +204,9 @@ cmd_start() {
 		die "start: bad target name $name: use letters, digits, '_', '-' and '.'"
 
 	# Copy it into the rootfs atomically: parallel starts never see half a file.
-	local dest_dir=$rootfs/pyprofd-targets tmp
+	local inside=/pyprofd-targets tmp
+	# (3.11 on the host: the host's own /pyprofd-targets, the same path as in a rootfs)
+	local dest_dir=${rootfs%/}$inside
 	mkdir -p -- "$dest_dir" || die "start: cannot create $dest_dir"
 	tmp=$(mktemp "$dest_dir/.$name.py.XXXXXX") || die "start: cannot create a temporary file in $dest_dir"
 	if ! cp -- "$src" "$tmp" || ! chmod 644 -- "$tmp" || ! mv -f -- "$tmp" "$dest_dir/$name.py"; then
@@ -223,9 +235,9 @@ cmd_start() {
 		cmd+=(setsid chroot "$rootfs")
 	else
 		cmd+=(setsid unshare --pid --mount --fork --kill-child
-			"--mount-proc=$rootfs/proc" chroot "$rootfs")
+			"--mount-proc=${rootfs%/}/proc" chroot "$rootfs")
 	fi
-	cmd+=("$interp" -u "/pyprofd-targets/$name.py" "$@")
+	cmd+=("$interp" -u "$inside/$name.py" "$@")
 
 	(
 		# Do not hand our callers' extra file descriptors (pipes of a test

@@ -15,6 +15,7 @@
 
 struct elf_file {
     uint16_t type;
+    uint64_t file_size;
     bool has_load;
     uint64_t load_base;
     size_t nsections;
@@ -157,6 +158,7 @@ static int elf_parse(const struct elf_src *src, struct elf_file **out)
     if (!ef)
         return -ENOMEM;
     ef->type = eh.e_type;
+    ef->file_size = src->size;
     err = elf_parse_program_headers(src, &eh, ef);
     if (!err)
         err = elf_parse_section_headers(src, &eh, ef);
@@ -211,6 +213,86 @@ int elf_file_load_base(const struct elf_file *ef, uint64_t *out)
         return -ENOENT;
     *out = ef->load_base;
     return 0;
+}
+
+/* One symbol table (@symsec, of type .dynsym or .symtab): fills the names
+ * still missing. A malformed table is skipped (returns 0): the other table,
+ * or the caller's fallback, may still do. */
+static int elf_scan_symtab(const struct elf_file *ef, const struct elf_src *src,
+                           const Elf64_Shdr *symsec, const char *const *names, size_t n,
+                           struct elf_symbol *out)
+{
+    if (symsec->sh_entsize != sizeof(Elf64_Sym) || symsec->sh_link >= ef->nsections)
+        return 0;
+    const Elf64_Shdr *strsec = &ef->sections[symsec->sh_link];
+    if (strsec->sh_type != SHT_STRTAB || strsec->sh_size == 0 || strsec->sh_size > ELF_MAX_STRTAB)
+        return 0;
+    size_t strlen_ = (size_t)strsec->sh_size;
+    char *str = alloc_malloc(strlen_ + 1);
+    Elf64_Sym *syms = alloc_calloc(ELF_SYMS_PER_READ, sizeof(Elf64_Sym));
+    int err = str && syms ? 0 : -ENOMEM;
+    if (!err)
+        err = elf_src_read(src, strsec->sh_offset, str, strlen_);
+    if (err == -ENOEXEC)
+        err = 0, strlen_ = 0; /* the string table is outside the file: skip the table */
+    /* a table that claims more than the file holds is read as far as it goes */
+    uint64_t avail = symsec->sh_offset < src->size ? src->size - symsec->sh_offset : 0;
+    uint64_t bytes = symsec->sh_size < avail ? symsec->sh_size : avail;
+    uint64_t count = strlen_ ? bytes / sizeof(Elf64_Sym) : 0;
+    for (uint64_t at = 0; !err && at < count; at += ELF_SYMS_PER_READ) {
+        size_t batch = count - at < ELF_SYMS_PER_READ ? (size_t)(count - at) : ELF_SYMS_PER_READ;
+        err = elf_src_read(src, symsec->sh_offset + at * sizeof(Elf64_Sym), syms,
+                           batch * sizeof(Elf64_Sym));
+        for (size_t i = 0; !err && i < batch; i++) {
+            const Elf64_Sym *sy = &syms[i];
+            if (sy->st_shndx == SHN_UNDEF || sy->st_name == 0 || sy->st_name >= strlen_)
+                continue;
+            const char *name = str + sy->st_name;
+            size_t len = strnlen(name, strlen_ - sy->st_name);
+            for (size_t k = 0; k < n; k++) {
+                if (out[k].found || strlen(names[k]) != len || memcmp(names[k], name, len))
+                    continue;
+                out[k].value = sy->st_value;
+                out[k].size = sy->st_size;
+                out[k].found = true;
+            }
+        }
+    }
+    alloc_free(syms);
+    alloc_free(str);
+    return err;
+}
+
+static int elf_find_symbols(const struct elf_file *ef, const struct elf_src *src,
+                            const char *const *names, size_t n, struct elf_symbol *out)
+{
+    for (size_t k = 0; k < n; k++)
+        out[k] = (struct elf_symbol){0};
+    static const uint32_t order[] = {SHT_DYNSYM, SHT_SYMTAB};
+    for (size_t o = 0; o < PYPROFD_ARRAY_SIZE(order); o++) {
+        for (size_t i = 0; i < ef->nsections; i++) {
+            if (ef->sections[i].sh_type != order[o])
+                continue;
+            int err = elf_scan_symtab(ef, src, &ef->sections[i], names, n, out);
+            if (err)
+                return err;
+        }
+    }
+    return 0;
+}
+
+int elf_file_find_symbols_fd(const struct elf_file *ef, int fd, const char *const *names, size_t n,
+                             struct elf_symbol *out)
+{
+    struct elf_src src = {.buf = NULL, .fd = fd, .size = ef->file_size};
+    return elf_find_symbols(ef, &src, names, n, out);
+}
+
+int elf_file_find_symbols(const struct elf_file *ef, const void *buf, size_t len,
+                          const char *const *names, size_t n, struct elf_symbol *out)
+{
+    struct elf_src src = {.buf = buf, .fd = -1, .size = len};
+    return elf_find_symbols(ef, &src, names, n, out);
 }
 
 uint16_t elf_file_type(const struct elf_file *ef)

@@ -67,6 +67,36 @@ PYPROFD_WARN_UNUSED int elf_file_find_section(const struct elf_file *ef, const c
  */
 PYPROFD_WARN_UNUSED int elf_file_load_base(const struct elf_file *ef, uint64_t *out);
 
+/** A defined symbol's value and size, as found by elf_file_find_symbols(). */
+struct elf_symbol {
+    uint64_t value; /* st_value: address in the file's own address space */
+    uint64_t size;  /* st_size */
+    bool found;
+};
+
+/** Caps on a symbol table: entries read per pass, and its string table's size. */
+#define ELF_SYMS_PER_READ 512u
+#define ELF_MAX_STRTAB    (64u << 20)
+
+/**
+ * Looks up the @a n symbols named in @a names among the defined symbols of
+ * .dynsym, then .symtab (a stripped file has only the former; a static
+ * interpreter may have only the latter), reading the tables from @a fd
+ * (borrowed; the descriptor @a ef was parsed from) a bounded chunk at a time.
+ * Fills @a out[i] for each name; a name not found has found == false. A symbol
+ * table whose entry size, string table link or string table size is malformed
+ * or over the caps is skipped as if absent. Returns 0 (even when nothing was
+ * found), -EIO/-errno on read errors, -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int elf_file_find_symbols_fd(const struct elf_file *ef, int fd,
+                                                 const char *const *names, size_t n,
+                                                 struct elf_symbol *out);
+
+/** Same as elf_file_find_symbols_fd() over the @a len bytes at @a buf (borrowed). */
+PYPROFD_WARN_UNUSED int elf_file_find_symbols(const struct elf_file *ef, const void *buf,
+                                              size_t len, const char *const *names, size_t n,
+                                              struct elf_symbol *out);
+
 /** e_type: ET_EXEC for a non-PIE executable, ET_DYN for shared objects and PIE. */
 uint16_t elf_file_type(const struct elf_file *ef);
 

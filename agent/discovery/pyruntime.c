@@ -14,6 +14,7 @@
 #include "discovery/elf_sections.h"
 #include "discovery/proc_maps.h"
 #include "discovery/pyruntime.h"
+#include "python/pyabi.h"
 
 /* Outcome of looking at one candidate file. */
 enum pyruntime_candidate {
@@ -51,6 +52,14 @@ static unsigned pyruntime_name_minor(const char *path)
  */
 static bool pyruntime_initialized(struct memread *mr, uint64_t raddr, const struct py_version *v)
 {
+    const struct pyabi_generated *gen = pyabi_generated_for(v->major == 3 ? v->minor : 0);
+    if (gen && gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].set) {
+        /* no table (3.11, 3.12): the generated layout says where */
+        uint64_t head = 0;
+        return memread_read(mr, raddr + gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].value, &head,
+                            sizeof(head)) != 0 ||
+               head != 0;
+    }
     if (v->major != 3 || v->minor < 13 || v->minor > 15)
         return true;
     uint64_t entries[3]; /* runtime size, finalizing offset, interpreters_head offset */
@@ -178,6 +187,100 @@ static enum pyruntime_place pyruntime_place(const char *proc_root, pid_t pid,
     return result;
 }
 
+/*
+ * A file without the debug table (CPython 3.11, 3.12; @sec: its .PyRuntime
+ * section, when it has one without the cookie; NULL otherwise): the runtime
+ * by the _PyRuntime symbol (else the section's start) and the version by
+ * Py_Version, read live. 3.9 and 3.10 have no Py_Version: they are missed
+ * as before (PYRUNTIME_MISS_NO_COOKIE), and the caller names them by the
+ * minor version of their file name.
+ */
+static enum pyruntime_candidate
+pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
+                      const struct proc_map_entry *e, const struct pyruntime_section *sec,
+                      struct pyruntime *out, int *err, char *why, size_t why_len)
+{
+    static const char *const names[] = {"_PyRuntime", "Py_Version", "PyCode_Type", "PyUnicode_Type",
+                                        "_Py_NoneStruct"};
+    struct elf_symbol sym[PYPROFD_ARRAY_SIZE(names)];
+    memset(sym, 0, sizeof(sym));
+    const char *via = NULL;
+    int fd = e->offset == 0 ? pyruntime_open_mapped(proc_root, pid, e, &via) : -ENOENT;
+    if (fd < 0) {
+        snprintf(why, why_len, "cannot open '%s' as mapped by pid %d", e->path, (int)pid);
+        out->miss = PYRUNTIME_MISS_UNREADABLE;
+        return PYRUNTIME_SKIP;
+    }
+    struct elf_file *ef = NULL;
+    uint64_t load_base = 0;
+    int rc = elf_file_open_fd(fd, &ef);
+    if (rc == 0)
+        rc = elf_file_load_base(ef, &load_base);
+    if (rc == 0)
+        rc = elf_file_find_symbols_fd(ef, fd, names, PYPROFD_ARRAY_SIZE(names), sym);
+    close(fd);
+    elf_file_free(ef);
+    if (rc == -ENOMEM) {
+        *err = rc;
+        return PYRUNTIME_FATAL;
+    }
+    /* a symbol's address in the process; 0 when it is not in the image */
+#define PYRUNTIME_SYM(i)                                                                           \
+    (sym[i].found && sym[i].value >= load_base ? e->start + (sym[i].value - load_base) : 0)
+    uint64_t runtime = PYRUNTIME_SYM(0);
+    const char *found_by = "_PyRuntime symbol";
+    if (!runtime && sec) {
+        runtime = sec->raddr;
+        found_by = ".PyRuntime section";
+    }
+    if (!runtime) {
+        snprintf(why, why_len, "'%s' has no .PyRuntime section or _PyRuntime symbol (not CPython?)",
+                 e->path);
+        if (out->miss < PYRUNTIME_MISS_NO_SECTION)
+            out->miss = PYRUNTIME_MISS_NO_SECTION;
+        return PYRUNTIME_SKIP;
+    }
+    struct py_version v = {0};
+    uint64_t hex = 0;
+    uint64_t version_at = PYRUNTIME_SYM(1);
+    if (version_at) {
+        rc = memread_read(mr, version_at, &hex, sizeof(hex));
+        if (rc == -ESRCH || rc == -EPERM) {
+            snprintf(why, why_len, "cannot read memory of pid %d: %s", (int)pid,
+                     memread_strerror(rc));
+            *err = rc;
+            return PYRUNTIME_FATAL;
+        }
+        if (rc || pyversion_from_hex(hex, 0, &v)) {
+            snprintf(why, why_len, "'%s' has an unreadable or implausible Py_Version", e->path);
+            out->miss = PYRUNTIME_MISS_UNREADABLE;
+            return PYRUNTIME_SKIP;
+        }
+    } else {
+        /* 3.9, 3.10 (no Py_Version): not read yet; the caller names the
+         * version from the file name */
+        snprintf(why, why_len, "'%s' has no debug table and no Py_Version (CPython 3.10 or older?)",
+                 e->path);
+        out->miss = PYRUNTIME_MISS_NO_COOKIE;
+        return PYRUNTIME_SKIP;
+    }
+    out->raddr = runtime;
+    out->section_size = sym[0].found && sym[0].size ? sym[0].size : sec ? sec->size : 0;
+    out->map_start = e->start;
+    snprintf(out->path, sizeof(out->path), "%s", e->path);
+    out->deleted = e->deleted;
+    out->opened_via = via;
+    out->version = v;
+    out->no_table = true;
+    out->found_by = found_by;
+    out->code_type = PYRUNTIME_SYM(2);
+    out->unicode_type = PYRUNTIME_SYM(3);
+    out->none_object = PYRUNTIME_SYM(4);
+#undef PYRUNTIME_SYM
+    out->initialized = pyruntime_initialized(mr, runtime, &v);
+    return PYRUNTIME_FOUND;
+}
+
 static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, struct memread *mr,
                                               const struct proc_map_entry *e, struct pyruntime *out,
                                               int *err, char *why, size_t why_len)
@@ -200,10 +303,7 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
         out->miss = PYRUNTIME_MISS_UNREADABLE;
         return PYRUNTIME_SKIP;
     case PYRUNTIME_NO_SECTION:
-        snprintf(why, why_len, "'%s' has no .PyRuntime section (not CPython 3.13+?)", e->path);
-        if (out->miss < PYRUNTIME_MISS_NO_SECTION)
-            out->miss = PYRUNTIME_MISS_NO_SECTION;
-        return PYRUNTIME_SKIP;
+        return pyruntime_try_symbols(proc_root, pid, mr, e, NULL, out, err, why, why_len);
     case PYRUNTIME_UNPLACED:
         snprintf(why, why_len, "cannot place .PyRuntime of '%s' in memory", e->path);
         return PYRUNTIME_SKIP;
@@ -227,13 +327,8 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
         return PYRUNTIME_SKIP;
     }
     rc = pyversion_decode(header, sizeof(header), &out->version);
-    if (rc == -ENOENT) {
-        snprintf(why, why_len,
-                 "'%s' has .PyRuntime but no 'xdebugpy' cookie (CPython older than 3.13?)",
-                 e->path);
-        out->miss = PYRUNTIME_MISS_NO_COOKIE;
-        return PYRUNTIME_SKIP;
-    }
+    if (rc == -ENOENT) /* 3.11 and 3.12 have the section, without a table */
+        return pyruntime_try_symbols(proc_root, pid, mr, e, &sec, out, err, why, why_len);
     if (rc) {
         snprintf(why, why_len, "'%s' has a debug table with an implausible version word", e->path);
         *err = rc;

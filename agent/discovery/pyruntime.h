@@ -6,7 +6,11 @@
  * python executable, a libpython shared object, or any executable that embeds
  * the interpreter) has a .PyRuntime section whose first bytes, read live from
  * the process, are the "xdebugpy" cookie. Process and file names are only used
- * to pick which mapped files to open; the cookie decides.
+ * to pick which mapped files to open; the cookie decides. A file without the
+ * cookie is a CPython 3.11/3.12 target when its symbols name _PyRuntime (or
+ * it has a .PyRuntime section) and Py_Version, whose value, read live, gives
+ * the version (no_table below); 3.9 and 3.10 have no Py_Version: they are
+ * not found (a miss whose name_minor names them).
  *
  * Candidates, in map order: every mapped file whose name contains "python"
  * (python3.X, libpython3.X.so.1.0) and the main executable, whatever it is
@@ -75,6 +79,19 @@ struct pyruntime {
      * preferred over a second libpython that was mapped but never started.
      */
     bool initialized;
+    /*
+     * No debug table (CPython 3.11, 3.12): raddr is the _PyRuntime symbol
+     * (or the start of a .PyRuntime section without the cookie), the version
+     * came from the Py_Version symbol, and the unwinder uses a layout
+     * generated from the version's headers, checked against the process
+     * before it samples. code_type/unicode_type: PyCode_Type and
+     * PyUnicode_Type in the process (0 when the file does not say), for
+     * that check; none_object: _Py_NoneStruct (an exception state holding
+     * None on 3.11/3.12 handles nothing).
+     */
+    bool no_table;
+    const char *found_by; /* no_table: "_PyRuntime symbol" or ".PyRuntime section" */
+    uint64_t code_type, unicode_type, none_object;
     /* On failure: why, and the minor version a file name suggests (0 if none). */
     enum pyruntime_miss miss;
     unsigned name_minor;

@@ -40,6 +40,7 @@ struct pyabi_check {
     const struct pyabi_schema *schema;
     char *why;
     size_t why_len;
+    const char *what; /* "debug offsets", "generated layout" */
     bool failed;
 };
 
@@ -59,7 +60,7 @@ static void pyabi_fail(struct pyabi_check *c, enum pyoff_id id, uint64_t value, 
     if (c->failed)
         return;
     c->failed = true;
-    snprintf(c->why, c->why_len, "debug offsets: '%s' = %" PRIu64 " %s %" PRIu64,
+    snprintf(c->why, c->why_len, "%s: '%s' = %" PRIu64 " %s %" PRIu64, c->what,
              pyabi_entry_name(id), value, what, bound);
 }
 
@@ -101,24 +102,18 @@ static uint32_t pyabi_fixed(struct pyabi_check *c, enum pyoff_id section, uint32
     return off;
 }
 
-int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
-                      struct py_layout *out, char *why, size_t why_len)
+/*
+ * Fills @out from @table laid out by @s: a live _Py_DebugOffsets table, or a
+ * generated layout written out as one (pyabi_layout_generated()).
+ */
+static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
+                      const unsigned char *table, const char *what, struct py_layout *out,
+                      char *why, size_t why_len)
 {
-    char name[32];
-    const struct pyabi_schema *s = pyabi_schema_for(v->major == 3 ? v->minor : 0);
-    if (!s) {
-        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.13, 3.14, 3.15)",
-                 pyversion_format(v, name, sizeof(name)));
-        return -ENOTSUP;
-    }
-    if (len < s->table_size) {
-        snprintf(why, why_len, "debug offsets: table of %zu bytes is shorter than %zu", len,
-                 s->table_size);
-        return -EPROTO;
-    }
-
-    struct pyabi_check c = {.table = table, .schema = s, .why = why, .why_len = why_len};
+    struct pyabi_check c = {
+        .table = table, .schema = s, .why = why, .why_len = why_len, .what = what};
     struct py_layout l = {.version = *v,
+                          .ob_type = 8,
                           .table_size = s->table_size,
                           .tag_mask = s->tag_mask,
                           .free_threaded = v->free_threaded,
@@ -133,13 +128,24 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     l.in_id = pyabi_field(&c, PYOFF_INTERP_ID, in_size, 8);
     l.in_next = pyabi_field(&c, PYOFF_INTERP_NEXT, in_size, P);
     l.in_threads_head = pyabi_field(&c, PYOFF_INTERP_THREADS_HEAD, in_size, P);
-    if (pyabi_has(&c, PYOFF_INTERP_THREADS_MAIN))
+    l.has_threads_main = true;
+    if (pyabi_has(&c, PYOFF_INTERP_THREADS_MAIN)) {
         l.in_threads_main = pyabi_field(&c, PYOFF_INTERP_THREADS_MAIN, in_size, P);
-    else
+    } else if (s->threads_main_after_head) {
         l.in_threads_main = pyabi_fixed(&c, PYOFF_INTERP_SIZE,
                                         l.in_threads_head + s->threads_main_after_head, in_size, P);
-    l.in_gil_locked = pyabi_field(&c, PYOFF_INTERP_GIL_LOCKED, in_size, 4);
-    l.in_gil_holder = pyabi_field(&c, PYOFF_INTERP_GIL_HOLDER, in_size, P);
+    } else {
+        /* none (3.11): the tail of the list is the main thread; a field that
+         * is there anyway is read in its place, and not used */
+        l.has_threads_main = false;
+        l.in_threads_main = l.in_threads_head;
+    }
+    if (pyabi_has(&c, PYOFF_INTERP_GIL_LOCKED)) {
+        l.in_gil_locked = pyabi_field(&c, PYOFF_INTERP_GIL_LOCKED, in_size, 4);
+        l.in_gil_holder = pyabi_field(&c, PYOFF_INTERP_GIL_HOLDER, in_size, P);
+    } else {
+        l.in_gil_locked = l.in_gil_holder = l.in_threads_head; /* the runtime's (<= 3.11) */
+    }
     if (pyabi_has(&c, PYOFF_INTERP_CODE_GENERATION)) {
         l.in_code_generation = pyabi_field(&c, PYOFF_INTERP_CODE_GENERATION, in_size, 8);
         l.has_code_generation = true;
@@ -158,11 +164,22 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     l.ts_size = pyabi_size(&c, PYOFF_TSTATE_SIZE, PYABI_MAX_TSTATE);
     l.ts_next = pyabi_field(&c, PYOFF_TSTATE_NEXT, l.ts_size, P);
     l.ts_interp = pyabi_field(&c, PYOFF_TSTATE_INTERP, l.ts_size, P);
-    l.ts_current_frame = pyabi_field(&c, PYOFF_TSTATE_CURRENT_FRAME, l.ts_size, P);
+    if (pyabi_has(&c, PYOFF_TSTATE_CFRAME)) {
+        /* 3.11, 3.12: through the _PyCFrame (three pointers) */
+        l.has_cframe = true;
+        l.ts_cframe = pyabi_field(&c, PYOFF_TSTATE_CFRAME, l.ts_size, P);
+        l.cf_current_frame = pyabi_field(&c, PYOFF_CFRAME_CURRENT_FRAME, 3 * P, P);
+        l.ts_current_frame = l.ts_cframe;
+    } else {
+        l.ts_current_frame = pyabi_field(&c, PYOFF_TSTATE_CURRENT_FRAME, l.ts_size, P);
+    }
     l.ts_thread_id = pyabi_field(&c, PYOFF_TSTATE_THREAD_ID, l.ts_size, P);
     l.ts_native_thread_id = pyabi_field(&c, PYOFF_TSTATE_NATIVE_THREAD_ID, l.ts_size, P);
     l.ts_datastack_chunk = pyabi_field(&c, PYOFF_TSTATE_DATASTACK_CHUNK, l.ts_size, P);
-    l.ts_status = pyabi_field(&c, PYOFF_TSTATE_STATUS, l.ts_size, 4);
+    if (pyabi_has(&c, PYOFF_TSTATE_STATUS))
+        l.ts_status = pyabi_field(&c, PYOFF_TSTATE_STATUS, l.ts_size, 4);
+    else
+        l.ts_status = l.ts_next; /* not read for anything (3.11) */
     if (pyabi_has(&c, PYOFF_TSTATE_BASE_FRAME)) {
         l.ts_base_frame = pyabi_field(&c, PYOFF_TSTATE_BASE_FRAME, l.ts_size, P);
         l.has_base_frame = true;
@@ -178,17 +195,33 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     } else if (s->holds_gil_int) {
         l.holds_gil_kind = PYABI_GIL_INT;
         l.ts_holds_gil = pyabi_fixed(&c, PYOFF_TSTATE_SIZE, s->holds_gil_int, l.ts_size, 4);
-    } else {
+    } else if (s->holds_gil_status_mask) {
         l.holds_gil_kind = PYABI_GIL_STATUS_BIT;
         l.ts_holds_gil = l.ts_status;
         l.holds_gil_mask = s->holds_gil_status_mask;
+    } else if (pyabi_has(&c, PYOFF_INTERP_GIL_HOLDER)) {
+        l.holds_gil_kind = PYABI_GIL_INTERP_HOLDER; /* 3.12 */
+        l.ts_holds_gil = l.ts_next;
+    } else {
+        l.holds_gil_kind = PYABI_GIL_RUNTIME_HOLDER; /* <= 3.11 */
+        l.ts_holds_gil = l.ts_next;
+        l.rt_gil_locked = pyabi_field(&c, PYOFF_RUNTIME_GIL_LOCKED, rt_size, 4);
+        l.rt_gil_holder = pyabi_field(&c, PYOFF_RUNTIME_GIL_HOLDER, rt_size, P);
     }
     if (pyabi_has(&c, PYOFF_TSTATE_GIL_REQUESTED)) {
         l.ts_gil_requested = pyabi_field(&c, PYOFF_TSTATE_GIL_REQUESTED, l.ts_size, 4);
         l.has_gil_requested = true;
     }
     /* current_exception is followed by exc_info; exc_state embeds exc_value */
-    if (pyabi_has(&c, PYOFF_TSTATE_CURRENT_EXCEPTION)) {
+    if (pyabi_has(&c, PYOFF_TSTATE_EXC_INFO)) {
+        /* a generated layout says where each is (<= 3.11: curexc_type, then
+         * two more before exc_info) */
+        l.ts_current_exception = pyabi_field(&c, PYOFF_TSTATE_CURRENT_EXCEPTION, l.ts_size, P);
+        l.ts_exc_state = pyabi_field(&c, PYOFF_TSTATE_EXC_STATE, l.ts_size, P);
+        l.ts_exc_value =
+            pyabi_field_at(&c, PYOFF_ERR_STACKITEM_EXC_VALUE, l.ts_exc_state, l.ts_size, P);
+        l.ei_exc_value = l.ts_exc_value - l.ts_exc_state;
+    } else if (pyabi_has(&c, PYOFF_TSTATE_CURRENT_EXCEPTION)) {
         l.ts_current_exception = pyabi_field(&c, PYOFF_TSTATE_CURRENT_EXCEPTION, l.ts_size, 2 * P);
         l.ts_exc_state = pyabi_field(&c, PYOFF_TSTATE_EXC_STATE, l.ts_size, P);
         l.ts_exc_value =
@@ -200,7 +233,10 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
         l.ts_exc_state = pyabi_fixed(&c, PYOFF_TSTATE_SIZE, s->exc_state, l.ts_size, P);
         l.ts_exc_value = l.ts_exc_state; /* exc_value is the item's first field */
     }
-    l.ts_exc_info = l.ts_current_exception + P;
+    if (pyabi_has(&c, PYOFF_TSTATE_EXC_INFO))
+        l.ts_exc_info = pyabi_field(&c, PYOFF_TSTATE_EXC_INFO, l.ts_size, P);
+    else
+        l.ts_exc_info = l.ts_current_exception + P;
 
     l.fr_size = pyabi_size(&c, PYOFF_FRAME_SIZE, PYABI_MAX_FRAME);
     l.fr_previous = pyabi_field(&c, PYOFF_FRAME_PREVIOUS, l.fr_size, P);
@@ -208,6 +244,10 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     l.fr_instr_ptr = pyabi_field(&c, PYOFF_FRAME_INSTR_PTR, l.fr_size, P);
     (void)pyabi_field(&c, PYOFF_FRAME_LOCALSPLUS, l.fr_size, P);
     l.fr_owner = pyabi_field(&c, PYOFF_FRAME_OWNER, l.fr_size, 1);
+    if (pyabi_has(&c, PYOFF_FRAME_IS_ENTRY)) {
+        l.has_is_entry = true;
+        l.fr_is_entry = pyabi_field(&c, PYOFF_FRAME_IS_ENTRY, l.fr_size, 1);
+    }
 
     l.co_size = pyabi_size(&c, PYOFF_CODE_SIZE, PYABI_MAX_CODE);
     l.co_filename = pyabi_field(&c, PYOFF_CODE_FILENAME, l.co_size, P);
@@ -250,10 +290,76 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     l.bytes_ob_size = pyabi_field(&c, PYOFF_BYTES_OB_SIZE, bytes_size, P);
     l.bytes_ob_sval = pyabi_field(&c, PYOFF_BYTES_OB_SVAL, bytes_size, 1);
 
+    if (pyabi_has(&c, PYOFF_OBJECT_TYPE))
+        l.ob_type = pyabi_field(&c, PYOFF_OBJECT_TYPE, bytes_size, P);
+
     if (c.failed)
         return -EPROTO;
     *out = l;
     if (why_len)
         why[0] = '\0';
     return 0;
+}
+
+int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
+                      struct py_layout *out, char *why, size_t why_len)
+{
+    char name[32];
+    const struct pyabi_schema *s = pyabi_schema_for(v->major == 3 ? v->minor : 0);
+    if (!s) {
+        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.11 to 3.15)",
+                 pyversion_format(v, name, sizeof(name)));
+        return -ENOTSUP;
+    }
+    if (len < s->table_size) {
+        snprintf(why, why_len, "debug offsets: table of %zu bytes is shorter than %zu", len,
+                 s->table_size);
+        return -EPROTO;
+    }
+    int err = pyabi_fill(v, s, table, "debug offsets", out, why, why_len);
+    if (!err)
+        out->source = PYABI_SOURCE_TABLE;
+    return err;
+}
+
+/* Where entry @id sits in the table a generated layout is written out as. */
+#define PYABI_GEN_POS(id) (PYVERSION_HEADER_SIZE + 8u * (unsigned)(id))
+
+int pyabi_layout_generated(const struct py_version *v, const struct pyabi_generated *gen,
+                           struct py_layout *out, char *why, size_t why_len)
+{
+    char name[32];
+    if (v->major != 3 || !gen || gen->minor != v->minor) {
+        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.11 to 3.15)",
+                 pyversion_format(v, name, sizeof(name)));
+        return -ENOTSUP;
+    }
+    if (!gen->e[PYOFF_TSTATE_CFRAME].set || gen->e[PYOFF_TSTATE_FRAME].set) {
+        /* 3.9, 3.10: frame objects, not interpreter frames */
+        snprintf(why, why_len,
+                 "CPython %s is not supported yet: pyprofd reads 3.11 to 3.15 (3.9 and 3.10 "
+                 "keep their frames as frame objects, which it does not walk yet)",
+                 pyversion_format(v, name, sizeof(name)));
+        return -ENOTSUP;
+    }
+    /* the layout written out as a table: every entry at its own position */
+    _Static_assert(PYABI_GEN_POS(PYOFF_COUNT) <= PYABI_MAX_TABLE, "generated table fits");
+    unsigned char table[PYABI_GEN_POS(PYOFF_COUNT)];
+    struct pyabi_schema s = {.minor = v->minor,
+                             .table_size = sizeof(table),
+                             .compact_after_ascii = gen->compact_after_ascii};
+    memset(table, 0, sizeof(table));
+    for (unsigned id = 0; id < PYOFF_COUNT; id++) {
+        if (!gen->e[id].set)
+            continue;
+        s.pos[id] = (uint16_t)PYABI_GEN_POS(id);
+        for (unsigned b = 0; b < 4; b++) /* little-endian, as a live table */
+            table[PYABI_GEN_POS(id) + b] = (unsigned char)(gen->e[id].value >> (8 * b));
+    }
+    int err = pyabi_fill(v, &s, table, "generated layout", out, why, why_len);
+    if (!err) {
+        out->source = PYABI_SOURCE_GENERATED;
+        out->source_detail = gen->source;
+    }
+    return err;
 }

@@ -63,13 +63,53 @@ struct pyabi_schema {
     unsigned ft_str_state_shift;
 };
 
+/**
+ * One entry of a generated layout: its value, and whether the version has it
+ * (a value of 0 is a real offset: 3.12's frame->f_code is at +0).
+ */
+struct pyabi_gen_entry {
+    bool set;
+    uint32_t value;
+};
+
+/**
+ * The layout of a version without _Py_DebugOffsets (3.9-3.12), in the table's
+ * own terms: what each entry would hold had the version one. Generated from
+ * the version's headers (agent/python/layouts_generated.c, written by
+ * scripts/gen-pylayouts.sh); pyabi_layout_generated() validates it the same
+ * way as a live table.
+ */
+struct pyabi_generated {
+    unsigned minor;
+    const char *source; /* "CPython 3.11.2 headers (...)": where it came from */
+    struct pyabi_gen_entry e[PYOFF_COUNT];
+    /* what no entry says */
+    uint32_t compact_after_ascii; /* as in pyabi_schema */
+};
+
+extern const struct pyabi_generated pyabi_generated_3_9;
+extern const struct pyabi_generated pyabi_generated_3_10;
+extern const struct pyabi_generated pyabi_generated_3_11;
+extern const struct pyabi_generated pyabi_generated_3_12;
+
+/** The generated layout of CPython 3.<minor>, or NULL when there is none. */
+const struct pyabi_generated *pyabi_generated_for(unsigned minor);
+
 extern const struct pyabi_schema pyabi_schema_3_13;
 extern const struct pyabi_schema pyabi_schema_3_14;
 extern const struct pyabi_schema pyabi_schema_3_15;
 
 enum pyabi_gil_kind {
-    PYABI_GIL_STATUS_BIT, /* holds_gil is a bit of the _status word */
-    PYABI_GIL_INT,        /* holds_gil is an int field */
+    PYABI_GIL_STATUS_BIT,     /* holds_gil is a bit of the _status word */
+    PYABI_GIL_INT,            /* holds_gil is an int field */
+    PYABI_GIL_INTERP_HOLDER,  /* 3.12: the interpreter's GIL is locked, last by it */
+    PYABI_GIL_RUNTIME_HOLDER, /* <= 3.11: the runtime's GIL is locked, last by it */
+};
+
+/** Where a layout came from (probe shows it). */
+enum pyabi_source {
+    PYABI_SOURCE_TABLE,     /* the target's own _Py_DebugOffsets */
+    PYABI_SOURCE_GENERATED, /* a table generated from the version's headers */
 };
 
 /** Frame owner value of entry frames (and the 3.15 base frame), all versions. */
@@ -126,12 +166,29 @@ struct py_layout {
     bool has_base_frame, has_gil_requested;
     enum pyabi_gil_kind holds_gil_kind;
     uint32_t holds_gil_mask; /* PYABI_GIL_STATUS_BIT: mask in the status word */
+    /* <= 3.11: the GIL is the runtime's (PYABI_GIL_RUNTIME_HOLDER) */
+    uint32_t rt_gil_locked, rt_gil_holder;
+    /*
+     * 3.11, 3.12: the current frame is not in the thread state but in the
+     * _PyCFrame it points to (on the C stack of the eval loop running):
+     * tstate + ts_cframe -> cframe, cframe + cf_current_frame -> frame.
+     */
+    bool has_cframe;
+    uint32_t ts_cframe, cf_current_frame;
+    /* 3.11: entry frames are Python frames with is_entry set, not shims */
+    bool has_is_entry;
+    uint32_t fr_is_entry;
+    /* interp->threads.main exists (3.12+); without it the tail is the main thread */
+    bool has_threads_main;
+    enum pyabi_source source;
+    const char *source_detail; /* generated: the headers it came from (static) */
     uint32_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
     uint64_t tag_mask;
     uint32_t co_size, co_filename, co_qualname, co_linetable, co_firstlineno, co_adaptive;
     uint32_t co_read_len; /* bytes of a code object the unwinder copies */
     uint32_t str_size, str_length, str_state, str_ascii_data, str_compact_data;
     uint32_t bytes_ob_size, bytes_ob_sval;
+    uint32_t ob_type; /* PyObject.ob_type */
 };
 
 /** The schema for CPython 3.<minor>, or NULL when pyprofd has none. */
@@ -150,5 +207,16 @@ const char *pyabi_entry_name(enum pyoff_id id);
  */
 PYPROFD_WARN_UNUSED int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
                                           struct py_layout *out, char *why, size_t why_len);
+
+/**
+ * Fills @a out for version @a v from its generated layout @a gen (3.11 and
+ * 3.12 today), with the same checks pyabi_layout_load() applies to a live
+ * table. Returns 0; -ENOTSUP when pyprofd cannot walk that version's stacks
+ * yet (@a why says so); -EPROTO when the generated data fails a check (a
+ * defect in pyprofd, named in @a why).
+ */
+PYPROFD_WARN_UNUSED int pyabi_layout_generated(const struct py_version *v,
+                                               const struct pyabi_generated *gen,
+                                               struct py_layout *out, char *why, size_t why_len);
 
 #endif /* PYPROFD_PYTHON_PYABI_H */

@@ -9,7 +9,10 @@
 #include "python/pyversion.h"
 
 /* The minor versions whose table layouts pyprofd ships (python/debug_offsets_3_*.c). */
-static const unsigned pyversion_supported_minors[] = {13, 14, 15};
+/* The minor versions pyprofd reads: 3.11 and 3.12 from generated layouts
+ * (python/layouts_generated.c), 3.13+ from their own tables
+ * (python/debug_offsets_3_*.c). */
+static const unsigned pyversion_supported_minors[] = {11, 12, 13, 14, 15};
 
 int pyversion_decode(const void *header, size_t len, struct py_version *out)
 {
@@ -18,8 +21,11 @@ int pyversion_decode(const void *header, size_t len, struct py_version *out)
         return -EAGAIN;
     if (memcmp(h, PYVERSION_COOKIE, PYVERSION_COOKIE_LEN) != 0)
         return -ENOENT;
-    uint64_t hex = load_le64(h + 8);
-    uint64_t ft = load_le64(h + 16);
+    return pyversion_from_hex(load_le64(h + 8), load_le64(h + 16), out);
+}
+
+int pyversion_from_hex(uint64_t hex, uint64_t ft, struct py_version *out)
+{
     struct py_version v = {
         .hex = hex,
         .major = (unsigned)((hex >> 24) & 0xff),
@@ -59,8 +65,7 @@ int pyversion_check_supported(const struct py_version *v, char *why, size_t why_
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(pyversion_supported_minors); i++)
         known |= v->major == 3 && v->minor == pyversion_supported_minors[i];
     if (!known) {
-        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.13, 3.14, 3.15)",
-                 name);
+        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.11 to 3.15)", name);
         return -ENOTSUP;
     }
     if (v->level != PY_RELEASE_FINAL) {

@@ -61,10 +61,17 @@ struct py_version {
 PYPROFD_WARN_UNUSED int pyversion_decode(const void *header, size_t len, struct py_version *out);
 
 /**
+ * Decodes a PY_VERSION_HEX word @a hex (the table's, or a 3.11/3.12 binary's
+ * Py_Version) and a free-threaded flag @a ft (0 or 1). Returns 0, or -EPROTO
+ * when either is implausible, as pyversion_decode().
+ */
+PYPROFD_WARN_UNUSED int pyversion_from_hex(uint64_t hex, uint64_t ft, struct py_version *out);
+
+/**
  * Decides whether pyprofd can profile this interpreter. Returns 0, or
  * -ENOTSUP with a one-line reason in @a why (always NUL-terminated when
  * @a why_len > 0), e.g. "CPython 3.16.0 is not supported yet (supported:
- * 3.13, 3.14, 3.15)", "CPython 3.15.0b1 is a pre-release; only final
+ * 3.11 to 3.15)", "CPython 3.15.0b1 is a pre-release; only final
  * releases are supported". Free-threaded and debug builds of a supported
  * version are supported.
  */

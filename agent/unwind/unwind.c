@@ -41,7 +41,7 @@
 #define UNWIND_GUESS_CHUNKS    4u  /* data-stack chunks remembered per thread */
 #define UNWIND_GUESS_CODES     64u /* 3.13: code objects re-checked in the thread's read */
 #define UNWIND_THREAD_IOV                                                                          \
-    (1u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES + UNWIND_GUESS_CODES) /* one thread read */
+    (2u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES + UNWIND_GUESS_CODES) /* one thread read */
 #define UNWIND_CHUNK_SLACK  2048u /* copied beyond the last walk's deepest frame */
 #define UNWIND_INTERP_SPAN  4096u /* largest interpreter range read in one piece */
 #define UNWIND_RUNTIME_SPAN 4096u /* largest runtime range read in one piece */
@@ -151,6 +151,7 @@ struct unwinder {
     struct memread *mr;
     struct py_layout l;
     uint64_t runtime_raddr;
+    uint64_t none_object; /* Py_None (3.11, 3.12; 0 otherwise): handles no exception */
 
     /* per-thread scratch */
     /* the thread state, and the frame that may follow it (3.15's base frame) */
@@ -178,6 +179,19 @@ struct unwinder {
     struct chunk_guess guess_chunks[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_CHUNKS];
     uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMES];
     uint64_t verified_hash[UNWIND_CHUNK_GUESSES]; /* the thread's last verified chain */
+    /*
+     * 3.11/3.12: the _PyCFrame that held the thread's current frame last
+     * time (on its C stack; it moves only when the eval loop is entered
+     * anew), whose current_frame word is read with the thread state:
+     * cframe_guessed is what this read guessed (0: none), cframe_word what
+     * it read there. cframe_raddr: the cframe this walk started from.
+     */
+    uint64_t guess_cframe[UNWIND_CHUNK_GUESSES];
+    uint64_t cframe_guessed, cframe_word, cframe_raddr;
+    uint64_t top_frame; /* the current frame this walk started from */
+    /* <= 3.11: the runtime's GIL, read once per sample */
+    uint64_t rt_gil_holder;
+    int32_t rt_gil_locked;
     /* each thread's last resolved frames: where, and by which resolve */
     struct resolved_thread resolved[UNWIND_CHUNK_GUESSES];
     struct resolved_tag *tags; /* per frame slot: what frames[i] was resolved from */
@@ -327,6 +341,74 @@ void unwind_scratch_free(struct unwind_scratch *s)
     alloc_free(s);
 }
 
+/*
+ * A generated layout is checked against the live process before any sample
+ * trusts it: the runtime's first interpreter has a thread whose state points
+ * back at it, and the frame that thread runs (if any) holds a code object
+ * (its type is PyCode_Type, when the binary names that) whose file name is a
+ * str (PyUnicode_Type) that decodes. A runtime with no interpreter yet is
+ * not checked (nothing to check against): NEEDSWORK, the check could run at
+ * its first sample instead. Returns 0, or -EPROTO with "layout check
+ * failed: ..." in @why, or a read error.
+ */
+static int unwind_check_layout(struct memread *mr, const struct pyruntime *rt,
+                               const struct py_layout *l, char *why, size_t why_len)
+{
+    uint64_t head = 0, tstate = 0, back = 0, frame = 0, code = 0, type = 0, file = 0;
+    int err = memread_read(mr, rt->raddr + l->rt_interpreters_head, &head, 8);
+    if (err || head == 0)
+        goto read_error;
+    err = memread_read(mr, head + l->in_threads_head, &tstate, 8);
+    if (err || tstate == 0)
+        goto read_error;
+    err = memread_read(mr, tstate + l->ts_interp, &back, 8);
+    if (err)
+        goto read_error;
+    if (back != head) {
+        snprintf(why, why_len,
+                 "layout check failed: the thread state at 0x%" PRIx64
+                 " names interpreter 0x%" PRIx64 ", not 0x%" PRIx64 " that lists it",
+                 tstate, back, head);
+        return -EPROTO;
+    }
+    if (l->has_cframe) {
+        uint64_t cf = 0;
+        if (memread_read(mr, tstate + l->ts_cframe, &cf, 8) || cf == 0 ||
+            memread_read(mr, cf + l->cf_current_frame, &frame, 8))
+            frame = 0;
+    } else if (memread_read(mr, tstate + l->ts_current_frame, &frame, 8)) {
+        frame = 0;
+    }
+    if (frame == 0)
+        return 0; /* the thread runs no Python now: the links above must do */
+    if (memread_read(mr, frame + l->fr_executable, &code, 8) || code == 0)
+        return 0; /* (it moved on: a running thread's frame is not waited for) */
+    code &= ~l->tag_mask;
+    if (memread_read(mr, code + l->ob_type, &type, 8) == 0 && rt->code_type &&
+        type != rt->code_type) {
+        snprintf(why, why_len,
+                 "layout check failed: the running frame's code object at 0x%" PRIx64
+                 " has type 0x%" PRIx64 ", not PyCode_Type (0x%" PRIx64 ")",
+                 code, type, rt->code_type);
+        return -EPROTO;
+    }
+    if (memread_read(mr, code + l->co_filename, &file, 8) == 0 && file && rt->unicode_type &&
+        (memread_read(mr, file + l->ob_type, &type, 8) != 0 || type != rt->unicode_type)) {
+        snprintf(why, why_len,
+                 "layout check failed: the code object at 0x%" PRIx64
+                 " has no str where its file name should be",
+                 code);
+        return -EPROTO;
+    }
+    return 0;
+read_error:
+    if (err == -ESRCH || err == -EPERM) {
+        snprintf(why, why_len, "cannot read the runtime: %s", memread_strerror(err));
+        return err;
+    }
+    return 0; /* not running Python yet (no interpreter or thread): nothing to check */
+}
+
 int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder **out, char *why,
                  size_t why_len)
 {
@@ -338,30 +420,54 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
                         size_t why_len)
 {
     uint8_t table[PYABI_MAX_TABLE];
-    const struct pyabi_schema *schema =
-        pyabi_schema_for(rt->version.major == 3 ? rt->version.minor : 0);
-    size_t table_len = schema ? schema->table_size : PYVERSION_HEADER_SIZE;
-    if (table_len > rt->section_size) {
-        snprintf(why, why_len,
-                 "debug offsets: .PyRuntime (%" PRIu64 " bytes) is smaller than the table",
-                 rt->section_size);
-        return -EPROTO;
+    struct py_layout layout;
+    int err;
+    if (rt->no_table) {
+        /* 3.11, 3.12: a layout generated from the version's headers */
+        err = pyabi_layout_generated(
+            &rt->version, pyabi_generated_for(rt->version.major == 3 ? rt->version.minor : 0),
+            &layout, why, why_len);
+        if (err)
+            return err;
+    } else {
+        const struct pyabi_schema *schema =
+            pyabi_schema_for(rt->version.major == 3 ? rt->version.minor : 0);
+        size_t table_len = schema ? schema->table_size : PYVERSION_HEADER_SIZE;
+        if (table_len > rt->section_size) {
+            snprintf(why, why_len,
+                     "debug offsets: .PyRuntime (%" PRIu64 " bytes) is smaller than the table",
+                     rt->section_size);
+            return -EPROTO;
+        }
+        err = memread_read(mr, rt->raddr, table, table_len);
+        if (err) {
+            snprintf(why, why_len, "cannot read the debug offsets table: %s",
+                     memread_strerror(err));
+            return err;
+        }
+        err = pyabi_layout_load(&rt->version, table, table_len, &layout, why, why_len);
+        if (err)
+            return err;
     }
-    int err = memread_read(mr, rt->raddr, table, table_len);
-    if (err) {
-        snprintf(why, why_len, "cannot read the debug offsets table: %s", memread_strerror(err));
+    /* a layout not from the target is checked against it first; a running
+     * thread can move between the reads, so only three failures in a row
+     * refuse it */
+    for (int tries = 0; rt->no_table && tries < 3; tries++) {
+        err = unwind_check_layout(mr, rt, &layout, why, why_len);
+        if (err != -EPROTO)
+            break;
+    }
+    if (rt->no_table && err)
         return err;
-    }
     struct unwinder *u = alloc_calloc(1, sizeof(*u));
     if (!u)
         return -ENOMEM;
-    err = pyabi_layout_load(&rt->version, table, table_len, &u->l, why, why_len);
-    if (err)
-        goto fail;
+    u->l = layout;
     err = -ENOMEM;
     u->optable = pyopcode_table(rt->version.minor);
     u->mr = mr;
     u->runtime_raddr = rt->raddr;
+    u->none_object = rt->no_table ? rt->none_object : 0;
     if (scratch) {
         u->sc = scratch;
     } else {
@@ -555,6 +661,12 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
 
     size_t n = 0;
     iov[n++] = (struct memread_iov){tstate_raddr, u->tstate, u->tstate_len};
+    u->cframe_guessed = 0;
+    if (known && l->has_cframe && u->guess_cframe[slot]) {
+        u->cframe_guessed = u->guess_cframe[slot];
+        iov[n++] =
+            (struct memread_iov){u->cframe_guessed + l->cf_current_frame, &u->cframe_word, 8};
+    }
     /* Only the part of each chunk the last walk used is copied: most stacks
      * use a few KiB of the 16, copied to the end of a page, the newest with
      * slack for a deeper call; unless the thread's last two walks found the
@@ -608,6 +720,7 @@ static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr
     if (u->guess_tstate[tr->slot] != u->tstate_raddr) {
         u->guess_tstate[tr->slot] = u->tstate_raddr;
         memset(u->guess_chunks[tr->slot], 0, sizeof(u->guess_chunks[tr->slot]));
+        u->guess_cframe[tr->slot] = 0;
         if (u->guess_codes)
             u->guess_codes[tr->slot * UNWIND_GUESS_CODES] = 0;
     }
@@ -638,6 +751,7 @@ static void unwind_forget_guesses(struct unwinder *u, uint64_t tstate_raddr)
         return;
     memset(u->guess_chunks[slot], 0, sizeof(u->guess_chunks[slot]));
     memset(u->guess_frames[slot], 0, sizeof(u->guess_frames[slot]));
+    u->guess_cframe[slot] = 0;
     if (u->guess_codes)
         u->guess_codes[slot * UNWIND_GUESS_CODES] = 0;
 }
@@ -661,6 +775,7 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
         tr.nguess = 0;
         u->nextra = 0;
         u->npre = 0;
+        u->cframe_guessed = 0;
         err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
     }
     return err ? err : unwind_thread_finish(u, &tr);
@@ -830,6 +945,38 @@ static uint32_t unwind_frame_tlbc(const struct py_layout *l, const uint8_t *fr)
     return i > 0 && i < PYABI_MAX_TLBC ? (uint32_t)i : 0;
 }
 
+/*
+ * The frame the thread runs (u->top_frame), from its thread state; on 3.11
+ * and 3.12 through the _PyCFrame the state points at, whose word was read
+ * with the state when the thread's last cframe was guessed right, else here.
+ */
+static enum sample_status unwind_top_frame(struct unwinder *u)
+{
+    const struct py_layout *l = &u->l;
+    if (!l->has_cframe) {
+        u->top_frame = load_le64(u->tstate + l->ts_current_frame);
+        return SAMPLE_OK;
+    }
+    uint64_t cf = load_le64(u->tstate + l->ts_cframe);
+    u->cframe_raddr = cf;
+    u->top_frame = 0;
+    if (!cf)
+        return SAMPLE_OK; /* (a thread state being set up) */
+    size_t slot = unwind_slot(u->tstate_raddr);
+    if (cf == u->cframe_guessed) {
+        u->top_frame = load_le64((const uint8_t *)&u->cframe_word);
+        return SAMPLE_OK;
+    }
+    uint64_t word = 0;
+    int err = memread_read(u->mr, cf + l->cf_current_frame, &word, sizeof(word));
+    if (err)
+        return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
+    u->top_frame = load_le64((const uint8_t *)&word);
+    if (u->guess_tstate[slot] == u->tstate_raddr)
+        u->guess_cframe[slot] = cf;
+    return SAMPLE_OK;
+}
+
 /* Walks one thread's chain into raw frames. Returns its status. */
 static enum sample_status unwind_walk(struct unwinder *u, const struct interp_view *in,
                                       unsigned flags, size_t first)
@@ -837,11 +984,11 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
     const struct py_layout *l = &u->l;
     u->sc->stamp++;
     u->nchain = 0;
-    uint64_t addr = load_le64(u->tstate + l->ts_current_frame);
+    uint64_t addr = u->top_frame;
     uint64_t base = l->has_base_frame ? load_le64(u->tstate + l->ts_base_frame) : 0;
     uint64_t gc_frame = (flags & UNWIND_NO_GC) ? 0 : in->gc_frame;
     uint64_t last = 0;
-    unsigned last_owner = PYABI_OWNER_INTERPRETER;
+    bool last_entry = true; /* the last frame walked starts a run of Python (an entry) */
     size_t emitted = 0;
 
     /* Loops: inside one data-stack chunk a caller always lies below its
@@ -856,7 +1003,7 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
              * previous frame and nothing to show (CPython sets it up so once
              * per thread). Not read. */
             last = addr;
-            last_owner = PYABI_OWNER_INTERPRETER;
+            last_entry = true;
             break;
         }
         int err = 0;
@@ -920,16 +1067,23 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
                 u->raw[u->nframes - 1].tlbc = unwind_frame_tlbc(l, fr);
                 emitted++;
             }
+            /* 3.11: no shim frames; the first frame an eval loop ran says
+             * so, and C called it (below it, its caller's C code) */
+            if (l->has_is_entry && fr[l->fr_is_entry] && (flags & UNWIND_NATIVE) && prev &&
+                emitted && !unwind_push(u, first, 0, 0, UNWIND_FRAME_NATIVE, 0))
+                return SAMPLE_TOO_DEEP;
         } else {
             return SAMPLE_BAD_FRAME;
         }
         last = addr;
-        last_owner = owner;
+        last_entry = l->has_is_entry ? owner != PYABI_OWNER_INTERPRETER && fr[l->fr_is_entry]
+                                     : owner == PYABI_OWNER_INTERPRETER;
         addr = prev;
     }
     /* Torn-read detection: a complete chain ends at the base frame (3.15) or
-     * at an entry frame (3.13, 3.14). An empty chain (no Python running) is fine. */
-    if (last != 0 && (l->has_base_frame ? last != base : last_owner != PYABI_OWNER_INTERPRETER))
+     * at an entry frame (3.11 to 3.14). An empty chain (no Python running)
+     * is fine. */
+    if (last != 0 && (l->has_base_frame ? last != base : !last_entry))
         return SAMPLE_INCOMPLETE;
     return SAMPLE_OK;
 }
@@ -1028,12 +1182,24 @@ static enum sample_status unwind_verify(struct unwinder *u)
             return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
         n = 0;
     }
-    uint64_t top_now = 0;
-    iov[n++] = (struct memread_iov){u->tstate_raddr + l->ts_current_frame, &top_now, 8};
+    uint64_t top_now = 0, cframe_now = 0;
+    if (l->has_cframe) { /* 3.11/3.12: the cframe, and its current frame, in that order */
+        if (n + 2 > MEMREAD_MAX_IOV) {
+            int err = memread_readv(u->mr, iov, n);
+            if (err)
+                return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
+            n = 0;
+        }
+        iov[n++] = (struct memread_iov){u->cframe_raddr + l->cf_current_frame, &top_now, 8};
+        iov[n++] = (struct memread_iov){u->tstate_raddr + l->ts_cframe, &cframe_now, 8};
+    } else {
+        iov[n++] = (struct memread_iov){u->tstate_raddr + l->ts_current_frame, &top_now, 8};
+    }
     int err = memread_readv(u->mr, iov, n);
     if (err)
         return err == -ESRCH || err == -EPERM ? status_from_errno(err) : SAMPLE_INCOMPLETE;
-    if (!unwind_top_holds(u, load_le64((const uint8_t *)&top_now)))
+    if (!unwind_top_holds(u, load_le64((const uint8_t *)&top_now)) ||
+        (l->has_cframe && load_le64((const uint8_t *)&cframe_now) != u->cframe_raddr))
         return SAMPLE_INCOMPLETE;
 
     for (size_t i = 0; i < u->nchain; i++) {
@@ -1251,9 +1417,12 @@ static bool unwind_resolve_one(struct unwinder *u, const struct raw_frame *r,
     f->first_line = ci->firstlineno;
     f->code_id = ci->id;
     uint64_t bytecode = r->tlbc ? unwind_tlbc_base(u, r->code_raddr, r->tlbc) : ci->bytecode_raddr;
-    if (bytecode && r->instr_ptr >= bytecode && (r->instr_ptr - bytecode) / 2 <= UINT32_MAX) {
+    /* 3.11/3.12: a frame that has not run its first instruction points just
+     * before it (prev_instr); it is at its first line */
+    uint64_t ip = bytecode && r->instr_ptr + 2 == bytecode ? bytecode : r->instr_ptr;
+    if (bytecode && ip >= bytecode && (ip - bytecode) / 2 <= UINT32_MAX) {
         struct linetable_pos pos;
-        if (codecache_position(ci, (uint32_t)((r->instr_ptr - bytecode) / 2), &pos) == 0)
+        if (codecache_position(ci, (uint32_t)((ip - bytecode) / 2), &pos) == 0)
             f->pos = pos;
     }
     return true;
@@ -1307,9 +1476,21 @@ static void unwind_thread_flags(struct unwinder *u, struct unwind_thread *t,
     const uint8_t *ts = u->tstate;
     if (t->tstate_raddr == in->threads_main)
         t->flags |= UNWIND_THREAD_MAIN;
-    bool holds = l->holds_gil_kind == PYABI_GIL_INT
-                     ? load_le32(ts + l->ts_holds_gil) != 0
-                     : (load_le32(ts + l->ts_status) & l->holds_gil_mask);
+    bool holds;
+    switch (l->holds_gil_kind) {
+    case PYABI_GIL_INT:
+        holds = load_le32(ts + l->ts_holds_gil) != 0;
+        break;
+    case PYABI_GIL_INTERP_HOLDER:
+        holds = in->gil_locked && in->gil_holder == t->tstate_raddr;
+        break;
+    case PYABI_GIL_RUNTIME_HOLDER:
+        holds = u->rt_gil_locked && u->rt_gil_holder == t->tstate_raddr;
+        break;
+    default:
+        holds = (load_le32(ts + l->ts_status) & l->holds_gil_mask) != 0;
+        break;
+    }
     if (holds)
         t->flags |= UNWIND_THREAD_HOLDS_GIL;
     else if (l->has_gil_requested && load_le32(ts + l->ts_gil_requested) != 0)
@@ -1317,13 +1498,15 @@ static void unwind_thread_flags(struct unwinder *u, struct unwind_thread *t,
     if (in->gc_collecting)
         t->flags |= UNWIND_THREAD_IN_GC;
 
-    bool exc = load_le64(ts + l->ts_current_exception) != 0 || load_le64(ts + l->ts_exc_value) != 0;
+    uint64_t handled = load_le64(ts + l->ts_exc_value);
+    bool exc =
+        load_le64(ts + l->ts_current_exception) != 0 || (handled != 0 && handled != u->none_object);
     uint64_t exc_info = load_le64(ts + l->ts_exc_info);
     if (!exc && exc_info && exc_info != t->tstate_raddr + l->ts_exc_state) {
         /* handling an exception inside a generator: its own stack item */
         uint64_t value = 0;
         if (memread_read(u->mr, exc_info + l->ei_exc_value, &value, sizeof(value)) == 0)
-            exc = value != 0;
+            exc = value != 0 && value != u->none_object;
     }
     if (exc)
         t->flags |= UNWIND_THREAD_HAS_EXCEPTION;
@@ -1407,7 +1590,9 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
         (t->flags & UNWIND_THREAD_HOLDS_GIL))
         (void)unwind_push(u, first, 0, 0, UNWIND_FRAME_GC, 0);
 
-    t->status = unwind_walk(u, in, flags, first);
+    t->status = unwind_top_frame(u);
+    if (t->status == SAMPLE_OK)
+        t->status = unwind_walk(u, in, flags, first);
     /* A chain identical to one verified before (same frames, links, code
      * and callers' instructions) is that real stack again: no re-read
      * needed. Anything else is verified. */
@@ -1489,13 +1674,16 @@ static size_t unwind_interp_iov(struct unwinder *u, uint64_t raddr, struct inter
 static void unwind_interp_done(struct unwinder *u, struct interp_view *in)
 {
     const struct py_layout *l = &u->l;
-    if (!u->in_span)
+    if (!u->in_span) {
+        if (!l->has_threads_main)
+            in->threads_main = 0; /* what was read there is another field */
         return;
+    }
 #define UNWIND_IN_AT(off) (u->interp_buf + ((off)-u->in_lo))
     in->id = (int64_t)load_le64(UNWIND_IN_AT(l->in_id));
     in->next = load_le64(UNWIND_IN_AT(l->in_next));
     in->threads_head = load_le64(UNWIND_IN_AT(l->in_threads_head));
-    in->threads_main = load_le64(UNWIND_IN_AT(l->in_threads_main));
+    in->threads_main = l->has_threads_main ? load_le64(UNWIND_IN_AT(l->in_threads_main)) : 0;
     in->gil_holder = load_le64(UNWIND_IN_AT(l->in_gil_holder));
     in->gc_collecting = (int32_t)load_le32(UNWIND_IN_AT(l->in_gc_collecting));
     in->gil_locked = (int32_t)load_le32(UNWIND_IN_AT(l->in_gil_locked));
@@ -1657,6 +1845,21 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     if (finalizing != 0) {
         *status = SAMPLE_FINALIZING;
         return -EAGAIN;
+    }
+
+    if (l->holds_gil_kind == PYABI_GIL_RUNTIME_HOLDER) {
+        /* <= 3.11: one GIL, the runtime's (locked and last_holder are
+         * neighbours; NEEDSWORK: read with the runtime's fields) */
+        uint8_t gil[24];
+        uint32_t lo = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_locked : l->rt_gil_holder;
+        uint32_t hi = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_holder : l->rt_gil_locked;
+        u->rt_gil_locked = 0;
+        u->rt_gil_holder = 0;
+        if (hi - lo <= sizeof(gil) - 8 &&
+            memread_read(u->mr, u->runtime_raddr + lo, gil, hi - lo + 8) == 0) {
+            u->rt_gil_locked = (int32_t)load_le32(gil + (l->rt_gil_locked - lo));
+            u->rt_gil_holder = load_le64(gil + (l->rt_gil_holder - lo));
+        }
     }
 
     uint64_t overflows = codecache_overflows(u->codes);

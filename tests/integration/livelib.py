@@ -66,6 +66,11 @@ def rootfs():
     return _rootfs
 
 
+def rootfs_for(version):
+    """The root a @version target runs in: "/" for 3.11 (the host's own), else rootfs()."""
+    return "/" if version.startswith("3.11") else rootfs()
+
+
 FT_RECORD = ".pyprofd-free-threaded"
 
 
@@ -76,6 +81,10 @@ def build_missing(version):
     Debian's source packages; one whose source the mirror lacked is recorded
     as unavailable in the rootfs, and its tests skip with that reason.
     """
+    if version.startswith("3.11"):
+        # this machine's own Debian 12 interpreter (scripts/run-target.sh runs it without a rootfs)
+        exe = f"/usr/bin/python{version}"
+        return None if os.access(exe, os.X_OK) else f"{exe} is not installed (Debian 12 only)"
     root = rootfs()
     if version.endswith("t"):
         exe = os.path.join(root, "usr/local/bin", f"python{version}")

@@ -9,10 +9,14 @@ special case but the free-threaded rules (docs/unwinder.md). A free-threaded
 build whose source package the mirror lacks is recorded as unavailable in the
 rootfs; its tests skip and say so.
 
+Also Debian 12's own python3.11 and python3.11-dbg (the host's, no rootfs),
+read by a layout generated from 3.11's headers.
+
 Runs with Debian's /usr/bin/python3 (standard library only), as root, once
 the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...;
 parallel, gil, cpu, opcodes and agent on the free-threaded builds only: on a
-debug build they would repeat what the default builds' tests check):
+debug build they would repeat what the default builds' tests check; all but
+opcodes on 3.11 too, whose GIL and threads are read another way):
 
     stack     record_stack.py: `dump --json` gives exactly the stack the
               target recorded, "python" is its version ("t" appended when
@@ -51,7 +55,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import livelib  # noqa: E402
 
 BUILDS = tuple(b for b in os.environ.get(
-    "PYPROFD_BUILDS", "3.13d,3.14d,3.15d,3.13t,3.14t,3.15t").split(",") if b)
+    "PYPROFD_BUILDS", "3.11,3.11d,3.13d,3.14d,3.15d,3.13t,3.14t,3.15t").split(",") if b)
+# Debian 12's own 3.11 (no debug table: a generated layout, docs/unwinder.md):
+# its default build also runs the checks below that are otherwise for the
+# free-threaded builds only (its GIL is read another way), but opcodes
+OLD_DEFAULT = ("3.11",)
 TIMEOUT = 60
 WORKERS = {"loop_a": "step_a", "loop_b": "step_b", "loop_c": "step_c"}
 
@@ -280,7 +288,9 @@ server:
 def per_build(cls):
     for attr in [a for a in vars(cls) if a.startswith("check_")]:
         for build in BUILDS:
-            if attr[len("check_"):] in FT_ONLY and not build.endswith("t"):
+            name = attr[len("check_"):]
+            if name in FT_ONLY and not build.endswith("t") and not (
+                    build in OLD_DEFAULT and name != "opcodes"):
                 continue
             def test(self, check=getattr(cls, attr), build=build):
                 check(self, build)

@@ -27,7 +27,10 @@ import sys
 import threading
 import time
 
-import _interpreters
+try:
+    import _interpreters
+except ImportError:  # 3.11, 3.12: the same calls, by their older name
+    import _xxsubinterpreters as _interpreters
 
 SUB_CODE = """\
 import time

@@ -210,9 +210,68 @@ static void test_pyabi__unknown_refused(void **state)
     char why[256];
     struct py_version v = {.hex = 0x031000f0, .major = 3, .minor = 16, .level = 0xF};
     assert_int_equal(pyabi_layout_load(&v, table, sizeof(table), &l, why, sizeof(why)), -ENOTSUP);
-    assert_string_equal(why, "CPython 3.16.0 is not supported yet (supported: 3.13, 3.14, 3.15)");
+    assert_string_equal(why, "CPython 3.16.0 is not supported yet (supported: 3.11 to 3.15)");
     assert_null(pyabi_schema_for(12));
     assert_string_equal(pyabi_entry_name(PYOFF_TSTATE_BASE_FRAME), "thread_state.base_frame");
+}
+
+/*
+ * The generated layouts (agent/python/layouts_generated.c): 3.11 and 3.12
+ * fill the structure the unwinder reads, with the offsets their headers give
+ * (the values below are CPython 3.11.2's and 3.12.1's, as py-spy and Austin
+ * publish them too); 3.9 and 3.10 keep frame objects and are refused; a
+ * version without a layout and a layout of another version are refused.
+ */
+static void test_pyabi__generated_layouts(void **state)
+{
+    (void)state;
+    struct py_layout l;
+    char why[256];
+    struct py_version v11 = {.hex = 0x030b02f0, .major = 3, .minor = 11, .micro = 2, .level = 0xF};
+    assert_int_equal(pyabi_layout_generated(&v11, pyabi_generated_for(11), &l, why, sizeof(why)),
+                     0);
+    assert_int_equal(l.source, PYABI_SOURCE_GENERATED);
+    assert_non_null(strstr(l.source_detail, "CPython 3.11"));
+    assert_true(l.has_cframe && l.ts_cframe == 56 && l.cf_current_frame == 8);
+    assert_int_equal(l.fr_previous, 48);
+    assert_int_equal(l.fr_executable, 32);
+    assert_int_equal(l.fr_instr_ptr, 56);
+    assert_true(l.has_is_entry && l.fr_is_entry == 68);
+    assert_int_equal(l.holds_gil_kind, PYABI_GIL_RUNTIME_HOLDER);
+    assert_false(l.has_threads_main);
+    assert_int_equal(l.ob_type, 8);
+
+    struct py_version v12 = {.hex = 0x030c01f0, .major = 3, .minor = 12, .micro = 1, .level = 0xF};
+    assert_int_equal(pyabi_layout_generated(&v12, pyabi_generated_for(12), &l, why, sizeof(why)),
+                     0);
+    assert_true(l.has_cframe && l.cf_current_frame == 0);
+    assert_int_equal(l.fr_executable, 0); /* f_code first: a real offset of 0 */
+    assert_int_equal(l.fr_previous, 8);
+    assert_false(l.has_is_entry);
+    assert_int_equal(l.holds_gil_kind, PYABI_GIL_INTERP_HOLDER);
+
+    /* 3.9, 3.10: frame objects, not read yet */
+    for (unsigned minor = 9; minor <= 10; minor++) {
+        struct py_version v = {
+            .hex = 0x030000f0 | (minor << 16), .major = 3, .minor = minor, .level = 0xF};
+        assert_non_null(pyabi_generated_for(minor));
+        assert_int_equal(pyabi_generated_for(minor)->minor, minor);
+        assert_int_equal(
+            pyabi_layout_generated(&v, pyabi_generated_for(minor), &l, why, sizeof(why)), -ENOTSUP);
+        assert_non_null(strstr(why, "frame objects"));
+    }
+    /* no layout, or another version's */
+    assert_null(pyabi_generated_for(8));
+    assert_null(pyabi_generated_for(13));
+    assert_int_equal(pyabi_layout_generated(&v12, pyabi_generated_for(11), &l, why, sizeof(why)),
+                     -ENOTSUP);
+    assert_int_equal(pyabi_layout_generated(&v12, NULL, &l, why, sizeof(why)), -ENOTSUP);
+
+    /* a generated layout is validated as a live table is: a frame size of 0 */
+    struct pyabi_generated bad = *pyabi_generated_for(11);
+    bad.e[PYOFF_FRAME_SIZE].value = 0;
+    assert_int_equal(pyabi_layout_generated(&v11, &bad, &l, why, sizeof(why)), -EPROTO);
+    assert_non_null(strstr(why, "interpreter_frame.size"));
 }
 
 /*
@@ -334,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_pyabi__every_used_entry_is_validated),
         cmocka_unit_test(test_pyabi__misaligned_and_zero_sizes_rejected),
         cmocka_unit_test(test_pyabi__unknown_refused),
+        cmocka_unit_test(test_pyabi__generated_layouts),
         cmocka_unit_test(test_pyabi__free_threaded_rules),
         cmocka_unit_test(test_pyabi__schemas_are_consistent),
     };
