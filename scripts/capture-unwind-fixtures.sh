@@ -11,6 +11,9 @@
 # usage: scripts/capture-unwind-fixtures.sh [VERSION...]
 # VERSION: 3.13, 3.14, 3.15 (the default: all three), or a debug (3.Xd) or
 # free-threaded (3.Xt) build; only those versions' cases are recorded again.
+# 3.11 is the host's own Debian 12 interpreter (scripts/run-target.sh); 3.12,
+# which no Debian on these machines packages, is $PYPROFD_PYTHON_3_12 (default:
+# the newest ~/.pyenv/versions/3.12.*/bin/python3.12), started here directly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,13 +36,24 @@ for v in "${versions[@]}"; do
         dir="$out/$v-$name"
         rm -rf "$dir"
         mkdir -p "$dir"
-        pid=$(scripts/run-target.sh start --python "$v" "$target")
+        if [[ $v == 3.12 ]]; then
+            py=${PYPROFD_PYTHON_3_12:-$(ls -d "$HOME"/.pyenv/versions/3.12.*/bin/python3.12 2>/dev/null | sort -V | tail -1)}
+            [[ -x $py ]] || { echo "capture-unwind-fixtures: no python3.12 (set PYPROFD_PYTHON_3_12)" >&2; exit 1; }
+            fifo=$(mktemp -u) && mkfifo "$fifo"
+            "$py" -u "tests/targets/$target.py" >"$fifo" 2>/dev/null &
+            pid=$!
+            grep -m1 -q 'pyprofd-target: ready' "$fifo" && rm -f "$fifo"
+            stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; }
+        else
+            pid=$(scripts/run-target.sh start --python "$v" "$target")
+            stop() { scripts/run-target.sh stop "$pid"; }
+        fi
         sleep 0.3 # let the threads reach their leaves
         if ! "$capture" "$pid" "$dir" "$flags"; then
-            scripts/run-target.sh stop "$pid"
+            stop
             exit 1
         fi
-        scripts/run-target.sh stop "$pid"
+        stop
         grep -qx -- "$v-$name" "$out/CASES" 2>/dev/null || printf '%s\n' "$v-$name" >>"$out/CASES"
         echo "$dir: $(stat -c %s "$dir/memory.bin") bytes, $(grep -c '^thread' "$dir/expected.txt") threads"
     done

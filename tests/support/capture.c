@@ -99,6 +99,11 @@ int main(int argc, char **argv)
                     "version 0x%" PRIx64 "\nruntime 0x%" PRIx64 "\nsection_size %" PRIu64
                     "\nflags %" PRId64 "\n",
                     rt.version.hex, rt.raddr, rt.section_size, flags);
+            if (rt.no_table) /* 3.11, 3.12: what discovery found by symbols */
+                fprintf(meta,
+                        "no_table 1\ncode_type 0x%" PRIx64 "\nunicode_type 0x%" PRIx64
+                        "\nnone_object 0x%" PRIx64 "\n",
+                        rt.code_type, rt.unicode_type, rt.none_object);
             fclose(meta);
             unwinder_free(u);
             memread_free(mr);
