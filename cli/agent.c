@@ -129,7 +129,7 @@ static int agent_usage(FILE *out, int status)
 {
     fputs("usage: pyprofd agent [--config.file FILE] [options]\n"
           "\n"
-          "Find every CPython 3.13+ process on this machine (or in this pod), sample\n"
+          "Find every CPython 3.11+ process on this machine (or in this pod), sample\n"
           "each as configured, and serve or store one pprof profile per target and\n"
           "interval. docs/agent.md and docs/configuration.md describe everything.\n"
           "\n"

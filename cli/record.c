@@ -156,7 +156,7 @@ static int record_wait_python(pid_t child, struct cli_target *t, enum memread_ba
             return cli_attach(child, backend, true, t);
         usleep(10000);
     }
-    log_error("process %d did not start a CPython 3.13+ interpreter within %d s", (int)child,
+    log_error("process %d did not start a CPython 3.11+ interpreter within %d s", (int)child,
               RECORD_WAIT_START);
     return CLI_EXIT_FAIL;
 }

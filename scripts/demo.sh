@@ -4,7 +4,8 @@
 # demo.sh: what `make demo` shows. Starts the bundled workload
 # (tests/targets/demo_workload.py) under CPython 3.13, 3.14 and 3.15 from the
 # test rootfs, each in its own PID and mount namespace as in a Kubernetes pod,
-# and points one pyprofd binary at all three. Each later capability upgrades
+# and under this machine's own Debian 12 python3.11 (no debug table: a
+# generated layout), and points one pyprofd binary at all four. Each later capability upgrades
 # this script so the demo always shows the best the agent can do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +25,11 @@ trap cleanup EXIT INT TERM
 echo "== $bin --version"
 "$bin" --version | sed 's/^/   /'
 echo
-echo "== starting the demo workload under CPython 3.13, 3.14 and 3.15 (container-like namespaces)"
-for v in 3.13 3.14 3.15; do
+versions=(3.13 3.14 3.15)
+[ -x /usr/bin/python3.11 ] && versions+=(3.11) # the host's own (Debian 12)
+echo "== starting the demo workload under CPython ${versions[*]} (container-like namespaces;"
+echo "   3.11 is this machine's own /usr/bin/python3.11, read by a layout generated from its headers)"
+for v in "${versions[@]}"; do
     pid=$(scripts/run-target.sh start --python "$v" --mode container demo_workload)
     pids+=("$pid")
     nspid=$(awk '/^NSpid:/ {print $NF}' "/proc/$pid/status")
@@ -48,9 +52,9 @@ setpriv --bounding-set -all,+sys_ptrace --inh-caps -all "$bin" probe "${pids[1]}
     grep -E '^pid|opened via|supported' | sed 's/^/   /'
 
 sleep 0.5 # let the workload's threads get going
-for i in 0 1 2; do
+for i in "${!pids[@]}"; do
     echo
-    echo "== $bin dump --all-threads --native ${pids[$i]}"
+    echo "== $bin dump --all-threads --native ${pids[$i]}   (python${versions[$i]})"
     echo
     "$bin" dump --all-threads --native "${pids[$i]}"
 done

@@ -2,7 +2,7 @@
 /*
  * pyruntime.h: find a process's CPython runtime (discovery, stage 1).
  *
- * A process is a CPython 3.13+ target when one of the ELF files it maps (the
+ * A process is a CPython 3.11+ target when one of the ELF files it maps (the
  * python executable, a libpython shared object, or any executable that embeds
  * the interpreter) has a .PyRuntime section whose first bytes, read live from
  * the process, are the "xdebugpy" cookie. Process and file names are only used
@@ -103,7 +103,7 @@ struct pyruntime {
  * @a out; otherwise a negative errno and a one-line reason in @a why:
  *  -ESRCH   the process is gone;
  *  -EPERM   its maps or memory may not be read (needs root/CAP_SYS_PTRACE);
- *  -ENOENT  no mapped file holds an initialised CPython 3.13+ runtime (a
+ *  -ENOENT  no mapped file holds an initialised CPython 3.11+ runtime (a
  *           non-Python process, Python <= 3.12, or a runtime not set up yet);
  *  -EPROTO  a cookie matched but the version word is implausible;
  *  -ENOMEM.
