@@ -49,7 +49,8 @@ with several cycles, medians over them and the median of each cycle's ratio.
       --depths LIST       stack depths, in Python frames (default: "10 50 200")
       --python LIST       builds, as scripts/run-target.sh names them (default:
                           3.15): 3.15, 3.15t (free-threaded), 3.15d (debug);
-                          3.13/3.14 builds get pyprofd only (no Tachyon there)
+                          3.11 (the host's Debian 12 python3.11: a generated
+                          layout), 3.13, 3.14 get pyprofd only (no Tachyon there)
       --pyprofd PATH      pyprofd binary (default: build-release/pyprofd; build
                           it with: cmake --preset release && cmake --build
                           --preset release -j2)
@@ -136,17 +137,21 @@ done
 command -v nsenter >/dev/null || die "nsenter not found (Debian package util-linux)"
 rootfs=$("$repo_dir/scripts/python-rootfs.sh" --print-path) || die "cannot find the rootfs path"
 rootfs=$(realpath -- "$rootfs")
+# root_of BUILD: the root it runs in (3.11: the host's own Debian 12 python3.11)
+root_of() {
+	[[ $1 == 3.11* ]] && printf '/' || printf '%s' "$rootfs"
+}
 # interp_of BUILD: the interpreter's path inside the rootfs
 interp_of() {
 	case $1 in
 	3.1[3-9]t) printf '/usr/local/bin/python%s' "$1" ;;
-	3.1[3-9] | 3.1[3-9]d) printf '/usr/bin/python%s' "$1" ;;
+	3.1[3-9] | 3.1[3-9]d | 3.11 | 3.11d) printf '/usr/bin/python%s' "$1" ;;
 	*) die "bad --python build $1: want 3.X, 3.Xt or 3.Xd" ;;
 	esac
 }
 for python in $pythons; do
 	interp=$(interp_of "$python")
-	if [[ ! -x $rootfs$interp ]]; then
+	if [[ ! -x $(root_of "$python")$interp ]]; then
 		why=''
 		[[ $python == *t && -f $rootfs/.pyprofd-free-threaded ]] &&
 			why=$(grep "^${python%t} " "$rootfs/.pyprofd-free-threaded" | cut -d' ' -f2-)
@@ -275,7 +280,7 @@ for python in $pythons; do
 	# Tachyon is CPython 3.15's: a build of another version gets pyprofd only
 	tachyon=0
 	[[ $python == 3.15* ]] && tachyon=1
-	versions+=("$python $(chroot "$rootfs" "$interp" -c 'import platform, sysconfig; print(platform.python_version() + ("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""))')")
+	versions+=("$python $(chroot "$(root_of "$python")" "$interp" -c 'import platform, sysconfig; print(platform.python_version() + ("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""))')")
 	for depth in $depths; do
 		printf '%s: python%s depth %s: starting the target\n' "$prog" "$python" "$depth" >&2
 		target_pid=$("${target_pin[@]}" "$run_target" start --python "$python" --mode container "$target_src" --depth "$depth")

@@ -1763,13 +1763,26 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     *out = &u->result;
 
     uint64_t head = 0, finalizing = 0;
-    struct memread_iov rt[2 + UNWIND_INTERP_IOV + UNWIND_THREAD_IOV];
+    struct memread_iov rt[3 + UNWIND_INTERP_IOV + UNWIND_THREAD_IOV];
     size_t nrt = 0;
     if (u->rt_span) {
         rt[nrt++] = (struct memread_iov){u->runtime_raddr + u->rt_lo, u->runtime_buf, u->rt_span};
     } else {
         rt[nrt++] = (struct memread_iov){u->runtime_raddr + l->rt_interpreters_head, &head, 8};
         rt[nrt++] = (struct memread_iov){u->runtime_raddr + l->rt_finalizing, &finalizing, 8};
+    }
+    /* <= 3.11: the one GIL is the runtime's (locked and last_holder are
+     * neighbours): read with the runtime's fields */
+    uint8_t gil[24];
+    struct memread_iov gil_iov = {0, gil, 0};
+    uint32_t gil_lo = 0;
+    if (l->holds_gil_kind == PYABI_GIL_RUNTIME_HOLDER) {
+        gil_lo = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_locked : l->rt_gil_holder;
+        uint32_t hi = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_holder : l->rt_gil_locked;
+        if (hi - gil_lo <= sizeof(gil) - 8) {
+            gil_iov = (struct memread_iov){u->runtime_raddr + gil_lo, gil, hi - gil_lo + 8};
+            rt[nrt++] = gil_iov;
+        }
     }
     /* the first interpreter rarely changes: read it in the same call */
     struct interp_view guessed;
@@ -1822,6 +1835,8 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         rt[0] = (struct memread_iov){u->runtime_raddr + l->rt_interpreters_head, &head, 8};
         rt[1] = (struct memread_iov){u->runtime_raddr + l->rt_finalizing, &finalizing, 8};
         nrt = n = 2;
+        if (gil_iov.len)
+            rt[n++] = gil_iov, nrt++;
         err = memread_readv(u->mr, rt, n);
     }
     if (err) {
@@ -1847,19 +1862,13 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         return -EAGAIN;
     }
 
-    if (l->holds_gil_kind == PYABI_GIL_RUNTIME_HOLDER) {
-        /* <= 3.11: one GIL, the runtime's (locked and last_holder are
-         * neighbours; NEEDSWORK: read with the runtime's fields) */
-        uint8_t gil[24];
-        uint32_t lo = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_locked : l->rt_gil_holder;
-        uint32_t hi = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_holder : l->rt_gil_locked;
-        u->rt_gil_locked = 0;
-        u->rt_gil_holder = 0;
-        if (hi - lo <= sizeof(gil) - 8 &&
-            memread_read(u->mr, u->runtime_raddr + lo, gil, hi - lo + 8) == 0) {
-            u->rt_gil_locked = (int32_t)load_le32(gil + (l->rt_gil_locked - lo));
-            u->rt_gil_holder = load_le64(gil + (l->rt_gil_holder - lo));
-        }
+    u->rt_gil_locked = 0;
+    u->rt_gil_holder = 0;
+    /* (read above with the runtime's fields, unless those were left out) */
+    if (gil_iov.len &&
+        (!skip_runtime || memread_read(u->mr, gil_iov.raddr, gil, gil_iov.len) == 0)) {
+        u->rt_gil_locked = (int32_t)load_le32(gil + (l->rt_gil_locked - gil_lo));
+        u->rt_gil_holder = load_le64(gil + (l->rt_gil_holder - gil_lo));
     }
 
     uint64_t overflows = codecache_overflows(u->codes);

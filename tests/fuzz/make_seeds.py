@@ -40,6 +40,31 @@ def elf(etype=2, vaddr=0x400000, sec_addr=0x4b1000, names=(b".PyRuntime",), xnum
     return body + b"".join(secs)
 
 
+def elf_symbols():
+    """A minimal ELF64 LE shared object with .dynsym/.dynstr naming _PyRuntime,
+    Py_Version and an undefined PyCode_Type (the 3.11/3.12 discovery path)."""
+    dynstr = b"\0_PyRuntime\0Py_Version\0PyCode_Type\0"
+    syms = [struct.pack("<IBBHQQ", 0, 0, 0, 0, 0, 0),
+            struct.pack("<IBBHQQ", 1, 0x11, 0, 20, 0xA5B740, 0x28B20),
+            struct.pack("<IBBHQQ", 12, 0x11, 0, 16, 0x8CC3E8, 8),
+            struct.pack("<IBBHQQ", 23, 0x11, 0, 0, 0, 0)]
+    shstr = b"\0.dynsym\0.dynstr\0.shstrtab\0"
+    ident = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    str_off = 64
+    sym_off = (str_off + len(dynstr) + 7) & ~7
+    shs_off = sym_off + 24 * len(syms)
+    sh_off = (shs_off + len(shstr) + 7) & ~7
+    eh = ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, sh_off, 0, 64, 56, 0, 64, 4, 3)
+    body = eh + dynstr
+    body += bytes(sym_off - len(body)) + b"".join(syms) + shstr
+    body += bytes(sh_off - len(body))
+    secs = [bytes(64),
+            struct.pack("<IIQQQQIIQQ", 1, 11, 2, 0, sym_off, 24 * len(syms), 2, 1, 8, 24),
+            struct.pack("<IIQQQQIIQQ", 9, 3, 2, 0, str_off, len(dynstr), 0, 0, 1, 0),
+            struct.pack("<IIQQQQIIQQ", 17, 3, 0, 0, shs_off, len(shstr), 0, 0, 1, 0)]
+    return body + b"".join(secs)
+
+
 def header(cookie, version, ft):
     return cookie + struct.pack("<QQ", version, ft)
 
@@ -56,6 +81,7 @@ write("elf_sections", "dyn_pyruntime.elf", elf(etype=3, vaddr=0, sec_addr=0x1000
 write("elf_sections", "two_sections.elf", elf(names=(b".PyRuntime", b".AsyncioDebug")))
 write("elf_sections", "extended_numbering.elf", elf(xnum=True))
 write("elf_sections", "truncated.elf", elf()[:100])
+write("elf_sections", "dynsym_pyruntime.elf", elf_symbols())
 write("pyversion", "3.13.15", header(b"xdebugpy", 0x030D0FF0, 0))
 write("pyversion", "3.14.8", header(b"xdebugpy", 0x030E08F0, 0))
 write("pyversion", "3.15.0", header(b"xdebugpy", 0x030F00F0, 0))
