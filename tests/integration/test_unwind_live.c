@@ -185,6 +185,23 @@ static void ordinary(const char *python)
     stop(pid);
 }
 
+/* 3.11: the host's own Debian 12 interpreter, read by a generated layout */
+static void test_unwind_live__ordinary_program_311(void **state)
+{
+    (void)state;
+    ordinary("3.11");
+}
+static void test_unwind_live__warm_50_frames_311(void **state)
+{
+    (void)state;
+    count_reads("3.11");
+}
+static void test_unwind_live__torn_stacks_are_counted_311(void **state)
+{
+    (void)state;
+    churn("3.11");
+}
+
 static void test_unwind_live__ordinary_program_313(void **state)
 {
     (void)state;
@@ -239,6 +256,9 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_unwind_live__warm_50_frames_311, live_teardown),
+        cmocka_unit_test_teardown(test_unwind_live__torn_stacks_are_counted_311, live_teardown),
+        cmocka_unit_test_teardown(test_unwind_live__ordinary_program_311, live_teardown),
         cmocka_unit_test_teardown(test_unwind_live__warm_50_frames_313, live_teardown),
         cmocka_unit_test_teardown(test_unwind_live__warm_50_frames_314, live_teardown),
         cmocka_unit_test_teardown(test_unwind_live__warm_50_frames_315, live_teardown),
