@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Replays memory images recorded from real CPython 3.13, 3.14 and 3.15
+ * Replays memory images recorded from real CPython 3.11 to 3.15
  * processes (tests/fixtures/unwind/, made by
  * scripts/capture-unwind-fixtures.sh) through the fake backend and compares
  * the unwinder's result with the golden text recorded with them: a change in
@@ -30,7 +30,10 @@ static void replay_text(struct unwinder *u, unsigned flags, char *text, size_t c
     fclose(f);
 }
 
-static void replay_case(const char *name)
+/* What replay_case() breaks before attaching (3.11/3.12 images only). */
+enum replay_break { REPLAY_CLEAN, REPLAY_WRONG_CODE_TYPE, REPLAY_WRONG_STR_TYPE };
+
+static void replay_case(const char *name, enum replay_break brk)
 {
     char rel[256];
     size_t len;
@@ -84,6 +87,20 @@ static void replay_case(const char *name)
     assert_int_equal(rt.version.free_threaded, name[4] == 't'); /* "3.13t-threads" */
     struct unwinder *u = NULL;
     char why[256];
+    if (brk != REPLAY_CLEAN) {
+        /* a layout that does not describe the process is refused at attach */
+        assert_true(rt.no_table);
+        if (brk == REPLAY_WRONG_CODE_TYPE)
+            rt.code_type += 0x40;
+        else
+            rt.unicode_type += 0x40;
+        assert_int_equal(unwinder_new(mr, &rt, &u, why, sizeof(why)), -EPROTO);
+        assert_non_null(strstr(why, "layout check failed"));
+        assert_non_null(strstr(why, brk == REPLAY_WRONG_CODE_TYPE ? "PyCode_Type" : "no str"));
+        assert_null(u);
+        memread_free(mr);
+        return;
+    }
     if (unwinder_new(mr, &rt, &u, why, sizeof(why)))
         fail_msg("%s: %s", name, why);
 
@@ -111,7 +128,7 @@ static void test_unwind_replay__recorded_stacks_match_golden(void **state)
     bool seen[5] = {false, false, false, false, false}; /* 3.11 to 3.15 */
     char *save = NULL;
     for (char *name = strtok_r(cases, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
-        replay_case(name);
+        replay_case(name, REPLAY_CLEAN);
         if (strncmp(name, "3.1", 3) == 0 && name[3] >= '1' && name[3] <= '5')
             seen[name[3] - '1'] = true;
         n++;
@@ -122,10 +139,25 @@ static void test_unwind_replay__recorded_stacks_match_golden(void **state)
     assert_true(seen[0] && seen[1] && seen[2] && seen[3] && seen[4]);
 }
 
+/* 3.11, 3.12: the check at attach (thread state -> interpreter, the running
+ * code object's type, its file name's type) against real images, with the
+ * type addresses discovery would have found made wrong */
+static void test_unwind_replay__layout_check_refuses(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {"3.11-threads", "3.12-threads", "3.11-callback",
+                                        "3.12-callback"};
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
+        replay_case(cases[i], REPLAY_WRONG_CODE_TYPE);
+        replay_case(cases[i], REPLAY_WRONG_STR_TYPE);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unwind_replay__recorded_stacks_match_golden),
+        cmocka_unit_test(test_unwind_replay__layout_check_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
