@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/strnum.h"
 #include "cli/cli.h"
+#include "python/pyopcode.h"
 
 int cli_parse_pid(const char *arg, pid_t *out)
 {
@@ -134,6 +135,14 @@ int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_
         return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
+}
+
+void cli_warn_opcodes(const struct cli_target *t, unsigned flags)
+{
+    if ((flags & UNWIND_OPCODES) && !pyopcode_table(t->rt.version.minor))
+        log_warn("--opcodes: pyprofd has no opcode names for CPython 3.%u (3.13 and newer): "
+                 "stacks without them",
+                 t->rt.version.minor);
 }
 
 void cli_detach(struct cli_target *t)

@@ -451,6 +451,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         child ? record_wait_python(child, &t, o->backend) : cli_attach(pid, o->backend, true, &t);
     if (status != CLI_EXIT_OK)
         goto out;
+    cli_warn_opcodes(&t, o->unwind_flags);
     pid = t.pid;
     struct record_report rep = {.pid = pid, .free_threaded = t.rt.version.free_threaded};
     pyversion_format(&t.rt.version, rep.python, sizeof(rep.python));
