@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Generates the location-table test vectors of agent/unwind/linetable.c.
 
-For each CPython of the test rootfs (3.13, 3.14, 3.15) this compiles a fixed
+For each CPython of the test rootfs (3.13, 3.14, 3.15), and the host's own
+Debian 12 python3.11 (3.11 and 3.12 have the same table format), this compiles a fixed
 set of source snippets and stdlib modules, chosen so that every entry form of
 the PEP 626/657 location table occurs (short forms 0-9, one-line forms with
 line deltas 0/1/2, no-column, long form with multi-line spans and negative
@@ -29,7 +30,8 @@ import struct
 import subprocess
 import sys
 
-VERSIONS = ("3.13", "3.14", "3.15")
+# 3.11 is the host's own Debian 12 interpreter (same table format as 3.13+)
+VERSIONS = ("3.11", "3.13", "3.14", "3.15")
 # Under --emit the script is read from stdin and has no __file__.
 HERE = os.path.dirname(os.path.abspath(globals().get("__file__", "-")))
 TREE = os.path.dirname(HERE)
@@ -314,7 +316,8 @@ def rootfs_path():
 
 def run_version(root, ver):
     with open(os.path.abspath(__file__), "rb") as script:
-        res = subprocess.run(["chroot", root, "/usr/bin/python" + ver, "-", "--emit"],
+        res = subprocess.run(["chroot", "/" if ver == "3.11" else root,
+                              "/usr/bin/python" + ver, "-", "--emit"],
                              stdin=script, stdout=subprocess.PIPE, check=True)
     return res.stdout
 

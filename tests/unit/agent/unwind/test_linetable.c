@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tests for agent/unwind/linetable.c: the decoder against what co_positions()
- * of real CPython 3.13, 3.14 and 3.15 reports for every code unit of the code
+ * of real CPython 3.11, 3.13, 3.14 and 3.15 reports for every code unit of the code
  * objects in tests/fixtures/linetable/3.1X.txt (scripts/gen-linetable-vectors.py
  * writes them; the file format is described in their header), then each entry
  * form, malformed tables and long tables by hand.
@@ -321,6 +321,12 @@ static void lt_check_version(const char *version)
     assert_true(st.line_zero);
 }
 
+static void test_linetable__matches_cpython_3_11(void **state)
+{
+    (void)state;
+    lt_check_version("3.11");
+}
+
 static void test_linetable__matches_cpython_3_13(void **state)
 {
     (void)state;
@@ -600,6 +606,7 @@ static void test_linetable__decodes_tables_over_4096_bytes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linetable__matches_cpython_3_11),
         cmocka_unit_test(test_linetable__matches_cpython_3_13),
         cmocka_unit_test(test_linetable__matches_cpython_3_14),
         cmocka_unit_test(test_linetable__matches_cpython_3_15),
