@@ -59,6 +59,7 @@ build: bootstrap
 
 rootfs: bootstrap
 	@scripts/python-rootfs.sh >/dev/null
+	@scripts/python-rootfs.sh --bullseye >/dev/null
 
 # the Kubernetes tools rootfs (kubectl, kustomize, python3-kubernetes) that
 # tests/deploy and tests/kube check manifests and the API fake against

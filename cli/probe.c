@@ -36,7 +36,10 @@ static int probe_one(pid_t pid, enum memread_backend backend)
     printf("%s (mapped at 0x%" PRIx64 ", opened via %s)\n", rt->deleted ? " (deleted)" : "",
            rt->map_start, rt->opened_via);
     if (rt->no_table) {
-        printf("  version   Py_Version 0x%08" PRIx64 "\n", rt->version.hex);
+        if (rt->version_from && strcmp(rt->version_from, "Py_Version") != 0)
+            printf("  version   from %s\n", rt->version_from);
+        else
+            printf("  version   Py_Version 0x%08" PRIx64 "\n", rt->version.hex);
         printf("  table     none (before 3.13): generated layout, from %s\n",
                l->source_detail ? l->source_detail : "?");
         printf("  checked   thread state -> its interpreter; running code object is %s; "

@@ -16,6 +16,10 @@
 #                              is recorded as unavailable in $FT_RECORD
 #                              inside the rootfs, and its tests skip saying so.
 #
+# With --bullseye, a Debian 11 (bullseye) rootfs holds CPython 3.9 instead:
+# /usr/bin/python3.9 and its debug build /usr/bin/python3.9d, the interpreter
+# RHEL 9 / UBI 9 and Debian 11 nodes run (no free-threaded build: 3.9 has none).
+#
 # With --kube-tools, a second rootfs (same suite) holds instead the Kubernetes
 # tools the deploy/ and API-client tests check against: kubectl (kustomize
 # rendering), kustomize and python3-kubernetes (the official client and its
@@ -42,6 +46,12 @@ STAMP_NAME=.pyprofd-rootfs
 
 KUBE_TOOLS=0
 [[ " $* " == *" --kube-tools "* ]] && KUBE_TOOLS=1
+BULLSEYE=0
+if [[ " $* " == *" --bullseye "* ]]; then
+	BULLSEYE=1
+	SUITE=bullseye
+	PYTHON_VERSIONS=(3.9)
+fi
 # python3-cffi-backend: debootstrap does not resolve the virtual packages
 # python3-cryptography depends on (python3-cffi-backend-api-{min,max})
 KUBE_TOOLS_INCLUDE=(kubectl kustomize python3-kubernetes python3-yaml python3-cffi-backend)
@@ -51,16 +61,17 @@ if ((KUBE_TOOLS)); then
 	INCLUDE=("${KUBE_TOOLS_INCLUDE[@]}")
 else
 	for v in "${PYTHON_VERSIONS[@]}"; do
-		INCLUDE+=("python$v" "libpython$v" "python$v-dev" "python$v-dbg")
+		INCLUDE+=("python$v" "libpython$v" "python$v-dbg")
+		((BULLSEYE)) || INCLUDE+=("python$v-dev")
 	done
 fi
 include_list=$(IFS=,; echo "${INCLUDE[*]}")
 RECIPE="pyprofd-rootfs recipe=$RECIPE_VERSION variant=minbase suite=$SUITE include=$include_list"
-((KUBE_TOOLS)) || RECIPE+=" free-threaded=$(IFS=,; echo "${FT_BUILD_DEPS[*]}") configure=${FT_CONFIGURE[*]}"
+((KUBE_TOOLS || BULLSEYE)) || RECIPE+=" free-threaded=$(IFS=,; echo "${FT_BUILD_DEPS[*]}") configure=${FT_CONFIGURE[*]}"
 
 usage() {
 	cat <<EOF
-usage: scripts/python-rootfs.sh [--kube-tools] [--print-path | --print-mirror | --rebuild]
+usage: scripts/python-rootfs.sh [--kube-tools | --bullseye] [--print-path | --print-mirror | --rebuild]
 
 Build (once, as root) or reuse a Debian $SUITE rootfs with CPython
 ${PYTHON_VERSIONS[*]} (default, debug and free-threaded builds), and print its
@@ -70,6 +81,9 @@ free-threaded interpreter compiled from Debian's source packages.
   --kube-tools  the Kubernetes tools rootfs instead (${KUBE_TOOLS_INCLUDE[*]};
                 default directory: \$PYPROFD_CACHE_DIR/kube-tools-$SUITE, or
                 \$PYPROFD_KUBE_TOOLS_ROOTFS)
+  --bullseye    a Debian 11 rootfs with CPython 3.9 (default and debug builds)
+                instead (default directory: \$PYPROFD_CACHE_DIR/rootfs-bullseye,
+                or \$PYPROFD_BULLSEYE_ROOTFS)
   --print-path  print the rootfs path without building anything
   --print-mirror print the Debian mirror a build would use
   --rebuild     rebuild the rootfs even if it is up to date
@@ -172,7 +186,7 @@ while (($#)); do
 	case $1 in
 	--print-path) print_path=1 ;;
 	--rebuild) rebuild=1 ;;
-	--kube-tools) ;;
+	--kube-tools | --bullseye) ;;
 	-h | --help)
 		usage
 		exit 0
@@ -187,7 +201,9 @@ done
 
 if ((KUBE_TOOLS)) && [[ -n ${PYPROFD_KUBE_TOOLS_ROOTFS:-} ]]; then
 	rootfs=$PYPROFD_KUBE_TOOLS_ROOTFS
-elif ((!KUBE_TOOLS)) && [[ -n ${PYPROFD_ROOTFS:-} ]]; then
+elif ((BULLSEYE)) && [[ -n ${PYPROFD_BULLSEYE_ROOTFS:-} ]]; then
+	rootfs=$PYPROFD_BULLSEYE_ROOTFS
+elif ((!KUBE_TOOLS && !BULLSEYE)) && [[ -n ${PYPROFD_ROOTFS:-} ]]; then
 	rootfs=$PYPROFD_ROOTFS
 else
 	cache_dir=${PYPROFD_CACHE_DIR:-}
@@ -226,7 +242,7 @@ rootfs_is_current() {
 		[[ -x $rootfs/usr/bin/kubectl && -x $rootfs/usr/bin/kustomize ]]
 		return
 	fi
-	[[ -f $rootfs/$FT_RECORD ]] || return 1
+	((BULLSEYE)) || [[ -f $rootfs/$FT_RECORD ]] || return 1
 	for v in "${PYTHON_VERSIONS[@]}"; do
 		[[ -x $rootfs/usr/bin/python$v && -x $rootfs/usr/bin/python${v}d ]] || return 1
 	done
@@ -378,7 +394,11 @@ keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 if ((KUBE_TOOLS)); then
 	say "building Debian $SUITE rootfs with ${INCLUDE[*]} in $rootfs (a few minutes, once)..."
 else
-	say "building Debian $SUITE rootfs with CPython $(IFS=/; echo "${PYTHON_VERSIONS[*]}") in $rootfs (once: about a minute, then the free-threaded builds)..."
+	if ((BULLSEYE)); then
+		say "building Debian $SUITE rootfs with CPython ${PYTHON_VERSIONS[*]} in $rootfs (once: about a minute)..."
+	else
+		say "building Debian $SUITE rootfs with CPython $(IFS=/; echo "${PYTHON_VERSIONS[*]}") in $rootfs (once: about a minute, then the free-threaded builds)..."
+	fi
 fi
 start=$SECONDS
 # In the background (so that signals reach our traps at once) and in its own
@@ -462,7 +482,7 @@ build_free_threaded() {
 	rm -rf -- "$tmp/usr/src/pyprofd-ft" "$tmp"/var/lib/apt/lists/*Sources*
 	umount -- "$tmp/proc" || die "cannot unmount $tmp/proc"
 }
-((KUBE_TOOLS)) || build_free_threaded
+((KUBE_TOOLS || BULLSEYE)) || build_free_threaded
 
 if ((KUBE_TOOLS)); then
 	out=$(chroot "$tmp" /usr/bin/python3 -c 'import kubernetes, yaml; print(kubernetes.__version__)' 2>&1) ||
@@ -471,6 +491,10 @@ if ((KUBE_TOOLS)); then
 fi
 for v in "${PYTHON_VERSIONS[@]}"; do
 	((KUBE_TOOLS)) && break
+	# (older Debian releases may name the debug build python3.X-dbg only)
+	if [[ ! -e $tmp/usr/bin/python${v}d && -e $tmp/usr/bin/python$v-dbg ]]; then
+		ln -s "python$v-dbg" "$tmp/usr/bin/python${v}d"
+	fi
 	out=$(chroot "$tmp" "/usr/bin/python$v" -c \
 		'import sys; print("%d.%d" % sys.version_info[:2], hex(sys.hexversion))' 2>&1) ||
 		die "cannot run python$v in the new rootfs: $out"

@@ -30,7 +30,9 @@ start  run TARGET (a name under tests/targets, e.g. sleepy, or a path to a .py
                           /usr/bin/python3.X; 3.Xd is its debug build
                           (/usr/bin/python3.Xd), 3.Xt the free-threaded build
                           (/usr/local/bin/python3.Xt); 3.11 and 3.11d are this
-                          machine's own (Debian 12), run without a rootfs
+                          machine's own (Debian 12), run without a rootfs;
+                          3.9 and 3.9d are Debian 11's, in the bullseye rootfs
+                          (scripts/python-rootfs.sh --bullseye)
        --mode chroot      run chroot'ed, in the host PID namespace (default)
        --mode container   run as PID 1 of new PID and mount namespaces, with
                           its own /proc (unshare --pid --mount --fork)
@@ -147,15 +149,20 @@ cmd_start() {
 
 	local interp
 	local host=0 # 3.11: this machine's own Debian 12 interpreter, no rootfs
+	local bullseye=0 # 3.9: Debian 11's, in the bullseye rootfs
 	case $python in
 	3.11 | 3.11d)
 		interp=/usr/bin/python$python
 		host=1
 		;;
+	3.9 | 3.9d)
+		interp=/usr/bin/python$python
+		bullseye=1
+		;;
 	3.13 | 3.14 | 3.15 | 3.13d | 3.14d | 3.15d) interp=/usr/bin/python$python ;;
 	3.13t | 3.14t | 3.15t) interp=/usr/local/bin/python$python ;;
-	'') die "start: --python is required (3.13, 3.14 or 3.15, with a d or t suffix for the debug or free-threaded build)" ;;
-	*) die "start: unsupported --python $python: use 3.13, 3.14 or 3.15 (or 3.Xd, 3.Xt)" ;;
+	'') die "start: --python is required (3.9, 3.11, 3.13, 3.14 or 3.15, with a d or t suffix for the debug or free-threaded build)" ;;
+	*) die "start: unsupported --python $python: use 3.9, 3.11, 3.13, 3.14 or 3.15 (or 3.Xd, 3.Xt)" ;;
 	esac
 	case $mode in
 	chroot | container) ;;
@@ -181,12 +188,15 @@ cmd_start() {
 		[[ -x $interp ]] ||
 			die "start: no $interp on this machine (Debian 12's python${python%d}$([[ $python == *d ]] && echo -dbg) package: scripts/bootstrap.sh installs it)"
 		rootfs=/
+	elif [[ -z $rootfs ]] && ((bullseye)); then
+		rootfs=$("$script_dir/python-rootfs.sh" --bullseye --print-path) ||
+			die "start: cannot find the rootfs path (scripts/python-rootfs.sh --bullseye --print-path failed)"
 	elif [[ -z $rootfs ]]; then
 		rootfs=$("$script_dir/python-rootfs.sh" --print-path) ||
 			die "start: cannot find the rootfs path (scripts/python-rootfs.sh --print-path failed)"
 	fi
 	((host)) || [[ -d $rootfs ]] ||
-		die "start: no rootfs at $rootfs: run scripts/python-rootfs.sh (as root) first"
+		die "start: no rootfs at $rootfs: run scripts/python-rootfs.sh$( ((bullseye)) && echo ' --bullseye') (as root) first"
 	((host)) || [[ -x $rootfs$interp ]] ||
 		die "start: no $interp in the rootfs $rootfs: run scripts/python-rootfs.sh (as root) to (re)build it"
 	rootfs=$(realpath -- "$rootfs")

@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "discovery/elf_sections.h"
 #include "discovery/proc_maps.h"
 #include "discovery/pyruntime.h"
@@ -187,6 +188,61 @@ static enum pyruntime_place pyruntime_place(const char *proc_root, pid_t pid,
     return result;
 }
 
+#define PYRUNTIME_RODATA_MAX   (32u << 20) /* bytes of .rodata searched for PY_VERSION */
+#define PYRUNTIME_RODATA_CHUNK (64u * 1024u)
+
+/*
+ * CPython 3.9 and 3.10 have no Py_Version symbol. Their version is the
+ * PY_VERSION string in the file's .rodata ("3.9.2", a string of its own:
+ * Py_GetVersion() formats it), searched a chunk at a time (consecutive chunks
+ * overlap by a few bytes, so a string across their border is found); failing
+ * that, the minor version in the file's name ("python3.9",
+ * "libpython3.10.so.1.0"), with the micro version unknown. Only 3.9 and 3.10
+ * are taken (the versions with _PyRuntime and without Py_Version). Returns
+ * whether @out was set; *@err is -ENOMEM when memory ran out.
+ */
+static bool pyruntime_version_string(const struct elf_file *ef, int fd, unsigned name_minor,
+                                     struct py_version *out, int *err)
+{
+    struct elf_section ro;
+    bool found = false;
+    if (elf_file_find_section(ef, ".rodata", &ro) == 0 && ro.size > 0) {
+        char *buf = alloc_malloc(PYRUNTIME_RODATA_CHUNK);
+        if (!buf) {
+            *err = -ENOMEM;
+            return false;
+        }
+        uint64_t size = ro.size < PYRUNTIME_RODATA_MAX ? ro.size : PYRUNTIME_RODATA_MAX;
+        for (uint64_t at = 0; at < size && !found;) {
+            size_t want =
+                size - at < PYRUNTIME_RODATA_CHUNK ? (size_t)(size - at) : PYRUNTIME_RODATA_CHUNK;
+            ssize_t n = pread(fd, buf, want, (off_t)(ro.offset + at));
+            if (n <= 0)
+                break;
+            /* the version of the file's name when it has one; else 3.9 or 3.10 */
+            for (unsigned minor = 9; minor <= 10 && !found; minor++) {
+                if ((name_minor && minor != name_minor) ||
+                    pyversion_scan(buf, (size_t)n, minor, out) < 0)
+                    continue;
+                found = true;
+            }
+            if ((size_t)n < want || at + (uint64_t)n >= size)
+                break;
+            at += (uint64_t)n > 16 ? (uint64_t)n - 16 : (uint64_t)n; /* overlap */
+        }
+        alloc_free(buf);
+    }
+    if (!found && (name_minor == 9 || name_minor == 10)) {
+        *out = (struct py_version){.hex = (3u << 24) | (name_minor << 16) | (PY_RELEASE_FINAL << 4),
+                                   .major = 3,
+                                   .minor = name_minor,
+                                   .level = PY_RELEASE_FINAL,
+                                   .micro_unknown = true};
+        found = true;
+    }
+    return found;
+}
+
 /*
  * A file without the debug table (CPython 3.11, 3.12; @sec: its .PyRuntime
  * section, when it has one without the cookie; NULL otherwise): the runtime
@@ -218,6 +274,11 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
         rc = elf_file_load_base(ef, &load_base);
     if (rc == 0)
         rc = elf_file_find_symbols_fd(ef, fd, names, PYPROFD_ARRAY_SIZE(names), sym);
+    /* 3.9, 3.10 have no Py_Version: their PY_VERSION string, else the name */
+    struct py_version named = {0};
+    bool have_named = false;
+    if (rc == 0 && !sym[1].found && sym[0].found)
+        have_named = pyruntime_version_string(ef, fd, pyruntime_name_minor(e->path), &named, &rc);
     close(fd);
     elf_file_free(ef);
     if (rc == -ENOMEM) {
@@ -241,6 +302,7 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
         return PYRUNTIME_SKIP;
     }
     struct py_version v = {0};
+    const char *version_from = "Py_Version";
     uint64_t hex = 0;
     uint64_t version_at = PYRUNTIME_SYM(1);
     if (version_at) {
@@ -256,10 +318,14 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
             out->miss = PYRUNTIME_MISS_UNREADABLE;
             return PYRUNTIME_SKIP;
         }
+    } else if (have_named) {
+        v = named; /* 3.9, 3.10 */
+        version_from = named.micro_unknown ? "the file's name (no PY_VERSION string found)"
+                                           : "its PY_VERSION string";
     } else {
-        /* 3.9, 3.10 (no Py_Version): not read yet; the caller names the
-         * version from the file name */
-        snprintf(why, why_len, "'%s' has no debug table and no Py_Version (CPython 3.10 or older?)",
+        snprintf(why, why_len,
+                 "'%s' has no debug table, no Py_Version and no version string or name "
+                 "(CPython 3.8 or older?)",
                  e->path);
         out->miss = PYRUNTIME_MISS_NO_COOKIE;
         return PYRUNTIME_SKIP;
@@ -273,6 +339,7 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
     out->version = v;
     out->no_table = true;
     out->found_by = found_by;
+    out->version_from = version_from;
     out->code_type = PYRUNTIME_SYM(2);
     out->unicode_type = PYRUNTIME_SYM(3);
     out->none_object = PYRUNTIME_SYM(4);

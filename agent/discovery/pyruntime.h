@@ -82,7 +82,8 @@ struct pyruntime {
     /*
      * No debug table (CPython 3.11, 3.12): raddr is the _PyRuntime symbol
      * (or the start of a .PyRuntime section without the cookie), the version
-     * came from the Py_Version symbol, and the unwinder uses a layout
+     * came from the Py_Version symbol (3.9, 3.10: the PY_VERSION string in the
+     * file, else its name), and the unwinder uses a layout
      * generated from the version's headers, checked against the process
      * before it samples. code_type/unicode_type: PyCode_Type and
      * PyUnicode_Type in the process (0 when the file does not say), for
@@ -91,6 +92,9 @@ struct pyruntime {
      */
     bool no_table;
     const char *found_by; /* no_table: "_PyRuntime symbol" or ".PyRuntime section" */
+    /* no_table: where the version came from: "Py_Version" (3.11, 3.12), "its
+     * PY_VERSION string" or "the file's name ..." (3.9, 3.10; static strings) */
+    const char *version_from;
     uint64_t code_type, unicode_type, none_object;
     /* On failure: why, and the minor version a file name suggests (0 if none). */
     enum pyruntime_miss miss;

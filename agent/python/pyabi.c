@@ -170,12 +170,24 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
         l.ts_cframe = pyabi_field(&c, PYOFF_TSTATE_CFRAME, l.ts_size, P);
         l.cf_current_frame = pyabi_field(&c, PYOFF_CFRAME_CURRENT_FRAME, 3 * P, P);
         l.ts_current_frame = l.ts_cframe;
+    } else if (pyabi_has(&c, PYOFF_TSTATE_FRAME)) {
+        l.ts_current_frame = pyabi_field(&c, PYOFF_TSTATE_FRAME, l.ts_size, P); /* <= 3.10 */
     } else {
         l.ts_current_frame = pyabi_field(&c, PYOFF_TSTATE_CURRENT_FRAME, l.ts_size, P);
     }
     l.ts_thread_id = pyabi_field(&c, PYOFF_TSTATE_THREAD_ID, l.ts_size, P);
-    l.ts_native_thread_id = pyabi_field(&c, PYOFF_TSTATE_NATIVE_THREAD_ID, l.ts_size, P);
-    l.ts_datastack_chunk = pyabi_field(&c, PYOFF_TSTATE_DATASTACK_CHUNK, l.ts_size, P);
+    if (pyabi_has(&c, PYOFF_TSTATE_NATIVE_THREAD_ID)) {
+        l.ts_native_thread_id = pyabi_field(&c, PYOFF_TSTATE_NATIVE_THREAD_ID, l.ts_size, P);
+        l.has_native_thread_id = true;
+    } else {
+        l.ts_native_thread_id = l.ts_thread_id; /* not read (<= 3.10) */
+    }
+    if (pyabi_has(&c, PYOFF_TSTATE_DATASTACK_CHUNK)) {
+        l.ts_datastack_chunk = pyabi_field(&c, PYOFF_TSTATE_DATASTACK_CHUNK, l.ts_size, P);
+        l.has_datastack = true;
+    } else {
+        l.ts_datastack_chunk = l.ts_next; /* not read (<= 3.10) */
+    }
     if (pyabi_has(&c, PYOFF_TSTATE_STATUS))
         l.ts_status = pyabi_field(&c, PYOFF_TSTATE_STATUS, l.ts_size, 4);
     else
@@ -238,12 +250,35 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
     else
         l.ts_exc_info = l.ts_current_exception + P;
 
-    l.fr_size = pyabi_size(&c, PYOFF_FRAME_SIZE, PYABI_MAX_FRAME);
-    l.fr_previous = pyabi_field(&c, PYOFF_FRAME_PREVIOUS, l.fr_size, P);
-    l.fr_executable = pyabi_field(&c, PYOFF_FRAME_EXECUTABLE, l.fr_size, P);
-    l.fr_instr_ptr = pyabi_field(&c, PYOFF_FRAME_INSTR_PTR, l.fr_size, P);
-    (void)pyabi_field(&c, PYOFF_FRAME_LOCALSPLUS, l.fr_size, P);
-    l.fr_owner = pyabi_field(&c, PYOFF_FRAME_OWNER, l.fr_size, 1);
+    if (pyabi_has(&c, PYOFF_FRAMEOBJ_SIZE)) {
+        /* 3.9, 3.10: frame objects; only the start up to f_lasti is read
+         * (with the int after it: the walk's checks compare 8 bytes) */
+        uint64_t fo_size = pyabi_size(&c, PYOFF_FRAMEOBJ_SIZE, 4096);
+        l.frame_objects = true;
+        l.fr_previous = pyabi_field(&c, PYOFF_FRAMEOBJ_BACK, fo_size, P);
+        l.fr_executable = pyabi_field(&c, PYOFF_FRAMEOBJ_CODE, fo_size, P);
+        l.fr_instr_ptr = pyabi_field(&c, PYOFF_FRAMEOBJ_LASTI, fo_size, 4);
+        l.fr_size = l.fr_instr_ptr + 8;
+        if (l.fr_previous + P > l.fr_size)
+            l.fr_size = l.fr_previous + P;
+        if (l.fr_executable + P > l.fr_size)
+            l.fr_size = l.fr_executable + P;
+        if (!c.failed && l.fr_size > PYABI_MAX_FRAME)
+            pyabi_fail(&c, PYOFF_FRAMEOBJ_LASTI, l.fr_instr_ptr, "exceeds pyprofd's limit of",
+                       PYABI_MAX_FRAME);
+        l.lasti_scale = s->lasti_scale;
+        l.lines = s->lines;
+        if (!c.failed && (l.lasti_scale != 1 && l.lasti_scale != 2))
+            pyabi_fail(&c, PYOFF_FRAMEOBJ_LASTI, l.lasti_scale, "has an f_lasti unit other than",
+                       2);
+    } else {
+        l.fr_size = pyabi_size(&c, PYOFF_FRAME_SIZE, PYABI_MAX_FRAME);
+        l.fr_previous = pyabi_field(&c, PYOFF_FRAME_PREVIOUS, l.fr_size, P);
+        l.fr_executable = pyabi_field(&c, PYOFF_FRAME_EXECUTABLE, l.fr_size, P);
+        l.fr_instr_ptr = pyabi_field(&c, PYOFF_FRAME_INSTR_PTR, l.fr_size, P);
+        (void)pyabi_field(&c, PYOFF_FRAME_LOCALSPLUS, l.fr_size, P);
+        l.fr_owner = pyabi_field(&c, PYOFF_FRAME_OWNER, l.fr_size, 1);
+    }
     if (pyabi_has(&c, PYOFF_FRAME_IS_ENTRY)) {
         l.has_is_entry = true;
         l.fr_is_entry = pyabi_field(&c, PYOFF_FRAME_IS_ENTRY, l.fr_size, 1);
@@ -251,12 +286,17 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
 
     l.co_size = pyabi_size(&c, PYOFF_CODE_SIZE, PYABI_MAX_CODE);
     l.co_filename = pyabi_field(&c, PYOFF_CODE_FILENAME, l.co_size, P);
-    (void)pyabi_field(&c, PYOFF_CODE_NAME, l.co_size, P);
-    l.co_qualname = pyabi_field(&c, PYOFF_CODE_QUALNAME, l.co_size, P);
+    uint32_t co_name = pyabi_field(&c, PYOFF_CODE_NAME, l.co_size, P);
+    /* <= 3.10 have no co_qualname: functions are named by co_name */
+    l.co_qualname = pyabi_has(&c, PYOFF_CODE_QUALNAME)
+                        ? pyabi_field(&c, PYOFF_CODE_QUALNAME, l.co_size, P)
+                        : co_name;
     l.co_linetable = pyabi_field(&c, PYOFF_CODE_LINETABLE, l.co_size, P);
     l.co_firstlineno = pyabi_field(&c, PYOFF_CODE_FIRSTLINENO, l.co_size, 4);
-    /* the bytecode starts at the end of the fixed part: it may equal co_size */
-    l.co_adaptive = pyabi_field(&c, PYOFF_CODE_ADAPTIVE, (uint64_t)l.co_size + 2, 2);
+    /* the bytecode starts at the end of the fixed part: it may equal co_size
+     * (<= 3.10: in a bytes object of its own, not read; f_lasti is an offset) */
+    if (!l.frame_objects)
+        l.co_adaptive = pyabi_field(&c, PYOFF_CODE_ADAPTIVE, (uint64_t)l.co_size + 2, 2);
     l.co_read_len = l.co_size;
     /* per-thread bytecode: the table has the entries in every 3.14+ build,
      * holding 0 where they do not apply (GIL builds) */
@@ -307,7 +347,7 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     char name[32];
     const struct pyabi_schema *s = pyabi_schema_for(v->major == 3 ? v->minor : 0);
     if (!s) {
-        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.11 to 3.15)",
+        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.9 to 3.15)",
                  pyversion_format(v, name, sizeof(name)));
         return -ENOTSUP;
     }
@@ -330,24 +370,28 @@ int pyabi_layout_generated(const struct py_version *v, const struct pyabi_genera
 {
     char name[32];
     if (v->major != 3 || !gen || gen->minor != v->minor) {
-        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.11 to 3.15)",
+        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.9 to 3.15)",
                  pyversion_format(v, name, sizeof(name)));
         return -ENOTSUP;
     }
-    if (!gen->e[PYOFF_TSTATE_CFRAME].set || gen->e[PYOFF_TSTATE_FRAME].set) {
-        /* 3.9, 3.10: frame objects, not interpreter frames */
+    bool frame_objects = gen->e[PYOFF_FRAMEOBJ_SIZE].set && gen->e[PYOFF_TSTATE_FRAME].set;
+    if (!frame_objects && !gen->e[PYOFF_TSTATE_CFRAME].set) {
         snprintf(why, why_len,
-                 "CPython %s is not supported yet: pyprofd reads 3.11 to 3.15 (3.9 and 3.10 "
-                 "keep their frames as frame objects, which it does not walk yet)",
+                 "generated layout of CPython %s has neither frame objects nor a cframe",
                  pyversion_format(v, name, sizeof(name)));
-        return -ENOTSUP;
+        return -EPROTO;
     }
     /* the layout written out as a table: every entry at its own position */
     _Static_assert(PYABI_GEN_POS(PYOFF_COUNT) <= PYABI_MAX_TABLE, "generated table fits");
     unsigned char table[PYABI_GEN_POS(PYOFF_COUNT)];
+    /* what the headers do not say: f_lasti's unit and the line-table format */
     struct pyabi_schema s = {.minor = v->minor,
                              .table_size = sizeof(table),
-                             .compact_after_ascii = gen->compact_after_ascii};
+                             .compact_after_ascii = gen->compact_after_ascii,
+                             .lasti_scale = v->minor == 9 ? 1 : 2,
+                             .lines = v->minor == 9    ? PYABI_LINES_LNOTAB
+                                      : v->minor == 10 ? PYABI_LINES_3_10
+                                                       : PYABI_LINES_LOCATIONS};
     memset(table, 0, sizeof(table));
     for (unsigned id = 0; id < PYOFF_COUNT; id++) {
         if (!gen->e[id].set)

@@ -61,6 +61,10 @@ struct pyabi_schema {
     /* free-threaded builds: str state bits above `interned` move up by this
      * much (3.14+ make it a byte; 3.13 keeps the 2-bit field) */
     unsigned ft_str_state_shift;
+    /* 3.9, 3.10 (generated layouts with frame objects): f_lasti's unit in
+     * bytes, and the line table's format (enum pyabi_lines) */
+    unsigned lasti_scale;
+    unsigned lines;
 };
 
 /**
@@ -104,6 +108,13 @@ enum pyabi_gil_kind {
     PYABI_GIL_INT,            /* holds_gil is an int field */
     PYABI_GIL_INTERP_HOLDER,  /* 3.12: the interpreter's GIL is locked, last by it */
     PYABI_GIL_RUNTIME_HOLDER, /* <= 3.11: the runtime's GIL is locked, last by it */
+};
+
+/** Line-table formats: a layout's `lines`. */
+enum pyabi_lines {
+    PYABI_LINES_LOCATIONS, /* 3.11+: co_linetable, the location table (PEP 657) */
+    PYABI_LINES_LNOTAB,    /* 3.9: co_lnotab, (byte delta, line delta) pairs */
+    PYABI_LINES_3_10,      /* 3.10: co_linetable, (byte delta, line delta) ranges (PEP 626) */
 };
 
 /** Where a layout came from (probe shows it). */
@@ -178,6 +189,21 @@ struct py_layout {
     /* 3.11: entry frames are Python frames with is_entry set, not shims */
     bool has_is_entry;
     uint32_t fr_is_entry;
+    /*
+     * 3.9, 3.10: the thread state's `frame` (ts_current_frame) points at a
+     * heap-allocated PyFrameObject, linked by f_back (fr_previous), running
+     * f_code (fr_executable), with no owner or entry mark: every frame is a
+     * Python frame, the chain ends at a NULL f_back. fr_instr_ptr is f_lasti,
+     * a 32-bit int (-1: not started), counting bytes (lasti_scale 1, 3.9) or
+     * code units (lasti_scale 2, 3.10) into co_code.
+     */
+    bool frame_objects;
+    unsigned lasti_scale;
+    /* the line table's format (enum pyabi_lines) */
+    unsigned lines;
+    /* thread states carry native_thread_id (3.11+) and data-stack chunks
+     * (3.11+); before that the thread is known by its pthread_t only */
+    bool has_native_thread_id, has_datastack;
     /* interp->threads.main exists (3.12+); without it the tail is the main thread */
     bool has_threads_main;
     enum pyabi_source source;
@@ -209,8 +235,8 @@ PYPROFD_WARN_UNUSED int pyabi_layout_load(const struct py_version *v, const void
                                           struct py_layout *out, char *why, size_t why_len);
 
 /**
- * Fills @a out for version @a v from its generated layout @a gen (3.11 and
- * 3.12 today), with the same checks pyabi_layout_load() applies to a live
+ * Fills @a out for version @a v from its generated layout @a gen (3.9 to
+ * 3.12), with the same checks pyabi_layout_load() applies to a live
  * table. Returns 0; -ENOTSUP when pyprofd cannot walk that version's stacks
  * yet (@a why says so); -EPROTO when the generated data fails a check (a
  * defect in pyprofd, named in @a why).

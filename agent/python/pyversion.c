@@ -8,11 +8,10 @@
 #include "base/bytes.h"
 #include "python/pyversion.h"
 
-/* The minor versions whose table layouts pyprofd ships (python/debug_offsets_3_*.c). */
-/* The minor versions pyprofd reads: 3.11 and 3.12 from generated layouts
+/* The minor versions pyprofd reads: 3.9 to 3.12 from generated layouts
  * (python/layouts_generated.c), 3.13+ from their own tables
  * (python/debug_offsets_3_*.c). */
-static const unsigned pyversion_supported_minors[] = {11, 12, 13, 14, 15};
+static const unsigned pyversion_supported_minors[] = {9, 10, 11, 12, 13, 14, 15};
 
 int pyversion_decode(const void *header, size_t len, struct py_version *out)
 {
@@ -52,9 +51,55 @@ const char *pyversion_format(const struct py_version *v, char *buf, size_t len)
         snprintf(pre, sizeof(pre), "rc%u", v->serial);
     else if (v->level >= PY_RELEASE_ALPHA && v->level < PY_RELEASE_CANDIDATE)
         snprintf(pre, sizeof(pre), "%c%u", levels[v->level - PY_RELEASE_ALPHA], v->serial);
-    snprintf(buf, len, "%u.%u.%u%s%s", v->major, v->minor, v->micro, pre,
-             v->free_threaded ? "t" : "");
+    if (v->micro_unknown)
+        snprintf(buf, len, "%u.%u%s", v->major, v->minor, v->free_threaded ? "t" : "");
+    else
+        snprintf(buf, len, "%u.%u.%u%s%s", v->major, v->minor, v->micro, pre,
+                 v->free_threaded ? "t" : "");
     return buf;
+}
+
+/* A decimal number of 1 to 3 digits at @p (at most @end); its length, or 0. */
+static size_t pyversion_number(const char *p, const char *end, unsigned *out)
+{
+    size_t n = 0;
+    unsigned v = 0;
+    while (p + n < end && n < 4 && p[n] >= '0' && p[n] <= '9')
+        v = v * 10 + (unsigned)(p[n++] - '0');
+    if (n == 0 || n > 3 || (n > 1 && p[0] == '0'))
+        return 0;
+    *out = v;
+    return n;
+}
+
+int pyversion_scan(const void *buf, size_t len, unsigned minor, struct py_version *out)
+{
+    const char *s = buf, *end = s + len;
+    for (const char *p = s; p + 6 <= end; p++) {
+        /* the end of a string: no digit or dot before it (the linker may
+         * keep PY_VERSION as the tail of a longer string, such as the
+         * installation's prefix), a NUL after */
+        if (p[0] != '3' || p[1] != '.' ||
+            (p > s && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.')))
+            continue;
+        unsigned mi = 0, mc = 0;
+        size_t a = pyversion_number(p + 2, end, &mi);
+        if (!a || p + 2 + a >= end || p[2 + a] != '.')
+            continue;
+        size_t b = pyversion_number(p + 3 + a, end, &mc);
+        const char *q = p + 3 + a + b;
+        if (!b || q >= end || *q != '\0' || (minor && mi != minor) || mi > 255 || mc > 255)
+            continue;
+        *out = (struct py_version){
+            .hex = (3u << 24) | (mi << 16) | (mc << 8) | (PY_RELEASE_FINAL << 4),
+            .major = 3,
+            .minor = mi,
+            .micro = mc,
+            .level = PY_RELEASE_FINAL,
+        };
+        return (int)(p - s);
+    }
+    return -ENOENT;
 }
 
 int pyversion_check_supported(const struct py_version *v, char *why, size_t why_len)
@@ -65,7 +110,7 @@ int pyversion_check_supported(const struct py_version *v, char *why, size_t why_
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(pyversion_supported_minors); i++)
         known |= v->major == 3 && v->minor == pyversion_supported_minors[i];
     if (!known) {
-        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.11 to 3.15)", name);
+        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.9 to 3.15)", name);
         return -ENOTSUP;
     }
     if (v->level != PY_RELEASE_FINAL) {

@@ -48,6 +48,9 @@ struct py_version {
     unsigned level; /* enum py_release_level */
     unsigned serial;
     bool free_threaded;
+    /* the micro version is not known (3.9, 3.10 named only by a file name):
+     * shown as "3.9", and hex/micro/level/serial are those of 3.9.0 final */
+    bool micro_unknown;
 };
 
 /**
@@ -82,6 +85,18 @@ PYPROFD_WARN_UNUSED int pyversion_check_supported(const struct py_version *v, ch
  * Formats @a v as "3.14.8", "3.15.0b1" or "3.14.8t" (free-threaded, as
  * CPython spells it) into @a buf. Returns @a buf.
  */
+/**
+ * Finds, in the @a len bytes at @a buf (a piece of a binary's read-only
+ * data: untrusted), the first string ending in "3.N.M" (no digit or dot
+ * before it, a NUL after it: how PY_VERSION sits in every CPython binary, on
+ * its own or as the tail of a longer string the linker merged it into), with
+ * N == @a minor unless @a minor is 0. Returns
+ * its offset and a final release in @a out, or -ENOENT. Pre-release
+ * suffixes ("3.9.0rc1") are not matched: only final releases are read.
+ */
+PYPROFD_WARN_UNUSED int pyversion_scan(const void *buf, size_t len, unsigned minor,
+                                       struct py_version *out);
+
 const char *pyversion_format(const struct py_version *v, char *buf, size_t len);
 
 #endif /* PYPROFD_PYTHON_PYVERSION_H */

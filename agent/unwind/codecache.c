@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "base/alloc.h"
+#include "python/pyabi.h"
 #include "unwind/codecache.h"
 
 /* Ids are process-wide so that frames of different targets (and caches) can
@@ -211,8 +212,23 @@ int codecache_position(struct code_info *ci, uint32_t addrq, struct linetable_po
             return 0;
         }
     }
-    if (!ci->linetable ||
-        linetable_lookup(ci->linetable, ci->linetable_len, ci->firstlineno, addrq, out))
+    int err = -ENOENT;
+    if (ci->linetable) {
+        switch (ci->lines) {
+        case PYABI_LINES_LNOTAB:
+            err = linetable_lookup_lnotab(ci->linetable, ci->linetable_len, ci->firstlineno, addrq,
+                                          out);
+            break;
+        case PYABI_LINES_3_10:
+            err = linetable_lookup_3_10(ci->linetable, ci->linetable_len, ci->firstlineno, addrq,
+                                        out);
+            break;
+        default:
+            err = linetable_lookup(ci->linetable, ci->linetable_len, ci->firstlineno, addrq, out);
+            break;
+        }
+    }
+    if (err)
         return -ENOENT;
     /* most recent first; the oldest falls off */
     size_t n = ci->nlast < CODECACHE_POSITIONS ? ci->nlast + 1u : CODECACHE_POSITIONS;

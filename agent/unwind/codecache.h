@@ -43,6 +43,10 @@ struct code_info {
     size_t linetable_len;
     int32_t firstlineno;
     uint64_t bytecode_raddr; /* start of co_code_adaptive */
+    /* the line table's format (enum pyabi_lines): with a format other than
+     * PYABI_LINES_LOCATIONS (3.9, 3.10), codecache_position() takes a byte
+     * offset into co_code, not a code unit */
+    unsigned lines;
     /* the code object's own fields, for the 3.13 re-check */
     uint64_t qualname_raddr, filename_raddr, linetable_raddr;
     /* the last lookups, most recent first: a loop moving between a few

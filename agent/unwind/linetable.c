@@ -172,3 +172,57 @@ int linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno, uint
         }
     }
 }
+
+/* --- 3.9 and 3.10 ------------------------------------------------------ */
+
+static void lt_line_only(struct linetable_pos *out, int64_t line)
+{
+    int32_t l = line == -1 ? LINETABLE_UNKNOWN : (int32_t)line;
+    *out = (struct linetable_pos){l, l, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN};
+}
+
+int linetable_lookup_lnotab(const uint8_t *table, size_t len, int32_t firstlineno, uint32_t addr,
+                            struct linetable_pos *out)
+{
+    PYPROFD_ASSERT(table || len == 0);
+    if (len % 2)
+        return -EINVAL;
+    int64_t line = firstlineno;
+    uint64_t at = 0;
+    for (size_t i = 0; i < len; i += 2) {
+        at += table[i];
+        if (at > addr)
+            break;
+        line += (int8_t)table[i + 1];
+        if (line < INT32_MIN || line > INT32_MAX)
+            return -EINVAL;
+    }
+    lt_line_only(out, line);
+    return 0;
+}
+
+int linetable_lookup_3_10(const uint8_t *table, size_t len, int32_t firstlineno, uint32_t addr,
+                          struct linetable_pos *out)
+{
+    PYPROFD_ASSERT(table || len == 0);
+    if (len % 2)
+        return -EINVAL;
+    int64_t computed = firstlineno;
+    uint64_t end = 0;
+    for (size_t i = 0; i < len; i += 2) {
+        uint64_t start = end;
+        end += table[i];
+        int8_t delta = (int8_t)table[i + 1];
+        bool none = delta == -128;
+        if (!none) {
+            computed += delta;
+            if (computed < INT32_MIN || computed > INT32_MAX)
+                return -EINVAL;
+        }
+        if (start <= addr && addr < end) {
+            lt_line_only(out, none ? -1 : computed);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}

@@ -113,4 +113,38 @@ PYPROFD_WARN_UNUSED int linetable_cursor_next(struct linetable_cursor *c,
 PYPROFD_WARN_UNUSED int linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno,
                                          uint32_t addrq, struct linetable_pos *out);
 
+/*
+ * The line tables of CPython 3.9 and 3.10, which map byte offsets into
+ * co_code to lines only (no columns: a position they return has line and
+ * end_line set, columns unknown). Both are sequences of two-byte pairs
+ * (unsigned byte delta, signed line delta); a trailing odd byte is malformed.
+ *
+ *  - 3.9, co_lnotab: the line starts at co_firstlineno; walking the pairs,
+ *    each adds its byte delta to a running offset, and while that offset is
+ *    not past the one asked for, its line delta to the line. A lookup never
+ *    fails on a well-formed table (offsets past the last pair are on the
+ *    last line), as CPython's PyCode_Addr2Line().
+ *  - 3.10, co_linetable (PEP 626): each pair is a range of byte-delta bytes
+ *    following the previous one, on the running line plus its line delta; a
+ *    line delta of -128 means "no line" (the running line is kept). Ranges of
+ *    zero bytes only move the running line. An offset past the last range
+ *    is -ENOENT (CPython says -1).
+ *
+ * The caller handles f_lasti == -1 (a frame that has not started: its first
+ * line), as CPython's own getters do. Bounds: at most @a len / 2 steps, the
+ * running line kept in 64 bits and checked against int32_t (-EINVAL).
+ */
+
+/** 3.9: the line of byte offset @a addr in co_lnotab. Returns 0 or -EINVAL. */
+PYPROFD_WARN_UNUSED int linetable_lookup_lnotab(const uint8_t *table, size_t len,
+                                                int32_t firstlineno, uint32_t addr,
+                                                struct linetable_pos *out);
+
+/**
+ * 3.10: the line of byte offset @a addr in co_linetable. Returns 0 (the line
+ * may be LINETABLE_UNKNOWN), -ENOENT past the last range, or -EINVAL.
+ */
+PYPROFD_WARN_UNUSED int linetable_lookup_3_10(const uint8_t *table, size_t len, int32_t firstlineno,
+                                              uint32_t addr, struct linetable_pos *out);
+
 #endif /* PYPROFD_UNWIND_LINETABLE_H */

@@ -37,11 +37,16 @@
 #define UNWIND_MAX_GENERATIONS 32u
 #define UNWIND_CHUNK_GUESSES   64u /* thread state -> last chunk, direct-mapped */
 #define UNWIND_GUESS_FRAMES    4u  /* out-of-chunk frames remembered per thread */
-#define UNWIND_INTERP_IOV      10u /* ranges of one interpreter read */
-#define UNWIND_GUESS_CHUNKS    4u  /* data-stack chunks remembered per thread */
-#define UNWIND_GUESS_CODES     64u /* 3.13: code objects re-checked in the thread's read */
+/* <= 3.10: every frame is a heap object of its own; this many are read with
+ * the thread state (a steady stack costs one read) */
+#define UNWIND_GUESS_FRAMEOBJS 32u
+#define UNWIND_PTHREAD_SCAN    2048u /* bytes of struct pthread searched for the TID */
+#define UNWIND_GLIBC_TID_OFF   720u  /* struct pthread's tid in x86-64 glibc 2.26+ */
+#define UNWIND_INTERP_IOV      10u   /* ranges of one interpreter read */
+#define UNWIND_GUESS_CHUNKS    4u    /* data-stack chunks remembered per thread */
+#define UNWIND_GUESS_CODES     64u   /* 3.13: code objects re-checked in the thread's read */
 #define UNWIND_THREAD_IOV                                                                          \
-    (2u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMES + UNWIND_GUESS_CODES) /* one thread read */
+    (3u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMEOBJS + UNWIND_GUESS_CODES) /* one thread read */
 #define UNWIND_CHUNK_SLACK  2048u /* copied beyond the last walk's deepest frame */
 #define UNWIND_INTERP_SPAN  4096u /* largest interpreter range read in one piece */
 #define UNWIND_RUNTIME_SPAN 4096u /* largest runtime range read in one piece */
@@ -162,11 +167,24 @@ struct unwinder {
     /* frames outside the chunks that the last sample of this thread read on
      * their own (entry frames on the C stack): read again with the thread
      * state, in the same system call */
-    uint8_t extra[UNWIND_GUESS_FRAMES][PYABI_MAX_FRAME];
-    uint64_t extra_raddr[UNWIND_GUESS_FRAMES];
+    uint8_t (*extra)[PYABI_MAX_FRAME]; /* guess_max of them */
+    uint64_t extra_raddr[UNWIND_GUESS_FRAMEOBJS];
     size_t nextra;
-    uint64_t seen_extra[UNWIND_GUESS_FRAMES];
+    uint64_t seen_extra[UNWIND_GUESS_FRAMEOBJS];
     size_t nseen_extra;
+    size_t guess_max; /* frames remembered per thread: UNWIND_GUESS_FRAMES(OBJS) */
+    /*
+     * <= 3.10: a thread is known by its pthread_t only; its TID is the int
+     * at tid_off in glibc's struct pthread (learnt from the main thread,
+     * whose TID is the process ID; 0: not known), read with the thread
+     * state for the pthread_t the slot's last sample saw (a pthread_t is
+     * reused by the next thread glibc starts on the same stack).
+     */
+    uint32_t tid_off;
+    bool tid_tried;
+    uint64_t guess_pthread[UNWIND_CHUNK_GUESSES];
+    uint64_t pthread_guessed;
+    int32_t tid_word;
     /* chunk_buf, verify_buf, visited and linetable_buf: in the scratch */
     struct unwind_scratch *sc;
     bool own_sc; /* allocated by unwinder_new(), freed with the unwinder */
@@ -177,7 +195,7 @@ struct unwinder {
     uint64_t next_chunk; /* next older chunk not copied yet */
     uint64_t guess_tstate[UNWIND_CHUNK_GUESSES];
     struct chunk_guess guess_chunks[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_CHUNKS];
-    uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMES];
+    uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMEOBJS];
     uint64_t verified_hash[UNWIND_CHUNK_GUESSES]; /* the thread's last verified chain */
     /*
      * 3.11/3.12: the _PyCFrame that held the thread's current frame last
@@ -479,6 +497,8 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
         u->own_sc = true;
         err = -ENOMEM;
     }
+    u->guess_max = u->l.frame_objects ? UNWIND_GUESS_FRAMEOBJS : UNWIND_GUESS_FRAMES;
+    u->extra = alloc_calloc(u->guess_max, sizeof(*u->extra));
     u->chain_cap = UNWIND_CHAIN_START;
     u->chain = alloc_calloc(u->chain_cap, sizeof(*u->chain));
     u->frames_cap = UNWIND_FRAMES_START;
@@ -502,7 +522,7 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
                                       sizeof(*u->guess_codes));
         u->pre_buf = alloc_malloc((size_t)UNWIND_GUESS_CODES * u->l.co_read_len);
     }
-    if (!u->chain || !u->raw || !u->frames || !u->tags || !u->threads ||
+    if (!u->chain || !u->raw || !u->frames || !u->tags || !u->threads || !u->extra ||
         (!u->l.has_code_generation && (!u->guess_codes || !u->pre_buf || !u->sc->check_addr ||
                                        u->sc->check_len < u->l.co_read_len))) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
@@ -537,6 +557,7 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->threads);
     alloc_free(u->guess_codes);
     alloc_free(u->pre_buf);
+    alloc_free(u->extra);
     alloc_free(u);
 }
 
@@ -662,6 +683,11 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
     size_t n = 0;
     iov[n++] = (struct memread_iov){tstate_raddr, u->tstate, u->tstate_len};
     u->cframe_guessed = 0;
+    u->pthread_guessed = 0;
+    if (known && u->tid_off && u->guess_pthread[slot]) {
+        u->pthread_guessed = u->guess_pthread[slot];
+        iov[n++] = (struct memread_iov){u->pthread_guessed + u->tid_off, &u->tid_word, 4};
+    }
     if (known && l->has_cframe && u->guess_cframe[slot]) {
         u->cframe_guessed = u->guess_cframe[slot];
         iov[n++] =
@@ -695,7 +721,7 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
         iov[n++] = (struct memread_iov){g->raddr, u->sc->chunk_buf + off, len};
         off += len;
     }
-    for (size_t i = 0; known && i < UNWIND_GUESS_FRAMES && u->guess_frames[slot][i]; i++) {
+    for (size_t i = 0; known && i < u->guess_max && u->guess_frames[slot][i]; i++) {
         u->extra_raddr[u->nextra] = u->guess_frames[slot][i];
         iov[n++] =
             (struct memread_iov){u->guess_frames[slot][i], u->extra[u->nextra++], l->fr_size};
@@ -716,11 +742,13 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
 static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr)
 {
     const struct py_layout *l = &u->l;
-    u->next_chunk = load_le64(u->tstate + l->ts_datastack_chunk);
+    u->next_chunk = l->has_datastack ? load_le64(u->tstate + l->ts_datastack_chunk) : 0;
     if (u->guess_tstate[tr->slot] != u->tstate_raddr) {
         u->guess_tstate[tr->slot] = u->tstate_raddr;
         memset(u->guess_chunks[tr->slot], 0, sizeof(u->guess_chunks[tr->slot]));
+        memset(u->guess_frames[tr->slot], 0, sizeof(u->guess_frames[tr->slot]));
         u->guess_cframe[tr->slot] = 0;
+        u->guess_pthread[tr->slot] = 0;
         if (u->guess_codes)
             u->guess_codes[tr->slot * UNWIND_GUESS_CODES] = 0;
     }
@@ -752,6 +780,7 @@ static void unwind_forget_guesses(struct unwinder *u, uint64_t tstate_raddr)
     memset(u->guess_chunks[slot], 0, sizeof(u->guess_chunks[slot]));
     memset(u->guess_frames[slot], 0, sizeof(u->guess_frames[slot]));
     u->guess_cframe[slot] = 0;
+    u->guess_pthread[slot] = 0;
     if (u->guess_codes)
         u->guess_codes[slot * UNWIND_GUESS_CODES] = 0;
 }
@@ -776,6 +805,7 @@ static int unwind_read_thread(struct unwinder *u, uint64_t tstate_raddr)
         u->nextra = 0;
         u->npre = 0;
         u->cframe_guessed = 0;
+        u->pthread_guessed = 0;
         err = memread_read(u->mr, tstate_raddr, u->tstate, u->tstate_len);
     }
     return err ? err : unwind_thread_finish(u, &tr);
@@ -800,7 +830,7 @@ static void unwind_remember_extra(struct unwinder *u, bool steady)
         else
             *g = (struct chunk_guess){0}; /* (a walk that used no chunk: none) */
     }
-    for (size_t i = 0; i < UNWIND_GUESS_FRAMES; i++)
+    for (size_t i = 0; i < u->guess_max; i++)
         u->guess_frames[slot][i] = i < u->nseen_extra ? u->seen_extra[i] : 0;
 }
 
@@ -837,7 +867,7 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
             return u->tstate + (addr - u->tstate_raddr);
         for (size_t i = 0; i < u->nextra; i++) {
             if (u->extra_raddr[i] == addr) {
-                if (u->nseen_extra < UNWIND_GUESS_FRAMES)
+                if (u->nseen_extra < u->guess_max)
                     u->seen_extra[u->nseen_extra++] = addr;
                 return u->extra[i];
             }
@@ -850,7 +880,7 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
         if (rc > 0)
             break;
     }
-    if (!beyond && u->nseen_extra < UNWIND_GUESS_FRAMES)
+    if (!beyond && u->nseen_extra < u->guess_max)
         u->seen_extra[u->nseen_extra++] = addr; /* (beyond: a larger copy next time) */
     *err = memread_read(u->mr, addr, u->frame_buf, fr);
     return *err ? NULL : u->frame_buf;
@@ -945,6 +975,14 @@ static uint32_t unwind_frame_tlbc(const struct py_layout *l, const uint8_t *fr)
     return i > 0 && i < PYABI_MAX_TLBC ? (uint32_t)i : 0;
 }
 
+/* A frame's instruction: instr_ptr, or (<= 3.10) f_lasti sign-extended. */
+static uint64_t unwind_frame_ip(const struct py_layout *l, const uint8_t *fr)
+{
+    if (l->frame_objects)
+        return (uint64_t)(int64_t)(int32_t)load_le32(fr + l->fr_instr_ptr);
+    return load_le64(fr + l->fr_instr_ptr);
+}
+
 /*
  * The frame the thread runs (u->top_frame), from its thread state; on 3.11
  * and 3.12 through the _PyCFrame the state points at, whose word was read
@@ -1024,7 +1062,8 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
             if (!unwind_visit(u, addr))
                 return SAMPLE_CYCLE;
         }
-        unsigned owner = fr[l->fr_owner];
+        /* <= 3.10: frame objects are all Python frames, with no owner */
+        unsigned owner = l->frame_objects ? PYABI_OWNER_THREAD : fr[l->fr_owner];
         uint64_t exe = load_le64(fr + l->fr_executable) & ~l->tag_mask;
         uint64_t prev = load_le64(fr + l->fr_previous);
         if (u->nchain == UNWIND_MAX_DEPTH)
@@ -1045,7 +1084,7 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         link->raddr = addr;
         link->previous = prev;
         link->executable = load_le64(fr + l->fr_executable);
-        link->instr_ptr = load_le64(fr + l->fr_instr_ptr);
+        link->instr_ptr = unwind_frame_ip(l, fr);
         link->leaf = emitted == 0;
         link->chunk = chunk;
         link->buf_off = chunk >= 0 ? (size_t)(fr - u->sc->chunk_buf) : 0;
@@ -1061,8 +1100,7 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
                 if (gc_frame && addr == gc_frame &&
                     !unwind_push(u, first, 0, 0, UNWIND_FRAME_GC, 0))
                     return SAMPLE_TOO_DEEP;
-                if (!unwind_push(u, first, exe, load_le64(fr + l->fr_instr_ptr),
-                                 UNWIND_FRAME_PYTHON, addr))
+                if (!unwind_push(u, first, exe, unwind_frame_ip(l, fr), UNWIND_FRAME_PYTHON, addr))
                     return SAMPLE_TOO_DEEP;
                 u->raw[u->nframes - 1].tlbc = unwind_frame_tlbc(l, fr);
                 emitted++;
@@ -1076,8 +1114,10 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
             return SAMPLE_BAD_FRAME;
         }
         last = addr;
-        last_entry = l->has_is_entry ? owner != PYABI_OWNER_INTERPRETER && fr[l->fr_is_entry]
-                                     : owner == PYABI_OWNER_INTERPRETER;
+        /* (<= 3.10: a chain of frame objects ends where f_back is NULL) */
+        last_entry = l->frame_objects  ? true
+                     : l->has_is_entry ? owner != PYABI_OWNER_INTERPRETER && fr[l->fr_is_entry]
+                                       : owner == PYABI_OWNER_INTERPRETER;
         addr = prev;
     }
     /* Torn-read detection: a complete chain ends at the base frame (3.15) or
@@ -1207,7 +1247,7 @@ static enum sample_status unwind_verify(struct unwinder *u)
         const uint8_t *now = k->chunk >= 0 ? u->sc->verify_buf + k->buf_off : k->now;
         if (load_le64(now + l->fr_previous) != k->previous ||
             load_le64(now + l->fr_executable) != k->executable ||
-            (!k->leaf && load_le64(now + l->fr_instr_ptr) != k->instr_ptr))
+            (!k->leaf && unwind_frame_ip(l, now) != k->instr_ptr))
             return SAMPLE_INCOMPLETE;
     }
     return SAMPLE_OK;
@@ -1248,6 +1288,7 @@ static struct code_info *unwind_fetch_code(struct unwinder *u, uint64_t raddr)
         .filename_raddr = load_le64(u->code_buf + l->co_filename),
         .linetable_raddr = load_le64(u->code_buf + l->co_linetable),
         .bytecode_raddr = raddr + l->co_adaptive,
+        .lines = l->lines,
     };
     ci.firstlineno = (int32_t)load_le32(u->code_buf + l->co_firstlineno);
     if (pystr_read(u->mr, l, ci.qualname_raddr, u->name_buf, sizeof(u->name_buf)) >= 0)
@@ -1416,6 +1457,18 @@ static bool unwind_resolve_one(struct unwinder *u, const struct raw_frame *r,
     f->file = ci->filename;
     f->first_line = ci->firstlineno;
     f->code_id = ci->id;
+    if (u->l.frame_objects) {
+        /* <= 3.10: f_lasti, an offset; -1 before the first instruction,
+         * where CPython reports the first line */
+        int32_t lasti = (int32_t)r->instr_ptr;
+        struct linetable_pos pos;
+        if (lasti < 0)
+            f->pos = (struct linetable_pos){ci->firstlineno, ci->firstlineno, LINETABLE_UNKNOWN,
+                                            LINETABLE_UNKNOWN};
+        else if (codecache_position(ci, (uint32_t)lasti * u->l.lasti_scale, &pos) == 0)
+            f->pos = pos;
+        return true;
+    }
     uint64_t bytecode = r->tlbc ? unwind_tlbc_base(u, r->code_raddr, r->tlbc) : ci->bytecode_raddr;
     /* 3.11/3.12: a frame that has not run its first instruction points just
      * before it (prev_instr); it is at its first line */
@@ -1555,6 +1608,54 @@ static bool unwind_read_opcodes(struct unwinder *u, size_t first)
     return changed;
 }
 
+/*
+ * <= 3.10: the TID of the thread whose pthread_t is @pthread (0 when not
+ * known): read with the thread state when the slot's last sample saw the
+ * same pthread_t, else here (a thread's first sample).
+ */
+static uint64_t unwind_pthread_tid(struct unwinder *u, uint64_t pthread)
+{
+    size_t slot = unwind_slot(u->tstate_raddr);
+    if (!u->tid_off || !pthread)
+        return 0;
+    int32_t tid = 0;
+    if (pthread == u->pthread_guessed) {
+        tid = (int32_t)load_le32((const uint8_t *)&u->tid_word);
+    } else if (memread_read(u->mr, pthread + u->tid_off, &tid, sizeof(tid)) != 0) {
+        return 0;
+    }
+    if (u->guess_tstate[slot] == u->tstate_raddr)
+        u->guess_pthread[slot] = pthread;
+    return tid > 0 ? (uint64_t)tid : 0;
+}
+
+/*
+ * <= 3.10: learns where glibc keeps the TID in its struct pthread, from the
+ * main thread (state @main), whose TID is the process ID: glibc's own offset
+ * when it holds it there, else the first int in the struct's first
+ * UNWIND_PTHREAD_SCAN bytes that does (another C library). Tried once.
+ */
+static void unwind_learn_tid_off(struct unwinder *u, uint64_t main)
+{
+    u->tid_tried = true;
+    uint64_t pthread = 0;
+    uint8_t buf[UNWIND_PTHREAD_SCAN];
+    pid_t pid = memread_pid(u->mr);
+    if (pid <= 0 || memread_read(u->mr, main + u->l.ts_thread_id, &pthread, 8) != 0 ||
+        pthread == 0 || memread_read(u->mr, pthread, buf, sizeof(buf)) != 0)
+        return;
+    if ((pid_t)load_le32(buf + UNWIND_GLIBC_TID_OFF) == pid) {
+        u->tid_off = UNWIND_GLIBC_TID_OFF;
+        return;
+    }
+    for (uint32_t off = 8; off + 4 <= sizeof(buf); off += 4) {
+        if ((pid_t)load_le32(buf + off) == pid) {
+            u->tid_off = off;
+            return;
+        }
+    }
+}
+
 /* Samples one thread; false when its thread state could not be read. */
 static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
                                  const struct interp_view *in, unsigned flags, bool preread)
@@ -1570,8 +1671,9 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
         t->status = status_from_errno(err);
         return false;
     }
-    t->native_thread_id = load_le64(u->tstate + l->ts_native_thread_id);
     t->thread_id = load_le64(u->tstate + l->ts_thread_id);
+    t->native_thread_id = l->has_native_thread_id ? load_le64(u->tstate + l->ts_native_thread_id)
+                                                  : unwind_pthread_tid(u, t->thread_id);
     for (size_t i = 0; i < u->nwords; i++)
         t->words[i] =
             u->word_off[i] + 8 <= u->tstate_len ? load_le64(u->tstate + u->word_off[i]) : 0;
@@ -1620,7 +1722,7 @@ static bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr,
     bool mine = rec->tstate_raddr == tstate_raddr && rec->first == first && rec->n == n;
     uint64_t serial;
     bool kept = unwind_resolve(u, first, mine ? rec->serial : 0, &serial);
-    if (flags & UNWIND_OPCODES) {
+    if ((flags & UNWIND_OPCODES) && !l->frame_objects) { /* (<= 3.10: no names) */
         u->opcodes_seen = true;
         if (unwind_read_opcodes(u, first))
             kept = false;
@@ -1902,6 +2004,8 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
                 return err;
             }
         }
+        if (!l->has_native_thread_id && !u->tid_tried && in.id == 0 && in.threads_main)
+            unwind_learn_tid_off(u, in.threads_main);
         if (flags & UNWIND_ALL_THREADS) {
             uint64_t t = in.threads_head;
             /* bounded by threads seen, not kept: a mode may keep none of a

@@ -66,9 +66,30 @@ def rootfs():
     return _rootfs
 
 
+_bullseye = None
+
+
+def bullseye_rootfs():
+    """The Debian 11 rootfs with CPython 3.9 (scripts/python-rootfs.sh --bullseye)."""
+    global _bullseye
+    if _bullseye is None:
+        path = os.environ.get("PYPROFD_BULLSEYE_ROOTFS")
+        if not path:
+            path = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "python-rootfs.sh"),
+                                   "--bullseye", "--print-path"], check=True, capture_output=True,
+                                  text=True).stdout.strip()
+        _bullseye = os.path.realpath(path)
+    return _bullseye
+
+
 def rootfs_for(version):
-    """The root a @version target runs in: "/" for 3.11 (the host's own), else rootfs()."""
-    return "/" if version.startswith("3.11") else rootfs()
+    """The root a @version target runs in: "/" for 3.11 (the host's own), the
+    bullseye rootfs for 3.9, else rootfs()."""
+    if version.startswith("3.11"):
+        return "/"
+    if version.startswith("3.9"):
+        return bullseye_rootfs()
+    return rootfs()
 
 
 FT_RECORD = ".pyprofd-free-threaded"
@@ -85,7 +106,7 @@ def build_missing(version):
         # this machine's own Debian 12 interpreter (scripts/run-target.sh runs it without a rootfs)
         exe = f"/usr/bin/python{version}"
         return None if os.access(exe, os.X_OK) else f"{exe} is not installed (Debian 12 only)"
-    root = rootfs()
+    root = rootfs_for(version)
     if version.endswith("t"):
         exe = os.path.join(root, "usr/local/bin", f"python{version}")
         if os.access(exe, os.X_OK):

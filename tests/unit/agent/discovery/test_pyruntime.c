@@ -95,7 +95,7 @@ static void test_pyruntime__uninitialised_runtime_is_enoent(void **state)
     locate_fake("fake-python-nocookie", &l);
     assert_int_equal(l.err, -ENOENT);
     /* no cookie, no Py_Version symbol: not a runtime pyprofd can read */
-    assert_non_null(strstr(l.why, "has no debug table and no Py_Version"));
+    assert_non_null(strstr(l.why, "has no debug table, no Py_Version"));
 }
 
 static void test_pyruntime__no_section_is_enoent(void **state)
@@ -122,7 +122,7 @@ static void test_pyruntime__unsupported_versions_are_found_then_refused(void **s
     static const struct {
         const char *name, *why;
     } cases[] = {
-        {"fake-python3.16", "CPython 3.16.0 is not supported yet (supported: 3.11 to 3.15)"},
+        {"fake-python3.16", "CPython 3.16.0 is not supported yet (supported: 3.9 to 3.15)"},
         {"fake-python3.15b1", "CPython 3.15.0b1 is a pre-release; only final releases are "
                               "supported (pre-release table layouts change)"},
     };

@@ -210,7 +210,7 @@ static void test_pyabi__unknown_refused(void **state)
     char why[256];
     struct py_version v = {.hex = 0x031000f0, .major = 3, .minor = 16, .level = 0xF};
     assert_int_equal(pyabi_layout_load(&v, table, sizeof(table), &l, why, sizeof(why)), -ENOTSUP);
-    assert_string_equal(why, "CPython 3.16.0 is not supported yet (supported: 3.11 to 3.15)");
+    assert_string_equal(why, "CPython 3.16.0 is not supported yet (supported: 3.9 to 3.15)");
     assert_null(pyabi_schema_for(12));
     assert_string_equal(pyabi_entry_name(PYOFF_TSTATE_BASE_FRAME), "thread_state.base_frame");
 }
@@ -219,7 +219,8 @@ static void test_pyabi__unknown_refused(void **state)
  * The generated layouts (agent/python/layouts_generated.c): 3.11 and 3.12
  * fill the structure the unwinder reads, with the offsets their headers give
  * (the values below are CPython 3.11.2's and 3.12.1's, as py-spy and Austin
- * publish them too); 3.9 and 3.10 keep frame objects and are refused; a
+ * publish them too); 3.9 and 3.10 keep frame objects (3.9.18's and
+ * 3.10.13's offsets); a
  * version without a layout and a layout of another version are refused.
  */
 static void test_pyabi__generated_layouts(void **state)
@@ -250,15 +251,35 @@ static void test_pyabi__generated_layouts(void **state)
     assert_false(l.has_is_entry);
     assert_int_equal(l.holds_gil_kind, PYABI_GIL_INTERP_HOLDER);
 
-    /* 3.9, 3.10: frame objects, not read yet */
-    for (unsigned minor = 9; minor <= 10; minor++) {
-        struct py_version v = {
-            .hex = 0x030000f0 | (minor << 16), .major = 3, .minor = minor, .level = 0xF};
-        assert_non_null(pyabi_generated_for(minor));
-        assert_int_equal(pyabi_generated_for(minor)->minor, minor);
+    /* 3.9, 3.10: frame objects (f_back, f_code, f_lasti), co_name for a
+     * name, no native_thread_id or data stack; f_lasti counts bytes on 3.9,
+     * code units on 3.10, and each has its own line-table format */
+    static const struct {
+        unsigned minor, back, code, lasti, scale, lines;
+    } fo[] = {{9, 24, 32, 104, 1, PYABI_LINES_LNOTAB}, {10, 24, 32, 96, 2, PYABI_LINES_3_10}};
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(fo); i++) {
+        struct py_version v = {.hex = 0x030000f0 | (fo[i].minor << 16),
+                               .major = 3,
+                               .minor = fo[i].minor,
+                               .level = 0xF};
+        assert_non_null(pyabi_generated_for(fo[i].minor));
+        assert_int_equal(pyabi_generated_for(fo[i].minor)->minor, fo[i].minor);
         assert_int_equal(
-            pyabi_layout_generated(&v, pyabi_generated_for(minor), &l, why, sizeof(why)), -ENOTSUP);
-        assert_non_null(strstr(why, "frame objects"));
+            pyabi_layout_generated(&v, pyabi_generated_for(fo[i].minor), &l, why, sizeof(why)), 0);
+        assert_true(l.frame_objects && !l.has_cframe && !l.has_is_entry);
+        assert_int_equal(l.ts_current_frame, 24); /* PyThreadState.frame */
+        assert_int_equal(l.fr_previous, fo[i].back);
+        assert_int_equal(l.fr_executable, fo[i].code);
+        assert_int_equal(l.fr_instr_ptr, fo[i].lasti);
+        assert_int_equal(l.fr_size, fo[i].lasti + 8);
+        assert_int_equal(l.lasti_scale, fo[i].scale);
+        assert_int_equal(l.lines, fo[i].lines);
+        assert_int_equal(l.co_qualname, 112); /* co_name */
+        assert_int_equal(l.co_linetable, 120);
+        assert_false(l.has_native_thread_id || l.has_datastack);
+        assert_int_equal(l.holds_gil_kind, PYABI_GIL_RUNTIME_HOLDER);
+        assert_true(l.rt_gil_holder == 360 && l.rt_gil_locked == 368);
+        assert_int_equal(l.ts_exc_value, 120); /* exc_state.exc_value, after exc_type */
     }
     /* no layout, or another version's */
     assert_null(pyabi_generated_for(8));

@@ -76,8 +76,8 @@ static void test_pyversion__unsupported_versions_are_named(void **state)
         uint64_t hex, ft;
         const char *why;
     } cases[] = {
-        {0x031000f0, 0, "CPython 3.16.0 is not supported yet (supported: 3.11 to 3.15)"},
-        {0x030a07f0, 0, "CPython 3.10.7 is not supported yet (supported: 3.11 to 3.15)"},
+        {0x031000f0, 0, "CPython 3.16.0 is not supported yet (supported: 3.9 to 3.15)"},
+        {0x030812f0, 0, "CPython 3.8.18 is not supported yet (supported: 3.9 to 3.15)"},
         {0x030f00b1, 0,
          "CPython 3.15.0b1 is a pre-release; only final releases are supported "
          "(pre-release table layouts change)"},
@@ -113,6 +113,35 @@ static void test_pyversion__formats_alpha(void **state)
     assert_string_equal(pyversion_format(&v, buf, sizeof(buf)), "3.16.0a2");
 }
 
+/* 3.9, 3.10: PY_VERSION in a binary's read-only data, on its own or as a merged tail */
+static void test_pyversion__scan_finds_py_version_strings(void **state)
+{
+    (void)state;
+    struct py_version v;
+    char name[32];
+    static const char own[] = "abc\0%.80s (%.80s) %.80s\0003.9.2\0more";
+    assert_int_equal(pyversion_scan(own, sizeof(own), 9, &v), 24);
+    assert_int_equal(v.hex, 0x030902f0u);
+    assert_string_equal(pyversion_format(&v, name, sizeof(name)), "3.9.2");
+    /* the tail of the prefix it was merged into; any minor asked */
+    static const char tail[] = "x\0/root/.pyenv/versions/3.10.13\0";
+    assert_int_equal(pyversion_scan(tail, sizeof(tail), 0, &v), 24);
+    assert_true(v.minor == 10 && v.micro == 13);
+    /* not a version: digits or a dot before, no NUL after, the wrong minor,
+     * leading zeros, pre-releases, the end of the buffer */
+    static const char *const no[] = {"13.9.2", "1.3.9.2", "3.9.2rc1", "3.9.02",
+                                     "3.09.2", "3.9.",    "3.9.2"};
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(no); i++) {
+        size_t len = strlen(no[i]) + (i + 1 < PYPROFD_ARRAY_SIZE(no)); /* the last: no NUL */
+        assert_int_equal(pyversion_scan(no[i], len, 0, &v), -ENOENT);
+    }
+    assert_int_equal(pyversion_scan("3.11.2", 7, 9, &v), -ENOENT);
+    assert_int_equal(pyversion_scan("", 0, 0, &v), -ENOENT);
+    /* a version named only by a file name shows no micro */
+    struct py_version named = {.major = 3, .minor = 9, .level = 0xF, .micro_unknown = true};
+    assert_string_equal(pyversion_format(&named, name, sizeof(name)), "3.9");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -121,6 +150,7 @@ int main(void)
         cmocka_unit_test(test_pyversion__rejects_implausible_words),
         cmocka_unit_test(test_pyversion__unsupported_versions_are_named),
         cmocka_unit_test(test_pyversion__formats_alpha),
+        cmocka_unit_test(test_pyversion__scan_finds_py_version_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
  * of real CPython 3.11, 3.13, 3.14 and 3.15 reports for every code unit of the code
  * objects in tests/fixtures/linetable/3.1X.txt (scripts/gen-linetable-vectors.py
  * writes them; the file format is described in their header), then each entry
- * form, malformed tables and long tables by hand.
+ * form, malformed tables and long tables by hand. The 3.9 and 3.10 formats
+ * against PyCode_Addr2Line() of those versions (3.9.txt, 3.10.txt, written by
+ * scripts/gen-oldlines-vectors.py).
  *
  * The fixtures are found through the environment variable PYPROFD_SOURCE_DIR
  * (set by ctest), or else the compile-time string PYPROFD_SOURCE_DIR.
@@ -345,6 +347,147 @@ static void test_linetable__matches_cpython_3_15(void **state)
     lt_check_version("3.15");
 }
 
+/*
+ * CPython 3.9 (co_lnotab) and 3.10 (co_linetable): every instruction offset
+ * of every code object in tests/fixtures/linetable/3.9.txt / 3.10.txt
+ * (scripts/gen-oldlines-vectors.py: what CPython's own PyCode_Addr2Line()
+ * said) gives the same line. Returns the code objects checked; *@none counts
+ * offsets CPython had no line for (-1), *@max_table the largest table.
+ */
+static size_t lt_check_old(const char *version, size_t *none, size_t *max_table)
+{
+    const char *dir = lt_source_dir();
+    if (!dir)
+        lt_fail("PYPROFD_SOURCE_DIR is not set: cannot find tests/fixtures/linetable");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/fixtures/linetable/%s.txt", dir, version);
+    size_t len = 0;
+    char *text = lt_read_file(path, &len);
+    if (!text)
+        lt_fail("cannot read '%s': %s", path, strerror(errno));
+    bool lnotab = strcmp(version, "3.9") == 0;
+    uint8_t *table = NULL;
+    size_t table_len = 0, codes = 0, lineno = 0;
+    int64_t first = 0, size = 0, covered = 0;
+    const char *label = "";
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        lineno++;
+        char *tsave = NULL;
+        char *kw = strtok_r(line, " ", &tsave);
+        int64_t n[3];
+        if (!kw || kw[0] == '#' || strcmp(kw, "python") == 0)
+            continue;
+        if (strcmp(kw, "code") == 0) {
+            if (lt_num(strtok_r(NULL, " ", &tsave), 0, INT64_MAX, &n[0]) ||
+                !(label = strtok_r(NULL, " ", &tsave)) ||
+                lt_num(strtok_r(NULL, " ", &tsave), INT32_MIN, INT32_MAX, &first) ||
+                lt_num(strtok_r(NULL, " ", &tsave), 0, 1 << 24, &size))
+                lt_fail("%s:%zu: bad code line", path, lineno);
+            covered = 0;
+        } else if (strcmp(kw, "table") == 0) {
+            const char *hex = strtok_r(NULL, " ", &tsave);
+            table = lt_unhex(hex ? hex : "", &table_len);
+            if (!table)
+                lt_fail("%s:%zu: bad table", path, lineno);
+            *max_table = table_len > *max_table ? table_len : *max_table;
+        } else if (strcmp(kw, "end") == 0) {
+            if (!table || covered != size)
+                lt_fail("%s:%zu: runs cover %" PRId64 " of %" PRId64 " bytes", path, lineno,
+                        covered, size);
+            alloc_free(table);
+            table = NULL;
+            codes++;
+        } else {
+            if (lt_num(kw, 0, UINT32_MAX, &n[0]) ||
+                lt_num(strtok_r(NULL, " ", &tsave), 1, UINT32_MAX, &n[1]) ||
+                lt_num(strtok_r(NULL, " ", &tsave), INT32_MIN, INT32_MAX, &n[2]) ||
+                n[0] != covered || !table)
+                lt_fail("%s:%zu: bad run", path, lineno);
+            for (int64_t at = n[0]; at < n[0] + n[1]; at += 2) {
+                struct linetable_pos p = {0};
+                int err = lnotab ? linetable_lookup_lnotab(table, table_len, (int32_t)first,
+                                                           (uint32_t)at, &p)
+                                 : linetable_lookup_3_10(table, table_len, (int32_t)first,
+                                                         (uint32_t)at, &p);
+                int32_t got = err == -ENOENT ? LINETABLE_UNKNOWN : p.line;
+                if ((err && err != -ENOENT) || got != (int32_t)n[2] ||
+                    (!err && (p.end_line != p.line || p.col != LINETABLE_UNKNOWN)))
+                    lt_fail("%s %s (code at line %" PRId64 "): byte %" PRId64
+                            ": line %d (error %d), CPython says %" PRId64,
+                            version, label, first, at, got, err, n[2]);
+                *none += n[2] == LINETABLE_UNKNOWN;
+            }
+            covered = n[0] + n[1];
+        }
+    }
+    alloc_free(table);
+    alloc_free(text);
+    return codes;
+}
+
+static void test_linetable__matches_cpython_3_9_lnotab(void **state)
+{
+    (void)state;
+    size_t none = 0, max_table = 0;
+    size_t codes = lt_check_old("3.9", &none, &max_table);
+    print_message("3.9: %zu code objects, largest co_lnotab %zu bytes\n", codes, max_table);
+    assert_true(codes > 100);
+    assert_true(max_table > 512);
+}
+
+static void test_linetable__matches_cpython_3_10_linetable(void **state)
+{
+    (void)state;
+    size_t none = 0, max_table = 0;
+    size_t codes = lt_check_old("3.10", &none, &max_table);
+    print_message("3.10: %zu code objects, largest co_linetable %zu bytes, %zu offsets with no "
+                  "line\n",
+                  codes, max_table, none);
+    assert_true(codes > 100);
+    assert_true(none > 0); /* the -128 "no line" entries occur */
+}
+
+/* Hand-written: big jumps take several pairs, negative deltas, malformed tables. */
+static void test_linetable__old_formats_by_hand(void **state)
+{
+    (void)state;
+    struct linetable_pos p;
+    /* 3.9: +300 bytes (255 + 45) then +200 lines (127 + 73); then -5 lines at byte 310 */
+    const uint8_t lnotab[] = {255, 0, 45, 127, 0, 73, 10, (uint8_t)-5};
+    assert_int_equal(linetable_lookup_lnotab(lnotab, sizeof(lnotab), 10, 0, &p), 0);
+    assert_int_equal(p.line, 10);
+    assert_int_equal(linetable_lookup_lnotab(lnotab, sizeof(lnotab), 10, 299, &p), 0);
+    assert_int_equal(p.line, 10);
+    assert_int_equal(linetable_lookup_lnotab(lnotab, sizeof(lnotab), 10, 300, &p), 0);
+    assert_int_equal(p.line, 210);
+    assert_int_equal(linetable_lookup_lnotab(lnotab, sizeof(lnotab), 10, 5000, &p), 0);
+    assert_int_equal(p.line, 205);
+    assert_int_equal(p.col, LINETABLE_UNKNOWN);
+    assert_int_equal(linetable_lookup_lnotab(lnotab, 3, 10, 0, &p), -EINVAL);
+    assert_int_equal(linetable_lookup_lnotab(NULL, 0, 7, 40, &p), 0);
+    assert_int_equal(p.line, 7);
+
+    /* 3.10: [0,6) line 2; a zero-width step of +100; [6,10) line 102; [10,12) no line;
+     * [12,14) line 101 */
+    const uint8_t lt310[] = {6, 1, 0, 100, 4, 0, 2, (uint8_t)-128, 2, (uint8_t)-1};
+    assert_int_equal(linetable_lookup_3_10(lt310, sizeof(lt310), 1, 0, &p), 0);
+    assert_int_equal(p.line, 2);
+    assert_int_equal(linetable_lookup_3_10(lt310, sizeof(lt310), 1, 6, &p), 0);
+    assert_int_equal(p.line, 102);
+    assert_int_equal(linetable_lookup_3_10(lt310, sizeof(lt310), 1, 11, &p), 0);
+    assert_int_equal(p.line, LINETABLE_UNKNOWN);
+    assert_int_equal(linetable_lookup_3_10(lt310, sizeof(lt310), 1, 13, &p), 0);
+    assert_int_equal(p.line, 101);
+    assert_int_equal(linetable_lookup_3_10(lt310, sizeof(lt310), 1, 14, &p), -ENOENT);
+    assert_int_equal(linetable_lookup_3_10(lt310, 5, 1, 0, &p), -EINVAL);
+
+    /* lines outside int32_t */
+    uint8_t up[] = {1, 127, 1, 127};
+    assert_int_equal(linetable_lookup_lnotab(up, sizeof(up), INT32_MAX - 100, 10, &p), -EINVAL);
+    assert_int_equal(linetable_lookup_3_10(up, sizeof(up), INT32_MAX - 100, 1, &p), -EINVAL);
+}
+
 /* ---- hand-written tables ---- */
 
 #define LT_HEAD(form, units) ((uint8_t)(0x80u | (unsigned)(form) << 3 | ((units)-1u)))
@@ -610,6 +753,9 @@ int main(void)
         cmocka_unit_test(test_linetable__matches_cpython_3_13),
         cmocka_unit_test(test_linetable__matches_cpython_3_14),
         cmocka_unit_test(test_linetable__matches_cpython_3_15),
+        cmocka_unit_test(test_linetable__matches_cpython_3_9_lnotab),
+        cmocka_unit_test(test_linetable__matches_cpython_3_10_linetable),
+        cmocka_unit_test(test_linetable__old_formats_by_hand),
         cmocka_unit_test(test_linetable__short_forms),
         cmocka_unit_test(test_linetable__one_line_forms_move_the_line),
         cmocka_unit_test(test_linetable__no_column_form),
