@@ -61,8 +61,7 @@ if ((KUBE_TOOLS)); then
 	INCLUDE=("${KUBE_TOOLS_INCLUDE[@]}")
 else
 	for v in "${PYTHON_VERSIONS[@]}"; do
-		INCLUDE+=("python$v" "libpython$v" "python$v-dbg")
-		((BULLSEYE)) || INCLUDE+=("python$v-dev")
+		INCLUDE+=("python$v" "libpython$v" "python$v-dev" "python$v-dbg")
 	done
 fi
 include_list=$(IFS=,; echo "${INCLUDE[*]}")
@@ -503,6 +502,16 @@ for v in "${PYTHON_VERSIONS[@]}"; do
 	out=$(chroot "$tmp" "/usr/bin/python${v}d" -c 'import sys; print(hasattr(sys, "gettotalrefcount"))' 2>&1) ||
 		die "cannot run python${v}d in the new rootfs: $out"
 	[[ $out == True ]] || die "python${v}d in the new rootfs is not a debug build: $out"
+done
+
+# The rootfs is also a sysroot (tests/targets/embed/build.sh links against
+# it): an absolute symlink to the dynamic loader (Debian 11's
+# /lib64/ld-linux-x86-64.so.2) would resolve on the host. Make it relative.
+for link in "$tmp"/usr/lib64/ld-linux-*.so.* "$tmp"/lib64/ld-linux-*.so.*; do
+	[[ -L $link ]] || continue
+	target=$(readlink -- "$link")
+	[[ $target == /* ]] || continue
+	ln -sfn -- "$(realpath -m --relative-to="$(dirname -- "$link")" -- "$tmp$target")" "$link"
 done
 
 # Downloaded .deb files are not needed any more (about 100 MB).

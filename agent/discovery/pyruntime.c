@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "discovery/elf_sections.h"
 #include "discovery/proc_maps.h"
+#include "discovery/proc_scan_parse.h"
 #include "discovery/pyruntime.h"
 #include "python/pyabi.h"
 
@@ -188,6 +189,23 @@ static enum pyruntime_place pyruntime_place(const char *proc_root, pid_t pid,
     return result;
 }
 
+/* The process's PID in its own PID namespace (its status file's last NSpid),
+ * or @pid when that cannot be read. */
+static pid_t pyruntime_ns_pid(const char *proc_root, pid_t pid)
+{
+    char path[PATH_MAX], buf[4096];
+    snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return pid;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    struct proc_status st;
+    if (n <= 0 || proc_scan_parse_status(buf, (size_t)n, &st) != 0 || st.nspid <= 0)
+        return pid;
+    return st.nspid;
+}
+
 #define PYRUNTIME_RODATA_MAX   (32u << 20) /* bytes of .rodata searched for PY_VERSION */
 #define PYRUNTIME_RODATA_CHUNK (64u * 1024u)
 
@@ -340,6 +358,8 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
     out->no_table = true;
     out->found_by = found_by;
     out->version_from = version_from;
+    if (have_named)
+        out->ns_pid = pyruntime_ns_pid(proc_root, pid);
     out->code_type = PYRUNTIME_SYM(2);
     out->unicode_type = PYRUNTIME_SYM(3);
     out->none_object = PYRUNTIME_SYM(4);

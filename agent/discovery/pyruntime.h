@@ -95,6 +95,9 @@ struct pyruntime {
     /* no_table: where the version came from: "Py_Version" (3.11, 3.12), "its
      * PY_VERSION string" or "the file's name ..." (3.9, 3.10; static strings) */
     const char *version_from;
+    /* 3.9, 3.10: the process's PID in its own PID namespace (what its
+     * threads' struct pthread holds as the main thread's TID) */
+    pid_t ns_pid;
     uint64_t code_type, unicode_type, none_object;
     /* On failure: why, and the minor version a file name suggests (0 if none). */
     enum pyruntime_miss miss;

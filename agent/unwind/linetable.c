@@ -178,7 +178,7 @@ int linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno, uint
 static void lt_line_only(struct linetable_pos *out, int64_t line)
 {
     int32_t l = line == -1 ? LINETABLE_UNKNOWN : (int32_t)line;
-    *out = (struct linetable_pos){l, l, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN};
+    *out = (struct linetable_pos){l, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN};
 }
 
 int linetable_lookup_lnotab(const uint8_t *table, size_t len, int32_t firstlineno, uint32_t addr,

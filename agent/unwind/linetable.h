@@ -115,9 +115,9 @@ PYPROFD_WARN_UNUSED int linetable_lookup(const uint8_t *table, size_t len, int32
 
 /*
  * The line tables of CPython 3.9 and 3.10, which map byte offsets into
- * co_code to lines only (no columns: a position they return has line and
- * end_line set, columns unknown). Both are sequences of two-byte pairs
- * (unsigned byte delta, signed line delta); a trailing odd byte is malformed.
+ * co_code to lines only (a position they return has its line set, and its
+ * end line and columns unknown, as CPython 3.9 and 3.10 know none). Both are sequences of two-byte
+ * pairs (unsigned byte delta, signed line delta); a trailing odd byte is malformed.
  *
  *  - 3.9, co_lnotab: the line starts at co_firstlineno; walking the pairs,
  *    each adds its byte delta to a running offset, and while that offset is

@@ -42,6 +42,7 @@
 #define UNWIND_GUESS_FRAMEOBJS 32u
 #define UNWIND_PTHREAD_SCAN    2048u /* bytes of struct pthread searched for the TID */
 #define UNWIND_GLIBC_TID_OFF   720u  /* struct pthread's tid in x86-64 glibc 2.26+ */
+#define UNWIND_TID_SCAN_MIN    300   /* smallest PID searched for in struct pthread */
 #define UNWIND_INTERP_IOV      10u   /* ranges of one interpreter read */
 #define UNWIND_GUESS_CHUNKS    4u    /* data-stack chunks remembered per thread */
 #define UNWIND_GUESS_CODES     64u   /* 3.13: code objects re-checked in the thread's read */
@@ -182,6 +183,7 @@ struct unwinder {
      */
     uint32_t tid_off;
     bool tid_tried;
+    pid_t ns_pid; /* the process's PID in its own namespace (rt->ns_pid) */
     uint64_t guess_pthread[UNWIND_CHUNK_GUESSES];
     uint64_t pthread_guessed;
     int32_t tid_word;
@@ -486,6 +488,7 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
     u->mr = mr;
     u->runtime_raddr = rt->raddr;
     u->none_object = rt->no_table ? rt->none_object : 0;
+    u->ns_pid = rt->ns_pid;
     if (scratch) {
         u->sc = scratch;
     } else {
@@ -1463,7 +1466,7 @@ static bool unwind_resolve_one(struct unwinder *u, const struct raw_frame *r,
         int32_t lasti = (int32_t)r->instr_ptr;
         struct linetable_pos pos;
         if (lasti < 0)
-            f->pos = (struct linetable_pos){ci->firstlineno, ci->firstlineno, LINETABLE_UNKNOWN,
+            f->pos = (struct linetable_pos){ci->firstlineno, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN,
                                             LINETABLE_UNKNOWN};
         else if (codecache_position(ci, (uint32_t)lasti * u->l.lasti_scale, &pos) == 0)
             f->pos = pos;
@@ -1631,16 +1634,19 @@ static uint64_t unwind_pthread_tid(struct unwinder *u, uint64_t pthread)
 
 /*
  * <= 3.10: learns where glibc keeps the TID in its struct pthread, from the
- * main thread (state @main), whose TID is the process ID: glibc's own offset
- * when it holds it there, else the first int in the struct's first
- * UNWIND_PTHREAD_SCAN bytes that does (another C library). Tried once.
+ * main thread (state @main), whose TID is the process ID (in the process's
+ * own PID namespace): glibc's own offset when it holds it there, else the
+ * first int in the struct's first UNWIND_PTHREAD_SCAN bytes that does
+ * (another C library; not for PIDs under UNWIND_TID_SCAN_MIN, which other
+ * fields may hold by chance). Tried once; threads then have no TID (0).
  */
 static void unwind_learn_tid_off(struct unwinder *u, uint64_t main)
 {
     u->tid_tried = true;
     uint64_t pthread = 0;
     uint8_t buf[UNWIND_PTHREAD_SCAN];
-    pid_t pid = memread_pid(u->mr);
+    /* in a container the struct holds the TID in the process's own namespace */
+    pid_t pid = u->ns_pid > 0 ? u->ns_pid : memread_pid(u->mr);
     if (pid <= 0 || memread_read(u->mr, main + u->l.ts_thread_id, &pthread, 8) != 0 ||
         pthread == 0 || memread_read(u->mr, pthread, buf, sizeof(buf)) != 0)
         return;
@@ -1648,7 +1654,9 @@ static void unwind_learn_tid_off(struct unwinder *u, uint64_t main)
         u->tid_off = UNWIND_GLIBC_TID_OFF;
         return;
     }
-    for (uint32_t off = 8; off + 4 <= sizeof(buf); off += 4) {
+    /* another C library: search, unless the PID is so small that another
+     * field could hold it by chance */
+    for (uint32_t off = 8; pid >= UNWIND_TID_SCAN_MIN && off + 4 <= sizeof(buf); off += 4) {
         if ((pid_t)load_le32(buf + off) == pid) {
             u->tid_off = off;
             return;
@@ -1973,6 +1981,23 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
         u->rt_gil_holder = load_le64(gil + (l->rt_gil_holder - gil_lo));
     }
 
+    /* <= 3.10: where the TID is, before any thread is sampled (the main
+     * interpreter is the last in the list, its main thread the tail) */
+    if (!l->has_native_thread_id && !u->tid_tried) {
+        uint64_t at = head;
+        for (unsigned i = 0; at && i < UNWIND_MAX_INTERPRETERS; i++) {
+            struct interp_view in;
+            if (unwind_read_interp(u, at, &in) != 0)
+                break;
+            if (in.id == 0) {
+                if (unwind_find_tail(u, &in) == 0 && in.threads_main)
+                    unwind_learn_tid_off(u, in.threads_main);
+                break;
+            }
+            at = in.next;
+        }
+    }
+
     uint64_t overflows = codecache_overflows(u->codes);
     bool saw_main = false; /* the main interpreter had a main thread */
     uint64_t raddr = head;
@@ -2004,8 +2029,6 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
                 return err;
             }
         }
-        if (!l->has_native_thread_id && !u->tid_tried && in.id == 0 && in.threads_main)
-            unwind_learn_tid_off(u, in.threads_main);
         if (flags & UNWIND_ALL_THREADS) {
             uint64_t t = in.threads_head;
             /* bounded by threads seen, not kept: a mode may keep none of a

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Integration test of `pyprofd dump` against live CPython 3.13, 3.14, 3.15.
+"""Integration test of `pyprofd dump` against live CPython 3.9, 3.11, 3.13, 3.14, 3.15.
 
 Runs with Debian's /usr/bin/python3 (3.11, standard library only), as root,
 once the test rootfs exists (scripts/python-rootfs.sh). Each target of
@@ -15,8 +15,9 @@ Environment:
     PYPROFD_BINARY        the pyprofd executable (default: SOURCE/build/pyprofd)
     PYPROFD_SOURCE_DIR    the source tree (default: two levels above this file)
     PYPROFD_ROOTFS        the rootfs (default: scripts/python-rootfs.sh --print-path)
-    PYPROFD_DUMP_VERSIONS comma-separated subset of 3.11,3.13,3.14,3.15 (default: all;
-                          3.11 is the host's own Debian 12 interpreter)
+    PYPROFD_DUMP_VERSIONS comma-separated subset of 3.9,3.11,3.13,3.14,3.15 (default: all;
+                          3.11 is the host's own Debian 12 interpreter, 3.9 Debian 11's
+                          in the bullseye rootfs)
     PYPROFD_DUMP_MODES    comma-separated subset of chroot,container (default: both)
 
 Run by ctest as test_dump (label integration), or by hand:
@@ -44,8 +45,10 @@ BINARY = livelib.BINARY
 EMBED_BUILD = os.path.join(livelib.SOURCE_DIR, "tests", "targets", "embed", "build.sh")
 
 # 3.11: the host's own Debian 12 interpreter (no debug table: a generated layout)
-ALL_VERSIONS = ("3.11", "3.13", "3.14", "3.15")
-OLD_PREFIXES = ("3.11", "3.12")  # read by generated layouts
+# 3.9: Debian 11's, in the bullseye rootfs (frame objects, co_lnotab)
+ALL_VERSIONS = ("3.9", "3.11", "3.13", "3.14", "3.15")
+OLD_PREFIXES = ("3.9", "3.10", "3.11", "3.12")  # read by generated layouts
+FRAME_OBJECT_PREFIXES = ("3.9", "3.10")  # no <native> entry marks, no qualified names
 ALL_MODES = ("chroot", "container")
 VERSIONS = tuple(v for v in os.environ.get("PYPROFD_DUMP_VERSIONS", ",".join(ALL_VERSIONS)).split(",")
                  if v)
@@ -315,8 +318,10 @@ class RecordStackTest(DumpCase):
         t = self.target(version, mode)
         want = t.expected
         self.assertEqual(want["python"].rsplit(".", 1)[0], version, "target's own version")
+        # (<= 3.10 have no co_qualname: a method is named by co_name alone)
+        method = "method" if version.startswith(FRAME_OBJECT_PREFIXES) else "Klass.method"
         self.assertEqual([f["function"] for f in want["frames"]],
-                         ["spin", "inner", "Klass.method", "outer", "<module>"],
+                         ["spin", "inner", method, "outer", "<module>"],
                          "the target recorded an unexpected stack")
         result = self.dump_json(t)
         self.assertEqual(result["python"], want["python"])
@@ -455,8 +460,12 @@ class GeneratorsTest(DumpCase):
                                      "end_line": None, "column": None, "end_column": None})
         real = [f for f in frames if f["function"] != "<native>"]
         self.assert_stack_equal(real, t.expected["frames"])
-        # drive() calls coro.send(), C code that runs worker(): a C boundary.
         names = [f["function"] for f in frames]
+        if version.startswith(FRAME_OBJECT_PREFIXES):
+            # frame objects do not say where C called into Python: no markers
+            self.assertNotIn("<native>", names, describe(frames))
+            return
+        # drive() calls coro.send(), C code that runs worker(): a C boundary.
         self.assertEqual(names[names.index("worker") + 1], "<native>",
                          f"no <native> between worker and drive (coro.send):\n{describe(frames)}")
 
@@ -483,6 +492,11 @@ class CallbackTest(DumpCase):
         t = self.target(version, mode)
         frames = self.main_thread(self.dump_json(t, "--native"))["frames"]
         names = [f["function"] for f in frames]
+        if version.startswith(FRAME_OBJECT_PREFIXES):
+            # frame objects do not say where C called into Python: no markers
+            self.assertEqual(names, self.CHAIN, describe(frames))
+            self.assert_stack_equal(frames, t.expected["frames"])
+            return
         self.assertEqual(names, ["日本語", "slow_key", "<native>", "sort_with_key", "zażółć",
                                  "<module>"], describe(frames))
         self.assertEqual(frames[2], {"function": "<native>", "file": "~", "line": 0,
@@ -527,7 +541,9 @@ class ThreadsTest(DumpCase):
             self.assertEqual(frames[0]["function"], w["leaf"],
                              f"leaf of {w['name']}:\n{describe(frames)}")
             self.assertEqual(frames[0]["file"], "/pyprofd-targets/named_threads.py")
-            root = "<module>" if w["main"] else "Thread._bootstrap"
+            bootstrap = ("_bootstrap" if version.startswith(FRAME_OBJECT_PREFIXES)
+                         else "Thread._bootstrap")
+            root = "<module>" if w["main"] else bootstrap
             self.assertEqual(frames[-1]["function"], root,
                              f"root of {w['name']}:\n{describe(frames)}")
             self.assert_no_native(frames)

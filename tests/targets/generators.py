@@ -48,10 +48,11 @@ def frame_record(frame, leaf_line=None):
     """One frame as pyprofd dump --json prints it; the leaf gets leaf_line."""
     code = frame.f_code
     if leaf_line is not None:
-        return {"function": code.co_qualname, "file": code.co_filename,
+        return {"function": getattr(code, "co_qualname", code.co_name), "file": code.co_filename,
                 "line": leaf_line, "end_line": None, "column": None, "end_column": None}
-    positions = list(code.co_positions())[frame.f_lasti // 2]
-    return {"function": code.co_qualname, "file": code.co_filename,
+    positions = (list(code.co_positions())[frame.f_lasti // 2] if hasattr(code, "co_positions")
+                 else (frame.f_lineno, None, None, None))  # <= 3.10: lines only
+    return {"function": getattr(code, "co_qualname", code.co_name), "file": code.co_filename,
             "line": frame.f_lineno, "end_line": positions[1],
             "column": positions[2], "end_column": positions[3]}
 

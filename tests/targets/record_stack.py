@@ -45,14 +45,16 @@ def frame_record(frame, leaf_line=None):
     if leaf_line is not None:
         line, end_line, column, end_column = leaf_line, None, None, None
     else:
-        positions = list(code.co_positions())[frame.f_lasti // 2]
+        positions = (list(code.co_positions())[frame.f_lasti // 2] if hasattr(code, "co_positions")
+                 else (frame.f_lineno, None, None, None))  # <= 3.10: lines only
         line = frame.f_lineno
         end_line, column, end_column = positions[1], positions[2], positions[3]
         if positions[0] != line:
             # Not expected on 3.13+; shows up as a test failure if it happens.
             print(f"pyprofd-target: warning: f_lineno {line} != co_positions "
-                  f"line {positions[0]} in {code.co_qualname}", flush=True)
-    return {"function": code.co_qualname, "file": code.co_filename, "line": line,
+                  f"line {positions[0]} in {code.co_name}", flush=True)
+    return {"function": getattr(code, "co_qualname", code.co_name),  # (<= 3.10: co_name)
+            "file": code.co_filename, "line": line,
             "end_line": end_line, "column": column, "end_column": end_column}
 
 

@@ -412,7 +412,7 @@ static size_t lt_check_old(const char *version, size_t *none, size_t *max_table)
                                                          (uint32_t)at, &p);
                 int32_t got = err == -ENOENT ? LINETABLE_UNKNOWN : p.line;
                 if ((err && err != -ENOENT) || got != (int32_t)n[2] ||
-                    (!err && (p.end_line != p.line || p.col != LINETABLE_UNKNOWN)))
+                    (!err && (p.end_line != LINETABLE_UNKNOWN || p.col != LINETABLE_UNKNOWN)))
                     lt_fail("%s %s (code at line %" PRId64 "): byte %" PRId64
                             ": line %d (error %d), CPython says %" PRId64,
                             version, label, first, at, got, err, n[2]);
