@@ -29,8 +29,9 @@ by name, with its time, and a failing step does not stop the ones after it.
                    samples flushed: a file for its pid in storage, whose
                    profile shows its hot function
     old_python     Debian's own python3 (3.11: no debug table, a generated
-                   layout) is active beside 3.13-3.15 and its profile shows
-                   its hot function
+                   layout) and Debian 11's python3.9 (frame objects) are
+                   active beside 3.13-3.15 and their profiles show their
+                   hot functions
     reload         a broken config on SIGHUP and on POST /-/reload is refused
                    (500, pyprofd_config_last_reload_successful 0), the agent
                    keeps sampling; the good config again is accepted (200, 1)
@@ -307,7 +308,8 @@ server:
         t.stop()
 
     def step_old_python(self):
-        """Debian's own python3 (3.11, no debug table) beside 3.13-3.15: active, profiled"""
+        """Debian's own python3 (3.11, no debug table) and Debian 11's python3.9 (frame
+        objects) beside 3.13-3.15: active, profiled"""
         script = os.path.join(self.tmp, f"{self.token}_old.py")
         with open(script, "w") as f:
             f.write("def old_hot():\n    n = 0\n    for i in range(100000):\n        n += i\n"
@@ -324,6 +326,16 @@ server:
             old.kill()
             old.wait()
             old.stdout.close()
+        # Debian 11's python3.9 (frame objects, co_lnotab), in the bullseye rootfs
+        t = self.start_hotspot("3.9", "chroot", "beta")
+        try:
+            info = self.wait_active(t.pid, REFRESH_S + 5)
+            self.assertTrue(info["python_version"].startswith("3.9."), info)
+            top = self.profile_top(f"/debug/pprof/profile?seconds=1&pid={t.pid}", "old39.pb.gz")
+            self.assertIn(livelib.top_function(top), ("_spin", "hot_beta"), top)
+            self.assertIn("hot_beta", top)
+        finally:
+            t.stop()
 
     def step_reload(self):
         with open(self.config, "w") as f:

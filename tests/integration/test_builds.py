@@ -10,7 +10,8 @@ build whose source package the mirror lacks is recorded as unavailable in the
 rootfs; its tests skip and say so.
 
 Also Debian 12's own python3.11 and python3.11-dbg (the host's, no rootfs),
-read by a layout generated from 3.11's headers.
+and Debian 11's python3.9 and python3.9-dbg (the bullseye rootfs), read by
+layouts generated from their headers.
 
 Runs with Debian's /usr/bin/python3 (standard library only), as root, once
 the test rootfs exists. Per build (test names end in __3_14d, __3_13t, ...;
@@ -55,11 +56,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import livelib  # noqa: E402
 
 BUILDS = tuple(b for b in os.environ.get(
-    "PYPROFD_BUILDS", "3.11,3.11d,3.13d,3.14d,3.15d,3.13t,3.14t,3.15t").split(",") if b)
-# Debian 12's own 3.11 (no debug table: a generated layout, docs/unwinder.md):
-# its default build also runs the checks below that are otherwise for the
-# free-threaded builds only (its GIL is read another way), but opcodes
-OLD_DEFAULT = ("3.11",)
+    "PYPROFD_BUILDS", "3.9,3.9d,3.11,3.11d,3.13d,3.14d,3.15d,3.13t,3.14t,3.15t").split(",") if b)
+# Debian 12's own 3.11 and Debian 11's 3.9 (no debug table: a generated
+# layout, docs/unwinder.md): their default builds also run the checks below
+# that are otherwise for the free-threaded builds only (their GIL is read
+# another way), but opcodes
+OLD_DEFAULT = ("3.9", "3.11")
 TIMEOUT = 60
 WORKERS = {"loop_a": "step_a", "loop_b": "step_b", "loop_c": "step_c"}
 
