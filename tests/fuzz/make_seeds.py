@@ -90,6 +90,9 @@ write("pyversion", "3.14.8t", header(b"xdebugpy", 0x030E08F0, 1))
 write("pyversion", "3.16.0", header(b"xdebugpy", 0x031000F0, 0))
 write("pyversion", "bad_cookie", header(b"xdebugpz", 0x030E08F0, 0))
 write("pyversion", "short", b"xdebugpy\xf0\x08")
+# PY_VERSION in read-only data (3.9, 3.10): on its own, and as a merged tail
+write("pyversion", "py_version_string", b"%.80s (%.80s) %.80s\x003.9.2\x00Python %s\n")
+write("pyversion", "py_version_tail", b"\x00/opt/python/3.10.13\x00\x003.10.13rc1\x00")
 
 
 # Table positions of the free-threaded 3.14/3.15 entries (debug_offsets_3_1X.c):
@@ -306,3 +309,26 @@ def termtext_seeds():
 
 
 termtext_seeds()
+
+
+def oldlines_seeds():
+    """fuzz_oldlines: byte 0 the format (0: 3.9 co_lnotab, 1: 3.10 co_linetable), then
+    co_firstlineno and a byte offset (little-endian), then the table: the largest tables of
+    tests/fixtures/linetable/3.9.txt and 3.10.txt, and a few small ones."""
+    for fmt, version in ((0, "3.9"), (1, "3.10")):
+        with open(os.path.join(HERE, "..", "fixtures", "linetable", version + ".txt")) as f:
+            blocks, first, size = [], 0, 0
+            for line in f:
+                parts = line.split()
+                if parts[:1] == ["code"]:
+                    first, size = int(parts[3]), int(parts[4])
+                elif parts[:1] == ["table"]:
+                    blocks.append((first, size, bytes.fromhex(parts[1] if len(parts) > 1 else "")))
+        picked = sorted(blocks, key=lambda b: -len(b[2]))[:3] + blocks[1:4]
+        for i, (first, size, table) in enumerate(picked):
+            addr = size // 2 & ~1
+            write("oldlines", "%s_%d" % (version, i),
+                  bytes([fmt]) + struct.pack("<iI", first, addr) + table)
+
+
+oldlines_seeds()
