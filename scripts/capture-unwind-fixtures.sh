@@ -11,9 +11,10 @@
 # usage: scripts/capture-unwind-fixtures.sh [VERSION...]
 # VERSION: 3.13, 3.14, 3.15 (the default: all three), or a debug (3.Xd) or
 # free-threaded (3.Xt) build; only those versions' cases are recorded again.
-# 3.11 is the host's own Debian 12 interpreter (scripts/run-target.sh); 3.12,
-# which no Debian on these machines packages, is $PYPROFD_PYTHON_3_12 (default:
-# the newest ~/.pyenv/versions/3.12.*/bin/python3.12), started here directly.
+# 3.11 is the host's own Debian 12 interpreter and 3.9 Debian 11's
+# (scripts/run-target.sh); 3.10 and 3.12, which no Debian on these machines
+# packages, are $PYPROFD_PYTHON_3_10 and $PYPROFD_PYTHON_3_12 (default: the
+# newest ~/.pyenv/versions/3.1X.*/bin/python3.1X), started here directly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,9 +37,10 @@ for v in "${versions[@]}"; do
         dir="$out/$v-$name"
         rm -rf "$dir"
         mkdir -p "$dir"
-        if [[ $v == 3.12 ]]; then
-            py=${PYPROFD_PYTHON_3_12:-$(ls -d "$HOME"/.pyenv/versions/3.12.*/bin/python3.12 2>/dev/null | sort -V | tail -1)}
-            [[ -x $py ]] || { echo "capture-unwind-fixtures: no python3.12 (set PYPROFD_PYTHON_3_12)" >&2; exit 1; }
+        if [[ $v == 3.12 || $v == 3.10 ]]; then
+            var=PYPROFD_PYTHON_${v/./_}
+            py=${!var:-$(ls -d "$HOME"/.pyenv/versions/$v.*/bin/python$v 2>/dev/null | sort -V | tail -1)}
+            [[ -x $py ]] || { echo "capture-unwind-fixtures: no python$v (set $var)" >&2; exit 1; }
             fifo=$(mktemp -u) && mkfifo "$fifo"
             "$py" -u "tests/targets/$target.py" >"$fifo" 2>/dev/null &
             pid=$!

@@ -104,6 +104,8 @@ int main(int argc, char **argv)
                         "no_table 1\ncode_type 0x%" PRIx64 "\nunicode_type 0x%" PRIx64
                         "\nnone_object 0x%" PRIx64 "\n",
                         rt.code_type, rt.unicode_type, rt.none_object);
+            if (rt.ns_pid) /* 3.9, 3.10: the main thread's TID, where glibc keeps it */
+                fprintf(meta, "ns_pid %d\n", (int)rt.ns_pid);
             fclose(meta);
             unwinder_free(u);
             memread_free(mr);

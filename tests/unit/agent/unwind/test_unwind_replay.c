@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Replays memory images recorded from real CPython 3.11 to 3.15
+ * Replays memory images recorded from real CPython 3.9 to 3.15
  * processes (tests/fixtures/unwind/, made by
  * scripts/capture-unwind-fixtures.sh) through the fake backend and compares
  * the unwinder's result with the golden text recorded with them: a change in
@@ -30,7 +30,7 @@ static void replay_text(struct unwinder *u, unsigned flags, char *text, size_t c
     fclose(f);
 }
 
-/* What replay_case() breaks before attaching (3.11/3.12 images only). */
+/* What replay_case() breaks before attaching (3.9 to 3.12 images only). */
 enum replay_break { REPLAY_CLEAN, REPLAY_WRONG_CODE_TYPE, REPLAY_WRONG_STR_TYPE };
 
 static void replay_case(const char *name, enum replay_break brk)
@@ -57,6 +57,12 @@ static void replay_case(const char *name, enum replay_break brk)
                                 &rt.code_type, &rt.unicode_type, &rt.none_object),
                          3);
     rt.no_table = nt != NULL;
+    /* 3.9, 3.10: the process's own PID (its threads' TIDs are learnt from it) */
+    const char *ns = strstr(meta, "ns_pid ");
+    int ns_pid = 0;
+    if (ns)
+        assert_int_equal(sscanf(ns, "ns_pid %d", &ns_pid), 1);
+    rt.ns_pid = ns_pid;
     alloc_free(meta);
 
     snprintf(rel, sizeof(rel), "unwind/%s/memory.bin", name);
@@ -84,7 +90,9 @@ static void replay_case(const char *name, enum replay_break brk)
         assert_int_equal(pyversion_decode(head, sizeof(head), &rt.version), 0);
     }
     assert_true(rt.version.hex == version);
-    assert_int_equal(rt.version.free_threaded, name[4] == 't'); /* "3.13t-threads" */
+    const char *dash = strchr(name, '-');
+    assert_non_null(dash);
+    assert_int_equal(rt.version.free_threaded, dash[-1] == 't'); /* "3.13t-threads" */
     struct unwinder *u = NULL;
     char why[256];
     if (brk != REPLAY_CLEAN) {
@@ -125,28 +133,32 @@ static void test_unwind_replay__recorded_stacks_match_golden(void **state)
     char *cases = (char *)fixture_load("unwind/CASES", &len);
     assert_non_null(cases);
     unsigned n = 0;
-    bool seen[5] = {false, false, false, false, false}; /* 3.11 to 3.15 */
+    bool seen[16] = {false}; /* by minor version */
     char *save = NULL;
     for (char *name = strtok_r(cases, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
         replay_case(name, REPLAY_CLEAN);
-        if (strncmp(name, "3.1", 3) == 0 && name[3] >= '1' && name[3] <= '5')
-            seen[name[3] - '1'] = true;
+        unsigned minor = 0;
+        if (sscanf(name, "3.%u", &minor) == 1 && minor < 16)
+            seen[minor] = true;
         n++;
     }
     alloc_free(cases);
     assert_true(n >= 3);
-    /* every version is covered: 3.11 and 3.12 by generated layouts */
-    assert_true(seen[0] && seen[1] && seen[2] && seen[3] && seen[4]);
+    /* every version is covered: 3.9 to 3.12 by generated layouts */
+    for (unsigned minor = 9; minor <= 15; minor++)
+        if (!seen[minor])
+            fail_msg("no recorded image of CPython 3.%u", minor);
 }
 
-/* 3.11, 3.12: the check at attach (thread state -> interpreter, the running
+/* 3.9 to 3.12: the check at attach (thread state -> interpreter, the running
  * code object's type, its file name's type) against real images, with the
  * type addresses discovery would have found made wrong */
 static void test_unwind_replay__layout_check_refuses(void **state)
 {
     (void)state;
-    static const char *const cases[] = {"3.11-threads", "3.12-threads", "3.11-callback",
-                                        "3.12-callback"};
+    static const char *const cases[] = {"3.9-threads",   "3.10-threads", "3.11-threads",
+                                        "3.12-threads",  "3.9-callback", "3.10-callback",
+                                        "3.11-callback", "3.12-callback"};
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
         replay_case(cases[i], REPLAY_WRONG_CODE_TYPE);
         replay_case(cases[i], REPLAY_WRONG_STR_TYPE);
