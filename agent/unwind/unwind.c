@@ -39,7 +39,7 @@
 #define UNWIND_GUESS_FRAMES    4u  /* out-of-chunk frames remembered per thread */
 /* <= 3.10: every frame is a heap object of its own; this many are read with
  * the thread state (a steady stack costs one read) */
-#define UNWIND_GUESS_FRAMEOBJS 32u
+#define UNWIND_GUESS_FRAMEOBJS 64u
 #define UNWIND_PTHREAD_SCAN    2048u /* bytes of struct pthread searched for the TID */
 #define UNWIND_GLIBC_TID_OFF   720u  /* struct pthread's tid in x86-64 glibc 2.26+ */
 #define UNWIND_TID_SCAN_MIN    300   /* smallest PID searched for in struct pthread */
@@ -168,7 +168,7 @@ struct unwinder {
     /* frames outside the chunks that the last sample of this thread read on
      * their own (entry frames on the C stack): read again with the thread
      * state, in the same system call */
-    uint8_t (*extra)[PYABI_MAX_FRAME]; /* guess_max of them */
+    uint8_t *extra; /* guess_max frames of fr_size bytes */
     uint64_t extra_raddr[UNWIND_GUESS_FRAMEOBJS];
     size_t nextra;
     uint64_t seen_extra[UNWIND_GUESS_FRAMEOBJS];
@@ -197,7 +197,7 @@ struct unwinder {
     uint64_t next_chunk; /* next older chunk not copied yet */
     uint64_t guess_tstate[UNWIND_CHUNK_GUESSES];
     struct chunk_guess guess_chunks[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_CHUNKS];
-    uint64_t guess_frames[UNWIND_CHUNK_GUESSES][UNWIND_GUESS_FRAMEOBJS];
+    uint64_t *guess_frames; /* UNWIND_CHUNK_GUESSES slots of guess_max: UNWIND_GF(u, slot) */
     uint64_t verified_hash[UNWIND_CHUNK_GUESSES]; /* the thread's last verified chain */
     /*
      * 3.11/3.12: the _PyCFrame that held the thread's current frame last
@@ -271,6 +271,9 @@ struct unwinder {
     bool (*on_cpu)(void *ctx, uint64_t native_tid);
     void *on_cpu_ctx;
 };
+
+/* The frames outside the chunks remembered for the thread of slot @slot. */
+#define UNWIND_GF(u, slot) ((u)->guess_frames + (size_t)(slot) * (u)->guess_max)
 
 /* The per-thread memory slot of a thread state (a multiplicative hash: thread
  * states are often equally spaced, which a plain modulo would fold together). */
@@ -501,7 +504,8 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
         err = -ENOMEM;
     }
     u->guess_max = u->l.frame_objects ? UNWIND_GUESS_FRAMEOBJS : UNWIND_GUESS_FRAMES;
-    u->extra = alloc_calloc(u->guess_max, sizeof(*u->extra));
+    u->extra = alloc_calloc(u->guess_max, u->l.fr_size);
+    u->guess_frames = alloc_calloc((size_t)UNWIND_CHUNK_GUESSES * u->guess_max, sizeof(uint64_t));
     u->chain_cap = UNWIND_CHAIN_START;
     u->chain = alloc_calloc(u->chain_cap, sizeof(*u->chain));
     u->frames_cap = UNWIND_FRAMES_START;
@@ -526,6 +530,7 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
         u->pre_buf = alloc_malloc((size_t)UNWIND_GUESS_CODES * u->l.co_read_len);
     }
     if (!u->chain || !u->raw || !u->frames || !u->tags || !u->threads || !u->extra ||
+        !u->guess_frames ||
         (!u->l.has_code_generation && (!u->guess_codes || !u->pre_buf || !u->sc->check_addr ||
                                        u->sc->check_len < u->l.co_read_len))) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
@@ -561,6 +566,7 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->guess_codes);
     alloc_free(u->pre_buf);
     alloc_free(u->extra);
+    alloc_free(u->guess_frames);
     alloc_free(u);
 }
 
@@ -724,10 +730,10 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
         iov[n++] = (struct memread_iov){g->raddr, u->sc->chunk_buf + off, len};
         off += len;
     }
-    for (size_t i = 0; known && i < u->guess_max && u->guess_frames[slot][i]; i++) {
-        u->extra_raddr[u->nextra] = u->guess_frames[slot][i];
-        iov[n++] =
-            (struct memread_iov){u->guess_frames[slot][i], u->extra[u->nextra++], l->fr_size};
+    const uint64_t *gf = UNWIND_GF(u, slot);
+    for (size_t i = 0; known && i < u->guess_max && gf[i]; i++) {
+        u->extra_raddr[u->nextra] = gf[i];
+        iov[n++] = (struct memread_iov){gf[i], u->extra + u->nextra++ * l->fr_size, l->fr_size};
     }
     /* 3.13: the code objects of the last sample, for unwind_recheck_codes() */
     u->npre = 0;
@@ -749,7 +755,7 @@ static int unwind_thread_finish(struct unwinder *u, const struct thread_read *tr
     if (u->guess_tstate[tr->slot] != u->tstate_raddr) {
         u->guess_tstate[tr->slot] = u->tstate_raddr;
         memset(u->guess_chunks[tr->slot], 0, sizeof(u->guess_chunks[tr->slot]));
-        memset(u->guess_frames[tr->slot], 0, sizeof(u->guess_frames[tr->slot]));
+        memset(UNWIND_GF(u, tr->slot), 0, u->guess_max * sizeof(uint64_t));
         u->guess_cframe[tr->slot] = 0;
         u->guess_pthread[tr->slot] = 0;
         if (u->guess_codes)
@@ -781,7 +787,7 @@ static void unwind_forget_guesses(struct unwinder *u, uint64_t tstate_raddr)
     if (u->guess_tstate[slot] != tstate_raddr)
         return;
     memset(u->guess_chunks[slot], 0, sizeof(u->guess_chunks[slot]));
-    memset(u->guess_frames[slot], 0, sizeof(u->guess_frames[slot]));
+    memset(UNWIND_GF(u, slot), 0, u->guess_max * sizeof(uint64_t));
     u->guess_cframe[slot] = 0;
     u->guess_pthread[slot] = 0;
     if (u->guess_codes)
@@ -834,7 +840,7 @@ static void unwind_remember_extra(struct unwinder *u, bool steady)
             *g = (struct chunk_guess){0}; /* (a walk that used no chunk: none) */
     }
     for (size_t i = 0; i < u->guess_max; i++)
-        u->guess_frames[slot][i] = i < u->nseen_extra ? u->seen_extra[i] : 0;
+        UNWIND_GF(u, slot)[i] = i < u->nseen_extra ? u->seen_extra[i] : 0;
 }
 
 /*
@@ -872,7 +878,7 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
             if (u->extra_raddr[i] == addr) {
                 if (u->nseen_extra < u->guess_max)
                     u->seen_extra[u->nseen_extra++] = addr;
-                return u->extra[i];
+                return u->extra + i * u->l.fr_size;
             }
         }
         int rc = unwind_load_chunk(u);
