@@ -66,14 +66,14 @@ static void cli_permission_denied(pid_t pid)
 
 static void cli_not_python(pid_t pid, const struct pyruntime *rt, const char *why)
 {
-    if (rt->name_minor && rt->name_minor < 11 &&
+    if (rt->name_minor && rt->name_minor < 9 &&
         (rt->miss == PYRUNTIME_MISS_NO_COOKIE || rt->miss == PYRUNTIME_MISS_NO_SECTION))
-        log_error("process %d runs Python 3.%u, which pyprofd does not read yet: it reads "
-                  "CPython 3.11 to 3.15",
+        log_error("process %d runs Python 3.%u, which pyprofd does not read: it reads "
+                  "CPython 3.9 to 3.15",
                   (int)pid, rt->name_minor);
     else if (rt->miss == PYRUNTIME_MISS_NO_COOKIE)
         log_error("process %d has a Python runtime pyprofd cannot place: CPython older than "
-                  "3.11, or not initialized yet (%s)",
+                  "3.9, a binary without its _PyRuntime symbol, or not initialized yet (%s)",
                   (int)pid, why);
     else
         log_error("process %d is not a Python process (%s)", (int)pid, why);
@@ -137,11 +137,15 @@ int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_
     return CLI_EXIT_OK;
 }
 
-void cli_warn_opcodes(const struct cli_target *t, unsigned flags)
+void cli_warn_flags(const struct cli_target *t, unsigned flags)
 {
     if ((flags & UNWIND_OPCODES) && !pyopcode_table(t->rt.version.minor))
         log_warn("--opcodes: pyprofd has no opcode names for CPython 3.%u (3.13 and newer): "
                  "stacks without them",
+                 t->rt.version.minor);
+    if ((flags & UNWIND_NATIVE) && unwinder_layout(t->unwinder)->frame_objects)
+        log_warn("--native: CPython 3.%u's frames do not say where C code called into Python "
+                 "(3.11 and newer do): stacks without <native> markers",
                  t->rt.version.minor);
 }
 

@@ -40,8 +40,11 @@ struct cli_target {
  */
 int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_target *t);
 void cli_detach(struct cli_target *t);
-/** Warns once when @a flags ask for opcodes the target's version has no names for (< 3.13). */
-void cli_warn_opcodes(const struct cli_target *t, unsigned flags);
+/**
+ * Warns once for each of @a flags the target's version cannot honour: opcodes
+ * (no names before 3.13) and <native> markers (none before 3.11).
+ */
+void cli_warn_flags(const struct cli_target *t, unsigned flags);
 
 /**
  * Looks for the asyncio debug table of @a t (pyruntime_find_asyncio(), with

@@ -364,7 +364,7 @@ static int dump_run(pid_t pid, const struct dump_opts *o)
     int status = cli_attach(pid, o->backend, true, &t);
     if (status != CLI_EXIT_OK)
         goto out;
-    cli_warn_opcodes(&t, o->flags);
+    cli_warn_flags(&t, o->flags);
     if (o->async_aware && dump_async_new(&t, &aio, note, sizeof(note))) {
         status = CLI_EXIT_FAIL;
         goto out;

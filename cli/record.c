@@ -92,7 +92,7 @@ static void record_usage(FILE *out)
     fputs("usage: pyprofd record [options] PID\n"
           "       pyprofd record [options] -- COMMAND [ARGS...]\n"
           "\n"
-          "Samples a CPython 3.13-3.15 process until it exits, the duration ends or Ctrl-C,\n"
+          "Samples a CPython 3.9-3.15 process until it exits, the duration ends or Ctrl-C,\n"
           "then writes a profile.\n"
           "\n"
           "  -r, --rate HZ          samples per second: 250, 10k, 10khz (default 100)\n"
@@ -451,7 +451,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         child ? record_wait_python(child, &t, o->backend) : cli_attach(pid, o->backend, true, &t);
     if (status != CLI_EXIT_OK)
         goto out;
-    cli_warn_opcodes(&t, o->unwind_flags);
+    cli_warn_flags(&t, o->unwind_flags);
     pid = t.pid;
     struct record_report rep = {.pid = pid, .free_threaded = t.rt.version.free_threaded};
     pyversion_format(&t.rt.version, rep.python, sizeof(rep.python));

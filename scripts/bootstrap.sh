@@ -49,6 +49,7 @@ PACKAGES=(
 	python3.11 # Debian 12's own interpreter: a live CPython 3.11 target (OPTIONAL)
 	python3.11-dbg # ... and its debug build
 	python3.11-dev # its headers: the generated 3.11 layout is checked against them
+	austin # a peer profiler, compared with pyprofd on a live CPython 3.9 (tests, bench)
 	# test rootfs (scripts/python-rootfs.sh, scripts/run-target.sh)
 	debootstrap
 	util-linux # unshare, setsid
