@@ -50,7 +50,9 @@ with several cycles, medians over them and the median of each cycle's ratio.
       --python LIST       builds, as scripts/run-target.sh names them (default:
                           3.15): 3.15, 3.15t (free-threaded), 3.15d (debug);
                           3.11 (the host's Debian 12 python3.11: a generated
-                          layout), 3.13, 3.14 get pyprofd only (no Tachyon there)
+                          layout), 3.13, 3.14 get pyprofd only (no Tachyon there);
+                          3.9 (Debian 11's, the bullseye rootfs) gets pyprofd
+                          and austin (Debian 12's 1.0.1, at -i 1) instead
       --pyprofd PATH      pyprofd binary (default: build-release/pyprofd; build
                           it with: cmake --preset release && cmake --build
                           --preset release -j2)
@@ -137,15 +139,21 @@ done
 command -v nsenter >/dev/null || die "nsenter not found (Debian package util-linux)"
 rootfs=$("$repo_dir/scripts/python-rootfs.sh" --print-path) || die "cannot find the rootfs path"
 rootfs=$(realpath -- "$rootfs")
-# root_of BUILD: the root it runs in (3.11: the host's own Debian 12 python3.11)
+bullseye=$("$repo_dir/scripts/python-rootfs.sh" --bullseye --print-path) || die "cannot find the bullseye rootfs path"
+# root_of BUILD: the root it runs in (3.11: the host's own Debian 12 python3.11;
+# 3.9: Debian 11's, in the bullseye rootfs)
 root_of() {
-	[[ $1 == 3.11* ]] && printf '/' || printf '%s' "$rootfs"
+	case $1 in
+	3.11*) printf '/' ;;
+	3.9*) printf '%s' "$bullseye" ;;
+	*) printf '%s' "$rootfs" ;;
+	esac
 }
 # interp_of BUILD: the interpreter's path inside the rootfs
 interp_of() {
 	case $1 in
 	3.1[3-9]t) printf '/usr/local/bin/python%s' "$1" ;;
-	3.1[3-9] | 3.1[3-9]d | 3.11 | 3.11d) printf '/usr/bin/python%s' "$1" ;;
+	3.1[3-9] | 3.1[3-9]d | 3.11 | 3.11d | 3.9 | 3.9d) printf '/usr/bin/python%s' "$1" ;;
 	*) die "bad --python build $1: want 3.X, 3.Xt or 3.Xd" ;;
 	esac
 }
@@ -243,6 +251,33 @@ run_pyprofd() {
 	rows+=("$python $depth pyprofd $c $rate $p_secs $p_hz $p_samples $p_failed $p_missed $pu $ps $(per_k "$pu" "$ps" "$p_samples") $(stack_frames "$pout" 0)")
 }
 
+# run_austin DEPTH CYCLE: one austin run (Debian 12's austin 1.0.1, on 3.9:
+# it finds no 3.11 interpreter), from the host by host PID, at its shortest
+# interval (1 us), stopped with SIGINT after DURATION; appends a row. Its
+# samples and invalid ones are from its own closing statistics.
+run_austin() {
+	local depth=$1 c=$2 alog aout au as re
+	alog=$work/austin-d$depth-c$c.log
+	aout=$work/austin-d$depth-c$c.txt
+	printf '%s: python%s depth %s cycle %s: austin -i 1 for %s s\n' "$prog" "$python" "$depth" "$c" "$duration" >&2
+	read -r au as < <(cpu_of "$alog" "${sampler_pin[@]}" timeout -s INT "$duration" austin -p "$target_pid" \
+		-i 1 -o "$aout")
+	[[ -s $aout ]] || die "austin wrote no profile (depth $depth); its output: $(cat "$alog")"
+	re='Error rate : ([0-9]+)/([0-9]+)'
+	[[ $(<"$alog") =~ $re ]] || die "cannot parse austin's statistics: $(cat "$alog")"
+	local a_bad=${BASH_REMATCH[1]} a_n=${BASH_REMATCH[2]} a_samples a_hz a_failed
+	a_samples=$((a_n - a_bad))
+	a_hz=$(awk -v n="$a_n" -v s="$duration" 'BEGIN { printf "%.1f", n / s }')
+	a_failed=$(awk -v b="$a_bad" -v n="$a_n" 'BEGIN { printf "%.1f", (n > 0 ? 100 * b / n : 0) }')
+	# its lines start with "Thread ID;"
+	rows+=("$python $depth austin $c 1000000 $duration $a_hz $a_samples $a_failed 0.0 $au $as $(per_k "$au" "$as" "$a_samples") $(awk -F';' '{ n = 0; for (i = 2; i <= NF; i++) if ($i !~ /^L[0-9]+/) n++; if (n > m) m = n } END { print m + 0 }' "$aout")")
+}
+
+# run_peer DEPTH CYCLE: the peer of this build (Tachyon or austin)
+run_peer() {
+	if [[ $peer == austin ]]; then run_austin "$@"; else run_tachyon "$@"; fi
+}
+
 # run_tachyon DEPTH CYCLE: one Tachyon run, inside the target's mount and PID
 # namespaces and root (it attaches to the target's PID as seen there); appends a row.
 run_tachyon() {
@@ -277,9 +312,11 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 versions=()
 for python in $pythons; do
 	interp=$(interp_of "$python")
-	# Tachyon is CPython 3.15's: a build of another version gets pyprofd only
-	tachyon=0
-	[[ $python == 3.15* ]] && tachyon=1
+	# Tachyon is CPython 3.15's; austin reads 3.9 (not 3.11 or newer): a build
+	# of another version gets pyprofd only
+	tachyon=0 peer=''
+	[[ $python == 3.15* ]] && tachyon=1 peer=Tachyon
+	[[ $python == 3.9* ]] && command -v austin >/dev/null && tachyon=1 peer=austin
 	versions+=("$python $(chroot "$(root_of "$python")" "$interp" -c 'import platform, sysconfig; print(platform.python_version() + ("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""))')")
 	for depth in $depths; do
 		printf '%s: python%s depth %s: starting the target\n' "$prog" "$python" "$depth" >&2
@@ -288,9 +325,9 @@ for python in $pythons; do
 		for ((c = 1; c <= cycles; c++)); do
 			if ((c % 2 || !tachyon)); then
 				run_pyprofd "$depth" "$c"
-				((tachyon)) && run_tachyon "$depth" "$c"
+				((tachyon)) && run_peer "$depth" "$c"
 			else
-				run_tachyon "$depth" "$c"
+				run_peer "$depth" "$c"
 				run_pyprofd "$depth" "$c"
 			fi
 		done
@@ -314,11 +351,13 @@ for row in "${rows[@]}"; do
 done
 printf '\nmedians over %s cycle(s); sampler CPUs %s, target CPUs %s:\n' "$cycles" \
 	"${sampler_cpu:-any}" "${target_cpu:-any}"
-printf '%-6s  %5s  %-7s  %11s  %14s  %18s\n' python depth tool 'achieved Hz' 'us CPU/sample' 'pyprofd / Tachyon'
+printf '%-6s  %5s  %-7s  %11s  %14s  %18s\n' python depth tool 'achieved Hz' 'us CPU/sample' 'pyprofd / peer'
 for python in $pythons; do
 	for depth in $depths; do
 		declare -A med_hz=() med_k=()
-		for tool in pyprofd Tachyon; do
+		peer=Tachyon
+		[[ $python == 3.9* ]] && peer=austin
+		for tool in pyprofd "$peer"; do
 			hz=() k=()
 			for row in "${rows[@]}"; do
 				read -r py d t _ _ _ h _ _ _ _ _ kk _ <<<"$row"
@@ -332,7 +371,7 @@ for python in $pythons; do
 		# CPU s per 1,000 samples x 1000 = us per sample
 		printf '%-6s  %5s  %-7s  %11.0f  %14.2f\n' "$python" "$depth" pyprofd "${med_hz[pyprofd]}" \
 			"$(awk -v k="${med_k[pyprofd]}" 'BEGIN { print k * 1000 }')"
-		if [[ -n ${med_k[Tachyon]:-} ]]; then
+		if [[ -n ${med_k[$peer]:-} ]]; then
 			# each cycle's own ratio, then their median
 			cyc=()
 			for ((c = 1; c <= cycles; c++)); do
@@ -341,22 +380,22 @@ for python in $pythons; do
 					read -r py d t cc _ _ _ _ _ _ _ _ kk _ <<<"$row"
 					[[ $py == "$python" && $d == "$depth" && $cc == "$c" ]] || continue
 					[[ $t == pyprofd ]] && pk=$kk
-					[[ $t == Tachyon ]] && tk=$kk
+					[[ $t == "$peer" ]] && tk=$kk
 				done
 				cyc+=("$(awk -v p="$pk" -v t="$tk" 'BEGIN { printf "%.3f", (t > 0 ? p / t : 0) }')")
 			done
 			ratio=$(median "${cyc[@]}")
-			ratios+=("$python $depth $ratio")
-			printf '%-6s  %5s  %-7s  %11.0f  %14.2f  %18.3f\n' "$python" "$depth" Tachyon \
-				"${med_hz[Tachyon]}" "$(awk -v k="${med_k[Tachyon]}" 'BEGIN { print k * 1000 }')" "$ratio"
+			ratios+=("$python $depth $ratio $peer")
+			printf '%-6s  %5s  %-7s  %11.0f  %14.2f  %18.3f\n' "$python" "$depth" "$peer" \
+				"${med_hz[$peer]}" "$(awk -v k="${med_k[$peer]}" 'BEGIN { print k * 1000 }')" "$ratio"
 		fi
 		unset med_hz med_k
 	done
 done
 if ((${#ratios[@]})); then
-	printf '\nCPU per sample, pyprofd / Tachyon (median of the per-cycle ratios; the bar: <= 0.50 at depth 50; the aim: <= 0.10):\n'
+	printf '\nCPU per sample, pyprofd / peer (median of the per-cycle ratios; against Tachyon the bar: <= 0.50 at depth 50; the aim: <= 0.10):\n'
 	for r in "${ratios[@]}"; do
-		read -r py d ratio <<<"$r"
-		printf '  python%-6s depth %5s: %s\n' "$py" "$d" "$ratio"
+		read -r py d ratio pr <<<"$r"
+		printf '  python%-6s depth %5s: %s (pyprofd / %s)\n' "$py" "$d" "$ratio" "$pr"
 	done
 fi
