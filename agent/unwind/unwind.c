@@ -41,11 +41,16 @@
  * the thread state (a steady stack costs one read) */
 #define UNWIND_GUESS_FRAMEOBJS 64u
 #define UNWIND_PTHREAD_SCAN    2048u /* bytes of struct pthread searched for the TID */
-#define UNWIND_GLIBC_TID_OFF   720u  /* struct pthread's tid in x86-64 glibc 2.26+ */
-#define UNWIND_TID_SCAN_MIN    300   /* smallest PID searched for in struct pthread */
-#define UNWIND_INTERP_IOV      10u   /* ranges of one interpreter read */
-#define UNWIND_GUESS_CHUNKS    4u    /* data-stack chunks remembered per thread */
-#define UNWIND_GUESS_CODES     64u   /* 3.13: code objects re-checked in the thread's read */
+/* <= 3.10: remembered frames that lie close together are read as one range
+ * (the kernel's cost is per range): at most this many bytes per range, and
+ * this many in all (the rest one range each) */
+#define UNWIND_FRAMEOBJ_SPAN 1024u
+#define UNWIND_SPAN_BUF      (16u * 1024u)
+#define UNWIND_GLIBC_TID_OFF 720u /* struct pthread's tid in x86-64 glibc 2.26+ */
+#define UNWIND_TID_SCAN_MIN  300  /* smallest PID searched for in struct pthread */
+#define UNWIND_INTERP_IOV    10u  /* ranges of one interpreter read */
+#define UNWIND_GUESS_CHUNKS  4u   /* data-stack chunks remembered per thread */
+#define UNWIND_GUESS_CODES   64u  /* 3.13: code objects re-checked in the thread's read */
 #define UNWIND_THREAD_IOV                                                                          \
     (3u + UNWIND_GUESS_CHUNKS + UNWIND_GUESS_FRAMEOBJS + UNWIND_GUESS_CODES) /* one thread read */
 #define UNWIND_CHUNK_SLACK  2048u /* copied beyond the last walk's deepest frame */
@@ -168,8 +173,10 @@ struct unwinder {
     /* frames outside the chunks that the last sample of this thread read on
      * their own (entry frames on the C stack): read again with the thread
      * state, in the same system call */
-    uint8_t *extra; /* guess_max frames of fr_size bytes */
-    uint64_t extra_raddr[UNWIND_GUESS_FRAMEOBJS];
+    uint8_t *extra;                                  /* guess_max frames of fr_size bytes */
+    uint64_t extra_raddr[UNWIND_GUESS_FRAMEOBJS];    /* ascending */
+    const uint8_t *extra_at[UNWIND_GUESS_FRAMEOBJS]; /* where each was read to */
+    uint8_t *span_buf; /* <= 3.10: UNWIND_SPAN_BUF bytes for ranges of several frames */
     size_t nextra;
     uint64_t seen_extra[UNWIND_GUESS_FRAMEOBJS];
     size_t nseen_extra;
@@ -505,6 +512,8 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
     }
     u->guess_max = u->l.frame_objects ? UNWIND_GUESS_FRAMEOBJS : UNWIND_GUESS_FRAMES;
     u->extra = alloc_calloc(u->guess_max, u->l.fr_size);
+    if (u->l.frame_objects)
+        u->span_buf = alloc_malloc(UNWIND_SPAN_BUF);
     u->guess_frames = alloc_calloc((size_t)UNWIND_CHUNK_GUESSES * u->guess_max, sizeof(uint64_t));
     u->chain_cap = UNWIND_CHAIN_START;
     u->chain = alloc_calloc(u->chain_cap, sizeof(*u->chain));
@@ -530,7 +539,7 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
         u->pre_buf = alloc_malloc((size_t)UNWIND_GUESS_CODES * u->l.co_read_len);
     }
     if (!u->chain || !u->raw || !u->frames || !u->tags || !u->threads || !u->extra ||
-        !u->guess_frames ||
+        !u->guess_frames || (u->l.frame_objects && !u->span_buf) ||
         (!u->l.has_code_generation && (!u->guess_codes || !u->pre_buf || !u->sc->check_addr ||
                                        u->sc->check_len < u->l.co_read_len))) {
         snprintf(why, why_len, "out of memory for the unwinder's buffers");
@@ -566,6 +575,7 @@ void unwinder_free(struct unwinder *u)
     alloc_free(u->guess_codes);
     alloc_free(u->pre_buf);
     alloc_free(u->extra);
+    alloc_free(u->span_buf);
     alloc_free(u->guess_frames);
     alloc_free(u);
 }
@@ -730,10 +740,30 @@ static size_t unwind_thread_prepare(struct unwinder *u, uint64_t tstate_raddr,
         iov[n++] = (struct memread_iov){g->raddr, u->sc->chunk_buf + off, len};
         off += len;
     }
+    /* (ascending: frames that lie close together share a range) */
     const uint64_t *gf = UNWIND_GF(u, slot);
-    for (size_t i = 0; known && i < u->guess_max && gf[i]; i++) {
-        u->extra_raddr[u->nextra] = gf[i];
-        iov[n++] = (struct memread_iov){gf[i], u->extra + u->nextra++ * l->fr_size, l->fr_size};
+    size_t span_used = 0;
+    for (size_t i = 0; known && i < u->guess_max && gf[i];) {
+        size_t j = i + 1;
+        uint64_t end = gf[i] + l->fr_size;
+        while (u->span_buf && j < u->guess_max && gf[j] &&
+               gf[j] + l->fr_size - gf[i] <= UNWIND_FRAMEOBJ_SPAN &&
+               span_used + (gf[j] + l->fr_size - gf[i]) <= UNWIND_SPAN_BUF) {
+            end = gf[j] + l->fr_size;
+            j++;
+        }
+        uint8_t *dst;
+        if (j - i > 1) {
+            dst = u->span_buf + span_used;
+            span_used += (size_t)(end - gf[i]);
+        } else {
+            dst = u->extra + u->nextra * l->fr_size;
+        }
+        iov[n++] = (struct memread_iov){gf[i], dst, (size_t)(end - gf[i])};
+        for (; i < j; i++) {
+            u->extra_raddr[u->nextra] = gf[i];
+            u->extra_at[u->nextra++] = dst + (gf[i] - iov[n - 1].raddr);
+        }
     }
     /* 3.13: the code objects of the last sample, for unwind_recheck_codes() */
     u->npre = 0;
@@ -839,8 +869,15 @@ static void unwind_remember_extra(struct unwinder *u, bool steady)
         else
             *g = (struct chunk_guess){0}; /* (a walk that used no chunk: none) */
     }
-    for (size_t i = 0; i < u->guess_max; i++)
-        UNWIND_GF(u, slot)[i] = i < u->nseen_extra ? u->seen_extra[i] : 0;
+    /* ascending, for the read that fetches them and the search that finds them */
+    uint64_t *gf = UNWIND_GF(u, slot);
+    for (size_t i = 0; i < u->guess_max; i++) {
+        uint64_t a = i < u->nseen_extra ? u->seen_extra[i] : 0;
+        size_t k = i;
+        for (; a && k > 0 && gf[k - 1] > a; k--)
+            gf[k] = gf[k - 1];
+        gf[k] = a;
+    }
 }
 
 /*
@@ -874,12 +911,19 @@ static const uint8_t *unwind_frame_at(struct unwinder *u, uint64_t addr, int32_t
         if (addr >= u->tstate_raddr && addr - u->tstate_raddr <= u->tstate_len &&
             u->tstate_len - (addr - u->tstate_raddr) >= fr)
             return u->tstate + (addr - u->tstate_raddr);
-        for (size_t i = 0; i < u->nextra; i++) {
-            if (u->extra_raddr[i] == addr) {
-                if (u->nseen_extra < u->guess_max)
-                    u->seen_extra[u->nseen_extra++] = addr;
-                return u->extra + i * u->l.fr_size;
-            }
+        /* frames read with the thread state (ascending: a binary search) */
+        size_t lo = 0, hi = u->nextra;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (u->extra_raddr[mid] < addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < u->nextra && u->extra_raddr[lo] == addr) {
+            if (u->nseen_extra < u->guess_max)
+                u->seen_extra[u->nseen_extra++] = addr;
+            return u->extra_at[lo];
         }
         int rc = unwind_load_chunk(u);
         if (rc < 0) {
