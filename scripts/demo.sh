@@ -4,8 +4,9 @@
 # demo.sh: what `make demo` shows. Starts the bundled workload
 # (tests/targets/demo_workload.py) under CPython 3.13, 3.14 and 3.15 from the
 # test rootfs, each in its own PID and mount namespace as in a Kubernetes pod,
-# and under this machine's own Debian 12 python3.11 (no debug table: a
-# generated layout), and points one pyprofd binary at all four. Each later capability upgrades
+# under this machine's own Debian 12 python3.11 and Debian 11's python3.9 (the
+# bullseye rootfs; no debug table: generated layouts), and points one pyprofd
+# binary at all five. Each later capability upgrades
 # this script so the demo always shows the best the agent can do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +28,10 @@ echo "== $bin --version"
 echo
 versions=(3.13 3.14 3.15)
 [ -x /usr/bin/python3.11 ] && versions+=(3.11) # the host's own (Debian 12)
+[ -x "$(scripts/python-rootfs.sh --bullseye --print-path)/usr/bin/python3.9" ] && versions+=(3.9)
 echo "== starting the demo workload under CPython ${versions[*]} (container-like namespaces;"
-echo "   3.11 is this machine's own /usr/bin/python3.11, read by a layout generated from its headers)"
+echo "   3.11 is this machine's own /usr/bin/python3.11 and 3.9 Debian 11's, read by layouts"
+echo "   generated from their headers)"
 for v in "${versions[@]}"; do
     pid=$(scripts/run-target.sh start --python "$v" --mode container demo_workload)
     pids+=("$pid")
