@@ -197,10 +197,10 @@ struct py_layout {
      * a 32-bit int (-1: not started), counting bytes (lasti_scale 1, 3.9) or
      * code units (lasti_scale 2, 3.10) into co_code.
      */
-    bool frame_objects;
     unsigned lasti_scale;
     /* the line table's format (enum pyabi_lines) */
     unsigned lines;
+    bool frame_objects;
     /* thread states carry native_thread_id (3.11+) and data-stack chunks
      * (3.11+); before that the thread is known by its pthread_t only */
     bool has_native_thread_id, has_datastack;

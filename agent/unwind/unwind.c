@@ -189,14 +189,14 @@ struct unwinder {
      * reused by the next thread glibc starts on the same stack).
      */
     uint32_t tid_off;
-    bool tid_tried;
     pid_t ns_pid; /* the process's PID in its own namespace (rt->ns_pid) */
     uint64_t guess_pthread[UNWIND_CHUNK_GUESSES];
     uint64_t pthread_guessed;
     int32_t tid_word;
+    bool tid_tried;
+    bool own_sc; /* the scratch was allocated by unwinder_new(), freed with the unwinder */
     /* chunk_buf, verify_buf, visited and linetable_buf: in the scratch */
     struct unwind_scratch *sc;
-    bool own_sc; /* allocated by unwinder_new(), freed with the unwinder */
     size_t chunk_used;
     struct chunk_copy chunks[UNWIND_MAX_CHUNKS];
     uint64_t chunk_low[UNWIND_MAX_CHUNKS]; /* this walk: lowest frame address in each chunk */
