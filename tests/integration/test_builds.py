@@ -250,7 +250,9 @@ class BuildsTest(unittest.TestCase):
     def check_agent(self, build):
         ft = build.endswith("t")
         t = self.parallel(build)
-        # keep exactly this target, by the free-threaded meta label and its command line
+        # keep exactly this target, by the free-threaded meta label, its version
+        # (other builds' targets of this class may be running) and its command line
+        minor = build.rstrip("dt").replace(".", "[.]")
         config = f"""\
 global:
   sample_rate: 100
@@ -261,9 +263,10 @@ discovery:
 profile_configs:
   - job_name: builds
     relabel_configs:
-      - source_labels: [__meta_python_free_threaded, __meta_process_commandline]
+      - source_labels: [__meta_python_free_threaded, __meta_python_version,
+                        __meta_process_commandline]
         separator: ";"
-        regex: '{"true" if ft else "false"};.*/parallel[.]py.*'
+        regex: '{"true" if ft else "false"};{minor}[.].*;.*/parallel[.]py.*'
         action: keep
 server:
   listen_address: 127.0.0.1:{{port}}
