@@ -46,6 +46,11 @@ static int probe_one(pid_t pid, enum memread_backend backend)
                "its file name is %s\n",
                rt->code_type ? "PyCode_Type" : "(PyCode_Type not exported: unchecked)",
                rt->unicode_type ? "a str" : "(PyUnicode_Type not exported: unchecked)");
+        /* type introspection: the binary's own member tables */
+        printf("  members   %u offsets of the layout confirmed by the target's own %s member "
+               "tables\n",
+               l->members_agreed,
+               l->frame_objects ? "PyCode_Type and PyFrame_Type" : "PyCode_Type");
     } else {
         printf("  table     target's own: cookie xdebugpy, version word 0x%08" PRIx64
                ", %zu bytes, validated\n",

@@ -274,8 +274,8 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
                       const struct proc_map_entry *e, const struct pyruntime_section *sec,
                       struct pyruntime *out, int *err, char *why, size_t why_len)
 {
-    static const char *const names[] = {"_PyRuntime", "Py_Version", "PyCode_Type", "PyUnicode_Type",
-                                        "_Py_NoneStruct"};
+    static const char *const names[] = {"_PyRuntime",     "Py_Version",     "PyCode_Type",
+                                        "PyUnicode_Type", "_Py_NoneStruct", "PyFrame_Type"};
     struct elf_symbol sym[PYPROFD_ARRAY_SIZE(names)];
     memset(sym, 0, sizeof(sym));
     const char *via = NULL;
@@ -363,6 +363,7 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
     out->code_type = PYRUNTIME_SYM(2);
     out->unicode_type = PYRUNTIME_SYM(3);
     out->none_object = PYRUNTIME_SYM(4);
+    out->frame_type = PYRUNTIME_SYM(5);
 #undef PYRUNTIME_SYM
     out->initialized = pyruntime_initialized(mr, runtime, &v);
     return PYRUNTIME_FOUND;

@@ -99,6 +99,7 @@ struct pyruntime {
      * threads' struct pthread holds as the main thread's TID) */
     pid_t ns_pid;
     uint64_t code_type, unicode_type, none_object;
+    uint64_t frame_type; /* PyFrame_Type (0 when the file does not say) */
     /* On failure: why, and the minor version a file name suggests (0 if none). */
     enum pyruntime_miss miss;
     unsigned name_minor;

@@ -254,6 +254,7 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
         /* 3.9, 3.10: frame objects; only the start up to f_lasti is read
          * (with the int after it: the walk's checks compare 8 bytes) */
         uint64_t fo_size = pyabi_size(&c, PYOFF_FRAMEOBJ_SIZE, 4096);
+        l.fo_size = (uint32_t)fo_size;
         l.frame_objects = true;
         l.fr_previous = pyabi_field(&c, PYOFF_FRAMEOBJ_BACK, fo_size, P);
         l.fr_executable = pyabi_field(&c, PYOFF_FRAMEOBJ_CODE, fo_size, P);
@@ -287,6 +288,7 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
     l.co_size = pyabi_size(&c, PYOFF_CODE_SIZE, PYABI_MAX_CODE);
     l.co_filename = pyabi_field(&c, PYOFF_CODE_FILENAME, l.co_size, P);
     uint32_t co_name = pyabi_field(&c, PYOFF_CODE_NAME, l.co_size, P);
+    l.co_name = co_name;
     /* <= 3.10 have no co_qualname: functions are named by co_name */
     l.co_qualname = pyabi_has(&c, PYOFF_CODE_QUALNAME)
                         ? pyabi_field(&c, PYOFF_CODE_QUALNAME, l.co_size, P)

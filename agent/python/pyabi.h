@@ -144,6 +144,17 @@ enum pyabi_source {
  * free-threaded build every thread running Python (or attached C) code is.
  */
 #define PYABI_STATUS_ACTIVE (1u << 4)
+/**
+ * PyTypeObject fields, the same in every version pyprofd reads (3.9+): the
+ * instance size, and the PyMemberDef table (40 bytes an entry: name +0,
+ * type +8, offset +16, flags +24, doc +32; a NULL name ends it), which gives
+ * a type's attribute offsets from the running binary.
+ */
+#define PYABI_TYPE_BASICSIZE 32u
+#define PYABI_TYPE_MEMBERS   240u
+#define PYABI_MEMBERDEF_SIZE 40u
+#define PYABI_MEMBERDEF_OFF  16u
+
 /** Cap on a free-threaded code object's thread-local bytecode copies. */
 #define PYABI_MAX_TLBC 4096
 
@@ -211,6 +222,11 @@ struct py_layout {
     uint32_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
     uint64_t tag_mask;
     uint32_t co_size, co_filename, co_qualname, co_linetable, co_firstlineno, co_adaptive;
+    uint32_t co_name; /* (co_qualname is co_name <= 3.10) */
+    uint32_t fo_size; /* <= 3.10: sizeof(PyFrameObject) */
+    /* generated layouts: offsets the target's own type objects gave and the
+     * layout agreed with (PyCode_Type, PyFrame_Type member tables) */
+    unsigned members_agreed;
     uint32_t co_read_len; /* bytes of a code object the unwinder copies */
     uint32_t str_size, str_length, str_state, str_ascii_data, str_compact_data;
     uint32_t bytes_ob_size, bytes_ob_sval;

@@ -439,6 +439,125 @@ read_error:
     return 0; /* not running Python yet (no interpreter or thread): nothing to check */
 }
 
+#define UNWIND_MEMBERS_MAX 48u /* PyMemberDef entries read of one type */
+#define UNWIND_MEMBER_NAME 24u /* bytes of a member's name read */
+
+/* A member a type's table should list, at the offset the layout has. */
+struct unwind_member_want {
+    const char *name;
+    uint32_t offset;
+};
+
+/*
+ * The type object at @type describes its instances itself: its tp_basicsize
+ * must be @basicsize (0: not compared), and every member of its PyMemberDef
+ * table named in @want must sit at the offset the layout has for it.
+ * Returns the number of members that agreed, or -EPROTO with "layout check
+ * failed: ..." in @why. A table that cannot be read is not compared (0).
+ */
+static int unwind_check_members(struct memread *mr, uint64_t type, const char *type_name,
+                                uint64_t basicsize, const struct unwind_member_want *want,
+                                size_t nwant, char *why, size_t why_len)
+{
+    uint64_t size = 0, members = 0;
+    struct memread_iov hdr[2] = {{type + PYABI_TYPE_BASICSIZE, &size, 8},
+                                 {type + PYABI_TYPE_MEMBERS, &members, 8}};
+    if (memread_readv(mr, hdr, 2) != 0)
+        return 0;
+    size = load_le64((const uint8_t *)&size);
+    members = load_le64((const uint8_t *)&members);
+    if (basicsize && size != basicsize) {
+        snprintf(why, why_len,
+                 "layout check failed: %s says its objects are %" PRIu64
+                 " bytes, the generated layout %" PRIu64,
+                 type_name, size, basicsize);
+        return -EPROTO;
+    }
+    uint8_t table[UNWIND_MEMBERS_MAX * PYABI_MEMBERDEF_SIZE];
+    size_t n = UNWIND_MEMBERS_MAX;
+    /* the table may end near the end of its mapping: fewer entries then */
+    while (members && n >= 8 && memread_read(mr, members, table, n * PYABI_MEMBERDEF_SIZE) != 0)
+        n /= 2;
+    if (!members || n < 8)
+        return 0;
+    char names[UNWIND_MEMBERS_MAX][UNWIND_MEMBER_NAME];
+    struct memread_iov iov[UNWIND_MEMBERS_MAX];
+    size_t count = 0;
+    for (; count < n; count++) {
+        uint64_t name = load_le64(table + count * PYABI_MEMBERDEF_SIZE);
+        if (!name)
+            break;
+        iov[count] = (struct memread_iov){name, names[count], UNWIND_MEMBER_NAME};
+    }
+    /* names near the end of a mapping: one by one, shorter */
+    if (count && memread_readv(mr, iov, count) != 0) {
+        for (size_t i = 0; i < count; i++) {
+            if (memread_read(mr, iov[i].raddr, names[i], 12) != 0)
+                names[i][0] = '\0';
+            names[i][11] = '\0';
+        }
+    }
+    int agreed = 0;
+    for (size_t i = 0; i < count; i++) {
+        names[i][UNWIND_MEMBER_NAME - 1] = '\0';
+        uint64_t off = load_le64(table + i * PYABI_MEMBERDEF_SIZE + PYABI_MEMBERDEF_OFF);
+        for (size_t k = 0; k < nwant; k++) {
+            if (strcmp(names[i], want[k].name) != 0)
+                continue;
+            if (off != want[k].offset) {
+                snprintf(why, why_len,
+                         "layout check failed: %s says %s is at %" PRIu64
+                         ", the generated layout at %" PRIu32,
+                         type_name, want[k].name, off, want[k].offset);
+                return -EPROTO;
+            }
+            agreed++;
+        }
+    }
+    return agreed;
+}
+
+/*
+ * What the running binary says of its own layout (a generated one), where
+ * it says it: PyCode_Type's instance size and member offsets, and on 3.9 and
+ * 3.10 PyFrame_Type's. Returns the number of offsets that agreed, or
+ * -EPROTO (@why says which did not).
+ */
+static int unwind_check_types(struct memread *mr, const struct pyruntime *rt,
+                              const struct py_layout *l, char *why, size_t why_len)
+{
+    const struct unwind_member_want code[] = {
+        {"co_filename", l->co_filename},
+        {"co_name", l->co_name},
+        {"co_firstlineno", l->co_firstlineno},
+        {l->lines == PYABI_LINES_LNOTAB ? "co_lnotab" : "co_linetable", l->co_linetable},
+        {l->frame_objects ? "" : "co_qualname", l->co_qualname},
+    };
+    int agreed = 0, n;
+    if (rt->code_type) {
+        /* 3.11+: the instance ends where the bytecode starts */
+        n = unwind_check_members(mr, rt->code_type, "PyCode_Type",
+                                 l->frame_objects ? l->co_size : l->co_adaptive, code,
+                                 PYPROFD_ARRAY_SIZE(code), why, why_len);
+        if (n < 0)
+            return n;
+        agreed += n;
+    }
+    if (rt->frame_type && l->frame_objects) {
+        const struct unwind_member_want frame[] = {
+            {"f_back", l->fr_previous},
+            {"f_code", l->fr_executable},
+            {"f_lasti", l->fr_instr_ptr},
+        };
+        n = unwind_check_members(mr, rt->frame_type, "PyFrame_Type", l->fo_size, frame,
+                                 PYPROFD_ARRAY_SIZE(frame), why, why_len);
+        if (n < 0)
+            return n;
+        agreed += n;
+    }
+    return agreed;
+}
+
 int unwinder_new(struct memread *mr, const struct pyruntime *rt, struct unwinder **out, char *why,
                  size_t why_len)
 {
@@ -489,6 +608,12 @@ int unwinder_new_shared(struct memread *mr, const struct pyruntime *rt,
     }
     if (rt->no_table && err)
         return err;
+    if (rt->no_table) {
+        int agreed = unwind_check_types(mr, rt, &layout, why, why_len);
+        if (agreed < 0)
+            return agreed;
+        layout.members_agreed = (unsigned)agreed;
+    }
     struct unwinder *u = alloc_calloc(1, sizeof(*u));
     if (!u)
         return -ENOMEM;

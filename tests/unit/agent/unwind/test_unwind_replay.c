@@ -16,6 +16,7 @@
 #include "fixture.h"
 #include "golden.h"
 #include "memread_fake.h"
+#include "python/pyabi.h"
 #include "unwind/unwind.h"
 
 static void replay_text(struct unwinder *u, unsigned flags, char *text, size_t cap)
@@ -31,7 +32,44 @@ static void replay_text(struct unwinder *u, unsigned flags, char *text, size_t c
 }
 
 /* What replay_case() breaks before attaching (3.9 to 3.12 images only). */
-enum replay_break { REPLAY_CLEAN, REPLAY_WRONG_CODE_TYPE, REPLAY_WRONG_STR_TYPE };
+enum replay_break {
+    REPLAY_CLEAN,
+    REPLAY_WRONG_CODE_TYPE,
+    REPLAY_WRONG_STR_TYPE,
+    REPLAY_MEMBERS_AGREE,    /* PyCode_Type's member table says what the layout says */
+    REPLAY_MEMBERS_DISAGREE, /* ... and puts co_filename 8 bytes further */
+    REPLAY_SIZE_DISAGREES,   /* ... and its tp_basicsize is not the layout's */
+};
+
+/*
+ * Gives the image a PyCode_Type (the recordings hold none: no sample reads
+ * it) whose tp_basicsize and one-member table agree with the generated
+ * layout, or not, as @brk says.
+ */
+static void replay_fake_code_type(struct memread_fake *fake, const struct pyruntime *rt,
+                                  enum replay_break brk)
+{
+    struct py_layout lay;
+    char why[256];
+    assert_int_equal(pyabi_layout_generated(&rt->version, pyabi_generated_for(rt->version.minor),
+                                            &lay, why, sizeof(why)),
+                     0);
+    const uint64_t table_at = 0x7e0000000000ull, name_at = 0x7e0000010000ull;
+    static uint8_t type[PYABI_TYPE_MEMBERS + 8], table[48 * PYABI_MEMBERDEF_SIZE];
+    static char name[32] = "co_filename";
+    memset(type, 0, sizeof(type));
+    memset(table, 0, sizeof(table));
+    uint64_t size = (lay.frame_objects ? lay.co_size : lay.co_adaptive) +
+                    (brk == REPLAY_SIZE_DISAGREES ? 8 : 0);
+    uint64_t off = lay.co_filename + (brk == REPLAY_MEMBERS_DISAGREE ? 8 : 0);
+    memcpy(type + PYABI_TYPE_BASICSIZE, &size, 8);
+    memcpy(type + PYABI_TYPE_MEMBERS, &table_at, 8);
+    memcpy(table, &name_at, 8);
+    memcpy(table + PYABI_MEMBERDEF_OFF, &off, 8);
+    assert_int_equal(memread_fake_add(fake, rt->code_type, type, sizeof(type)), 0);
+    assert_int_equal(memread_fake_add(fake, table_at, table, sizeof(table)), 0);
+    assert_int_equal(memread_fake_add(fake, name_at, name, sizeof(name)), 0);
+}
 
 static void replay_case(const char *name, enum replay_break brk)
 {
@@ -95,6 +133,26 @@ static void replay_case(const char *name, enum replay_break brk)
     assert_int_equal(rt.version.free_threaded, dash[-1] == 't'); /* "3.13t-threads" */
     struct unwinder *u = NULL;
     char why[256];
+    if (brk == REPLAY_MEMBERS_AGREE) {
+        replay_fake_code_type(fake, &rt, brk);
+        assert_int_equal(unwinder_new(mr, &rt, &u, why, sizeof(why)), 0);
+        assert_int_equal(unwinder_layout(u)->members_agreed, 1);
+        unwinder_free(u);
+        memread_free(mr);
+        return;
+    }
+    if (brk == REPLAY_MEMBERS_DISAGREE || brk == REPLAY_SIZE_DISAGREES) {
+        /* the binary's own member table contradicts the generated layout */
+        replay_fake_code_type(fake, &rt, brk);
+        assert_int_equal(unwinder_new(mr, &rt, &u, why, sizeof(why)), -EPROTO);
+        assert_non_null(
+            strstr(why, brk == REPLAY_SIZE_DISAGREES
+                            ? "layout check failed: PyCode_Type says its objects are"
+                            : "layout check failed: PyCode_Type says co_filename is at"));
+        assert_null(u);
+        memread_free(mr);
+        return;
+    }
     if (brk != REPLAY_CLEAN) {
         /* a layout that does not describe the process is refused at attach */
         assert_true(rt.no_table);
@@ -150,8 +208,8 @@ static void test_unwind_replay__recorded_stacks_match_golden(void **state)
             fail_msg("no recorded image of CPython 3.%u", minor);
 }
 
-/* 3.9 to 3.12: the check at attach (thread state -> interpreter, the running
- * code object's type, its file name's type) against real images, with the
+/* 3.9 to 3.12: the check at attach, and the type objects' own member tables (thread state ->
+ * interpreter, the running code object's type, its file name's type) against real images, with the
  * type addresses discovery would have found made wrong */
 static void test_unwind_replay__layout_check_refuses(void **state)
 {
@@ -162,6 +220,9 @@ static void test_unwind_replay__layout_check_refuses(void **state)
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(cases); i++) {
         replay_case(cases[i], REPLAY_WRONG_CODE_TYPE);
         replay_case(cases[i], REPLAY_WRONG_STR_TYPE);
+        replay_case(cases[i], REPLAY_MEMBERS_AGREE);
+        replay_case(cases[i], REPLAY_MEMBERS_DISAGREE);
+        replay_case(cases[i], REPLAY_SIZE_DISAGREES);
     }
 }
 
