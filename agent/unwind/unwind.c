@@ -480,7 +480,7 @@ static int unwind_check_members(struct memread *mr, uint64_t type, const char *t
         n /= 2;
     if (!members || n < 8)
         return 0;
-    char names[UNWIND_MEMBERS_MAX][UNWIND_MEMBER_NAME];
+    char names[UNWIND_MEMBERS_MAX][UNWIND_MEMBER_NAME] = {{0}};
     struct memread_iov iov[UNWIND_MEMBERS_MAX];
     size_t count = 0;
     for (; count < n; count++) {
