@@ -266,6 +266,20 @@ class TopTest(unittest.TestCase):
         self.assertEqual(len(rows), 5, blocks[-1])  # burn_* x 3, run, <module>: -n 5
         self.assertEqual(rows[0][2], "burn_half", blocks[-1])
 
+    def test_old_python(self):
+        """Debian 11's python3.9 (frame objects, co_lnotab): the same view, the same ranking"""
+        target = livelib.start_target(self.tmp, "shares", "3.9")
+        self.addCleanup(target.stop)
+        proc = subprocess.run([BINARY, "top", "-r", "97", "-d", "3.2", "-n", "5", str(target.pid)],
+                              capture_output=True, text=True, timeout=30)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertRegex(proc.stdout, r"CPython 3\.9\.\d+")
+        blocks = proc.stdout.split("--- ")[1:]
+        self.assertGreaterEqual(len(blocks), 3, proc.stdout)
+        rows = table(blocks[-1])
+        self.assertEqual([r[2] for r in rows[:3]], ["burn_half", "burn_third", "burn_fifth"],
+                         blocks[-1])
+
     def test_errors(self):
         for args, rc in (([], 2), (["-r", "fast", "1"], 2), (["1"], 1)):
             proc = subprocess.run([BINARY, "top", *args], capture_output=True, text=True,
