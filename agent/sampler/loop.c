@@ -157,16 +157,90 @@ static struct proc_scan *loop_scanner(struct loop *l, const char *proc_root)
     return proc_scan_new(&so);
 }
 
+#define LOOP_RESCAN_MIN_NS                                                                         \
+    1000000000ull /* a scan sooner for a pod change: this long after the last */
+
+/* Where pod metadata comes from: the test's source, or discovery.kubernetes. */
+static const struct pod_source *loop_pod_source(const struct loop *l)
+{
+    return l->opts.pods ? l->opts.pods : podmeta_source(l->pods);
+}
+
+/* Has the process of @p judged again at the next scan; @why: its target's end. */
+static void loop_requeue(struct loop *l, struct proc_entry *p, const char *why, uint64_t now)
+{
+    struct target *t = p->target;
+    if (t) {
+        t->removed_why = why;
+        p->target = NULL;
+        loop_end_target(l, t, now);
+    }
+    p->state = PROC_NEW;
+    p->recheck_ns = 0;
+    /* judged at a scan within a second, not a refresh interval later (but
+     * not a scan at every housekeeping of a busy cluster either) */
+    uint64_t refresh = l->cfg->discovery.refresh_interval_ns;
+    uint64_t soon = l->next_scan >= refresh ? l->next_scan - refresh + LOOP_RESCAN_MIN_NS : now;
+    soon = soon < now ? now : soon;
+    if (soon < l->next_scan)
+        l->next_scan = soon;
+}
+
 /*
- * When the pod metadata changed since the last look: every process with a
- * container id whose pod labels are not the ones it was judged with is
- * judged again at this scan (an active target is ended first, its window
- * flushed): a process seen before its pod gets the pod's labels, one whose
- * pod changed (a label, an annotation, a restart) gets the new ones.
+ * The pod of an active target changed (@rev, its labels in @meta: the
+ * target's discovered labels with the pod's new ones). Its job's labels are
+ * worked out again: the same, it carries on untouched (a readiness flip, an
+ * annotation no rule reads); different, its window is cut and it carries on
+ * with the new ones. Only when no longer its job's (an earlier job keeps it
+ * now, or none does, or it is over the label limit) is it judged again.
+ * Takes @meta.
+ */
+static void loop_relabel(struct loop *l, struct proc_entry *p, struct labels *meta, uint64_t rev,
+                         uint64_t now)
+{
+    struct target *t = p->target;
+    struct labels labels;
+    labels_init(&labels);
+    bool keep = false;
+    size_t j = 0;
+    int err = 0;
+    for (; j <= t->job && j < l->cfg->njobs && !keep && !err; j++) {
+        labels_release(&labels);
+        err = targets_job_labels(l->cfg, &l->cfg->jobs[j], meta, &labels, &keep);
+    }
+    char msg[160];
+    if (!err && (!keep || j - 1 != t->job ||
+                 relabel_check_limit(&labels, l->cfg->global.limits.max_labels_per_profile, msg,
+                                     sizeof(msg)))) {
+        labels_release(&labels);
+        labels_release(meta);
+        loop_requeue(l, p, "its pod changed and its job no longer keeps it: judging it again", now);
+        return;
+    }
+    if (err) { /* out of memory: as before the change, and looked at again next time */
+        labels_release(&labels);
+        labels_release(meta);
+        return;
+    }
+    p->pod_rev = rev;
+    if (target_relabel(t, l->opts.queue, meta, &labels, now, loop_real_at(l, now)))
+        log_info("process %d (%s): its pod's labels changed: profiles carry the new ones from now",
+                 (int)p->key.pid, t->job_name);
+    labels_release(&labels);
+    labels_release(meta);
+}
+
+/*
+ * When the pod metadata changed since the last look (every housekeeping:
+ * the generation is one call): each process with a container id whose pod
+ * revision moved. An active target is relabelled in place (loop_relabel());
+ * a dropped or over-limit process is judged again at this housekeeping's
+ * scan (its pod may be kept now). A process seen before its pod is judged
+ * when its pod appears the same way.
  */
 static void loop_pods_changed(struct loop *l, uint64_t now)
 {
-    const struct pod_source *pods = podmeta_source(l->pods);
+    const struct pod_source *pods = loop_pod_source(l);
     if (!pods)
         return;
     uint64_t gen = pods->generation(pods->arg);
@@ -178,28 +252,34 @@ static void loop_pods_changed(struct loop *l, uint64_t now)
         if (!p->container_id[0] ||
             (p->state != PROC_ACTIVE && p->state != PROC_DROPPED && p->state != PROC_OVER_LIMIT))
             continue;
-        struct labels scratch;
-        labels_init(&scratch);
-        uint64_t rev = 0;
-        int rc = pods->lookup(pods->arg, p->container_id, &scratch, &rev);
-        labels_release(&scratch);
-        if (rc < 0 || rev == p->pod_rev)
-            continue;
         struct target *t = p->target;
-        if (t) {
-            t->removed_why = rev ? "its pod's metadata changed: labelling it again"
-                                 : "its pod is gone: labelling it again";
-            p->target = NULL;
-            loop_end_target(l, t, now);
+        /* the discovered labels without the pod's, then the pod's as they are now */
+        struct labels meta;
+        labels_init(&meta);
+        int rc = 0;
+        for (size_t k = 0; t && k < t->meta.n && rc == 0; k++) {
+            const struct label *m = &t->meta.v[k];
+            if (strncmp(m->name, POD_SOURCE_PREFIX, strlen(POD_SOURCE_PREFIX)) != 0)
+                rc = labels_set(&meta, m->name, m->value);
         }
-        p->state = PROC_NEW;
-        p->recheck_ns = 0;
+        uint64_t rev = 0;
+        if (rc == 0)
+            rc = pods->lookup(pods->arg, p->container_id, &meta, &rev);
+        if (rc < 0 || rev == p->pod_rev) {
+            labels_release(&meta);
+            continue;
+        }
+        if (t) {
+            loop_relabel(l, p, &meta, rev, now);
+        } else {
+            labels_release(&meta);
+            loop_requeue(l, p, NULL, now);
+        }
     }
 }
 
 static void loop_discover(struct loop *l, uint64_t now)
 {
-    loop_pods_changed(l, now);
     proc_table_mark(l->procs, false);
     int err = proc_scan_run(l->scan, loop_real_at(l, now));
     l->scans++;
@@ -220,7 +300,7 @@ static void loop_discover(struct loop *l, uint64_t now)
             continue; /* every entry is Python: looked at once there is room */
         p->seen = true;
         struct verdict v;
-        proc_judge(l->cfg, l->opts.probe, podmeta_source(l->pods), p, info, now, l->ntargets,
+        proc_judge(l->cfg, l->opts.probe, loop_pod_source(l), p, info, now, l->ntargets,
                    l->max_targets, &v);
         if (v.gone)
             p->seen = false;
@@ -313,6 +393,7 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
         loop_apply_config(l, cfg, now);
         log_info("configuration applied: %zu job(s)", cfg->njobs);
     }
+    loop_pods_changed(l, now); /* before the scan: a process it requeues is judged in it */
     if (now >= l->next_scan) {
         loop_discover(l, now);
         l->next_scan = now + l->cfg->discovery.refresh_interval_ns;

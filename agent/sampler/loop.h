@@ -55,7 +55,8 @@
 #define LOOP_TICK_NS 100000000ull /* housekeeping period */
 
 struct loop;
-struct probe_ops; /* sampler/targets.h */
+struct probe_ops;  /* sampler/targets.h */
+struct pod_source; /* sampler/targets.h */
 
 /** Settings that are not in the config file. */
 struct loop_opts {
@@ -63,6 +64,8 @@ struct loop_opts {
     struct window_queue *queue;    /* borrowed: finished windows go there */
     const struct clock *clock;     /* borrowed; NULL: clock_system */
     const struct probe_ops *probe; /* borrowed; NULL: probe_system */
+    /* borrowed; NULL: the config's discovery.kubernetes (tests give their own) */
+    const struct pod_source *pods;
 };
 
 /**

@@ -168,6 +168,24 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
     return dropped;
 }
 
+bool target_relabel(struct target *t, struct window_queue *q, struct labels *meta,
+                    struct labels *labels, uint64_t now, int64_t now_real)
+{
+    labels_release(&t->meta);
+    t->meta = *meta;
+    labels_init(meta);
+    bool changed = !labels_equal(labels, &t->labels);
+    if (changed) {
+        (void)target_cut(t, q, now, now_real, false); /* with the labels it had */
+        labels_release(&t->labels);
+        t->labels = *labels;
+        labels_init(labels);
+    } else {
+        labels_release(labels);
+    }
+    return changed;
+}
+
 bool target_stale(struct target *t, const char *proc_root, uint64_t now, enum target_reattach *why)
 {
     const struct sampler_counts *c = &t->snap;

@@ -126,6 +126,15 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
                bool final);
 
 /**
+ * Its pod changed: @a t carries on with discovered labels @a meta and, when
+ * @a labels differ from its own, those labels, its window cut at @a now /
+ * @a now_real (the samples before it keep the old labels). Takes both sets
+ * (they are left empty). Returns whether the labels changed (a window cut).
+ */
+bool target_relabel(struct target *t, struct window_queue *q, struct labels *meta,
+                    struct labels *labels, uint64_t now, int64_t now_real);
+
+/**
  * Whether @a t must be attached again, and why (*@a why); uses t->snap.
  * Sets t->gone when the process is found gone. @a proc_root is where its
  * /proc files are.

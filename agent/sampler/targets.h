@@ -118,6 +118,9 @@ extern const struct probe_ops probe_system;
  * Pod metadata for proc_judge() (discovery.kubernetes: sampler/podmeta.h;
  * a fake in tests): the __meta_kubernetes_* labels of a container.
  */
+/** Every label a pod source adds starts with this. */
+#define POD_SOURCE_PREFIX "__meta_kubernetes_"
+
 struct pod_source {
     /**
      * Adds container @a container_id's pod labels to @a meta and stores

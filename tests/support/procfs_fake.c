@@ -163,6 +163,13 @@ void procfs_fake_add(struct procfs_fake *f, pid_t pid, const char *comm, uint64_
     procfs_fake_symlink(f, rel, "/srv/app");
 }
 
+void procfs_fake_cgroup(struct procfs_fake *f, pid_t pid, const char *text)
+{
+    char rel[128];
+    snprintf(rel, sizeof(rel), "%d/cgroup", (int)pid);
+    procfs_fake_write(f, rel, text, strlen(text));
+}
+
 void procfs_fake_thread(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name, char state)
 {
     char rel[128], text[1024];

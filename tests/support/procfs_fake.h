@@ -41,6 +41,8 @@ uint64_t procfs_fake_start_ticks(const struct procfs_fake *f, int64_t now_real_n
 void procfs_fake_add(struct procfs_fake *f, pid_t pid, const char *comm, uint64_t start_ticks);
 /** Adds thread @a tid of process @a pid, named @a name, in state @a state ('R', 'S', ...). */
 void procfs_fake_thread(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name, char state);
+/** Replaces process @a pid's cgroup file with @a text (a container's, say). */
+void procfs_fake_cgroup(struct procfs_fake *f, pid_t pid, const char *text);
 /** Removes process @a pid's directory: it exited. */
 void procfs_fake_remove(struct procfs_fake *f, pid_t pid);
 

@@ -12,7 +12,11 @@
  *               the next housekeeping;
  *   budget      the CPU budget factor falls while the sampler overspends and
  *               recovers once it stops;
- *   rechecks    a verdict is made again when its time comes, not before.
+ *   rechecks    a verdict is made again when its time comes, not before;
+ *   pods        a pod change relabels its targets in place: a readiness flip
+ *               leaves the target and its window whole, a label its job
+ *               shows cuts exactly one window, a pod in its deletion grace
+ *               keeps its labels, a job that no longer keeps it ends it.
  */
 #include "base/compat.h"
 
@@ -35,7 +39,8 @@
 /* ... and the wall clock: a day after boot */
 #define T0_REAL ((BTIME + 86400) * INT64_C(1000000000))
 #define STEP    MS /* the test moves time on by this much between loop_step()s */
-#define SELF    1  /* the agent's own PID (not in the fake proc root) */
+#define CID     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define SELF    1 /* the agent's own PID (not in the fake proc root) */
 
 #define MAX_IMAGES 12
 
@@ -120,11 +125,71 @@ static struct pyprofd_config *lfx_config(const struct lfx *fx, const char *globa
     return c;
 }
 
+/*
+ * A pod source the test changes: one container (CID) whose pod has an app
+ * label, a readiness flag and a phase; every change is a new revision and
+ * generation, as the Kubernetes index makes them.
+ */
+struct fake_pods {
+    char app[32], ready[8], phase[16];
+    bool present;
+    uint64_t rev, gen, lookups;
+    struct pod_source src;
+};
+
+static int fake_pods_lookup(void *arg, const char *container_id, struct labels *meta, uint64_t *rev)
+{
+    struct fake_pods *fp = arg;
+    fp->lookups++;
+    *rev = 0;
+    if (!fp->present || strcmp(container_id, CID) != 0)
+        return 0;
+    if (labels_set(meta, "__meta_kubernetes_namespace", "shop") ||
+        labels_set(meta, "__meta_kubernetes_pod_name", "cart-0") ||
+        labels_set(meta, "__meta_kubernetes_pod_label_app", fp->app) ||
+        labels_set(meta, "__meta_kubernetes_pod_ready", fp->ready) ||
+        labels_set(meta, "__meta_kubernetes_pod_phase", fp->phase))
+        return -ENOMEM;
+    *rev = fp->rev;
+    return 1;
+}
+
+static uint64_t fake_pods_generation(void *arg)
+{
+    return ((struct fake_pods *)arg)->gen;
+}
+
+static void fake_pods_init(struct fake_pods *fp)
+{
+    *fp = (struct fake_pods){.present = true, .rev = 1, .gen = 1};
+    snprintf(fp->app, sizeof(fp->app), "cart");
+    snprintf(fp->ready, sizeof(fp->ready), "true");
+    snprintf(fp->phase, sizeof(fp->phase), "Running");
+    fp->src = (struct pod_source){
+        .lookup = fake_pods_lookup, .generation = fake_pods_generation, .arg = fp};
+}
+
+/* The pod changed: a new revision, a new generation. */
+static void fake_pods_changed(struct fake_pods *fp)
+{
+    fp->rev++;
+    fp->gen++;
+}
+
+static void lfx_start_pods(struct lfx *fx, struct pyprofd_config *cfg,
+                           const struct pod_source *pods)
+{
+    struct loop_opts o = {.self_pid = SELF,
+                          .queue = fx->q,
+                          .clock = &fx->clock,
+                          .probe = probe_fake_ops(fx->probe),
+                          .pods = pods};
+    assert_int_equal(loop_new(cfg, &o, &fx->l), 0);
+}
+
 static void lfx_start(struct lfx *fx, struct pyprofd_config *cfg)
 {
-    struct loop_opts o = {
-        .self_pid = SELF, .queue = fx->q, .clock = &fx->clock, .probe = probe_fake_ops(fx->probe)};
-    assert_int_equal(loop_new(cfg, &o, &fx->l), 0);
+    lfx_start_pods(fx, cfg, NULL);
 }
 
 /*
@@ -671,6 +736,139 @@ static void test_loop__names_become_valid_utf8_counted_once(void **state)
     fx->finished = true;
 }
 
+/* ---- pods ---------------------------------------------------------------------- */
+
+/* keeps the app's pods, and shows their app label */
+static const char POD_JOBS[] = "  - job_name: app\n"
+                               "    relabel_configs:\n"
+                               "      - source_labels: [__meta_kubernetes_pod_label_app]\n"
+                               "        regex: cart|basket\n"
+                               "        action: keep\n"
+                               "      - source_labels: [__meta_kubernetes_pod_label_app]\n"
+                               "        target_label: app\n";
+
+/* Process 4000 in the container of the fake pod; the loop started and the target active. */
+static void lfx_pod_target(struct lfx *fx, struct fake_pods *fp)
+{
+    fake_pods_init(fp);
+    lfx_process(fx, 4000, "python3", (int64_t)(60 * S), true, 'R');
+    procfs_fake_cgroup(fx->proc, 4000,
+                       "0::/kubepods.slice/kubepods-pod1234.slice/cri-containerd-" CID ".scope\n");
+    lfx_start_pods(fx, lfx_config(fx, NULL, POD_JOBS), &fp->src);
+    lfx_run(fx, 500 * MS);
+    struct loop_view *v = lfx_view(fx);
+    const struct loop_proc_view *pv = view_proc(v, 4000);
+    assert_non_null(pv);
+    assert_int_equal(pv->state, PROC_ACTIVE);
+    assert_string_equal(pv->container_id, CID);
+    assert_string_equal(labels_get(&pv->labels, "app"), "cart");
+    loop_view_free(v);
+}
+
+/* Ready flips and the phase changes: no rule reads them. */
+static void test_loop__pod_readiness_flip_leaves_the_target_whole(void **state)
+{
+    struct lfx *fx = *state;
+    struct fake_pods fp;
+    lfx_pod_target(fx, &fp);
+    for (int i = 0; i < 6; i++) {
+        snprintf(fp.ready, sizeof(fp.ready), "%s", i % 2 ? "true" : "false");
+        fake_pods_changed(&fp);
+        lfx_run(fx, 700 * MS);
+    }
+    struct loop_view *v = lfx_view(fx);
+    const struct loop_proc_view *pv = view_proc(v, 4000);
+    assert_int_equal(pv->state, PROC_ACTIVE);
+    assert_int_equal(pv->reattaches, 0);
+    assert_int_equal(pv->windows, 0); /* no window cut: 4.7 s of a 10 s interval */
+    assert_string_equal(labels_get(&pv->meta, "__meta_kubernetes_pod_ready"), "true");
+    assert_string_equal(labels_get(&pv->labels, "app"), "cart");
+    loop_view_free(v);
+    assert_false(window_pending(fx->q));
+    /* the window runs to its end, whole: 10 s of samples, one window */
+    lfx_run(fx, 5400 * MS);
+    struct window_item items[4];
+    size_t n = lfx_pop_all(fx, items, 4);
+    assert_int_equal(n, 1);
+    assert_int_equal(items[0].meta.duration_nanos, (int64_t)(10 * S));
+    lfx_release_all(fx, items, n);
+    fx->finished = true;
+}
+
+/* The app label (shown as `app`) changes: exactly one window is cut, with the old label. */
+static void test_loop__pod_label_change_cuts_one_window(void **state)
+{
+    struct lfx *fx = *state;
+    struct fake_pods fp;
+    lfx_pod_target(fx, &fp);
+    lfx_run(fx, 1500 * MS);
+    snprintf(fp.app, sizeof(fp.app), "basket");
+    fake_pods_changed(&fp);
+    uint64_t changed_at = fx->cf.mono_ns;
+    lfx_run(fx, 300 * MS); /* within one housekeeping or three */
+    struct window_item items[4];
+    size_t n = lfx_pop_all(fx, items, 4);
+    assert_int_equal(n, 1);
+    assert_string_equal(labels_get(&items[0].meta.labels, "app"), "cart");
+    assert_false(items[0].meta.final);
+    /* cut when the change was seen: at most a housekeeping period after it */
+    uint64_t cut_at = T0 + (uint64_t)items[0].meta.duration_nanos;
+    assert_true(cut_at >= changed_at && cut_at - changed_at <= LOOP_TICK_NS + STEP);
+    lfx_release_all(fx, items, n);
+    struct loop_view *v = lfx_view(fx);
+    const struct loop_proc_view *pv = view_proc(v, 4000);
+    assert_int_equal(pv->state, PROC_ACTIVE);
+    assert_int_equal(pv->reattaches, 0);
+    assert_string_equal(labels_get(&pv->labels, "app"), "basket");
+    loop_view_free(v);
+    /* the next window carries the new label */
+    lfx_run(fx, 10 * S);
+    n = lfx_pop_all(fx, items, 4);
+    assert_int_equal(n, 1);
+    assert_string_equal(labels_get(&items[0].meta.labels, "app"), "basket");
+    lfx_release_all(fx, items, n);
+    fx->finished = true;
+}
+
+/*
+ * A pod being deleted: its phase and readiness change in its grace period,
+ * its labels stay (the index keeps them until the pod is gone): the target
+ * keeps its labels and window. Then its job no longer keeps it (its app
+ * label becomes one the job drops): it is ended, its window flushed.
+ */
+static void test_loop__pod_in_grace_keeps_its_labels(void **state)
+{
+    struct lfx *fx = *state;
+    struct fake_pods fp;
+    lfx_pod_target(fx, &fp);
+    snprintf(fp.ready, sizeof(fp.ready), "false");
+    snprintf(fp.phase, sizeof(fp.phase), "Terminating");
+    fake_pods_changed(&fp);
+    lfx_run(fx, 2 * S);
+    assert_false(window_pending(fx->q));
+    struct loop_view *v = lfx_view(fx);
+    const struct loop_proc_view *pv = view_proc(v, 4000);
+    assert_int_equal(pv->state, PROC_ACTIVE);
+    assert_string_equal(labels_get(&pv->labels, "app"), "cart");
+    assert_string_equal(labels_get(&pv->meta, "__meta_kubernetes_pod_phase"), "Terminating");
+    loop_view_free(v);
+
+    snprintf(fp.app, sizeof(fp.app), "other");
+    fake_pods_changed(&fp);
+    lfx_run(fx, 2 * S);
+    struct window_item items[4];
+    size_t n = lfx_pop_all(fx, items, 4);
+    assert_int_equal(n, 1);
+    assert_true(items[0].meta.final);
+    assert_string_equal(labels_get(&items[0].meta.labels, "app"), "cart");
+    lfx_release_all(fx, items, n);
+    v = lfx_view(fx);
+    pv = view_proc(v, 4000);
+    assert_int_equal(pv->state, PROC_DROPPED);
+    loop_view_free(v);
+    fx->finished = true;
+}
+
 int main(void)
 {
     log_set_level(LOG_LEVEL_WARN);
@@ -695,6 +893,12 @@ int main(void)
                                         loop_teardown),
         cmocka_unit_test_setup_teardown(test_loop__cpu_mode_reads_thread_states_under_the_proc_root,
                                         loop_setup, loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__pod_readiness_flip_leaves_the_target_whole,
+                                        loop_setup, loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__pod_label_change_cuts_one_window, loop_setup,
+                                        loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__pod_in_grace_keeps_its_labels, loop_setup,
+                                        loop_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
