@@ -48,8 +48,7 @@ Steps (one agent, in order; livelib.Scenario):
     before_pod   early is sampled in job all without pod labels, orphan is
                  dropped (job pods keeps pods only); both pods are added:
                  within two refreshes both are active in job pods with their
-                 pod's labels (the loop judges them again when the index's
-                 generation moves)
+                 pod's labels (an earlier job keeps them now: judged again)
     kubernetes   /targets' kubernetes object (synced, pods, containers, the
                  URL and node) and /metrics (pyprofd_kubernetes_up 1, pods,
                  containers, requests_total{outcome="ok"}, watch events by
@@ -58,8 +57,10 @@ Steps (one agent, in order; livelib.Scenario):
                  target carries exactly that target's labels (decoded here),
                  and `go tool pprof -tagfocus=pod=...` picks one target's samples
     modified     plain's pod changes where no label shows (a condition's
-                 time): its target is not judged again; then it gets a label
-                 (MODIFIED): its target's labels follow within two refreshes
+                 time): its target is not judged again; its readiness flips
+                 four times: the target stays attached, its labels and window
+                 whole; then it gets a label (MODIFIED): its target's labels
+                 follow within a second, in place (the same target)
     deleted      plain's pod is DELETED: the agent's pod count drops, the
                  container id stays (grace), and the target keeps its labels.
                  The grace (60 s) is not configurable in the agent (struct
@@ -535,10 +536,16 @@ class AgentPods(livelib.Scenario):
             timeout, what)
 
     def relabels(self, role):
-        """The agent's log lines saying it stopped @role's target to label it again."""
+        """The agent's log lines saying it stopped @role's target because of its pod."""
         head = f"stopped sampling process {self.targets[role].pid} ("
         return [line for line in self.agent.log().splitlines()
-                if head in line and "labelling it again" in line]
+                if head in line and "its pod changed" in line]
+
+    def relabelled_in_place(self, role):
+        """The agent's log lines saying @role's target carries its pod's new labels."""
+        head = f"process {self.targets[role].pid} ("
+        return [line for line in self.agent.log().splitlines()
+                if head in line and "its pod's labels changed" in line]
 
     def pod_labels(self, role, **extra):
         pod = self.pods[role]
@@ -618,10 +625,11 @@ class AgentPods(livelib.Scenario):
                            None, RELABEL_S)
             self.check_pod_target(role, e)
         self.assertEqual(self.agent.targets()[early]["job"], "pods")
-        # early was a target of job all: ended (window flushed) and judged again
+        # early was a target of job all, and job pods (the first) keeps it now:
+        # ended (window flushed) and judged again
         self.assertEqual(self.relabels("early"),
-                         [f"pyprofd: info: stopped sampling process {early} (all): its pod's "
-                          f"metadata changed: labelling it again"])
+                         [f"pyprofd: info: stopped sampling process {early} (all): its pod "
+                          f"changed and its job no longer keeps it: judging it again"])
         self.assertEqual(self.relabels("orphan"), [])  # dropped: no target to end
 
     def step_kubernetes(self):
@@ -694,7 +702,27 @@ class AgentPods(livelib.Scenario):
         self.assertEqual(after["labels"], e["labels"])
         self.assertGreater(after["counts"]["samples"], e["counts"]["samples"])
         self.assertEqual(self.relabels("plain"), [])
-        # a new pod label: the target's labels follow
+        # readiness flips (a label no rule of job pods uses): the target stays
+        # attached, its labels and window as they were
+        for ready in ("False", "True", "False", "True"):
+            def flip(p, ready=ready):
+                for c in p["status"]["conditions"]:
+                    if c["type"] in ("Ready", "ContainersReady"):
+                        c["status"] = ready
+            self.server.modify_pod(NS, f"plain-{TOKEN}", flip)
+            self.agent.wait_for(
+                self.targets["plain"].pid,
+                lambda e, want=ready.lower(): e is not None and
+                e["discovered_labels"].get(M + "pod_ready") == want, RELABEL_S + 5,
+                f"__meta_kubernetes_pod_ready {ready.lower()}")
+        after = self.entry("plain")
+        self.assertEqual(after["state"], "active", after)
+        self.assertEqual(after["labels"], e["labels"])
+        self.assertEqual(after["counts"]["profiles"], e["counts"]["profiles"])  # no window cut
+        self.assertGreater(after["counts"]["samples"], e["counts"]["samples"])  # the same target
+        self.assertEqual(self.relabels("plain"), [])
+        self.assertEqual(self.relabelled_in_place("plain"), [])
+        # a new pod label: the target's labels follow within a second, in place
         started = time.monotonic()
         self.server.modify_pod(NS, f"plain-{TOKEN}",
                                lambda p: p["metadata"]["labels"].update(tier="backend"))
@@ -702,10 +730,13 @@ class AgentPods(livelib.Scenario):
         e = self.wait_labels("plain", self.pod_labels("plain"), RELABEL_S + 5,
                              "relabeled after its pod's MODIFIED event")
         livelib.within(self, "plain relabeled after (s)", time.monotonic() - started,
-                       None, RELABEL_S)
+                       None, 1.0)
         self.assertEqual(e["labels"]["tier"], "backend")
         self.check_pod_target("plain", e)
-        self.assertEqual(len(self.relabels("plain")), 1, self.relabels("plain"))
+        self.assertGreater(e["counts"]["samples"], after["counts"]["samples"])  # not a new one
+        self.assertEqual(self.relabels("plain"), [])
+        self.assertEqual(len(self.relabelled_in_place("plain")), 1,
+                         self.relabelled_in_place("plain"))
 
     def step_deleted(self):
         want = self.pod_labels("plain")
@@ -730,7 +761,9 @@ class AgentPods(livelib.Scenario):
             'pyprofd_kubernetes_watch_events_total{type="deleted"}', text), 1)
         self.assertEqual(self.agent.metric("pyprofd_kubernetes_pods", text), 3)
         self.assertNotIn("its pod is gone", self.agent.log())
-        self.assertEqual(len(self.relabels("plain")), 1, self.relabels("plain"))
+        self.assertEqual(self.relabels("plain"), [])
+        self.assertEqual(len(self.relabelled_in_place("plain")), 1,
+                         self.relabelled_in_place("plain"))
 
     def step_reload(self):
         """A reload with the same discovery.kubernetes keeps the client (no
