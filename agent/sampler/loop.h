@@ -26,13 +26,16 @@
  *               rendering them is the HTTP side's (exporters/pull/).
  *
  * Housekeeping (every LOOP_TICK_NS, under the lock): apply a reloaded
- * config, scan when due, end stale targets, cut windows, start and end
- * requests, snapshot counts, adjust the budget. Sampling runs outside the
- * lock. Counting, never logging per sample; the loop logs transitions only.
+ * config, relabel the targets whose pod changed (in place: a window is cut
+ * only when the job's labels change; docs/discovery.md), scan when due, end
+ * stale targets, cut windows, start and end requests, snapshot counts,
+ * adjust the budget. Sampling runs outside the lock. Counting, never logging
+ * per sample; the loop logs transitions only.
  *
  * Time comes from the struct clock in loop_opts (base/clock.h) and the
- * outside world from struct probe_ops (sampler/targets.h): a test drives
- * the loop with loop_step() on a fake clock instead of starting the thread.
+ * outside world from struct probe_ops and struct pod_source
+ * (sampler/targets.h): a test drives the loop with loop_step() on a fake
+ * clock instead of starting the thread.
  *
  * Thread safety: loop_new/loop_start/loop_stop/loop_free/loop_step from one
  * controlling thread; loop_set_config, loop_profile, loop_snapshot and
