@@ -8,7 +8,7 @@ Stacks (innermost last). Each worker starts in threading's own frames
     worker-a    loop_a() -> step_a()     pure-Python busy loop
     worker-b    loop_b() -> step_b()     pure-Python busy loop
     worker-c    loop_c() -> step_c()     pure-Python busy loop
-    napper      nap()                    time.sleep(1.0) in a loop
+    napper      nap()                    time.sleep(3600.0): never wakes in a test
 
 On a free-threaded build the three workers run truly in parallel (as many
 at once as there are CPUs) and are each attached to the interpreter while
@@ -72,8 +72,13 @@ def loop_c(started):
 
 def nap(started):
     started.set()
-    while not stop.is_set():
-        time.sleep(1.0)
+    # Asleep for good (a daemon thread: it ends with the process). Waking once
+    # a second, it needed the GIL back from three busy workers each time, and
+    # on a saturated machine (a CI run beside a headless browser) 3.9 showed
+    # it runnable, waiting for a CPU to take the GIL on, in 12 % of the
+    # ticks of a second: what cpu mode rightly counts, but not a sleeper.
+    while True:
+        time.sleep(3600.0)
 
 
 def main_wait(deadline):
