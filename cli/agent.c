@@ -18,6 +18,7 @@
 
 #include "aggregate/window.h"
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "base/strnum.h"
 #include "cli/cli.h"
@@ -59,9 +60,7 @@ static uint64_t agent_content_hash(const char *path)
     size_t len = 0;
     if (config_file_read(path, CONFIG_MAX_FILE_BYTES, &text, &len, why, sizeof(why)))
         return 0;
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)text[i]) * UINT64_C(0x100000001b3);
+    uint64_t h = hash_fnv1a(HASH_FNV_BASIS, text, len);
     alloc_free(text);
     return h ? h : 1;
 }

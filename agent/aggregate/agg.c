@@ -113,10 +113,7 @@ static uint64_t agg_mix(uint64_t h, uint64_t v)
 
 static uint64_t agg_hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return hash_str_from(1469598103934665603ull, s); /* (the start labels.c uses) */
 }
 
 static uint64_t agg_hash_function(uint32_t name, uint32_t file, int64_t start)

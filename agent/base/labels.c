@@ -7,6 +7,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/labels.h"
 #include "base/utf8.h"
 
@@ -168,18 +169,15 @@ bool labels_equal(const struct labels *a, const struct labels *b)
 }
 
 /* FNV-1a over every byte of name and value, each followed by its NUL, so that
- * ("ab", "c") and ("a", "bc") differ. */
+ * ("ab", "c") and ("a", "bc") differ; from a start of its own (not FNV's
+ * basis: kept, so that hashes are what they were). */
+#define LABELS_HASH_START 1469598103934665603ull
 uint64_t labels_hash(const struct labels *ls)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = LABELS_HASH_START;
     for (size_t i = 0; i < ls->n; i++) {
-        const char *parts[2] = {ls->v[i].name, ls->v[i].value};
-        for (size_t p = 0; p < 2; p++) {
-            const unsigned char *s = (const unsigned char *)parts[p];
-            do {
-                h = (h ^ *s) * 1099511628211ull;
-            } while (*s++);
-        }
+        h = hash_fnv1a(h, ls->v[i].name, strlen(ls->v[i].name) + 1);
+        h = hash_fnv1a(h, ls->v[i].value, strlen(ls->v[i].value) + 1);
     }
     return h;
 }

@@ -28,10 +28,7 @@ struct kmap {
 
 static uint64_t kmap_hash(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then a finaliser */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return hash_fmix64(h);
+    return hash_fmix64(hash_str(s));
 }
 
 static struct kmap_slot *kmap_find(const struct kmap *m, const char *key, uint64_t h)

@@ -12,6 +12,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/utf8.h"
 #include "pprof/gzip.h"
 #include "pprof/pprof_build.h"
@@ -287,10 +288,7 @@ struct pprof_strings {
 
 static uint64_t pprof_hash(const char *str)
 {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (const unsigned char *c = (const unsigned char *)str; *c; c++)
-        h = (h ^ *c) * 0x100000001b3ull;
-    return h;
+    return hash_str(str);
 }
 
 /* @str, or its valid UTF-8 copy in the block when it is not valid (counted). */
