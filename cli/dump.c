@@ -64,12 +64,11 @@ static int dump_on_cpu(pid_t pid, uint64_t native_tid)
     return state == 'R';
 }
 
+/* Whether a thread of @r was read torn (status_torn(): worth reading again). */
 static bool dump_torn(const struct unwind_result *r)
 {
     for (size_t i = 0; i < r->nthreads; i++) {
-        enum sample_status s = r->threads[i].status;
-        if (s == SAMPLE_INCOMPLETE || s == SAMPLE_CYCLE || s == SAMPLE_READ_FAULT ||
-            s == SAMPLE_BAD_FRAME)
+        if (status_torn(r->threads[i].status))
             return true;
     }
     return false;

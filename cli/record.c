@@ -471,7 +471,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     uint64_t start = clock_mono_now();
     uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
     int64_t start_wall = clock_real_now();
-    int err = sampler_new(pid, t.unwinder, agg, &so, start, &s);
+    struct sample_sink window = sample_sink_agg(agg);
+    int err = sampler_new(pid, t.unwinder, &window, &so, start, &s);
     if (err) {
         log_error("cannot sample process %d: %s", (int)pid,
                   err == -EPERM ? "cannot stop its threads with ptrace (--blocking needs "

@@ -42,7 +42,7 @@
 #include "base/utf8.h"
 #include "cli/cli.h"
 #include "discovery/execid.h"
-#include "sampler/schedule.h"
+#include "sampler/sampler.h"
 
 #define TOP_MAX_FUNCTIONS 4096u /* distinct functions told apart (a power of two) */
 #define TOP_MAX_WINDOW    60u   /* seconds of buckets */
@@ -64,7 +64,6 @@ struct top {
     uint64_t bucket_samples[TOP_MAX_WINDOW]; /* thread samples per bucket */
     unsigned window, cur;
     uint32_t stamp;
-    uint64_t attempts, failed, missed;
     bool by_total;
 };
 
@@ -195,50 +194,28 @@ static uint32_t top_slot(struct top *t, const struct unwind_frame *f)
     return TOP_MAX_FUNCTIONS - 1;
 }
 
-/* Whether a thread of @r was read torn (and so is worth reading again). */
-static bool top_torn(const struct unwind_result *r)
+/*
+ * top's sink (sampler/sampler.h): each thread sample counts its leaf as own
+ * and every function on its stack once as total, in the current bucket. No
+ * repeat: the stack is looked at every time.
+ */
+static int top_sink_add(void *arg, const struct sink_sample *x)
 {
-    for (size_t i = 0; i < r->nthreads; i++) {
-        if (r->threads[i].status == SAMPLE_INCOMPLETE || r->threads[i].status == SAMPLE_CYCLE)
-            return true;
-    }
-    return false;
-}
-
-/* Whether a thread of @r could not be read (a torn read included). */
-static bool top_any_failed(const struct unwind_result *r)
-{
-    for (size_t i = 0; i < r->nthreads; i++) {
-        if (r->threads[i].status != SAMPLE_OK)
-            return true;
-    }
-    return false;
-}
-
-static void top_count(struct top *t, const struct unwind_result *r)
-{
+    struct top *t = arg;
     uint32_t *own = t->own + (size_t)t->cur * TOP_MAX_FUNCTIONS;
     uint32_t *total = t->total + (size_t)t->cur * TOP_MAX_FUNCTIONS;
-    for (size_t i = 0; i < r->nthreads; i++) {
-        const struct unwind_thread *th = &r->threads[i];
-        if (th->status != SAMPLE_OK) {
-            t->failed++;
-            continue;
+    t->stamp++;
+    for (size_t k = 0; k < x->nframes; k++) {
+        uint32_t s = top_slot(t, &x->frames[k]);
+        if (k == 0)
+            own[s]++;
+        if (t->fns[s].stamp != t->stamp) { /* recursion counts once */
+            t->fns[s].stamp = t->stamp;
+            total[s]++;
         }
-        if (th->nframes == 0)
-            continue; /* no Python running in it */
-        t->stamp++;
-        for (size_t k = 0; k < th->nframes; k++) {
-            uint32_t s = top_slot(t, &th->frames[k]);
-            if (k == 0)
-                own[s]++;
-            if (t->fns[s].stamp != t->stamp) { /* recursion counts once */
-                t->fns[s].stamp = t->stamp;
-                total[s]++;
-            }
-        }
-        t->bucket_samples[t->cur]++;
     }
+    t->bucket_samples[t->cur]++;
+    return 0;
 }
 
 /* Moves to a fresh bucket (the oldest one's counts are dropped). */
@@ -307,7 +284,8 @@ static int top_write_status(int err)
  * view ends. Returns 0, or the errno of a failed write.
  */
 static int top_draw(const struct top *t, struct top_row *rows, const struct cli_target *tg,
-                    double rate, double elapsed, bool tty, unsigned nrows, const char *final)
+                    const struct sampler_counts *c, double rate, double elapsed, bool tty,
+                    unsigned nrows, const char *final)
 {
     uint64_t samples;
     size_t n = top_rows(t, rows, &samples);
@@ -327,12 +305,12 @@ static int top_draw(const struct top *t, struct top_row *rows, const struct cli_
         strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&now, &tm));
         printf("--- %s\n", when);
     }
-    double achieved = elapsed > 0 ? (double)t->attempts / elapsed : 0;
+    double achieved = elapsed > 0 ? (double)c->attempts / elapsed : 0;
     printf("pyprofd top: process %d, CPython %s, every thread, last %u s\n", (int)tg->pid,
            pyversion_format(&tg->rt.version, ver, sizeof(ver)), t->window);
     printf("%.0f Hz asked, %.1f Hz achieved, %" PRIu64 " thread samples in the window, %" PRIu64
            " failed, %" PRIu64 " missed%s\n\n",
-           rate, achieved, samples, t->failed, t->missed,
+           rate, achieved, samples, c->failed, c->missed,
            tty && !final ? t->by_total ? "   [sorted by total: o own, q quit]"
                                        : "   [sorted by own: t total, q quit]"
                          : "");
@@ -412,6 +390,7 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
     struct top t = {.window = window};
     struct top_term tt = {.tty = isatty(STDOUT_FILENO)};
     struct exec_id exec = {0};
+    struct sampler *s = NULL;
     char final[TERMTEXT_MAX_GROWTH * 256 + 128] = "";
     t.fns = alloc_calloc(TOP_MAX_FUNCTIONS, sizeof(*t.fns));
     t.own = alloc_calloc((size_t)window * TOP_MAX_FUNCTIONS, sizeof(uint32_t));
@@ -439,27 +418,38 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
     }
     top_term_enter(&tt);
 
+    /* the agent's sampler, with top's counts as its sink: the same schedule
+     * (jittered, caught up, missed counted), torn reads read again, failures
+     * counted by attempt */
+    uint64_t start = clock_mono_now();
+    struct sample_sink sink = {.add = top_sink_add, .arg = &t};
     uint64_t interval = (uint64_t)(1e9 / rate);
-    uint64_t start = clock_mono_now(), due = start;
-    /* as in the sampler, each attempt after the first at a random point of its
-     * interval (schedule_jitter()): on the grid, a target whose period is the
-     * interval (100 Hz, the default) would be seen at one phase only */
-    uint64_t jitter = 0, rng = (start ^ ((uint64_t)(uint32_t)pid << 32)) | 1u;
+    struct sampler_opts so = {
+        .mode = PROFILE_WALL, .interval_ns = interval ? interval : 1, .unwind_flags = UNWIND_ALL_THREADS};
+    int err = sampler_new(pid, tg.unwinder, &sink, &so, start, &s);
+    if (err) {
+        log_error("cannot sample process %d: %s", (int)pid, strerror(-err));
+        status = CLI_EXIT_FAIL;
+        goto out;
+    }
     uint64_t end = duration > 0 ? start + (uint64_t)(duration * 1e9) : UINT64_MAX;
     uint64_t next_bucket = start + 1000000000ull;
     uint64_t next_draw = next_bucket;
     uint64_t next_exec_check = start + TOP_EXEC_CHECK_NS;
+    uint64_t failed_seen = 0;
     while (!top_stop) {
         if (top_tstp) { /* Ctrl-Z */
             top_tstp = 0;
             uint64_t stopped = clock_mono_now();
             top_suspend(&tt);
-            /* the time stopped is not missed samples, nor part of the rate */
-            uint64_t gone = clock_mono_now() - stopped;
-            start += gone;
+            /* the time stopped is not missed samples, nor part of the rate:
+             * the attempts due meanwhile are let pass on purpose (skipped) */
+            uint64_t now = clock_mono_now(), due = sampler_due(s);
+            start += now - stopped;
             if (end != UINT64_MAX)
-                end += gone;
-            due = clock_mono_now();
+                end += now - stopped;
+            if (now > due)
+                sampler_skip(s, now, (now - due) / so.interval_ns + 1);
             top_cont = 1;
         }
         if (top_cont) { /* continued (fg, or SIGCONT after a SIGSTOP) */
@@ -470,50 +460,29 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
         uint64_t now = clock_mono_now();
         if (now >= end)
             break;
-        uint64_t wake = due + jitter;
-        if (wake > now) {
+        uint64_t wake = sampler_due(s);
+        if (wake > now) { /* a late sampler does not sleep: it catches up */
             struct timespec ts = clock_timespec(wake < end ? wake : end);
             if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
                 continue;
             now = clock_mono_now();
             if (now < wake)
-                continue;                   /* woken for the end */
-        } else if (now - wake > interval) { /* late by whole intervals: missed, not caught up */
-            uint64_t late = (now - due) / interval;
-            t.missed += late;
-            due += late * interval;
+                continue; /* woken for the end */
         }
-        due += interval;
-        jitter = schedule_jitter(due, interval, now, &rng);
-        const struct unwind_result *r = NULL;
-        enum sample_status st = SAMPLE_OK;
-        t.attempts++;
-        /* a stack that changed while it was read is read again at once, one
-         * time, as the sampler does: fast-changing stacks would be left out */
-        int err = 0;
-        for (int attempt = 0; attempt < 2; attempt++) {
-            err = unwinder_sample(tg.unwinder, UNWIND_ALL_THREADS, &r, &st);
-            if (err || !top_torn(r))
-                break;
-        }
-        if (err == -ESRCH || st == SAMPLE_PROCESS_GONE) {
+        if (sampler_attempt(s, now) == -ESRCH) {
             snprintf(final, sizeof(final), "process %d exited: the table above is final", (int)pid);
             break;
         }
-        /* another program now? Checked often, and at once when a read
+        /* another program now? Checked often, and at once when an attempt
          * failed, so that its samples do not pass for the old program's */
-        bool failed = err || top_any_failed(r);
+        struct sampler_counts counts = sampler_counts(s);
+        bool failed = counts.failed != failed_seen;
+        failed_seen = counts.failed;
         if ((failed || now >= next_exec_check) &&
-            top_executed(pid, tg.mr, &exec, final, sizeof(final))) {
-            t.attempts--;
+            top_executed(pid, tg.mr, &exec, final, sizeof(final)))
             break;
-        }
         if (now >= next_exec_check)
             next_exec_check = now + TOP_EXEC_CHECK_NS;
-        if (err)
-            t.failed++;
-        else
-            top_count(&t, r);
         for (unsigned moved = 0; now >= next_bucket; moved++) {
             if (moved < t.window) /* after a long stop: every bucket cleared once is enough */
                 top_advance(&t);
@@ -535,7 +504,8 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
         if (status != CLI_EXIT_OK)
             goto out;
         if (now >= next_draw) {
-            err = top_draw(&t, rows, &tg, rate, (double)(now - start) / 1e9, tt.tty, nrows, NULL);
+            err = top_draw(&t, rows, &tg, &counts, rate, (double)(now - start) / 1e9, tt.tty,
+                           nrows, NULL);
             if (err) {
                 status = top_write_status(err);
                 goto out;
@@ -546,8 +516,9 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
     /* the last view: after the process ended, and without a terminal also
      * when the duration or a signal ended it before a refresh */
     if (final[0] || !tt.tty) {
-        int err = top_draw(&t, rows, &tg, rate, (double)(clock_mono_now() - start) / 1e9, tt.tty,
-                           nrows, final[0] ? final : NULL);
+        struct sampler_counts counts = sampler_counts_final(s);
+        err = top_draw(&t, rows, &tg, &counts, rate, (double)(clock_mono_now() - start) / 1e9, tt.tty,
+                       nrows, final[0] ? final : NULL);
         if (err)
             status = top_write_status(err);
     }
@@ -559,6 +530,7 @@ out:
         signal(SIGTSTP, SIG_DFL);
         signal(SIGCONT, SIG_DFL);
     }
+    sampler_free(s);
     alloc_free(rows);
     alloc_free(t.fns);
     alloc_free(t.own);

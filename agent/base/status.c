@@ -7,9 +7,11 @@
 #include "base/status.h"
 
 static const struct {
-    const char *name, *stage, *desc;
+    const char *name;
+    bool torn;
+    const char *desc;
 } status_table[SAMPLE_STATUS_COUNT] = {
-#define STATUS(id, name, stage, desc) [SAMPLE_##id] = {name, stage, desc},
+#define STATUS(id, name, torn, desc) [SAMPLE_##id] = {name, torn, desc},
 #include "base/status.def"
 #undef STATUS
 };
@@ -19,9 +21,9 @@ const char *status_name(enum sample_status s)
     return (unsigned)s < SAMPLE_STATUS_COUNT ? status_table[s].name : "unknown";
 }
 
-const char *status_stage(enum sample_status s)
+bool status_torn(enum sample_status s)
 {
-    return (unsigned)s < SAMPLE_STATUS_COUNT ? status_table[s].stage : "unknown";
+    return (unsigned)s < SAMPLE_STATUS_COUNT && status_table[s].torn;
 }
 
 const char *status_describe(enum sample_status s)

@@ -37,7 +37,7 @@ static size_t loop_max_targets(const struct pyprofd_config *cfg)
 /* Ends target @t: taps off, partial window flushed, totals kept, freed. */
 static void loop_end_target(struct loop *l, struct target *t, uint64_t now)
 {
-    taps_detach_target(t);
+    taps_detach_target(l->requests, t);
     (void)target_cut(t, l->opts.queue, now, loop_real_at(l, now), true);
     t->snap = sampler_counts_final(t->s);
     struct loop_job_view *j = loop_job(l->jobs, &l->njobs, t->job_name);
@@ -550,7 +550,7 @@ static void loop_wind_down(struct loop *l)
         if (r->done)
             continue;
         if (r->started) {
-            taps_finish(r, l->targets, l->ntargets);
+            taps_finish(r);
         } else {
             r->err = -ECANCELED;
             snprintf(r->errmsg, sizeof(r->errmsg), "the agent is stopping");

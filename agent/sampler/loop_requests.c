@@ -48,7 +48,7 @@ void loop_requests_tick(struct loop *l, uint64_t now)
                     taps_attach(r, l->targets[i]);
             }
         } else if (now >= r->deadline || r->cancelled || l->stop) {
-            taps_finish(r, l->targets, l->ntargets);
+            taps_finish(r);
             loop_request_done(r);
         }
     }

@@ -24,6 +24,7 @@
 #define SAMPLER_NAME_REFRESH 1000000000ull /* re-read a thread's name after 1 s */
 #define SAMPLER_MAX_TRACED   1024u
 #define SAMPLER_COMM_MAX     15u /* a thread's name as the kernel keeps it (TASK_COMM_LEN - 1) */
+#define SAMPLER_SINKS        (1 + SAMPLER_MAX_TAPS) /* [0]: the window, then the taps */
 
 /* A target thread as the kernel knows it. */
 struct sampler_thread {
@@ -32,9 +33,8 @@ struct sampler_thread {
     uint64_t named_ns;
     char comm[SAMPLER_COMM_MAX + 1];                        /* as read: any bytes */
     char name[SAMPLER_COMM_MAX * UTF8_REPLACEMENT_LEN + 1]; /* ... as valid UTF-8 */
-    uint64_t last_key;                /* stack_key of the last stack added for this thread */
-    bool last_added;                  /* ... and whether the window took it */
-    bool tap_added[SAMPLER_MAX_TAPS]; /* ... and whether each tap took it */
+    uint64_t last_key; /* stack_key of the thread's last own stack given to the sinks */
+    bool added[SAMPLER_SINKS]; /* ... and whether each sink took it (the coalescing contract) */
     int stat_fd1; /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
 };
 
@@ -75,8 +75,9 @@ static void sampler_thread_close(struct sampler_thread *t)
 struct sampler {
     pid_t pid;
     struct unwinder *u;
-    struct agg *agg;
-    struct agg *taps[SAMPLER_MAX_TAPS]; /* NULL = free */
+    /* [0]: the window (its takes count as thread samples); then the taps,
+     * add NULL = a free slot */
+    struct sample_sink sinks[SAMPLER_SINKS];
     struct sampler_opts opts;
     struct schedule sched;
     uint64_t last_attempt_ns;
@@ -175,8 +176,8 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
  */
 static int sampler_stop_all(struct sampler *s)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)s->pid);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%d/task", s->opts.proc_root, (int)s->pid);
     DIR *d = opendir(path);
     if (!d)
         return -ESRCH;
@@ -217,19 +218,45 @@ static void sampler_resume_all(struct sampler *s)
     s->ntraced = 0;
 }
 
+/* ---- the aggregation sink ---------------------------------------------- */
+
+static int sampler_agg_add(void *arg, const struct sink_sample *x)
+{
+    return agg_add_in(arg, x->frames, x->nframes, x->thread_id, x->interp_id, x->thread_name,
+                      x->task, 1, x->nanos);
+}
+
+static int sampler_agg_repeat(void *arg, const struct sink_sample *x)
+{
+    return agg_repeat_in(arg, x->thread_id, x->interp_id, x->thread_name, 1, x->nanos);
+}
+
+struct sample_sink sample_sink_agg(struct agg *a)
+{
+    return (struct sample_sink){.add = sampler_agg_add, .repeat = sampler_agg_repeat, .arg = a};
+}
+
+/* Sink @q changed: no thread's last stack is in it. */
+static void sampler_forget_sink(struct sampler *s, size_t q)
+{
+    for (size_t i = 0; i < SAMPLER_THREADS; i++)
+        s->threads[i].added[q] = false;
+}
+
 /* --- public ------------------------------------------------------------ */
 
-int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg, const struct sampler_opts *opts,
-                uint64_t now_ns, struct sampler **out)
+int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
+                const struct sampler_opts *opts, uint64_t now_ns, struct sampler **out)
 {
-    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES)
+    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES || !window ||
+        !window->add)
         return -EINVAL;
     struct sampler *s = alloc_calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
     s->pid = pid;
     s->u = u;
-    s->agg = agg;
+    s->sinks[0] = *window;
     s->opts = *opts;
     /* the config that named it may be replaced while the sampler lives */
     const char *root = opts->proc_root ? opts->proc_root : "/proc";
@@ -313,8 +340,6 @@ static unsigned sampler_unwind_flags(const struct sampler *s)
     }
 }
 
-/* Counts one stack of thread @t. @plain: the thread's own stack, which the
- * unwinder's "unchanged" flag may let be counted without looking at it. */
 /*
  * A thread sampled while it runs no Python code at all (the interpreter
  * starting or finishing, a C thread holding a thread state): its time is
@@ -327,6 +352,13 @@ static const struct unwind_frame sampler_interpreter_frame = {
     .file = "~",
 };
 
+/*
+ * Gives one stack of thread @t to every sink, under the coalescing contract
+ * (sampler.h). @plain: the thread's own stack, which the unwinder's
+ * "unchanged" flag may let a sink count again without looking at it; a
+ * logical (asyncio) stack is given in full and makes the thread's next own
+ * stack a full add too.
+ */
 static void sampler_add(struct sampler *s, const struct unwind_thread *t,
                         const struct unwind_frame *frames, size_t nframes, const char *task,
                         bool plain)
@@ -336,50 +368,32 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
         nframes = 1;
     }
     struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
-    int64_t ns = (int64_t)s->opts.interval_ns;
-    if (!plain) {
-        /* a logical stack: added in full; the thread's next own stack too */
-        if (agg_add_in(s->agg, frames, nframes, t->native_thread_id, t->interp_id, k->name, task, 1,
-                       ns) == 0)
-            s->counts.thread_samples++;
-        k->last_added = false;
-        for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
-            /* a full tap drops and counts the sample itself */
-            int dropped = s->taps[q] ? agg_add_in(s->taps[q], frames, nframes, t->native_thread_id,
-                                                  t->interp_id, k->name, task, 1, ns)
-                                     : 0;
-            (void)dropped;
-            k->tap_added[q] = false;
-        }
-        return;
-    }
-    /* An unchanged stack that this thread's last add put in the window is
-     * counted there, unlooked at; anything else is added in full. */
-    bool repeat = t->unchanged && k->last_added && k->last_key == t->stack_key &&
-                  agg_repeat_in(s->agg, t->native_thread_id, t->interp_id, k->name, 1, ns) == 0;
-    if (!repeat) {
-        k->last_added = agg_add_in(s->agg, frames, nframes, t->native_thread_id, t->interp_id,
-                                   k->name, NULL, 1, ns) == 0;
-        k->last_key = t->stack_key;
-    }
-    if (repeat || k->last_added)
-        s->counts.thread_samples++;
-    for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
-        if (!s->taps[q])
+    struct sink_sample x = {
+        .frames = frames,
+        .nframes = nframes,
+        .thread_id = t->native_thread_id,
+        .interp_id = t->interp_id,
+        .thread_name = k->name,
+        .task = task,
+        .nanos = (int64_t)s->opts.interval_ns,
+    };
+    struct sink_sample again = x;
+    again.frames = NULL;
+    again.nframes = 0;
+    bool same = plain && t->unchanged && k->last_key == t->stack_key;
+    for (size_t q = 0; q < SAMPLER_SINKS; q++) {
+        const struct sample_sink *sk = &s->sinks[q];
+        if (!sk->add)
             continue;
-        bool trep =
-            t->unchanged && k->tap_added[q] && k->last_key == t->stack_key &&
-            agg_repeat_in(s->taps[q], t->native_thread_id, t->interp_id, k->name, 1, ns) == 0;
-        if (!trep)
-            k->tap_added[q] = agg_add_in(s->taps[q], frames, nframes, t->native_thread_id,
-                                         t->interp_id, k->name, NULL, 1, ns) == 0;
+        bool took = same && k->added[q] && sk->repeat && sk->repeat(sk->arg, &again) == 0;
+        if (!took)
+            took = sk->add(sk->arg, &x) == 0; /* a full window drops and counts it itself */
+        k->added[q] = plain && took;
+        if (q == 0 && took)
+            s->counts.thread_samples++;
     }
-}
-
-static bool sampler_torn_status(enum sample_status st)
-{
-    return st == SAMPLE_INCOMPLETE || st == SAMPLE_BAD_FRAME || st == SAMPLE_CYCLE ||
-           st == SAMPLE_ASYNC_TORN;
+    if (plain)
+        k->last_key = t->stack_key;
 }
 
 /* Whether an attempt failed only because something moved while it was read. */
@@ -387,13 +401,13 @@ static bool sampler_torn(int err, enum sample_status why, const struct unwind_re
                          const struct asyncio_result *ar)
 {
     if (err)
-        return sampler_torn_status(why);
+        return status_torn(why);
     for (size_t i = 0; ar && i < ar->nsamples; i++) {
-        if (sampler_torn_status(ar->samples[i].status))
+        if (status_torn(ar->samples[i].status))
             return true;
     }
     for (size_t i = 0; !ar && i < r->nthreads; i++) {
-        if (sampler_torn_status(r->threads[i].status))
+        if (status_torn(r->threads[i].status))
             return true;
     }
     return false;
@@ -482,31 +496,29 @@ void sampler_idle(struct sampler *s, uint64_t now_ns)
     s->last_attempt_ns = now_ns;
 }
 
-void sampler_set_window(struct sampler *s, struct agg *agg)
+void sampler_set_window(struct sampler *s, const struct sample_sink *window)
 {
-    s->agg = agg;
-    for (size_t i = 0; i < SAMPLER_THREADS; i++)
-        s->threads[i].last_added = false;
+    s->sinks[0] = *window;
+    sampler_forget_sink(s, 0);
 }
 
-int sampler_add_tap(struct sampler *s, struct agg *tap)
+int sampler_add_tap(struct sampler *s, const struct sample_sink *tap)
 {
-    for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
-        if (!s->taps[q]) {
-            s->taps[q] = tap;
-            for (size_t i = 0; i < SAMPLER_THREADS; i++)
-                s->threads[i].tap_added[q] = false;
+    for (size_t q = 1; q < SAMPLER_SINKS; q++) {
+        if (!s->sinks[q].add) {
+            s->sinks[q] = *tap;
+            sampler_forget_sink(s, q);
             return 0;
         }
     }
     return -EBUSY;
 }
 
-void sampler_remove_tap(struct sampler *s, const struct agg *tap)
+void sampler_remove_tap(struct sampler *s, const void *arg)
 {
-    for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
-        if (s->taps[q] == tap)
-            s->taps[q] = NULL;
+    for (size_t q = 1; q < SAMPLER_SINKS; q++) {
+        if (s->sinks[q].add && s->sinks[q].arg == arg)
+            s->sinks[q] = (struct sample_sink){0};
     }
 }
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sampler.h: stage 3. Samples one target on its fixed schedule
- * (sampler/schedule.h) in one of four modes, and feeds the samples the mode
- * keeps into an aggregation window (aggregate/agg.h):
+ * (sampler/schedule.h) in one of four modes, and hands the samples the mode
+ * keeps to its sinks (struct sample_sink): the aggregation window
+ * (aggregate/agg.h), profile requests' taps, `top`'s counts. The agent,
+ * `record` and `top` all sample through it:
  *
  *   wall       every sampled thread, whatever it does;
  *   cpu        threads the kernel has on a CPU (/proc/PID/task/TID/stat 'R');
@@ -15,7 +17,8 @@
  * Outcomes are counted, never logged: attempts taken, attempts failed (by
  * status: the process went away, a torn stack, a read fault, ...), and
  * attempts missed because the sampler could not keep up. None is folded into
- * the profile.
+ * the profile. An attempt that read a torn stack or task graph (status_torn(),
+ * base/status.def) is read again at once, one time, and counted as retried.
  *
  * With blocking set, every thread of the target is stopped with ptrace around
  * each sample (exact stacks, at a cost to the target).
@@ -54,17 +57,59 @@ struct sampler_opts {
     struct asyncio *async;
 };
 
-/** Windows besides the main one that a sampler may also feed at once (sampler_add_tap). */
+/** One thread's stack as a sink gets it; valid during the call only. */
+struct sink_sample {
+    const struct unwind_frame *frames; /* leaf first, nframes >= 1; NULL in a repeat */
+    size_t nframes;
+    uint64_t thread_id; /* the thread's native id */
+    int64_t interp_id;
+    const char *thread_name; /* valid UTF-8 */
+    const char *task;        /* the asyncio task a logical stack belongs to, or NULL */
+    int64_t nanos;           /* the time it stands for: one interval */
+};
+
+/**
+ * Where a sampler's samples go: the aggregation window (sample_sink_agg()),
+ * a profile request's tap, or a command's own counting (top).
+ *
+ *   add     takes a thread's stack in full; returns 0 when it kept it, else
+ *           an error (a full window drops and counts the sample itself);
+ *   repeat  may be NULL. Counts the thread's stack once more as the same
+ *           stack as this sink's last add for that thread; returns 0, or
+ *           -ENOENT when it no longer has that stack (then add follows).
+ *
+ * The coalescing contract, in one place: the sampler calls repeat instead of
+ * add only when the unwinder says the thread's stack is unchanged since its
+ * last sample (unwind_thread.unchanged, same stack_key), and this sink's last
+ * call for the thread was an add of that stack that returned 0 (or a repeat
+ * that did). Switching a sink (sampler_set_window(), a new tap) and a
+ * logical asyncio stack in between forget it, so the next call is an add.
+ * Called on the sampling thread, per thread sample: must not block, log or
+ * allocate more than the aggregation does.
+ */
+struct sample_sink {
+    int (*add)(void *arg, const struct sink_sample *x);
+    int (*repeat)(void *arg, const struct sink_sample *x);
+    void *arg;
+};
+
+/** The sink that adds to aggregation window @a a (borrowed): agg_add_in(), agg_repeat_in(). */
+struct sample_sink sample_sink_agg(struct agg *a);
+
+/** Sinks besides the window that a sampler may also feed at once (sampler_add_tap). */
 #define SAMPLER_MAX_TAPS 4
 
 struct sampler;
 
 /**
  * Prepares sampling of @a pid through @a u (borrowed; the unwinder of that
- * process) into @a agg (borrowed). The schedule starts at @a now_ns. Returns 0,
- * -EINVAL for bad options, -EPERM when blocking cannot attach, -ENOMEM.
+ * process) into @a window (copied; what it points to is borrowed): the sink
+ * whose takes count as thread samples. The schedule starts at @a now_ns.
+ * Returns 0, -EINVAL for bad options, -EPERM when blocking cannot attach,
+ * -ENOMEM.
  */
-PYPROFD_WARN_UNUSED int sampler_new(pid_t pid, struct unwinder *u, struct agg *agg,
+PYPROFD_WARN_UNUSED int sampler_new(pid_t pid, struct unwinder *u,
+                                    const struct sample_sink *window,
                                     const struct sampler_opts *opts, uint64_t now_ns,
                                     struct sampler **out);
 /** Releases (and detaches ptrace in blocking mode); NULL is a no-op. */
@@ -100,20 +145,21 @@ void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n);
 void sampler_idle(struct sampler *s, uint64_t now_ns);
 
 /**
- * From the next attempt on, adds samples to @a agg (borrowed) instead of the
- * current window, which the caller may then hand to an encoder. No sample is
- * lost or counted twice across the switch.
+ * From the next attempt on, gives samples to @a window (copied) instead of
+ * the current window sink, whose window the caller may then hand to an
+ * encoder. No sample is lost or counted twice across the switch.
  */
-void sampler_set_window(struct sampler *s, struct agg *agg);
+void sampler_set_window(struct sampler *s, const struct sample_sink *window);
 
 /**
- * Also adds every sample to @a tap (borrowed until sampler_remove_tap()), for a
- * profile that spans other times than the windows (an HTTP request's N
- * seconds). Returns 0, or -EBUSY when SAMPLER_MAX_TAPS taps are attached.
+ * Also gives every sample to @a tap (copied; its arg is borrowed until
+ * sampler_remove_tap()), for a profile that spans other times than the
+ * windows (an HTTP request's N seconds). Returns 0, or -EBUSY when
+ * SAMPLER_MAX_TAPS taps are attached.
  */
-PYPROFD_WARN_UNUSED int sampler_add_tap(struct sampler *s, struct agg *tap);
-/** Detaches @a tap; not attached is a no-op. */
-void sampler_remove_tap(struct sampler *s, const struct agg *tap);
+PYPROFD_WARN_UNUSED int sampler_add_tap(struct sampler *s, const struct sample_sink *tap);
+/** Detaches the tap whose arg is @a arg; none is a no-op. */
+void sampler_remove_tap(struct sampler *s, const void *arg);
 
 /**
  * The counts while sampling goes on: missed counts the attempts given up for

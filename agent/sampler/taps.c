@@ -32,25 +32,24 @@ int taps_begin(struct tap_request *r, uint64_t now, size_t max_parts,
     return 0;
 }
 
-static void taps_detach(struct target *t, size_t q)
+static void taps_detach(struct tap_part *p)
 {
-    sampler_remove_tap(t->s, t->taps[q]);
-    t->taps[q] = NULL;
-    t->tap_req[q] = NULL;
+    if (p->on) {
+        sampler_remove_tap(p->on->s, p->agg);
+        p->on = NULL;
+    }
 }
 
 void taps_attach(struct tap_request *r, struct target *t)
 {
-    size_t q = 0;
-    while (q < SAMPLER_MAX_TAPS && t->taps[q])
-        q++;
-    if (q == SAMPLER_MAX_TAPS || r->nparts == r->cap)
+    if (r->nparts == r->cap)
         return;
     struct tap_part *p = &r->parts[r->nparts];
     memset(p, 0, sizeof(*p));
     if (agg_new(&r->limits, &p->agg))
         return;
-    if (labels_copy(&p->labels, &t->labels) || sampler_add_tap(t->s, p->agg)) {
+    struct sample_sink sink = sample_sink_agg(p->agg);
+    if (labels_copy(&p->labels, &t->labels) || sampler_add_tap(t->s, &sink)) {
         labels_release(&p->labels);
         agg_free(p->agg);
         p->agg = NULL;
@@ -59,27 +58,24 @@ void taps_attach(struct tap_request *r, struct target *t)
     p->mode = t->mode;
     p->period_ns = (int64_t)t->interval_ns;
     p->pid = t->key.pid;
+    p->on = t;
     r->nparts++;
-    t->taps[q] = p->agg;
-    t->tap_req[q] = r;
 }
 
-void taps_detach_target(struct target *t)
+void taps_detach_target(struct tap_request *r, struct target *t)
 {
-    for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
-        if (t->tap_req[q])
-            taps_detach(t, q);
-    }
-}
-
-void taps_finish(struct tap_request *r, struct target *const *targets, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        for (size_t q = 0; q < SAMPLER_MAX_TAPS; q++) {
-            if (targets[i]->tap_req[q] == r)
-                taps_detach(targets[i], q);
+    for (; r; r = r->next) {
+        for (size_t i = 0; i < r->nparts; i++) {
+            if (r->parts[i].on == t)
+                taps_detach(&r->parts[i]);
         }
     }
+}
+
+void taps_finish(struct tap_request *r)
+{
+    for (size_t i = 0; i < r->nparts; i++)
+        taps_detach(&r->parts[i]);
     r->done = true;
 }
 

@@ -4,7 +4,9 @@
  * request hangs a tap, an extra aggregation window, on every target it wants
  * (every target, or the one with its PID) for its seconds, including targets
  * found while it runs; each tap is one part of the result, kept with its
- * target's labels, mode and period. The caller turns the parts into one
+ * target's labels, mode and period. A tap is one more sink of the target's
+ * sampler (sampler.h); the part remembers the target it hangs on while it
+ * does, so taps are tracked here alone. The caller turns the parts into one
  * profile (the encoder is not the sampler's business).
  *
  * The loop runs these on its sampling thread under its lock; the thread that
@@ -33,6 +35,7 @@ struct tap_part {
     enum profile_mode mode;
     int64_t period_ns;
     pid_t pid; /* the target's, as the agent sees it */
+    struct target *on; /* the target it hangs on (borrowed); NULL once taken off */
 };
 
 /** A profile request. The asking thread creates it; the loop drives it. */
@@ -65,11 +68,14 @@ PYPROFD_WARN_UNUSED int taps_begin(struct tap_request *r, uint64_t now, size_t m
 /** Hangs a tap of @a r on @a t (a full target or request is left out). */
 void taps_attach(struct tap_request *r, struct target *t);
 
-/** Takes every tap of @a t off (the target ends; the parts keep what they have). */
-void taps_detach_target(struct target *t);
+/**
+ * Takes every tap of the requests in list @a r (linked by next) off @a t
+ * (the target ends; the parts keep what they have).
+ */
+void taps_detach_target(struct tap_request *r, struct target *t);
 
-/** Ends @a r: takes its taps off the @a n targets in @a targets and marks it done. */
-void taps_finish(struct tap_request *r, struct target *const *targets, size_t n);
+/** Ends @a r: takes its taps off their targets and marks it done. */
+void taps_finish(struct tap_request *r);
 
 /** Frees @a r's parts (the taps must be off every target). */
 void taps_release(struct tap_request *r);

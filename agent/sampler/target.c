@@ -86,7 +86,8 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
         .async = t->aio,
         .proc_root = env->cfg->discovery.proc_root,
     };
-    err = sampler_new(p->key.pid, t->u, t->win, &so,
+    struct sample_sink window = sample_sink_agg(t->win);
+    err = sampler_new(p->key.pid, t->u, &window, &so,
                       now + (uint64_t)(frac * (double)t->interval_ns), &t->s);
     if (err) {
         snprintf(p->reason, sizeof(p->reason), "cannot sample: %s", strerror(-err));
@@ -125,8 +126,10 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
     if (!final && window_get(q, &fresh)) {
         /* no window to switch to: keep the one we have, losing its content */
         agg_reset(t->win);
-        if (t->s)
-            sampler_set_window(t->s, t->win); /* the threads' last stacks are gone with it */
+        if (t->s) { /* the threads' last stacks are gone with it */
+            struct sample_sink window = sample_sink_agg(t->win);
+            sampler_set_window(t->s, &window);
+        }
         t->windows_dropped++;
         t->win_start = now;
         t->win_start_real = now_real;
@@ -161,8 +164,10 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
         t->windows++;
     }
     t->win = fresh;
-    if (t->s && fresh)
-        sampler_set_window(t->s, fresh);
+    if (t->s && fresh) {
+        struct sample_sink window = sample_sink_agg(fresh);
+        sampler_set_window(t->s, &window);
+    }
     t->win_start = now;
     t->win_start_real = now_real;
     return dropped;

@@ -43,8 +43,6 @@
 #define TARGET_EXEC_CHECK_NS      1000000000ull /* how often the program image is checked */
 #define TARGET_EXEC_RETRIES       10u           /* reads of an image identity unknown at attach */
 
-struct tap_request;
-
 /** One sampled process. Owned by the loop; fields are the loop's to read. */
 struct target {
     struct proc_key key;
@@ -84,8 +82,6 @@ struct target {
     uint64_t failing_since, failing_attempts, seen_taken;
     uint64_t stuck_ns;
     const char *removed_why; /* set when ended on purpose: for the log line */
-    struct tap_request *tap_req[SAMPLER_MAX_TAPS];
-    struct agg *taps[SAMPLER_MAX_TAPS];
 };
 
 /** The target whose fleet slot is @a s (every slot in the loop's fleet is one). */

@@ -120,13 +120,13 @@ static void churn(const char *python)
 {
     pid_t pid = start(python, "--churn");
     attach(pid, &live);
-    struct status_counters counts = {0};
+    uint64_t counts[SAMPLE_STATUS_COUNT] = {0};
     const struct unwind_result *r = NULL;
     enum sample_status st;
     for (int i = 0; i < 2000; i++) {
         assert_int_equal(unwinder_sample(live.u, 0, &r, &st), 0);
         const struct unwind_thread *t = &r->threads[0];
-        status_count(&counts, t->status);
+        counts[t->status]++;
         if (t->status != SAMPLE_OK)
             continue;
         /* a good sample is a real stack: <module>, churn frames, maybe the leaf */
@@ -142,12 +142,12 @@ static void churn(const char *python)
         }
         usleep(100);
     }
-    uint64_t failed = 2000 - counts.count[SAMPLE_OK];
+    uint64_t failed = 2000 - counts[SAMPLE_OK];
     print_message("python%s: churning stack: %" PRIu64
                   " of 2000 samples failed (incomplete %" PRIu64 ", cycle %" PRIu64
                   ", bad frame %" PRIu64 ")\n",
-                  python, failed, counts.count[SAMPLE_INCOMPLETE], counts.count[SAMPLE_CYCLE],
-                  counts.count[SAMPLE_BAD_FRAME]);
+                  python, failed, counts[SAMPLE_INCOMPLETE], counts[SAMPLE_CYCLE],
+                  counts[SAMPLE_BAD_FRAME]);
     /* Without --blocking a running thread can move while it is copied; such
      * samples are counted, never reported. How many depends on how the two
      * processes share the CPUs (and on sanitizers); a walk that works at all
@@ -157,7 +157,7 @@ static void churn(const char *python)
      * microseconds) is torn and counted (docs/unwinder.md); what must hold
      * there is that no sample is wrong, checked above. */
     if (strcmp(python, "3.9") != 0)
-        assert_true(counts.count[SAMPLE_OK] >= 100);
+        assert_true(counts[SAMPLE_OK] >= 100);
     stop(pid);
 }
 
@@ -173,20 +173,20 @@ static void ordinary(const char *python)
     test_track_target(pid);
     usleep(300 * 1000);
     attach(pid, &live);
-    struct status_counters counts = {0};
+    uint64_t counts[SAMPLE_STATUS_COUNT] = {0};
     const struct unwind_result *r = NULL;
     enum sample_status st;
     unsigned threads = 0;
     for (int i = 0; i < 1000; i++) {
         assert_int_equal(unwinder_sample(live.u, UNWIND_ALL_THREADS, &r, &st), 0);
         for (size_t t = 0; t < r->nthreads; t++, threads++)
-            status_count(&counts, r->threads[t].status);
+            counts[r->threads[t].status]++;
         usleep(500);
     }
     print_message("python%s: demo workload: %" PRIu64 " of %u thread samples failed (%.2f%%)\n",
-                  python, threads - counts.count[SAMPLE_OK], threads,
-                  100.0 * (double)(threads - counts.count[SAMPLE_OK]) / threads);
-    assert_true(counts.count[SAMPLE_OK] * 2 > threads);
+                  python, threads - counts[SAMPLE_OK], threads,
+                  100.0 * (double)(threads - counts[SAMPLE_OK]) / threads);
+    assert_true(counts[SAMPLE_OK] * 2 > threads);
     stop(pid);
 }
 

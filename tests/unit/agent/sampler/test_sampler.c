@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests for agent/sampler/sampler.c: when attempts are made (the jitter over
- * the fixed schedule). The stack walk itself is covered by the live tests. */
+ * the fixed schedule); the sinks and their coalescing contract, and the torn
+ * retry, over a synthetic process image (tests/support/pyimage.c). The stack
+ * walk itself is covered by the unwinder's and the live tests. */
 #include "base/compat.h"
 
 #include "cmocka_wrap.h"
 
 #include "aggregate/agg.h"
+#include "memread_fake.h"
+#include "pyimage.h"
 #include "sampler/sampler.h"
 
 #define INTERVAL 10000000ull /* 100 Hz */
@@ -19,7 +23,8 @@ static void test_sampler__first_attempt_is_due_at_once(void **state)
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
     /* wall mode without blocking never touches the unwinder before an attempt */
-    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    struct sample_sink w = sample_sink_agg(a);
+    assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     assert_int_equal(sampler_due(s), START);
     sampler_free(s);
     agg_free(a);
@@ -32,7 +37,8 @@ static void test_sampler__attempts_are_spread_over_each_whole_interval(void **st
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
-    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    struct sample_sink w = sample_sink_agg(a);
+    assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     uint64_t buckets[10] = {0};
     uint64_t now = START;
     for (uint64_t k = 1; k <= 10000; k++) {
@@ -70,7 +76,8 @@ static void test_sampler__a_late_attempt_leaves_the_next_its_own_moment(void **s
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
-    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    struct sample_sink w = sample_sink_agg(a);
+    assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     sampler_idle(s, START);
     uint64_t lo = UINT64_MAX;
     for (uint64_t k = 1; k <= 1000; k++) {
@@ -100,7 +107,8 @@ static void test_sampler__skipped_runs_keep_the_grid(void **state)
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
-    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    struct sample_sink w = sample_sink_agg(a);
+    assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     sampler_skip(s, START, 5);
     uint64_t due = sampler_due(s);
     assert_true(due >= START + 5 * INTERVAL && due < START + 6 * INTERVAL);
@@ -122,7 +130,8 @@ static void test_sampler__missed_is_a_counter_while_sampling(void **state)
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
-    assert_int_equal(sampler_new(1, NULL, a, &o, START, &s), 0);
+    struct sample_sink w = sample_sink_agg(a);
+    assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     sampler_idle(s, START);
     /* 5 intervals late: late, not missed, and made up back to back */
     uint64_t now = START + 6 * INTERVAL;
@@ -154,6 +163,187 @@ static void test_sampler__missed_is_a_counter_while_sampling(void **state)
     agg_free(a);
 }
 
+/* ---- sinks, over a synthetic process ------------------------------------------ */
+
+struct proc {
+    struct pyimage *img;
+    struct memread_fake *fake;
+    struct memread *mr;
+    struct unwinder *u;
+    struct pyruntime rt;
+    uint64_t frames[3];
+};
+
+enum proc_kind { PROC_WELL, PROC_CYCLE, PROC_UNINITIALIZED };
+
+/* One thread (TID 7) in <module> -> main -> work; its chain may loop, or the
+ * runtime may not be initialised yet. */
+static void proc_open(struct proc *p, enum proc_kind kind)
+{
+    memset(p, 0, sizeof(*p));
+    p->img = pyimage_new(13);
+    assert_int_equal(memread_fake_open(&p->fake, &p->mr), 0);
+    unsigned t = pyimage_thread(p->img, 7);
+    (void)pyimage_push(p->img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+    p->frames[0] = pyimage_push(p->img, t, PYABI_OWNER_THREAD,
+                                pyimage_code(p->img, "<module>", "/app/m.py", 0), 1);
+    p->frames[1] = pyimage_push(p->img, t, PYABI_OWNER_THREAD,
+                                pyimage_code(p->img, "main", "/app/m.py", 10), 2);
+    p->frames[2] = pyimage_push(p->img, t, PYABI_OWNER_THREAD,
+                                pyimage_code(p->img, "work", "/app/m.py", 20), 3);
+    if (kind == PROC_CYCLE)
+        pyimage_set_previous(p->img, p->frames[0], p->frames[2]);
+    if (kind == PROC_UNINITIALIZED)
+        pyimage_runtime_state(p->img, false, false);
+    pyimage_install(p->img, p->fake, &p->rt);
+    char why[256];
+    if (unwinder_new(p->mr, &p->rt, &p->u, why, sizeof(why)))
+        fail_msg("unwinder_new: %s", why);
+}
+
+static void proc_close(struct proc *p)
+{
+    unwinder_free(p->u);
+    memread_free(p->mr);
+    pyimage_free(p->img);
+}
+
+/* A sink that records what it was given. */
+struct rec {
+    unsigned adds, repeats;
+    size_t nframes;
+    char leaf[32];
+    uint64_t tid;
+    int64_t nanos;
+    bool refuse; /* add returns -ENOSPC (a full window) */
+};
+
+static int rec_add(void *arg, const struct sink_sample *x)
+{
+    struct rec *r = arg;
+    r->adds++;
+    r->nframes = x->nframes;
+    snprintf(r->leaf, sizeof(r->leaf), "%s", x->frames[0].function);
+    r->tid = x->thread_id;
+    r->nanos = x->nanos;
+    return r->refuse ? -ENOSPC : 0;
+}
+
+static int rec_repeat(void *arg, const struct sink_sample *x)
+{
+    struct rec *r = arg;
+    assert_null(x->frames); /* a repeat is not looked at */
+    r->repeats++;
+    return 0;
+}
+
+/*
+ * The coalescing contract (sampler.h): an unchanged stack a sink took is
+ * repeated, not added; a new tap starts with an add; a sink without repeat
+ * always gets the stack; a sink that refused the last add gets an add; only
+ * the window's takes count as thread samples; a removed tap gets nothing.
+ */
+static void test_sampler__sinks_get_every_stack_under_the_coalescing_contract(void **state)
+{
+    (void)state;
+    struct proc p;
+    proc_open(&p, PROC_WELL);
+    struct rec win = {0}, tap = {0}, plain = {0};
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
+    struct sampler *s;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    uint64_t now = START;
+    assert_int_equal(sampler_attempt(s, now), 0);
+    assert_int_equal(win.adds, 1);
+    assert_int_equal(win.repeats, 0);
+    assert_int_equal(win.nframes, 3);
+    assert_string_equal(win.leaf, "work");
+    assert_int_equal(win.tid, 7);
+    assert_int_equal(win.nanos, (int64_t)INTERVAL);
+    now = sampler_due(s);
+    assert_int_equal(sampler_attempt(s, now), 0);
+    assert_int_equal(win.adds, 1); /* the same stack: repeated */
+    assert_int_equal(win.repeats, 1);
+    /* a tap, and a sink without repeat */
+    struct sample_sink t1 = {rec_add, rec_repeat, &tap}, t2 = {rec_add, NULL, &plain};
+    assert_int_equal(sampler_add_tap(s, &t1), 0);
+    assert_int_equal(sampler_add_tap(s, &t2), 0);
+    for (int i = 0; i < 3; i++) {
+        now = sampler_due(s);
+        assert_int_equal(sampler_attempt(s, now), 0);
+    }
+    assert_int_equal(win.repeats, 4);
+    assert_int_equal(tap.adds, 1); /* new: an add first, then repeats */
+    assert_int_equal(tap.repeats, 2);
+    assert_int_equal(plain.adds, 3);
+    /* the window refuses (full): it is given the stack in full each time */
+    win.refuse = true;
+    struct sample_sink w2 = {rec_add, rec_repeat, &win};
+    sampler_set_window(s, &w2);
+    for (int i = 0; i < 2; i++) {
+        now = sampler_due(s);
+        assert_int_equal(sampler_attempt(s, now), 0);
+    }
+    assert_int_equal(win.adds, 3);
+    assert_int_equal(win.repeats, 4);
+    struct sampler_counts c = sampler_counts(s);
+    assert_int_equal(c.taken, 7);
+    assert_int_equal(c.thread_samples, 5); /* the window's takes only */
+    /* taken off: gets nothing more */
+    sampler_remove_tap(s, &tap);
+    now = sampler_due(s);
+    assert_int_equal(sampler_attempt(s, now), 0);
+    assert_int_equal(tap.adds + tap.repeats, 5);
+    assert_int_equal(plain.adds, 6);
+    sampler_free(s);
+    proc_close(&p);
+}
+
+/*
+ * A torn read (status_torn()) is read again at once, one time, and counted
+ * as retried; an outcome that is not torn is not read again.
+ */
+static void test_sampler__a_torn_read_is_read_again_once(void **state)
+{
+    (void)state;
+    assert_true(status_torn(SAMPLE_CYCLE));
+    assert_true(status_torn(SAMPLE_INCOMPLETE));
+    assert_true(status_torn(SAMPLE_BAD_FRAME));
+    assert_true(status_torn(SAMPLE_READ_FAULT));
+    assert_true(status_torn(SAMPLE_ASYNC_TORN));
+    assert_false(status_torn(SAMPLE_OK));
+    assert_false(status_torn(SAMPLE_PROCESS_GONE));
+    assert_false(status_torn(SAMPLE_TOO_DEEP));
+    assert_false(status_torn(SAMPLE_NOT_INITIALIZED));
+    assert_false(status_torn((enum sample_status)SAMPLE_STATUS_COUNT));
+    struct proc p;
+    proc_open(&p, PROC_CYCLE); /* a chain that loops, every time */
+    struct rec win = {0};
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
+    struct sampler *s;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    assert_int_equal(sampler_attempt(s, START), 0);
+    struct sampler_counts c = sampler_counts(s);
+    assert_int_equal(c.attempts, 1);
+    assert_int_equal(c.failed, 1);
+    assert_int_equal(c.failed_by[SAMPLE_CYCLE], 1);
+    assert_int_equal(c.retried, 1);
+    assert_int_equal(win.adds, 0);
+    sampler_free(s);
+    proc_close(&p);
+    /* not initialised: no second read */
+    proc_open(&p, PROC_UNINITIALIZED);
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    assert_int_equal(sampler_attempt(s, START), 0);
+    c = sampler_counts(s);
+    assert_int_equal(c.failed_by[SAMPLE_NOT_INITIALIZED], 1);
+    assert_int_equal(c.retried, 0);
+    sampler_free(s);
+    proc_close(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +352,8 @@ int main(void)
         cmocka_unit_test(test_sampler__attempts_are_spread_over_each_whole_interval),
         cmocka_unit_test(test_sampler__a_late_attempt_leaves_the_next_its_own_moment),
         cmocka_unit_test(test_sampler__skipped_runs_keep_the_grid),
+        cmocka_unit_test(test_sampler__sinks_get_every_stack_under_the_coalescing_contract),
+        cmocka_unit_test(test_sampler__a_torn_read_is_read_again_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
