@@ -159,29 +159,6 @@ static int agent_usage(FILE *out, int status)
     return status;
 }
 
-/* Frees outputs agent_exporters() made that the dispatcher did not take. */
-static void agent_free_exporters(struct exporter *ex, size_t n)
-{
-    exporters_free(ex, n);
-}
-
-/*
- * The outputs of a config (exporters/exporters.h: the storage directory and
- * every remote_write endpoint). On failure nothing is left made and @a err
- * says which output failed.
- */
-static int agent_exporters(struct pyprofd_config *cfg, struct exporter *ex, size_t *n, char *err,
-                           size_t errlen)
-{
-    return exporters_new(cfg, ex, AGENT_MAX_OUTPUTS, n, err, errlen);
-}
-
-static size_t agent_max_targets(const struct pyprofd_config *cfg)
-{
-    return cfg->global.limits.max_targets > 100000 ? 100000
-                                                   : (size_t)cfg->global.limits.max_targets;
-}
-
 static void agent_log_errors(const struct config_errors *errs)
 {
     char line[CONFIG_ERROR_MAX];
@@ -284,18 +261,17 @@ static int agent_reload(struct agent *a, char *err, size_t errlen)
             snprintf(err, errlen, "%s", strerror(-e));
         goto fail;
     }
-    size_t max_targets = agent_max_targets(cfg);
-    e = window_grow_pool(a->queue, 2 * max_targets + 16);
+    e = window_grow_pool(a->queue, loop_window_slots(cfg));
     if (e) {
-        snprintf(err, errlen, "out of memory for %zu targets' windows", max_targets);
+        snprintf(err, errlen, "out of memory for %zu targets' windows", loop_max_targets(cfg));
         goto fail;
     }
-    e = agent_exporters(cfg, ex, &nex, err, errlen);
+    e = exporters_new(cfg, ex, AGENT_MAX_OUTPUTS, &nex, err, errlen);
     if (e)
         goto fail;
     e = dispatch_set_exporters(a->dispatch, ex, nex, cfg->global.limits.max_profile_bytes);
     if (e) {
-        agent_free_exporters(ex, nex);
+        exporters_free(ex, nex);
         snprintf(err, errlen, "cannot set up the outputs: %s", strerror(-e));
         goto fail;
     }
@@ -585,26 +561,24 @@ int cli_agent(int argc, char **argv)
     snprintf(a.listen_addr, sizeof(a.listen_addr), "%s", listen_addr);
     a.lifecycle = lifecycle;
     a.max_profiles = cfg->server.max_concurrent_profiles;
-    size_t max_targets = agent_max_targets(cfg);
     struct agg_limits lim = window_limits_for(cfg->global.limits.target_memory_bytes);
-    /* two windows per target (the current one and one in flight), and some slack */
     /* as many queue slots as windows: a push never finds the queue full (each
      * queued item holds a window), only the pool can run out */
-    e = window_queue_new(2 * max_targets + 16, 2 * max_targets + 16, &lim, &a.queue);
+    e = window_queue_new(loop_window_slots(cfg), loop_window_slots(cfg), &lim, &a.queue);
     if (!e)
         e = dispatch_new(a.queue, cfg->global.limits.max_profile_bytes, &a.dispatch);
     if (e) {
         log_error("cannot set up the pipeline: %s", strerror(-e));
         goto out;
     }
-    e = agent_exporters(cfg, ex, &nex, err, sizeof(err));
+    e = exporters_new(cfg, ex, AGENT_MAX_OUTPUTS, &nex, err, sizeof(err));
     if (e) {
         log_error("%s", err);
         goto out;
     }
     e = dispatch_set_exporters(a.dispatch, ex, nex, cfg->global.limits.max_profile_bytes);
     if (e) {
-        agent_free_exporters(ex, nex);
+        exporters_free(ex, nex);
         log_error("cannot set up the outputs: %s", strerror(-e));
         goto out;
     }

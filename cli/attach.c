@@ -155,18 +155,3 @@ void cli_detach(struct cli_target *t)
     memread_free(t->mr);
     memset(t, 0, sizeof(*t));
 }
-
-void cli_async_search(const struct cli_target *t, struct asyncio *aio,
-                      struct pyruntime_asyncio_memo *memo)
-{
-    struct pyruntime_section sec;
-    char why[PATH_MAX + 128];
-    if (!aio || asyncio_state(aio) != ASYNCIO_SEARCHING)
-        return;
-    int err = pyruntime_find_asyncio("/proc", t->pid, &t->rt, memo, &sec, why, sizeof(why));
-    if (err == 0)
-        err = asyncio_attach_table(aio, sec.raddr, sec.size);
-    else if (err == -EPROTO)
-        asyncio_refuse_table(aio, why);
-    (void)err; /* asyncio_state() says what became of the table; not there: next time */
-}

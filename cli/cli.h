@@ -46,15 +46,6 @@ void cli_detach(struct cli_target *t);
  */
 void cli_warn_flags(const struct cli_target *t, unsigned flags);
 
-/**
- * Looks for the asyncio debug table of @a t (pyruntime_find_asyncio(), with
- * @a memo, which the caller keeps per process, zeroed at first) and gives it
- * to @a aio, or tells @a aio that it is malformed. Does nothing unless @a aio
- * is ASYNCIO_SEARCHING. Reads /proc and opens files: call it between samples.
- */
-void cli_async_search(const struct cli_target *t, struct asyncio *aio,
-                      struct pyruntime_asyncio_memo *memo);
-
 /** Parses a PID argument; logs and returns -EINVAL when it is not one. */
 int cli_parse_pid(const char *arg, pid_t *out);
 /** Parses --backend auto|vm|procmem. */

@@ -346,7 +346,7 @@ static int dump_async_new(const struct cli_target *t, struct asyncio **aio, char
         return -1;
     }
     struct pyruntime_asyncio_memo memo = {0};
-    cli_async_search(t, *aio, &memo);
+    asyncio_search(*aio, "/proc", t->pid, &t->rt, &memo);
     note[0] = '\0';
     if (asyncio_state(*aio) == ASYNCIO_SEARCHING)
         snprintf(note, note_len, "not imported by the process (no asyncio debug table mapped)");

@@ -467,7 +467,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                               .unwind_flags = o->unwind_flags,
                               .blocking = o->blocking,
                               .async = aio};
-    cli_async_search(&t, aio, &aio_memo);
+    asyncio_search(aio, "/proc", t.pid, &t.rt, &aio_memo);
     uint64_t start = clock_mono_now();
     uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
     int64_t start_wall = clock_real_now();
@@ -508,7 +508,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
             break; /* the target exited */
         /* asyncio imported since? (between samples, not in an attempt) */
         if (now >= aio_search_at) {
-            cli_async_search(&t, aio, &aio_memo);
+            asyncio_search(aio, "/proc", t.pid, &t.rt, &aio_memo);
             aio_search_at = now + ASYNCIO_RESCAN_NS;
         }
         record_async_note(aio, &async_said, pid);

@@ -424,8 +424,9 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
     uint64_t start = clock_mono_now();
     struct sample_sink sink = {.add = top_sink_add, .arg = &t};
     uint64_t interval = (uint64_t)(1e9 / rate);
-    struct sampler_opts so = {
-        .mode = PROFILE_WALL, .interval_ns = interval ? interval : 1, .unwind_flags = UNWIND_ALL_THREADS};
+    struct sampler_opts so = {.mode = PROFILE_WALL,
+                              .interval_ns = interval ? interval : 1,
+                              .unwind_flags = UNWIND_ALL_THREADS};
     int err = sampler_new(pid, tg.unwinder, &sink, &so, start, &s);
     if (err) {
         log_error("cannot sample process %d: %s", (int)pid, strerror(-err));
@@ -504,8 +505,8 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
         if (status != CLI_EXIT_OK)
             goto out;
         if (now >= next_draw) {
-            err = top_draw(&t, rows, &tg, &counts, rate, (double)(now - start) / 1e9, tt.tty,
-                           nrows, NULL);
+            err = top_draw(&t, rows, &tg, &counts, rate, (double)(now - start) / 1e9, tt.tty, nrows,
+                           NULL);
             if (err) {
                 status = top_write_status(err);
                 goto out;
@@ -517,8 +518,8 @@ static int top_run(pid_t pid, double rate, unsigned window, double duration, uns
      * when the duration or a signal ended it before a refresh */
     if (final[0] || !tt.tty) {
         struct sampler_counts counts = sampler_counts_final(s);
-        err = top_draw(&t, rows, &tg, &counts, rate, (double)(clock_mono_now() - start) / 1e9, tt.tty,
-                       nrows, final[0] ? final : NULL);
+        err = top_draw(&t, rows, &tg, &counts, rate, (double)(clock_mono_now() - start) / 1e9,
+                       tt.tty, nrows, final[0] ? final : NULL);
         if (err)
             status = top_write_status(err);
     }

@@ -6,7 +6,10 @@
 #   - no raw malloc/calloc/realloc/free/strdup outside agent/base/alloc.c
 #     (the fake programs in tests/support are standalone and exempt);
 #   - every .c/.h starts with an SPDX line;
-#   - compat.h is the first include of every .c under agent/, exporters/ and cli/.
+#   - compat.h is the first include of every .c under agent/, exporters/ and cli/;
+#   - a module's NAME_internal.h (the fields of an opaque type) is included
+#     only by that module's own files (DIR/NAME*.c) and its unit tests
+#     (tests/unit/DIR/test_NAME*.c).
 # Prints each violation as file:line: message; exits 1 if there is any.
 # Runs a fixed number of processes whatever the number of files: process
 # creation is slow on some CI machines.
@@ -30,6 +33,15 @@ violations=$(
             inc = 1
             if (FILENAME ~ /^(agent|exporters|cli)\/.*\.c$/ && $0 !~ /"base\/compat\.h"/)
                 print FILENAME ":" FNR ": first include must be \"base/compat.h\""
+        }
+        /^#include "[a-z_\/]*_internal\.h"/ {
+            hdr = $2; gsub(/"/, "", hdr)
+            dir = hdr; sub(/\/[^\/]*$/, "", dir)
+            name = hdr; sub(/^.*\//, "", name); sub(/_internal\.h$/, "", name)
+            own = "^agent/" dir "/" name "[a-z_]*\\.[ch]$"
+            test = "^tests/unit/agent/" dir "/test_" name "[a-z_]*\\.c$"
+            if (FILENAME !~ own && FILENAME !~ test)
+                print FILENAME ":" FNR ": " hdr " is " name "'"'"'s own: use its public header"
         }
         FILENAME !~ /^(agent\/base\/alloc\.c|tests\/support\/fake_.*\.c)$/ &&
         /(^|[^_a-zA-Z0-9.>])(malloc|calloc|realloc|free|strdup|strndup)[[:space:]]*\(/ &&

@@ -26,44 +26,67 @@ static void loop_clocks(struct loop *l, uint64_t mono)
     l->hk_real = clock_real(l->opts.clock);
 }
 
-static size_t loop_max_targets(const struct pyprofd_config *cfg)
+size_t loop_max_targets(const struct pyprofd_config *cfg)
 {
     uint64_t m = cfg->global.limits.max_targets;
     return m > LOOP_TARGETS_CAP ? LOOP_TARGETS_CAP : m ? (size_t)m : 1;
 }
 
+size_t loop_window_slots(const struct pyprofd_config *cfg)
+{
+    return 2 * loop_max_targets(cfg) + 16;
+}
+
 /* ---- targets --------------------------------------------------------------- */
 
-/* Ends target @t: taps off, partial window flushed, totals kept, freed. */
-static void loop_end_target(struct loop *l, struct target *t, uint64_t now)
+/*
+ * Ends target @t and has its process entry @p (NULL: not in the table) judged
+ * again at the next scan: taps off, last window flushed, totals kept, freed.
+ * @why: for the log line (NULL: it exited, or no longer a target). The one
+ * way a target ends.
+ */
+static void loop_end_target(struct loop *l, struct target *t, struct proc_entry *p, const char *why,
+                            uint64_t now)
 {
+    const struct target_info *ti = target_info(t);
     taps_detach_target(l->requests, t);
-    (void)target_cut(t, l->opts.queue, now, loop_real_at(l, now), true);
-    t->snap = sampler_counts_final(t->s);
-    struct loop_job_view *j = loop_job(l->jobs, &l->njobs, t->job_name);
+    target_finish(t, l->opts.queue, now, loop_real_at(l, now));
+    struct loop_job_view *j = loop_job(l->jobs, &l->njobs, ti->job_name);
     if (j)
-        loop_job_add(j, t);
-    fleet_remove(l->fleet, &t->slot);
+        loop_job_add(j, target_stats(t));
+    fleet_remove(l->fleet, target_slot(t));
     for (size_t i = 0; i < l->ntargets; i++) {
         if (l->targets[i] == t) {
             l->targets[i] = l->targets[--l->ntargets];
             break;
         }
     }
-    log_info("stopped sampling process %d (%s): %s", (int)t->key.pid, t->job_name,
-             t->gone          ? "it exited"
-             : t->removed_why ? t->removed_why
-                              : "no longer a target");
+    if (p && p->target == t)
+        proc_entry_requeue(p);
+    log_info("stopped sampling process %d (%s): %s", (int)ti->key.pid, ti->job_name,
+             target_gone(t) ? "it exited"
+             : why          ? why
+                            : "no longer a target");
     target_free(t, l->opts.queue);
+}
+
+/* loop_end_target() for a target found through its process entry, if any. */
+static void loop_forget_target(struct loop *l, struct target *t, const char *why, uint64_t now)
+{
+    loop_end_target(l, t, proc_table_find(l->procs, &target_info(t)->key), why, now);
+}
+
+/* Every target ended, windows flushed as final (a reload, the end). */
+static void loop_forget_all(struct loop *l, const char *why, uint64_t now)
+{
+    while (l->ntargets)
+        loop_forget_target(l, l->targets[0], why, now);
 }
 
 static void loop_sweep_gone(struct proc_entry *p, void *arg)
 {
     struct loop *l = arg;
-    struct target *t = p->target;
-    t->gone = true;
-    loop_end_target(l, t, l->hk_mono);
-    p->target = NULL;
+    loop_end_target(l, p->target, p, NULL, l->hk_mono); /* the table is being swept */
 }
 
 /* Starts the target a verdict asked for; on failure the process is "failed". */
@@ -73,63 +96,43 @@ static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdi
         .cfg = l->cfg, .queue = l->opts.queue, .phase_seq = l->phase_seq++, .scratch = l->scratch};
     struct target *t = NULL;
     int err = target_start(&env, p, v, now, loop_real_at(l, now), &t);
-    if (!err && fleet_add(l->fleet, &t->slot, sampler_due(t->s))) {
+    if (!err && fleet_add(l->fleet, target_slot(t), target_due(t))) {
         target_free(t, l->opts.queue); /* cannot happen: sized for max_targets */
         err = -ENOSPC;
     }
     if (err) {
-        p->state = PROC_FAILED;
-        if (!p->reason[0])
-            snprintf(p->reason, sizeof(p->reason), "%s", strerror(-err));
-        p->recheck_ns = now + TARGETS_RECHECK_RARE * l->cfg->discovery.refresh_interval_ns;
+        proc_entry_fail(p, strerror(-err),
+                        now + TARGETS_RECHECK_RARE * l->cfg->discovery.refresh_interval_ns);
         log_warn("cannot sample process %d (%s): %s", (int)p->key.pid, p->comm, p->reason);
         return;
     }
     l->targets[l->ntargets++] = t;
-    p->target = t;
+    proc_entry_activate(p, t);
     for (struct tap_request *r = l->requests; r; r = r->next) {
         if (taps_wants(r, t))
             taps_attach(r, t);
     }
+    const struct target_info *ti = target_info(t);
     log_info("sampling process %d (%s, Python %s) as job '%s' at %g Hz, %s mode", (int)p->key.pid,
-             p->comm, p->version, t->job_name, t->rate, profile_mode_name(t->mode));
+             p->comm, p->version, ti->job_name, ti->rate, profile_mode_name(ti->mode));
 }
 
-/* Ends @t and has its process looked at again as if new: counted, shown, logged. */
-static void loop_reattach(struct loop *l, struct target *t, uint64_t now, enum target_reattach why)
+/* Ends @t and has its process looked at again as if new (@why, @what: why):
+ * counted, shown, logged. */
+static void loop_reattach(struct loop *l, struct target *t, uint64_t now, enum target_reattach why,
+                          const char *what)
 {
-    char what[160];
-    if (why == TARGET_EXEC) {
-        snprintf(what, sizeof(what), "it runs another program (exec)");
-    } else {
-        size_t worst = SAMPLE_OK;
-        for (size_t k = 1; k < SAMPLE_STATUS_COUNT; k++) {
-            if (t->snap.failed_by[k] > t->snap.failed_by[worst])
-                worst = k;
-        }
-        snprintf(what, sizeof(what), "every attempt for %.0f s failed (mostly %s)",
-                 (double)(now - t->failing_since) / 1e9, status_name((enum sample_status)worst));
-    }
-    struct loop_job_view *j = loop_job(l->jobs, &l->njobs, t->job_name);
+    const struct target_info *ti = target_info(t);
+    struct loop_job_view *j = loop_job(l->jobs, &l->njobs, ti->job_name);
     if (j)
         j->reattached[why]++;
-    struct proc_entry *p = proc_table_find(l->procs, &t->key);
-    if (p) {
-        p->target = NULL;
-        p->state = PROC_NEW;
-        p->seen = true;
-        p->recheck_ns = 0;
-        p->reattaches++;
-        snprintf(p->reattach_why, sizeof(p->reattach_why), "%s", what);
-        p->stuck_ns =
-            why == TARGET_FAILING
-                ? (t->stuck_ns >= TARGET_STUCK_MAX_NS / 2 ? TARGET_STUCK_MAX_NS : 2 * t->stuck_ns)
-                : 0;
-    }
-    log_info("process %d (%s): %s: attaching to it again", (int)t->key.pid,
-             p ? p->comm : t->job_name, what);
-    t->removed_why = "attaching to it again";
-    loop_end_target(l, t, now);
+    struct proc_entry *p = proc_table_find(l->procs, &ti->key);
+    log_info("process %d (%s): %s: attaching to it again", (int)ti->key.pid,
+             p ? p->comm : ti->job_name, what);
+    uint64_t stuck = target_next_stuck_ns(t, why);
+    loop_forget_target(l, t, "attaching to it again", now);
+    if (p)
+        proc_entry_reattach(p, what, stuck);
     l->next_scan = now; /* looked at by the next housekeeping */
 }
 
@@ -169,14 +172,9 @@ static const struct pod_source *loop_pod_source(const struct loop *l)
 /* Has the process of @p judged again at the next scan; @why: its target's end. */
 static void loop_requeue(struct loop *l, struct proc_entry *p, const char *why, uint64_t now)
 {
-    struct target *t = p->target;
-    if (t) {
-        t->removed_why = why;
-        p->target = NULL;
-        loop_end_target(l, t, now);
-    }
-    p->state = PROC_NEW;
-    p->recheck_ns = 0;
+    if (p->target)
+        loop_forget_target(l, p->target, why, now);
+    proc_entry_requeue(p);
     /* judged at a scan within a second, not a refresh interval later (but
      * not a scan at every housekeeping of a busy cluster either) */
     uint64_t refresh = l->cfg->discovery.refresh_interval_ns;
@@ -199,17 +197,18 @@ static void loop_relabel(struct loop *l, struct proc_entry *p, struct labels *me
                          uint64_t now)
 {
     struct target *t = p->target;
+    size_t job = target_info(t)->job;
     struct labels labels;
     labels_init(&labels);
     bool keep = false;
     size_t j = 0;
     int err = 0;
-    for (; j <= t->job && j < l->cfg->njobs && !keep && !err; j++) {
+    for (; j <= job && j < l->cfg->njobs && !keep && !err; j++) {
         labels_release(&labels);
         err = targets_job_labels(l->cfg, &l->cfg->jobs[j], meta, &labels, &keep);
     }
     char msg[160];
-    if (!err && (!keep || j - 1 != t->job ||
+    if (!err && (!keep || j - 1 != job ||
                  relabel_check_limit(&labels, l->cfg->global.limits.max_labels_per_profile, msg,
                                      sizeof(msg)))) {
         labels_release(&labels);
@@ -222,10 +221,10 @@ static void loop_relabel(struct loop *l, struct proc_entry *p, struct labels *me
         labels_release(meta);
         return;
     }
-    p->pod_rev = rev;
+    proc_entry_relabelled(p, rev);
     if (target_relabel(t, l->opts.queue, meta, &labels, now, loop_real_at(l, now)))
         log_info("process %d (%s): its pod's labels changed: profiles carry the new ones from now",
-                 (int)p->key.pid, t->job_name);
+                 (int)p->key.pid, target_info(t)->job_name);
     labels_release(&labels);
     labels_release(meta);
 }
@@ -253,12 +252,13 @@ static void loop_pods_changed(struct loop *l, uint64_t now)
             (p->state != PROC_ACTIVE && p->state != PROC_DROPPED && p->state != PROC_OVER_LIMIT))
             continue;
         struct target *t = p->target;
+        const struct labels *had = t ? &target_info(t)->meta : NULL;
         /* the discovered labels without the pod's, then the pod's as they are now */
         struct labels meta;
         labels_init(&meta);
         int rc = 0;
-        for (size_t k = 0; t && k < t->meta.n && rc == 0; k++) {
-            const struct label *m = &t->meta.v[k];
+        for (size_t k = 0; had && k < had->n && rc == 0; k++) {
+            const struct label *m = &had->v[k];
             if (strncmp(m->name, POD_SOURCE_PREFIX, strlen(POD_SOURCE_PREFIX)) != 0)
                 rc = labels_set(&meta, m->name, m->value);
         }
@@ -303,7 +303,7 @@ static void loop_discover(struct loop *l, uint64_t now)
         proc_judge(l->cfg, l->opts.probe, loop_pod_source(l), p, info, now, l->ntargets,
                    l->max_targets, &v);
         if (v.gone)
-            p->seen = false;
+            proc_entry_lost(p);
         else if (v.state == PROC_ACTIVE)
             loop_start_target(l, p, &v, loop_now(l));
         else if (v.log)
@@ -313,8 +313,8 @@ static void loop_discover(struct loop *l, uint64_t now)
     /* the rest: gone (their targets flush their last window), or dead targets */
     for (size_t i = 0; i < proc_table_count(l->procs); i++) {
         struct proc_entry *p = proc_table_at(l->procs, i);
-        if (p->target && ((struct target *)p->target)->gone)
-            p->seen = false;
+        if (p->target && target_gone(p->target))
+            proc_entry_lost(p);
     }
     proc_table_sweep(l->procs, loop_sweep_gone, l);
     l->ready = true;
@@ -323,13 +323,7 @@ static void loop_discover(struct loop *l, uint64_t now)
 /* Forgets every target (windows flushed) and every verdict that depends on the config. */
 static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64_t now)
 {
-    while (l->ntargets) {
-        struct target *t = l->targets[0];
-        struct proc_entry *p = proc_table_find(l->procs, &t->key);
-        if (p)
-            p->target = NULL;
-        loop_end_target(l, t, now);
-    }
+    loop_forget_all(l, "the configuration changed", now);
     proc_table_forget_verdicts(l->procs);
     size_t want = loop_max_targets(cfg);
     if (want > l->cap_targets) {
@@ -377,7 +371,7 @@ static uint64_t loop_tick(const struct loop *l)
 {
     uint64_t tick = l->cfg->global.sampling_tick_ns;
     for (size_t i = 0; i < l->ntargets; i++) {
-        uint64_t half = l->targets[i]->interval_ns / 2;
+        uint64_t half = target_info(l->targets[i])->interval_ns / 2;
         if (half < tick)
             tick = half;
     }
@@ -400,33 +394,21 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
     }
     for (size_t i = 0; i < l->ntargets; i++) {
         struct target *t = l->targets[i];
-        t->snap = sampler_counts(t->s);
         enum target_reattach why;
-        if (!t->gone && target_stale(t, l->cfg->discovery.proc_root, now, &why)) {
-            loop_reattach(l, t, now, why);
+        char what[160];
+        switch (target_housekeep(t, l->opts.queue, l->cfg->discovery.proc_root, now,
+                                 loop_real_at(l, now), &why, what, sizeof(what))) {
+        case TARGET_STALE:
+            loop_reattach(l, t, now, why, what);
             i--;
-            continue;
-        }
-        if (t->gone) {
-            /* removed through its process entry so the table forgets it too */
-            struct proc_entry *p = proc_table_find(l->procs, &t->key);
-            if (p) {
-                p->target = NULL;
-                p->state = PROC_NEW;
-                p->seen = true;
-                p->recheck_ns = 0; /* gone: the next scan drops it; if not, looks again */
-            }
-            loop_end_target(l, t, now);
+            break;
+        case TARGET_GONE:
+            loop_forget_target(l, t, NULL, now); /* the next scan drops its entry */
             i--;
-            continue;
-        }
-        target_async_search(t, l->cfg->discovery.proc_root, now);
-        if (now - t->win_start >= t->window_ns)
-            (void)target_cut(t, l->opts.queue, now, loop_real_at(l, now), false);
-        if (t->aio || t->async_note[0]) {
-            char abuf[320];
-            snprintf(t->async_snap, sizeof(t->async_snap), "%s",
-                     target_async_words(t, abuf, sizeof(abuf)));
+            break;
+        case TARGET_KEEP:
+        default:
+            break;
         }
     }
     loop_requests_tick(l, now);
@@ -450,16 +432,8 @@ static void loop_sample_due(struct loop *l)
     struct fleet_slot *s;
     while ((s = fleet_pop(l->fleet))) {
         struct target *t = target_of_slot(s);
-        if (t->gone) {
-            sampler_idle(t->s, now); /* removed at the next housekeeping */
-        } else {
-            uint64_t skip = fleet_take(l->fleet, s);
-            if (skip == 0 && sampler_attempt(t->s, now) == -ESRCH)
-                t->gone = true;
-            else if (skip)
-                sampler_skip(t->s, now, skip);
-        }
-        fleet_update(l->fleet, s, sampler_due(t->s));
+        target_sample(t, now, target_gone(t) ? 0 : fleet_take(l->fleet, s));
+        fleet_update(l->fleet, s, target_due(t));
         now = loop_now(l);
     }
 }
@@ -557,13 +531,7 @@ static void loop_wind_down(struct loop *l)
         }
         loop_request_done(r);
     }
-    while (l->ntargets) {
-        struct target *t = l->targets[0];
-        struct proc_entry *p = proc_table_find(l->procs, &t->key);
-        if (p)
-            p->target = NULL;
-        loop_end_target(l, t, now);
-    }
+    loop_forget_all(l, "the agent is stopping", now);
     l->stopped = true;
     pthread_mutex_unlock(&l->mu);
 }

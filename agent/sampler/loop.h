@@ -71,6 +71,15 @@ struct loop_opts {
     const struct pod_source *pods;
 };
 
+/** How many targets @a cfg lets a loop sample at once (limits.max_targets, capped). */
+size_t loop_max_targets(const struct pyprofd_config *cfg);
+/**
+ * How many aggregation windows the loop's targets under @a cfg may hold at
+ * once: each its current one and one waiting in the export queue, and some
+ * slack. The size of the window pool and queue (aggregate/window.h).
+ */
+size_t loop_window_slots(const struct pyprofd_config *cfg);
+
 /**
  * Creates the loop for config @a cfg (takes ownership) and @a opts. Returns 0,
  * -EINVAL or -ENOMEM (@a cfg stays the caller's then). Nothing runs until

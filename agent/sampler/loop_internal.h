@@ -63,8 +63,8 @@ static inline int64_t loop_real_at(const struct loop *l, uint64_t mono)
 
 /* The job totals entry named @name in @v (@n of them), made if missing; NULL when full. */
 struct loop_job_view *loop_job(struct loop_job_view *v, size_t *n, const char *name);
-/* Adds target @t's counts (t->snap) and windows to @j. */
-void loop_job_add(struct loop_job_view *j, const struct target *t);
+/* Adds a target's counts and windows (@t: target_stats()) to @j. */
+void loop_job_add(struct loop_job_view *j, const struct target_stats *t);
 /* Starts, attaches and ends requests as their time comes (housekeeping, under the lock). */
 void loop_requests_tick(struct loop *l, uint64_t now);
 /* Marks @r done and wakes the thread waiting for it. */

@@ -28,7 +28,8 @@ void loop_requests_tick(struct loop *l, uint64_t now)
         } else if (!r->started) {
             bool found = r->pid == 0;
             for (size_t i = 0; i < l->ntargets && !found; i++)
-                found = l->targets[i]->key.pid == r->pid && !l->targets[i]->gone;
+                found =
+                    target_info(l->targets[i])->key.pid == r->pid && !target_gone(l->targets[i]);
             if (!found) {
                 r->err = -ENOENT;
                 snprintf(r->errmsg, sizeof(r->errmsg), "process %d is not a current target",
@@ -44,7 +45,7 @@ void loop_requests_tick(struct loop *l, uint64_t now)
                 continue;
             }
             for (size_t i = 0; i < l->ntargets; i++) {
-                if (!l->targets[i]->gone && taps_wants(r, l->targets[i]))
+                if (!target_gone(l->targets[i]) && taps_wants(r, l->targets[i]))
                     taps_attach(r, l->targets[i]);
             }
         } else if (now >= r->deadline || r->cancelled || l->stop) {

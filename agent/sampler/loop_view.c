@@ -24,9 +24,9 @@ struct loop_job_view *loop_job(struct loop_job_view *v, size_t *n, const char *n
     return j;
 }
 
-void loop_job_add(struct loop_job_view *j, const struct target *t)
+void loop_job_add(struct loop_job_view *j, const struct target_stats *t)
 {
-    const struct sampler_counts *c = &t->snap;
+    const struct sampler_counts *c = &t->counts;
     j->counts.attempts += c->attempts;
     j->counts.taken += c->taken;
     j->counts.failed += c->failed;
@@ -70,21 +70,22 @@ static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
     memcpy(o->reason, p->reason, sizeof(o->reason));
     o->reattaches = p->reattaches;
     memcpy(o->reattach_why, p->reattach_why, sizeof(o->reattach_why));
-    const struct target *t = p->target;
-    if (!t)
+    if (!p->target)
         return 0;
+    const struct target_info *ti = target_info(p->target);
+    const struct target_stats *ts = target_stats(p->target);
     o->target = true;
-    memcpy(o->job, t->job_name, sizeof(o->job));
-    o->mode = t->mode;
-    o->rate = t->rate;
-    o->effective_rate = t->rate * fleet_factor(l->fleet);
-    o->interval_s = (double)t->window_ns / 1e9;
-    memcpy(o->async, t->async_snap, sizeof(o->async));
-    o->counts = t->snap;
-    o->windows = t->windows;
-    o->windows_dropped = t->windows_dropped;
-    o->stacks_dropped = t->stacks_dropped;
-    if (labels_copy(&o->labels, &t->labels) || labels_copy(&o->meta, &t->meta))
+    memcpy(o->job, ti->job_name, sizeof(o->job));
+    o->mode = ti->mode;
+    o->rate = ti->rate;
+    o->effective_rate = ti->rate * fleet_factor(l->fleet);
+    o->interval_s = (double)ti->window_ns / 1e9;
+    memcpy(o->async, ts->async, sizeof(o->async));
+    o->counts = ts->counts;
+    o->windows = ts->windows;
+    o->windows_dropped = ts->windows_dropped;
+    o->stacks_dropped = ts->stacks_dropped;
+    if (labels_copy(&o->labels, &ti->labels) || labels_copy(&o->meta, &ti->meta))
         return -ENOMEM;
     return 0;
 }
@@ -115,9 +116,10 @@ int loop_snapshot(struct loop *l, struct loop_view **out)
     memcpy(v->jobs, l->jobs, l->njobs * sizeof(*v->jobs));
     v->njobs = l->njobs;
     for (size_t i = 0; i < l->ntargets; i++) {
-        struct loop_job_view *j = loop_job(v->jobs, &v->njobs, l->targets[i]->job_name);
+        struct loop_job_view *j =
+            loop_job(v->jobs, &v->njobs, target_info(l->targets[i])->job_name);
         if (j) {
-            loop_job_add(j, l->targets[i]);
+            loop_job_add(j, target_stats(l->targets[i]));
             j->targets++;
         }
     }

@@ -33,9 +33,9 @@ struct sampler_thread {
     uint64_t named_ns;
     char comm[SAMPLER_COMM_MAX + 1];                        /* as read: any bytes */
     char name[SAMPLER_COMM_MAX * UTF8_REPLACEMENT_LEN + 1]; /* ... as valid UTF-8 */
-    uint64_t last_key; /* stack_key of the thread's last own stack given to the sinks */
+    uint64_t last_key;         /* stack_key of the thread's last own stack given to the sinks */
     bool added[SAMPLER_SINKS]; /* ... and whether each sink took it (the coalescing contract) */
-    int stat_fd1; /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
+    int stat_fd1;              /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
 };
 
 /*
@@ -248,8 +248,7 @@ static void sampler_forget_sink(struct sampler *s, size_t q)
 int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
                 const struct sampler_opts *opts, uint64_t now_ns, struct sampler **out)
 {
-    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES || !window ||
-        !window->add)
+    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES || !window || !window->add)
         return -EINVAL;
     struct sampler *s = alloc_calloc(1, sizeof(*s));
     if (!s)

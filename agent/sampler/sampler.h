@@ -108,8 +108,7 @@ struct sampler;
  * Returns 0, -EINVAL for bad options, -EPERM when blocking cannot attach,
  * -ENOMEM.
  */
-PYPROFD_WARN_UNUSED int sampler_new(pid_t pid, struct unwinder *u,
-                                    const struct sample_sink *window,
+PYPROFD_WARN_UNUSED int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
                                     const struct sampler_opts *opts, uint64_t now_ns,
                                     struct sampler **out);
 /** Releases (and detaches ptrace in blocking mode); NULL is a no-op. */

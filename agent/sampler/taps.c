@@ -11,7 +11,7 @@
 
 bool taps_wants(const struct tap_request *r, const struct target *t)
 {
-    return r->started && !r->done && (r->pid == 0 || r->pid == t->key.pid);
+    return r->started && !r->done && (r->pid == 0 || r->pid == target_info(t)->key.pid);
 }
 
 int taps_begin(struct tap_request *r, uint64_t now, size_t max_parts,
@@ -35,7 +35,7 @@ int taps_begin(struct tap_request *r, uint64_t now, size_t max_parts,
 static void taps_detach(struct tap_part *p)
 {
     if (p->on) {
-        sampler_remove_tap(p->on->s, p->agg);
+        sampler_remove_tap(target_sampler(p->on), p->agg);
         p->on = NULL;
     }
 }
@@ -48,16 +48,17 @@ void taps_attach(struct tap_request *r, struct target *t)
     memset(p, 0, sizeof(*p));
     if (agg_new(&r->limits, &p->agg))
         return;
+    const struct target_info *ti = target_info(t);
     struct sample_sink sink = sample_sink_agg(p->agg);
-    if (labels_copy(&p->labels, &t->labels) || sampler_add_tap(t->s, &sink)) {
+    if (labels_copy(&p->labels, &ti->labels) || sampler_add_tap(target_sampler(t), &sink)) {
         labels_release(&p->labels);
         agg_free(p->agg);
         p->agg = NULL;
         return;
     }
-    p->mode = t->mode;
-    p->period_ns = (int64_t)t->interval_ns;
-    p->pid = t->key.pid;
+    p->mode = ti->mode;
+    p->period_ns = (int64_t)ti->interval_ns;
+    p->pid = ti->key.pid;
     p->on = t;
     r->nparts++;
 }

@@ -34,7 +34,7 @@ struct tap_part {
     struct labels labels; /* the target's labels (owned) */
     enum profile_mode mode;
     int64_t period_ns;
-    pid_t pid; /* the target's, as the agent sees it */
+    pid_t pid;         /* the target's, as the agent sees it */
     struct target *on; /* the target it hangs on (borrowed); NULL once taken off */
 };
 

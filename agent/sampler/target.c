@@ -6,7 +6,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
-#include "sampler/target.h"
+#include "sampler/target_internal.h"
 #include "unwind/asyncio.h"
 #include "unwind/unwind.h"
 
@@ -16,6 +16,8 @@ const char *target_reattach_name(enum target_reattach r)
 {
     return (unsigned)r < TARGET_REATTACH_REASONS ? target_reattach_names[r] : "?";
 }
+
+static void target_async_search(struct target *t, const char *proc_root, uint64_t now);
 
 void target_free(struct target *t, struct window_queue *q)
 {
@@ -27,8 +29,8 @@ void target_free(struct target *t, struct window_queue *q)
     memread_free(t->mr);
     alloc_free(t->rt);
     window_recycle(q, t->win);
-    labels_release(&t->meta);
-    labels_release(&t->labels);
+    labels_release(&t->info.meta);
+    labels_release(&t->info.labels);
     alloc_free(t);
 }
 
@@ -39,16 +41,16 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     struct target *t = alloc_calloc(1, sizeof(*t));
     if (!t)
         return -ENOMEM;
-    t->key = p->key;
-    t->job = v->job;
-    snprintf(t->job_name, sizeof(t->job_name), "%s", job->job_name);
+    t->info.key = p->key;
+    t->info.job = v->job;
+    snprintf(t->info.job_name, sizeof(t->info.job_name), "%s", job->job_name);
     snprintf(t->version, sizeof(t->version), "%s", p->version);
-    t->mode = job->mode;
-    t->rate = job->sample_rate;
-    t->interval_ns = (uint64_t)(1e9 / job->sample_rate);
-    if (t->interval_ns == 0)
-        t->interval_ns = 1;
-    t->window_ns = job->profile_interval_ns;
+    t->info.mode = job->mode;
+    t->info.rate = job->sample_rate;
+    t->info.interval_ns = (uint64_t)(1e9 / job->sample_rate);
+    if (t->info.interval_ns == 0)
+        t->info.interval_ns = 1;
+    t->info.window_ns = job->profile_interval_ns;
     char why[256] = "";
     int err = unwinder_new_shared(v->mr, v->rt, env->scratch, &t->u, why, sizeof(why));
     if (err) {
@@ -79,7 +81,7 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     frac -= (double)(uint64_t)frac;
     struct sampler_opts so = {
         .mode = job->mode,
-        .interval_ns = t->interval_ns,
+        .interval_ns = t->info.interval_ns,
         .unwind_flags = (job->all_threads ? UNWIND_ALL_THREADS : 0u) |
                         (job->native ? UNWIND_NATIVE : 0u) | (job->gc ? 0u : UNWIND_NO_GC) |
                         (job->opcodes ? UNWIND_OPCODES : 0u),
@@ -88,7 +90,7 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     };
     struct sample_sink window = sample_sink_agg(t->win);
     err = sampler_new(p->key.pid, t->u, &window, &so,
-                      now + (uint64_t)(frac * (double)t->interval_ns), &t->s);
+                      now + (uint64_t)(frac * (double)t->info.interval_ns), &t->s);
     if (err) {
         snprintf(p->reason, sizeof(p->reason), "cannot sample: %s", strerror(-err));
         goto fail;
@@ -104,8 +106,8 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     /* everything the verdict held is the target's now */
     t->mr = v->mr;
     t->rt = v->rt;
-    t->meta = v->meta;
-    t->labels = v->labels;
+    t->info.meta = v->meta;
+    t->info.labels = v->labels;
     memset(v, 0, sizeof(*v));
     /* a table already mapped is found at attach */
     target_async_search(t, env->cfg->discovery.proc_root, now);
@@ -122,7 +124,7 @@ fail:
 int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t now_real, bool final)
 {
     struct agg *fresh = NULL;
-    t->stacks_dropped += agg_stats(t->win).dropped;
+    t->stats.stacks_dropped += agg_stats(t->win).dropped;
     if (!final && window_get(q, &fresh)) {
         /* no window to switch to: keep the one we have, losing its content */
         agg_reset(t->win);
@@ -130,7 +132,7 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
             struct sample_sink window = sample_sink_agg(t->win);
             sampler_set_window(t->s, &window);
         }
-        t->windows_dropped++;
+        t->stats.windows_dropped++;
         t->win_start = now;
         t->win_start_real = now_real;
         return 1;
@@ -139,29 +141,29 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
         .agg = t->win,
         .meta =
             {
-                .pid = t->key.pid,
-                .mode = t->mode,
-                .period_ns = (int64_t)t->interval_ns,
+                .pid = t->info.key.pid,
+                .mode = t->info.mode,
+                .period_ns = (int64_t)t->info.interval_ns,
                 .time_nanos = t->win_start_real,
                 .duration_nanos = (int64_t)(now - t->win_start),
                 .final = final,
             },
     };
-    snprintf(item.meta.job, sizeof(item.meta.job), "%s", t->job_name);
+    snprintf(item.meta.job, sizeof(item.meta.job), "%s", t->info.job_name);
     bool empty = agg_sample_count(t->win) == 0;
-    int err = empty ? -ENODATA : labels_copy(&item.meta.labels, &t->labels);
+    int err = empty ? -ENODATA : labels_copy(&item.meta.labels, &t->info.labels);
     if (!err)
         err = window_push(q, &item);
     int dropped = 0;
     if (err) {
         if (err != -ENODATA) {
-            t->windows_dropped++;
+            t->stats.windows_dropped++;
             dropped = 1;
         }
         labels_release(&item.meta.labels);
         window_recycle(q, t->win);
     } else {
-        t->windows++;
+        t->stats.windows++;
     }
     t->win = fresh;
     if (t->s && fresh) {
@@ -176,14 +178,14 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
 bool target_relabel(struct target *t, struct window_queue *q, struct labels *meta,
                     struct labels *labels, uint64_t now, int64_t now_real)
 {
-    labels_release(&t->meta);
-    t->meta = *meta;
+    labels_release(&t->info.meta);
+    t->info.meta = *meta;
     labels_init(meta);
-    bool changed = !labels_equal(labels, &t->labels);
+    bool changed = !labels_equal(labels, &t->info.labels);
     if (changed) {
         (void)target_cut(t, q, now, now_real, false); /* with the labels it had */
-        labels_release(&t->labels);
-        t->labels = *labels;
+        labels_release(&t->info.labels);
+        t->info.labels = *labels;
         labels_init(labels);
     } else {
         labels_release(labels);
@@ -191,9 +193,14 @@ bool target_relabel(struct target *t, struct window_queue *q, struct labels *met
     return changed;
 }
 
-bool target_stale(struct target *t, const char *proc_root, uint64_t now, enum target_reattach *why)
+/*
+ * Whether @t must be attached again, and why (*@why); uses its counts
+ * snapshot. Sets t->gone when the process is found gone.
+ */
+static bool target_stale(struct target *t, const char *proc_root, uint64_t now,
+                         enum target_reattach *why)
 {
-    const struct sampler_counts *c = &t->snap;
+    const struct sampler_counts *c = &t->stats.counts;
     if (c->taken != t->seen_taken) {
         t->seen_taken = c->taken;
         t->failing_attempts = c->attempts;
@@ -207,7 +214,7 @@ bool target_stale(struct target *t, const char *proc_root, uint64_t now, enum ta
         if (t->exec.random_raddr == 0 && t->exec_retries < TARGET_EXEC_RETRIES) {
             /* not known at attach (caught in the middle of an exec?): again */
             t->exec_retries++;
-            if (execid_read(proc_root, t->key.pid, t->mr, &t->exec))
+            if (execid_read(proc_root, t->info.key.pid, t->mr, &t->exec))
                 memset(&t->exec, 0, sizeof(t->exec));
         }
         bool same = true;
@@ -229,29 +236,28 @@ bool target_stale(struct target *t, const char *proc_root, uint64_t now, enum ta
     return false;
 }
 
-void target_async_search(struct target *t, const char *proc_root, uint64_t now)
+/*
+ * An async-aware target whose asyncio table has not been found: looks for it
+ * (discovery's work, done in housekeeping, never in a sampling attempt) at
+ * most every ASYNCIO_RESCAN_NS, and hands it to the walker.
+ */
+static void target_async_search(struct target *t, const char *proc_root, uint64_t now)
 {
     if (!t->aio || asyncio_state(t->aio) != ASYNCIO_SEARCHING || now < t->aio_search_at)
         return;
     t->aio_search_at = now + ASYNCIO_RESCAN_NS;
-    struct pyruntime_section sec;
-    char why[PATH_MAX + 128];
-    int err =
-        pyruntime_find_asyncio(proc_root, t->key.pid, t->rt, &t->aio_memo, &sec, why, sizeof(why));
-    if (err == 0)
-        err = asyncio_attach_table(t->aio, sec.raddr, sec.size);
-    else if (err == -EPROTO)
-        asyncio_refuse_table(t->aio, why);
-    (void)err; /* /targets says what became of the table; not there: next time */
+    asyncio_search(t->aio, proc_root, t->info.key.pid, t->rt, &t->aio_memo); /* /targets says */
 }
 
-const char *target_async_words(const struct target *t, char *buf, size_t len)
+/* The /targets "async" words of @t, in @buf (or a static string). */
+static const char *target_async_words(const struct target *t, char *buf, size_t len)
 {
     if (!t->aio)
         return t->async_note;
     switch (asyncio_state(t->aio)) {
     case ASYNCIO_ACTIVE:
-        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->mode != PROFILE_WALL && t->async_all)
+        if (asyncio_get_mode(t->aio) == ASYNCIO_RUNNING && t->info.mode != PROFILE_WALL &&
+            t->async_all)
             return "running (async_mode all counts waiting tasks: only with mode wall)";
         return asyncio_mode_name(asyncio_get_mode(t->aio));
     case ASYNCIO_INVALID:
@@ -261,4 +267,104 @@ const char *target_async_words(const struct target *t, char *buf, size_t len)
     default:
         return "waiting: asyncio not imported yet";
     }
+}
+
+/* ---- what the loop sees and does ------------------------------------------ */
+
+const struct target_info *target_info(const struct target *t)
+{
+    return &t->info;
+}
+
+const struct target_stats *target_stats(const struct target *t)
+{
+    return &t->stats;
+}
+
+bool target_gone(const struct target *t)
+{
+    return t->gone;
+}
+
+struct sampler *target_sampler(struct target *t)
+{
+    return t->s;
+}
+
+struct fleet_slot *target_slot(struct target *t)
+{
+    return &t->slot;
+}
+
+struct target *target_of_slot(struct fleet_slot *s)
+{
+    return (struct target *)(void *)((char *)s - offsetof(struct target, slot));
+}
+
+uint64_t target_due(const struct target *t)
+{
+    return sampler_due(t->s);
+}
+
+uint64_t target_next_stuck_ns(const struct target *t, enum target_reattach why)
+{
+    if (why != TARGET_FAILING)
+        return 0;
+    return t->stuck_ns >= TARGET_STUCK_MAX_NS / 2 ? TARGET_STUCK_MAX_NS : 2 * t->stuck_ns;
+}
+
+void target_sample(struct target *t, uint64_t now, uint64_t skip)
+{
+    if (t->gone)
+        sampler_idle(t->s, now); /* removed at the next housekeeping */
+    else if (skip)
+        sampler_skip(t->s, now, skip);
+    else if (sampler_attempt(t->s, now) == -ESRCH)
+        t->gone = true;
+}
+
+/* What the log and /targets say of a stale target. */
+static void target_stale_words(const struct target *t, enum target_reattach why, uint64_t now,
+                               char *what, size_t len)
+{
+    if (why == TARGET_EXEC) {
+        snprintf(what, len, "it runs another program (exec)");
+        return;
+    }
+    const struct sampler_counts *c = &t->stats.counts;
+    size_t worst = SAMPLE_OK;
+    for (size_t k = 1; k < SAMPLE_STATUS_COUNT; k++) {
+        if (c->failed_by[k] > c->failed_by[worst])
+            worst = k;
+    }
+    snprintf(what, len, "every attempt for %.0f s failed (mostly %s)",
+             (double)(now - t->failing_since) / 1e9, status_name((enum sample_status)worst));
+}
+
+enum target_check target_housekeep(struct target *t, struct window_queue *q, const char *proc_root,
+                                   uint64_t now, int64_t now_real, enum target_reattach *why,
+                                   char *what, size_t whatlen)
+{
+    t->stats.counts = sampler_counts(t->s);
+    if (!t->gone && target_stale(t, proc_root, now, why)) {
+        target_stale_words(t, *why, now, what, whatlen);
+        return TARGET_STALE;
+    }
+    if (t->gone)
+        return TARGET_GONE;
+    target_async_search(t, proc_root, now);
+    if (now - t->win_start >= t->info.window_ns)
+        (void)target_cut(t, q, now, now_real, false);
+    if (t->aio || t->async_note[0]) {
+        char abuf[320];
+        snprintf(t->stats.async, sizeof(t->stats.async), "%s",
+                 target_async_words(t, abuf, sizeof(abuf)));
+    }
+    return TARGET_KEEP;
+}
+
+void target_finish(struct target *t, struct window_queue *q, uint64_t now, int64_t now_real)
+{
+    (void)target_cut(t, q, now, now_real, true);
+    t->stats.counts = sampler_counts_final(t->s);
 }

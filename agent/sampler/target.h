@@ -11,13 +11,22 @@
  *   target_cut()    hands the window to the export thread with its metadata
  *                   (struct window_meta) and takes an empty one; a window
  *                   with no sample is recycled, not sent;
- *   target_stale()  once a second reads its program image's identity
- *                   (discovery/execid.h); and after t->stuck_ns of attempts
- *                   that all failed, says it must be attached again;
- *   target_free()   the partial window must have been cut first.
+ *   target_sample() one attempt (or a skip) when the fleet says it is due;
+ *   target_housekeep()  every housekeeping: counts snapshot, staleness
+ *                   (once a second its program image's identity,
+ *                   discovery/execid.h; after stuck_ns of attempts that all
+ *                   failed, it must be attached again), the asyncio table
+ *                   search, the window cut when due;
+ *   target_relabel() its pod changed: new labels, the window cut between;
+ *   target_finish() the last window, final counts; target_free().
  *
- * A target is used by the sampling thread only; the fields other threads
- * read (snap, labels, async_snap, windows) are copied under the loop's lock.
+ * struct target is opaque: the loop and its neighbours see what it is
+ * (target_info()) and what it did (target_stats()), and change it only
+ * through these functions. What happens to its process entry (requeued,
+ * attached again, forgotten) is the process table's (targets.h).
+ *
+ * A target is used by the sampling thread only; what other threads read
+ * (its info's labels, its stats) is copied under the loop's lock.
  */
 #ifndef PYPROFD_SAMPLER_TARGET_H
 #define PYPROFD_SAMPLER_TARGET_H
@@ -43,52 +52,80 @@
 #define TARGET_EXEC_CHECK_NS      1000000000ull /* how often the program image is checked */
 #define TARGET_EXEC_RETRIES       10u           /* reads of an image identity unknown at attach */
 
-/** One sampled process. Owned by the loop; fields are the loop's to read. */
-struct target {
+struct target; /* opaque: its fields are target.c's (target_internal.h) */
+
+/**
+ * What a target is: fixed at start, the labels and meta labels replaced
+ * only by target_relabel(). Read-only outside target.c; valid while the
+ * target lives.
+ */
+struct target_info {
     struct proc_key key;
     size_t job; /* index into the config's jobs */
     char job_name[64];
-    char version[32];
-    struct labels meta;   /* discovered labels, before relabeling */
-    struct labels labels; /* after relabeling, external labels added */
     enum profile_mode mode;
     double rate;
     uint64_t interval_ns; /* sampling */
     uint64_t window_ns;   /* profile interval */
-    struct memread *mr;
-    struct pyruntime *rt;
-    struct unwinder *u;
-    struct asyncio *aio;  /* async_aware jobs on CPython 3.14+ */
-    char async_note[300]; /* async_aware but unavailable: why (/targets) */
-    char async_snap[320]; /* what /targets says about async, as of housekeeping */
-    bool async_all;       /* async_mode all was asked for */
-    /* the asyncio table search (target_async_search): files looked at, next time due */
-    struct pyruntime_asyncio_memo aio_memo;
-    uint64_t aio_search_at;
-    struct sampler *s;
-    struct fleet_slot slot;
-    struct agg *win;
-    uint64_t win_start;     /* monotonic */
-    int64_t win_start_real; /* wall clock of the same instant */
-    bool gone;              /* the sampler saw the process exit */
-    struct sampler_counts snap;
-    uint64_t windows, windows_dropped;
-    uint64_t stacks_dropped; /* at a window's caps, in windows cut so far */
-    /* is it still the program it was? */
-    struct exec_id exec;
-    uint64_t exec_checked;
-    unsigned exec_retries;
-    /* every attempt failing since (0: the last one taken), the counts then */
-    uint64_t failing_since, failing_attempts, seen_taken;
-    uint64_t stuck_ns;
-    const char *removed_why; /* set when ended on purpose: for the log line */
+    struct labels meta;   /* discovered labels, before relabeling */
+    struct labels labels; /* after relabeling, external labels added */
 };
 
+/** What a target has done, as of its last housekeeping (or its end). */
+struct target_stats {
+    struct sampler_counts counts;
+    uint64_t windows, windows_dropped;
+    uint64_t stacks_dropped; /* at a window's caps, in windows cut so far */
+    char async[320];         /* what /targets says about async ("" when not async-aware) */
+};
+
+/** @a t's identity and configuration. */
+const struct target_info *target_info(const struct target *t);
+/** @a t's counts and windows as of its last housekeeping (copy under the loop's lock). */
+const struct target_stats *target_stats(const struct target *t);
+/** Whether the process was seen to exit (by a sample or a check): to be ended. */
+bool target_gone(const struct target *t);
+/** @a t's sampler (taps hang on it as sinks). */
+struct sampler *target_sampler(struct target *t);
+/** @a t's place in the fleet's schedule. */
+struct fleet_slot *target_slot(struct target *t);
 /** The target whose fleet slot is @a s (every slot in the loop's fleet is one). */
-static inline struct target *target_of_slot(struct fleet_slot *s)
-{
-    return (struct target *)(void *)((char *)s - offsetof(struct target, slot));
-}
+struct target *target_of_slot(struct fleet_slot *s);
+/** When @a t's next attempt is due (sampler_due()). */
+uint64_t target_due(const struct target *t);
+/**
+ * How long the next spell of failing attempts of @a t's process may last
+ * before it is attached again, when it is now attached again for @a why:
+ * twice this one's after TARGET_FAILING (up to TARGET_STUCK_MAX_NS), else 0
+ * (the default, TARGET_STUCK_NS).
+ */
+uint64_t target_next_stuck_ns(const struct target *t, enum target_reattach why);
+
+/**
+ * The attempt due at @a now, or, @a skip > 0, that one and the @a skip - 1
+ * after it let pass on purpose (the CPU budget). A target seen gone only
+ * lets its attempts pass. Sets the gone flag when the process exited.
+ */
+void target_sample(struct target *t, uint64_t now, uint64_t skip);
+
+/**
+ * Housekeeping for @a t at @a now / @a now_real: its counts snapshot, the
+ * staleness checks (exit, exec(), stuck), the asyncio table search, and the cut
+ * of its window when it is due. Returns TARGET_KEEP, TARGET_GONE (the
+ * process exited), or TARGET_STALE with the reason in *@a why and words
+ * for the log and /targets in @a what.
+ */
+enum target_check { TARGET_KEEP, TARGET_GONE, TARGET_STALE };
+enum target_check target_housekeep(struct target *t, struct window_queue *q, const char *proc_root,
+                                   uint64_t now, int64_t now_real, enum target_reattach *why,
+                                   char *what, size_t whatlen);
+
+/**
+ * Ends @a t's sampling: its last window handed over as final at @a now /
+ * @a now_real, its final counts in its stats. Free it with target_free()
+ * after taking what is wanted from it.
+ */
+void target_finish(struct target *t, struct window_queue *q, uint64_t now, int64_t now_real);
 
 /** What target_start() needs besides the verdict. All borrowed. */
 struct target_env {
@@ -129,23 +166,6 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
  */
 bool target_relabel(struct target *t, struct window_queue *q, struct labels *meta,
                     struct labels *labels, uint64_t now, int64_t now_real);
-
-/**
- * Whether @a t must be attached again, and why (*@a why); uses t->snap.
- * Sets t->gone when the process is found gone. @a proc_root is where its
- * /proc files are.
- */
-bool target_stale(struct target *t, const char *proc_root, uint64_t now, enum target_reattach *why);
-
-/**
- * An async-aware target whose asyncio table has not been found: looks for it
- * (discovery's work, done in housekeeping, never in a sampling attempt) at
- * most every ASYNCIO_RESCAN_NS, and hands it to the walker.
- */
-void target_async_search(struct target *t, const char *proc_root, uint64_t now);
-
-/** The /targets "async" words of @a t, in @a buf (or a static string). */
-const char *target_async_words(const struct target *t, char *buf, size_t len);
 
 /** Frees @a t; its window is recycled to @a q (cut it first to keep it). NULL is a no-op. */
 void target_free(struct target *t, struct window_queue *q);

@@ -165,6 +165,47 @@ void proc_table_sweep(struct proc_table *t, void (*gone)(struct proc_entry *p, v
     proc_table_reindex(t);
 }
 
+void proc_entry_activate(struct proc_entry *p, void *target)
+{
+    p->state = PROC_ACTIVE;
+    p->target = target;
+}
+
+void proc_entry_fail(struct proc_entry *p, const char *reason, uint64_t recheck)
+{
+    p->target = NULL;
+    p->state = PROC_FAILED;
+    p->recheck_ns = recheck;
+    if (!p->reason[0] && reason)
+        (void)utf8_sanitize(p->reason, sizeof(p->reason), reason, strlen(reason));
+}
+
+void proc_entry_requeue(struct proc_entry *p)
+{
+    p->target = NULL;
+    p->state = PROC_NEW;
+    p->seen = true; /* gone meanwhile: the next scan drops it; if not, looks again */
+    p->recheck_ns = 0;
+}
+
+void proc_entry_reattach(struct proc_entry *p, const char *why, uint64_t stuck_ns)
+{
+    proc_entry_requeue(p);
+    p->reattaches++;
+    snprintf(p->reattach_why, sizeof(p->reattach_why), "%s", why);
+    p->stuck_ns = stuck_ns;
+}
+
+void proc_entry_relabelled(struct proc_entry *p, uint64_t pod_rev)
+{
+    p->pod_rev = pod_rev;
+}
+
+void proc_entry_lost(struct proc_entry *p)
+{
+    p->seen = false;
+}
+
 void proc_table_forget_verdicts(struct proc_table *t)
 {
     for (size_t i = 0; i < t->n; i++) {

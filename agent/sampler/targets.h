@@ -94,6 +94,42 @@ void proc_table_mark(struct proc_table *t, bool seen);
  */
 void proc_table_sweep(struct proc_table *t, void (*gone)(struct proc_entry *p, void *arg),
                       void *arg);
+/*
+ * The entry's transitions besides proc_judge()'s verdicts: the only writes
+ * of its state by its users (the loop), so the state machine
+ *
+ *   new -> (judged) -> young | not_python | unsupported | unreadable |
+ *                      dropped | over_limit | active
+ *   active -> failed (its target could not start)    proc_entry_fail()
+ *   active -> new    (its target ended: judged again) proc_entry_requeue()
+ *   active -> new    (attached again from scratch)    proc_entry_reattach()
+ *   active -> active (its pod's labels changed)       proc_entry_relabelled()
+ *   any    -> gone   (not seen by a scan, or exited)  proc_entry_lost(),
+ *                                                     proc_table_sweep()
+ *
+ * lives in this file alone.
+ */
+
+/** A verdict "active" was carried out: @a p is sampled as @a target (the caller's). */
+void proc_entry_activate(struct proc_entry *p, void *target);
+/**
+ * Starting its target failed: state failed, looked at again at @a recheck;
+ * @a reason when p->reason does not already say why (NULL: keep it).
+ */
+void proc_entry_fail(struct proc_entry *p, const char *reason, uint64_t recheck);
+/** Its target (if any) ended or must: forgotten, and @a p judged again at the next scan. */
+void proc_entry_requeue(struct proc_entry *p);
+/**
+ * Its target ended to be attached again from scratch because of @a why
+ * (words for /targets): requeued, counted; @a stuck_ns is how long the next
+ * spell of failing attempts may last (0: the default).
+ */
+void proc_entry_reattach(struct proc_entry *p, const char *why, uint64_t stuck_ns);
+/** Its target carries on with its pod's labels of revision @a pod_rev. */
+void proc_entry_relabelled(struct proc_entry *p, uint64_t pod_rev);
+/** The process is gone (the scan in progress found it exited): the sweep forgets it. */
+void proc_entry_lost(struct proc_entry *p);
+
 /**
  * After a config change: every verdict that depends on the config (active,
  * dropped, over_limit, failed, young) is to be made again at the next scan.

@@ -160,6 +160,21 @@ static size_t aio_window(uint64_t raddr, size_t known, size_t want)
 
 /* --- the table ------------------------------------------------------------ */
 
+void asyncio_search(struct asyncio *a, const char *proc_root, pid_t pid, const struct pyruntime *rt,
+                    struct pyruntime_asyncio_memo *memo)
+{
+    if (!a || asyncio_state(a) != ASYNCIO_SEARCHING)
+        return;
+    struct pyruntime_section sec;
+    char why[PATH_MAX + 128];
+    int err = pyruntime_find_asyncio(proc_root, pid, rt, memo, &sec, why, sizeof(why));
+    if (err == 0)
+        err = asyncio_attach_table(a, sec.raddr, sec.size);
+    else if (err == -EPROTO)
+        asyncio_refuse_table(a, why);
+    (void)err; /* asyncio_state() says what became of the table; not there: next time */
+}
+
 int asyncio_attach_table(struct asyncio *a, uint64_t raddr, uint64_t size)
 {
     if (atomic_load(&a->state) != ASYNCIO_SEARCHING)

@@ -156,6 +156,21 @@ PYPROFD_WARN_UNUSED int asyncio_new(struct unwinder *u, struct memread *mr,
  */
 PYPROFD_WARN_UNUSED int asyncio_attach_table(struct asyncio *a, uint64_t raddr, uint64_t size);
 
+struct pyruntime;
+struct pyruntime_asyncio_memo;
+
+/**
+ * The caller's search in one call, between samples: while @a a is
+ * ASYNCIO_SEARCHING, looks for its table in process @a pid (its /proc files
+ * under @a proc_root, its runtime @a rt, the files already looked at in
+ * @a memo) with discovery's pyruntime_find_asyncio(), and attaches it
+ * (asyncio_attach_table()) or refuses a malformed one
+ * (asyncio_refuse_table()). Not found yet: nothing changes; look again
+ * later. asyncio_state() says what became of it. NULL @a a is a no-op.
+ */
+void asyncio_search(struct asyncio *a, const char *proc_root, pid_t pid, const struct pyruntime *rt,
+                    struct pyruntime_asyncio_memo *memo);
+
 /**
  * Records that discovery found the table malformed (@a why, copied as
  * valid UTF-8, says how): ASYNCIO_INVALID, plain stacks for good. A no-op unless

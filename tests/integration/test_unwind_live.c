@@ -143,11 +143,10 @@ static void churn(const char *python)
         usleep(100);
     }
     uint64_t failed = 2000 - counts[SAMPLE_OK];
-    print_message("python%s: churning stack: %" PRIu64
-                  " of 2000 samples failed (incomplete %" PRIu64 ", cycle %" PRIu64
-                  ", bad frame %" PRIu64 ")\n",
-                  python, failed, counts[SAMPLE_INCOMPLETE], counts[SAMPLE_CYCLE],
-                  counts[SAMPLE_BAD_FRAME]);
+    print_message(
+        "python%s: churning stack: %" PRIu64 " of 2000 samples failed (incomplete %" PRIu64
+        ", cycle %" PRIu64 ", bad frame %" PRIu64 ")\n",
+        python, failed, counts[SAMPLE_INCOMPLETE], counts[SAMPLE_CYCLE], counts[SAMPLE_BAD_FRAME]);
     /* Without --blocking a running thread can move while it is copied; such
      * samples are counted, never reported. How many depends on how the two
      * processes share the CPUs (and on sanitizers); a walk that works at all

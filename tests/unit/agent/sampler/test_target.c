@@ -15,7 +15,7 @@
 #include "aggregate/window.h"
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "sampler/target.h"
+#include "sampler/target_internal.h" /* a target built by hand */
 
 #define S 1000000000ull
 
@@ -24,10 +24,10 @@ static struct target *target_fake(struct window_queue *q)
 {
     struct target *t = alloc_calloc(1, sizeof(*t));
     assert_non_null(t);
-    t->key.pid = 42;
-    t->interval_ns = 10000000;
-    snprintf(t->job_name, sizeof(t->job_name), "app");
-    assert_int_equal(labels_set(&t->labels, "job", "app"), 0);
+    t->info.key.pid = 42;
+    t->info.interval_ns = 10000000;
+    snprintf(t->info.job_name, sizeof(t->info.job_name), "app");
+    assert_int_equal(labels_set(&t->info.labels, "job", "app"), 0);
     assert_int_equal(window_get(q, &t->win), 0);
     return t;
 }
@@ -60,16 +60,16 @@ static void test_target__cut_without_a_free_window_keeps_sampling_and_counts(voi
     struct target *t = target_fake(q);
     sample(t, 3);
     assert_int_equal(target_cut(t, q, 10 * S, 10 * (int64_t)S, false), 0);
-    assert_int_equal(t->windows, 1);
-    assert_int_equal(t->windows_dropped, 0);
+    assert_int_equal(t->stats.windows, 1);
+    assert_int_equal(t->stats.windows_dropped, 0);
     assert_int_equal(agg_sample_count(t->win), 0); /* a fresh one */
 
     /* both windows in use (one queued, one held): the next cut loses its content */
     sample(t, 5);
     struct agg *held = t->win;
     assert_int_equal(target_cut(t, q, 20 * S, 20 * (int64_t)S, false), 1);
-    assert_int_equal(t->windows, 1);
-    assert_int_equal(t->windows_dropped, 1);
+    assert_int_equal(t->stats.windows, 1);
+    assert_int_equal(t->stats.windows_dropped, 1);
     assert_ptr_equal(t->win, held); /* sampling goes on into it, emptied */
     assert_int_equal(agg_sample_count(t->win), 0);
     assert_int_equal(t->win_start, 20 * S);
@@ -78,21 +78,21 @@ static void test_target__cut_without_a_free_window_keeps_sampling_and_counts(voi
     assert_int_equal(pop_count(q), 3);
     sample(t, 7);
     assert_int_equal(target_cut(t, q, 30 * S, 30 * (int64_t)S, false), 0);
-    assert_int_equal(t->windows, 2);
-    assert_int_equal(t->windows_dropped, 1);
+    assert_int_equal(t->stats.windows, 2);
+    assert_int_equal(t->stats.windows_dropped, 1);
     assert_int_equal(pop_count(q), 7);
 
     /* an empty window is given back, neither sent nor counted */
     assert_int_equal(target_cut(t, q, 40 * S, 40 * (int64_t)S, false), 0);
     assert_int_equal(window_pending(q), 0);
-    assert_int_equal(t->windows, 2);
-    assert_int_equal(t->windows_dropped, 1);
+    assert_int_equal(t->stats.windows, 2);
+    assert_int_equal(t->stats.windows_dropped, 1);
 
     /* the final cut sends the last window and takes none */
     sample(t, 2);
     assert_int_equal(target_cut(t, q, 45 * S, 45 * (int64_t)S, true), 0);
     assert_null(t->win);
-    assert_int_equal(t->windows, 3);
+    assert_int_equal(t->stats.windows, 3);
     assert_int_equal(pop_count(q), 2);
     size_t live, nfree;
     window_counts(q, &live, &nfree);
@@ -114,8 +114,8 @@ static void test_target__full_queue_loses_the_window_once(void **state)
     sample(t, 4);
     /* the queue is full: this window is lost (and given back), a new one taken */
     assert_int_equal(target_cut(t, q, 20 * S, 20 * (int64_t)S, false), 1);
-    assert_int_equal(t->windows, 1);
-    assert_int_equal(t->windows_dropped, 1);
+    assert_int_equal(t->stats.windows, 1);
+    assert_int_equal(t->stats.windows_dropped, 1);
     assert_non_null(t->win);
     assert_int_equal(agg_sample_count(t->win), 0);
     size_t live, nfree;
@@ -125,8 +125,8 @@ static void test_target__full_queue_loses_the_window_once(void **state)
     sample(t, 1);
     assert_int_equal(target_cut(t, q, 30 * S, 30 * (int64_t)S, true), 0);
     assert_int_equal(pop_count(q), 1);
-    assert_int_equal(t->windows, 2);
-    assert_int_equal(t->windows_dropped, 1);
+    assert_int_equal(t->stats.windows, 2);
+    assert_int_equal(t->stats.windows_dropped, 1);
     target_free(t, q);
     window_queue_free(q);
     assert_int_equal(alloc_in_use(), before);

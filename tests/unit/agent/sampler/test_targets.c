@@ -478,6 +478,61 @@ static void test_targets__active_hands_over_job_labels_reader_and_runtime(void *
     config_free(cfg);
 }
 
+/*
+ * The transitions the loop asks for (targets.h): an active process whose
+ * target ended is judged again at the next scan; one attached again is
+ * counted, with why and its next failing spell; a failed start keeps the
+ * reason it was given first; a process found gone is not seen, and the
+ * sweep forgets it.
+ */
+static void test_targets__entry_transitions(void **state)
+{
+    (void)state;
+    struct proc_table *t;
+    assert_int_equal(proc_table_new(4, &t), 0);
+    struct proc_key k1 = {.pid = 10, .start_ticks = 1}, k2 = {.pid = 11, .start_ticks = 1};
+    struct proc_entry *p = proc_table_add(t, &k1);
+    int target;
+    proc_entry_activate(p, &target);
+    assert_int_equal(p->state, PROC_ACTIVE);
+    assert_ptr_equal(p->target, &target);
+    p->recheck_ns = NOW;
+    p->seen = false;
+    proc_entry_requeue(p);
+    assert_int_equal(p->state, PROC_NEW);
+    assert_null(p->target);
+    assert_true(p->seen);
+    assert_int_equal(p->recheck_ns, 0);
+    assert_int_equal(p->reattaches, 0);
+    proc_entry_activate(p, &target);
+    proc_entry_reattach(p, "it runs another program (exec)", 20 * S);
+    proc_entry_reattach(p, "every attempt for 10 s failed", 0);
+    assert_int_equal(p->state, PROC_NEW);
+    assert_null(p->target);
+    assert_int_equal(p->reattaches, 2);
+    assert_string_equal(p->reattach_why, "every attempt for 10 s failed");
+    assert_int_equal(p->stuck_ns, 0);
+    proc_entry_activate(p, &target);
+    snprintf(p->reason, sizeof(p->reason), "cannot read the runtime: bad table");
+    proc_entry_fail(p, "Invalid argument", NOW + S);
+    assert_int_equal(p->state, PROC_FAILED);
+    assert_null(p->target);
+    assert_int_equal(p->recheck_ns, NOW + S);
+    assert_string_equal(p->reason, "cannot read the runtime: bad table");
+    p->reason[0] = '\0';
+    proc_entry_fail(p, "Invalid argument", NOW + S);
+    assert_string_equal(p->reason, "Invalid argument");
+    proc_entry_relabelled(p, 7);
+    assert_int_equal(p->pod_rev, 7);
+    struct proc_entry *q = proc_table_add(t, &k2);
+    proc_entry_lost(q);
+    proc_table_sweep(t, NULL, NULL);
+    assert_int_equal(proc_table_count(t), 1);
+    assert_non_null(proc_table_find(t, &k1));
+    assert_null(proc_table_find(t, &k2));
+    proc_table_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_targets__too_many_labels_is_over_limit_with_the_reason),
         cmocka_unit_test(test_targets__max_targets_reached_is_over_limit_until_the_next_scan),
         cmocka_unit_test(test_targets__active_hands_over_job_labels_reader_and_runtime),
+        cmocka_unit_test(test_targets__entry_transitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * target_internal.h: the fields of struct target (sampler/target.h). For
+ * target.c and its unit test only: everyone else goes through target.h.
+ */
+#ifndef PYPROFD_SAMPLER_TARGET_INTERNAL_H
+#define PYPROFD_SAMPLER_TARGET_INTERNAL_H
+
+#include "base/compat.h"
+
+#include "sampler/target.h"
+
+struct target {
+    struct target_info info;
+    struct target_stats stats; /* counts as of the last housekeeping */
+    char version[32];
+    struct memread *mr;
+    struct pyruntime *rt;
+    struct unwinder *u;
+    struct asyncio *aio;  /* async_aware jobs on CPython 3.14+ */
+    char async_note[300]; /* async_aware but unavailable: why (/targets) */
+    bool async_all;       /* async_mode all was asked for */
+    /* the asyncio table search (target_async_search): files looked at, next time due */
+    struct pyruntime_asyncio_memo aio_memo;
+    uint64_t aio_search_at;
+    struct sampler *s;
+    struct fleet_slot slot;
+    struct agg *win;
+    uint64_t win_start;     /* monotonic */
+    int64_t win_start_real; /* wall clock of the same instant */
+    bool gone;              /* the sampler saw the process exit */
+    /* is it still the program it was? */
+    struct exec_id exec;
+    uint64_t exec_checked;
+    unsigned exec_retries;
+    /* every attempt failing since (0: the last one taken), the counts then */
+    uint64_t failing_since, failing_attempts, seen_taken;
+    uint64_t stuck_ns;
+};
+
+#endif /* PYPROFD_SAMPLER_TARGET_INTERNAL_H */
