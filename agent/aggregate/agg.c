@@ -586,12 +586,6 @@ static struct agg_thread *agg_thread_slot(struct agg *a, uint64_t thread_id)
     return &a->threads[(size_t)(thread_id * HASH_GOLDEN >> 40) % a->lim.threads];
 }
 
-int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name, int64_t count,
-               int64_t nanos)
-{
-    return agg_repeat_in(a, thread_id, 0, thread_name, count, nanos);
-}
-
 int agg_repeat_in(struct agg *a, uint64_t thread_id, int64_t interp_id, const char *thread_name,
                   int64_t count, int64_t nanos)
 {
@@ -609,12 +603,6 @@ int agg_repeat_in(struct agg *a, uint64_t thread_id, int64_t interp_id, const ch
     a->stats.added++;
     a->stats.coalesced++;
     return 0;
-}
-
-int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t thread_id,
-            const char *thread_name, const char *task_name, int64_t count, int64_t nanos)
-{
-    return agg_add_in(a, frames, n, thread_id, 0, thread_name, task_name, count, nanos);
 }
 
 int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t thread_id,

@@ -112,30 +112,24 @@ size_t agg_grows(const struct agg *a);
  * by (code_id, line, column), so frames made by hand must leave code_id 0 or
  * keep unwind.h's contract for it (same id: same function, file and first
  * line). Frames from several unwinders may be mixed in one window.
- */
-PYPROFD_WARN_UNUSED int agg_add(struct agg *a, const struct unwind_frame *frames, size_t n,
-                                uint64_t thread_id, const char *thread_name, const char *task_name,
-                                int64_t count, int64_t nanos);
-/**
- * agg_add() for a thread state of interpreter @a interp_id (0: the main
- * interpreter, which is what agg_add() counts in): samples of different
- * interpreters are kept apart and a sub-interpreter's are labelled with it.
+ *
+ * @a interp_id: the interpreter of the thread state (0: the main one);
+ * samples of different interpreters are kept apart and a sub-interpreter's
+ * are labelled with it.
  */
 PYPROFD_WARN_UNUSED int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n,
                                    uint64_t thread_id, int64_t interp_id, const char *thread_name,
                                    const char *task_name, int64_t count, int64_t nanos);
 
 /**
- * Counts one more sample of thread @a thread_id in the stack it was last
- * counted in, when the caller knows the frames did not change (the unwinder
- * says so): no frame is looked at. Returns 0, or -ENOENT when the window
- * has no previous sample of that thread under that name (then use agg_add).
+ * Counts one more sample of thread @a thread_id (of interpreter
+ * @a interp_id) in the stack it was last counted in, when the caller knows
+ * the frames did not change (the unwinder says so): no frame is looked at.
+ * Returns 0, or -ENOENT when the window has no previous sample of that
+ * thread under that name (then use agg_add_in()).
  */
-/** agg_repeat() for interpreter @a interp_id, as agg_add_in(). */
 PYPROFD_WARN_UNUSED int agg_repeat_in(struct agg *a, uint64_t thread_id, int64_t interp_id,
                                       const char *thread_name, int64_t count, int64_t nanos);
-PYPROFD_WARN_UNUSED int agg_repeat(struct agg *a, uint64_t thread_id, const char *thread_name,
-                                   int64_t count, int64_t nanos);
 
 /**
  * Read side, for the encoders. Indices are 0-based; the pointers are valid

@@ -26,11 +26,4 @@ enum { PYOPCODE_NAME, PYOPCODE_BASE, PYOPCODE_MARKER };
  * where the byte value is no opcode), or NULL when there is none. */
 const char *const (*pyopcode_table(unsigned minor))[3];
 
-/**
- * Name of opcode @a op in CPython 3.@a minor, and in *@a base (when not
- * NULL) the name of the instruction it specializes (the same string when it
- * is none). NULL when the version or the byte value is unknown.
- */
-const char *pyopcode_name(unsigned minor, unsigned op, const char **base);
-
 #endif /* PYPROFD_PYTHON_PYOPCODE_H */

@@ -203,7 +203,8 @@ static void fuzz_fill(struct fuzz_in *in, struct agg *a, int64_t *count, int64_t
         struct unwind_frame frames[8];
         for (size_t k = 0; k < depth; k++)
             frames[k] = fuzz_palette[fuzz_byte(in) % 16u];
-        if (agg_add(a, frames, depth, 100 + thread, fuzz_threads[thread], task, n, n * 1000) == 0) {
+        if (agg_add_in(a, frames, depth, 100 + thread, 0, fuzz_threads[thread], task, n,
+                       n * 1000) == 0) {
             *count += n;
             *nanos += n * 1000;
         }

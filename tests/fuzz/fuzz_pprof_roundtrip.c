@@ -91,7 +91,8 @@ static void fuzz_round_trip(const uint8_t *data, size_t size)
         for (size_t k = 0; k < depth; k++)
             frames[k] = fuzz_palette[i + k < size ? data[i + k] % 16u : 0];
         i += depth;
-        if (agg_add(a, frames, depth, 100 + thread, fuzz_threads[thread], task, n, n * 1000) == 0) {
+        if (agg_add_in(a, frames, depth, 100 + thread, 0, fuzz_threads[thread], task, n,
+                       n * 1000) == 0) {
             count += n;
             nanos += n * 1000;
         }

@@ -339,21 +339,21 @@ int pprof_test_fill(struct agg *a)
     int err = 0;
 
     for (int i = 0; i < 3 && !err; i++) /* repeats: coalesced */
-        err = agg_add(a, busy5, 4, 101, "MainThread", NULL, 1, t);
+        err = agg_add_in(a, busy5, 4, 101, 0, "MainThread", NULL, 1, t);
     if (!err)
-        err = agg_add(a, busy7, 4, 101, "MainThread", NULL, 1, t);
+        err = agg_add_in(a, busy7, 4, 101, 0, "MainThread", NULL, 1, t);
     if (!err) /* back to the first stack: summed into its sample */
-        err = agg_add(a, busy5, 4, 101, "MainThread", NULL, 1, t);
+        err = agg_add_in(a, busy5, 4, 101, 0, "MainThread", NULL, 1, t);
     if (!err)
-        err = agg_add(a, reading, 3, 102, "worker-1", NULL, 2, 2 * t);
+        err = agg_add_in(a, reading, 3, 102, 0, "worker-1", NULL, 2, 2 * t);
     if (!err)
-        err = agg_add(a, collecting, 3, 102, "worker-1", NULL, 1, t);
+        err = agg_add_in(a, collecting, 3, 102, 0, "worker-1", NULL, 1, t);
     if (!err)
-        err = agg_add(a, task, 2, 103, "asyncio_0", "fetch-1", 2, 2 * t);
+        err = agg_add_in(a, task, 2, 103, 0, "asyncio_0", "fetch-1", 2, 2 * t);
     if (!err)
-        err = agg_add(a, task, 2, 103, "asyncio_0", "fetch-2", 1, t);
+        err = agg_add_in(a, task, 2, 103, 0, "asyncio_0", "fetch-2", 1, t);
     if (!err) /* no name: "unknown", never an empty label */
-        err = agg_add(a, idle, 1, 104, "", NULL, 1, t);
+        err = agg_add_in(a, idle, 1, 104, 0, "", NULL, 1, t);
     return err;
 }
 

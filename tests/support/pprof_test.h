@@ -46,7 +46,8 @@ int pprof_test_check(const Perftools__Profiles__Profile *p, char *why, size_t wh
 /** Writes @a p as readable text (the format of tests/fixtures/pprof/golden.txt). */
 void pprof_test_render(const Perftools__Profiles__Profile *p, FILE *out);
 
-/** Adds the fixed sample set (described in pprof_test.c) to @a a. Returns 0 or agg_add()'s error.
+/** Adds the fixed sample set (described in pprof_test.c) to @a a. Returns 0 or agg_add_in()'s
+ * error.
  */
 int pprof_test_fill(struct agg *a);
 /** The metadata the fixed profile is encoded with (cpu/nanoseconds, 100 Hz). */

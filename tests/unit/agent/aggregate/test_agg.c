@@ -32,11 +32,11 @@ static void test_agg__interns_and_counts(void **state)
                                 frame("main", "/a.py", 1, 3, 0x200)};
     struct unwind_frame s2[] = {frame("other", "/b.py", 5, 6, 0x300),
                                 frame("main", "/a.py", 1, 3, 0x200)};
-    assert_int_equal(agg_add(a, s1, 2, 7, "MainThread", NULL, 1, 1000), 0);
-    assert_int_equal(agg_add(a, s1, 2, 7, "MainThread", NULL, 1, 1000), 0); /* coalesced */
-    assert_int_equal(agg_add(a, s2, 2, 7, "MainThread", NULL, 1, 1000), 0);
-    assert_int_equal(agg_add(a, s1, 2, 7, "MainThread", NULL, 1, 1000), 0); /* found again */
-    assert_int_equal(agg_add(a, s1, 2, 8, "worker", "task-1", 1, 1000), 0);
+    assert_int_equal(agg_add_in(a, s1, 2, 7, 0, "MainThread", NULL, 1, 1000), 0);
+    assert_int_equal(agg_add_in(a, s1, 2, 7, 0, "MainThread", NULL, 1, 1000), 0); /* coalesced */
+    assert_int_equal(agg_add_in(a, s2, 2, 7, 0, "MainThread", NULL, 1, 1000), 0);
+    assert_int_equal(agg_add_in(a, s1, 2, 7, 0, "MainThread", NULL, 1, 1000), 0); /* found again */
+    assert_int_equal(agg_add_in(a, s1, 2, 8, 0, "worker", "task-1", 1, 1000), 0);
     struct agg_stats st = agg_stats(a);
     assert_int_equal(st.added, 5);
     assert_int_equal(st.coalesced, 1);
@@ -92,9 +92,9 @@ static void test_agg__opcode_markers(void **state)
     s[0].opmarker = "<op LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)>";
     s[1].opname = s[1].opbase = "CALL";
     s[1].opmarker = "<op CALL>";
-    assert_int_equal(agg_add(a, s, 2, 7, "MainThread", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, s, 2, 7, 0, "MainThread", NULL, 1, 10), 0);
     s[0].opmarker = "<op LOAD_ATTR>";
-    assert_int_equal(agg_add(a, s, 2, 7, "MainThread", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, s, 2, 7, 0, "MainThread", NULL, 1, 10), 0);
     assert_int_equal(agg_sample_count(a), 2);
     const struct agg_sample *first = agg_sample(a, 0);
     assert_int_equal(first->nlocations, 4);
@@ -121,16 +121,16 @@ static void test_agg__repeat_counts_the_last_stack(void **state)
     assert_int_equal(agg_new(NULL, &a), 0);
     struct unwind_frame f[] = {frame("leaf", "/a.py", 1, 2, 0x10),
                                frame("main", "/a.py", 9, 9, 0x20)};
-    assert_int_equal(agg_repeat(a, 7, "t", 1, 10), -ENOENT); /* nothing yet */
-    assert_int_equal(agg_add(a, f, 2, 7, "t", NULL, 1, 10), 0);
-    assert_int_equal(agg_repeat(a, 7, "t", 1, 10), 0);
-    assert_int_equal(agg_repeat(a, 7, "renamed", 1, 10), -ENOENT);
-    assert_int_equal(agg_repeat(a, 8, "t", 1, 10), -ENOENT);
+    assert_int_equal(agg_repeat_in(a, 7, 0, "t", 1, 10), -ENOENT); /* nothing yet */
+    assert_int_equal(agg_add_in(a, f, 2, 7, 0, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_repeat_in(a, 7, 0, "t", 1, 10), 0);
+    assert_int_equal(agg_repeat_in(a, 7, 0, "renamed", 1, 10), -ENOENT);
+    assert_int_equal(agg_repeat_in(a, 8, 0, "t", 1, 10), -ENOENT);
     assert_int_equal(agg_sample_count(a), 1);
     assert_int_equal(agg_sample(a, 0)->count, 2);
     assert_int_equal(agg_sample(a, 0)->nanos, 20);
     agg_reset(a);
-    assert_int_equal(agg_repeat(a, 7, "t", 1, 10), -ENOENT); /* a new window */
+    assert_int_equal(agg_repeat_in(a, 7, 0, "t", 1, 10), -ENOENT); /* a new window */
     agg_free(a);
 }
 
@@ -144,7 +144,7 @@ static void test_agg__caps_drop_and_count(void **state)
     for (int i = 0; i < 10; i++) {
         snprintf(names[i], sizeof(names[i]), "f%d", i);
         struct unwind_frame f = frame(names[i], "/x.py", 1, 2, 0x1000u + (unsigned)i);
-        int err = agg_add(a, &f, 1, 1, "t", NULL, 1, 10);
+        int err = agg_add_in(a, &f, 1, 1, 0, "t", NULL, 1, 10);
         assert_int_equal(err, i < 2 ? 0 : -E2BIG);
     }
     struct agg_stats st = agg_stats(a);
@@ -162,7 +162,7 @@ static void test_agg__empty_names_are_replaced(void **state)
     struct agg *a;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct unwind_frame f = frame("f", "/x.py", 1, 2, 0x10);
-    assert_int_equal(agg_add(a, &f, 1, 1, "", "", 1, 10), 0);
+    assert_int_equal(agg_add_in(a, &f, 1, 1, 0, "", "", 1, 10), 0);
     const struct agg_sample *s = agg_sample(a, 0);
     assert_string_equal(agg_string(a, s->thread_name), "unknown");
     assert_int_equal(s->task_name, 0);
@@ -220,7 +220,7 @@ static void proc_add(struct proc *p, struct agg *a)
     const struct unwind_thread *t = &r->threads[0];
     assert_int_equal(t->nframes, 2);
     assert_int_not_equal(t->frames[0].code_id, 0);
-    assert_int_equal(agg_add(a, t->frames, t->nframes, 1, "main", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, t->frames, t->nframes, 1, 0, "main", NULL, 1, 10), 0);
 }
 
 static void test_agg__memo_keeps_processes_and_reused_code_apart(void **state)
@@ -285,9 +285,9 @@ static void test_agg__memo_checks_the_strings_of_made_up_frames(void **state)
     struct unwind_frame f1 = frame("one", "/a.py", 1, 2, 0x10);
     struct unwind_frame f2 = frame("two", "/a.py", 1, 2, 0x10);
     f1.code_id = f2.code_id = 99;
-    assert_int_equal(agg_add(a, &f1, 1, 1, "t", NULL, 1, 10), 0);
-    assert_int_equal(agg_add(a, &f2, 1, 1, "t", NULL, 1, 10), 0);
-    assert_int_equal(agg_add(a, &f1, 1, 1, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, &f1, 1, 1, 0, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, &f2, 1, 1, 0, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, &f1, 1, 1, 0, "t", NULL, 1, 10), 0);
     assert_int_equal(agg_sample_count(a), 2);
     assert_string_equal(loc_name(a, agg_sample(a, 0)->locations[0]), "one");
     assert_string_equal(loc_name(a, agg_sample(a, 1)->locations[0]), "two");
@@ -295,7 +295,7 @@ static void test_agg__memo_checks_the_strings_of_made_up_frames(void **state)
     /* the same code_id at another position is another location */
     struct unwind_frame f3 = f1;
     f3.pos.line = 5;
-    assert_int_equal(agg_add(a, &f3, 1, 1, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, &f3, 1, 1, 0, "t", NULL, 1, 10), 0);
     assert_int_equal(agg_location(a, agg_sample(a, 2)->locations[0])->line, 5);
     assert_int_equal(agg_location_count(a), 3);
     agg_free(a);
@@ -345,7 +345,7 @@ static void grow_fill(struct agg *a)
             if (k % 3 < pass)
                 continue;
             size_t n = grow_stack(k, fr);
-            assert_int_equal(agg_add(a, fr, n, (uint64_t)(k % 5), "t", NULL, 1, 10), 0);
+            assert_int_equal(agg_add_in(a, fr, n, (uint64_t)(k % 5), 0, "t", NULL, 1, 10), 0);
         }
     }
 }
@@ -410,7 +410,7 @@ static void test_agg__growing_keeps_every_sample(void **state)
     assert_int_equal(agg_function_count(a), 0);
     assert_int_equal(agg_string_count(a), 1); /* "" */
     assert_int_equal(agg_stats(a).added, 0);
-    assert_int_equal(agg_repeat(a, 1, "t", 1, 10), -ENOENT);
+    assert_int_equal(agg_repeat_in(a, 1, 0, "t", 1, 10), -ENOENT);
     grow_fill(a);
     assert_int_equal(agg_grows(a), grows);
     assert_int_equal(agg_memory(a), mem);
@@ -432,7 +432,7 @@ static void test_agg__fresh_window_is_small(void **state)
     assert_true(agg_memory(a) <= used);
     assert_int_equal(agg_grows(a), 0);
     struct unwind_frame f = frame("f", "/x.py", 1, 2, 0x10);
-    assert_int_equal(agg_add(a, &f, 1, 1, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, &f, 1, 1, 0, "t", NULL, 1, 10), 0);
     assert_int_equal(alloc_in_use() - before, used); /* a small sample takes no more */
     agg_free(a);
     assert_int_equal(alloc_in_use(), before);
@@ -447,7 +447,7 @@ static void test_agg__caps_hold_while_growing(void **state)
     assert_int_equal(agg_new(&lim, &a), 0);
     struct unwind_frame f = frame("f", "/x.py", 1, 2, 0x10);
     for (uint64_t tid = 0; tid < 150; tid++) /* one stack, 150 threads: 150 samples */
-        assert_int_equal(agg_add(a, &f, 1, tid, "t", NULL, 1, 10), tid < 100 ? 0 : -E2BIG);
+        assert_int_equal(agg_add_in(a, &f, 1, tid, 0, "t", NULL, 1, 10), tid < 100 ? 0 : -E2BIG);
     assert_int_equal(agg_sample_count(a), 100);
     assert_int_equal(agg_stats(a).dropped, 50);
     agg_reset(a);
@@ -456,7 +456,7 @@ static void test_agg__caps_hold_while_growing(void **state)
     for (int j = 0; j < 40; j++)
         deep[j] = frame("f", "/x.py", 1, 2 + j, 0x10);
     for (uint64_t tid = 0; tid < 40; tid++)
-        assert_int_equal(agg_add(a, deep, 40, tid, "t", NULL, 1, 10), tid < 37 ? 0 : -E2BIG);
+        assert_int_equal(agg_add_in(a, deep, 40, tid, 0, "t", NULL, 1, 10), tid < 37 ? 0 : -E2BIG);
     assert_int_equal(agg_stats(a).dropped, 3);
     agg_free(a);
 }
@@ -470,7 +470,7 @@ static void test_agg__failed_growth_drops_and_counts(void **state)
     uint64_t tid = 0;
     /* fill the sample table to its first capacity (one stack, many threads) */
     while (agg_grows(a) == 0)
-        assert_int_equal(agg_add(a, &f, 1, tid++, "t", NULL, 1, 10), 0);
+        assert_int_equal(agg_add_in(a, &f, 1, tid++, 0, "t", NULL, 1, 10), 0);
     size_t grown = agg_grows(a);
     size_t n = agg_sample_count(a);
     uint64_t dropped = 0;
@@ -479,7 +479,7 @@ static void test_agg__failed_growth_drops_and_counts(void **state)
         size_t have = agg_sample_count(a);
         while (agg_sample_count(a) < have + 1000 && agg_grows(a) == grown) {
             (void)alloc_fail_nth(nth);
-            int err = agg_add(a, &f, 1, tid++, "t", NULL, 1, 10);
+            int err = agg_add_in(a, &f, 1, tid++, 0, "t", NULL, 1, 10);
             (void)alloc_fail_nth(0);
             if (err) {
                 assert_int_equal(err, -E2BIG);
@@ -496,7 +496,7 @@ static void test_agg__failed_growth_drops_and_counts(void **state)
     /* what was counted before the failures is intact */
     for (size_t i = 0; i < n; i++)
         assert_int_equal(agg_sample(a, i)->count, 1);
-    assert_int_equal(agg_add(a, &f, 1, tid++, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, &f, 1, tid++, 0, "t", NULL, 1, 10), 0);
     agg_free(a);
 }
 

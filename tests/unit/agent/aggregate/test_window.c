@@ -238,7 +238,7 @@ static void fill(struct agg *a, size_t n)
     struct unwind_frame f = {
         .kind = UNWIND_FRAME_PYTHON, .function = "f", .file = "/f.py", .pos = {1, 1, 0, 0}};
     for (size_t tid = 0; tid < n; tid++)
-        assert_int_equal(agg_add(a, &f, 1, tid, "t", NULL, 1, 10), 0);
+        assert_int_equal(agg_add_in(a, &f, 1, tid, 0, "t", NULL, 1, 10), 0);
 }
 
 static void test_window__pool_keeps_a_few_small_spares(void **state)

@@ -41,10 +41,10 @@ static void test_flamegraph__merges_by_function(void **state)
     struct unwind_frame s2[] = {frame("leaf", "/a.py", 10, 14), frame("main", "/a.py", 1, 4)};
     struct unwind_frame s3[] = {frame("other", "/b.py", 0, 6), frame("main", "/a.py", 1, 3)};
     struct unwind_frame s4[] = {frame("main", "/a.py", 1, 5)};
-    assert_int_equal(agg_add(a, s1, 2, 7, "MainThread", NULL, 3, 1000), 0);
-    assert_int_equal(agg_add(a, s2, 2, 8, "worker", NULL, 2, 1000), 0);
-    assert_int_equal(agg_add(a, s3, 2, 7, "MainThread", NULL, 1, 1000), 0);
-    assert_int_equal(agg_add(a, s4, 1, 7, "MainThread", NULL, 4, 1000), 0);
+    assert_int_equal(agg_add_in(a, s1, 2, 7, 0, "MainThread", NULL, 3, 1000), 0);
+    assert_int_equal(agg_add_in(a, s2, 2, 8, 0, "worker", NULL, 2, 1000), 0);
+    assert_int_equal(agg_add_in(a, s3, 2, 7, 0, "MainThread", NULL, 1, 1000), 0);
+    assert_int_equal(agg_add_in(a, s4, 1, 7, 0, "MainThread", NULL, 4, 1000), 0);
     struct flame_part p = {.agg = a};
     int err;
     const char *json = tree(&p, 1, &err);
@@ -65,8 +65,8 @@ static void test_flamegraph__escapes_strings(void **state)
     assert_int_equal(agg_new(NULL, &a), 0);
     struct unwind_frame s[] = {frame("f\"</script>\\\n\x01\x7f\xc3\xa9", "/x<y>.py", 1, 1)};
     struct unwind_frame m[] = {{.kind = UNWIND_FRAME_GC, .function = "<GC>", .file = "~"}};
-    assert_int_equal(agg_add(a, s, 1, 7, "MainThread", NULL, 1, 1), 0);
-    assert_int_equal(agg_add(a, m, 1, 7, "MainThread", NULL, 2, 1), 0);
+    assert_int_equal(agg_add_in(a, s, 1, 7, 0, "MainThread", NULL, 1, 1), 0);
+    assert_int_equal(agg_add_in(a, m, 1, 7, 0, "MainThread", NULL, 2, 1), 0);
     struct flame_part p = {.agg = a};
     int err;
     const char *json = tree(&p, 1, &err);
@@ -92,7 +92,7 @@ static void test_flamegraph__writes_only_valid_utf8(void **state)
     assert_int_equal(agg_new(NULL, &a), 0);
     struct unwind_frame s[] = {
         frame("run\xe2\x82\xff\xc3\xa9\xef\xbf\xbd", "/srv/\xff\xfe\x1b[31mapp.py", 1, 1)};
-    assert_int_equal(agg_add(a, s, 1, 7, "Main\xc0Thread", NULL, 1, 1), 0);
+    assert_int_equal(agg_add_in(a, s, 1, 7, 0, "Main\xc0Thread", NULL, 1, 1), 0);
     struct flame_part p = {.agg = a, .name = "svc\xed\xa0\x80 (pid 1)"};
     int err;
     uint64_t before = utf8_replaced_total();
@@ -119,8 +119,8 @@ static void test_flamegraph__parts(void **state)
     assert_int_equal(agg_new(NULL, &a), 0);
     assert_int_equal(agg_new(NULL, &b), 0);
     struct unwind_frame s[] = {frame("main", "/a.py", 1, 3)};
-    assert_int_equal(agg_add(a, s, 1, 7, "MainThread", NULL, 2, 1), 0);
-    assert_int_equal(agg_add(b, s, 1, 9, "MainThread", NULL, 3, 1), 0);
+    assert_int_equal(agg_add_in(a, s, 1, 7, 0, "MainThread", NULL, 2, 1), 0);
+    assert_int_equal(agg_add_in(b, s, 1, 9, 0, "MainThread", NULL, 3, 1), 0);
     struct flame_part parts[] = {{.agg = a, .name = "web (pid 7)"}, {.agg = b, .name = "job"}};
     int err;
     const char *json = tree(parts, 2, &err);
@@ -152,7 +152,7 @@ static void test_flamegraph__survives_allocation_failures(void **state)
     for (int i = 0; i < 3000; i++) {
         snprintf(names[i], sizeof(names[i]), "f%d", i);
         struct unwind_frame s[] = {frame(names[i], "/w.py", i, i), frame("main", "/a.py", 1, 1)};
-        assert_int_equal(agg_add(a, s, 2, 7, "MainThread", NULL, 1, 1), 0);
+        assert_int_equal(agg_add_in(a, s, 2, 7, 0, "MainThread", NULL, 1, 1), 0);
     }
     struct flame_part p = {.agg = a};
     bool done = false;

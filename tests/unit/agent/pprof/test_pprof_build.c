@@ -393,7 +393,7 @@ static void test_pprof_build__added_strings_are_deduplicated(void **state)
          .code_raddr = 2,
          .pos = {3, 3, 0, 1}},
     };
-    assert_int_equal(agg_add(f->agg, fr, 2, 7, "count", "thread_name", 1, 5), 0);
+    assert_int_equal(agg_add_in(f->agg, fr, 2, 7, 0, "count", "thread_name", 1, 5), 0);
     size_t nstr = agg_string_count(f->agg);
     struct pprof_meta m = {.value_type = "cpu", .value_unit = "nanoseconds", .comment = "count"};
     encode(f, &m); /* pprof_test_check() rejects repeated strings */
@@ -479,7 +479,7 @@ static void test_pprof_build__merges_windows_with_their_labels(void **state)
                                  .first_line = 7,
                                  .code_raddr = 0x1234,
                                  .pos = {.line = 7, .end_line = 7, .col = 4, .end_col = 9}};
-    assert_int_equal(agg_add(second, &extra, 1, 99, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(second, &extra, 1, 99, 0, "t", NULL, 1, 10), 0);
 
     struct label l1[] = {{.name = (char *)"job", .value = (char *)"a"},
                          {.name = (char *)"pid", .value = (char *)"1"},
@@ -598,7 +598,7 @@ static void add_one(struct agg *a, const char *fn, uint64_t tid, int64_t count)
                                     .file = "one.py",
                                     .first_line = 1,
                                     .pos = {.line = 2, .end_line = 2, .col = 0, .end_col = 1}};
-    assert_int_equal(agg_add(a, &fr, 1, tid, "worker", NULL, count, count * 1000), 0);
+    assert_int_equal(agg_add_in(a, &fr, 1, tid, 0, "worker", NULL, count, count * 1000), 0);
 }
 
 #define LABELS(arr)                                                                                \
@@ -701,7 +701,7 @@ static void test_pprof_build__part_with_every_sample_dropped(void **state)
         {.kind = UNWIND_FRAME_PYTHON, .function = "leaf", .file = "d.py", .first_line = 1},
         {.kind = UNWIND_FRAME_PYTHON, .function = "root", .file = "d.py", .first_line = 9},
     };
-    assert_int_equal(agg_add(dropped, fr, 2, 7, "t", NULL, 1, 1000), -E2BIG);
+    assert_int_equal(agg_add_in(dropped, fr, 2, 7, 0, "t", NULL, 1, 1000), -E2BIG);
     assert_int_equal(agg_sample_count(dropped), 0);
     assert_true(agg_location_count(dropped) > 0);
     assert_int_equal(agg_stats(dropped).dropped, 1);
@@ -789,7 +789,8 @@ static void test_pprof_build__string_table_is_valid_utf8(void **state)
          .code_raddr = 0x20,
          .pos = {.line = 3, .end_line = 3, .col = 1, .end_col = 2}},
     };
-    assert_int_equal(agg_add(f->agg, fr, 2, 7, "Main\xc0Thread", "task-\xed\xa0\x80", 1, 10), 0);
+    assert_int_equal(agg_add_in(f->agg, fr, 2, 7, 0, "Main\xc0Thread", "task-\xed\xa0\x80", 1, 10),
+                     0);
     struct label l[] = {{.name = (char *)"service_name", .value = (char *)"svc\xff"}};
     struct labels ls = {.v = l, .n = 1, .cap = 1};
     struct pprof_part part = {.agg = f->agg, .labels = &ls};

@@ -37,7 +37,7 @@ static void sample(struct target *t, int n)
     struct unwind_frame f = {
         .kind = UNWIND_FRAME_PYTHON, .function = "f", .file = "/f.py", .pos = {1, 1, 0, 0}};
     for (int i = 0; i < n; i++)
-        assert_int_equal(agg_add(t->win, &f, 1, 1, "t", NULL, 1, 10), 0);
+        assert_int_equal(agg_add_in(t->win, &f, 1, 1, 0, "t", NULL, 1, 10), 0);
 }
 
 static int64_t pop_count(struct window_queue *q)

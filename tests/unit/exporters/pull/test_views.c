@@ -182,7 +182,7 @@ static void test_views__flamegraph_is_valid_utf8(void **state)
         memcpy(svc + i, "\xe6\x97\xa5", 3);
     for (size_t k = 0; k < 2; k++) {
         assert_int_equal(agg_new(NULL, &parts[k].agg), 0);
-        assert_int_equal(agg_add(parts[k].agg, &f, 1, 7, "MainThread", NULL, 1, 1), 0);
+        assert_int_equal(agg_add_in(parts[k].agg, &f, 1, 7, 0, "MainThread", NULL, 1, 1), 0);
         labels_init(&parts[k].labels);
         assert_int_equal(labels_set(&parts[k].labels, "service_name", svc), 0);
         parts[k].pid = (pid_t)(100 + k);
