@@ -239,7 +239,7 @@ int config_load_file(const char *path, const struct config_load_opts *opts,
     char *buf = NULL;
     size_t len = 0;
     char why[256];
-    int rc = config_file_read(path, CONFIG_MAX_FILE_BYTES, &buf, &len, why, sizeof(why));
+    int rc = readfile_all(path, CONFIG_MAX_FILE_BYTES, &buf, &len, why, sizeof(why));
     *out = NULL;
     if (rc == -ENOMEM)
         return rc;

@@ -155,7 +155,7 @@ int config_remote_url_shown(const char *url, char **shown)
  * used, so that a missing or unreadable one is an error in the file rather
  * than a failure at the first push: a tls_config file must open as a
  * regular file (its content is libcurl's to judge), a secret file must read
- * as a secret (config_read_secret(): no control character once the
+ * as a secret (readfile_secret(): no control character once the
  * surrounding whitespace is gone). The value node @v was just stored.
  */
 void config_remote_check_file(struct config_walk *w, const char *path, const struct config_node *v,
@@ -167,14 +167,14 @@ void config_remote_check_file(struct config_walk *w, const char *path, const str
         return;
     if (secret) {
         char *s = NULL;
-        rc = config_read_secret(v->value, &s, err, sizeof(err));
+        rc = readfile_secret(v->value, &s, err, sizeof(err));
         if (s) {
             explicit_bzero(s, strlen(s));
             alloc_free(s);
         }
     } else {
         char why[128];
-        rc = config_file_open(v->value, &fd, why, sizeof(why));
+        rc = readfile_open(v->value, &fd, why, sizeof(why));
         if (fd >= 0)
             close(fd);
         snprintf(err, sizeof(err), "cannot read '%s': %s", v->value, why);

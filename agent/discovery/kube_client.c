@@ -7,26 +7,24 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "base/alloc.h"
+#include "base/backoff.h"
 #include "base/buf.h"
-#include "base/hash.h"
 #include "base/httpdate.h"
 #include "base/log.h"
+#include "base/rand.h"
+#include "base/readfile.h"
 #include "discovery/kube_client.h"
 #include "discovery/kube_pod.h"
 
 #define NS_PER_SEC           1000000000ull
-#define KUBE_TOKEN_MAX       (64u << 10)
 #define KUBE_TOKEN_REREAD    (60 * NS_PER_SEC)
 #define KUBE_LOG_EVERY       (60 * NS_PER_SEC)
 #define KUBE_PAGE_LIMIT      500
@@ -68,7 +66,7 @@ struct kube {
     struct kube_stream *watch, *list;
     char *token;
     uint64_t token_read_at;
-    uint64_t rnd;
+    struct rand_state rnd; /* the backoff's jitter */
     uint64_t last_expire;
     uint64_t logged_at[KUBE_LOG_KINDS];
     unsigned attempts;       /* failures in the streak: the backoff doubles with each */
@@ -264,34 +262,22 @@ static bool kube_sleep(struct kube *k, uint64_t ns)
     }
 }
 
-static uint64_t kube_random(struct kube *k)
-{
-    /* xorshift64*: jitter only */
-    k->rnd ^= k->rnd >> 12;
-    k->rnd ^= k->rnd << 25;
-    k->rnd ^= k->rnd >> 27;
-    return k->rnd * 0x2545F4914F6CDD1Dull;
-}
-
 /*
- * The next wait: min * 2^attempts capped at max, a random point in its upper
- * half; at least what a Retry-After asked (and a little more, so that every
- * client told the same does not come back at once).
+ * The next wait: backoff_delay_ns() for the streak (min * 2^attempts capped
+ * at max, a random point in its upper half); at least what a Retry-After
+ * asked (and a little more, so that every client told the same does not
+ * come back at once).
  */
 static uint64_t kube_backoff(struct kube *k)
 {
-    uint64_t d = k->min_backoff_ns;
-    for (unsigned i = 0; i < k->attempts && d < k->max_backoff_ns; i++)
-        d *= 2;
-    if (d > k->max_backoff_ns)
-        d = k->max_backoff_ns;
+    uint64_t wait =
+        backoff_delay_ns(k->attempts + 1, k->min_backoff_ns, k->max_backoff_ns, rand_next(&k->rnd), 0);
     if (k->attempts < 64)
         k->attempts++;
-    uint64_t wait = d / 2 + kube_random(k) % (d / 2 + 1);
     uint64_t ra = k->retry_after_ns;
     k->retry_after_ns = 0;
     if (ra > wait) {
-        wait = ra + kube_random(k) % (ra / 20 + 1);
+        wait = ra + rand_below(&k->rnd, ra / 20 + 1);
         pthread_mutex_lock(&k->mu);
         k->st.retry_after++;
         pthread_mutex_unlock(&k->mu);
@@ -307,9 +293,11 @@ static bool kube_backoff_sleep(struct kube *k)
 /* ---- the token ---- */
 
 /*
- * Reads the token file when due (or @a force). Returns true when the token
- * changed. An absent file means no token; an unreadable or invalid one leaves
- * the previous token in use and sets the error.
+ * Reads the token file when due (or @a force) with readfile_secret() (at
+ * most 64 KiB, surrounding whitespace removed, no control character
+ * inside). Returns true when the token changed. An absent file means no
+ * token; an unreadable, empty or invalid one leaves the previous token in
+ * use and sets the error.
  */
 static bool kube_token_load(struct kube *k, bool force)
 {
@@ -321,56 +309,24 @@ static bool kube_token_load(struct kube *k, bool force)
     k->token_known = true;
     k->token_read_at = now;
     char *tok = NULL;
-    int err = 0;
-    int fd = open(k->token_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    struct stat sb;
-    if (fd < 0) {
-        err = errno == ENOENT ? 0 : errno;
-    } else if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > KUBE_TOKEN_MAX) {
-        err = EINVAL;
-    } else {
-        tok = alloc_malloc(KUBE_TOKEN_MAX + 1);
-        size_t len = 0;
-        ssize_t n = 0;
-        while (tok && len < KUBE_TOKEN_MAX && (n = read(fd, tok + len, KUBE_TOKEN_MAX - len)) > 0)
-            len += (size_t)n;
-        if (!tok) {
-            err = ENOMEM;
-        } else if (n < 0) {
-            err = errno;
-        } else {
-            size_t b = 0;
-            while (b < len && (tok[b] == ' ' || tok[b] == '\t' || tok[b] == '\n' || tok[b] == '\r'))
-                b++;
-            while (len > b && (tok[len - 1] == ' ' || tok[len - 1] == '\t' ||
-                               tok[len - 1] == '\n' || tok[len - 1] == '\r'))
-                len--;
-            memmove(tok, tok + b, len - b);
-            len -= b;
-            tok[len] = '\0';
-            for (size_t i = 0; i < len; i++)
-                if ((unsigned char)tok[i] < 0x20 || tok[i] == 0x7f)
-                    err = EINVAL;
-            if (len == 0)
-                err = EINVAL;
-        }
+    char err[sizeof(k->st.last_error) - 16];
+    int rc = readfile_secret(k->token_file, &tok, err, sizeof(err));
+    if (rc == -ENOENT) {
+        rc = 0; /* no token file: no Authorization */
+    } else if (rc == 0 && !tok[0]) {
+        rc = -EINVAL;
+        snprintf(err, sizeof(err), "cannot use '%s': the file is empty", k->token_file);
     }
-    if (fd >= 0)
-        close(fd);
     pthread_mutex_lock(&k->mu);
     k->st.token_reads++;
-    if (err)
+    if (rc)
         k->st.token_errors++;
     pthread_mutex_unlock(&k->mu);
-    if (err) {
-        if (tok)
-            explicit_bzero(tok, KUBE_TOKEN_MAX + 1);
-        alloc_free(tok);
-        kube_set_error(k, "cannot read token file '%s': %s", k->token_file,
-                       err == EINVAL ? "not a single-line token in a regular file" : strerror(err));
+    if (rc) {
+        alloc_free(tok); /* "" */
+        kube_set_error(k, "token file: %s", err);
         if (kube_log_due(k, KUBE_LOG_TOKEN))
-            log_warn("kubernetes: cannot read token file '%s': %s", k->token_file,
-                     err == EINVAL ? "not a single-line token in a regular file" : strerror(err));
+            log_warn("kubernetes: token file: %s", err);
         return false; /* the previous token, if any, stays in use */
     }
     bool changed =
@@ -592,7 +548,7 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
     struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/json");
     if (hdrs && k->token) {
         struct buf auth;
-        buf_init(&auth, KUBE_TOKEN_MAX + 64);
+        buf_init(&auth, READFILE_SECRET_MAX + 64);
         if (buf_addf(&auth, "Authorization: Bearer %s", k->token) == 0) {
             struct curl_slist *l = curl_slist_append(hdrs, buf_str(&auth));
             if (l)
@@ -1162,7 +1118,7 @@ int kube_start(const struct kube_opts *o, struct kube **out)
     if (o->progress_timeout_ns)
         k->progress_ns = o->progress_timeout_ns;
     k->max_pods = o->max_pods ? o->max_pods : KUBE_INDEX_MAX_PODS_DEFAULT;
-    k->rnd = hash_fmix64((uint64_t)(uintptr_t)k ^ clock_mono_now() ^ (uint64_t)getpid()) | 1;
+    rand_init(&k->rnd, rand_seed());
     int rc = -ENOMEM;
     if (kube_dup(&k->url, o->url) != 0 || kube_dup(&k->node_name, o->node_name) != 0 ||
         kube_dup(&k->token_file, o->token_file) != 0 || kube_dup(&k->ca_file, o->ca_file) != 0)

@@ -15,7 +15,8 @@
  *                   UNAVAILABLE/RESOURCE_EXHAUSTED/DEADLINE_EXCEEDED/ABORTED:
  *                   the profile stays at the head of the queue and is tried
  *                   again after an exponential backoff with jitter between
- *                   min_backoff and max_backoff (Retry-After, when the server
+ *                   min_backoff and max_backoff (backoff_delay_ns(),
+ *                   base/backoff.h; Retry-After, when the server
  *                   sends one, is honoured up to max_backoff), at most
  *                   max_retries times (0: no limit but age). Neither the
  *                   backoff nor Retry-After may outlast the room left in the
@@ -129,13 +130,6 @@ struct push_transport_ops {
  *  exception -> exception (documented in docs/exporters.md). */
 const char *push_metric_name(enum profile_mode mode);
 
-/**
- * The backoff before retry @a attempt (1 = the first retry): min * 2^(attempt-1),
- * capped at max, then "equal jitter" (half fixed, half random from @a rnd),
- * never below min. Pure; tested.
- */
-uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uint64_t rnd);
-
 /** What push_fill_deadline_ns() needs to know about a queue; all times mono ns. */
 struct push_fill {
     uint64_t failed_ns;        /* when the failed attempt ended */
@@ -186,7 +180,8 @@ PYPROFD_WARN_UNUSED int push_exporter_new(const struct config_remote_write *rw,
 #ifdef PYPROFD_UNITTEST
 /**
  * For tests/unit/exporters/push/test_push.c: the jitter of push exporter
- * @a ctx's backoff comes from @a random(@a arg) instead of getrandom(). Call
+ * @a ctx's backoff comes from @a random(@a arg) instead of its own
+ * xorshift (base/rand.h, seeded with rand_seed()). Call
  * it before the first push().
  */
 void push_set_random(void *ctx, uint64_t (*random)(void *arg), void *arg);
