@@ -13,29 +13,8 @@
 #include <curl/curl.h>
 
 #include "base/alloc.h"
+#include "base/url.h"
 #include "config/config_schema.h"
-
-/*
- * @u for a message: the password of its userinfo (from the first ':' to the
- * last '@' before the path) as "<secret>", in @buf. The URL may be one that
- * libcurl cannot parse, so this is a plain scan that rather hides too much.
- */
-static const char *config_remote_redact(const char *u, char *buf, size_t len)
-{
-    const char *auth = strstr(u, "://");
-    if (!auth)
-        return u;
-    auth += 3;
-    const char *end = auth + strcspn(auth, "/?#"), *at = NULL;
-    for (const char *p = auth; p < end; p++)
-        if (*p == '@')
-            at = p;
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    if (!colon)
-        return u;
-    snprintf(buf, len, "%.*s<secret>%s", (int)(colon + 1 - u), u, at);
-    return buf;
-}
 
 /*
  * Checks a remote_write url and returns NULL when it is fine, or what is
@@ -102,8 +81,8 @@ void config_remote_url(struct config_walk *w, const char *path, const struct con
         problem = config_remote_url_problem(w, v->value, why, sizeof(why));
     if (problem) {
         char shown[1024];
-        config_walk_error(w, v, "%s: '%s' %s", path,
-                          config_remote_redact(v->value, shown, sizeof(shown)), problem);
+        url_redact(v->value, shown, sizeof(shown));
+        config_walk_error(w, v, "%s: '%s' %s", path, shown, problem);
     } else {
         config_walk_str(w, path, v, dst, true);
     }
@@ -113,8 +92,8 @@ void config_remote_url(struct config_walk *w, const char *path, const struct con
  * Shows a URL with the password of its userinfo, if it has one, as
  * "<secret>" (as Prometheus prints http://bob:<secret>@host/). libcurl's URL
  * API splits and rebuilds it, so what is hidden is what libcurl would send as
- * the password. Should that fail (out of memory), the userinfo is hidden by
- * config_remote_redact() instead; the password is never shown.
+ * the password. Should that fail (out of memory), the password is hidden by
+ * url_redact() instead; the password is never shown.
  */
 int config_remote_url_shown(const char *url, char **shown)
 {
@@ -139,8 +118,8 @@ int config_remote_url_shown(const char *url, char **shown)
     } else {
         size_t len = strlen(url) + sizeof("<secret>");
         *shown = alloc_malloc(len);
-        if (*shown && config_remote_redact(url, *shown, len) == url)
-            snprintf(*shown, len, "%s", url);
+        if (*shown)
+            url_redact(url, *shown, len);
     }
     curl_free(full);
     if (pw)
