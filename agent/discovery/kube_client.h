@@ -84,12 +84,11 @@
 #include "base/labels.h"
 #include "discovery/kube_index.h"
 #include "discovery/kube_stream.h"
+#include "discovery/kube_transport.h"
 
 #define KUBE_BOOKMARK_INTERVAL_NS (60ull * 1000000000ull)
 #define KUBE_PROGRESS_SLACK_NS    (5ull * 1000000000ull)
 #define KUBE_STABLE_NS            (30ull * 1000000000ull)
-#define KUBE_RETRY_AFTER_MAX_NS   (300ull * 1000000000ull)
-#define KUBE_ERRBODY_MAX          4096
 
 enum kube_source {
     KUBE_SOURCE_API_SERVER,
