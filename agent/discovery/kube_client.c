@@ -27,7 +27,6 @@
 #define KUBE_LOG_EVERY       (60 * NS_PER_SEC)
 #define KUBE_PAGE_LIMIT      500
 #define KUBE_URL_MAX         (8u << 10)
-#define KUBE_REQUEST_DEFAULT (60 * NS_PER_SEC)
 
 enum kube_log_kind {
     KUBE_LOG_SYNC,
@@ -905,13 +904,15 @@ int kube_start(const struct kube_opts *o, struct kube **out)
     atomic_init(&k->stopping, false);
     k->source = o->source;
     k->clock = o->clock ? *o->clock : clock_system;
-    k->watch_timeout_ns = o->watch_timeout_ns ? o->watch_timeout_ns : 300 * NS_PER_SEC;
-    k->poll_ns = o->poll_interval_ns ? o->poll_interval_ns : 30 * NS_PER_SEC;
+    k->watch_timeout_ns =
+        o->watch_timeout_ns ? o->watch_timeout_ns : KUBE_WATCH_TIMEOUT_DEFAULT_NS;
+    k->poll_ns = o->poll_interval_ns ? o->poll_interval_ns : KUBE_POLL_INTERVAL_DEFAULT_NS;
     k->min_backoff_ns = o->min_backoff_ns ? o->min_backoff_ns : NS_PER_SEC;
     k->max_backoff_ns = o->max_backoff_ns ? o->max_backoff_ns : 60 * NS_PER_SEC;
     if (k->max_backoff_ns < k->min_backoff_ns)
         k->max_backoff_ns = k->min_backoff_ns;
-    k->request_timeout_ns = o->request_timeout_ns ? o->request_timeout_ns : KUBE_REQUEST_DEFAULT;
+    k->request_timeout_ns =
+        o->request_timeout_ns ? o->request_timeout_ns : KUBE_REQUEST_TIMEOUT_DEFAULT_NS;
     /* a healthy watch completes an event (a bookmark at least) this often */
     k->progress_ns = (k->watch_timeout_ns < KUBE_BOOKMARK_INTERVAL_NS ? k->watch_timeout_ns
                                                                       : KUBE_BOOKMARK_INTERVAL_NS) +

@@ -765,7 +765,14 @@ int push_exporter_new(const struct config_remote_write *rw, const struct push_tr
     int err = -ENOMEM;
     bool mu = false, cv = false;
     pthread_condattr_t ca;
-    struct push_exporter *pe = alloc_calloc(1, sizeof(*pe));
+    struct push_exporter *pe = NULL;
+    /* the loader's bounds (config.def) make none of these 0; a struct built by hand might */
+    if (!rw->remote_timeout_ns || !rw->min_backoff_ns || !rw->queue_max_profiles ||
+        !rw->queue_max_bytes) {
+        err = -EINVAL;
+        goto fail;
+    }
+    pe = alloc_calloc(1, sizeof(*pe));
     if (!pe)
         goto fail;
     pe->tops = ops;
@@ -778,13 +785,13 @@ int push_exporter_new(const struct config_remote_write *rw, const struct push_tr
     pe->fake_clock = pe->clock != &clock_system;
     rand_init(&pe->rng, rand_seed());
     pe->max_age_ns = max_age_ns;
-    pe->timeout_ns = rw->remote_timeout_ns ? rw->remote_timeout_ns : 10000000000ull;
-    pe->min_backoff_ns = rw->min_backoff_ns ? rw->min_backoff_ns : 500000000ull;
-    pe->max_backoff_ns =
-        rw->max_backoff_ns > pe->min_backoff_ns ? rw->max_backoff_ns : pe->min_backoff_ns;
+    /* as the config gave them: its defaults are config.def's, written once */
+    pe->timeout_ns = rw->remote_timeout_ns;
+    pe->min_backoff_ns = rw->min_backoff_ns;
+    pe->max_backoff_ns = rw->max_backoff_ns; /* never below min: the loader checks */
     pe->max_retries = rw->max_retries;
-    pe->max_items = rw->queue_max_profiles ? rw->queue_max_profiles : 100;
-    pe->max_bytes = rw->queue_max_bytes ? rw->queue_max_bytes : (64ull << 20);
+    pe->max_items = rw->queue_max_profiles;
+    pe->max_bytes = rw->queue_max_bytes;
     err =
         promtext_hist_init(&pe->duration, promtext_buckets_seconds, promtext_buckets_seconds_count);
     if (!err)

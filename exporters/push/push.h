@@ -161,7 +161,9 @@ uint64_t push_fill_deadline_ns(const struct push_fill *f);
 
 /**
  * Creates a push exporter for endpoint @a rw, sending with @a ops / @a tctx.
- * What is needed of @a rw is copied, its compiled write_relabel rules too
+ * @a rw's values are used as they are, defaults and bounds being the
+ * loader's (config.def); remote_timeout, min_backoff, queue.max_profiles or
+ * queue.max_bytes 0 is refused (-EINVAL). What is needed of @a rw is copied, its compiled write_relabel rules too
  * (compiled again), so the exporter does not depend on the config's
  * lifetime. The exporter takes ownership of @a tctx, on failure too.
  * @a max_age_ns: profiles older than this are dropped, not sent (0: no
@@ -170,7 +172,7 @@ uint64_t push_fill_deadline_ns(const struct push_fill *f);
  * shutdown(); with any other clock than clock_system the sender re-reads it
  * at least every millisecond while it waits, so a test that moves its clock
  * forward is noticed promptly. Starts the sender thread. Returns 0 with
- * @a out filled (out->name is the endpoint name), or -ENOMEM / -errno.
+ * @a out filled (out->name is the endpoint name), or -EINVAL, -ENOMEM or -errno.
  */
 PYPROFD_WARN_UNUSED int push_exporter_new(const struct config_remote_write *rw,
                                           const struct push_transport_ops *ops, void *tctx,
