@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * config.c: loading (config.h): YAML tree (config_yaml.h) to struct
- * pyprofd_config through the schema (config_schema.h), then what the schema
+ * pyprofd_config through the schema (config_walk.h), then what the schema
  * cannot say: the top level, the job list with its checks, inheritance from
  * `global`, the built-in default and freeing.
  *
@@ -14,7 +14,7 @@
 
 #include "base/alloc.h"
 #include "config/config.h"
-#include "config/config_schema.h"
+#include "config/config_walk.h"
 #include "config/config_yaml.h"
 
 /* What a job set itself, for inheritance and the checks after it. */
