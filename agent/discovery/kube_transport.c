@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/curlopt.h"
 #include "base/httpdate.h"
 #include "discovery/kube_transport.h"
 
@@ -143,11 +144,7 @@ static void kube_transport_setup(struct kube_transport *t, struct curl_slist *hd
     CURL *h = t->easy;
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, x->r->url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+    curlopt_http_only(h);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_MS);

@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/curlopt.h"
 #include "base/rand.h"
 #include "exporters/push/endpoint.h"
 #include "exporters/pyroscope/pyroscope.h"
@@ -345,7 +346,7 @@ static void pyro_send(void *tctx, const struct push_request *r, uint64_t timeout
     curl_easy_setopt(p->h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(p->h, CURLOPT_TIMEOUT_MS, (long)ms);
     curl_easy_setopt(p->h, CURLOPT_CONNECTTIMEOUT_MS, (long)ms);
-    curl_easy_setopt(p->h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curlopt_http_only(p->h);
     CURLcode rc = push_endpoint_perform(p->m, p->h, r);
     long status = 0;
     curl_easy_getinfo(p->h, CURLINFO_RESPONSE_CODE, &status);
