@@ -59,8 +59,7 @@ fail:
     return rc;
 }
 
-int readfile_all(const char *path, size_t max, char **out, size_t *len, char *why,
-                     size_t whylen)
+int readfile_all(const char *path, size_t max, char **out, size_t *len, char *why, size_t whylen)
 {
     char *buf = NULL;
     size_t n = 0;

@@ -121,7 +121,6 @@ int config_value_url_shown(const char *url, char **shown)
     return *shown ? 0 : -ENOMEM;
 }
 
-
 int config_value_check_file(const char *path, bool secret, char *err, size_t errlen)
 {
     int fd = -1, rc;

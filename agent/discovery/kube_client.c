@@ -22,11 +22,11 @@
 #include "discovery/kube_client.h"
 #include "discovery/kube_pod.h"
 
-#define NS_PER_SEC           1000000000ull
-#define KUBE_TOKEN_REREAD    (60 * NS_PER_SEC)
-#define KUBE_LOG_EVERY       (60 * NS_PER_SEC)
-#define KUBE_PAGE_LIMIT      500
-#define KUBE_URL_MAX         (8u << 10)
+#define NS_PER_SEC        1000000000ull
+#define KUBE_TOKEN_REREAD (60 * NS_PER_SEC)
+#define KUBE_LOG_EVERY    (60 * NS_PER_SEC)
+#define KUBE_PAGE_LIMIT   500
+#define KUBE_URL_MAX      (8u << 10)
 
 enum kube_log_kind {
     KUBE_LOG_SYNC,
@@ -247,8 +247,8 @@ static bool kube_sleep(struct kube *k, uint64_t ns)
  */
 static uint64_t kube_backoff(struct kube *k)
 {
-    uint64_t wait =
-        backoff_delay_ns(k->attempts + 1, k->min_backoff_ns, k->max_backoff_ns, rand_next(&k->rnd), 0);
+    uint64_t wait = backoff_delay_ns(k->attempts + 1, k->min_backoff_ns, k->max_backoff_ns,
+                                     rand_next(&k->rnd), 0);
     if (k->attempts < 64)
         k->attempts++;
     uint64_t ra = k->retry_after_ns;
@@ -383,7 +383,7 @@ struct kube_result {
     enum kube_outcome outcome;
     long status;
     int stop_reason;
-    uint64_t retry_after_ns; /* a 429 or 503 said how long to wait, capped; else 0 */
+    uint64_t retry_after_ns;    /* a 429 or 503 said how long to wait, capped; else 0 */
     struct kube_list_meta meta; /* a list's, when outcome is OK */
 };
 
@@ -723,8 +723,8 @@ static enum kube_step kube_list(struct kube *k)
         char limit[16];
         snprintf(limit, sizeof(limit), "%d", KUBE_PAGE_LIMIT);
         if (kube_pods_url(k, &u) != 0 || kube_transport_add_param(k->tr, &u, "limit", limit) != 0 ||
-            kube_transport_add_param(k->tr, &u, cont[0] ? "continue" : "resourceVersion", cont[0] ? cont : "0") !=
-                0) {
+            kube_transport_add_param(k->tr, &u, cont[0] ? "continue" : "resourceVersion",
+                                     cont[0] ? cont : "0") != 0) {
             kube_set_error(k, "cannot build the list URL");
             step = KUBE_STEP_RETRY;
             break;
@@ -904,8 +904,7 @@ int kube_start(const struct kube_opts *o, struct kube **out)
     atomic_init(&k->stopping, false);
     k->source = o->source;
     k->clock = o->clock ? *o->clock : clock_system;
-    k->watch_timeout_ns =
-        o->watch_timeout_ns ? o->watch_timeout_ns : KUBE_WATCH_TIMEOUT_DEFAULT_NS;
+    k->watch_timeout_ns = o->watch_timeout_ns ? o->watch_timeout_ns : KUBE_WATCH_TIMEOUT_DEFAULT_NS;
     k->poll_ns = o->poll_interval_ns ? o->poll_interval_ns : KUBE_POLL_INTERVAL_DEFAULT_NS;
     k->min_backoff_ns = o->min_backoff_ns ? o->min_backoff_ns : NS_PER_SEC;
     k->max_backoff_ns = o->max_backoff_ns ? o->max_backoff_ns : 60 * NS_PER_SEC;

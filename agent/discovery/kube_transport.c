@@ -29,9 +29,9 @@ struct kube_transport {
 struct kube_xfer {
     struct kube_transport *t;
     struct kube_request *r;
-    long status;        /* 0 until the first body byte */
-    struct buf errbody; /* a non-200 body, cut */
-    bool body_cut;      /* it was longer than KUBE_ERRBODY_MAX */
+    long status;          /* 0 until the first body byte */
+    struct buf errbody;   /* a non-200 body, cut */
+    bool body_cut;        /* it was longer than KUBE_ERRBODY_MAX */
     char retry_after[64]; /* the Retry-After header, "" when none */
 };
 
@@ -238,8 +238,7 @@ static struct curl_slist *kube_transport_headers(const char *token)
     return hdrs;
 }
 
-void kube_transport_get(struct kube_transport *t, struct kube_request *r,
-                        struct kube_response *out)
+void kube_transport_get(struct kube_transport *t, struct kube_request *r, struct kube_response *out)
 {
     struct kube_xfer x = {.t = t, .r = r};
     memset(out, 0, sizeof(*out));

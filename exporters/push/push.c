@@ -339,9 +339,8 @@ static void push_on_result(struct push_exporter *pe, struct push_item *it,
         log_warn("push endpoint '%s' unreachable (%s): %s; retrying", pe->name, c->code,
                  res->message[0] ? res->message : "no message");
     pe->unreachable = true;
-    uint64_t delay =
-        backoff_delay_ns(pe->fail_streak, pe->min_backoff_ns, pe->max_backoff_ns, push_random(pe),
-                         BACKOFF_DELAY_AT_LEAST_MIN);
+    uint64_t delay = backoff_delay_ns(pe->fail_streak, pe->min_backoff_ns, pe->max_backoff_ns,
+                                      push_random(pe), BACKOFF_DELAY_AT_LEAST_MIN);
     uint64_t ra =
         res->retry_after_ns < pe->max_backoff_ns ? res->retry_after_ns : pe->max_backoff_ns;
     if (ra > delay)

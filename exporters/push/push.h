@@ -163,8 +163,8 @@ uint64_t push_fill_deadline_ns(const struct push_fill *f);
  * Creates a push exporter for endpoint @a rw, sending with @a ops / @a tctx.
  * @a rw's values are used as they are, defaults and bounds being the
  * loader's (config.def); remote_timeout, min_backoff, queue.max_profiles or
- * queue.max_bytes 0 is refused (-EINVAL). What is needed of @a rw is copied, its compiled write_relabel rules too
- * (compiled again), so the exporter does not depend on the config's
+ * queue.max_bytes 0 is refused (-EINVAL). What is needed of @a rw is copied, its compiled
+ * write_relabel rules too (compiled again), so the exporter does not depend on the config's
  * lifetime. The exporter takes ownership of @a tctx, on failure too.
  * @a max_age_ns: profiles older than this are dropped, not sent (0: no
  * limit). @a clock (borrowed: it must outlive the exporter; NULL:
