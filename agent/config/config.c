@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * config.c: loading (config.h): YAML tree (config_yaml.h) to struct
- * pyprofd_config through the schema (config_schema.h), then what the schema
+ * pyprofd_config through the schema (config_walk.h), then what the schema
  * cannot say: the top level, the job list with its checks, inheritance from
  * `global`, the built-in default and freeing.
  *
@@ -14,7 +14,7 @@
 
 #include "base/alloc.h"
 #include "config/config.h"
-#include "config/config_schema.h"
+#include "config/config_walk.h"
 #include "config/config_yaml.h"
 
 /* What a job set itself, for inheritance and the checks after it. */
@@ -239,7 +239,7 @@ int config_load_file(const char *path, const struct config_load_opts *opts,
     char *buf = NULL;
     size_t len = 0;
     char why[256];
-    int rc = config_file_read(path, CONFIG_MAX_FILE_BYTES, &buf, &len, why, sizeof(why));
+    int rc = readfile_all(path, CONFIG_MAX_FILE_BYTES, &buf, &len, why, sizeof(why));
     *out = NULL;
     if (rc == -ENOMEM)
         return rc;

@@ -9,7 +9,7 @@
  * every request, and a named file that cannot be read) and complete: every
  * error found is reported with its line and column (struct config_error,
  * formatted as "FILE:LINE:COLUMN: message" by config_error_format()), not
- * just the first. No file is ever waited on (config_file_open()). Every key, its
+ * just the first. No file is ever waited on (readfile_open()). Every key, its
  * default and unit are documented in docs/configuration.md.
  *
  * Shape (see config/pyprofd.example.yml):
@@ -36,6 +36,7 @@
 #include "base/compat.h"
 
 #include "base/labels.h"
+#include "base/readfile.h"
 #include "config/relabel.h"
 #include "pipeline.h"
 
@@ -207,7 +208,7 @@ struct config_load_opts {
     /*
      * Do not open the files the config names. By default each is checked at
      * load, as it would be used: the *_file secrets are read
-     * (config_read_secret()), the tls_config files opened (config_file_open()).
+     * (readfile_secret()), the tls_config files opened (readfile_open()).
      * For tests of the YAML alone.
      */
     bool skip_file_checks;
@@ -217,7 +218,7 @@ struct config_load_opts {
  * Loads and validates @a path. Returns 0 with *@a out (caller owns;
  * config_free), or -EINVAL with every problem in @a errs (caller releases), or
  * -ENOENT/-EACCES/... when the file cannot be read (also described in @a errs),
- * or -ENOMEM. The file is opened with config_file_open(): a FIFO, socket,
+ * or -ENOMEM. The file is opened with readfile_open(): a FIFO, socket,
  * device or directory is refused at once (-EINVAL, -EISDIR), never waited on.
  * An empty file gives the defaults with no jobs.
  */
@@ -227,46 +228,13 @@ PYPROFD_WARN_UNUSED int config_load_file(const char *path, const struct config_l
 PYPROFD_WARN_UNUSED int config_load_buffer(const char *buf, size_t len, const char *name,
                                            const struct config_load_opts *opts,
                                            struct pyprofd_config **out, struct config_errors *errs);
-/**
- * Opens @a path for reading the way pyprofd opens every file its config names
- * (the config file itself, *_file secrets, TLS files): O_RDONLY | O_NONBLOCK |
- * O_NOCTTY | O_CLOEXEC, so that the open never blocks (a FIFO's waits for a
- * writer), then fstat(): anything but a regular file is refused before it is
- * read. O_NONBLOCK is left set (it changes nothing for a regular file).
- * Returns 0 with *@a fd (caller closes), or a negative errno with the reason
- * in @a why: open()'s error (strerror() text), -EISDIR for a directory, or
- * -EINVAL for a FIFO, socket or device ("not a regular file (a FIFO)").
- * Thread-safe.
+/*
+ * NEEDSWORK: the files the config names are opened and read by
+ * base/readfile.h (readfile_open(), readfile_all(), readfile_secret()).
+ * cli/agent.c still calls the old name; drop this alias once it calls
+ * readfile_all().
  */
-PYPROFD_WARN_UNUSED int config_file_open(const char *path, int *fd, char *why, size_t whylen);
-
-/**
- * Reads all of @a path, opened with config_file_open(), when it holds at most
- * @a max bytes. Returns 0 with *@a out (NUL-terminated, *@a len bytes; caller
- * frees with alloc_free()), or a negative errno with the reason in @a why:
- * config_file_open()'s, read()'s, -EFBIG ("larger than MAX bytes") or
- * -ENOMEM. Thread-safe.
- */
-PYPROFD_WARN_UNUSED int config_file_read(const char *path, size_t max, char **out, size_t *len,
-                                         char *why, size_t whylen);
-
-/** The longest secret file (password_file, credentials_file) read; longer is an error. */
-#define CONFIG_SECRET_MAX 65536
-
-/**
- * Reads the secret file @a path (password_file, credentials_file), at load
- * and again for every request: opened with config_file_open(), at most
- * CONFIG_SECRET_MAX bytes, surrounding whitespace removed (as Prometheus
- * does: the final newline of a file written by an editor or `echo` is not
- * part of the secret). A control character left inside is refused: it
- * could end the Authorization header line and start another. Returns 0 with
- * a NUL-terminated copy in *@a out (caller wipes, then frees with
- * alloc_free()), or a negative errno with the whole message in @a err
- * ("cannot read '/p': No such file or directory", "cannot use '/p': control
- * character in the secret"): config_file_open()'s or read()'s error, -EFBIG,
- * -EINVAL (also for a control character), -ENOMEM. Thread-safe.
- */
-PYPROFD_WARN_UNUSED int config_read_secret(const char *path, char **out, char *err, size_t errlen);
+#define config_file_read readfile_all
 
 /** The built-in default config: one job "python" sampling every Python process. */
 PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);

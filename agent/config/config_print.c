@@ -16,6 +16,7 @@
 
 #include "base/alloc.h"
 #include "config/config_schema.h"
+#include "config/config_value.h"
 
 struct config_print {
     yaml_emitter_t em;
@@ -186,7 +187,7 @@ static void config_print_value(struct config_print *p, const struct config_key *
         config_print_scalar(p, "<secret>", true);
         return;
     case CONFIG_T_URL: {
-        int rc = config_remote_url_shown(*(char *const *)f, &url);
+        int rc = config_value_url_shown(*(char *const *)f, &url);
         if (rc)
             p->rc = p->rc ? p->rc : rc;
         else

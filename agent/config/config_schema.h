@@ -1,26 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * config_schema.h: the configuration schema as data, and the table-driven
- * loader built on it. Internal to agent/config/ (and its unit tests).
+ * config_schema.h: the configuration schema as data: the table of
+ * config.def and the loops over it (defaults, inheritance, release). The
+ * walker that loads a YAML tree through it is config_walk.h, which uses
+ * this header and not the other way round. Internal to agent/config/ (and
+ * its unit tests).
  *
  * config.def has one row per key: where it is, its YAML name, its type,
  * the field of struct pyprofd_config (or config_job, config_remote_write)
  * it is stored in, its bounds and default, who reads it and a doc line.
- * One walker (config_walk_section()) turns any mapping of the schema into
- * its struct: it reports unknown and duplicate keys, parses each value by
- * its type (scalar types and the few structured ones: label maps, HTTP
- * headers, relabel rules) and records the nodes it saw, so that the
- * cross-key checks that remain hand-written (config.c, config_remote.c)
- * can point their errors at them. Defaults and inheritance
- * (config_schema.c) and config_print() (config_print.c) are loops over the
- * same rows.
+ * config_walk.h walks any mapping of the schema into its struct; defaults
+ * and inheritance (config_schema.c) and config_print() (config_print.c) are
+ * loops over the same rows.
  *
- * The walk never stops at the first problem: each key is checked on its own
- * and every error is recorded at the node it is about (the key for unknown
- * or duplicate keys, the value for bad values, the enclosing mapping for
- * missing keys), in struct config_walk.
- *
- * Thread safety: the table is constant; a walk is per call.
+ * Thread safety: the table is constant.
  */
 #ifndef PYPROFD_CONFIG_CONFIG_SCHEMA_H
 #define PYPROFD_CONFIG_CONFIG_SCHEMA_H
@@ -148,63 +141,5 @@ PYPROFD_WARN_UNUSED int config_schema_finish(enum config_section s, void *base,
 void config_schema_release(enum config_section s, void *base);
 /** Copies into job @a j every CONFIG_INHERIT key not in @a set from @a c's global. */
 void config_schema_inherit(struct config_job *j, const struct pyprofd_config *c, const bool *set);
-
-/* ---- the walk (config_walk.c) ---- */
-
-/** The walk's state: where errors go, and the sticky -ENOMEM. */
-struct config_walk {
-    struct config_errors *errs;
-    int rc;           /* -ENOMEM once allocation failed */
-    bool bad;         /* some error was reported */
-    bool check_files; /* open the files the config names (not skip_file_checks) */
-};
-
-/** Reports an error at node @a n (NULL: no position). */
-void config_walk_error(struct config_walk *w, const struct config_node *n, const char *fmt, ...)
-    PYPROFD_PRINTF(3, 4);
-void config_walk_nomem(struct config_walk *w);
-/** "a mapping", "a list" or "a scalar". */
-const char *config_walk_kind(const struct config_node *n);
-/** Whether @a n is a mapping to walk; null means unset (false, no error). */
-bool config_walk_is_map(struct config_walk *w, const char *path, const struct config_node *n);
-/** Whether @a n is a list to walk; null means unset (false, no error). */
-bool config_walk_is_seq(struct config_walk *w, const char *path, const struct config_node *n);
-/** Whether @a v is a scalar with a value; null means unset (false, no error). */
-bool config_walk_is_scalar(struct config_walk *w, const char *path, const struct config_node *v);
-/** The key at @a i of mapping @a m, or NULL (reported) when unusable or a duplicate. */
-const char *config_walk_key(struct config_walk *w, const char *path, const struct config_node *m,
-                            size_t i);
-/** "PATH.KEY" into @a buf; false when it did not fit. */
-bool config_walk_join(char *buf, size_t len, const char *path, const char *key);
-/** Replaces *@a dst with a copy of @a v's value ("" gives NULL when @a empty_unset). */
-void config_walk_str(struct config_walk *w, const char *path, const struct config_node *v,
-                     char **dst, bool empty_unset);
-
-/**
- * Walks mapping @a m (path @a path) as section @a s into @a base, the
- * section's struct, recursing into its subsections (not into lists: only
- * the top level has those, config.c walks them). Records what it saw in
- * @a seen (not cleared first).
- */
-void config_walk_section(struct config_walk *w, const char *path, const struct config_node *m,
-                         enum config_section s, void *base, struct config_seen *seen);
-
-/* ---- remote_write (config_remote.c) ---- */
-
-/** The URL of a remote_write `url` (value node @a v) checked and stored in *@a dst. */
-void config_remote_url(struct config_walk *w, const char *path, const struct config_node *v,
-                       char **dst);
-/** Checks the file a FILE (or, @a secret, SECRET_FILE) key names, as it will be used. */
-void config_remote_check_file(struct config_walk *w, const char *path, const struct config_node *v,
-                              bool secret);
-/**
- * @a url for printing, with the password of its userinfo, if any, as
- * "<secret>". Returns 0 with *@a shown (caller frees with alloc_free()) or
- * -ENOMEM. Never shows the password.
- */
-PYPROFD_WARN_UNUSED int config_remote_url_shown(const char *url, char **shown);
-/** Walks the remote_write list @a seq into @a c. */
-void config_remote_writes(struct config_walk *w, const struct config_node *seq,
-                          struct pyprofd_config *c);
 
 #endif /* PYPROFD_CONFIG_CONFIG_SCHEMA_H */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * config_walk.c: the generic walk of a schema section (config_schema.h):
- * error reporting, node checks, one parser per value type, and the
- * structured values (label maps, HTTP headers, relabel rules).
+ * config_walk.c: the generic walk of a schema section (config_walk.h):
+ * error reporting, node checks, one parser per value type (URLs and files
+ * through config_value.h), and the structured values (label maps, HTTP
+ * headers, relabel rules).
  */
 #include "base/compat.h"
 
@@ -11,7 +12,9 @@
 
 #include "base/alloc.h"
 #include "base/strnum.h"
-#include "config/config_schema.h"
+#include "base/url.h"
+#include "config/config_value.h"
+#include "config/config_walk.h"
 
 void config_walk_error(struct config_walk *w, const struct config_node *n, const char *fmt, ...)
 {
@@ -325,7 +328,45 @@ static bool config_walk_valid_listen(const char *s)
     return true;
 }
 
+/* A URL value (CONFIG_T_URL): checked (config_value_url_check()), stored in *@a dst. */
+static void config_walk_url(struct config_walk *w, const char *path, const struct config_node *v,
+                            char **dst)
+{
+    char why[160];
+    const char *problem = NULL;
+    if (config_walk_is_scalar(w, path, v) &&
+        config_value_url_check(v->value, &problem, why, sizeof(why)) == -ENOMEM)
+        config_walk_nomem(w);
+    if (problem) {
+        char shown[1024];
+        url_redact(v->value, shown, sizeof(shown));
+        config_walk_error(w, v, "%s: '%s' %s", path, shown, problem);
+    } else {
+        config_walk_str(w, path, v, dst, true);
+    }
+}
+
+/*
+ * The file a FILE (or, @a secret, SECRET_FILE) value names, checked at load
+ * as it will be used (config_value_check_file()), so that a missing or
+ * unreadable one is an error in the file rather than a failure at the
+ * first push. The value node @a v was just stored.
+ */
+static void config_walk_check_file(struct config_walk *w, const char *path,
+                                   const struct config_node *v, bool secret)
+{
+    char err[600];
+    if (!w->check_files || v->kind != CONFIG_NODE_SCALAR || v->null || v->len == 0)
+        return;
+    int rc = config_value_check_file(v->value, secret, err, sizeof(err));
+    if (rc == -ENOMEM)
+        config_walk_nomem(w);
+    else if (rc)
+        config_walk_error(w, v, "%s: %s", path, err);
+}
+
 /* The string types: what each refuses before it is stored. */
+
 static void config_walk_string(struct config_walk *w, const char *path, const struct config_node *v,
                                const struct config_key *k, char *base, struct config_seen *seen)
 {
@@ -370,14 +411,14 @@ static void config_walk_string(struct config_walk *w, const char *path, const st
             v->kind == CONFIG_NODE_SCALAR && v->expanded;
         return;
     case CONFIG_T_URL:
-        config_remote_url(w, path, v, dst);
+        config_walk_url(w, path, v, dst);
         return;
     default:
         break;
     }
     config_walk_str(w, path, v, dst, true);
     if (k->type == CONFIG_T_FILE || k->type == CONFIG_T_SECRET_FILE)
-        config_remote_check_file(w, path, v, k->type == CONFIG_T_SECRET_FILE);
+        config_walk_check_file(w, path, v, k->type == CONFIG_T_SECRET_FILE);
 }
 
 /* ---- maps: external_labels, headers ---- */

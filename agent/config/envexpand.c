@@ -11,33 +11,8 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "config/config.h"
-
-struct envexpand_buf {
-    char *p;
-    size_t len;
-    size_t cap;
-};
-
-static int envexpand_put(struct envexpand_buf *b, const char *s, size_t n)
-{
-    if (n > CONFIG_MAX_SCALAR - b->len)
-        return -E2BIG;
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 64;
-        while (ncap < b->len + n + 1)
-            ncap *= 2;
-        char *np = alloc_realloc(b->p, ncap);
-        if (!np)
-            return -ENOMEM;
-        b->p = np;
-        b->cap = ncap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
 
 static bool envexpand_name_char(char c, bool first)
 {
@@ -55,29 +30,30 @@ static const char *envexpand_lookup(const char *name, const struct config_load_o
 int config_expand_env(const char *in, const struct config_load_opts *opts, char **out,
                       char **missing)
 {
-    struct envexpand_buf b = {0};
+    struct buf b;
     char name[256];
-    int rc = envexpand_put(&b, "", 0);
+    int rc = 0;
     const char *p = in;
+    buf_init(&b, CONFIG_MAX_SCALAR);
     if (missing)
         *missing = NULL;
     while (rc == 0 && *p) {
         const char *dollar = strchr(p, '$');
         if (!dollar) {
-            rc = envexpand_put(&b, p, strlen(p));
+            rc = buf_add(&b, p, strlen(p));
             break;
         }
-        rc = envexpand_put(&b, p, (size_t)(dollar - p));
+        rc = buf_add(&b, p, (size_t)(dollar - p));
         if (rc)
             break;
         p = dollar;
         if (p[1] == '$') {
-            rc = envexpand_put(&b, "$", 1);
+            rc = buf_add(&b, "$", 1);
             p += 2;
             continue;
         }
         if (p[1] != '{' || !envexpand_name_char(p[2], true)) {
-            rc = envexpand_put(&b, "$", 1); /* not an expansion: keep as written */
+            rc = buf_add(&b, "$", 1); /* not an expansion: keep as written */
             p++;
             continue;
         }
@@ -92,7 +68,7 @@ int config_expand_env(const char *in, const struct config_load_opts *opts, char 
         bool has_default = ne[0] == ':' && ne[1] == '-';
         if ((ne != close && !has_default) || (size_t)(ne - n) >= sizeof(name)) {
             /* "${1}", "${a b}", "${x:=y}": not ours to interpret */
-            rc = envexpand_put(&b, "$", 1);
+            rc = buf_add(&b, "$", 1);
             p++;
             continue;
         }
@@ -100,9 +76,9 @@ int config_expand_env(const char *in, const struct config_load_opts *opts, char 
         name[ne - n] = '\0';
         const char *val = envexpand_lookup(name, opts);
         if (val && *val) {
-            rc = envexpand_put(&b, val, strlen(val));
+            rc = buf_add(&b, val, strlen(val));
         } else if (has_default) {
-            rc = envexpand_put(&b, ne + 2, (size_t)(close - (ne + 2)));
+            rc = buf_add(&b, ne + 2, (size_t)(close - (ne + 2)));
         } else if (!val && missing && !*missing) {
             *missing = alloc_strdup(name);
             if (!*missing)
@@ -111,9 +87,10 @@ int config_expand_env(const char *in, const struct config_load_opts *opts, char 
         p = close + 1;
     }
     if (rc == 0) {
-        *out = b.p;
-        b.p = NULL;
+        *out = buf_take(&b, NULL);
+        if (!*out)
+            rc = -ENOMEM;
     }
-    alloc_free(b.p);
+    buf_release(&b);
     return rc;
 }

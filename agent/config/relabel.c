@@ -13,6 +13,7 @@
 #include <pcre2.h>
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/utf8.h"
 #include "config/relabel.h"
 
@@ -413,49 +414,55 @@ const struct relabel_rule_spec *relabel_spec(const struct relabel_rules *r, size
 
 /* ---- apply ---- */
 
-/* A bounded string builder (RELABEL_MAX_VALUE). */
+/*
+ * A value being built, bounded by RELABEL_MAX_VALUE: past the bound it is
+ * marked too long (sticky) instead of failing, and the rule skips it.
+ */
 struct relabel_buf {
-    char *p;
-    size_t len;
-    size_t cap;
+    struct buf b;
     bool too_long;
 };
 
-static int relabel_put(struct relabel_buf *b, const char *s, size_t n)
+static void relabel_buf_init(struct relabel_buf *v)
 {
-    if (b->too_long || n > RELABEL_MAX_VALUE - b->len) {
-        b->too_long = true;
-        return 0;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 64;
-        while (ncap < b->len + n + 1)
-            ncap *= 2;
-        char *np = alloc_realloc(b->p, ncap);
-        if (!np)
-            return -ENOMEM;
-        b->p = np;
-        b->cap = ncap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
+    buf_init(&v->b, RELABEL_MAX_VALUE);
+    v->too_long = false;
 }
 
-static void relabel_reset(struct relabel_buf *b)
+static int relabel_put(struct relabel_buf *v, const char *s, size_t n)
 {
-    b->len = 0;
-    b->too_long = false;
-    if (b->p)
-        b->p[0] = '\0';
+    if (v->too_long)
+        return 0;
+    int rc = buf_add(&v->b, s, n);
+    if (rc == -E2BIG) {
+        v->too_long = true;
+        rc = 0;
+    }
+    return rc;
+}
+
+static void relabel_reset(struct relabel_buf *v)
+{
+    buf_reset(&v->b);
+    v->too_long = false;
+}
+
+/* The value, NUL-terminated ("" when empty). */
+static const char *relabel_str(const struct relabel_buf *v)
+{
+    return buf_str(&v->b);
+}
+
+static size_t relabel_len(const struct relabel_buf *v)
+{
+    return buf_len(&v->b);
 }
 
 /* The joined values of the rule's source labels (missing ones read as ""). */
 static int relabel_join(const struct relabel_rule *rule, const struct labels *ls,
                         struct relabel_buf *b)
 {
-    int rc = relabel_put(b, "", 0);
+    int rc = 0;
     size_t seplen = strlen(rule->spec.separator);
     for (size_t i = 0; rc == 0 && i < rule->spec.nsource_labels; i++) {
         const char *v = labels_get(ls, rule->spec.source_labels[i]);
@@ -546,11 +553,11 @@ static int relabel_expand(const struct relabel_rule *rule, const char *tmpl, con
 
 static int relabel_set_or_del(struct labels *ls, const char *name, const struct relabel_buf *v)
 {
-    if (v->len == 0) {
+    if (relabel_len(v) == 0) {
         labels_del(ls, name);
         return 0;
     }
-    return labels_setn(ls, name, v->p, v->len);
+    return labels_setn(ls, name, relabel_str(v), relabel_len(v));
 }
 
 static bool relabel_has_dollar(const char *s)
@@ -570,7 +577,7 @@ static int relabel_replace(const struct relabel_rules *r, const struct relabel_r
     int npairs;
     const struct relabel_rule_spec *sp = &rule->spec;
     /* Prometheus' fast path: a static label from target_label + replacement. */
-    if (s->val.len == 0 && rule->default_regex && !relabel_has_dollar(sp->target_label) &&
+    if (relabel_len(&s->val) == 0 && rule->default_regex && !relabel_has_dollar(sp->target_label) &&
         !relabel_has_dollar(sp->replacement)) {
         if (!*sp->replacement) {
             labels_del(ls, sp->target_label);
@@ -578,17 +585,17 @@ static int relabel_replace(const struct relabel_rules *r, const struct relabel_r
         }
         return labels_set(ls, sp->target_label, sp->replacement);
     }
-    int rc = relabel_match(r, rule, s->val.p, s->val.len, s->md, &npairs);
+    int rc = relabel_match(r, rule, relabel_str(&s->val), relabel_len(&s->val), s->md, &npairs);
     if (rc <= 0)
         return rc;
     relabel_reset(&s->target);
     relabel_reset(&s->res);
-    rc = relabel_expand(rule, sp->target_label, s->val.p, s->md, npairs, &s->target);
+    rc = relabel_expand(rule, sp->target_label, relabel_str(&s->val), s->md, npairs, &s->target);
     if (rc == 0)
-        rc = relabel_expand(rule, sp->replacement, s->val.p, s->md, npairs, &s->res);
-    if (rc || s->target.too_long || s->res.too_long || !labels_valid_name(s->target.p))
+        rc = relabel_expand(rule, sp->replacement, relabel_str(&s->val), s->md, npairs, &s->res);
+    if (rc || s->target.too_long || s->res.too_long || !labels_valid_name(relabel_str(&s->target)))
         return rc;
-    return relabel_set_or_del(ls, s->target.p, &s->res);
+    return relabel_set_or_del(ls, relabel_str(&s->target), &s->res);
 }
 
 static int relabel_labelmap(const struct relabel_rules *r, const struct relabel_rule *rule,
@@ -606,8 +613,8 @@ static int relabel_labelmap(const struct relabel_rules *r, const struct relabel_
             continue;
         relabel_reset(&s->res);
         rc = relabel_expand(rule, rule->spec.replacement, name, s->md, npairs, &s->res);
-        if (rc == 0 && !s->res.too_long && labels_valid_name(s->res.p))
-            rc = labels_set(ls, s->res.p, snap.v[i].value);
+        if (rc == 0 && !s->res.too_long && labels_valid_name(relabel_str(&s->res)))
+            rc = labels_set(ls, relabel_str(&s->res), snap.v[i].value);
     }
     labels_release(&snap);
     return rc;
@@ -631,14 +638,19 @@ static int relabel_labeldrop(const struct relabel_rules *r, const struct relabel
 static int relabel_case(const struct relabel_rule *rule, struct labels *ls,
                         struct relabel_scratch *s, bool upper)
 {
-    for (size_t i = 0; i < s->val.len; i++) {
-        char c = s->val.p[i];
+    /* into res: the same length as val, so within the bound */
+    const char *v = relabel_str(&s->val);
+    int rc = 0;
+    relabel_reset(&s->res);
+    for (size_t i = 0; rc == 0 && i < relabel_len(&s->val); i++) {
+        char c = v[i];
         if (upper && c >= 'a' && c <= 'z')
-            s->val.p[i] = (char)(c - 'a' + 'A');
+            c = (char)(c - 'a' + 'A');
         else if (!upper && c >= 'A' && c <= 'Z')
-            s->val.p[i] = (char)(c - 'A' + 'a');
+            c = (char)(c - 'A' + 'a');
+        rc = relabel_put(&s->res, &c, 1);
     }
-    return relabel_set_or_del(ls, rule->spec.target_label, &s->val);
+    return rc ? rc : relabel_set_or_del(ls, rule->spec.target_label, &s->res);
 }
 
 /*
@@ -653,7 +665,7 @@ static int relabel_hashmod(const struct relabel_rule *rule, struct labels *ls,
     char num[24];
     MD5_CTX ctx;
     MD5Init(&ctx);
-    MD5Update(&ctx, (const uint8_t *)val->p, val->len);
+    MD5Update(&ctx, (const uint8_t *)relabel_str(val), relabel_len(val));
     MD5Final(d, &ctx);
     for (size_t i = 8; i < MD5_DIGEST_LENGTH; i++)
         h = h << 8 | d[i];
@@ -670,19 +682,17 @@ static int relabel_hashmod(const struct relabel_rule *rule, struct labels *ls,
  */
 static int relabel_valid_utf8(struct relabel_buf *val)
 {
-    if (utf8_valid(val->p, val->len))
+    if (utf8_valid(relabel_str(val), relabel_len(val)))
         return 0;
-    size_t need = utf8_sanitized_len(val->p, val->len, NULL);
+    size_t need = utf8_sanitized_len(relabel_str(val), relabel_len(val), NULL);
     char *p = alloc_malloc(need + 1);
     if (!p)
         return -ENOMEM;
-    (void)utf8_sanitize(p, need + 1, val->p, val->len);
-    alloc_free(val->p);
-    val->p = p;
-    val->len = need;
-    val->cap = need + 1;
-    val->too_long = need > RELABEL_MAX_VALUE;
-    return 0;
+    (void)utf8_sanitize(p, need + 1, relabel_str(val), relabel_len(val));
+    relabel_reset(val);
+    int rc = relabel_put(val, p, need); /* over the bound: too long */
+    alloc_free(p);
+    return rc;
 }
 
 /* Applies one rule; *keep false when it drops the target. */
@@ -706,7 +716,7 @@ static int relabel_one(const struct relabel_rules *r, const struct relabel_rule 
         return relabel_replace(r, rule, ls, s);
     case RELABEL_KEEP:
     case RELABEL_DROP:
-        rc = relabel_match(r, rule, s->val.p, s->val.len, s->md, &npairs);
+        rc = relabel_match(r, rule, relabel_str(&s->val), relabel_len(&s->val), s->md, &npairs);
         if (rc < 0)
             return rc;
         *keep = (rc > 0) == (rule->spec.action == RELABEL_KEEP);
@@ -714,7 +724,7 @@ static int relabel_one(const struct relabel_rules *r, const struct relabel_rule 
     case RELABEL_KEEPEQUAL:
     case RELABEL_DROPEQUAL: {
         const char *cur = labels_get(ls, rule->spec.target_label);
-        bool eq = strcmp(cur ? cur : "", s->val.p) == 0;
+        bool eq = strcmp(cur ? cur : "", relabel_str(&s->val)) == 0;
         *keep = rule->spec.action == RELABEL_KEEPEQUAL ? eq : !eq;
         return 0;
     }
@@ -741,6 +751,9 @@ int relabel_apply(const struct relabel_rules *r, struct labels *ls, bool *keep)
     *keep = true;
     if (!r || r->n == 0)
         return 0;
+    relabel_buf_init(&s.val);
+    relabel_buf_init(&s.target);
+    relabel_buf_init(&s.res);
     s.md = pcre2_match_data_create(r->max_pairs, r->gctx);
     if (!s.md) {
         rc = -ENOMEM;
@@ -755,9 +768,9 @@ out:
     if (rc)
         *keep = false;
     pcre2_match_data_free(s.md);
-    alloc_free(s.val.p);
-    alloc_free(s.target.p);
-    alloc_free(s.res.p);
+    buf_release(&s.val.b);
+    buf_release(&s.target.b);
+    buf_release(&s.res.b);
     return rc;
 }
 

@@ -1,41 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kube_client.c: the thread behind kube_client.h. One libcurl easy handle
- * driven through a multi handle, so that kube_stop() can wake a transfer
- * that waits for bytes (curl_multi_wakeup()) instead of waiting for libcurl's
- * next progress call; waits between requests are a condition variable.
+ * kube_client.c: the thread behind kube_client.h: the list/watch machine
+ * (API server), the kubelet poll, the failure episode and its backoff
+ * (base/backoff.h), the token (base/readfile.h), and applying pods to the
+ * index. Requests go through kube_transport.h (libcurl), which kube_stop()
+ * can wake; waits between requests are a condition variable.
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <curl/curl.h>
 
 #include "base/alloc.h"
+#include "base/backoff.h"
 #include "base/buf.h"
-#include "base/hash.h"
-#include "base/httpdate.h"
 #include "base/log.h"
+#include "base/rand.h"
+#include "base/readfile.h"
 #include "discovery/kube_client.h"
 #include "discovery/kube_pod.h"
 
-#define NS_PER_SEC           1000000000ull
-#define KUBE_TOKEN_MAX       (64u << 10)
-#define KUBE_TOKEN_REREAD    (60 * NS_PER_SEC)
-#define KUBE_LOG_EVERY       (60 * NS_PER_SEC)
-#define KUBE_PAGE_LIMIT      500
-#define KUBE_URL_MAX         (8u << 10)
-#define KUBE_ERRMSG_MAX      128 /* of a non-200 body, shown in last_error */
-#define KUBE_POLL_MS         250 /* the longest a transfer waits before looking around */
-#define KUBE_CONNECT_MS      10000L
-#define KUBE_LIST_SILENCE_S  30L
-#define KUBE_REQUEST_DEFAULT (60 * NS_PER_SEC)
+#define NS_PER_SEC        1000000000ull
+#define KUBE_TOKEN_REREAD (60 * NS_PER_SEC)
+#define KUBE_LOG_EVERY    (60 * NS_PER_SEC)
+#define KUBE_PAGE_LIMIT   500
+#define KUBE_URL_MAX      (8u << 10)
 
 enum kube_log_kind {
     KUBE_LOG_SYNC,
@@ -45,13 +36,12 @@ enum kube_log_kind {
 
 struct kube {
     /* options, copied */
-    char *url, *node_name, *token_file, *ca_file;
+    char *url, *node_name, *token_file;
     uint64_t watch_timeout_ns, poll_ns, min_backoff_ns, max_backoff_ns;
     uint64_t request_timeout_ns, progress_ns;
     size_t max_pods;
     struct clock clock;
     enum kube_source source;
-    bool insecure;
 
     /* shared, under mu (stopping: atomic, also read without it) */
     atomic_bool stopping;
@@ -61,14 +51,13 @@ struct kube {
     struct kube_stats st;
 
     pthread_t thread;
-    CURLM *multi;
+    struct kube_transport *tr; /* the thread's, but woken by kube_stop() */
 
     /* the thread's own */
-    CURL *easy;
     struct kube_stream *watch, *list;
     char *token;
     uint64_t token_read_at;
-    uint64_t rnd;
+    struct rand_state rnd; /* the backoff's jitter */
     uint64_t last_expire;
     uint64_t logged_at[KUBE_LOG_KINDS];
     unsigned attempts;       /* failures in the streak: the backoff doubles with each */
@@ -91,29 +80,15 @@ struct kube {
     char rv[KUBE_MAX_TOKEN_BYTES + 1];
 };
 
-enum kube_timeout {
-    KUBE_TIMEOUT_NONE,
-    KUBE_TIMEOUT_STALLED,  /* a watch without progress */
-    KUBE_TIMEOUT_DEADLINE, /* a list over request_timeout */
-};
-
-/* One request's state, seen by libcurl's callbacks. */
+/* One request's state, seen by the body callback (kube_body()) and the decoders'. */
 struct kube_xfer {
     struct kube *k;
+    struct kube_request req; /* req.progress_at: the start, then the last complete event */
     enum kube_stream_mode mode;
-    long status;        /* 0 until the first body byte */
-    int decode_rc;      /* kube_stream's error, 0 */
-    int stop_reason;    /* KUBE_STOP_* from the event callback */
-    struct buf errbody; /* a non-200 body, cut */
-    bool body_cut;      /* it was longer than KUBE_ERRBODY_MAX */
+    int decode_rc;   /* kube_stream's error, 0 */
+    int stop_reason; /* KUBE_STOP_* from the event callback */
     size_t events;
     char event_msg[160];
-    char retry_after[64]; /* the Retry-After header, "" when none */
-    /* liveness, on clock_mono_now() */
-    uint64_t deadline;    /* 0: none */
-    uint64_t progress_at; /* the start, then the last complete event */
-    uint64_t progress_ns; /* 0: not watched */
-    enum kube_timeout timed_out;
 };
 
 enum {
@@ -264,34 +239,22 @@ static bool kube_sleep(struct kube *k, uint64_t ns)
     }
 }
 
-static uint64_t kube_random(struct kube *k)
-{
-    /* xorshift64*: jitter only */
-    k->rnd ^= k->rnd >> 12;
-    k->rnd ^= k->rnd << 25;
-    k->rnd ^= k->rnd >> 27;
-    return k->rnd * 0x2545F4914F6CDD1Dull;
-}
-
 /*
- * The next wait: min * 2^attempts capped at max, a random point in its upper
- * half; at least what a Retry-After asked (and a little more, so that every
- * client told the same does not come back at once).
+ * The next wait: backoff_delay_ns() for the streak (min * 2^attempts capped
+ * at max, a random point in its upper half); at least what a Retry-After
+ * asked (and a little more, so that every client told the same does not
+ * come back at once).
  */
 static uint64_t kube_backoff(struct kube *k)
 {
-    uint64_t d = k->min_backoff_ns;
-    for (unsigned i = 0; i < k->attempts && d < k->max_backoff_ns; i++)
-        d *= 2;
-    if (d > k->max_backoff_ns)
-        d = k->max_backoff_ns;
+    uint64_t wait = backoff_delay_ns(k->attempts + 1, k->min_backoff_ns, k->max_backoff_ns,
+                                     rand_next(&k->rnd), 0);
     if (k->attempts < 64)
         k->attempts++;
-    uint64_t wait = d / 2 + kube_random(k) % (d / 2 + 1);
     uint64_t ra = k->retry_after_ns;
     k->retry_after_ns = 0;
     if (ra > wait) {
-        wait = ra + kube_random(k) % (ra / 20 + 1);
+        wait = ra + rand_below(&k->rnd, ra / 20 + 1);
         pthread_mutex_lock(&k->mu);
         k->st.retry_after++;
         pthread_mutex_unlock(&k->mu);
@@ -307,9 +270,11 @@ static bool kube_backoff_sleep(struct kube *k)
 /* ---- the token ---- */
 
 /*
- * Reads the token file when due (or @a force). Returns true when the token
- * changed. An absent file means no token; an unreadable or invalid one leaves
- * the previous token in use and sets the error.
+ * Reads the token file when due (or @a force) with readfile_secret() (at
+ * most 64 KiB, surrounding whitespace removed, no control character
+ * inside). Returns true when the token changed. An absent file means no
+ * token; an unreadable, empty or invalid one leaves the previous token in
+ * use and sets the error.
  */
 static bool kube_token_load(struct kube *k, bool force)
 {
@@ -321,56 +286,24 @@ static bool kube_token_load(struct kube *k, bool force)
     k->token_known = true;
     k->token_read_at = now;
     char *tok = NULL;
-    int err = 0;
-    int fd = open(k->token_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    struct stat sb;
-    if (fd < 0) {
-        err = errno == ENOENT ? 0 : errno;
-    } else if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > KUBE_TOKEN_MAX) {
-        err = EINVAL;
-    } else {
-        tok = alloc_malloc(KUBE_TOKEN_MAX + 1);
-        size_t len = 0;
-        ssize_t n = 0;
-        while (tok && len < KUBE_TOKEN_MAX && (n = read(fd, tok + len, KUBE_TOKEN_MAX - len)) > 0)
-            len += (size_t)n;
-        if (!tok) {
-            err = ENOMEM;
-        } else if (n < 0) {
-            err = errno;
-        } else {
-            size_t b = 0;
-            while (b < len && (tok[b] == ' ' || tok[b] == '\t' || tok[b] == '\n' || tok[b] == '\r'))
-                b++;
-            while (len > b && (tok[len - 1] == ' ' || tok[len - 1] == '\t' ||
-                               tok[len - 1] == '\n' || tok[len - 1] == '\r'))
-                len--;
-            memmove(tok, tok + b, len - b);
-            len -= b;
-            tok[len] = '\0';
-            for (size_t i = 0; i < len; i++)
-                if ((unsigned char)tok[i] < 0x20 || tok[i] == 0x7f)
-                    err = EINVAL;
-            if (len == 0)
-                err = EINVAL;
-        }
+    char err[sizeof(k->st.last_error) - 16];
+    int rc = readfile_secret(k->token_file, &tok, err, sizeof(err));
+    if (rc == -ENOENT) {
+        rc = 0; /* no token file: no Authorization */
+    } else if (rc == 0 && !tok[0]) {
+        rc = -EINVAL;
+        snprintf(err, sizeof(err), "cannot use '%s': the file is empty", k->token_file);
     }
-    if (fd >= 0)
-        close(fd);
     pthread_mutex_lock(&k->mu);
     k->st.token_reads++;
-    if (err)
+    if (rc)
         k->st.token_errors++;
     pthread_mutex_unlock(&k->mu);
-    if (err) {
-        if (tok)
-            explicit_bzero(tok, KUBE_TOKEN_MAX + 1);
-        alloc_free(tok);
-        kube_set_error(k, "cannot read token file '%s': %s", k->token_file,
-                       err == EINVAL ? "not a single-line token in a regular file" : strerror(err));
+    if (rc) {
+        alloc_free(tok); /* "" */
+        kube_set_error(k, "token file: %s", err);
         if (kube_log_due(k, KUBE_LOG_TOKEN))
-            log_warn("kubernetes: cannot read token file '%s': %s", k->token_file,
-                     err == EINVAL ? "not a single-line token in a regular file" : strerror(err));
+            log_warn("kubernetes: token file: %s", err);
         return false; /* the previous token, if any, stays in use */
     }
     bool changed =
@@ -420,30 +353,10 @@ static void kube_count_passed_over(struct kube *k, const struct kube_stream *s,
 static int kube_on_event(void *arg, const struct kube_event *ev);
 static int kube_list_pod(void *arg, const struct kube_pod *pod);
 
-static size_t kube_write(char *data, size_t size, size_t nmemb, void *arg)
+/* The body of a 200 (kube_request.body): through the decoder of the request's mode. */
+static int kube_body(void *arg, const char *data, size_t len)
 {
     struct kube_xfer *x = arg;
-    size_t len = size * nmemb;
-    if (kube_stopping(x->k))
-        return 0;
-    if (x->status == 0) {
-        long st = 0;
-        curl_easy_getinfo(x->k->easy, CURLINFO_RESPONSE_CODE, &st);
-        x->status = st ? st : -1;
-    }
-    if (x->status != 200) {
-        /* kept for the message up to a small cap; past it the connection
-         * is closed (an endless error body costs nothing) */
-        size_t room = KUBE_ERRBODY_MAX - buf_len(&x->errbody);
-        size_t n = len < room ? len : room;
-        if (n > 0 && buf_add(&x->errbody, data, n) != 0)
-            return 0;
-        if (n < len || buf_len(&x->errbody) >= KUBE_ERRBODY_MAX) {
-            x->body_cut = true;
-            return 0;
-        }
-        return len;
-    }
     int rc;
     if (x->mode == KUBE_STREAM_WATCH) {
         rc = kube_stream_feed(x->k->watch, data, len, kube_on_event, x);
@@ -452,170 +365,60 @@ static size_t kube_write(char *data, size_t size, size_t nmemb, void *arg)
         rc = kube_stream_list_feed(x->k->list, data, len, kube_list_pod, x);
         kube_count_passed_over(x->k, x->k->list, &x->k->seen_list);
     }
-    if (rc > 0) {
+    if (rc > 0)
         x->stop_reason = rc;
-        return 0;
-    }
-    if (rc < 0) {
+    else if (rc < 0)
         x->decode_rc = rc;
-        return 0;
-    }
-    return len;
-}
-
-/* CURLOPT_HEADERFUNCTION: keeps Retry-After (RFC 9110 10.2.3) of the final response. */
-static size_t kube_header(char *data, size_t size, size_t nmemb, void *arg)
-{
-    struct kube_xfer *x = arg;
-    size_t len = size * nmemb;
-    static const char name[] = "retry-after:";
-    if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
-        x->retry_after[0] = '\0'; /* a new response (after a 1xx) */
-    } else if (len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
-        size_t i = sizeof(name) - 1;
-        while (i < len && (data[i] == ' ' || data[i] == '\t'))
-            i++;
-        size_t n = 0;
-        while (i + n < len && data[i + n] != '\r' && data[i + n] != '\n')
-            n++;
-        if (n < sizeof(x->retry_after)) {
-            memcpy(x->retry_after, data + i, n);
-            x->retry_after[n] = '\0';
-        } else {
-            x->retry_after[0] = '\0'; /* no Retry-After is that long */
-        }
-    }
-    return len;
-}
-
-static void kube_easy_setup(struct kube *k, const char *url, struct curl_slist *hdrs, bool watch,
-                            struct kube_xfer *x)
-{
-    CURL *h = k->easy;
-    curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_MS);
-    if (!watch) {
-        /* a list must keep moving; kube_perform() holds it to its deadline */
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, KUBE_LIST_SILENCE_S);
-    }
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "pyprofd/" PYPROFD_VERSION);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    if (k->ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, k->ca_file);
-    if (k->insecure) {
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, kube_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)x);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, kube_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, (void *)x);
-}
-
-/*
- * Runs the transfer set up on k->easy; returns its result
- * (CURLE_ABORTED_BY_CALLBACK on stop, CURLE_OPERATION_TIMEDOUT when @a x's
- * deadline passed or its watch stalled: x->timed_out says which).
- */
-static CURLcode kube_perform(struct kube *k, struct kube_xfer *x)
-{
-    if (curl_multi_add_handle(k->multi, k->easy) != CURLM_OK)
-        return CURLE_FAILED_INIT;
-    CURLcode rc = CURLE_OK;
-    bool done = false;
-    while (!done) {
-        if (kube_stopping(k)) {
-            rc = CURLE_ABORTED_BY_CALLBACK;
-            break;
-        }
-        int running = 0;
-        if (curl_multi_perform(k->multi, &running) != CURLM_OK) {
-            rc = CURLE_OUT_OF_MEMORY;
-            break;
-        }
-        int left = 0;
-        for (CURLMsg *m; (m = curl_multi_info_read(k->multi, &left)) != NULL;) {
-            if (m->msg == CURLMSG_DONE && m->easy_handle == k->easy) {
-                rc = m->data.result;
-                done = true;
-            }
-        }
-        if (done)
-            break;
-        uint64_t now = clock_mono_now();
-        if (x->deadline && now >= x->deadline) {
-            x->timed_out = KUBE_TIMEOUT_DEADLINE;
-            rc = CURLE_OPERATION_TIMEDOUT;
-            break;
-        }
-        if (x->progress_ns && now - x->progress_at >= x->progress_ns) {
-            x->timed_out = KUBE_TIMEOUT_STALLED;
-            rc = CURLE_OPERATION_TIMEDOUT;
-            break;
-        }
-        kube_expire(k);
-        if (curl_multi_poll(k->multi, NULL, 0, KUBE_POLL_MS, NULL) != CURLM_OK) {
-            rc = CURLE_OUT_OF_MEMORY;
-            break;
-        }
-    }
-    curl_multi_remove_handle(k->multi, k->easy);
     return rc;
+}
+
+/* kube_request.idle: housekeeping while a transfer waits. */
+static void kube_idle(void *arg)
+{
+    const struct kube_xfer *x = arg;
+    kube_expire(x->k);
 }
 
 struct kube_result {
     enum kube_outcome outcome;
     long status;
     int stop_reason;
-    uint64_t retry_after_ns; /* a 429 or 503 said how long to wait, capped; else 0 */
+    uint64_t retry_after_ns;    /* a 429 or 503 said how long to wait, capped; else 0 */
+    struct kube_list_meta meta; /* a list's, when outcome is OK */
 };
 
 /*
- * GETs @a url in @a mode: the body goes through the decoder of that mode (a
- * list is only fed; the caller finishes it). Classifies, counts and records
- * the error text.
+ * GETs @a url in @a mode: the body goes through the decoder of that mode; a
+ * list is finished too (its metadata in the result), so that a 200 whose
+ * list does not decode is a decode error from the start. Classifies, counts
+ * and records the error text.
  */
 static struct kube_result kube_get(struct kube *k, const char *url, enum kube_stream_mode mode)
 {
-    struct kube_result r = {KUBE_OUTCOME_TRANSPORT, 0, 0, 0};
-    struct kube_xfer x = {.k = k, .mode = mode};
-    buf_init(&x.errbody, KUBE_ERRBODY_MAX + 1);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/json");
-    if (hdrs && k->token) {
-        struct buf auth;
-        buf_init(&auth, KUBE_TOKEN_MAX + 64);
-        if (buf_addf(&auth, "Authorization: Bearer %s", k->token) == 0) {
-            struct curl_slist *l = curl_slist_append(hdrs, buf_str(&auth));
-            if (l)
-                hdrs = l;
-        }
-        explicit_bzero((char *)buf_str(&auth), buf_len(&auth));
-        buf_release(&auth);
-    }
+    struct kube_result r = {.outcome = KUBE_OUTCOME_TRANSPORT};
+    struct kube_response resp;
+    struct kube_xfer x = {
+        .k = k,
+        .mode = mode,
+        .req = {.url = url,
+                .token = k->token,
+                .watch = mode == KUBE_STREAM_WATCH,
+                .stopping = &k->stopping,
+                .body = kube_body,
+                .idle = kube_idle},
+    };
+    x.req.arg = &x;
     struct kube_stream *dec = mode == KUBE_STREAM_WATCH ? k->watch : k->list;
     kube_stream_reset(dec);
-    kube_easy_setup(k, url, hdrs, mode == KUBE_STREAM_WATCH, &x);
-    uint64_t t0 = clock_mono_now();
-    x.progress_at = t0;
     if (mode == KUBE_STREAM_WATCH)
-        x.progress_ns = k->progress_ns;
+        x.req.progress_ns = k->progress_ns;
     else
-        x.deadline = t0 + k->request_timeout_ns;
-    CURLcode rc = hdrs ? kube_perform(k, &x) : CURLE_OUT_OF_MEMORY;
-    long st = 0;
-    curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, &st);
-    r.status = st;
+        x.req.deadline_ns = clock_mono_now() + k->request_timeout_ns;
+    kube_transport_get(k->tr, &x.req, &resp);
+    r.status = resp.status;
     r.stop_reason = x.stop_reason;
     kube_count_passed_over(k, dec, mode == KUBE_STREAM_WATCH ? &k->seen_watch : &k->seen_list);
+    int frc = 0;
     if (kube_stopping(k)) {
         r.outcome = KUBE_OUTCOME_STOPPED;
     } else if (x.stop_reason == KUBE_STOP_GONE) {
@@ -627,11 +430,11 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
     } else if (x.stop_reason == KUBE_STOP_NOMEM) {
         r.outcome = KUBE_OUTCOME_TRANSPORT;
         kube_set_error(k, "out of memory applying a pod");
-    } else if (x.timed_out == KUBE_TIMEOUT_STALLED) {
+    } else if (resp.timed_out == KUBE_TIMEOUT_STALLED) {
         r.outcome = KUBE_OUTCOME_STALLED;
         kube_set_error(k, "the watch from '%s' completed no event in %" PRIu64 " s", url,
                        (uint64_t)(k->progress_ns / NS_PER_SEC));
-    } else if (x.timed_out == KUBE_TIMEOUT_DEADLINE) {
+    } else if (resp.timed_out == KUBE_TIMEOUT_DEADLINE) {
         r.outcome = KUBE_OUTCOME_DEADLINE;
         kube_set_error(k, "GET '%s' took longer than %" PRIu64 " s (request_timeout)", url,
                        (uint64_t)(k->request_timeout_ns / NS_PER_SEC));
@@ -651,30 +454,26 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
             pthread_mutex_unlock(&k->mu);
             kube_log_refusal(k, why, mode == KUBE_STREAM_WATCH ? "a watch stream" : "a pod list");
         }
-    } else if (st != 0 && st != 200) {
-        r.outcome = st == 401   ? KUBE_OUTCOME_UNAUTHORIZED
-                    : st == 403 ? KUBE_OUTCOME_FORBIDDEN
-                    : st == 410 ? KUBE_OUTCOME_GONE
-                                : KUBE_OUTCOME_HTTP_ERROR;
-        /* the Status body's text, printable bytes only */
-        char msg[KUBE_ERRMSG_MAX];
-        size_t n = 0;
-        const char *b = buf_str(&x.errbody);
-        for (size_t i = 0; b[i] && n + 1 < sizeof(msg); i++)
-            msg[n++] = (b[i] >= 0x20 && b[i] < 0x7f) ? b[i] : ' ';
-        msg[n] = '\0';
-        if (st == 429 || st == 503) {
-            uint64_t ra = http_retry_after_ns(x.retry_after, clock_real_now());
-            r.retry_after_ns = ra > KUBE_RETRY_AFTER_MAX_NS ? KUBE_RETRY_AFTER_MAX_NS : ra;
-        }
-        kube_set_error(k, "GET '%s': HTTP %ld %s%s", url, st, msg, x.body_cut ? " ..." : "");
-    } else if (rc != CURLE_OK) {
+    } else if (resp.status != 0 && resp.status != 200) {
+        r.outcome = resp.status == 401   ? KUBE_OUTCOME_UNAUTHORIZED
+                    : resp.status == 403 ? KUBE_OUTCOME_FORBIDDEN
+                    : resp.status == 410 ? KUBE_OUTCOME_GONE
+                                         : KUBE_OUTCOME_HTTP_ERROR;
+        r.retry_after_ns = resp.retry_after_ns;
+        kube_set_error(k, "GET '%s': HTTP %ld %s%s", url, resp.status, resp.message,
+                       resp.body_cut ? " ..." : "");
+    } else if (resp.rc != CURLE_OK) {
         r.outcome = KUBE_OUTCOME_TRANSPORT;
-        kube_set_error(k, "GET '%s': %s", url, curl_easy_strerror(rc));
+        kube_set_error(k, "GET '%s': %s", url, curl_easy_strerror(resp.rc));
     } else if (mode == KUBE_STREAM_WATCH && !kube_stream_idle(k->watch)) {
         /* the server closed a body that ends with the connection, mid-event */
         r.outcome = KUBE_OUTCOME_TRANSPORT;
         kube_set_error(k, "GET '%s': the watch ended in the middle of an event", url);
+    } else if (mode == KUBE_STREAM_LIST && (frc = kube_stream_list_finish(k->list, &r.meta)) != 0) {
+        /* the transfer was fine, its list not */
+        r.outcome = KUBE_OUTCOME_DECODE_ERROR;
+        kube_set_error(k, "cannot decode the pod list from '%s': %s", url,
+                       frc == -ENOMEM ? "out of memory" : "malformed");
     } else {
         r.outcome = KUBE_OUTCOME_OK;
     }
@@ -683,12 +482,10 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
         k->st.decode_errors++;
     if (r.outcome == KUBE_OUTCOME_UNAUTHORIZED)
         k->st.unauthorized++;
-    if (x.body_cut)
+    if (resp.body_cut)
         k->st.error_bodies_cut++;
     k->st.requests[r.outcome]++;
     pthread_mutex_unlock(&k->mu);
-    curl_slist_free_all(hdrs);
-    buf_release(&x.errbody);
     return r;
 }
 
@@ -735,7 +532,7 @@ static int kube_on_event(void *arg, const struct kube_event *ev)
     struct kube_xfer *x = arg;
     struct kube *k = x->k;
     x->events++;
-    x->progress_at = clock_mono_now();
+    x->req.progress_at = clock_mono_now();
     pthread_mutex_lock(&k->mu);
     k->st.events[ev->type]++;
     kube_synced_now(k);
@@ -802,16 +599,6 @@ static int kube_url(struct kube *k, struct buf *u, const char *path)
     return buf_add(u, k->url, n) == 0 && buf_adds(u, path) == 0 ? 0 : -ENOMEM;
 }
 
-static int kube_add_param(struct kube *k, struct buf *u, const char *name, const char *value)
-{
-    char *esc = curl_easy_escape(k->easy, value, 0);
-    if (!esc)
-        return -ENOMEM;
-    int rc = buf_addf(u, "%s%s=%s", strchr(buf_str(u), '?') ? "&" : "?", name, esc);
-    curl_free(esc);
-    return rc;
-}
-
 static int kube_pods_url(struct kube *k, struct buf *u)
 {
     if (kube_url(k, u, "/api/v1/pods") != 0)
@@ -821,7 +608,7 @@ static int kube_pods_url(struct kube *k, struct buf *u)
         int n = snprintf(sel, sizeof(sel), "spec.nodeName=%s", k->node_name);
         if (n < 0 || (size_t)n >= sizeof(sel))
             return -ENAMETOOLONG;
-        return kube_add_param(k, u, "fieldSelector", sel);
+        return kube_transport_add_param(k->tr, u, "fieldSelector", sel);
     }
     return 0;
 }
@@ -894,20 +681,6 @@ static void kube_first_sync(struct kube *k, size_t pods)
         log_info("kubernetes: first pod list from '%s': %zu pods", k->url, pods);
 }
 
-/* The list's body was fine, its list not: count it as a decode error. */
-static void kube_list_undecodable(struct kube *k, const char *url, int rc)
-{
-    pthread_mutex_lock(&k->mu);
-    k->st.decode_errors++;
-    k->st.requests[KUBE_OUTCOME_DECODE_ERROR]++;
-    k->st.requests[KUBE_OUTCOME_OK]--; /* the transfer was fine, its list not */
-    pthread_mutex_unlock(&k->mu);
-    kube_set_error(k, "cannot decode the pod list from '%s': %s", url,
-                   rc == -ENOMEM ? "out of memory" : "malformed");
-    struct kube_result bad = {KUBE_OUTCOME_DECODE_ERROR, 200, 0, 0};
-    kube_failed(k, &bad);
-}
-
 /* A list is complete (or stopped at the pod bound): sweep, and say so once. */
 static void kube_list_done(struct kube *k, size_t listed)
 {
@@ -949,9 +722,9 @@ static enum kube_step kube_list(struct kube *k)
     for (;;) {
         char limit[16];
         snprintf(limit, sizeof(limit), "%d", KUBE_PAGE_LIMIT);
-        if (kube_pods_url(k, &u) != 0 || kube_add_param(k, &u, "limit", limit) != 0 ||
-            kube_add_param(k, &u, cont[0] ? "continue" : "resourceVersion", cont[0] ? cont : "0") !=
-                0) {
+        if (kube_pods_url(k, &u) != 0 || kube_transport_add_param(k->tr, &u, "limit", limit) != 0 ||
+            kube_transport_add_param(k->tr, &u, cont[0] ? "continue" : "resourceVersion",
+                                     cont[0] ? cont : "0") != 0) {
             kube_set_error(k, "cannot build the list URL");
             step = KUBE_STEP_RETRY;
             break;
@@ -964,28 +737,22 @@ static enum kube_step kube_list(struct kube *k)
                 step = KUBE_STEP_RETRY; /* a list that fails so is retried after the backoff */
             break;
         }
-        struct kube_list_meta meta;
-        int rc = kube_stream_list_finish(k->list, &meta);
-        if (rc != 0) {
-            kube_list_undecodable(k, buf_str(&u), rc);
-            step = KUBE_STEP_RETRY;
-            break;
-        }
-        pods += meta.items;
+        const struct kube_list_meta *meta = &r.meta;
+        pods += meta->items;
         kube_progress(k);
-        if (meta.cont[0] && k->list_refused == 0) {
-            memcpy(cont, meta.cont, sizeof(cont));
+        if (meta->cont[0] && k->list_refused == 0) {
+            memcpy(cont, meta->cont, sizeof(cont));
             continue;
         }
         /* the last page, or the pod bound was reached: no further page; the
          * pods of the pages not asked for are refused too, when the server
          * said how many */
-        if (meta.cont[0] && meta.has_remaining) {
+        if (meta->cont[0] && meta->has_remaining) {
             pthread_mutex_lock(&k->mu);
-            k->st.refused[KUBE_REFUSED_POD_BOUND] += meta.remaining;
+            k->st.refused[KUBE_REFUSED_POD_BOUND] += meta->remaining;
             pthread_mutex_unlock(&k->mu);
         }
-        memcpy(k->rv, meta.resource_version, sizeof(k->rv));
+        memcpy(k->rv, meta->resource_version, sizeof(k->rv));
         kube_list_done(k, pods);
         break;
     }
@@ -1000,10 +767,10 @@ static enum kube_step kube_watch(struct kube *k)
     char tmo[24];
     uint64_t secs = k->watch_timeout_ns / NS_PER_SEC;
     snprintf(tmo, sizeof(tmo), "%" PRIu64, secs ? secs : 1);
-    if (kube_pods_url(k, &u) != 0 || kube_add_param(k, &u, "watch", "1") != 0 ||
-        kube_add_param(k, &u, "resourceVersion", k->rv) != 0 ||
-        kube_add_param(k, &u, "allowWatchBookmarks", "true") != 0 ||
-        kube_add_param(k, &u, "timeoutSeconds", tmo) != 0) {
+    if (kube_pods_url(k, &u) != 0 || kube_transport_add_param(k->tr, &u, "watch", "1") != 0 ||
+        kube_transport_add_param(k->tr, &u, "resourceVersion", k->rv) != 0 ||
+        kube_transport_add_param(k->tr, &u, "allowWatchBookmarks", "true") != 0 ||
+        kube_transport_add_param(k->tr, &u, "timeoutSeconds", tmo) != 0) {
         buf_release(&u);
         kube_set_error(k, "cannot build the watch URL");
         return KUBE_STEP_RETRY;
@@ -1066,14 +833,8 @@ static void kube_run_kubelet(struct kube *k)
             kube_list_begin(k);
             struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_LIST);
             if (r.outcome == KUBE_OUTCOME_OK) {
-                struct kube_list_meta meta;
-                int rc = kube_stream_list_finish(k->list, &meta);
-                if (rc == 0) {
-                    kube_list_done(k, meta.items);
-                    ok = true;
-                } else {
-                    kube_list_undecodable(k, buf_str(&u), rc);
-                }
+                kube_list_done(k, r.meta.items);
+                ok = true;
             } else if (kube_failed(k, &r) == KUBE_STEP_AGAIN) {
                 continue;
             }
@@ -1100,10 +861,7 @@ static void kube_free(struct kube *k)
 {
     if (!k)
         return;
-    if (k->easy)
-        curl_easy_cleanup(k->easy);
-    if (k->multi)
-        curl_multi_cleanup(k->multi);
+    kube_transport_free(k->tr);
     kube_stream_free(k->watch);
     kube_stream_free(k->list);
     kube_index_free(k->ix);
@@ -1114,7 +872,6 @@ static void kube_free(struct kube *k)
     alloc_free(k->url);
     alloc_free(k->node_name);
     alloc_free(k->token_file);
-    alloc_free(k->ca_file);
     pthread_cond_destroy(&k->cv);
     pthread_mutex_destroy(&k->mu);
     alloc_free(k);
@@ -1146,15 +903,15 @@ int kube_start(const struct kube_opts *o, struct kube **out)
     pthread_condattr_destroy(&ca);
     atomic_init(&k->stopping, false);
     k->source = o->source;
-    k->insecure = o->insecure_skip_verify;
     k->clock = o->clock ? *o->clock : clock_system;
-    k->watch_timeout_ns = o->watch_timeout_ns ? o->watch_timeout_ns : 300 * NS_PER_SEC;
-    k->poll_ns = o->poll_interval_ns ? o->poll_interval_ns : 30 * NS_PER_SEC;
+    k->watch_timeout_ns = o->watch_timeout_ns ? o->watch_timeout_ns : KUBE_WATCH_TIMEOUT_DEFAULT_NS;
+    k->poll_ns = o->poll_interval_ns ? o->poll_interval_ns : KUBE_POLL_INTERVAL_DEFAULT_NS;
     k->min_backoff_ns = o->min_backoff_ns ? o->min_backoff_ns : NS_PER_SEC;
     k->max_backoff_ns = o->max_backoff_ns ? o->max_backoff_ns : 60 * NS_PER_SEC;
     if (k->max_backoff_ns < k->min_backoff_ns)
         k->max_backoff_ns = k->min_backoff_ns;
-    k->request_timeout_ns = o->request_timeout_ns ? o->request_timeout_ns : KUBE_REQUEST_DEFAULT;
+    k->request_timeout_ns =
+        o->request_timeout_ns ? o->request_timeout_ns : KUBE_REQUEST_TIMEOUT_DEFAULT_NS;
     /* a healthy watch completes an event (a bookmark at least) this often */
     k->progress_ns = (k->watch_timeout_ns < KUBE_BOOKMARK_INTERVAL_NS ? k->watch_timeout_ns
                                                                       : KUBE_BOOKMARK_INTERVAL_NS) +
@@ -1162,19 +919,19 @@ int kube_start(const struct kube_opts *o, struct kube **out)
     if (o->progress_timeout_ns)
         k->progress_ns = o->progress_timeout_ns;
     k->max_pods = o->max_pods ? o->max_pods : KUBE_INDEX_MAX_PODS_DEFAULT;
-    k->rnd = hash_fmix64((uint64_t)(uintptr_t)k ^ clock_mono_now() ^ (uint64_t)getpid()) | 1;
+    rand_init(&k->rnd, rand_seed());
     int rc = -ENOMEM;
     if (kube_dup(&k->url, o->url) != 0 || kube_dup(&k->node_name, o->node_name) != 0 ||
-        kube_dup(&k->token_file, o->token_file) != 0 || kube_dup(&k->ca_file, o->ca_file) != 0)
+        kube_dup(&k->token_file, o->token_file) != 0)
         goto fail;
     if (kube_index_new(o->max_pods, o->grace_ns ? o->grace_ns : KUBE_INDEX_GRACE_DEFAULT_NS,
                        &k->ix) != 0 ||
         kube_stream_new(KUBE_STREAM_WATCH, &k->watch) != 0 ||
         kube_stream_new(KUBE_STREAM_LIST, &k->list) != 0)
         goto fail;
-    k->multi = curl_multi_init();
-    k->easy = curl_easy_init();
-    if (!k->multi || !k->easy)
+    struct kube_transport_opts to = {.ca_file = o->ca_file,
+                                     .insecure_skip_verify = o->insecure_skip_verify};
+    if (kube_transport_new(&to, &k->tr) != 0)
         goto fail;
     /* the thread takes no signals: they are the main thread's */
     sigset_t all, old;
@@ -1199,7 +956,7 @@ void kube_stop(struct kube *k)
     atomic_store(&k->stopping, true);
     pthread_cond_broadcast(&k->cv);
     pthread_mutex_unlock(&k->mu);
-    curl_multi_wakeup(k->multi);
+    kube_transport_wakeup(k->tr);
     pthread_join(k->thread, NULL);
     kube_free(k);
 }

@@ -84,12 +84,21 @@
 #include "base/labels.h"
 #include "discovery/kube_index.h"
 #include "discovery/kube_stream.h"
+#include "discovery/kube_transport.h"
 
 #define KUBE_BOOKMARK_INTERVAL_NS (60ull * 1000000000ull)
 #define KUBE_PROGRESS_SLACK_NS    (5ull * 1000000000ull)
 #define KUBE_STABLE_NS            (30ull * 1000000000ull)
-#define KUBE_RETRY_AFTER_MAX_NS   (300ull * 1000000000ull)
-#define KUBE_ERRBODY_MAX          4096
+
+/*
+ * What a zero option means. The agent always passes its configuration's
+ * values (discovery.kubernetes in config.def, whose defaults these equal:
+ * config.def cannot include this header, the stage order forbids it, so
+ * tests/unit/agent/discovery/test_kube_client.c checks that they agree).
+ */
+#define KUBE_WATCH_TIMEOUT_DEFAULT_NS   (300ull * 1000000000ull)
+#define KUBE_POLL_INTERVAL_DEFAULT_NS   (15ull * 1000000000ull)
+#define KUBE_REQUEST_TIMEOUT_DEFAULT_NS (60ull * 1000000000ull)
 
 enum kube_source {
     KUBE_SOURCE_API_SERVER,
@@ -103,14 +112,15 @@ struct kube_opts {
     const char *token_file; /* NULL, or a file that may be absent: no Authorization */
     const char *ca_file;    /* NULL: the system's CAs */
     bool insecure_skip_verify;
-    uint64_t watch_timeout_ns;   /* 0: 300 s; rounded to seconds, at least 1 s */
-    uint64_t poll_interval_ns;   /* kubelet; 0: 30 s */
-    uint64_t min_backoff_ns;     /* 0: 1 s */
-    uint64_t max_backoff_ns;     /* 0: 60 s; at least min_backoff */
-    const struct clock *clock;   /* NULL: clock_system */
-    size_t max_pods;             /* 0: KUBE_INDEX_MAX_PODS_DEFAULT */
-    uint64_t grace_ns;           /* 0: KUBE_INDEX_GRACE_DEFAULT_NS */
-    uint64_t request_timeout_ns; /* a list page or kubelet poll; 0: 60 s */
+    uint64_t watch_timeout_ns; /* 0: KUBE_WATCH_TIMEOUT_DEFAULT_NS; rounded to s, at least 1 s */
+    uint64_t poll_interval_ns; /* kubelet; 0: KUBE_POLL_INTERVAL_DEFAULT_NS */
+    uint64_t min_backoff_ns;   /* 0: 1 s */
+    uint64_t max_backoff_ns;   /* 0: 60 s; at least min_backoff */
+    const struct clock *clock; /* NULL: clock_system */
+    size_t max_pods;           /* 0: KUBE_INDEX_MAX_PODS_DEFAULT */
+    uint64_t grace_ns;         /* 0: KUBE_INDEX_GRACE_DEFAULT_NS */
+    uint64_t
+        request_timeout_ns; /* a list page or kubelet poll; 0: KUBE_REQUEST_TIMEOUT_DEFAULT_NS */
     /* a watch without a complete event for this long is stalled; 0: derived
      * (min(watch_timeout, KUBE_BOOKMARK_INTERVAL) + KUBE_PROGRESS_SLACK) */
     uint64_t progress_timeout_ns;

@@ -889,9 +889,3 @@ int kube_pod_container_meta_labels(const struct kube_pod *p, size_t i, struct la
         return -ENOMEM;
     return 0;
 }
-
-int kube_pod_container_labels(const struct kube_pod *p, size_t i, struct labels *out)
-{
-    int rc = kube_pod_meta_labels(p, out);
-    return rc != 0 ? rc : kube_pod_container_meta_labels(p, i, out);
-}

@@ -183,10 +183,6 @@ PYPROFD_WARN_UNUSED int kube_pod_meta_labels(const struct kube_pod *p, struct la
 PYPROFD_WARN_UNUSED int kube_pod_container_meta_labels(const struct kube_pod *p, size_t i,
                                                        struct labels *out);
 
-/** Both of the above: container @a i's whole label set. Returns 0 or -ENOMEM. */
-PYPROFD_WARN_UNUSED int kube_pod_container_labels(const struct kube_pod *p, size_t i,
-                                                  struct labels *out);
-
 /**
  * The 64-hex container id in @a s: "<scheme>://<64 lowercase hex>" or the
  * bare 64 hex digits. Writes it (NUL-terminated) to @a id and returns true;

@@ -5,6 +5,7 @@
  */
 #include "base/compat.h"
 
+#include "base/strnum.h"
 #include "discovery/privileges.h"
 
 #include <fcntl.h>
@@ -62,24 +63,8 @@ int privileges_parse_status(const char *text, size_t len, uint64_t *eff)
             size_t j = i + klen;
             while (j < end && (text[j] == ' ' || text[j] == '\t'))
                 j++;
-            if (j == end || end - j > 16)
-                return -EINVAL;
-            uint64_t v = 0;
-            for (; j < end; j++) {
-                char c = text[j];
-                unsigned d;
-                if (c >= '0' && c <= '9')
-                    d = (unsigned)(c - '0');
-                else if (c >= 'a' && c <= 'f')
-                    d = (unsigned)(c - 'a' + 10);
-                else if (c >= 'A' && c <= 'F')
-                    d = (unsigned)(c - 'A' + 10);
-                else
-                    return -EINVAL;
-                v = v << 4 | d;
-            }
-            *eff = v;
-            return 0;
+            /* at most 16 hex digits, no prefix: anything else is not a CapEff line */
+            return strnum_parse_hex_u64(text + j, end - j, eff) == 0 ? 0 : -EINVAL;
         }
         i = end + 1;
     }

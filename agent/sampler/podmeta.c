@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/url.h"
 #include "sampler/podmeta.h"
 #include "sampler/targets.h"
 
@@ -204,14 +205,7 @@ void podmeta_view(struct podmeta *pm, struct podmeta_view *out)
     snprintf(out->source, sizeof(out->source), "%s",
              pm->key.source == CONFIG_KUBE_KUBELET ? "kubelet" : "api_server");
     /* a password in the URL (https://user:pass@host) is not shown */
-    const char *scheme = strstr(pm->key.url, "://");
-    const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
-    const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
-    if (at && (!slash || at < slash))
-        snprintf(out->url, sizeof(out->url), "%.*s<secret>%s", (int)(scheme + 3 - pm->key.url),
-                 pm->key.url, at);
-    else
-        snprintf(out->url, sizeof(out->url), "%s", pm->key.url);
+    url_redact(pm->key.url, out->url, sizeof(out->url));
     snprintf(out->node, sizeof(out->node), "%s", pm->key.node);
     snprintf(out->problem, sizeof(out->problem), "%s", pm->problem);
     if (pm->client)

@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/curlopt.h"
 #include "base/strnum.h"
 #include "base/utf8.h"
 #include "exporters/parca/parca.h"
@@ -442,6 +443,7 @@ static void parca_send(void *tctx, const struct push_request *r, uint64_t timeou
     curl_easy_reset(h);
     parca_reply_init(&t->rep);
     t->errbuf[0] = '\0';
+    curlopt_http_only(h);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "pyprofd/" PYPROFD_VERSION);
     err = push_endpoint_apply(&t->ep, h, &hdrs, res->message, sizeof(res->message));
     if (err) {

@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/httpdate.h"
+#include "base/readfile.h"
 #include "exporters/push/endpoint.h"
 
 static int endpoint_dup(char **dst, const char *src)
@@ -158,12 +159,6 @@ out:
     return err;
 }
 
-int push_read_secret(const char *path, char **out, char *err, size_t errlen)
-{
-    /* the loader's reader: a file accepted at load is read the same way here */
-    return config_read_secret(path, out, err, errlen);
-}
-
 /* Appends "Name: value" to *hdrs. */
 static int endpoint_header(struct curl_slist **hdrs, const char *name, const char *value)
 {
@@ -215,7 +210,7 @@ static int endpoint_authorization(const struct push_endpoint *e, CURL *h, struct
     char *secret = NULL, *v = NULL;
     if (e->basic_user) {
         if (e->basic_password_file)
-            rc = push_read_secret(e->basic_password_file, &secret, err, errlen);
+            rc = readfile_secret(e->basic_password_file, &secret, err, errlen);
         if (rc)
             goto out;
         const char *pw = secret ? secret : e->basic_password ? e->basic_password : "";
@@ -228,7 +223,7 @@ static int endpoint_authorization(const struct push_endpoint *e, CURL *h, struct
         }
     } else if (e->auth_credentials || e->auth_credentials_file) {
         if (e->auth_credentials_file)
-            rc = push_read_secret(e->auth_credentials_file, &secret, err, errlen);
+            rc = readfile_secret(e->auth_credentials_file, &secret, err, errlen);
         if (rc)
             goto out;
         const char *cred = secret ? secret : e->auth_credentials;

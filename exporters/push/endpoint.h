@@ -11,7 +11,8 @@
  * classification the transports share.
  *
  * Secrets given as files (password_file, credentials_file) are re-read on
- * every request, so rotated secrets are picked up; a file that cannot be read
+ * every request (readfile_secret(), base/readfile.h: the reader the config
+ * loader checked them with), so rotated secrets are picked up; a file that cannot be read
  * fails the request with PUSH_RETRY and a message naming the file.
  *
  * Thread safety: a struct push_endpoint is immutable after init and may be
@@ -44,9 +45,6 @@ struct push_endpoint {
     char *host_header; /* private: "Host: <the URL's host[:port]>" with server_name */
 };
 
-/** Longest secret file read (password_file, credentials_file); longer is an error. */
-#define PUSH_SECRET_MAX CONFIG_SECRET_MAX
-
 /** Copies @a rw's settings into @a e. Returns 0 or -ENOMEM (@a e then released). */
 PYPROFD_WARN_UNUSED int push_endpoint_init(struct push_endpoint *e,
                                            const struct config_remote_write *rw);
@@ -74,18 +72,6 @@ PYPROFD_WARN_UNUSED int push_endpoint_apply(const struct push_endpoint *e, CURL 
  */
 PYPROFD_WARN_UNUSED int push_endpoint_url(const struct push_endpoint *e, const char *path,
                                           char *buf, size_t len);
-
-/**
- * Reads a secret file for a request: config_read_secret(), the reader the
- * config loader checked the file with, so what loaded is read the same way
- * (at most PUSH_SECRET_MAX bytes, surrounding whitespace removed, no control
- * character inside, never blocking on a FIFO). Returns 0 with a
- * NUL-terminated copy in *@a out (caller frees with alloc_free(); wipe it
- * first), or a negative errno with @a err set: the open/read error, -EINVAL
- * (not a regular file, or a control character inside, which could split an
- * HTTP header), -EFBIG (too large).
- */
-PYPROFD_WARN_UNUSED int push_read_secret(const char *path, char **out, char *err, size_t errlen);
 
 /**
  * Parses a Retry-After value: delay seconds ("120") or an HTTP-date ("Wed,

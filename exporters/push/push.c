@@ -8,12 +8,13 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "base/alloc.h"
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/rand.h"
 #include "config/relabel.h"
 #include "exporters/push/push.h"
 
@@ -90,8 +91,9 @@ struct push_exporter {
     uint64_t seq, parked_seq;
     bool parked;
     uint64_t parked_until;         /* mono ns; UINT64_MAX: idle */
-    uint64_t (*random)(void *arg); /* the jitter; NULL: getrandom() */
+    uint64_t (*random)(void *arg); /* the jitter; NULL: rng */
     void *random_arg;
+    struct rand_state rng; /* seeded with rand_seed() */
     pthread_t thread;
     struct push_code_count codes[PUSH_MAX_CODES];
     size_t ncodes;
@@ -114,14 +116,11 @@ static int64_t push_real(const struct push_exporter *pe)
     return clock_real(pe->clock);
 }
 
-static uint64_t push_random(const struct push_exporter *pe)
+static uint64_t push_random(struct push_exporter *pe)
 {
     if (pe->random)
         return pe->random(pe->random_arg);
-    uint64_t v = 0;
-    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-        v = clock_mono_now() * 0x9e3779b97f4a7c15ull;
-    return v;
+    return rand_next(&pe->rng);
 }
 
 /*
@@ -150,22 +149,6 @@ const char *push_metric_name(enum profile_mode mode)
 {
     /* Pyroscope's own name for CPU time; the others by the mode's name */
     return mode == PROFILE_CPU ? "process_cpu" : profile_mode_name(mode);
-}
-
-uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uint64_t rnd)
-{
-    if (max_ns < min_ns)
-        max_ns = min_ns;
-    uint64_t b = min_ns;
-    for (unsigned i = 1; i < attempt && b < max_ns; i++)
-        b = b > max_ns / 2 ? max_ns : b * 2;
-    if (b > max_ns)
-        b = max_ns;
-    uint64_t half = b / 2;
-    uint64_t r = half + rnd % (b - half + 1);
-    if (r < min_ns)
-        r = min_ns;
-    return r;
 }
 
 static uint64_t push_sat_add(uint64_t a, uint64_t b)
@@ -356,8 +339,8 @@ static void push_on_result(struct push_exporter *pe, struct push_item *it,
         log_warn("push endpoint '%s' unreachable (%s): %s; retrying", pe->name, c->code,
                  res->message[0] ? res->message : "no message");
     pe->unreachable = true;
-    uint64_t delay =
-        push_backoff_ns(pe->fail_streak, pe->min_backoff_ns, pe->max_backoff_ns, push_random(pe));
+    uint64_t delay = backoff_delay_ns(pe->fail_streak, pe->min_backoff_ns, pe->max_backoff_ns,
+                                      push_random(pe), BACKOFF_DELAY_AT_LEAST_MIN);
     uint64_t ra =
         res->retry_after_ns < pe->max_backoff_ns ? res->retry_after_ns : pe->max_backoff_ns;
     if (ra > delay)
@@ -781,7 +764,14 @@ int push_exporter_new(const struct config_remote_write *rw, const struct push_tr
     int err = -ENOMEM;
     bool mu = false, cv = false;
     pthread_condattr_t ca;
-    struct push_exporter *pe = alloc_calloc(1, sizeof(*pe));
+    struct push_exporter *pe = NULL;
+    /* the loader's bounds (config.def) make none of these 0; a struct built by hand might */
+    if (!rw->remote_timeout_ns || !rw->min_backoff_ns || !rw->queue_max_profiles ||
+        !rw->queue_max_bytes) {
+        err = -EINVAL;
+        goto fail;
+    }
+    pe = alloc_calloc(1, sizeof(*pe));
     if (!pe)
         goto fail;
     pe->tops = ops;
@@ -792,14 +782,15 @@ int push_exporter_new(const struct config_remote_write *rw, const struct push_tr
         goto fail;
     pe->clock = clock ? clock : &clock_system;
     pe->fake_clock = pe->clock != &clock_system;
+    rand_init(&pe->rng, rand_seed());
     pe->max_age_ns = max_age_ns;
-    pe->timeout_ns = rw->remote_timeout_ns ? rw->remote_timeout_ns : 10000000000ull;
-    pe->min_backoff_ns = rw->min_backoff_ns ? rw->min_backoff_ns : 500000000ull;
-    pe->max_backoff_ns =
-        rw->max_backoff_ns > pe->min_backoff_ns ? rw->max_backoff_ns : pe->min_backoff_ns;
+    /* as the config gave them: its defaults are config.def's, written once */
+    pe->timeout_ns = rw->remote_timeout_ns;
+    pe->min_backoff_ns = rw->min_backoff_ns;
+    pe->max_backoff_ns = rw->max_backoff_ns; /* never below min: the loader checks */
     pe->max_retries = rw->max_retries;
-    pe->max_items = rw->queue_max_profiles ? rw->queue_max_profiles : 100;
-    pe->max_bytes = rw->queue_max_bytes ? rw->queue_max_bytes : (64ull << 20);
+    pe->max_items = rw->queue_max_profiles;
+    pe->max_bytes = rw->queue_max_bytes;
     err =
         promtext_hist_init(&pe->duration, promtext_buckets_seconds, promtext_buckets_seconds_count);
     if (!err)

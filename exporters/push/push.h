@@ -15,7 +15,8 @@
  *                   UNAVAILABLE/RESOURCE_EXHAUSTED/DEADLINE_EXCEEDED/ABORTED:
  *                   the profile stays at the head of the queue and is tried
  *                   again after an exponential backoff with jitter between
- *                   min_backoff and max_backoff (Retry-After, when the server
+ *                   min_backoff and max_backoff (backoff_delay_ns(),
+ *                   base/backoff.h; Retry-After, when the server
  *                   sends one, is honoured up to max_backoff), at most
  *                   max_retries times (0: no limit but age). Neither the
  *                   backoff nor Retry-After may outlast the room left in the
@@ -129,13 +130,6 @@ struct push_transport_ops {
  *  exception -> exception (documented in docs/exporters.md). */
 const char *push_metric_name(enum profile_mode mode);
 
-/**
- * The backoff before retry @a attempt (1 = the first retry): min * 2^(attempt-1),
- * capped at max, then "equal jitter" (half fixed, half random from @a rnd),
- * never below min. Pure; tested.
- */
-uint64_t push_backoff_ns(unsigned attempt, uint64_t min_ns, uint64_t max_ns, uint64_t rnd);
-
 /** What push_fill_deadline_ns() needs to know about a queue; all times mono ns. */
 struct push_fill {
     uint64_t failed_ns;        /* when the failed attempt ended */
@@ -167,8 +161,10 @@ uint64_t push_fill_deadline_ns(const struct push_fill *f);
 
 /**
  * Creates a push exporter for endpoint @a rw, sending with @a ops / @a tctx.
- * What is needed of @a rw is copied, its compiled write_relabel rules too
- * (compiled again), so the exporter does not depend on the config's
+ * @a rw's values are used as they are, defaults and bounds being the
+ * loader's (config.def); remote_timeout, min_backoff, queue.max_profiles or
+ * queue.max_bytes 0 is refused (-EINVAL). What is needed of @a rw is copied, its compiled
+ * write_relabel rules too (compiled again), so the exporter does not depend on the config's
  * lifetime. The exporter takes ownership of @a tctx, on failure too.
  * @a max_age_ns: profiles older than this are dropped, not sent (0: no
  * limit). @a clock (borrowed: it must outlive the exporter; NULL:
@@ -176,7 +172,7 @@ uint64_t push_fill_deadline_ns(const struct push_fill *f);
  * shutdown(); with any other clock than clock_system the sender re-reads it
  * at least every millisecond while it waits, so a test that moves its clock
  * forward is noticed promptly. Starts the sender thread. Returns 0 with
- * @a out filled (out->name is the endpoint name), or -ENOMEM / -errno.
+ * @a out filled (out->name is the endpoint name), or -EINVAL, -ENOMEM or -errno.
  */
 PYPROFD_WARN_UNUSED int push_exporter_new(const struct config_remote_write *rw,
                                           const struct push_transport_ops *ops, void *tctx,
@@ -186,7 +182,8 @@ PYPROFD_WARN_UNUSED int push_exporter_new(const struct config_remote_write *rw,
 #ifdef PYPROFD_UNITTEST
 /**
  * For tests/unit/exporters/push/test_push.c: the jitter of push exporter
- * @a ctx's backoff comes from @a random(@a arg) instead of getrandom(). Call
+ * @a ctx's backoff comes from @a random(@a arg) instead of its own
+ * xorshift (base/rand.h, seeded with rand_seed()). Call
  * it before the first push().
  */
 void push_set_random(void *ctx, uint64_t (*random)(void *arg), void *arg);

@@ -6,12 +6,13 @@
 #include "base/compat.h"
 
 #include <json-c/json.h>
-#include <sys/random.h>
 
 #include "push.pb-c.h"
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/curlopt.h"
+#include "base/rand.h"
 #include "exporters/push/endpoint.h"
 #include "exporters/pyroscope/pyroscope.h"
 
@@ -49,15 +50,7 @@ static size_t pyro_write(char *ptr, size_t size, size_t nmemb, void *ud)
 static void pyro_uuid(char out[37])
 {
     uint8_t b[16];
-    if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
-        uint64_t x = (uint64_t)clock_real_now() ^ (uint64_t)(uintptr_t)out;
-        for (size_t i = 0; i < sizeof(b); i++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b[i] = (uint8_t)x;
-        }
-    }
+    rand_fill_os(b, sizeof(b));
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
     snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
@@ -353,7 +346,7 @@ static void pyro_send(void *tctx, const struct push_request *r, uint64_t timeout
     curl_easy_setopt(p->h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(p->h, CURLOPT_TIMEOUT_MS, (long)ms);
     curl_easy_setopt(p->h, CURLOPT_CONNECTTIMEOUT_MS, (long)ms);
-    curl_easy_setopt(p->h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curlopt_http_only(p->h);
     CURLcode rc = push_endpoint_perform(p->m, p->h, r);
     long status = 0;
     curl_easy_getinfo(p->h, CURLINFO_RESPONSE_CODE, &status);

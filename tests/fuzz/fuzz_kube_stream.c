@@ -30,7 +30,7 @@ static void fuzz_check_labels(const struct kube_pod *p)
     for (size_t i = 0; i < p->n_containers; i++) {
         struct labels ls;
         labels_init(&ls);
-        if (kube_pod_container_labels(p, i, &ls) == 0)
+        if (kube_pod_meta_labels(p, &ls) == 0 && kube_pod_container_meta_labels(p, i, &ls) == 0)
             for (size_t j = 0; j < ls.n; j++)
                 PYPROFD_ASSERT(labels_valid_name(ls.v[j].name));
         labels_release(&ls);

@@ -28,6 +28,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "config/config.h"
 #include "discovery/kube_client.h"
 
 #define MS 1000000ull
@@ -730,10 +731,23 @@ static void test_kube_client__list_deadline(void **state)
     srv_stop(&s);
 }
 
+/* A zero option falls back to the configuration's own default (config.def), not another value. */
+static void test_kube_client__defaults_are_the_configs(void **state)
+{
+    (void)state;
+    struct pyprofd_config *c = NULL;
+    assert_int_equal(config_default(&c), 0);
+    assert_true(c->discovery.kubernetes.watch_timeout_ns == KUBE_WATCH_TIMEOUT_DEFAULT_NS);
+    assert_true(c->discovery.kubernetes.poll_interval_ns == KUBE_POLL_INTERVAL_DEFAULT_NS);
+    assert_true(c->discovery.kubernetes.request_timeout_ns == KUBE_REQUEST_TIMEOUT_DEFAULT_NS);
+    config_free(c);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kube_client__defaults_are_the_configs),
         cmocka_unit_test(test_kube_client__list_watch_relist),
         cmocka_unit_test(test_kube_client__401_rereads_the_token),
         cmocka_unit_test(test_kube_client__kubelet_polls),

@@ -86,7 +86,8 @@ static void test_kube_index__add_and_lookup(void **state)
         labels_init(&want);
         uint64_t rev = 0;
         assert_int_equal(kube_index_lookup(ix, p.containers[i].id, &got, &rev), 1);
-        assert_int_equal(kube_pod_container_labels(&p, i, &want), 0);
+        assert_int_equal(kube_pod_meta_labels(&p, &want), 0);
+        assert_int_equal(kube_pod_container_meta_labels(&p, i, &want), 0);
         assert_true(labels_equal(&got, &want));
         assert_true(rev != 0);
         /* with the scheme too */

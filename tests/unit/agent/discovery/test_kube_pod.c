@@ -33,6 +33,13 @@ static int from_text(const char *text, struct kube_pod *p)
     return kube_pod_from_text(text, strlen(text), p);
 }
 
+/* Container @a i's whole label set, as kube_index.c builds it: the pod's, then the container's. */
+static int container_labels(const struct kube_pod *p, size_t i, struct labels *out)
+{
+    int rc = kube_pod_meta_labels(p, out);
+    return rc != 0 ? rc : kube_pod_container_meta_labels(p, i, out);
+}
+
 static void expect_label(const struct labels *ls, const char *name, const char *value)
 {
     const char *v = labels_get(ls, name);
@@ -69,7 +76,7 @@ static void test_kube_pod__deployment_on_containerd(void **state)
 
     struct labels ls;
     labels_init(&ls);
-    assert_int_equal(kube_pod_container_labels(&p, 0, &ls), 0);
+    assert_int_equal(container_labels(&p, 0, &ls), 0);
     static const char *const want[][2] = {
         {"__meta_kubernetes_namespace", "shop"},
         {"__meta_kubernetes_pod_annotation_kubectl_kubernetes_io_restartedAt",
@@ -105,7 +112,7 @@ static void test_kube_pod__deployment_on_containerd(void **state)
     }
     labels_release(&ls);
     /* the init container */
-    assert_int_equal(kube_pod_container_labels(&p, 2, &ls), 0);
+    assert_int_equal(container_labels(&p, 2, &ls), 0);
     expect_label(&ls, "__meta_kubernetes_pod_container_init", "true");
     expect_label(&ls, "__meta_kubernetes_pod_container_name", "migrate");
     labels_release(&ls);
@@ -128,7 +135,7 @@ static void test_kube_pod__statefulset_on_crio(void **state)
                         "4d3c2b1a0f9e8d7c6b5a49382716051a2b3c4d5e6f708192a3b4c5d6e7f80912");
     struct labels ls;
     labels_init(&ls);
-    assert_int_equal(kube_pod_container_labels(&p, 0, &ls), 0);
+    assert_int_equal(container_labels(&p, 0, &ls), 0);
     expect_label(&ls, "__meta_kubernetes_pod_ready", "false");
     expect_label(&ls, "__meta_kubernetes_pod_controller_kind", "StatefulSet");
     expect_label(&ls, "__meta_kubernetes_pod_container_id",
@@ -159,7 +166,7 @@ static void test_kube_pod__daemonset_on_docker(void **state)
                         "1234567890abcdef1234567890abcdef1234567890abcdef1234567890abcdef");
     struct labels ls;
     labels_init(&ls);
-    assert_int_equal(kube_pod_container_labels(&p, 1, &ls), 0);
+    assert_int_equal(container_labels(&p, 1, &ls), 0);
     expect_label(&ls, "__meta_kubernetes_pod_container_init", "false");
     expect_label(&ls, "__meta_kubernetes_pod_container_image", "busybox:1.36");
     expect_label(&ls, "__meta_kubernetes_pod_container_id",
@@ -216,7 +223,7 @@ static void test_kube_pod__wrong_types_are_absent(void **state)
     struct labels ls;
     labels_init(&ls);
     for (size_t i = 0; i < p.n_containers; i++) {
-        assert_int_equal(kube_pod_container_labels(&p, i, &ls), 0);
+        assert_int_equal(container_labels(&p, i, &ls), 0);
         labels_release(&ls);
     }
     kube_pod_release(&p);
@@ -327,7 +334,7 @@ static void test_kube_pod__bounds(void **state)
     assert_int_equal(p.over_limit, 44 + 1 + 6);
     struct labels ls;
     labels_init(&ls);
-    assert_int_equal(kube_pod_container_labels(&p, 63, &ls), 0);
+    assert_int_equal(container_labels(&p, 63, &ls), 0);
     expect_label(&ls, "__meta_kubernetes_pod_container_name", "c63");
     assert_true(ls.n < LABELS_MAX);
     labels_release(&ls);
@@ -556,7 +563,7 @@ static void test_kube_pod__allocation_failures(void **state)
         labels_init(&ls);
         int rc = kube_pod_from_text(o.s, o.len, &p);
         if (rc == 0)
-            rc = kube_pod_container_labels(&p, 0, &ls);
+            rc = container_labels(&p, 0, &ls);
         uint64_t used = alloc_fail_nth(0);
         labels_release(&ls);
         kube_pod_release(&p);

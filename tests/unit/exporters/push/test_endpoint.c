@@ -17,6 +17,7 @@
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
+#include "base/readfile.h"
 #include "exporters/push/endpoint.h"
 
 /* --- a loopback server that records the last request's head ------------------ */
@@ -303,7 +304,7 @@ static void test_endpoint__basic_auth_file_is_reread_per_request(void **state)
     assert_non_null(strstr(err, pwfile));
     FILE *f = fopen(pwfile, "w");
     assert_non_null(f);
-    for (int i = 0; i < PUSH_SECRET_MAX + 1; i++)
+    for (int i = 0; i < READFILE_SECRET_MAX + 1; i++)
         fputc('a', f);
     fclose(f);
     assert_int_equal(request(&e, "Authorization", val, sizeof(val), err, sizeof(err)), -EFBIG);

@@ -504,30 +504,9 @@ static int setup(void **state)
 
 /* --- tests ----------------------------------------------------------------- */
 
-static void test_push__backoff_bounds(void **state)
+static void test_push__metric_names(void **state)
 {
     (void)state;
-    const uint64_t mn = 500000000ull, mx = 300 * SEC;
-    const uint64_t rnds[] = {0, 1, 12345, UINT64_MAX / 3, UINT64_MAX};
-    for (unsigned a = 0; a < 80; a++) {
-        uint64_t cap = mn;
-        for (unsigned i = 1; i < a && cap < mx; i++)
-            cap = cap * 2 > mx ? mx : cap * 2;
-        for (size_t r = 0; r < PYPROFD_ARRAY_SIZE(rnds); r++) {
-            uint64_t b = push_backoff_ns(a, mn, mx, rnds[r]);
-            assert_true(b >= mn);
-            assert_true(b <= mx);
-            assert_true(b <= cap);
-            assert_true(b >= cap / 2);
-        }
-    }
-    /* the first retry waits min; jitter spreads later ones over [cap/2, cap] */
-    assert_int_equal(push_backoff_ns(1, mn, mx, 0), mn);
-    assert_int_equal(push_backoff_ns(4, SEC, mx, 0), 4 * SEC);
-    assert_int_equal(push_backoff_ns(4, SEC, mx, 4 * SEC), 8 * SEC);
-    assert_int_equal(push_backoff_ns(100, SEC, 10 * SEC, 0), 5 * SEC);
-    /* max below min is treated as min */
-    assert_int_equal(push_backoff_ns(3, 2 * SEC, SEC, 99), 2 * SEC);
     assert_string_equal(push_metric_name(PROFILE_CPU), "process_cpu");
     assert_string_equal(push_metric_name(PROFILE_WALL), "wall");
     assert_string_equal(push_metric_name(PROFILE_GIL), "gil");
@@ -1307,7 +1286,7 @@ static void test_push__metrics_text_is_valid(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_push__backoff_bounds, setup),
+        cmocka_unit_test_setup(test_push__metric_names, setup),
         cmocka_unit_test_setup(test_push__fill_deadline, setup),
         cmocka_unit_test_setup(test_push__delivers_in_order_with_series_labels, setup),
         cmocka_unit_test_setup(test_push__retries_with_backoff_then_delivers_once, setup),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/config/config_file.c: files the config names are opened
+ * Tests for agent/base/readfile.c: files pyprofd is pointed at are opened
  * without blocking and refused unless regular (a FIFO, a device, a socket, a
  * directory), and read whole up to a cap. Each test runs under alarm(): a
  * FIFO that blocks the open kills the test instead of hanging it.
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
-#include "config/config.h"
+#include "base/readfile.h"
 
 struct tmpdir {
     char dir[64];
@@ -24,7 +24,7 @@ struct tmpdir {
 
 static void tmpdir_make(struct tmpdir *t)
 {
-    snprintf(t->dir, sizeof(t->dir), "/tmp/pyprofd-test-cfgfile.XXXXXX");
+    snprintf(t->dir, sizeof(t->dir), "/tmp/pyprofd-test-readfile.XXXXXX");
     assert_non_null(mkdtemp(t->dir));
 }
 
@@ -42,7 +42,7 @@ static void write_file(const char *path, const char *body, size_t len)
     assert_int_equal(fclose(f), 0);
 }
 
-static void test_config_file__opens_regular_files(void **state)
+static void test_readfile__opens_regular_files(void **state)
 {
     (void)state;
     struct tmpdir t;
@@ -50,17 +50,17 @@ static void test_config_file__opens_regular_files(void **state)
     int fd = -1;
     tmpdir_make(&t);
     write_file(tmpdir_path(&t, "f"), "abc", 3);
-    assert_int_equal(config_file_open(t.path, &fd, why, sizeof(why)), 0);
+    assert_int_equal(readfile_open(t.path, &fd, why, sizeof(why)), 0);
     assert_true(fd >= 0);
     close(fd);
     unlink(t.path);
-    assert_int_equal(config_file_open(t.path, &fd, why, sizeof(why)), -ENOENT);
+    assert_int_equal(readfile_open(t.path, &fd, why, sizeof(why)), -ENOENT);
     assert_int_equal(fd, -1);
     assert_string_equal(why, "No such file or directory");
     rmdir(t.dir);
 }
 
-static void test_config_file__refuses_fifo_without_blocking(void **state)
+static void test_readfile__refuses_fifo_without_blocking(void **state)
 {
     (void)state;
     struct tmpdir t;
@@ -71,26 +71,26 @@ static void test_config_file__refuses_fifo_without_blocking(void **state)
     tmpdir_make(&t);
     assert_int_equal(mkfifo(tmpdir_path(&t, "fifo"), 0600), 0);
     alarm(10); /* a blocking open would never return: no writer comes */
-    assert_int_equal(config_file_open(t.path, &fd, why, sizeof(why)), -EINVAL);
+    assert_int_equal(readfile_open(t.path, &fd, why, sizeof(why)), -EINVAL);
     assert_string_equal(why, "not a regular file (a FIFO)");
     assert_int_equal(fd, -1);
-    assert_int_equal(config_file_read(t.path, 100, &buf, &len, why, sizeof(why)), -EINVAL);
+    assert_int_equal(readfile_all(t.path, 100, &buf, &len, why, sizeof(why)), -EINVAL);
     assert_null(buf);
     alarm(0);
     unlink(t.path);
     rmdir(t.dir);
 }
 
-static void test_config_file__refuses_devices_sockets_and_directories(void **state)
+static void test_readfile__refuses_devices_sockets_and_directories(void **state)
 {
     (void)state;
     struct tmpdir t;
     char why[128] = "";
     int fd = -1;
     alarm(10);
-    assert_int_equal(config_file_open("/dev/zero", &fd, why, sizeof(why)), -EINVAL);
+    assert_int_equal(readfile_open("/dev/zero", &fd, why, sizeof(why)), -EINVAL);
     assert_string_equal(why, "not a regular file (a character device)");
-    assert_int_equal(config_file_open("/tmp", &fd, why, sizeof(why)), -EISDIR);
+    assert_int_equal(readfile_open("/tmp", &fd, why, sizeof(why)), -EISDIR);
     assert_string_equal(why, "Is a directory");
 
     tmpdir_make(&t);
@@ -100,7 +100,7 @@ static void test_config_file__refuses_devices_sockets_and_directories(void **sta
     assert_true(s >= 0);
     assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
     /* open(2) of a socket fails by itself (ENXIO): refused either way */
-    assert_true(config_file_open(t.path, &fd, why, sizeof(why)) < 0);
+    assert_true(readfile_open(t.path, &fd, why, sizeof(why)) < 0);
     assert_int_equal(fd, -1);
     close(s);
     unlink(t.path);
@@ -108,7 +108,7 @@ static void test_config_file__refuses_devices_sockets_and_directories(void **sta
     alarm(0);
 }
 
-static void test_config_file__reads_up_to_the_cap(void **state)
+static void test_readfile__reads_up_to_the_cap(void **state)
 {
     (void)state;
     struct tmpdir t;
@@ -117,15 +117,15 @@ static void test_config_file__reads_up_to_the_cap(void **state)
     size_t len = 0;
     tmpdir_make(&t);
     write_file(tmpdir_path(&t, "f"), "0123456789", 10);
-    assert_int_equal(config_file_read(t.path, 10, &buf, &len, why, sizeof(why)), 0);
+    assert_int_equal(readfile_all(t.path, 10, &buf, &len, why, sizeof(why)), 0);
     assert_int_equal(len, 10);
     assert_string_equal(buf, "0123456789");
     alloc_free(buf);
-    assert_int_equal(config_file_read(t.path, 9, &buf, &len, why, sizeof(why)), -EFBIG);
+    assert_int_equal(readfile_all(t.path, 9, &buf, &len, why, sizeof(why)), -EFBIG);
     assert_null(buf);
     assert_string_equal(why, "larger than 9 bytes");
     write_file(t.path, "", 0);
-    assert_int_equal(config_file_read(t.path, 9, &buf, &len, why, sizeof(why)), 0);
+    assert_int_equal(readfile_all(t.path, 9, &buf, &len, why, sizeof(why)), 0);
     assert_int_equal(len, 0);
     assert_string_equal(buf, "");
     alloc_free(buf);
@@ -133,7 +133,7 @@ static void test_config_file__reads_up_to_the_cap(void **state)
     rmdir(t.dir);
 }
 
-static void test_config_file__secrets_are_trimmed_and_checked(void **state)
+static void test_readfile__secrets_are_trimmed_and_checked(void **state)
 {
     (void)state;
     struct tmpdir t;
@@ -142,20 +142,20 @@ static void test_config_file__secrets_are_trimmed_and_checked(void **state)
     tmpdir_make(&t);
     tmpdir_path(&t, "secret");
     write_file(t.path, "tok\n", 4); /* the newline an editor or echo adds */
-    assert_int_equal(config_read_secret(t.path, &sec, err, sizeof(err)), 0);
+    assert_int_equal(readfile_secret(t.path, &sec, err, sizeof(err)), 0);
     assert_string_equal(sec, "tok");
     alloc_free(sec);
     write_file(t.path, " \t a b \r\n\n", 10);
-    assert_int_equal(config_read_secret(t.path, &sec, err, sizeof(err)), 0);
+    assert_int_equal(readfile_secret(t.path, &sec, err, sizeof(err)), 0);
     assert_string_equal(sec, "a b");
     alloc_free(sec);
     write_file(t.path, "a\r\nX-Injected: 1\n", 17);
-    assert_int_equal(config_read_secret(t.path, &sec, err, sizeof(err)), -EINVAL);
+    assert_int_equal(readfile_secret(t.path, &sec, err, sizeof(err)), -EINVAL);
     assert_null(sec);
     snprintf(want, sizeof(want), "cannot use '%s': control character in the secret", t.path);
     assert_string_equal(err, want);
     unlink(t.path);
-    assert_int_equal(config_read_secret(t.path, &sec, err, sizeof(err)), -ENOENT);
+    assert_int_equal(readfile_secret(t.path, &sec, err, sizeof(err)), -ENOENT);
     snprintf(want, sizeof(want), "cannot read '%s': No such file or directory", t.path);
     assert_string_equal(err, want);
     rmdir(t.dir);
@@ -164,11 +164,11 @@ static void test_config_file__secrets_are_trimmed_and_checked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_file__opens_regular_files),
-        cmocka_unit_test(test_config_file__refuses_fifo_without_blocking),
-        cmocka_unit_test(test_config_file__refuses_devices_sockets_and_directories),
-        cmocka_unit_test(test_config_file__reads_up_to_the_cap),
-        cmocka_unit_test(test_config_file__secrets_are_trimmed_and_checked),
+        cmocka_unit_test(test_readfile__opens_regular_files),
+        cmocka_unit_test(test_readfile__refuses_fifo_without_blocking),
+        cmocka_unit_test(test_readfile__refuses_devices_sockets_and_directories),
+        cmocka_unit_test(test_readfile__reads_up_to_the_cap),
+        cmocka_unit_test(test_readfile__secrets_are_trimmed_and_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * config_file.c: how pyprofd opens and reads every file its configuration
- * names, the config file itself included (see config.h). The open never
- * blocks: open(2) of a FIFO waits for a writer, and a daemon that does it
- * with its signals blocked (agent.c takes them with sigwait) cannot even be
- * stopped. So the file is opened with O_NONBLOCK, looked at with fstat(),
- * and anything but a regular file is refused before a byte is read.
+ * readfile.c: opening and reading the files pyprofd is pointed at (see
+ * readfile.h), never waiting on one.
  */
 #include "base/compat.h"
 
@@ -14,9 +10,9 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
-#include "config/config.h"
+#include "base/readfile.h"
 
-static const char *config_file_kind(mode_t m)
+static const char *readfile_kind(mode_t m)
 {
     if (S_ISFIFO(m))
         return "a FIFO";
@@ -29,7 +25,7 @@ static const char *config_file_kind(mode_t m)
     return "not a plain file";
 }
 
-int config_file_open(const char *path, int *fd_out, char *why, size_t whylen)
+int readfile_open(const char *path, int *fd_out, char *why, size_t whylen)
 {
     struct stat st;
     int rc;
@@ -52,7 +48,7 @@ int config_file_open(const char *path, int *fd_out, char *why, size_t whylen)
     }
     if (!S_ISREG(st.st_mode)) {
         rc = -EINVAL;
-        snprintf(why, whylen, "not a regular file (%s)", config_file_kind(st.st_mode));
+        snprintf(why, whylen, "not a regular file (%s)", readfile_kind(st.st_mode));
         goto fail;
     }
     *fd_out = fd;
@@ -63,15 +59,14 @@ fail:
     return rc;
 }
 
-int config_file_read(const char *path, size_t max, char **out, size_t *len, char *why,
-                     size_t whylen)
+int readfile_all(const char *path, size_t max, char **out, size_t *len, char *why, size_t whylen)
 {
     char *buf = NULL;
     size_t n = 0;
     int fd;
     *out = NULL;
     *len = 0;
-    int rc = config_file_open(path, &fd, why, whylen);
+    int rc = readfile_open(path, &fd, why, whylen);
     if (rc)
         return rc;
     /* one byte past the cap tells "too large" from "exactly max" */
@@ -112,13 +107,13 @@ out:
     return rc;
 }
 
-int config_read_secret(const char *path, char **out, char *err, size_t errlen)
+int readfile_secret(const char *path, char **out, char *err, size_t errlen)
 {
     char why[128];
     char *buf = NULL;
     size_t n = 0;
     *out = NULL;
-    int rc = config_file_read(path, CONFIG_SECRET_MAX, &buf, &n, why, sizeof(why));
+    int rc = readfile_all(path, READFILE_SECRET_MAX, &buf, &n, why, sizeof(why));
     if (!rc && !buf) { /* not on success; said for the analyzer */
         rc = -EIO;
         snprintf(why, sizeof(why), "%s", strerror(EIO));
