@@ -20,6 +20,7 @@
 #include "base/alloc.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/readfile.h"
 #include "base/strnum.h"
 #include "cli/cli.h"
 #include "config/config.h"
@@ -58,7 +59,7 @@ static uint64_t agent_content_hash(const char *path)
 {
     char *text = NULL, why[128];
     size_t len = 0;
-    if (config_file_read(path, CONFIG_MAX_FILE_BYTES, &text, &len, why, sizeof(why)))
+    if (readfile_all(path, CONFIG_MAX_FILE_BYTES, &text, &len, why, sizeof(why)))
         return 0;
     uint64_t h = hash_fnv1a(HASH_FNV_BASIS, text, len);
     alloc_free(text);
@@ -238,7 +239,7 @@ static int agent_load(struct agent *a, struct pyprofd_config **out, struct confi
 /*
  * Loads the config file again and hands it to the pipeline; the old one stays
  * on error. On SIGHUP this runs on the signal thread, with SIGTERM blocked
- * until it returns: the loader never waits on a file (config_file_open()
+ * until it returns: the loader never waits on a file (readfile_open()
  * refuses a FIFO or a device at once, without blocking), so a reload cannot
  * hold a SIGTERM back.
  */

@@ -9,7 +9,10 @@
 #   - compat.h is the first include of every .c under agent/, exporters/ and cli/;
 #   - a module's NAME_internal.h (the fields of an opaque type) is included
 #     only by that module's own files (DIR/NAME*.c) and its unit tests
-#     (tests/unit/DIR/test_NAME*.c).
+#     (tests/unit/DIR/test_NAME*.c);
+#   - no source file under agent/, exporters/ or cli/ is over 1,000 lines,
+#     except the unwinder's (agent/unwind/: one walk per layout family, read
+#     best in one place).
 # Prints each violation as file:line: message; exits 1 if there is any.
 # Runs a fixed number of processes whatever the number of files: process
 # creation is slow on some CI machines.
@@ -47,6 +50,9 @@ violations=$(
         /(^|[^_a-zA-Z0-9.>])(malloc|calloc|realloc|free|strdup|strndup)[[:space:]]*\(/ &&
         $0 !~ /^[[:space:]]*(\/?\*|\/\/)/ {
             print FILENAME ":" FNR ": raw allocator call; use alloc_*() from base/alloc.h"
+        }
+        FNR == 1001 && FILENAME ~ /^(agent|exporters|cli)\// && FILENAME !~ /^agent\/unwind\// {
+            print FILENAME ":1001: over 1,000 lines: split it by job"
         }
         END { check_spdx() }
     ' "${existing[@]}"

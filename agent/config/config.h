@@ -228,14 +228,6 @@ PYPROFD_WARN_UNUSED int config_load_file(const char *path, const struct config_l
 PYPROFD_WARN_UNUSED int config_load_buffer(const char *buf, size_t len, const char *name,
                                            const struct config_load_opts *opts,
                                            struct pyprofd_config **out, struct config_errors *errs);
-/*
- * NEEDSWORK: the files the config names are opened and read by
- * base/readfile.h (readfile_open(), readfile_all(), readfile_secret()).
- * cli/agent.c still calls the old name; drop this alias once it calls
- * readfile_all().
- */
-#define config_file_read readfile_all
-
 /** The built-in default config: one job "python" sampling every Python process. */
 PYPROFD_WARN_UNUSED int config_default(struct pyprofd_config **out);
 void config_free(struct pyprofd_config *c);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "base/strnum.h"
 #include "base/utf8.h"
 #include "sampler/sampler.h"
@@ -83,18 +84,18 @@ struct sampler {
     uint64_t last_attempt_ns;
     struct sampler_counts counts;
     struct sampler_thread threads[SAMPLER_THREADS];
-    uint64_t now_ns; /* of the attempt in progress */
-    uint64_t jitter; /* the next attempt is made this long after it is due */
-    uint64_t rng;    /* xorshift state for the jitter */
-    pid_t *traced;   /* blocking mode: seized TIDs */
-    int *pending;    /* a signal each stopped thread was about to get */
+    uint64_t now_ns;       /* of the attempt in progress */
+    uint64_t jitter;       /* the next attempt is made this long after it is due */
+    struct rand_state rng; /* for the jitter */
+    pid_t *traced;         /* blocking mode: seized TIDs */
+    int *pending;          /* a signal each stopped thread was about to get */
     size_t ntraced;
 };
 
 /* The cached kernel view of thread @ns_tid, looked up or refreshed. */
 static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
 {
-    size_t i = (size_t)(ns_tid * 0x9E3779B97F4A7C15ull >> 32) % SAMPLER_THREADS;
+    size_t i = (size_t)(ns_tid * HASH_GOLDEN >> 32) % SAMPLER_THREADS;
     struct sampler_thread *t = NULL;
     for (size_t k = 0; k < SAMPLER_THREADS; k++) {
         struct sampler_thread *c = &s->threads[(i + k) % SAMPLER_THREADS];
@@ -268,7 +269,7 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
     memcpy(copy, root, rlen);
     s->opts.proc_root = copy;
     schedule_init(&s->sched, now_ns, opts->interval_ns);
-    s->rng = (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u;
+    rand_init(&s->rng, (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u);
     s->last_attempt_ns = now_ns;
     if (opts->mode == PROFILE_CPU)
         unwinder_set_on_cpu(u, sampler_on_cpu, s);

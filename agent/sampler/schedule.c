@@ -52,14 +52,11 @@ uint64_t schedule_missed(const struct schedule *s, uint64_t now_ns)
     return expected > s->attempts ? expected - s->attempts : 0;
 }
 
-uint64_t schedule_jitter(uint64_t due_ns, uint64_t interval_ns, uint64_t now_ns, uint64_t *rng)
+uint64_t schedule_jitter(uint64_t due_ns, uint64_t interval_ns, uint64_t now_ns,
+                         struct rand_state *rng)
 {
     PYPROFD_ASSERT(interval_ns > 0);
-    uint64_t x = *rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *rng = x;
+    uint64_t x = rand_next(rng);
     uint64_t past = now_ns >= due_ns ? now_ns - due_ns + 1 : 0; /* the part already gone */
     if (past >= interval_ns)
         past = 0;

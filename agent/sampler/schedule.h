@@ -23,6 +23,8 @@
 
 #include "base/compat.h"
 
+#include "base/rand.h"
+
 /** Beyond this many intervals of lag the schedule gives up catching up. */
 #define SCHEDULE_MAX_LAG_INTERVALS 100u
 
@@ -62,8 +64,9 @@ uint64_t schedule_given_up(const struct schedule *s);
  * interval (it was late), the point is drawn from what is left of it, after
  * @a now_ns, so that the same moment is not sampled twice; when @a now_ns is
  * past the whole interval the attempt is due at once anyway (catching up).
- * @a rng: the caller's xorshift state, never 0.
+ * @a rng: the caller's generator (base/rand.h).
  */
-uint64_t schedule_jitter(uint64_t due_ns, uint64_t interval_ns, uint64_t now_ns, uint64_t *rng);
+uint64_t schedule_jitter(uint64_t due_ns, uint64_t interval_ns, uint64_t now_ns,
+                         struct rand_state *rng);
 
 #endif /* PYPROFD_SAMPLER_SCHEDULE_H */

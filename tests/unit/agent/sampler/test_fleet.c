@@ -15,6 +15,8 @@
 
 #include "cmocka_wrap.h"
 
+#include "base/hash.h"
+
 #include "sampler/fleet.h"
 #include "sampler/schedule.h"
 
@@ -194,7 +196,8 @@ static void test_fleet__set_tick_refiles(void **state)
 struct sim_target {
     struct fleet_slot slot;
     struct schedule sched;
-    uint64_t jitter, rng;
+    uint64_t jitter;
+    struct rand_state rng;
     uint64_t phase_hist[10]; /* attempts by tenth of the interval after the grid */
     uint64_t last;           /* the last attempt's time */
     uint64_t repeats;        /* attempts made in a pass that had already taken it */
@@ -248,7 +251,8 @@ static void sim_init(struct fleet *f, struct sim_target *t, size_t n, uint64_t n
                      uint64_t interval)
 {
     for (size_t i = 0; i < n; i++) {
-        t[i] = (struct sim_target){.rng = 0x9E3779B97F4A7C15ull * (i + 1)};
+        t[i] = (struct sim_target){0};
+        rand_init(&t[i].rng, HASH_GOLDEN * (i + 1));
         schedule_init(&t[i].sched, now + i * 37 * US, interval);
         assert_int_equal(fleet_add(f, &t[i].slot, sim_due(&t[i])), 0);
     }
