@@ -18,16 +18,6 @@ void rand_init(struct rand_state *r, uint64_t seed)
     r->s = seed ? seed : HASH_GOLDEN;
 }
 
-uint64_t rand_next(struct rand_state *r)
-{
-    uint64_t x = r->s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    r->s = x;
-    return x;
-}
-
 uint64_t rand_below(struct rand_state *r, uint64_t n)
 {
     return n ? rand_next(r) % n : 0;

@@ -30,8 +30,19 @@ struct rand_state {
  */
 void rand_init(struct rand_state *r, uint64_t seed);
 
-/** The next number: one xorshift64 step (x ^= x << 13; x ^= x >> 7; x ^= x << 17). */
-uint64_t rand_next(struct rand_state *r);
+/**
+ * The next number: one xorshift64 step. Inline: the sampler draws one per
+ * attempt.
+ */
+static inline uint64_t rand_next(struct rand_state *r)
+{
+    uint64_t x = r->s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    r->s = x;
+    return x;
+}
 
 /** A number in [0, @a n) (rand_next() % @a n; the bias is negligible for jitter); 0 when n is 0. */
 uint64_t rand_below(struct rand_state *r, uint64_t n);

@@ -7,11 +7,9 @@
 #include "base/status.h"
 
 static const struct {
-    const char *name;
-    bool torn;
-    const char *desc;
+    const char *name, *desc;
 } status_table[SAMPLE_STATUS_COUNT] = {
-#define STATUS(id, name, torn, desc) [SAMPLE_##id] = {name, torn, desc},
+#define STATUS(id, name, torn, desc) [SAMPLE_##id] = {name, desc},
 #include "base/status.def"
 #undef STATUS
 };
@@ -19,11 +17,6 @@ static const struct {
 const char *status_name(enum sample_status s)
 {
     return (unsigned)s < SAMPLE_STATUS_COUNT ? status_table[s].name : "unknown";
-}
-
-bool status_torn(enum sample_status s)
-{
-    return (unsigned)s < SAMPLE_STATUS_COUNT && status_table[s].torn;
 }
 
 const char *status_describe(enum sample_status s)

@@ -19,14 +19,24 @@ enum sample_status {
 #undef STATUS
     SAMPLE_STATUS_COUNT
 };
+_Static_assert(SAMPLE_STATUS_COUNT <= 64, "status_torn() keeps the torn column in 64 bits");
 
 /** Lower-case name, e.g. "incomplete", for metrics and messages. */
 const char *status_name(enum sample_status s);
 /**
  * Whether @a s is a torn read: memory that moved while it was read, which a
- * second read made at once almost always gets right (status.def).
+ * second read made at once almost always gets right (status.def's torn
+ * column, as a bit mask: asked for every thread of every attempt).
  */
-bool status_torn(enum sample_status s);
+static inline bool status_torn(enum sample_status s)
+{
+    static const uint64_t torn = 0
+#define STATUS(id, name, torn, desc) | ((uint64_t)(torn) << SAMPLE_##id)
+#include "base/status.def"
+#undef STATUS
+        ;
+    return (unsigned)s < SAMPLE_STATUS_COUNT && (torn >> s) & 1u;
+}
 /** One-line description. */
 const char *status_describe(enum sample_status s);
 

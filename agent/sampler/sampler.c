@@ -79,6 +79,7 @@ struct sampler {
     /* [0]: the window (its takes count as thread samples); then the taps,
      * add NULL = a free slot */
     struct sample_sink sinks[SAMPLER_SINKS];
+    size_t nsinks; /* sinks[nsinks...] are free */
     struct sampler_opts opts;
     struct schedule sched;
     uint64_t last_attempt_ns;
@@ -257,6 +258,7 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
     s->pid = pid;
     s->u = u;
     s->sinks[0] = *window;
+    s->nsinks = 1;
     s->opts = *opts;
     /* the config that named it may be replaced while the sampler lives */
     const char *root = opts->proc_root ? opts->proc_root : "/proc";
@@ -381,7 +383,7 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
     again.frames = NULL;
     again.nframes = 0;
     bool same = plain && t->unchanged && k->last_key == t->stack_key;
-    for (size_t q = 0; q < SAMPLER_SINKS; q++) {
+    for (size_t q = 0; q < s->nsinks; q++) {
         const struct sample_sink *sk = &s->sinks[q];
         if (!sk->add)
             continue;
@@ -508,6 +510,8 @@ int sampler_add_tap(struct sampler *s, const struct sample_sink *tap)
         if (!s->sinks[q].add) {
             s->sinks[q] = *tap;
             sampler_forget_sink(s, q);
+            if (q >= s->nsinks)
+                s->nsinks = q + 1;
             return 0;
         }
     }
@@ -520,6 +524,8 @@ void sampler_remove_tap(struct sampler *s, const void *arg)
         if (s->sinks[q].add && s->sinks[q].arg == arg)
             s->sinks[q] = (struct sample_sink){0};
     }
+    while (s->nsinks > 1 && !s->sinks[s->nsinks - 1].add)
+        s->nsinks--;
 }
 
 struct sampler_counts sampler_counts(const struct sampler *s)
