@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/termtext.h"
 #include "cli/cli.h"
+#include "unwind/perfsample.h"
 
 static void probe_usage(FILE *out)
 {
@@ -66,6 +67,18 @@ static int probe_one(pid_t pid, enum memread_backend backend)
     else
         printf("  build     with a GIL\n");
     printf("  reader    %s\n", memread_backend_name(t.mr));
+    /* what the kernel lets this process sample of the target's threads: the
+     * registers and stack copies native stacks are unwound from */
+    char why[256];
+    struct perfsample *ps = NULL;
+    if (perfsample_open(pid, pid, 1000000000ull, PERFSAMPLE_STACK_MIN, 5, &ps, why, sizeof(why)) ==
+        0) {
+        perfsample_free(ps);
+        snprintf(why, sizeof(why),
+                 "permitted: the kernel's samples of its threads (user "
+                 "registers and stack copies) can be read");
+    }
+    printf("  perf      %s\n", why);
     printf("  supported yes\n");
     cli_detach(&t);
     return CLI_EXIT_OK;

@@ -332,3 +332,26 @@ def oldlines_seeds():
 
 
 oldlines_seeds()
+
+
+def perfsample_seeds():
+    """fuzz_perfsample: PERF_RECORD_SAMPLE records of the layout perfsample.c asks for
+    (tid, time, 17 x86-64 user registers, a user stack copy), and a lost record."""
+    def sample(stack, dyn, abi=2, nregs=17, extra=b""):
+        body = struct.pack("<IIQQ", 4242, 4243, 123456789, abi)
+        if abi:
+            body += b"".join(struct.pack("<Q", 0x7ffd0000 + 8 * i) for i in range(nregs))
+        body += struct.pack("<Q", len(stack))
+        if stack:
+            body += stack + struct.pack("<Q", dyn)
+        body += extra
+        return struct.pack("<IHH", 9, 2, 8 + len(body)) + body
+    stack = bytes(range(256)) * 4
+    write("perfsample", "sample_1k", sample(stack, 1024))
+    write("perfsample", "sample_partial", sample(stack, 400))
+    write("perfsample", "sample_no_regs", sample(b"", 0, abi=0))
+    write("perfsample", "sample_no_stack", sample(b"", 0))
+    write("perfsample", "lost", struct.pack("<IHHQQ", 2, 0, 24, 7, 3))
+
+
+perfsample_seeds()

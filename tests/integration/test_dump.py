@@ -345,6 +345,8 @@ class RecordStackTest(DumpCase):
         self.assertEqual(probe.returncode, 0, probe.stderr)
         self.assertRegex(probe.stdout, r"opened via (root|path)\)", probe.stdout)
         self.assertIn("supported yes", probe.stdout)
+        # perf_event_paranoid 2 here: CAP_SYS_PTRACE is enough to sample its threads
+        self.assertIn("  perf      permitted", probe.stdout)
         proc = subprocess.run(only + ["dump", "--json", str(t.pid)], capture_output=True,
                               text=True, timeout=DUMP_TIMEOUT)
         self.assertEqual(proc.returncode, 0, proc.stderr)
