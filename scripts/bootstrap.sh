@@ -22,6 +22,7 @@ PACKAGES=(
 	protobuf-c-compiler
 	zlib1g-dev
 	libyaml-dev
+	libdw-dev
 	libcmocka-dev
 	libmicrohttpd-dev
 	libpcre2-dev

@@ -355,3 +355,17 @@ def perfsample_seeds():
 
 
 perfsample_seeds()
+
+
+def native_seeds():
+    """fuzz_native: 17 registers (the IP is moved into the fuzzer's own code) and a stack
+    copy: zeros, a chain of plausible frame pointers, random-looking words."""
+    regs = b"".join(struct.pack("<Q", 0x7ffd00001000 + 8 * i) for i in range(17))
+    write("native", "zeros", regs + bytes(256))
+    chain = b"".join(struct.pack("<QQ", 0x7ffd00001000 + 16 * (i + 1), 0x401000 + i)
+                     for i in range(32))
+    write("native", "frame_chain", regs + chain)
+    write("native", "words", regs + bytes((i * 37 + 11) % 256 for i in range(1024)))
+
+
+native_seeds()

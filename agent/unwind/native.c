@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * native.c: native stacks from the kernel's samples, unwound with libdwfl
+ * (see native.h).
+ */
+#include "base/compat.h"
+
+#include <elfutils/libdwfl.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "discovery/proc_maps.h"
+#include "discovery/pyruntime.h"
+#include "unwind/native.h"
+
+/* x86-64 DWARF register numbers 0-15, in the sample's registers */
+static const enum perfsample_reg native_dwarf_regs[16] = {
+    PERFSAMPLE_AX,  PERFSAMPLE_DX,  PERFSAMPLE_CX,  PERFSAMPLE_BX,  PERFSAMPLE_SI,  PERFSAMPLE_DI,
+    PERFSAMPLE_BP,  PERFSAMPLE_SP,  PERFSAMPLE_R8,  PERFSAMPLE_R9,  PERFSAMPLE_R10, PERFSAMPLE_R11,
+    PERFSAMPLE_R12, PERFSAMPLE_R13, PERFSAMPLE_R14, PERFSAMPLE_R15,
+};
+
+struct native {
+    char *proc_root;
+    pid_t pid;
+    Dwfl *dwfl;
+    /* the unwind in progress */
+    const struct perfsample_record *cur;
+    struct native_frame *frames;
+    size_t max, n;
+};
+
+static char *native_debuginfo_path;
+
+static const Dwfl_Callbacks native_callbacks = {
+    /* every module is reported with its file opened: find_elf is not asked */
+    .find_elf = dwfl_linux_proc_find_elf,
+    /* a separate debug file by build id or debuglink, when one is installed */
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .debuginfo_path = &native_debuginfo_path,
+};
+
+/* ---- the thread as libdwfl sees it: the sample --------------------------- */
+
+static pid_t native_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+    (void)dwfl;
+    struct native *n = arg;
+    if (*thread_argp || !n->cur)
+        return 0;
+    *thread_argp = n;
+    return (pid_t)n->cur->tid;
+}
+
+static bool native_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+    (void)dwfl;
+    struct native *n = arg;
+    if (!n->cur || (pid_t)n->cur->tid != tid)
+        return false;
+    *thread_argp = n;
+    return true;
+}
+
+/* The sample's stack copy, and nothing else: the live stack has moved on. */
+static bool native_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+    (void)dwfl;
+    const struct perfsample_record *s = ((struct native *)arg)->cur;
+    uint64_t sp = s->regs[PERFSAMPLE_SP];
+    if (!s->stack || s->stack_len < 8 || addr < sp || addr - sp > s->stack_len - 8)
+        return false;
+    memcpy(result, s->stack + (addr - sp), sizeof(*result));
+    return true;
+}
+
+static bool native_set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+    const struct perfsample_record *s = ((struct native *)arg)->cur;
+    Dwarf_Word regs[16];
+    for (size_t i = 0; i < 16; i++)
+        regs[i] = s->regs[native_dwarf_regs[i]];
+    if (!dwfl_thread_state_registers(thread, 0, 16, regs))
+        return false;
+    dwfl_thread_state_register_pc(thread, s->regs[PERFSAMPLE_IP]);
+    return true;
+}
+
+static const Dwfl_Thread_Callbacks native_thread_callbacks = {
+    .next_thread = native_next_thread,
+    .get_thread = native_get_thread,
+    .memory_read = native_memory_read,
+    .set_initial_registers = native_set_initial_registers,
+};
+
+/* ---- the session ---------------------------------------------------------- */
+
+/* Whether @maps has an executable mapping of the file of @e (same device and inode). */
+static bool native_file_runs(const struct proc_maps *maps, const struct proc_map_entry *e)
+{
+    for (size_t i = 0; i < proc_maps_count(maps); i++) {
+        const struct proc_map_entry *x = proc_maps_get(maps, i);
+        if ((x->perms & PROC_MAP_EXEC) && x->inode == e->inode && x->dev_major == e->dev_major &&
+            x->dev_minor == e->dev_minor)
+            return true;
+    }
+    return false;
+}
+
+int native_refresh(struct native *n)
+{
+    if (n->dwfl)
+        dwfl_end(n->dwfl);
+    n->dwfl = dwfl_begin(&native_callbacks);
+    if (!n->dwfl)
+        return -ENOMEM;
+    struct proc_maps *maps = NULL;
+    int err = proc_maps_read(n->proc_root, n->pid, &maps);
+    if (err)
+        return err;
+    dwfl_report_begin(n->dwfl);
+    size_t reported = 0;
+    for (size_t i = 0; i < proc_maps_count(maps); i++) {
+        const struct proc_map_entry *e = proc_maps_get(maps, i);
+        /* each file once, at its first mapping (file offset 0: where its
+         * first segment, and so the library's address 0, is placed) */
+        if (!proc_map_is_file(e) || e->offset != 0 || e->path[0] != '/' ||
+            !native_file_runs(maps, e))
+            continue;
+        const char *via;
+        int fd = pyruntime_open_mapped(n->proc_root, n->pid, e, &via);
+        if (fd < 0)
+            continue; /* its frames show as addresses */
+        if (dwfl_report_elf(n->dwfl, e->path, e->path, fd, e->start, false))
+            reported++;
+        else
+            close(fd); /* not an ELF file, or a clash: consumed only on success */
+    }
+    proc_maps_free(maps);
+    dwfl_report_end(n->dwfl, NULL, NULL);
+    if (!reported || !dwfl_attach_state(n->dwfl, NULL, n->pid, &native_thread_callbacks, n))
+        return -ENOENT;
+    return 0;
+}
+
+int native_new(const char *proc_root, pid_t pid, struct native **out, char *why, size_t whylen)
+{
+    struct native *n = alloc_calloc(1, sizeof(*n));
+    const char *root = proc_root ? proc_root : "/proc";
+    size_t len = strlen(root) + 1;
+    if (n)
+        n->proc_root = alloc_malloc(len);
+    if (!n || !n->proc_root) {
+        native_free(n);
+        snprintf(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    memcpy(n->proc_root, root, len);
+    n->pid = pid;
+    int err = native_refresh(n);
+    if (err) {
+        snprintf(why, whylen, "%s",
+                 err == -ENOENT ? "no executable file of the process could be read"
+                                : strerror(-err));
+        native_free(n);
+        return err;
+    }
+    *out = n;
+    return 0;
+}
+
+void native_free(struct native *n)
+{
+    if (!n)
+        return;
+    if (n->dwfl)
+        dwfl_end(n->dwfl);
+    alloc_free(n->proc_root);
+    alloc_free(n);
+}
+
+/* ---- unwinding ------------------------------------------------------------- */
+
+static int native_frame_cb(Dwfl_Frame *state, void *arg)
+{
+    struct native *n = arg;
+    Dwarf_Addr pc;
+    bool activation;
+    if (n->n == n->max || !dwfl_frame_pc(state, &pc, &activation))
+        return DWARF_CB_ABORT;
+    /* a return address points after the call: look up the call itself */
+    Dwarf_Addr at = activation || pc == 0 ? pc : pc - 1;
+    struct native_frame *f = &n->frames[n->n++];
+    *f = (struct native_frame){.pc = pc};
+    Dwfl_Module *m = dwfl_addrmodule(n->dwfl, at);
+    if (!m)
+        return DWARF_CB_OK;
+    Dwarf_Addr start = 0;
+    f->file = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+    f->file_offset = at - start;
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    f->function = dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);
+    f->offset = f->function ? off : 0;
+    return DWARF_CB_OK;
+}
+
+int native_unwind(struct native *n, const struct perfsample_record *s, struct native_frame *frames,
+                  size_t max)
+{
+    if (!s->regs_valid || !max)
+        return 0;
+    if (!dwfl_addrmodule(n->dwfl, s->regs[PERFSAMPLE_IP]))
+        return -ENOENT;
+    n->cur = s;
+    n->frames = frames;
+    n->max = max < NATIVE_MAX_FRAMES ? max : NATIVE_MAX_FRAMES;
+    n->n = 0;
+    /* the end of what can be unwound (the stack copy, a frame without CFI)
+     * is an error to libdwfl and the end of the stack to us */
+    (void)dwfl_getthread_frames(n->dwfl, (pid_t)s->tid, native_frame_cb, n);
+    n->cur = NULL;
+    return (int)n->n;
+}

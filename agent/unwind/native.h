@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * native.h: native (C) stacks of one process from the kernel's samples of
+ * its threads (unwind/perfsample.h): each sample's user registers and stack
+ * copy are unwound with the DWARF call-frame information of the binaries the
+ * process maps (.eh_frame, or .debug_frame from a separate debug file found
+ * by build id), through elfutils' libdwfl, as `perf record --call-graph
+ * dwarf` does afterwards; frames are named from .symtab/.dynsym.
+ *
+ * The binaries are opened as the target sees them (map_files, its root, or
+ * the same file by device and inode: discovery's pyruntime_open_mapped()),
+ * so a container's libraries are read, not the host's. Memory the unwinder
+ * asks for is served from the sample's stack copy only: never from the live
+ * process, whose stack has moved on since the sample. An address outside the
+ * copy ends the stack there (a deeper stack than the copy is cut, and
+ * counted by the caller as such).
+ *
+ * Ownership: a struct native owns its libdwfl session and the names it
+ * returns; frames returned stay valid until the next native_unwind() or
+ * native_refresh().
+ *
+ * Errors: negative errno, with words. Thread safety: one thread at a time.
+ */
+#ifndef PYPROFD_UNWIND_NATIVE_H
+#define PYPROFD_UNWIND_NATIVE_H
+
+#include "base/compat.h"
+
+#include <sys/types.h>
+
+#include "unwind/perfsample.h"
+
+#define NATIVE_MAX_FRAMES 256u
+
+/** One native frame. */
+struct native_frame {
+    uint64_t pc;          /* the return address (the sampled IP for the first frame) */
+    const char *function; /* its symbol, or NULL (a stripped static function) */
+    uint64_t offset;      /* pc - the symbol's start, when function is set */
+    const char *file;     /* the mapped file as the target names it, or NULL (none) */
+    uint64_t file_offset; /* where pc is in that file (pc - load bias) */
+};
+
+struct native;
+
+/**
+ * A session for process @a pid, whose /proc files are under @a proc_root:
+ * reads its mappings now (native_refresh() to read them again). Returns 0,
+ * or a negative errno with words in @a why.
+ */
+PYPROFD_WARN_UNUSED int native_new(const char *proc_root, pid_t pid, struct native **out, char *why,
+                                   size_t whylen);
+void native_free(struct native *n);
+
+/** Reads the mappings again (a library loaded or unloaded since). Returns 0 or -errno. */
+PYPROFD_WARN_UNUSED int native_refresh(struct native *n);
+
+/**
+ * Unwinds sample @a s (of a thread of this process) into @a frames (leaf
+ * first, at most @a max). Returns the number of frames (0 when the sample
+ * has no user registers), or -ENOENT when the sampled IP is in no known
+ * mapping (read them again).
+ */
+int native_unwind(struct native *n, const struct perfsample_record *s, struct native_frame *frames,
+                  size_t max);
+
+#endif /* PYPROFD_UNWIND_NATIVE_H */
