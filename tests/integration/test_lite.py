@@ -146,7 +146,11 @@ class Live(unittest.TestCase):
             stack, count = line.rsplit(" ", 1)
             leaf = stack.split(";")[-1]
             top[leaf] = top.get(leaf, 0) + int(count)
-        self.assertTrue(any(leaf.startswith("fib") for leaf in top), f"no fib() in {top}")
+        # busy.py's functions: fib()'s recursion changes the stack every few
+        # hundred nanoseconds and most of its reads tear (counted as failed:
+        # under load, none may hold in 3 s), checksum()'s flat loop holds
+        self.assertTrue(any(leaf.startswith(("fib", "checksum")) for leaf in top),
+                        f"no fib() or checksum() in {top}")
         return exe, err
 
     def test_record_runs_as_lite(self):
