@@ -93,6 +93,7 @@ enum unwind_frame_kind {
     UNWIND_FRAME_GC,         /* synthetic "<GC>" */
     UNWIND_FRAME_UNREADABLE, /* its code object could not be read */
     UNWIND_FRAME_TASK,       /* synthetic "<task NAME>" of async-aware stacks (unwind/asyncio.h) */
+    UNWIND_FRAME_C,          /* a native (C) function of a mixed stack (unwind/mixed.h) */
 };
 
 /** One frame. Strings belong to the unwinder and stay valid until its next sample. */
@@ -122,6 +123,10 @@ struct unwind_frame {
      * or not readable. */
     const char *opname, *opbase, *opmarker;
     uint8_t opcode;
+    /* UNWIND_FRAME_C: the frame's address (the sampled instruction, or a
+     * return address) and where it is in its file (file: the mapped file's
+     * path); 0 for every other kind */
+    uint64_t pc, file_offset;
 };
 
 enum unwind_thread_flags {

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -27,6 +28,7 @@
 #include "pprof/flamegraph.h"
 #include "pprof/gzip.h"
 #include "pprof/pprof_build.h"
+#include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 #include "web/web.h"
 
@@ -40,7 +42,9 @@ struct record_opts {
     double rate;
     double duration; /* seconds; 0 = until the target exits or Ctrl-C */
     enum profile_mode mode;
+    bool mode_given;
     unsigned unwind_flags;
+    bool native_full; /* --native=full: mixed stacks from the kernel's samples */
     bool blocking;
     bool realtime_stats;
     int progress; /* -1: on a terminal (default), 0: never */
@@ -99,7 +103,9 @@ static void record_usage(FILE *out)
           "  -d, --duration SECS    stop after this long (default: until exit or Ctrl-C)\n"
           "      --mode MODE        wall (default), cpu, gil or exception\n"
           "  -a, --all-threads      every thread (default: the main thread)\n"
-          "      --native           <native> where C code called back into Python\n"
+          "      --native[=WHAT]    markers (the default): <native> where C code called\n"
+          "                         back into Python; full: the C frames themselves, from\n"
+          "                         the kernel's samples (perf events; cpu mode)\n"
           "      --no-gc            no <GC> marker during garbage collection\n"
           "      --opcodes          each frame's current instruction, as a marker frame\n"
           "                         below it: <op NAME (BASE)> for a specialized one\n"
@@ -120,6 +126,22 @@ static void record_usage(FILE *out)
           "                         samples, elapsed time, achieved rate)\n"
           "      --backend B        memory reader: auto (default), vm or procmem\n",
           out);
+}
+
+/* --native or --native=WHAT (getopt's optarg, NULL without "="). Returns 0 or -EINVAL. */
+static int record_parse_native(struct record_opts *o)
+{
+    const char *what = optarg;
+    if (what == NULL || strcmp(what, "markers") == 0) {
+        o->unwind_flags |= UNWIND_NATIVE;
+        return 0;
+    }
+    if (strcmp(what, "full") == 0) {
+        o->native_full = true;
+        return 0;
+    }
+    log_error("unknown --native '%s' (use markers or full)", what);
+    return -EINVAL;
 }
 
 /* Launches COMMAND; returns its pid or -1. */
@@ -439,6 +461,69 @@ static void record_thread_setup(uint64_t interval_ns)
         log_debug("cannot set the timer slack: %s", strerror(-err));
 }
 
+/* The counts of a mixed-stack recording, as the sampler's: attempts are
+ * the kernel's samples; disagreeing, late and failed ones failed. */
+static struct sampler_counts record_native_counts(const struct nsampler_counts *n)
+{
+    struct sampler_counts c = {.attempts = n->samples,
+                               .taken = n->merged + n->cut + n->python + n->native,
+                               .failed = n->disagree + n->late + n->failed,
+                               .missed = n->lost};
+    c.thread_samples = c.taken;
+    return c;
+}
+
+static void record_native_summary(const struct nsampler_counts *n)
+{
+    double k = n->samples ? 100.0 / (double)n->samples : 0;
+    uint64_t kept = n->merged + n->cut + n->python + n->native;
+    fprintf(stderr,
+            "pyprofd: native: %" PRIu64 " kernel samples of %" PRIu64 " threads: %" PRIu64
+            " joined (%.1f%%), %" PRIu64 " cut at the stack copy, %" PRIu64 " Python only, %" PRIu64
+            " C only; not kept: %" PRIu64 " disagreeing (%.1f%%), %" PRIu64 " late, %" PRIu64
+            " failed; %" PRIu64
+            " lost; the thread ran on between its sample and the read for %.0f us on average, "
+            "at most %.0f us\n",
+            n->samples, n->threads, n->merged, k * (double)n->merged, n->cut, n->python, n->native,
+            n->disagree, k * (double)n->disagree, n->late, n->failed, n->lost,
+            kept ? (double)n->ran_sum_ns / (double)kept / 1e3 : 0.0, (double)n->ran_max_ns / 1e3);
+}
+
+/*
+ * Records with --native=full: each kernel sample wakes the loop, which reads
+ * the Python stacks at once (sampler/nsampler.h). Returns when @end passes,
+ * on Ctrl-C, or when the target or the launched @child exits.
+ */
+static void record_native_loop(const struct record_opts *o, struct nsampler *ns, uint64_t start,
+                               uint64_t end, pid_t *child)
+{
+    bool progress = !o->realtime_stats && o->progress < 0 && isatty(STDERR_FILENO);
+    uint64_t next_progress = start + RECORD_PROGRESS_NS;
+    while (!record_stop) {
+        uint64_t now = clock_mono_now();
+        if (now >= end)
+            break;
+        uint64_t wait = end - now < 1000000ull ? end - now : 1000000ull;
+        struct pollfd p = {.fd = nsampler_fd(ns), .events = POLLIN};
+        if (poll(&p, 1, (int)((wait + 999999) / 1000000)) < 0 && errno != EINTR)
+            break;
+        now = clock_mono_now();
+        if (nsampler_drain(ns, now) == -ESRCH)
+            break; /* the target exited */
+        if (*child && waitpid(*child, NULL, WNOHANG) == *child) {
+            *child = 0;
+            break;
+        }
+        if (progress && now >= next_progress) {
+            struct nsampler_counts n = nsampler_counts(ns);
+            record_progress(record_native_counts(&n), now - start, o->duration);
+            next_progress = now + RECORD_PROGRESS_NS;
+        }
+    }
+    if (progress)
+        fputs("\r\033[K", stderr);
+}
+
 static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
 {
     struct cli_target t = {0}; /* released at out: even when attaching never happened */
@@ -472,7 +557,22 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
     int64_t start_wall = clock_real_now();
     struct sample_sink window = sample_sink_agg(agg);
-    int err = sampler_new(pid, t.unwinder, &window, &so, start, &s);
+    struct nsampler *ns = NULL;
+    if (o->native_full) {
+        char why[512];
+        struct nsampler_opts no = {.period_ns = so.interval_ns,
+                                   .unwind_flags = o->unwind_flags,
+                                   .main_only = !(o->unwind_flags & UNWIND_ALL_THREADS)};
+        if (nsampler_new(pid, t.unwinder, &window, &no, &ns, why, sizeof(why))) {
+            fprintf(stderr,
+                    "pyprofd: no native frames: %s; sampling the Python frames in cpu mode, "
+                    "with <native> markers\n",
+                    why);
+            so.unwind_flags |= UNWIND_NATIVE;
+            ns = NULL;
+        }
+    }
+    int err = ns ? 0 : sampler_new(pid, t.unwinder, &window, &so, start, &s);
     if (err) {
         log_error("cannot sample process %d: %s", (int)pid,
                   err == -EPERM ? "cannot stop its threads with ptrace (--blocking needs "
@@ -482,17 +582,20 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         goto out;
     }
     char ver[32];
-    fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s%s%s\n", (int)pid,
-            pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate, profile_mode_name(o->mode),
+    fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s%s%s%s\n",
+            (int)pid, pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate,
+            profile_mode_name(o->mode), ns ? ", C frames from the kernel's samples" : "",
             aio ? ", async-aware: " : "", aio ? asyncio_mode_name(o->async_mode) : "",
             o->duration > 0 ? "" : "; Ctrl-C to stop");
 
     record_thread_setup(so.interval_ns);
     uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+    if (ns)
+        record_native_loop(o, ns, start, end, &child);
     uint64_t next_stats = start + 1000000000ull, stats_attempts = 0;
     bool progress = !o->realtime_stats && o->progress < 0 && isatty(STDERR_FILENO);
     uint64_t next_progress = start + RECORD_PROGRESS_NS;
-    while (!record_stop) {
+    while (s && !record_stop) {
         uint64_t due = sampler_due(s);
         uint64_t wake = due < end ? due : end;
         uint64_t now = clock_mono_now();
@@ -533,9 +636,12 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     if (progress)
         fputs("\r\033[K", stderr); /* the summary takes the line's place */
     uint64_t stop = clock_mono_now();
-    struct sampler_counts c = sampler_counts_final(s);
+    struct nsampler_counts nc = ns ? nsampler_counts(ns) : (struct nsampler_counts){0};
+    struct sampler_counts c = ns ? record_native_counts(&nc) : sampler_counts_final(s);
     sampler_free(s); /* detach before writing, so a blocked target runs again */
     s = NULL;
+    nsampler_free(ns);
+    ns = NULL;
 
     char defpath[64];
     const char *path = o->output;
@@ -554,6 +660,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     else
         fprintf(stderr, "pyprofd: wrote %s\n", path);
     record_async_summary(aio, pid);
+    if (o->native_full && nc.samples)
+        record_native_summary(&nc);
     record_summary(&c, (double)(stop - start) / 1e9);
 out:
     if (child > 0) {
@@ -587,7 +695,7 @@ int cli_record(int argc, char **argv)
         {"duration", required_argument, NULL, 'd'},
         {"mode", required_argument, NULL, OPT_MODE},
         {"all-threads", no_argument, NULL, 'a'},
-        {"native", no_argument, NULL, OPT_NATIVE},
+        {"native", optional_argument, NULL, OPT_NATIVE},
         {"no-gc", no_argument, NULL, OPT_NO_GC},
         {"opcodes", no_argument, NULL, OPT_OPCODES},
         {"blocking", no_argument, NULL, OPT_BLOCKING},
@@ -633,12 +741,14 @@ int cli_record(int argc, char **argv)
                 log_error("unknown mode '%s' (use wall, cpu, gil or exception)", optarg);
                 return CLI_EXIT_USAGE;
             }
+            o.mode_given = true;
             break;
         case 'a':
             o.unwind_flags |= UNWIND_ALL_THREADS;
             break;
         case OPT_NATIVE:
-            o.unwind_flags |= UNWIND_NATIVE;
+            if (record_parse_native(&o))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_OPCODES:
             o.unwind_flags |= UNWIND_OPCODES;
@@ -698,6 +808,21 @@ int cli_record(int argc, char **argv)
                   "(use --mode wall, or --async-mode running)",
                   profile_mode_name(o.mode));
         return CLI_EXIT_USAGE;
+    }
+    if (o.native_full) {
+        /* the kernel samples a thread only while it runs: cpu time */
+        if (o.mode_given && o.mode != PROFILE_CPU) {
+            log_error("--native=full samples each thread every period of its CPU time, which is "
+                      "cpu mode: it cannot combine with --mode %s",
+                      profile_mode_name(o.mode));
+            return CLI_EXIT_USAGE;
+        }
+        if (o.blocking || o.async_aware) {
+            log_error("--native=full does not combine with %s yet",
+                      o.blocking ? "--blocking" : "--async-aware");
+            return CLI_EXIT_USAGE;
+        }
+        o.mode = PROFILE_CPU;
     }
     if (o.blocking && o.rate > 10000)
         log_warn("--blocking at %g Hz stops the target more than 10,000 times a second; "

@@ -130,6 +130,11 @@ void alloc_free(void *ptr)
     free(h);
 }
 
+void alloc_free_foreign(void *ptr)
+{
+    free(ptr);
+}
+
 size_t alloc_in_use(void)
 {
     return atomic_load(&alloc_total);

@@ -35,6 +35,11 @@ PYPROFD_WARN_UNUSED char *alloc_strdup(const char *s);
 PYPROFD_WARN_UNUSED char *alloc_strndup(const char *s, size_t len);
 /** Frees a block from this allocator; NULL is a no-op. */
 void alloc_free(void *ptr);
+/**
+ * Frees a block a library allocated with the C library's malloc() and left
+ * to its caller to free (libdw's dwarf_cfi_addrframe()); NULL is a no-op.
+ */
+void alloc_free_foreign(void *ptr);
 
 /** Bytes currently allocated through this module. */
 size_t alloc_in_use(void);

@@ -115,6 +115,19 @@ int threadstat_host_tid(const char *proc_root, pid_t pid, uint64_t ns_tid, pid_t
     return err;
 }
 
+int threadstat_ns_tid(const char *proc_root, pid_t pid, pid_t host_tid, uint64_t *ns_tid)
+{
+    char path[256], buf[4096];
+    uint64_t inner;
+    int levels;
+    snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc_root, (int)pid, (int)host_tid);
+    ssize_t n = threadstat_slurp(path, buf, sizeof(buf));
+    if (n < 0)
+        return (int)n;
+    *ns_tid = threadstat_nspid(buf, &inner, &levels) == 0 ? inner : (uint64_t)host_tid;
+    return 0;
+}
+
 int threadstat_comm(const char *proc_root, pid_t pid, pid_t host_tid, char *buf, size_t len)
 {
     char path[256], tmp[64];

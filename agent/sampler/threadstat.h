@@ -40,6 +40,14 @@ PYPROFD_WARN_UNUSED int threadstat_host_tid(const char *proc_root, pid_t pid, ui
                                             pid_t *host_tid);
 
 /**
+ * The inverse: thread @a host_tid's id as the target sees it (the innermost
+ * NSpid of its status; @a host_tid itself without NSpid). Returns 0, or
+ * -ESRCH/-ENOENT when the thread is gone.
+ */
+PYPROFD_WARN_UNUSED int threadstat_ns_tid(const char *proc_root, pid_t pid, pid_t host_tid,
+                                          uint64_t *ns_tid);
+
+/**
  * Reads the name of thread @a host_tid (/proc/PID/task/TID/comm, at most 15
  * bytes) into @a buf without the newline, as it is: any bytes, perhaps a
  * character cut in two (the sampler makes it valid UTF-8). Returns 0 or a

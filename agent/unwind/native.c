@@ -5,6 +5,7 @@
  */
 #include "base/compat.h"
 
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <unistd.h>
 
@@ -20,6 +21,18 @@ static const enum perfsample_reg native_dwarf_regs[16] = {
     PERFSAMPLE_R12, PERFSAMPLE_R13, PERFSAMPLE_R14, PERFSAMPLE_R15,
 };
 
+/* What a frame's address resolved to, remembered: looking up an address
+ * with no symbol scans the module's whole symbol table (most of a sample's
+ * cost before this cache). Keyed by the address looked up; cleared when the
+ * session is (native_refresh()), since the names are libdwfl's. */
+#define NATIVE_CACHE_SIZE 4096u /* a power of two */
+
+struct native_sym {
+    uint64_t at; /* 0: empty */
+    const char *file, *function;
+    uint64_t file_offset, offset, start_offset;
+};
+
 struct native {
     char *proc_root;
     pid_t pid;
@@ -28,6 +41,7 @@ struct native {
     const struct perfsample_record *cur;
     struct native_frame *frames;
     size_t max, n;
+    struct native_sym cache[NATIVE_CACHE_SIZE];
 };
 
 static char *native_debuginfo_path;
@@ -111,6 +125,7 @@ int native_refresh(struct native *n)
 {
     if (n->dwfl)
         dwfl_end(n->dwfl);
+    memset(n->cache, 0, sizeof(n->cache));
     n->dwfl = dwfl_begin(&native_callbacks);
     if (!n->dwfl)
         return -ENOMEM;
@@ -181,6 +196,8 @@ void native_free(struct native *n)
 
 /* ---- unwinding ------------------------------------------------------------- */
 
+static void native_resolve(struct native *n, Dwarf_Addr at, struct native_frame *f);
+
 static int native_frame_cb(Dwfl_Frame *state, void *arg)
 {
     struct native *n = arg;
@@ -192,9 +209,34 @@ static int native_frame_cb(Dwfl_Frame *state, void *arg)
     Dwarf_Addr at = activation || pc == 0 ? pc : pc - 1;
     struct native_frame *f = &n->frames[n->n++];
     *f = (struct native_frame){.pc = pc};
+    Dwarf_Word sp = 0;
+    if (dwfl_frame_reg(state, 7 /* rsp */, &sp) == 0)
+        f->sp = sp;
+    struct native_sym *c = &n->cache[(at * 0x9e3779b97f4a7c15ull) >> 52 & (NATIVE_CACHE_SIZE - 1)];
+    if (c->at == at) {
+        f->file = c->file;
+        f->function = c->function;
+        f->file_offset = c->file_offset;
+        f->offset = c->offset;
+        f->start_offset = c->start_offset;
+        return DWARF_CB_OK;
+    }
+    native_resolve(n, at, f);
+    *c = (struct native_sym){.at = at,
+                             .file = f->file,
+                             .function = f->function,
+                             .file_offset = f->file_offset,
+                             .offset = f->offset,
+                             .start_offset = f->start_offset};
+    return DWARF_CB_OK;
+}
+
+/* Names address @at of frame @f: its module, symbol or CFI start. */
+static void native_resolve(struct native *n, Dwarf_Addr at, struct native_frame *f)
+{
     Dwfl_Module *m = dwfl_addrmodule(n->dwfl, at);
     if (!m)
-        return DWARF_CB_OK;
+        return;
     Dwarf_Addr start = 0;
     f->file = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
     f->file_offset = at - start;
@@ -202,7 +244,20 @@ static int native_frame_cb(Dwfl_Frame *state, void *arg)
     GElf_Sym sym;
     f->function = dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);
     f->offset = f->function ? off : 0;
-    return DWARF_CB_OK;
+    if (f->function) {
+        f->start_offset = at - off - start;
+        return;
+    }
+    /* no symbol: the start of the FDE that covers it (.eh_frame) */
+    Dwarf_Addr bias = 0;
+    Dwarf_CFI *cfi = dwfl_module_eh_cfi(m, &bias);
+    Dwarf_Frame *fde = NULL;
+    if (cfi && dwarf_cfi_addrframe(cfi, at - bias, &fde) == 0) {
+        Dwarf_Addr lo = 0, hi = 0;
+        if (dwarf_frame_info(fde, &lo, &hi, NULL) >= 0 && lo + bias >= start)
+            f->start_offset = lo + bias - start;
+        alloc_free_foreign(fde); /* libdw allocated it */
+    }
 }
 
 int native_unwind(struct native *n, const struct perfsample_record *s, struct native_frame *frames,

@@ -35,10 +35,15 @@
 /** One native frame. */
 struct native_frame {
     uint64_t pc;          /* the return address (the sampled IP for the first frame) */
+    uint64_t sp;          /* its stack pointer: the frame's own stack is [sp, the caller's sp) */
     const char *function; /* its symbol, or NULL (a stripped static function) */
     uint64_t offset;      /* pc - the symbol's start, when function is set */
     const char *file;     /* the mapped file as the target names it, or NULL (none) */
     uint64_t file_offset; /* where pc is in that file (pc - load bias) */
+    /* where the function starts in that file, from its symbol or, when it
+     * has none, from its call-frame information (the FDE that covers pc):
+     * names a stripped function the same at every pc; 0 when not known */
+    uint64_t start_offset;
 };
 
 struct native;

@@ -17,7 +17,8 @@
 #include "unwind/perfsample.h"
 
 #define PERFSAMPLE_TYPE                                                                            \
-    (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+    (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ | PERF_SAMPLE_REGS_USER |               \
+     PERF_SAMPLE_STACK_USER)
 /* the largest record: its size is 16 bits (the kernel shortens a stack copy
  * that would not fit) */
 #define PERFSAMPLE_RECORD_MAX 65536u
@@ -67,6 +68,7 @@ int perfsample_parse(const uint8_t *rec, size_t len, struct perfsample_record *o
     out->pid = (uint32_t)ids;
     out->tid = (uint32_t)(ids >> 32);
     out->time_ns = perfsample_u64(&c);
+    out->cpu_ns = perfsample_u64(&c); /* PERF_SAMPLE_READ, read_format 0: the count */
     uint64_t abi = perfsample_u64(&c);
     if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
         if (abi != PERF_SAMPLE_REGS_ABI_64)
@@ -112,7 +114,8 @@ static void perfsample_attr(struct perf_event_attr *a, uint64_t period_ns, uint3
     a->sample_stack_user = stack;
     a->exclude_kernel = 1; /* what paranoid 2 allows, and all a user stack needs */
     a->exclude_hv = 1;
-    a->use_clockid = 1; /* sample times on the clock the Python stacks are read on */
+    a->wakeup_events = 1; /* poll() wakes at every sample: the Python stack is read at once */
+    a->use_clockid = 1;   /* sample times on the clock the Python stacks are read on */
     a->clockid = CLOCK_MONOTONIC;
 }
 
@@ -236,6 +239,21 @@ void perfsample_free(struct perfsample *p)
         close(p->fd);
     alloc_free(p->rec);
     alloc_free(p);
+}
+
+int perfsample_cpu_ns(const struct perfsample *p, uint64_t *out)
+{
+    uint64_t v;
+    ssize_t n = read(p->fd, &v, sizeof(v));
+    if (n != (ssize_t)sizeof(v))
+        return n < 0 ? -errno : -EIO;
+    *out = v;
+    return 0;
+}
+
+int perfsample_fd(const struct perfsample *p)
+{
+    return p->fd;
 }
 
 uint64_t perfsample_lost(const struct perfsample *p)

@@ -68,6 +68,7 @@ enum perfsample_reg {
 struct perfsample_record {
     uint32_t pid, tid; /* as the agent's PID namespace sees them */
     uint64_t time_ns;  /* perf_clock (CLOCK_MONOTONIC with use_clockid) */
+    uint64_t cpu_ns;   /* the thread's CPU time (the task clock) at the sample */
     bool regs_valid;   /* false: the thread was in the kernel with no user state */
     uint64_t regs[PERFSAMPLE_NREGS];
     const uint8_t *stack; /* the copy of the user stack from regs[SP] up */
@@ -105,6 +106,17 @@ void perfsample_free(struct perfsample *p);
  * are not samples are skipped; PERF_RECORD_LOST adds to perfsample_lost().
  */
 int perfsample_next(struct perfsample *p, struct perfsample_record *out);
+/**
+ * The thread's CPU time now (the task clock's count, one read()): less the
+ * sample's cpu_ns, how long the thread ran since that sample. Returns 0 or
+ * a negative errno.
+ */
+int perfsample_cpu_ns(const struct perfsample *p, uint64_t *out);
+/**
+ * The event's file descriptor, for poll()/epoll: readable when a sample is
+ * in the ring (every sample wakes). Owned by @a p.
+ */
+int perfsample_fd(const struct perfsample *p);
 /** Samples the kernel could not write because the ring was full. */
 uint64_t perfsample_lost(const struct perfsample *p);
 

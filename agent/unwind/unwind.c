@@ -1269,7 +1269,12 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
         if (owner == PYABI_OWNER_INTERPRETER) {
             /* C called back into Python here. Not at the root: on 3.15 the
              * outermost entry frame links to the base frame, on 3.13/3.14 to nothing. */
-            if ((flags & UNWIND_NATIVE) && prev && prev != base && emitted && prev != gc_frame) {
+            if (flags & UNWIND_ENTRIES) {
+                /* (3.15's base frame is the thread state's, not a loop's) */
+                if (addr != base && !unwind_push(u, first, 0, 0, UNWIND_FRAME_NATIVE, addr))
+                    return SAMPLE_TOO_DEEP;
+            } else if ((flags & UNWIND_NATIVE) && prev && prev != base && emitted &&
+                       prev != gc_frame) {
                 if (!unwind_push(u, first, 0, 0, UNWIND_FRAME_NATIVE, 0))
                     return SAMPLE_TOO_DEEP;
             }
@@ -1285,8 +1290,9 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
             }
             /* 3.11: no shim frames; the first frame an eval loop ran says
              * so, and C called it (below it, its caller's C code) */
-            if (l->has_is_entry && fr[l->fr_is_entry] && (flags & UNWIND_NATIVE) && prev &&
-                emitted && !unwind_push(u, first, 0, 0, UNWIND_FRAME_NATIVE, 0))
+            if (l->has_is_entry && fr[l->fr_is_entry] &&
+                ((flags & UNWIND_ENTRIES) || ((flags & UNWIND_NATIVE) && prev && emitted)) &&
+                !unwind_push(u, first, 0, 0, UNWIND_FRAME_NATIVE, 0))
                 return SAMPLE_TOO_DEEP;
         } else {
             return SAMPLE_BAD_FRAME;

@@ -72,6 +72,11 @@ enum unwind_flags {
     UNWIND_ONLY_EXCEPTION = 1 << 4, /* threads handling an exception */
     UNWIND_ONLY_ON_CPU = 1 << 5,    /* threads the kernel has on a CPU (see unwinder_set_on_cpu) */
     UNWIND_OPCODES = 1 << 6, /* each Python frame's current opcode (one more read per sample) */
+    /* For mixed stacks (unwind/mixed.h), 3.12+: a <native> marker at every
+     * entry frame, the outermost included, with frame_raddr the entry
+     * frame's address, which is on the C stack, in the frame of the
+     * evaluation loop that pushed it. Implies UNWIND_NATIVE's markers. */
+    UNWIND_ENTRIES = 1 << 7,
 };
 
 struct pyruntime; /* discovery/pyruntime.h: where the runtime is */

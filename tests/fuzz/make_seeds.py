@@ -336,9 +336,10 @@ oldlines_seeds()
 
 def perfsample_seeds():
     """fuzz_perfsample: PERF_RECORD_SAMPLE records of the layout perfsample.c asks for
-    (tid, time, 17 x86-64 user registers, a user stack copy), and a lost record."""
+    (tid, time, the task clock, 17 x86-64 user registers, a user stack copy), and a lost
+    record."""
     def sample(stack, dyn, abi=2, nregs=17, extra=b""):
-        body = struct.pack("<IIQQ", 4242, 4243, 123456789, abi)
+        body = struct.pack("<IIQQQ", 4242, 4243, 123456789, 5550000, abi)
         if abi:
             body += b"".join(struct.pack("<Q", 0x7ffd0000 + 8 * i) for i in range(nregs))
         body += struct.pack("<Q", len(stack))

@@ -36,6 +36,7 @@ static void build(struct rec *r, uint64_t abi, size_t stack, uint64_t dyn)
     r->n = 8; /* header, filled in below */
     put64(r, (uint64_t)4243 << 32 | 4242);
     put64(r, 987654321);
+    put64(r, 5550000); /* the task clock */
     put64(r, abi);
     for (size_t i = 0; abi && i < PERFSAMPLE_NREGS; i++)
         put64(r, 0x1000 + i);
@@ -61,6 +62,7 @@ static void test_perfsample__parses_a_sample(void **state)
     assert_int_equal(s.pid, 4242);
     assert_int_equal(s.tid, 4243);
     assert_int_equal(s.time_ns, 987654321);
+    assert_int_equal(s.cpu_ns, 5550000);
     assert_true(s.regs_valid);
     assert_int_equal(s.regs[PERFSAMPLE_AX], 0x1000);
     assert_int_equal(s.regs[PERFSAMPLE_SP], 0x1000 + PERFSAMPLE_SP);
@@ -100,7 +102,7 @@ static void test_perfsample__refuses_what_does_not_fit(void **state)
     }
     build(&r, 2, 64, 64);
     uint64_t huge = 1u << 20; /* a stack size larger than the record */
-    memcpy(r.b + 8 + 8 + 8 + 8 + 8 * PERFSAMPLE_NREGS, &huge, 8);
+    memcpy(r.b + 8 + 8 + 8 + 8 + 8 + 8 * PERFSAMPLE_NREGS, &huge, 8);
     assert_int_equal(perfsample_parse(r.b, r.n, &s), -EINVAL);
     uint16_t odd = 13;
     build(&r, 2, 64, 64);
@@ -150,6 +152,7 @@ static void test_perfsample__samples_a_running_thread(void **state)
         fail_msg("perfsample_open: %s", why);
     struct perfsample_record s;
     unsigned n = 0, with_stack = 0;
+    uint64_t cpu = 0;
     int rc = 0;
     /* 50 samples, or 5 s on a machine too busy to give the thread its CPU */
     for (int waited = 0; n < 50 && waited < 500 && rc == 0; waited++) {
@@ -158,6 +161,9 @@ static void test_perfsample__samples_a_running_thread(void **state)
             n++;
             assert_int_equal(s.tid, tid);
             assert_int_equal(s.pid, getpid());
+            /* the task clock at each sample: about one period further each time */
+            assert_true(s.cpu_ns > cpu);
+            cpu = s.cpu_ns;
             if (!s.regs_valid)
                 continue;
             assert_true(s.regs[PERFSAMPLE_IP] != 0);
@@ -167,6 +173,10 @@ static void test_perfsample__samples_a_running_thread(void **state)
         }
     }
     assert_int_equal(rc, 0);
+    /* and now: at least where the last sample was */
+    uint64_t now = 0;
+    assert_int_equal(perfsample_cpu_ns(p, &now), 0);
+    assert_true(now >= cpu);
     atomic_store(&spin_stop, true);
     pthread_join(th, NULL);
     perfsample_free(p);
