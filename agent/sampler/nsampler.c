@@ -18,8 +18,9 @@
 #include "unwind/native.h"
 #include "unwind/perfsample.h"
 
-#define NSAMPLER_RESCAN_NS 1000000000ull
-#define NSAMPLER_RING_LOG2 5u /* 32 pages: ~7 samples of 16 KiB of stack */
+#define NSAMPLER_RESCAN_NS  1000000000ull
+#define NSAMPLER_REFRESH_NS 1000000000ull
+#define NSAMPLER_RING_LOG2  5u /* 32 pages: ~7 samples of 16 KiB of stack */
 
 struct nthread {
     pid_t host_tid;  /* 0: a free slot */
@@ -39,6 +40,7 @@ struct nsampler {
     struct mixed *mixed;
     int ep;
     uint64_t rescan_at;
+    uint64_t refreshed_at; /* the last time the mappings were read again */
     struct nthread threads[NSAMPLER_MAX_THREADS];
     struct native_frame frames[NATIVE_MAX_FRAMES];
     /* the Python read of this drain: valid while read_start is after the
@@ -306,8 +308,14 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
         return;
     }
     int nc = native_unwind(s->native, r, s->frames, NATIVE_MAX_FRAMES);
-    if (nc == -ENOENT && native_refresh(s->native) == 0) /* a library loaded since */
-        nc = native_unwind(s->native, r, s->frames, NATIVE_MAX_FRAMES);
+    if (nc == -ENOENT && r->time_ns >= s->refreshed_at + NSAMPLER_REFRESH_NS) {
+        /* a library loaded since (at most once a second: an address in no
+         * file, a JIT's, would have every sample read the mappings again) */
+        s->refreshed_at = r->time_ns;
+        s->c.refreshes++;
+        if (native_refresh(s->native) == 0)
+            nc = native_unwind(s->native, r, s->frames, NATIVE_MAX_FRAMES);
+    }
     if (nc < 0)
         nc = 0;
     const struct unwind_frame *out;
@@ -327,6 +335,14 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
         n = mixed_python_only(s->mixed, py->frames, py->nframes, &out);
         nsampler_emit(s, t, py, out, n);
         return;
+    }
+    if (getenv("NS_DEBUG")) {
+        char b[160];
+        fprintf(stderr, "S ran=%llu lag=%llu py=%s c0=%s c1=%s c2=%s\n", (unsigned long long)ran,
+                (unsigned long long)(s->read_end - r->time_ns), py->frames[0].function,
+                mixed_c_name(&s->frames[0], b, sizeof(b)),
+                nc > 1 && s->frames[1].function ? s->frames[1].function : "-",
+                nc > 2 && s->frames[2].function ? s->frames[2].function : "-");
     }
     switch (mixed_merge(s->mixed, s->frames, (size_t)nc, py->frames, py->nframes, &out, &n)) {
     case MIXED_OK:

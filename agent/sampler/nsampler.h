@@ -63,6 +63,7 @@ struct nsampler_counts {
     uint64_t disagree, late, failed;
     uint64_t lost;
     uint64_t threads, refused; /* threads sampled now; threads perf_event_open refused */
+    uint64_t refreshes;        /* mappings read again for an address in none known */
     uint64_t ran_max_ns;       /* the most CPU time a thread ran between its sample and the read */
     uint64_t ran_sum_ns;       /* summed over the samples kept */
 };

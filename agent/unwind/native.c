@@ -7,6 +7,8 @@
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -109,6 +111,45 @@ static const Dwfl_Thread_Callbacks native_thread_callbacks = {
 
 /* ---- the session ---------------------------------------------------------- */
 
+/*
+ * The kernel's vDSO (clock_gettime and friends: time.monotonic() runs in
+ * it), which has no file. Every process of one kernel maps the same image,
+ * so ours, copied once into a memory file, stands for the target's, reported
+ * at the target's address: its CFI lets a sample in it unwind to its caller.
+ * Returns a new descriptor of that file, or -1.
+ */
+static int native_vdso_fd(size_t len)
+{
+    const uint8_t *self = (const uint8_t *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    if (!self || len == 0 || len > (1u << 20) || memcmp(self, "\177ELF", 4) != 0)
+        return -1;
+    int fd = memfd_create("pyprofd-vdso", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    /* ours must be as long as the target's: the same kernel's image */
+    if (write(fd, self, len) != (ssize_t)len) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Our own vDSO's length (from /proc/self/maps), 0 when unknown. */
+static size_t native_own_vdso_len(void)
+{
+    size_t len = 0;
+    struct proc_maps *maps = NULL;
+    if (proc_maps_read("/proc", getpid(), &maps))
+        return 0;
+    for (size_t i = 0; i < proc_maps_count(maps); i++) {
+        const struct proc_map_entry *e = proc_maps_get(maps, i);
+        if (strcmp(e->path, "[vdso]") == 0)
+            len = (size_t)(e->end - e->start);
+    }
+    proc_maps_free(maps);
+    return len;
+}
+
 /* Whether @maps has an executable mapping of the file of @e (same device and inode). */
 static bool native_file_runs(const struct proc_maps *maps, const struct proc_map_entry *e)
 {
@@ -137,6 +178,14 @@ int native_refresh(struct native *n)
     size_t reported = 0;
     for (size_t i = 0; i < proc_maps_count(maps); i++) {
         const struct proc_map_entry *e = proc_maps_get(maps, i);
+        if (strcmp(e->path, "[vdso]") == 0 && e->end - e->start == native_own_vdso_len()) {
+            int fd = native_vdso_fd((size_t)(e->end - e->start));
+            if (fd >= 0 && dwfl_report_elf(n->dwfl, "[vdso]", "[vdso]", fd, e->start, false))
+                reported++;
+            else if (fd >= 0)
+                close(fd);
+            continue;
+        }
         /* each file once, at its first mapping (file offset 0: where its
          * first segment, and so the library's address 0, is placed) */
         if (!proc_map_is_file(e) || e->offset != 0 || e->path[0] != '/' ||

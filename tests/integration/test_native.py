@@ -1,0 +1,271 @@
+# SPDX-License-Identifier: MIT
+"""Integration test of mixed C and Python stacks: `pyprofd record --native=full`.
+
+Runs with Debian's /usr/bin/python3 (standard library only), as root, once
+the test rootfs exists, against live CPython 3.13, 3.14 and 3.15 (Debian's
+stripped builds). Test methods are generated per version (test_libraries__3_14).
+Where perf_event_open is refused here, every test is skipped saying why
+(`pyprofd probe` prints the reason); the refusal itself is tested in a
+container (tests/containers/test_containers.py, step native).
+
+What is checked:
+    libraries  native_work.py alternates hash_loop() (OpenSSL's SHA-256) and
+               deflate_loop() (zlib). `record --native=full -d 4`, folded:
+               OpenSSL frames below hash_loop in >= 80 % of hash_loop's
+               samples, zlib frames below deflate_loop in >= 80 % of
+               deflate_loop's, either below the other function in <= 2 %
+               (a wrong merge), the stacks rooted in the interpreter's C
+               frames (Py_RunMain) in >= 90 %; and over the same seconds
+               `perf record --call-graph dwarf` (Debian's linux-perf) of the
+               same process: the shares of samples in SHA256_Update and in
+               deflate within 10 points of pyprofd's
+    callback   callback.py: sort_with_key -> sorted() (C) -> slow_key: in
+               >= 80 % of the samples at least one C frame of the
+               interpreter lies between sort_with_key and slow_key, and the
+               stack goes on down through C frames to Py_RunMain
+    dlopen     native_dlopen.py spins in Python, then loads a stripped C
+               library with ctypes (dlopen while recorded) and spins in its
+               static, unnamed function, then exits by itself: record
+               (no -d) ends with the process, exits 0, and in >= 80 % of
+               call_spin's samples the library's exported pyprofd_spin and
+               its unnamed function, named libpyprofd_spin-*.so+0xOFFSET,
+               lie below call_spin
+    summary    each record prints its native line: kernel samples joined,
+               disagreeing, late, lost
+
+Environment: as tests/integration/test_record.py (PYPROFD_BINARY, ...).
+Run by ctest as test_native_record_live (label integration), or by hand:
+    /usr/bin/python3 tests/integration/test_native.py [-v]
+"""
+
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import livelib  # noqa: E402
+
+BINARY = livelib.BINARY
+VERSIONS = ("3.13", "3.14", "3.15")
+NATIVE_RE = re.compile(r"^pyprofd: native: (\d+) kernel samples of (\d+) threads: (\d+) joined "
+                       r"\(([0-9.]+)%\), (\d+) cut at the stack copy, (\d+) Python only, (\d+) C "
+                       r"only; not kept: (\d+) disagreeing \(([0-9.]+)%\), (\d+) late, (\d+) "
+                       r"failed; (\d+) lost", re.M)
+
+
+def perf_refused():
+    """Why perf events cannot be used here, or None."""
+    out = subprocess.run([BINARY, "probe", str(os.getpid())], capture_output=True, text=True,
+                         timeout=60)
+    m = re.search(r"^\s*perf\s+(.*)$", out.stdout, re.M)
+    if not m:
+        return f"pyprofd probe said nothing of perf:\n{out.stdout}{out.stderr}"
+    return None if m.group(1).startswith("permitted") else m.group(1)
+
+
+def record(pid, extra=(), timeout=120):
+    """`pyprofd record --native=full` into collapsed text: (proc, folded lines)."""
+    path = os.path.join(livelib.scratch(), f"native-{pid}-{time.monotonic_ns()}.txt")
+    proc = subprocess.run([BINARY, "record", "--native=full", *extra, "-o", path, str(pid)],
+                          capture_output=True, text=True, timeout=timeout)
+    lines = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+    return proc, lines
+
+
+def folded(lines):
+    """[(frames root first as "NAME (FILE:LINE)", count)]."""
+    out = []
+    for line in lines:
+        stack, _, count = line.rpartition(" ")
+        out.append((stack.split(";"), int(count)))
+    return out
+
+
+def name(frame_text):
+    """A folded frame's function name, without its position."""
+    return re.sub(r" \([^()]*\)$", "", frame_text)
+
+
+def in_lib(lib):
+    """A predicate: a frame of shared library @lib (by its file name)."""
+    return lambda f: re.search(rf"/{re.escape(lib)}[^/]*:\d+\)$", f) is not None
+
+
+def is_python(frame_text):
+    return re.search(r"\.py:\d+\)$", frame_text) is not None
+
+
+def below(frames, caller, callee):
+    """Whether a frame @callee accepts is called (somewhere) under the function named
+    @caller in @frames (root first)."""
+    names = [name(f) for f in frames]
+    if caller not in names:
+        return False
+    return any(callee(f) for f in frames[names.index(caller) + 1:])
+
+
+def perf_shares(pid, seconds, tmp):
+    """perf record --call-graph dwarf of @pid for @seconds: (samples, share with SHA256_Update,
+    share with deflate)."""
+    data = os.path.join(tmp, f"perf-{pid}.data")
+    rec = subprocess.run(["perf", "record", "-q", "-e", "task-clock", "-F", "100", "--call-graph",
+                          "dwarf,16384", "-p", str(pid), "-o", data, "--", "sleep", str(seconds)],
+                         capture_output=True, text=True, timeout=seconds + 60)
+    if rec.returncode != 0:
+        raise AssertionError(f"perf record failed: {rec.stderr}")
+    script = subprocess.run(["perf", "script", "-i", data, "-F", "tid,ip,sym"],
+                            capture_output=True, text=True, timeout=120)
+    samples, sha, defl = 0, 0, 0
+    for block in script.stdout.split("\n\n"):
+        lines = [line.split() for line in block.strip().splitlines()]
+        if not lines:
+            continue
+        samples += 1
+        syms = [f[1] for f in lines[1:] if len(f) >= 2]  # "ADDRESS SYMBOL" per frame
+        sha += any(s == "SHA256_Update" for s in syms)
+        defl += any(s == "deflate" for s in syms)
+    return samples, (sha / samples if samples else 0.0), (defl / samples if samples else 0.0)
+
+
+def native_line(test, proc):
+    m = NATIVE_RE.search(proc.stderr)
+    test.assertIsNotNone(m, f"no native summary line:\n{proc.stderr}")
+    livelib.note(m.group(0))
+    return [float(x) if "." in x else int(x) for x in m.groups()]
+
+
+class NativeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        why = perf_refused()
+        if why:
+            raise unittest.SkipTest(f"perf events refused here: {why}")
+        cls.tmp = livelib.scratch()
+
+    def libraries(self, version):
+        target = livelib.start_target(self.tmp, "native_work", version)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                perf = pool.submit(perf_shares, target.pid, 4, self.tmp)
+                proc, lines = record(target.pid, ["-d", "4"])
+                perf_n, perf_sha, perf_defl = perf.result()
+        finally:
+            target.stop()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        native_line(self, proc)
+        stacks = folded(lines)
+        total = sum(c for _, c in stacks)
+        self.assertGreater(total, 100, proc.stderr)
+
+        def count(pred):
+            return sum(c for frames, c in stacks if pred(frames))
+
+        def named(fn):
+            return lambda frames: any(name(f) == fn for f in frames)
+        crypto, zlib = in_lib("libcrypto.so"), in_lib("libz.so")
+        in_hash = count(named("hash_loop"))
+        in_defl = count(named("deflate_loop"))
+        sha_ok = count(lambda n: below(n, "hash_loop", crypto))
+        defl_ok = count(lambda n: below(n, "deflate_loop", zlib))
+        wrong = count(lambda n: below(n, "hash_loop", zlib) or below(n, "deflate_loop", crypto))
+        rooted = count(named("Py_RunMain"))
+        self.assertGreater(in_hash, 20, lines[:5])
+        self.assertGreater(in_defl, 5, lines[:5])
+        livelib.within(self, f"{version}: hash_loop's samples with OpenSSL frames below",
+                       sha_ok / in_hash, 0.80, 1.0)
+        livelib.within(self, f"{version}: deflate_loop's samples with zlib frames below",
+                       defl_ok / in_defl, 0.80, 1.0)
+        livelib.within(self, f"{version}: samples with the other function's C frames below",
+                       wrong / total, 0.0, 0.02)
+        livelib.within(self, f"{version}: samples rooted in Py_RunMain", rooted / total, 0.90, 1.0)
+        sha = count(named("SHA256_Update")) / total
+        defl = count(named("deflate")) / total
+        self.assertGreater(perf_n, 100, "perf took too few samples")
+        livelib.within(self, f"{version}: SHA256_Update share, pyprofd - perf ({sha:.2f} vs "
+                       f"{perf_sha:.2f})", sha - perf_sha, -0.10, 0.10)
+        livelib.within(self, f"{version}: deflate share, pyprofd - perf ({defl:.2f} vs "
+                       f"{perf_defl:.2f})", defl - perf_defl, -0.10, 0.10)
+
+    def callback(self, version):
+        target = livelib.start_target(self.tmp, "callback", version)
+        try:
+            proc, lines = record(target.pid, ["-d", "2"])
+        finally:
+            target.stop()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        native_line(self, proc)
+        total, between, rooted = 0, 0, 0
+        for line in lines:
+            stack, _, count = line.rpartition(" ")
+            frames = stack.split(";")
+            names = [name(f) for f in frames]
+            if "slow_key" not in names or "sort_with_key" not in names:
+                continue
+            total += int(count)
+            lo, hi = names.index("sort_with_key"), names.index("slow_key")
+            if hi > lo + 1 and all(not is_python(f) for f in frames[lo + 1:hi]):
+                between += int(count)
+            if "Py_RunMain" in names[:lo]:
+                rooted += int(count)
+        self.assertGreater(total, 50, lines[:5])
+        livelib.within(self, f"{version}: samples with C frames between sort_with_key and "
+                       "slow_key", between / total, 0.80, 1.0)
+        livelib.within(self, f"{version}: ... rooted in Py_RunMain", rooted / total, 0.80, 1.0)
+
+    def dlopen(self, version):
+        rootfs = livelib.rootfs_for(version)
+        lib_name = f"libpyprofd_spin-{os.getpid()}-{version}.so"
+        lib = os.path.join(rootfs, "pyprofd-targets", lib_name)
+        src = os.path.join(livelib.SOURCE_DIR, "tests", "targets", "native_spin.c")
+        build = subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-s", "-o", lib, src],
+                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(build.returncode, 0, build.stderr)
+        try:
+            target = livelib.start_target(self.tmp, "native_dlopen", version, "chroot",
+                                          f"/pyprofd-targets/{lib_name}", "--before", "1.5",
+                                          "--duration", "4.5")
+            try:
+                t0 = time.monotonic()
+                proc, lines = record(target.pid)  # until the process exits
+                took = time.monotonic() - t0
+            finally:
+                target.stop()
+        finally:
+            os.unlink(lib)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertLess(took, 30, "record did not end with the process")
+        native_line(self, proc)
+        stacks = folded(lines)
+        spin = sum(c for n, c in stacks if "call_spin" in map(name, n))
+        both = sum(c for n, c in stacks
+                   if below(n, "call_spin", lambda f: name(f) == "pyprofd_spin") and
+                   below(n, "pyprofd_spin", lambda f: re.fullmatch(
+                       re.escape(lib_name) + r"\+0x[0-9a-f]+", name(f)) is not None))
+        python = sum(c for n, c in stacks if "python_phase" in map(name, n))
+        self.assertGreater(spin, 50, lines[:5])
+        self.assertGreater(python, 0, "no sample before the library was loaded")
+        livelib.within(self, f"{version}: call_spin's samples with pyprofd_spin and its unnamed "
+                       "function below", both / spin, 0.80, 1.0)
+
+
+def _make(kind, version):
+    def t(self):
+        getattr(self, kind)(version)
+    t.__doc__ = f"{kind} on python{version}"
+    return t
+
+
+for _v in VERSIONS:
+    for _kind in ("libraries", "callback", "dlopen"):
+        setattr(NativeTest, f"test_{_kind}__{_v.replace('.', '_')}", _make(_kind, _v))
+
+
+if __name__ == "__main__":
+    livelib.run(needs=("root", "rootfs"))
