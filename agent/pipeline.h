@@ -96,6 +96,19 @@ enum unwind_frame_kind {
     UNWIND_FRAME_C,          /* a native (C) function of a mixed stack (unwind/mixed.h) */
 };
 
+/**
+ * Where a native frame's code is (UNWIND_FRAME_C): one loaded file of the
+ * target, as pprof's Mapping says it, so that a server (Parca, Pyroscope)
+ * can symbolise by build id what the node could not.
+ */
+struct frame_mapping {
+    const char *file;     /* the path as the target names it */
+    const char *build_id; /* lowercase hex of the GNU build id, or "" */
+    uint64_t start;       /* the file's lowest mapped address... */
+    uint64_t limit;       /* ...and one past its highest */
+    uint64_t offset;      /* the file offset mapped at start */
+};
+
 /** One frame. Strings belong to the unwinder and stay valid until its next sample. */
 struct unwind_frame {
     enum unwind_frame_kind kind;
@@ -124,9 +137,10 @@ struct unwind_frame {
     const char *opname, *opbase, *opmarker;
     uint8_t opcode;
     /* UNWIND_FRAME_C: the frame's address (the sampled instruction, or a
-     * return address) and where it is in its file (file: the mapped file's
-     * path); 0 for every other kind */
-    uint64_t pc, file_offset;
+     * return address) and the file it is in (NULL: none known); 0 and NULL
+     * for every other kind */
+    uint64_t pc;
+    const struct frame_mapping *mapping;
 };
 
 enum unwind_thread_flags {

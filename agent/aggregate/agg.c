@@ -84,6 +84,9 @@ struct agg {
     uint32_t *scratch;          /* location ids of the sample being added */
     struct agg_memo *memo;      /* direct-mapped, memo_mask + 1 entries */
     size_t memo_mask;
+
+    struct agg_mapping *mappings; /* allocated at the first native frame */
+    size_t nmappings, mappings_cap;
 };
 
 struct agg_limits agg_limits_of(const struct agg *a)
@@ -121,9 +124,9 @@ static uint64_t agg_hash_function(uint32_t name, uint32_t file, int64_t start)
     return agg_mix(agg_mix(agg_mix(0, name), file), (uint64_t)start);
 }
 
-static uint64_t agg_hash_location(uint32_t fn, int64_t line, int64_t col)
+static uint64_t agg_hash_location(uint32_t fn, int64_t line, int64_t col, uint64_t address)
 {
-    return agg_mix(agg_mix(agg_mix(1, fn), (uint64_t)line), (uint64_t)col);
+    return agg_mix(agg_mix(agg_mix(agg_mix(1, fn), (uint64_t)line), (uint64_t)col), address);
 }
 
 static size_t agg_min(size_t x, size_t y)
@@ -191,6 +194,7 @@ void agg_free(struct agg *a)
     alloc_free(a->fn_index.slot);
     alloc_free(a->locations);
     alloc_free(a->loc_index.slot);
+    alloc_free(a->mappings);
     alloc_free(a->samples);
     alloc_free(a->sample_hash);
     alloc_free(a->slots);
@@ -266,6 +270,7 @@ void agg_reset(struct agg *a)
     a->nstrings = 0;
     a->nfunctions = 0;
     a->nlocations = 0;
+    a->nmappings = 0;
     a->nsamples = 0;
     a->nslots = 0;
     /* the indexes and the memo are as large as the tables grew, no larger */
@@ -287,7 +292,7 @@ size_t agg_memory(const struct agg *a)
            (a->str_index.mask + a->fn_index.mask + a->loc_index.mask + a->sample_index.mask + 4) *
                sizeof(uint32_t) +
            a->lim.threads * sizeof(*a->threads) + AGG_MAX_LOCATIONS * sizeof(*a->scratch) +
-           (a->memo_mask + 1) * sizeof(*a->memo);
+           (a->memo_mask + 1) * sizeof(*a->memo) + a->mappings_cap * sizeof(*a->mappings);
 }
 
 size_t agg_grows(const struct agg *a)
@@ -417,8 +422,8 @@ static int agg_grow_locations(struct agg *a)
     }
     for (size_t id = 0; id < a->nlocations; id++) {
         const struct agg_location *l = &a->locations[id];
-        ix.slot[agg_index_free_slot(&ix, agg_hash_location(l->function, l->line, l->column))] =
-            (uint32_t)id;
+        ix.slot[agg_index_free_slot(
+            &ix, agg_hash_location(l->function, l->line, l->column, l->address))] = (uint32_t)id;
     }
     alloc_free(a->loc_index.slot);
     a->loc_index = ix;
@@ -486,7 +491,8 @@ static uint32_t agg_function_id(struct agg *a, const struct unwind_frame *f)
 {
     uint32_t name = agg_intern(a, f->function);
     uint32_t file = agg_intern(a, f->file);
-    uint32_t sys = agg_intern(a, agg_system_name(f->function));
+    /* (a C function's name is its own: no qualified name to take apart) */
+    uint32_t sys = f->kind == UNWIND_FRAME_C ? name : agg_intern(a, agg_system_name(f->function));
     if (name == AGG_EMPTY || file == AGG_EMPTY || sys == AGG_EMPTY)
         return AGG_EMPTY;
     int64_t start = f->first_line;
@@ -511,6 +517,42 @@ static uint32_t agg_function_id(struct agg *a, const struct unwind_frame *f)
     return (uint32_t)a->nfunctions++;
 }
 
+/*
+ * The mapping of native frame @f (+1; 0: none, or no room): by its range's
+ * start and file. A window sees a few dozen files: searched in turn.
+ */
+static uint32_t agg_mapping_id(struct agg *a, const struct frame_mapping *m)
+{
+    if (!m)
+        return 0;
+    for (size_t i = 0; i < a->nmappings; i++) {
+        const struct agg_mapping *x = &a->mappings[i];
+        if (x->start == m->start && x->limit == m->limit &&
+            strcmp(agg_string(a, x->filename), m->file) == 0)
+            return (uint32_t)i + 1;
+    }
+    if (a->nmappings == a->mappings_cap) {
+        size_t cap = a->mappings_cap ? a->mappings_cap * 2 : 16;
+        if (cap > AGG_MAX_MAPPINGS)
+            return 0;
+        struct agg_mapping *grown = alloc_realloc(a->mappings, cap * sizeof(*grown));
+        if (!grown)
+            return 0;
+        a->mappings = grown;
+        a->mappings_cap = cap;
+        a->grows++;
+    }
+    uint32_t file = agg_intern(a, m->file), build_id = agg_intern(a, m->build_id);
+    if (file == AGG_EMPTY || build_id == AGG_EMPTY)
+        return 0;
+    a->mappings[a->nmappings] = (struct agg_mapping){.filename = file,
+                                                     .build_id = build_id,
+                                                     .start = m->start,
+                                                     .limit = m->limit,
+                                                     .offset = m->offset};
+    return (uint32_t)++a->nmappings;
+}
+
 static uint32_t agg_location_id(struct agg *a, const struct unwind_frame *f)
 {
     uint32_t fn = agg_function_id(a, f);
@@ -518,22 +560,24 @@ static uint32_t agg_location_id(struct agg *a, const struct unwind_frame *f)
         return AGG_EMPTY;
     int64_t line = f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line;
     int64_t col = f->pos.col == LINETABLE_UNKNOWN ? 0 : (int64_t)f->pos.col + 1;
-    uint64_t h = agg_hash_location(fn, line, col);
+    uint64_t address = f->kind == UNWIND_FRAME_C ? f->pc : 0;
+    uint64_t h = agg_hash_location(fn, line, col, address);
     size_t i = (size_t)h & a->loc_index.mask;
     for (;; i = (i + 1) & a->loc_index.mask) {
         uint32_t id = a->loc_index.slot[i];
         if (id == AGG_EMPTY)
             break;
         const struct agg_location *l = &a->locations[id];
-        if (l->function == fn && l->line == line && l->column == col)
+        if (l->function == fn && l->line == line && l->column == col && l->address == address)
             return id;
     }
+    uint32_t mapping = address ? agg_mapping_id(a, f->mapping) : 0;
     if (a->nlocations == a->locations_cap) {
         if (agg_grow_locations(a))
             return AGG_EMPTY;
         i = agg_index_free_slot(&a->loc_index, h);
     }
-    a->locations[a->nlocations] = (struct agg_location){fn, line, col};
+    a->locations[a->nlocations] = (struct agg_location){fn, line, col, address, mapping};
     a->loc_index.slot[i] = (uint32_t)a->nlocations;
     return (uint32_t)a->nlocations++;
 }
@@ -719,6 +763,17 @@ const struct agg_function *agg_function(const struct agg *a, size_t i)
 {
     PYPROFD_ASSERT(i < a->nfunctions);
     return &a->functions[i];
+}
+
+size_t agg_mapping_count(const struct agg *a)
+{
+    return a->nmappings;
+}
+
+const struct agg_mapping *agg_mapping(const struct agg *a, size_t i)
+{
+    PYPROFD_ASSERT(i < a->nmappings);
+    return &a->mappings[i];
 }
 
 size_t agg_location_count(const struct agg *a)

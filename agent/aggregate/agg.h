@@ -12,7 +12,11 @@
  *   functions  (name, system name, file name, start line)
  *   locations  one per (function, line, column); a frame with an opcode
  *              (UNWIND_OPCODES) adds its marker "<op NAME (BASE)>" as a
- *              location of its own just below it, at the same position
+ *              location of its own just below it, at the same position; a
+ *              native frame (UNWIND_FRAME_C) one per (function, address)
+ *   mappings   the files native frames are in (file, build id, range), at
+ *              most AGG_MAX_MAPPINGS per window (a frame past them keeps its
+ *              address with no mapping)
  *   samples    one per distinct (stack, thread id, thread name, task name,
  *              interpreter), with the summed count and nanoseconds
  *
@@ -66,6 +70,16 @@ struct agg_location {
     uint32_t function; /* index into the function table */
     int64_t line;      /* 0 when unknown */
     int64_t column;    /* 1-based as pprof counts them, 0 when unknown */
+    uint64_t address;  /* a native frame's; 0 for Python frames and markers */
+    uint32_t mapping;  /* index into the mapping table + 1; 0: none */
+};
+
+#define AGG_MAX_MAPPINGS 1024u
+
+struct agg_mapping {
+    uint32_t filename; /* string id */
+    uint32_t build_id; /* string id ("" when unknown) */
+    uint64_t start, limit, offset;
 };
 
 struct agg_sample {
@@ -142,6 +156,8 @@ const struct agg_function *agg_function(const struct agg *a, size_t i);
 size_t agg_location_count(const struct agg *a);
 const struct agg_location *agg_location(const struct agg *a, size_t i);
 size_t agg_sample_count(const struct agg *a);
+size_t agg_mapping_count(const struct agg *a);
+const struct agg_mapping *agg_mapping(const struct agg *a, size_t i);
 const struct agg_sample *agg_sample(const struct agg *a, size_t i);
 struct agg_stats agg_stats(const struct agg *a);
 

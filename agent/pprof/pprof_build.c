@@ -32,6 +32,7 @@ struct pprof_plan {
     size_t nstrings; /* the windows', all of them */
     size_t nfunctions;
     size_t nlocations;
+    size_t nmappings; /* the windows' native files, besides mapping 1 */
     size_t nsamples;
     size_t nslots;      /* location ids over all samples */
     size_t nlabels;     /* Label messages: each sample's own, each part's once */
@@ -195,8 +196,15 @@ static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
         if (f->name >= nstrings || f->system_name >= nstrings || f->filename >= nstrings)
             return -EINVAL;
     }
+    size_t nmappings = agg_mapping_count(a);
+    for (size_t i = 0; i < nmappings; i++) {
+        const struct agg_mapping *m = agg_mapping(a, i);
+        if (m->filename >= nstrings || m->build_id >= nstrings)
+            return -EINVAL;
+    }
     for (size_t i = 0; i < nlocations; i++) {
-        if (agg_location(a, i)->function >= nfunctions)
+        const struct agg_location *l = agg_location(a, i);
+        if (l->function >= nfunctions || l->mapping > nmappings)
             return -EINVAL;
     }
     for (size_t i = 0; i < nsamples; i++) {
@@ -226,6 +234,7 @@ static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
         __builtin_add_overflow(p->nstrings, nstrings, &p->nstrings) ||
         __builtin_add_overflow(p->nfunctions, nfunctions, &p->nfunctions) ||
         __builtin_add_overflow(p->nlocations, nlocations, &p->nlocations) ||
+        __builtin_add_overflow(p->nmappings, nmappings, &p->nmappings) ||
         __builtin_add_overflow(p->nsamples, nsamples, &p->nsamples) ||
         __builtin_add_overflow(p->npartlabels, partlabels, &p->npartlabels))
         return -E2BIG;
@@ -256,6 +265,8 @@ static int pprof_plan(const struct pprof_part *parts, size_t nparts, const struc
     ok = ok && pprof_room(&p->bytes, p->nstrings, sizeof(uint32_t)); /* remaps */
     ok = ok && pprof_room(&p->bytes, p->nfunctions, sizeof(Perftools__Profiles__Function));
     ok = ok && pprof_room(&p->bytes, p->nfunctions, sizeof(void *));
+    ok = ok && pprof_room(&p->bytes, p->nmappings, sizeof(Perftools__Profiles__Mapping));
+    ok = ok && pprof_room(&p->bytes, p->nmappings + 1, sizeof(void *));
     ok = ok && pprof_room(&p->bytes, p->nlocations, sizeof(Perftools__Profiles__Location));
     ok = ok && pprof_room(&p->bytes, p->nlocations, sizeof(void *));
     ok = ok && pprof_room(&p->bytes, p->nlocations, sizeof(Perftools__Profiles__Line));
@@ -330,7 +341,6 @@ struct pprof_top {
     Perftools__Profiles__ValueType vt[3]; /* two sample types, the period type */
     Perftools__Profiles__ValueType *vtp[2];
     Perftools__Profiles__Mapping map;
-    Perftools__Profiles__Mapping *mapp;
     int64_t comment;
 };
 
@@ -372,9 +382,15 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
     top->map.has_functions = true;
     top->map.has_filenames = true;
     top->map.has_line_numbers = true;
-    top->mapp = &top->map;
-    prof->n_mapping = 1;
-    prof->mapping = &top->mapp;
+    /* and one for each file native frames are in (UNWIND_FRAME_C), with its
+     * build id and range, ids 2 on in part order: their locations carry
+     * addresses a server can symbolise again by build id */
+    Perftools__Profiles__Mapping *maps =
+        pprof_take(ar, p->nmappings, sizeof(Perftools__Profiles__Mapping));
+    Perftools__Profiles__Mapping **mapp = pprof_take(ar, p->nmappings + 1, sizeof(void *));
+    mapp[0] = &top->map;
+    prof->n_mapping = p->nmappings + 1;
+    prof->mapping = mapp;
 
     int64_t value_type = pprof_intern(&t, m->value_type);
     int64_t value_unit = pprof_intern(&t, m->value_unit);
@@ -432,7 +448,7 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
      * dense and in array order. A function seen by two windows appears twice,
      * which pprof allows and consumers merge by name.
      */
-    size_t foff = 0, loff = 0, nsamp = 0;
+    size_t foff = 0, loff = 0, moff = 0, nsamp = 0;
     for (size_t k = 0; k < nparts; k++) {
         const struct agg *a = parts[k].agg;
         size_t nstrings = agg_string_count(a);
@@ -440,7 +456,22 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
         remap += nstrings;
         size_t nfunctions = agg_function_count(a);
         size_t nlocations = agg_location_count(a);
+        size_t nmappings = agg_mapping_count(a);
         size_t nsamples = agg_sample_count(a);
+
+        for (size_t i = 0; i < nmappings; i++) {
+            const struct agg_mapping *am = agg_mapping(a, i);
+            Perftools__Profiles__Mapping *pm = &maps[moff + i];
+            perftools__profiles__mapping__init(pm);
+            pm->id = moff + i + 2;
+            pm->memory_start = am->start;
+            pm->memory_limit = am->limit;
+            pm->file_offset = am->offset;
+            pm->filename = sid[am->filename];
+            pm->build_id = sid[am->build_id];
+            pm->has_functions = true; /* every frame is named: its symbol, or FILE+0xSTART */
+            mapp[moff + i + 1] = pm;
+        }
 
         for (size_t i = 0; i < nfunctions; i++) {
             const struct agg_function *f = agg_function(a, i);
@@ -468,7 +499,8 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
             linep[j] = &lines[j];
             perftools__profiles__location__init(&locs[j]);
             locs[j].id = j + 1;
-            locs[j].mapping_id = 1;
+            locs[j].mapping_id = l->mapping ? moff + l->mapping + 1 : 1;
+            locs[j].address = l->address;
             locs[j].n_line = 1;
             locs[j].line = &linep[j];
             locp[j] = &locs[j];
@@ -546,10 +578,12 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
         }
         foff += nfunctions;
         loff += nlocations;
+        moff += nmappings;
     }
     /* the plan and the fill agree: every reserved element was made, no more */
     PYPROFD_ASSERT(labels == labels_end && labelp == labelp_end && ids == ids_end);
-    PYPROFD_ASSERT(nsamp == p->nsamples && foff == p->nfunctions && loff == p->nlocations);
+    PYPROFD_ASSERT(nsamp == p->nsamples && foff == p->nfunctions && loff == p->nlocations &&
+                   moff == p->nmappings);
     PYPROFD_ASSERT(ar->used == ar->size);
     (void)labels_end;
     (void)labelp_end;

@@ -66,7 +66,7 @@ static void mixed_put_c(struct mixed *m, size_t *n, const struct native_frame *c
         .file = f->file ? f->file : "~",
         .pos = {LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN, LINETABLE_UNKNOWN},
         .pc = f->pc,
-        .file_offset = f->file_offset};
+        .mapping = f->mapping};
 }
 
 static void mixed_put_marker(struct mixed *m, size_t *n)

@@ -33,6 +33,16 @@ struct native_sym {
     uint64_t at; /* 0: empty */
     const char *file, *function;
     uint64_t file_offset, offset, start_offset;
+    const struct frame_mapping *mapping;
+};
+
+/* A module's mapping as frames carry it, made the first time a frame is in
+ * it (the module's userdata slot points to it); reset with the session. */
+#define NATIVE_MAX_MODULES 512u
+
+struct native_module {
+    struct frame_mapping map;
+    char build_id[2 * 64 + 1];
 };
 
 struct native {
@@ -44,6 +54,8 @@ struct native {
     struct native_frame *frames;
     size_t max, n;
     struct native_sym cache[NATIVE_CACHE_SIZE];
+    struct native_module modules[NATIVE_MAX_MODULES];
+    size_t nmodules;
 };
 
 static char *native_debuginfo_path;
@@ -167,6 +179,7 @@ int native_refresh(struct native *n)
     if (n->dwfl)
         dwfl_end(n->dwfl);
     memset(n->cache, 0, sizeof(n->cache));
+    n->nmodules = 0;
     n->dwfl = dwfl_begin(&native_callbacks);
     if (!n->dwfl)
         return -ENOMEM;
@@ -268,6 +281,7 @@ static int native_frame_cb(Dwfl_Frame *state, void *arg)
         f->file_offset = c->file_offset;
         f->offset = c->offset;
         f->start_offset = c->start_offset;
+        f->mapping = c->mapping;
         return DWARF_CB_OK;
     }
     native_resolve(n, at, f);
@@ -276,8 +290,36 @@ static int native_frame_cb(Dwfl_Frame *state, void *arg)
                              .function = f->function,
                              .file_offset = f->file_offset,
                              .offset = f->offset,
-                             .start_offset = f->start_offset};
+                             .start_offset = f->start_offset,
+                             .mapping = f->mapping};
     return DWARF_CB_OK;
+}
+
+/* Module @m's mapping (made once per session, kept in its userdata slot @ud). */
+static const struct frame_mapping *native_mapping(struct native *n, Dwfl_Module *m, void **ud,
+                                                  const char *file, uint64_t start, uint64_t end)
+{
+    if (!ud)
+        return NULL;
+    if (*ud)
+        return &((struct native_module *)*ud)->map;
+    if (n->nmodules == NATIVE_MAX_MODULES)
+        return NULL;
+    struct native_module *mod = &n->modules[n->nmodules++];
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(m, &bits, &vaddr);
+    size_t k = 0;
+    for (int i = 0; i < len && k + 2 < sizeof(mod->build_id); i++) {
+        static const char hex[] = "0123456789abcdef";
+        mod->build_id[k++] = hex[bits[i] >> 4];
+        mod->build_id[k++] = hex[bits[i] & 15];
+    }
+    mod->build_id[k] = '\0';
+    mod->map = (struct frame_mapping){
+        .file = file ? file : "", .build_id = mod->build_id, .start = start, .limit = end};
+    *ud = mod;
+    return &mod->map;
 }
 
 /* Names address @at of frame @f: its module, symbol or CFI start. */
@@ -286,9 +328,11 @@ static void native_resolve(struct native *n, Dwarf_Addr at, struct native_frame 
     Dwfl_Module *m = dwfl_addrmodule(n->dwfl, at);
     if (!m)
         return;
-    Dwarf_Addr start = 0;
-    f->file = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+    Dwarf_Addr start = 0, end = 0;
+    void **ud = NULL;
+    f->file = dwfl_module_info(m, &ud, &start, &end, NULL, NULL, NULL, NULL);
     f->file_offset = at - start;
+    f->mapping = native_mapping(n, m, ud, f->file, start, end);
     GElf_Off off = 0;
     GElf_Sym sym;
     f->function = dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);

@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include "pipeline.h"
 #include "unwind/perfsample.h"
 
 #define NATIVE_MAX_FRAMES 256u
@@ -44,6 +45,7 @@ struct native_frame {
      * has none, from its call-frame information (the FDE that covers pc):
      * names a stripped function the same at every pc; 0 when not known */
     uint64_t start_offset;
+    const struct frame_mapping *mapping; /* the file, its build id and range, or NULL */
 };
 
 struct native;

@@ -32,6 +32,9 @@ What is checked:
                lie below call_spin
     summary    each record prints its native line: kernel samples joined,
                disagreeing, late, lost
+    mappings   into pprof (go tool pprof -raw): each library a mapping with
+               its range and the build id readelf -n reads from the file;
+               SHA256_Update's locations have addresses in libcrypto's
 
 Environment: as tests/integration/test_record.py (PYPROFD_BINARY, ...).
 Run by ctest as test_native_record_live (label integration), or by hand:
@@ -255,6 +258,56 @@ class NativeTest(unittest.TestCase):
                        "function below", both / spin, 0.80, 1.0)
 
 
+class PprofTest(unittest.TestCase):
+    """--native=full into pprof, read by go tool pprof: addresses, mappings, build ids."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = perf_refused()
+        if why:
+            raise unittest.SkipTest(f"perf events refused here: {why}")
+        cls.tmp = livelib.scratch()
+
+    def test_mappings(self):
+        """native_work on 3.14 into X.pb.gz: each library a mapping with its build id"""
+        target = livelib.start_target(self.tmp, "native_work", "3.14")
+        path = os.path.join(self.tmp, "native.pb.gz")
+        try:
+            proc = subprocess.run([BINARY, "record", "--native=full", "-d", "2", "-o", path,
+                                   str(target.pid)], capture_output=True, text=True, timeout=120)
+        finally:
+            target.stop()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        env = livelib.go_env(self.tmp)
+        raw = subprocess.run([livelib.go_binary(), "tool", "pprof", "-raw", "-symbolize=none",
+                              path], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(raw.returncode, 0, raw.stderr)
+        maps = {}
+        for line in raw.stdout.split("Mappings", 1)[1].splitlines():
+            m = re.match(r"\s*(\d+): 0x([0-9a-f]+)/0x([0-9a-f]+)/0x[0-9a-f]+ (\S+) ([0-9a-f]*)", line)
+            if m:
+                maps[os.path.basename(m.group(4))] = (int(m.group(1)), m.group(5), m.group(4))
+        self.assertIn("libcrypto.so.3", maps, raw.stdout[-2000:])
+        # the build id is the file's own (readelf -n of the file the target maps)
+        for lib in ("libcrypto.so.3", "python3.14"):
+            mid, build_id, file = maps[lib]
+            notes = subprocess.run(["readelf", "-n", file], capture_output=True, text=True,
+                                   timeout=60).stdout
+            self.assertIn(f"Build ID: {build_id}", notes, f"{lib}: {build_id}")
+            self.assertRegex(build_id, r"^[0-9a-f]{40}$")
+        # SHA256_Update's locations have an address in libcrypto's mapping
+        locs = re.findall(r"^\s*\d+: 0x([0-9a-f]+) M=(\d+) SHA256_Update ", raw.stdout, re.M)
+        self.assertTrue(locs, raw.stdout[:2000])
+        for address, mid in locs:
+            self.assertNotEqual(int(address, 16), 0)
+            self.assertEqual(int(mid), maps["libcrypto.so.3"][0])
+        top = subprocess.run([livelib.go_binary(), "tool", "pprof", "-top", "-cum", path],
+                             capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(top.returncode, 0, top.stderr)
+        self.assertIn("SHA256_Update", top.stdout)
+        self.assertIn("hash_loop", top.stdout)
+
+
 def _make(kind, version):
     def t(self):
         getattr(self, kind)(version)
@@ -268,4 +321,4 @@ for _v in VERSIONS:
 
 
 if __name__ == "__main__":
-    livelib.run(needs=("root", "rootfs"))
+    livelib.run(needs=("root", "rootfs", "go"))

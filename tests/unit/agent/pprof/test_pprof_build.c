@@ -323,6 +323,94 @@ static void test_pprof_build__system_name_only_when_it_differs(void **state)
     assert_int_equal(seen, 4);
 }
 
+/* Native frames: an address each, and their files as mappings 2.. with build ids. */
+static void test_pprof_build__native_frames_have_addresses_and_mappings(void **state)
+{
+    struct fixture *f = *state;
+    static const struct frame_mapping libz = {.file = "/usr/lib/libz.so.1",
+                                              .build_id = "3466",
+                                              .start = 0x7f0000000000,
+                                              .limit = 0x7f0000020000};
+    static const struct frame_mapping crypto = {.file = "/usr/lib/libcrypto.so.3",
+                                                .build_id = "",
+                                                .start = 0x7f1000000000,
+                                                .limit = 0x7f1000400000,
+                                                .offset = 0x1000};
+    struct unwind_frame c[] = {
+        {.kind = UNWIND_FRAME_C,
+         .function = "libz.so.1+0x4e80",
+         .file = libz.file,
+         .pc = 0x7f0000004ece,
+         .mapping = &libz},
+        {.kind = UNWIND_FRAME_C,
+         .function = "deflate",
+         .file = libz.file,
+         .pc = 0x7f000000769c,
+         .mapping = &libz},
+        {.kind = UNWIND_FRAME_PYTHON,
+         .function = "deflate_loop",
+         .file = "/w.py",
+         .first_line = 3,
+         .pos = {4, 4, 0, 9}},
+        {.kind = UNWIND_FRAME_C,
+         .function = "Py_RunMain",
+         .file = "/usr/bin/python3",
+         .pc = 0x4376aa},
+    };
+    struct unwind_frame d[] = {
+        {.kind = UNWIND_FRAME_C,
+         .function = "SHA256_Update",
+         .file = crypto.file,
+         .pc = 0x7f10003aa045,
+         .mapping = &crypto},
+        {.kind = UNWIND_FRAME_C,
+         .function = "deflate",
+         .file = libz.file,
+         .pc = 0x7f0000007700,
+         .mapping = &libz},
+    };
+    assert_int_equal(agg_add_in(f->agg, c, 4, 1, 0, "main", NULL, 1, 10), 0);
+    assert_int_equal(agg_add_in(f->agg, d, 2, 1, 0, "main", NULL, 1, 10), 0);
+    assert_int_equal(agg_mapping_count(f->agg), 2); /* libz once */
+    struct pprof_meta m = pprof_test_meta();
+    encode(f, &m);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_int_equal(p->n_mapping, 3);
+    assert_int_equal(p->mapping[0]->id, 1);
+    const Perftools__Profiles__Mapping *mz = p->mapping[1], *mc = p->mapping[2];
+    assert_int_equal(mz->id, 2);
+    assert_string_equal(str(p, mz->filename), "/usr/lib/libz.so.1");
+    assert_string_equal(str(p, mz->build_id), "3466");
+    assert_int_equal(mz->memory_start, 0x7f0000000000);
+    assert_int_equal(mz->memory_limit, 0x7f0000020000);
+    assert_string_equal(str(p, mc->filename), "/usr/lib/libcrypto.so.3");
+    assert_string_equal(str(p, mc->build_id), "");
+    assert_int_equal(mc->file_offset, 0x1000);
+    /* one location per address: two of deflate, each in libz's mapping */
+    size_t deflates = 0;
+    for (size_t i = 0; i < p->n_location; i++) {
+        const Perftools__Profiles__Location *l = p->location[i];
+        const char *fn = str(p, loc_function(p, l->id)->name);
+        if (strcmp(fn, "deflate") == 0) {
+            deflates++;
+            assert_int_equal(l->mapping_id, 2);
+            assert_true(l->address == 0x7f000000769c || l->address == 0x7f0000007700);
+        } else if (strcmp(fn, "SHA256_Update") == 0) {
+            assert_int_equal(l->mapping_id, 3);
+            assert_int_equal(l->address, 0x7f10003aa045);
+        } else if (strcmp(fn, "Py_RunMain") == 0) {
+            assert_int_equal(l->mapping_id, 1); /* no file known: the common mapping */
+            assert_int_equal(l->address, 0x4376aa);
+        } else if (strcmp(fn, "deflate_loop") == 0) {
+            assert_int_equal(l->mapping_id, 1);
+            assert_int_equal(l->address, 0);
+        }
+        /* a C name is its own system name: "libz.so.1+0x4e80" is not cut at its dots */
+        assert_int_equal(loc_function(p, l->id)->system_name, 0);
+    }
+    assert_int_equal(deflates, 2);
+}
+
 static void test_pprof_build__golden(void **state)
 {
     struct fixture *f = *state;
@@ -830,6 +918,7 @@ int main(void)
         T(test_pprof_build__sub_interpreter_label),
         T(test_pprof_build__stacks_leaf_first_values_summed),
         T(test_pprof_build__system_name_only_when_it_differs),
+        T(test_pprof_build__native_frames_have_addresses_and_mappings),
         T(test_pprof_build__golden),
         T(test_pprof_build__merges_windows_with_their_labels),
         T(test_pprof_build__empty_labelled_part_alone),
