@@ -71,14 +71,25 @@ static int probe_one(pid_t pid, enum memread_backend backend)
      * registers and stack copies native stacks are unwound from */
     char why[256];
     struct perfsample *ps = NULL;
-    if (perfsample_open(pid, pid, 1000000000ull, PERFSAMPLE_STACK_MIN, 5, &ps, why, sizeof(why)) ==
-        0) {
+    bool perf = perfsample_open(pid, pid, 1000000000ull, PERFSAMPLE_STACK_MIN, 5, &ps, why,
+                                sizeof(why)) == 0;
+    if (perf) {
         perfsample_free(ps);
         snprintf(why, sizeof(why),
                  "permitted: the kernel's samples of its threads (user "
                  "registers and stack copies) can be read");
     }
     printf("  perf      %s\n", why);
+    /* and so what --native=full does here (docs/usage.md, "Native frames") */
+    if (!perf)
+        printf("  native    --native=full falls back to <native> markers here\n");
+    else if (l->version.major == 3 && l->version.minor < 12)
+        printf("  native    --native=full: Python frames with <native> markers (Python %u.%u "
+               "keeps no entry frames on the C stack to join C frames at; 3.12+ does)\n",
+               l->version.major, l->version.minor);
+    else
+        printf("  native    --native=full: C and Python frames joined, from the kernel's "
+               "samples\n");
     printf("  supported yes\n");
     cli_detach(&t);
     return CLI_EXIT_OK;

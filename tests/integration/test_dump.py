@@ -347,6 +347,10 @@ class RecordStackTest(DumpCase):
         self.assertIn("supported yes", probe.stdout)
         # perf_event_paranoid 2 here: CAP_SYS_PTRACE is enough to sample its threads
         self.assertIn("  perf      permitted", probe.stdout)
+        # what --native=full does: joins at entry frames on the C stack (3.12+)
+        self.assertIn("  native    --native=full: Python frames with <native> markers"
+                      if version.startswith(OLD_PREFIXES)
+                      else "  native    --native=full: C and Python frames joined", probe.stdout)
         proc = subprocess.run(only + ["dump", "--json", str(t.pid)], capture_output=True,
                               text=True, timeout=DUMP_TIMEOUT)
         self.assertEqual(proc.returncode, 0, proc.stderr)
