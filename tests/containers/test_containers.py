@@ -41,6 +41,13 @@ Steps (one scenario, livelib.Scenario; each reported with its time):
                            the kernel's view of its process: capability
                            sets, NoNewPrivs, seccomp, read-only root,
                            namespaces)
+    native                 `record --native=full` in the agent's container:
+                           with {SYS_PTRACE} the seccomp profile refuses
+                           perf_event_open, and record falls back to
+                           <native> markers saying so (and probe); with
+                           SYS_PTRACE and the capability the profile allows
+                           it with (PERFMON; SYS_ADMIN in Debian's older
+                           copy) the profile has C frames
     cgroupns               caps {SYS_PTRACE} and a cgroup namespace of its
                            own (containerd's default on cgroup v2 nodes): the
                            targets' cgroup paths read relative (/../..), and
@@ -365,6 +372,61 @@ server:
         self.check_sampled("ptrace", ["CAP_SYS_PTRACE"])
         self.assertEqual(self.opened_via["ptrace"], "root")
         self.assertNotEqual(self.opened_via.get("ptrace_checkpoint"), self.opened_via["ptrace"])
+
+    def native_record(self, agent):
+        """`pyprofd record --native=full -d 1` of the kubepods target, run in @agent's
+        container: (its stderr, the folded profile)."""
+        pyprofd = self.image_process["args"][0]
+        pid = str(self.targets["kubepods"]["container"].pid)
+        rec = agent.exec(pyprofd, "record", "--native=full", "-d", "1", "-o", "/tmp/native.txt",
+                         pid, timeout=60)
+        self.assertEqual(rec.returncode, 0, rec.stdout + rec.stderr)
+        folded = agent.exec("/bin/cat", "/tmp/native.txt").stdout
+        self.assertIn(self.targets["kubepods"]["function"], folded, rec.stderr)
+        return rec.stderr, folded
+
+    def step_native(self):
+        """--native=full in the agent's container: with CAP_SYS_PTRACE alone the runtime's
+        seccomp profile refuses perf_event_open, and record falls back to <native>
+        markers saying why (probe says so too); with the capability the profile
+        allows it with added (CAP_PERFMON, or CAP_SYS_ADMIN in older ones), C frames"""
+        self.assertFalse(runclib.seccomp_allows(runclib.docker_seccomp(["CAP_SYS_PTRACE"]),
+                                                "perf_event_open"))
+        # the capability the profile allows perf_event_open with: CAP_PERFMON in
+        # Docker >= 23 and containerd, CAP_SYS_ADMIN in the older profile Debian ships
+        with open(runclib.docker_seccomp_path()) as f:
+            rules = json.load(f)["syscalls"]
+        perf_caps = next(r.get("includes", {}).get("caps") for r in rules
+                         if "perf_event_open" in (r.get("names") or []) and
+                         r["action"] == "SCMP_ACT_ALLOW")
+        livelib.note(f"native: the seccomp profile allows perf_event_open with {perf_caps}")
+        with_perf = ["CAP_SYS_PTRACE"] + [c for c in perf_caps if c != "CAP_SYS_PTRACE"]
+        self.assertTrue(runclib.seccomp_allows(runclib.docker_seccomp(with_perf),
+                                               "perf_event_open"))
+        pyprofd = self.image_process["args"][0]
+        pid = str(self.targets["kubepods"]["container"].pid)
+        for caps in (["CAP_SYS_PTRACE"], with_perf):
+            name = "agent-native-" + "-".join(c[4:].lower() for c in caps)
+            agent = self.agent_container(name, caps, self.daemonset_config())
+            try:
+                self.check_security(agent, caps)
+                probe = agent.exec(pyprofd, "probe", pid).stdout
+                err, folded = self.native_record(agent)
+                if caps != with_perf:
+                    self.assertIn("perf_event_open refused (EPERM): a seccomp filter", probe)
+                    self.assertIn("--native=full falls back to <native> markers here", probe)
+                    self.assertIn("pyprofd: no native frames: perf_event_open refused (EPERM)",
+                                  err)
+                    self.assertNotIn("Py_RunMain", folded)
+                else:
+                    self.assertIn("  perf      permitted", probe)
+                    self.assertIn("C frames from the kernel's samples", err)
+                    self.assertIn("Py_RunMain", folded, err)
+                livelib.note(f"{name}: " + next((line for line in err.splitlines()
+                                                 if "native" in line), "?")[:160])
+            finally:
+                agent.delete()
+                self.assertEqual(agent.cgroups_left(), [])
 
     def step_no_caps(self):
         agent = self.agent_container("agent-no-caps", [], self.daemonset_config())
