@@ -30,6 +30,7 @@
 #include "pprof/pprof_build.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
+#include "unwind/perfsample.h"
 #include "web/web.h"
 
 #define RECORD_MAX_RATE   1000000.0  /* Hz */
@@ -44,7 +45,8 @@ struct record_opts {
     enum profile_mode mode;
     bool mode_given;
     unsigned unwind_flags;
-    bool native_full; /* --native=full: mixed stacks from the kernel's samples */
+    bool native_full;      /* --native=full: mixed stacks from the kernel's samples */
+    uint32_t native_stack; /* --native-stack: bytes of stack copied per sample (0: default) */
     bool blocking;
     bool realtime_stats;
     int progress; /* -1: on a terminal (default), 0: never */
@@ -106,6 +108,9 @@ static void record_usage(FILE *out)
           "      --native[=WHAT]    markers (the default): <native> where C code called\n"
           "                         back into Python; full: the C frames themselves, from\n"
           "                         the kernel's samples (perf events; cpu mode)\n"
+          "      --native-stack B   bytes of each thread's stack the kernel copies per sample\n"
+          "                         with --native=full (default 16384, at most 65528): a\n"
+          "                         deeper C stack is cut where the copy ends\n"
           "      --no-gc            no <GC> marker during garbage collection\n"
           "      --opcodes          each frame's current instruction, as a marker frame\n"
           "                         below it: <op NAME (BASE)> for a specialized one\n"
@@ -561,6 +566,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     if (o->native_full) {
         char why[512];
         struct nsampler_opts no = {.period_ns = so.interval_ns,
+                                   .stack_bytes = o->native_stack,
                                    .unwind_flags = o->unwind_flags,
                                    .main_only = !(o->unwind_flags & UNWIND_ALL_THREADS)};
         if (nsampler_new(pid, t.unwinder, &window, &no, &ns, why, sizeof(why))) {
@@ -688,7 +694,8 @@ int cli_record(int argc, char **argv)
         OPT_BACKEND,
         OPT_ASYNC,
         OPT_ASYNC_MODE,
-        OPT_NO_PROGRESS
+        OPT_NO_PROGRESS,
+        OPT_NATIVE_STACK
     };
     static const struct option opts[] = {
         {"rate", required_argument, NULL, 'r'},
@@ -696,6 +703,7 @@ int cli_record(int argc, char **argv)
         {"mode", required_argument, NULL, OPT_MODE},
         {"all-threads", no_argument, NULL, 'a'},
         {"native", optional_argument, NULL, OPT_NATIVE},
+        {"native-stack", required_argument, NULL, OPT_NATIVE_STACK},
         {"no-gc", no_argument, NULL, OPT_NO_GC},
         {"opcodes", no_argument, NULL, OPT_OPCODES},
         {"blocking", no_argument, NULL, OPT_BLOCKING},
@@ -750,6 +758,17 @@ int cli_record(int argc, char **argv)
             if (record_parse_native(&o))
                 return CLI_EXIT_USAGE;
             break;
+        case OPT_NATIVE_STACK: {
+            char *end = NULL;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (end == optarg || *end || v < PERFSAMPLE_STACK_MIN || v > PERFSAMPLE_STACK_MAX) {
+                log_error("--native-stack '%s': give bytes from %u to %u", optarg,
+                          PERFSAMPLE_STACK_MIN, PERFSAMPLE_STACK_MAX);
+                return CLI_EXIT_USAGE;
+            }
+            o.native_stack = (uint32_t)v;
+            break;
+        }
         case OPT_OPCODES:
             o.unwind_flags |= UNWIND_OPCODES;
             break;

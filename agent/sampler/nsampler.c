@@ -287,10 +287,11 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
     /* how long the thread ran between its sample and now (after the read):
      * the time its stack had to change in; on another CPU about the wall
      * time since the sample, on ours about none (we had its CPU) */
-    uint64_t now_cpu = 0;
-    uint64_t ran = perfsample_cpu_ns(t->ps, &now_cpu) == 0 && now_cpu >= r->cpu_ns
-                       ? now_cpu - r->cpu_ns
-                       : UINT64_MAX;
+    uint64_t lag = s->read_end > r->time_ns ? s->read_end - r->time_ns : 0;
+    uint64_t now_cpu = 0, ran = lag; /* a thread runs no longer than the time that passed */
+    if (lag > s->o.max_ran_ns)       /* (the read interrupts the thread's CPU: only when needed) */
+        ran = perfsample_cpu_ns(t->ps, &now_cpu) == 0 && now_cpu >= r->cpu_ns ? now_cpu - r->cpu_ns
+                                                                              : UINT64_MAX;
     if (ran > s->o.max_ran_ns) {
         s->c.late++;
         return;

@@ -36,6 +36,18 @@ struct native_sym {
     const struct frame_mapping *mapping;
 };
 
+/* Functions recently resolved, by address range (the symbol's, or the CFI's
+ * FDE for one without): a sampled leaf is at a new address almost every
+ * time, but in one of a few functions. Searched in turn, replaced in turn. */
+#define NATIVE_RANGES 64u
+
+struct native_range {
+    uint64_t lo, hi; /* [lo, hi); hi 0: empty */
+    const char *file, *function;
+    uint64_t module_start, start_offset;
+    const struct frame_mapping *mapping;
+};
+
 /* A module's mapping as frames carry it, made the first time a frame is in
  * it (the module's userdata slot points to it); reset with the session. */
 #define NATIVE_MAX_MODULES 512u
@@ -56,6 +68,8 @@ struct native {
     struct native_sym cache[NATIVE_CACHE_SIZE];
     struct native_module modules[NATIVE_MAX_MODULES];
     size_t nmodules;
+    struct native_range ranges[NATIVE_RANGES];
+    size_t next_range;
 };
 
 static char *native_debuginfo_path;
@@ -179,6 +193,7 @@ int native_refresh(struct native *n)
     if (n->dwfl)
         dwfl_end(n->dwfl);
     memset(n->cache, 0, sizeof(n->cache));
+    memset(n->ranges, 0, sizeof(n->ranges));
     n->nmodules = 0;
     n->dwfl = dwfl_begin(&native_callbacks);
     if (!n->dwfl)
@@ -322,9 +337,37 @@ static const struct frame_mapping *native_mapping(struct native *n, Dwfl_Module 
     return &mod->map;
 }
 
+/* Remembers that [lo, hi) resolves as @f did (module at @module_start). */
+static void native_remember(struct native *n, uint64_t lo, uint64_t hi,
+                            const struct native_frame *f, uint64_t module_start)
+{
+    if (hi <= lo)
+        return;
+    n->ranges[n->next_range++ % NATIVE_RANGES] =
+        (struct native_range){.lo = lo,
+                              .hi = hi,
+                              .file = f->file,
+                              .function = f->function,
+                              .module_start = module_start,
+                              .start_offset = f->start_offset,
+                              .mapping = f->mapping};
+}
+
 /* Names address @at of frame @f: its module, symbol or CFI start. */
 static void native_resolve(struct native *n, Dwarf_Addr at, struct native_frame *f)
 {
+    for (size_t i = 0; i < NATIVE_RANGES; i++) {
+        const struct native_range *r = &n->ranges[i];
+        if (at >= r->lo && at < r->hi) {
+            f->file = r->file;
+            f->function = r->function;
+            f->file_offset = at - r->module_start;
+            f->start_offset = r->start_offset;
+            f->offset = f->function ? at - r->lo : 0;
+            f->mapping = r->mapping;
+            return;
+        }
+    }
     Dwfl_Module *m = dwfl_addrmodule(n->dwfl, at);
     if (!m)
         return;
@@ -339,6 +382,8 @@ static void native_resolve(struct native *n, Dwarf_Addr at, struct native_frame 
     f->offset = f->function ? off : 0;
     if (f->function) {
         f->start_offset = at - off - start;
+        if (sym.st_size)
+            native_remember(n, at - off, at - off + sym.st_size, f, start);
         return;
     }
     /* no symbol: the start of the FDE that covers it (.eh_frame) */
@@ -347,8 +392,11 @@ static void native_resolve(struct native *n, Dwarf_Addr at, struct native_frame 
     Dwarf_Frame *fde = NULL;
     if (cfi && dwarf_cfi_addrframe(cfi, at - bias, &fde) == 0) {
         Dwarf_Addr lo = 0, hi = 0;
-        if (dwarf_frame_info(fde, &lo, &hi, NULL) >= 0 && lo + bias >= start)
+        if (dwarf_frame_info(fde, &lo, &hi, NULL) >= 0 && lo + bias >= start) {
             f->start_offset = lo + bias - start;
+            /* (no symbol anywhere in it, or the lookup would have named it) */
+            native_remember(n, lo + bias, hi + bias, f, start);
+        }
         alloc_free_foreign(fde); /* libdw allocated it */
     }
 }
