@@ -411,7 +411,10 @@ static void record_progress(struct sampler_counts c, uint64_t elapsed_ns, double
 
 static void record_summary(const struct sampler_counts *c, double seconds)
 {
-    if (c->failed) {
+    bool by_status = false;
+    for (int s = 0; s < SAMPLE_STATUS_COUNT; s++)
+        by_status |= c->failed_by[s] != 0;
+    if (by_status) { /* (--native=full says its own reasons) */
         fputs("pyprofd: failed samples:", stderr);
         for (int s = 0; s < SAMPLE_STATUS_COUNT; s++)
             if (c->failed_by[s])

@@ -143,6 +143,25 @@ awk '{print $NF "\t" $0}' "$out/async.txt" | sort -nr | head -n 3 | cut -f2- |
     sed -e 's| ([^)]*)||g' -e 's/^/   /'
 
 echo
+echo "== native frames: tests/targets/native_work.py under CPython 3.14 (OpenSSL's SHA-256 and"
+echo "   zlib under two Python functions), record --native=full: the C frames from the kernel's"
+echo "   samples of the thread (perf events, no stopping), joined with its Python frames"
+echo
+npid=$(scripts/run-target.sh start --python 3.14 native_work)
+pids+=("$npid")
+"$bin" probe "$npid" | grep -E '^  (perf|native) ' | sed 's/^/   /'
+native_html=build/demo-native.html
+"$bin" record --native=full -d 3 --no-progress -o "$native_html" "$npid" 2>&1 | sed 's/^/   /'
+"$bin" record --native=full -d 2 --no-progress --format collapsed -o "$out/native.txt" "$npid" \
+    >/dev/null 2>&1 || true
+echo "   the two top stacks, root first, from PyEval_EvalCode on (below it: the interpreter's"
+echo "   C frames down to _start; a C function without a symbol is FILE+0xSTART):"
+awk '{print $NF "\t" $0}' "$out/native.txt" | sort -nr | head -n 2 | cut -f2- |
+    sed -e 's| ([^)]*)||g' -e 's/^.*;PyEval_EvalCode;/.../' -e 's/^/   /'
+echo "   the flame graph: $(pwd)/$native_html"
+scripts/run-target.sh stop "$npid"
+
+echo
 echo "== $bin agent --config.file config/pyprofd.yml   (the daemon, with the shipped default config)"
 echo "   one job samples every Python process at 100 Hz in cpu mode; HTTP on 127.0.0.1:7979"
 echo
@@ -327,4 +346,5 @@ echo
 echo "== stopping the workload"
 echo
 echo "== the flame graph of the CPython 3.14 workload is in $(pwd)/$html"
-echo "   open it in any browser (hover, click to zoom, search; top functions and summary beside)"
+echo "   open it in any browser (hover, click to zoom, search; top functions and summary beside);"
+echo "   $(pwd)/${native_html:-build/demo-native.html} has C and Python frames together"
