@@ -301,8 +301,19 @@ server:
         names = {n for n, _, _ in frames(d)}
         self.assertTrue({"all", "run", "burn_half", "burn_third", "burn_fifth"} <= names, names)
         share = width_of(d, "burn_half") / width_of(d, "all")
-        livelib.within(self, "burn_half's width of the root's", share, 0.35, 0.65)
-        self.assertIn("burn_half", d.find_element("css selector", "#top tbody tr").text)
+        # What the page drew agrees with what it was sent: burn_half (a leaf:
+        # its own share is its whole share) is as wide as its row in the top
+        # table says, and the table is ordered by own share. Not the
+        # target's 50 %: over 2 s on a loaded machine a preemption and the
+        # target's making up for it move the shares (ReportTest checks them
+        # over a longer record).
+        rows = [r.text for r in d.find_elements("css selector", "#top tbody tr")]
+        own = [float(r.split("%")[0]) for r in rows]
+        self.assertEqual(own, sorted(own, reverse=True), rows)
+        half = next(r for r in rows if "burn_half" in r)
+        livelib.within(self, "burn_half's width of the root's, less its row's own share",
+                       share - float(half.split("%")[0]) / 100, -0.02, 0.02)
+        livelib.within(self, "burn_half's width of the root's", share, 0.2, 0.8)
         self.assertRegex(d.find_element("id", "status").text,
                          rf"\d+ samples of process {self.target.pid} over 2 s")
         box = d.find_element("id", "search")
