@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: unwinding a perf sample's registers and stack copy
- * (agent/unwind/native.c). The copy is another process's memory: any bytes,
+ * (agent/unwind/native.c), and joining the frames with a Python stack
+ * (agent/unwind/mixed.c). The copy is another process's memory: any bytes,
  * any stack pointer, must end in a bounded list of frames, never in a read
  * outside the copy. The sampled IP is placed in this program's own code (so
  * that the CFI of a real binary is used); the rest comes from the input.
+ * The Python stack's entry frames take their addresses from the copy's
+ * words (the other half of the join is the target's memory too): the join
+ * must agree, cut or disagree, and stay within its bounds.
  */
 #include "base/compat.h"
 
 #include <unistd.h>
 
+#include "unwind/mixed.h"
 #include "unwind/native.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -42,5 +47,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     PYPROFD_ASSERT(k == -ENOENT || (k >= 0 && k <= (int)NATIVE_MAX_FRAMES));
     for (int i = 0; i < k; i++)
         PYPROFD_ASSERT(!frames[i].function || strlen(frames[i].function) < 65536);
+    if (k < 0)
+        return 0;
+    static struct mixed *m;
+    if (!m && mixed_new(&m))
+        return 0;
+    /* Python frames and entry markers, their addresses from the copy */
+    static struct unwind_frame py[64];
+    size_t npy = 0;
+    for (size_t off = 0; off + 8 <= r.stack_len && npy < 64; off += 8) {
+        uint64_t w;
+        memcpy(&w, r.stack + off, 8);
+        py[npy++] = (w & 1) ? (struct unwind_frame){.kind = UNWIND_FRAME_NATIVE,
+                                                    .function = "<native>",
+                                                    .file = "~",
+                                                    .frame_raddr = w >> 1}
+                            : (struct unwind_frame){
+                                  .kind = UNWIND_FRAME_PYTHON, .function = "f", .file = "f.py"};
+    }
+    const struct unwind_frame *out = NULL;
+    size_t nout = 0;
+    enum mixed_result res = mixed_merge(m, frames, (size_t)k, py, npy, &out, &nout);
+    if (res == MIXED_OK || res == MIXED_CUT) {
+        PYPROFD_ASSERT(nout <= (size_t)k + npy + 1);
+        for (size_t i = 0; i < nout; i++)
+            PYPROFD_ASSERT(out[i].function && out[i].file);
+    }
+    nout = mixed_python_only(m, py, npy, &out);
+    PYPROFD_ASSERT(nout <= npy);
     return 0;
 }
