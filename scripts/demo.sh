@@ -145,7 +145,9 @@ awk '{print $NF "\t" $0}' "$out/async.txt" | sort -nr | head -n 3 | cut -f2- |
 echo
 echo "== native frames: tests/targets/native_work.py under CPython 3.14 (OpenSSL's SHA-256 and"
 echo "   zlib under two Python functions), record --native=full: the C frames from the kernel's"
-echo "   samples of the thread (perf events, no stopping), joined with its Python frames"
+echo "   samples of the thread (perf events, no stopping), joined with its Python frames; the"
+echo "   kernel samples CPU time: 100 per CPU-second of the thread, which shares the machine's"
+echo "   CPUs with the demo's other workloads here, so fewer per wall-clock second"
 echo
 npid=$(scripts/run-target.sh start --python 3.14 native_work)
 pids+=("$npid")
