@@ -30,6 +30,7 @@
 #include "exporters/pull/http_server.h"
 #include "exporters/pull/views.h"
 #include "sampler/loop.h"
+#include "unwind/perfsample.h"
 
 #include "cli/version.h"
 
@@ -333,6 +334,27 @@ static void agent_check_privileges(void)
         log_debug("capabilities: every one pyprofd may use is effective");
 }
 
+/*
+ * Once, after the config is loaded: when a job asks for native: full, whether
+ * this process may open the perf events it needs, and so what such jobs will
+ * do (each target falling back says why again in /targets).
+ */
+static void agent_check_native(const struct pyprofd_config *cfg)
+{
+    bool full = false;
+    for (size_t i = 0; i < cfg->njobs; i++)
+        full |= cfg->jobs[i].native == CONFIG_NATIVE_FULL;
+    if (!full)
+        return;
+    char why[256];
+    if (perfsample_probe(why, sizeof(why)) == 0)
+        log_info("native: full: %s: C frames from the kernel's samples", why);
+    else
+        log_warn("native: full: %s; such jobs sample with <native> markers instead "
+                 "(docs/kubernetes.md, \"Privileges\")",
+                 why);
+}
+
 /* ---- the HTTP server's callbacks ---------------------------------------- */
 
 static bool agent_cancelled(const void *arg)
@@ -551,6 +573,7 @@ int cli_agent(int argc, char **argv)
             log_error("cannot load '%s': %s", a.config_file, strerror(-e));
         goto out;
     }
+    agent_check_native(cfg);
     char listen_addr[256];
     snprintf(listen_addr, sizeof(listen_addr), "%s",
              a.listen_option              ? a.listen_option

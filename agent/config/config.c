@@ -20,8 +20,9 @@
 /* What a job set itself, for inheritance and the checks after it. */
 struct config_job_seen {
     const struct config_node *name_node;
-    const struct config_node *async_all; /* "async_mode: all", for the mode check */
-    bool set[CONFIG_NKEYS];              /* keys given a value */
+    const struct config_node *async_all;   /* "async_mode: all", for the mode check */
+    const struct config_node *native_full; /* "native: full", for the mode check */
+    bool set[CONFIG_NKEYS];                /* keys given a value */
 };
 
 /* A config with every default, named @source (the jobs and endpoints: none). */
@@ -108,6 +109,8 @@ static void config_job(struct config_walk *w, const char *path, const struct con
     js->name_node = nn;
     if (s.val[CONFIG_K_ASYNC_MODE] && j->async_mode == CONFIG_ASYNC_ALL)
         js->async_all = s.val[CONFIG_K_ASYNC_MODE];
+    if (s.val[CONFIG_K_NATIVE] && j->native == CONFIG_NATIVE_FULL)
+        js->native_full = s.val[CONFIG_K_NATIVE];
     for (size_t i = 0; i < CONFIG_NKEYS; i++)
         js->set[i] = config_seen_set(&s, (enum config_key_id)i);
     if (config_schema_finish(CONFIG_S_JOB, j, &s))
@@ -217,6 +220,17 @@ int config_load_buffer(const char *buf, size_t len, const char *name,
                                   "(waiting tasks use no CPU, hold no GIL and handle no "
                                   "exception)",
                                   i, profile_mode_name(c->jobs[i].mode));
+            if (seen[i].native_full && c->jobs[i].mode != PROFILE_CPU)
+                config_walk_error(&w, seen[i].native_full,
+                                  "profile_configs[%zu].native: 'full' needs mode cpu, not %s "
+                                  "(the kernel samples each thread every period of its CPU "
+                                  "time)",
+                                  i, profile_mode_name(c->jobs[i].mode));
+            if (seen[i].native_full && c->jobs[i].async_aware)
+                config_walk_error(&w, seen[i].native_full,
+                                  "profile_configs[%zu].native: 'full' does not combine with "
+                                  "async_aware yet",
+                                  i);
         }
     }
     rc = w.rc ? w.rc : w.bad ? -EINVAL : 0;

@@ -40,6 +40,19 @@
 #include "config/relabel.h"
 #include "pipeline.h"
 
+/**
+ * What a job shows of C code: nothing (false), a <native> marker where C
+ * code sits between Python frames (true, markers), or the C frames
+ * themselves, from the kernel's samples (full: mode cpu only; falls back to
+ * markers where perf events are refused).
+ */
+enum config_native {
+    CONFIG_NATIVE_OFF,
+    CONFIG_NATIVE_TRUE,
+    CONFIG_NATIVE_MARKERS,
+    CONFIG_NATIVE_FULL
+};
+
 /** asyncio stacks: "running" (only the running task) or "all" (also suspended tasks). */
 enum config_async_mode { CONFIG_ASYNC_RUNNING, CONFIG_ASYNC_ALL };
 
@@ -58,7 +71,7 @@ struct config_job {
     enum profile_mode mode;
     uint64_t profile_interval_ns; /* >= 1s */
     bool all_threads;             /* default true */
-    bool native;                  /* default false */
+    enum config_native native;    /* default off */
     bool gc;                      /* default true */
     bool opcodes;                 /* default false */
     bool async_aware;             /* default false */

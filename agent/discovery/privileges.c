@@ -14,6 +14,7 @@
 #define CAP_BIT_DAC_READ_SEARCH    2u
 #define CAP_BIT_SYS_PTRACE         19u
 #define CAP_BIT_SYS_ADMIN          21u
+#define CAP_BIT_PERFMON            38u
 #define CAP_BIT_CHECKPOINT_RESTORE 40u
 
 const struct privilege privileges[] = {
@@ -34,6 +35,12 @@ const struct privilege privileges[] = {
      "root may not read (not granted by default)",
      "such files are opened through /proc/PID/root, which needs only CAP_SYS_PTRACE",
      CAP_BIT_DAC_READ_SEARCH, PRIVILEGE_OPTIONAL},
+    {"CAP_PERFMON",
+     "a job's native: full: perf_event_open on the targets' threads under a container runtime's "
+     "default seccomp profile, or with kernel.perf_event_paranoid above 2 (granted by "
+     "deploy/kubernetes/components/native only)",
+     "native: full jobs sample with <native> markers instead, and /targets says why",
+     CAP_BIT_PERFMON, PRIVILEGE_OPTIONAL},
 };
 const size_t privileges_count = PYPROFD_ARRAY_SIZE(privileges);
 
@@ -109,6 +116,9 @@ size_t privileges_check(uint64_t eff, void (*missing)(const struct privilege *p,
             continue;
         /* nor is it missed when map_files is reached the current way */
         if (p->bit == CAP_BIT_CHECKPOINT_RESTORE && privileges_has(eff, CAP_BIT_SYS_ADMIN))
+            continue;
+        /* the kernel and the seccomp profiles take CAP_SYS_ADMIN for CAP_PERFMON */
+        if (p->bit == CAP_BIT_PERFMON && privileges_has(eff, CAP_BIT_SYS_ADMIN))
             continue;
         missing(p, arg);
         n++;

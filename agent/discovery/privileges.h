@@ -56,7 +56,7 @@ PYPROFD_WARN_UNUSED int privileges_effective(const char *proc_root, uint64_t *ef
  * Calls @a missing(p, arg) for each row of the table whose capability is not
  * in @a eff, in table order, except an optional one whose purpose a present
  * capability already serves (CAP_SYS_ADMIN when CAP_CHECKPOINT_RESTORE is
- * there). Returns how many were reported.
+ * there, CAP_PERFMON when CAP_SYS_ADMIN is). Returns how many were reported.
  */
 size_t privileges_check(uint64_t eff, void (*missing)(const struct privilege *p, void *arg),
                         void *arg);

@@ -14,6 +14,8 @@
 #include "base/compat.h"
 
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -37,6 +39,109 @@ size_t loop_window_slots(const struct pyprofd_config *cfg)
     return 2 * loop_max_targets(cfg) + 16;
 }
 
+/* ---- native: full ------------------------------------------------------------ */
+
+/*
+ * A target sampled from the kernel's samples (native: full) must be drained
+ * within about a millisecond of each sample, or the sample is late and
+ * counted, not kept. The sampling thread sleeps on a condition variable, so a
+ * helper thread waits on every such target's descriptor at once (an epoll
+ * set) and wakes it: it only raises native_pending, never touches a target.
+ * The perf events' readiness is consumed by each poll, so a level-triggered
+ * wait does not spin. The helper starts with the first such target and stops
+ * with the loop (an eventfd in the set).
+ */
+#define LOOP_NATIVE_STOP UINT64_MAX
+
+static void *loop_native_main(void *arg)
+{
+    struct loop *l = arg;
+    struct epoll_event ev[16];
+    for (;;) {
+        int n = epoll_wait(l->native_ep, ev, (int)PYPROFD_ARRAY_SIZE(ev), -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        bool stop = false;
+        for (int i = 0; i < n; i++)
+            stop |= ev[i].data.u64 == LOOP_NATIVE_STOP;
+        if (stop)
+            break;
+        pthread_mutex_lock(&l->mu);
+        l->native_pending = true;
+        pthread_cond_signal(&l->wake);
+        pthread_mutex_unlock(&l->mu);
+    }
+    return NULL;
+}
+
+/* Starts the helper (once). Returns 0 or -errno. */
+static int loop_native_start(struct loop *l)
+{
+    if (l->native_running)
+        return 0;
+    if (l->native_ep < 0)
+        l->native_ep = epoll_create1(EPOLL_CLOEXEC);
+    if (l->native_efd < 0)
+        l->native_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (l->native_ep < 0 || l->native_efd < 0)
+        return -errno;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = LOOP_NATIVE_STOP};
+    if (epoll_ctl(l->native_ep, EPOLL_CTL_ADD, l->native_efd, &ev) && errno != EEXIST)
+        return -errno;
+    int err = pthread_create(&l->native_thread, NULL, loop_native_main, l);
+    if (err)
+        return -err;
+    l->native_running = true;
+    return 0;
+}
+
+static void loop_native_stop(struct loop *l)
+{
+    if (!l->native_running)
+        return;
+    uint64_t one = 1;
+    if (write(l->native_efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+        log_error("cannot stop the native sample waiter: %s", strerror(errno));
+    pthread_join(l->native_thread, NULL);
+    l->native_running = false;
+}
+
+/* A new target: its kernel samples (if any) now wake the sampling thread. */
+static void loop_native_add(struct loop *l, struct target *t)
+{
+    int fd = sampler_native_fd(target_sampler(t));
+    if (fd < 0)
+        return;
+    int err = loop_native_start(l);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
+    if (!err && epoll_ctl(l->native_ep, EPOLL_CTL_ADD, fd, &ev))
+        err = -errno;
+    if (err) /* drained every SAMPLER_NATIVE_DRAIN_NS only: most samples late */
+        log_error("process %d: cannot wait for its kernel samples: %s",
+                  (int)target_info(t)->key.pid, strerror(-err));
+    l->nnative++;
+}
+
+static void loop_native_remove(struct loop *l, struct target *t)
+{
+    int fd = sampler_native_fd(target_sampler(t));
+    if (fd < 0)
+        return;
+    if (l->native_ep >= 0)
+        (void)epoll_ctl(l->native_ep, EPOLL_CTL_DEL, fd, NULL);
+    l->nnative--;
+}
+
+/* Drains every native: full target (on the sampling thread, not under the lock). */
+static void loop_native_drain(struct loop *l)
+{
+    uint64_t now = loop_now(l);
+    for (size_t i = 0; i < l->ntargets; i++)
+        target_native_drain(l->targets[i], now);
+}
+
 /* ---- targets --------------------------------------------------------------- */
 
 /*
@@ -55,6 +160,7 @@ static void loop_end_target(struct loop *l, struct target *t, struct proc_entry 
     if (j)
         loop_job_add(j, target_stats(t));
     fleet_remove(l->fleet, target_slot(t));
+    loop_native_remove(l, t);
     for (size_t i = 0; i < l->ntargets; i++) {
         if (l->targets[i] == t) {
             l->targets[i] = l->targets[--l->ntargets];
@@ -108,13 +214,19 @@ static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdi
     }
     l->targets[l->ntargets++] = t;
     proc_entry_activate(p, t);
+    loop_native_add(l, t);
     for (struct tap_request *r = l->requests; r; r = r->next) {
         if (taps_wants(r, t))
             taps_attach(r, t);
     }
     const struct target_info *ti = target_info(t);
-    log_info("sampling process %d (%s, Python %s) as job '%s' at %g Hz, %s mode", (int)p->key.pid,
-             p->comm, p->version, ti->job_name, ti->rate, profile_mode_name(ti->mode));
+    const char *native = sampler_native(target_sampler(t));
+    log_info("sampling process %d (%s, Python %s) as job '%s' at %g Hz, %s mode%s", (int)p->key.pid,
+             p->comm, p->version, ti->job_name, ti->rate, profile_mode_name(ti->mode),
+             native && strcmp(native, "full") == 0 ? ", C frames from the kernel's samples" : "");
+    if (native && strncmp(native, "markers: ", 9) == 0)
+        log_warn("process %d (%s): native: full refused, <native> markers instead: %s",
+                 (int)p->key.pid, p->comm, native + 9);
 }
 
 /* Ends @t and has its process looked at again as if new (@why, @what: why):
@@ -371,6 +483,8 @@ static uint64_t loop_tick(const struct loop *l)
 {
     uint64_t tick = l->cfg->global.sampling_tick_ns;
     for (size_t i = 0; i < l->ntargets; i++) {
+        if (sampler_native_fd(target_sampler(l->targets[i])) >= 0)
+            continue; /* the kernel samples it: its schedule only drains */
         uint64_t half = target_info(l->targets[i])->interval_ns / 2;
         if (half < tick)
             tick = half;
@@ -414,6 +528,9 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
     loop_requests_tick(l, now);
     (void)fleet_budget(l->fleet, now, clock_thread_cpu(l->opts.clock),
                        l->cfg->global.limits.cpu_budget);
+    for (size_t i = 0; l->nnative && i < l->ntargets;
+         i++) /* the kernel's rate follows the budget */
+        sampler_native_factor(target_sampler(l->targets[i]), fleet_factor(l->fleet));
     fleet_set_tick(l->fleet, loop_tick(l));
     l->next_tick = now + LOOP_TICK_NS;
 }
@@ -446,7 +563,11 @@ void loop_step(struct loop *l, bool force)
         l->kick = false;
         loop_housekeeping(l, now);
     }
+    bool native = l->native_pending;
+    l->native_pending = false;
     pthread_mutex_unlock(&l->mu);
+    if (native)
+        loop_native_drain(l);
     loop_sample_due(l);
 }
 
@@ -503,7 +624,7 @@ static void *loop_main(void *arg)
         }
         pthread_mutex_lock(&l->mu);
         uint64_t until = loop_wake_at(l);
-        if (!l->stop && !l->kick && until > loop_now(l)) {
+        if (!l->stop && !l->kick && !l->native_pending && until > loop_now(l)) {
             struct timespec ts = clock_timespec(until);
             (void)pthread_cond_timedwait(&l->wake, &l->mu, &ts);
         }
@@ -552,6 +673,7 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
     pthread_cond_init(&l->wake, &ca);
     pthread_condattr_destroy(&ca);
     l->opts = *opts;
+    l->native_ep = l->native_efd = -1;
     if (!l->opts.self_pid)
         l->opts.self_pid = getpid();
     if (!l->opts.clock)
@@ -599,6 +721,7 @@ void loop_stop(struct loop *l)
     pthread_mutex_unlock(&l->mu);
     if (running)
         pthread_join(l->thread, NULL);
+    loop_native_stop(l);
     if (!stopped)
         loop_wind_down(l);
     pthread_mutex_lock(&l->mu);
@@ -623,6 +746,11 @@ void loop_free(struct loop *l)
     alloc_free(l->targets);
     alloc_free(l->jobs);
     unwind_scratch_free(l->scratch); /* after every target's unwinder */
+    loop_native_stop(l);
+    if (l->native_ep >= 0)
+        close(l->native_ep);
+    if (l->native_efd >= 0)
+        close(l->native_efd);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->wake);
     alloc_free(l);

@@ -150,7 +150,8 @@ struct loop_job_view {
     struct sampler_counts counts;
     uint64_t windows, windows_dropped, stacks_dropped;
     uint64_t reattached[TARGET_REATTACH_REASONS];
-    uint64_t targets; /* sampled now */
+    struct native_counts native; /* native: full jobs */
+    uint64_t targets;            /* sampled now */
 };
 
 /** One process as /targets lists it. */
@@ -170,6 +171,8 @@ struct loop_proc_view {
     enum profile_mode mode;
     double rate, effective_rate, interval_s;
     char async[320];
+    char native[320]; /* native: full: "full" or "markers: why"; "" otherwise */
+    struct native_counts native_counts;
     struct sampler_counts counts;
     uint64_t windows, windows_dropped, stacks_dropped;
     struct labels labels, meta; /* owned by the view */

@@ -49,6 +49,13 @@ struct loop {
      * wall-clock start is its monotonic start on this pair, so windows tile */
     uint64_t hk_mono;
     int64_t hk_real;
+    /* native: full: the kernel's samples wake the sampling thread through a
+     * helper thread that waits on their descriptors (loop.c, "native") */
+    int native_ep, native_efd; /* -1 until the first such target */
+    pthread_t native_thread;
+    bool native_running;
+    bool native_pending; /* samples wait: drain before sleeping */
+    size_t nnative;      /* targets whose kernel samples are read */
 };
 
 static inline uint64_t loop_now(const struct loop *l)

@@ -36,6 +36,11 @@ void loop_job_add(struct loop_job_view *j, const struct target_stats *t)
     j->counts.retried += c->retried;
     for (size_t i = 0; i < SAMPLE_STATUS_COUNT; i++)
         j->counts.failed_by[i] += c->failed_by[i];
+    j->native.joined += t->native_counts.joined;
+    j->native.cut += t->native_counts.cut;
+    j->native.python_only += t->native_counts.python_only;
+    j->native.c_only += t->native_counts.c_only;
+    j->native.fallbacks += t->native_counts.fallbacks;
     j->windows += t->windows;
     j->windows_dropped += t->windows_dropped;
     j->stacks_dropped += t->stacks_dropped;
@@ -81,6 +86,8 @@ static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
     o->effective_rate = ti->rate * fleet_factor(l->fleet);
     o->interval_s = (double)ti->window_ns / 1e9;
     memcpy(o->async, ts->async, sizeof(o->async));
+    memcpy(o->native, ts->native, sizeof(o->native));
+    o->native_counts = ts->native_counts;
     o->counts = ts->counts;
     o->windows = ts->windows;
     o->windows_dropped = ts->windows_dropped;

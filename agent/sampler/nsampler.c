@@ -42,10 +42,12 @@ struct nsampler {
     uint64_t rescan_at;
     uint64_t refreshed_at; /* the last time the mappings were read again */
     struct nthread threads[NSAMPLER_MAX_THREADS];
+    size_t hi; /* threads[hi...] are free */
     struct native_frame frames[NATIVE_MAX_FRAMES];
     /* the Python read of this drain: valid while read_start is after the
      * samples it is used for */
     const struct unwind_result *read;
+    enum sample_status read_status; /* why read is NULL */
     uint64_t read_start, read_end;
     bool read_done, gone;
     struct nsampler_counts c;
@@ -102,6 +104,8 @@ static int nsampler_open(struct nsampler *s, pid_t tid, char *why, size_t whylen
     }
     *t = (struct nthread){.host_tid = tid, .ns_tid = ns_tid, .seen = true, .ps = ps};
     nsampler_name(s, t);
+    if ((size_t)(t - s->threads) >= s->hi)
+        s->hi = (size_t)(t - s->threads) + 1;
     return 0;
 }
 
@@ -153,6 +157,8 @@ static size_t nsampler_rescan(struct nsampler *s, int *err, char *why, size_t wh
         else if (t->host_tid)
             open++;
     }
+    while (s->hi > 0 && !s->threads[s->hi - 1].host_tid)
+        s->hi--;
     s->c.threads = open;
     return open;
 }
@@ -223,6 +229,25 @@ void nsampler_free(struct nsampler *s)
     alloc_free(s);
 }
 
+int nsampler_set_period(struct nsampler *s, uint64_t period_ns)
+{
+    if (!period_ns)
+        return -EINVAL;
+    int err = 0;
+    s->o.period_ns = period_ns;
+    for (size_t i = 0; i < s->hi; i++) {
+        int e = s->threads[i].ps ? perfsample_set_period(s->threads[i].ps, period_ns) : 0;
+        if (e && !err)
+            err = e;
+    }
+    return err;
+}
+
+uint64_t nsampler_period(const struct nsampler *s)
+{
+    return s->o.period_ns;
+}
+
 int nsampler_fd(const struct nsampler *s)
 {
     return s->ep;
@@ -248,6 +273,7 @@ static void nsampler_read(struct nsampler *s)
     s->read_start = clock_mono_now();
     if (unwinder_sample(s->u, flags, &s->read, &st)) {
         s->read = NULL;
+        s->read_status = st;
         if (st == SAMPLE_PROCESS_GONE)
             s->gone = true;
     }
@@ -294,6 +320,7 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
                                                                               : UINT64_MAX;
     if (ran > s->o.max_ran_ns) {
         s->c.late++;
+        s->c.failed_by[SAMPLE_NATIVE_LATE]++;
         return;
     }
     s->c.ran_sum_ns += ran;
@@ -301,11 +328,13 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
         s->c.ran_max_ns = ran;
     if (!s->read) {
         s->c.failed++;
+        s->c.failed_by[s->read_status]++;
         return;
     }
     const struct unwind_thread *py = nsampler_python_of(s, t->ns_tid);
     if (py && py->status != SAMPLE_OK) {
         s->c.failed++;
+        s->c.failed_by[py->status]++;
         return;
     }
     int nc = native_unwind(s->native, r, s->frames, NATIVE_MAX_FRAMES);
@@ -326,8 +355,9 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
         if (mixed_merge(s->mixed, s->frames, (size_t)nc, NULL, 0, &out, &n) == MIXED_OK && n) {
             s->c.native++;
             nsampler_emit(s, t, py, out, n);
-        } else {
+        } else { /* the copied stack gave no frame */
             s->c.failed++;
+            s->c.failed_by[SAMPLE_READ_FAULT]++;
         }
         return;
     }
@@ -336,14 +366,6 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
         n = mixed_python_only(s->mixed, py->frames, py->nframes, &out);
         nsampler_emit(s, t, py, out, n);
         return;
-    }
-    if (getenv("NS_DEBUG")) {
-        char b[160];
-        fprintf(stderr, "S ran=%llu lag=%llu py=%s c0=%s c1=%s c2=%s\n", (unsigned long long)ran,
-                (unsigned long long)(s->read_end - r->time_ns), py->frames[0].function,
-                mixed_c_name(&s->frames[0], b, sizeof(b)),
-                nc > 1 && s->frames[1].function ? s->frames[1].function : "-",
-                nc > 2 && s->frames[2].function ? s->frames[2].function : "-");
     }
     switch (mixed_merge(s->mixed, s->frames, (size_t)nc, py->frames, py->nframes, &out, &n)) {
     case MIXED_OK:
@@ -361,6 +383,7 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
         break;
     case MIXED_DISAGREE:
         s->c.disagree++;
+        s->c.failed_by[SAMPLE_NATIVE_DISAGREE]++;
         break;
     }
 }
@@ -374,7 +397,7 @@ int nsampler_drain(struct nsampler *s, uint64_t now_ns)
     /* every ring, not only those epoll reports: the readiness of a perf
      * event is consumed by whichever poll asks first (the caller's) */
     s->read_done = false;
-    for (size_t i = 0; i < NSAMPLER_MAX_THREADS; i++) {
+    for (size_t i = 0; i < s->hi; i++) {
         struct nthread *t = &s->threads[i];
         struct perfsample_record r;
         while (t->ps && perfsample_next(t->ps, &r) == 1)

@@ -23,6 +23,8 @@
  *              task clock, read again after the read): it may have moved
  *              on, no sample;
  *   failed     the Python read failed (a torn stack, ...): no sample;
+ *              failed_by says why, by status (native_late and
+ *              native_disagree for the two above);
  *   lost       samples the kernel could not write (a full ring).
  *
  * New threads are found at a rescan of /proc/PID/task every second; a
@@ -40,6 +42,7 @@
 
 #include <sys/types.h>
 
+#include "base/status.h"
 #include "sampler/sampler.h"
 #include "unwind/unwind.h"
 
@@ -61,6 +64,7 @@ struct nsampler_counts {
     uint64_t samples; /* kernel samples taken from the rings: the sum of the next seven */
     uint64_t merged, cut, python, native;
     uint64_t disagree, late, failed;
+    uint64_t failed_by[SAMPLE_STATUS_COUNT]; /* disagree, late and failed, by reason */
     uint64_t lost;
     uint64_t threads, refused; /* threads sampled now; threads perf_event_open refused */
     uint64_t refreshes;        /* mappings read again for an address in none known */
@@ -80,6 +84,15 @@ PYPROFD_WARN_UNUSED int nsampler_new(pid_t pid, struct unwinder *u, const struct
                                      const struct nsampler_opts *o, struct nsampler **out,
                                      char *why, size_t whylen);
 void nsampler_free(struct nsampler *s);
+
+/**
+ * Samples each thread every @a period_ns of its CPU time from now on (the
+ * agent's CPU budget); each sample drained from then on stands for that
+ * long. Returns 0, or the first thread's refusal (-errno).
+ */
+int nsampler_set_period(struct nsampler *s, uint64_t period_ns);
+/** The period samples stand for now. */
+uint64_t nsampler_period(const struct nsampler *s);
 
 /** An epoll descriptor, readable when a sample waits. Owned by @a s. */
 int nsampler_fd(const struct nsampler *s);

@@ -60,4 +60,16 @@ struct sampler_counts {
     uint64_t retried;        /* attempts read a second time because the first read tore */
 };
 
+/**
+ * native: full (sampler/nsampler.h): the kept kernel samples by how their
+ * stacks came out, and the targets that fell back to markers.
+ */
+struct native_counts {
+    uint64_t joined;      /* C and Python frames joined at every entry frame */
+    uint64_t cut;         /* joined as far as the stack copy reached */
+    uint64_t python_only; /* no C frame could be unwound: Python frames and <native> */
+    uint64_t c_only;      /* a thread running no Python */
+    uint64_t fallbacks;   /* targets attached with <native> markers: perf events refused */
+};
+
 #endif /* PYPROFD_SAMPLER_REPORT_H */

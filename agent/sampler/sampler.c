@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/strnum.h"
 #include "base/utf8.h"
+#include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 #include "sampler/schedule.h"
 #include "sampler/threadstat.h"
@@ -88,8 +89,12 @@ struct sampler {
     uint64_t now_ns;       /* of the attempt in progress */
     uint64_t jitter;       /* the next attempt is made this long after it is due */
     struct rand_state rng; /* for the jitter */
-    pid_t *traced;         /* blocking mode: seized TIDs */
-    int *pending;          /* a signal each stopped thread was about to get */
+    /* native: full: the kernel's samples (NULL: not asked, or refused) */
+    struct nsampler *ns;
+    uint64_t native_period; /* the configured period: interval_ns */
+    char native_state[320]; /* sampler_native(): "" when not asked */
+    pid_t *traced;          /* blocking mode: seized TIDs */
+    int *pending;           /* a signal each stopped thread was about to get */
     size_t ntraced;
 };
 
@@ -238,6 +243,45 @@ struct sample_sink sample_sink_agg(struct agg *a)
     return (struct sample_sink){.add = sampler_agg_add, .repeat = sampler_agg_repeat, .arg = a};
 }
 
+/*
+ * native: full's sink: each joined stack goes to every sink in full (the
+ * kernel's samples carry no "unchanged" to coalesce on).
+ */
+static int sampler_native_add(void *arg, const struct sink_sample *x)
+{
+    struct sampler *s = arg;
+    for (size_t q = 0; q < s->nsinks; q++) {
+        const struct sample_sink *sk = &s->sinks[q];
+        if (sk->add && sk->add(sk->arg, x) == 0 && q == 0)
+            s->counts.thread_samples++;
+    }
+    return 0;
+}
+
+/* Opens native: full, or says why not and falls back to markers. */
+static void sampler_native_open(struct sampler *s, uint64_t now_ns)
+{
+    char why[256];
+    struct sample_sink fan = {.add = sampler_native_add, .arg = s};
+    struct nsampler_opts no = {
+        .period_ns = s->opts.interval_ns,
+        .stack_bytes = s->opts.native_stack,
+        .unwind_flags = s->opts.unwind_flags,
+        .proc_root = s->opts.proc_root,
+        .main_only = !(s->opts.unwind_flags & UNWIND_ALL_THREADS),
+    };
+    s->native_period = s->opts.interval_ns;
+    if (nsampler_new(s->pid, s->u, &fan, &no, &s->ns, why, sizeof(why)) == 0) {
+        snprintf(s->native_state, sizeof(s->native_state), "full");
+        /* the schedule only drains and looks for new threads */
+        schedule_init(&s->sched, now_ns, SAMPLER_NATIVE_DRAIN_NS);
+        return;
+    }
+    s->ns = NULL;
+    s->opts.unwind_flags |= UNWIND_NATIVE;
+    snprintf(s->native_state, sizeof(s->native_state), "markers: %s", why);
+}
+
 /* Sink @q changed: no thread's last stack is in it. */
 static void sampler_forget_sink(struct sampler *s, size_t q)
 {
@@ -251,6 +295,8 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
                 const struct sampler_opts *opts, uint64_t now_ns, struct sampler **out)
 {
     if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES || !window || !window->add)
+        return -EINVAL;
+    if (opts->native_full && (opts->mode != PROFILE_CPU || opts->blocking || opts->async))
         return -EINVAL;
     struct sampler *s = alloc_calloc(1, sizeof(*s));
     if (!s)
@@ -273,7 +319,9 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
     schedule_init(&s->sched, now_ns, opts->interval_ns);
     rand_init(&s->rng, (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u);
     s->last_attempt_ns = now_ns;
-    if (opts->mode == PROFILE_CPU)
+    if (opts->native_full)
+        sampler_native_open(s, now_ns);
+    if (opts->mode == PROFILE_CPU && !s->ns)
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
     if (opts->blocking) {
         s->traced = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->traced));
@@ -298,8 +346,9 @@ void sampler_free(struct sampler *s)
         return;
     if (s->traced && s->pending)
         sampler_resume_all(s); /* never leave the target stopped */
-    if (s->opts.mode == PROFILE_CPU)
+    if (s->opts.mode == PROFILE_CPU && !s->ns)
         unwinder_set_on_cpu(s->u, NULL, NULL);
+    nsampler_free(s->ns);
     for (size_t i = 0; i < SAMPLER_THREADS; i++)
         sampler_thread_close(&s->threads[i]);
     alloc_free(s->traced);
@@ -322,6 +371,8 @@ uint64_t sampler_due(const struct sampler *s)
  */
 static void sampler_next_jitter(struct sampler *s, uint64_t now_ns)
 {
+    if (s->ns) /* draining needs no jitter */
+        return;
     s->jitter = schedule_jitter(schedule_due(&s->sched), s->opts.interval_ns, now_ns, &s->rng);
 }
 
@@ -417,6 +468,11 @@ static bool sampler_torn(int err, enum sample_status why, const struct unwind_re
 
 int sampler_attempt(struct sampler *s, uint64_t now_ns)
 {
+    if (s->ns) {
+        schedule_attempted(&s->sched, now_ns);
+        s->last_attempt_ns = now_ns;
+        return nsampler_drain(s->ns, now_ns);
+    }
     s->now_ns = now_ns;
     schedule_attempted(&s->sched, now_ns);
     sampler_next_jitter(s, now_ns);
@@ -484,6 +540,10 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
 
 void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
 {
+    if (s->ns) { /* the budget lowers the kernel's rate instead (sampler_native_factor) */
+        (void)sampler_attempt(s, now_ns);
+        return;
+    }
     for (uint64_t i = 0; i < n; i++)
         schedule_attempted(&s->sched, now_ns);
     sampler_next_jitter(s, now_ns);
@@ -528,8 +588,58 @@ void sampler_remove_tap(struct sampler *s, const void *arg)
         s->nsinks--;
 }
 
+/* native: full's counts as the sampler's: attempts are the kernel's samples. */
+static struct sampler_counts sampler_native_as_counts(const struct sampler *s)
+{
+    struct nsampler_counts n = nsampler_counts(s->ns);
+    struct sampler_counts c = {
+        .attempts = n.samples,
+        .taken = n.merged + n.cut + n.python + n.native,
+        .failed = n.disagree + n.late + n.failed,
+        .missed = n.lost,
+        .thread_samples = s->counts.thread_samples,
+    };
+    memcpy(c.failed_by, n.failed_by, sizeof(c.failed_by));
+    return c;
+}
+
+const char *sampler_native(const struct sampler *s)
+{
+    return s->native_state[0] ? s->native_state : NULL;
+}
+
+int sampler_native_fd(const struct sampler *s)
+{
+    return s->ns ? nsampler_fd(s->ns) : -1;
+}
+
+int sampler_native_drain(struct sampler *s, uint64_t now_ns)
+{
+    return s->ns ? nsampler_drain(s->ns, now_ns) : 0;
+}
+
+void sampler_native_factor(struct sampler *s, double factor)
+{
+    if (!s->ns || !(factor > 0))
+        return;
+    double p = (double)s->native_period / (factor < 1 ? factor : 1);
+    uint64_t period = p >= 1e12 ? 1000000000000ull : (uint64_t)p;
+    if (period != nsampler_period(s->ns))
+        (void)nsampler_set_period(s->ns, period); /* a thread that refuses keeps its period */
+}
+
+bool sampler_native_counts(const struct sampler *s, struct nsampler_counts *out)
+{
+    if (!s->ns)
+        return false;
+    *out = nsampler_counts(s->ns);
+    return true;
+}
+
 struct sampler_counts sampler_counts(const struct sampler *s)
 {
+    if (s->ns)
+        return sampler_native_as_counts(s);
     struct sampler_counts c = s->counts;
     c.missed = schedule_given_up(&s->sched);
     return c;
@@ -537,6 +647,8 @@ struct sampler_counts sampler_counts(const struct sampler *s)
 
 struct sampler_counts sampler_counts_final(const struct sampler *s)
 {
+    if (s->ns)
+        return sampler_native_as_counts(s);
     struct sampler_counts c = s->counts;
     /* an attempt is late once its whole interval (where its random point
      * lies) has gone by: those due up to one interval before the last */

@@ -23,6 +23,14 @@
  * With blocking set, every thread of the target is stopped with ptrace around
  * each sample (exact stacks, at a cost to the target).
  *
+ * With native_full, the kernel drives: each thread of the target is sampled
+ * every interval of its own CPU time (a perf event), and sampler_native_fd()
+ * becomes readable when samples wait; the caller then calls
+ * sampler_native_drain() soon (each sample is kept only when the Python
+ * stack is read within a millisecond of the thread's CPU time). The
+ * scheduled attempts then only drain what waits and look for new threads,
+ * every SAMPLER_NATIVE_DRAIN_NS. Counts: attempts are the kernel's samples.
+ *
  * With an asyncio walker (unwind/asyncio.h), threads running asyncio tasks
  * are counted with their logical (await-chain) stacks instead, labelled with
  * the task name; a torn task graph is a failed attempt like a torn stack.
@@ -55,6 +63,13 @@ struct sampler_opts {
      * an asyncio task is counted with its logical stack, labelled with the
      * task's name; in ASYNCIO_ALL mode suspended tasks are counted too */
     struct asyncio *async;
+    /* native: full (mode cpu, not with blocking or async): the samples come
+     * from the kernel's samples of each thread, every interval_ns of its CPU
+     * time, with their C frames (sampler/nsampler.h), not from the schedule.
+     * Where perf events are refused the sampler falls back to the schedule
+     * with UNWIND_NATIVE markers, and sampler_native() says why. */
+    bool native_full;
+    uint32_t native_stack; /* bytes of user stack per kernel sample; 0: the default */
 };
 
 /** One thread's stack as a sink gets it; valid during the call only. */
@@ -96,17 +111,22 @@ struct sample_sink {
 /** The sink that adds to aggregation window @a a (borrowed): agg_add_in(), agg_repeat_in(). */
 struct sample_sink sample_sink_agg(struct agg *a);
 
+/** How often a native_full sampler's scheduled attempt drains (and looks for new threads). */
+#define SAMPLER_NATIVE_DRAIN_NS 100000000ull
+
 /** Sinks besides the window that a sampler may also feed at once (sampler_add_tap). */
 #define SAMPLER_MAX_TAPS 4
 
 struct sampler;
+struct nsampler_counts;
 
 /**
  * Prepares sampling of @a pid through @a u (borrowed; the unwinder of that
  * process) into @a window (copied; what it points to is borrowed): the sink
  * whose takes count as thread samples. The schedule starts at @a now_ns.
- * Returns 0, -EINVAL for bad options, -EPERM when blocking cannot attach,
- * -ENOMEM.
+ * Returns 0, -EINVAL for bad options (native_full without mode cpu, or with
+ * blocking or async), -EPERM when blocking cannot attach, -ENOMEM. A refusal
+ * of native_full is no error: the sampler falls back (sampler_native()).
  */
 PYPROFD_WARN_UNUSED int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
                                     const struct sampler_opts *opts, uint64_t now_ns,
@@ -173,5 +193,32 @@ struct sampler_counts sampler_counts(const struct sampler *s);
  * said.
  */
 struct sampler_counts sampler_counts_final(const struct sampler *s);
+
+/**
+ * What native_full came to: NULL when it was not asked for; "full" when the
+ * kernel's samples are read; else "markers: " and why perf events were
+ * refused (a fallback). Owned by @a s.
+ */
+const char *sampler_native(const struct sampler *s);
+
+/** With native: full active, its epoll descriptor (readable when samples wait); else -1. */
+int sampler_native_fd(const struct sampler *s);
+
+/**
+ * Processes the kernel's samples that wait (native: full), at @a now_ns.
+ * Returns 0 (also when native: full is not active), or -ESRCH when the
+ * process is gone.
+ */
+int sampler_native_drain(struct sampler *s, uint64_t now_ns);
+
+/**
+ * With native: full active, samples every interval / @a factor of each
+ * thread's CPU time from now on (the agent's CPU budget: the kernel takes
+ * fewer samples; each stands for the longer period). A no-op otherwise.
+ */
+void sampler_native_factor(struct sampler *s, double factor);
+
+/** The counts of the kernel's samples (native: full active): true; else false. */
+bool sampler_native_counts(const struct sampler *s, struct nsampler_counts *out);
 
 #endif /* PYPROFD_SAMPLER_SAMPLER_H */

@@ -6,6 +6,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
+#include "sampler/nsampler.h"
 #include "sampler/target_internal.h"
 #include "unwind/asyncio.h"
 #include "unwind/unwind.h"
@@ -83,10 +84,14 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
         .mode = job->mode,
         .interval_ns = t->info.interval_ns,
         .unwind_flags = (job->all_threads ? UNWIND_ALL_THREADS : 0u) |
-                        (job->native ? UNWIND_NATIVE : 0u) | (job->gc ? 0u : UNWIND_NO_GC) |
-                        (job->opcodes ? UNWIND_OPCODES : 0u),
+                        (job->native == CONFIG_NATIVE_TRUE || job->native == CONFIG_NATIVE_MARKERS
+                             ? UNWIND_NATIVE
+                             : 0u) |
+                        (job->gc ? 0u : UNWIND_NO_GC) | (job->opcodes ? UNWIND_OPCODES : 0u),
         .async = t->aio,
         .proc_root = env->cfg->discovery.proc_root,
+        /* (the config refuses full with another mode or async_aware) */
+        .native_full = job->native == CONFIG_NATIVE_FULL && job->mode == PROFILE_CPU && !t->aio,
     };
     struct sample_sink window = sample_sink_agg(t->win);
     err = sampler_new(p->key.pid, t->u, &window, &so,
@@ -94,6 +99,11 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     if (err) {
         snprintf(p->reason, sizeof(p->reason), "cannot sample: %s", strerror(-err));
         goto fail;
+    }
+    const char *native = sampler_native(t->s);
+    if (native) {
+        snprintf(t->stats.native, sizeof(t->stats.native), "%s", native);
+        t->stats.native_counts.fallbacks = strcmp(native, "full") != 0;
     }
     t->win_start = now;
     t->win_start_real = now_real;
@@ -313,6 +323,24 @@ uint64_t target_next_stuck_ns(const struct target *t, enum target_reattach why)
     return t->stuck_ns >= TARGET_STUCK_MAX_NS / 2 ? TARGET_STUCK_MAX_NS : 2 * t->stuck_ns;
 }
 
+void target_native_drain(struct target *t, uint64_t now)
+{
+    if (!t->gone && sampler_native_drain(t->s, now) == -ESRCH)
+        t->gone = true;
+}
+
+/* native: full's outcome counts, as of now. */
+static void target_native_counts(struct target *t)
+{
+    struct nsampler_counts n;
+    if (!sampler_native_counts(t->s, &n))
+        return;
+    t->stats.native_counts.joined = n.merged;
+    t->stats.native_counts.cut = n.cut;
+    t->stats.native_counts.python_only = n.python;
+    t->stats.native_counts.c_only = n.native;
+}
+
 void target_sample(struct target *t, uint64_t now, uint64_t skip)
 {
     if (t->gone)
@@ -346,6 +374,7 @@ enum target_check target_housekeep(struct target *t, struct window_queue *q, con
                                    char *what, size_t whatlen)
 {
     t->stats.counts = sampler_counts(t->s);
+    target_native_counts(t);
     if (!t->gone && target_stale(t, proc_root, now, why)) {
         target_stale_words(t, *why, now, what, whatlen);
         return TARGET_STALE;
@@ -367,4 +396,5 @@ void target_finish(struct target *t, struct window_queue *q, uint64_t now, int64
 {
     (void)target_cut(t, q, now, now_real, true);
     t->stats.counts = sampler_counts_final(t->s);
+    target_native_counts(t);
 }

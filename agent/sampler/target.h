@@ -77,6 +77,10 @@ struct target_stats {
     uint64_t windows, windows_dropped;
     uint64_t stacks_dropped; /* at a window's caps, in windows cut so far */
     char async[320];         /* what /targets says about async ("" when not async-aware) */
+    /* native: full: "full", or "markers: " and why perf events were refused;
+     * "" when the job did not ask for it */
+    char native[320];
+    struct native_counts native_counts;
 };
 
 /** @a t's identity and configuration. */
@@ -91,6 +95,11 @@ struct sampler *target_sampler(struct target *t);
 struct fleet_slot *target_slot(struct target *t);
 /** The target whose fleet slot is @a s (every slot in the loop's fleet is one). */
 struct target *target_of_slot(struct fleet_slot *s);
+/**
+ * Processes @a t's waiting kernel samples (native: full; else a no-op) at
+ * @a now, on the sampling thread: sets it gone when the process is.
+ */
+void target_native_drain(struct target *t, uint64_t now);
 /** When @a t's next attempt is due (sampler_due()). */
 uint64_t target_due(const struct target *t);
 /**

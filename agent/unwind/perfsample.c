@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -249,6 +250,12 @@ int perfsample_cpu_ns(const struct perfsample *p, uint64_t *out)
         return n < 0 ? -errno : -EIO;
     *out = v;
     return 0;
+}
+
+int perfsample_set_period(struct perfsample *p, uint64_t period_ns)
+{
+    uint64_t v = period_ns ? period_ns : 1;
+    return ioctl(p->fd, PERF_EVENT_IOC_PERIOD, &v) ? -errno : 0;
 }
 
 int perfsample_fd(const struct perfsample *p)

@@ -113,6 +113,12 @@ int perfsample_next(struct perfsample *p, struct perfsample_record *out);
  */
 int perfsample_cpu_ns(const struct perfsample *p, uint64_t *out);
 /**
+ * Samples every @a period_ns of the thread's CPU time from the next sample
+ * on (PERF_EVENT_IOC_PERIOD: the agent's CPU budget). Returns 0 or a
+ * negative errno.
+ */
+int perfsample_set_period(struct perfsample *p, uint64_t period_ns);
+/**
  * The event's file descriptor, for poll()/epoll: readable when a sample is
  * in the ring (every sample wakes). Owned by @a p.
  */

@@ -187,6 +187,18 @@ static json_object *views_proc(const struct loop_proc_view *t, bool hide)
     json_object_object_add(o, "mode", json_object_new_string(profile_mode_name(t->mode)));
     if (t->async[0])
         json_object_object_add(o, "async", json_object_new_string(t->async));
+    if (t->native[0]) {
+        json_object_object_add(o, "native", json_object_new_string(t->native));
+        json_object *nc = json_object_new_object();
+        if (nc) {
+            json_object_object_add(nc, "joined", json_object_new_uint64(t->native_counts.joined));
+            json_object_object_add(nc, "cut", json_object_new_uint64(t->native_counts.cut));
+            json_object_object_add(nc, "python_only",
+                                   json_object_new_uint64(t->native_counts.python_only));
+            json_object_object_add(nc, "c_only", json_object_new_uint64(t->native_counts.c_only));
+        }
+        json_object_object_add(o, "native_samples", nc);
+    }
     json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));
     json_object_object_add(o, "effective_rate_hz", json_object_new_double(t->effective_rate));
     json_object_object_add(o, "profile_interval_seconds", json_object_new_double(t->interval_s));
@@ -284,6 +296,10 @@ static const struct {
      "Thread stacks sampled but not kept: their window was full "
      "(limits.target_memory_bytes), counted when the window is cut.",
      offsetof(struct loop_job_view, stacks_dropped)},
+    {"pyprofd_native_fallbacks_total",
+     "Targets of native: full jobs sampled with <native> markers instead, because perf events "
+     "were refused (/targets says why).",
+     offsetof(struct loop_job_view, native.fallbacks)},
     {"pyprofd_profiles_total", "Profile windows handed to the outputs, by job.",
      offsetof(struct loop_job_view, windows)},
     {"pyprofd_profiles_dropped_total",
@@ -399,6 +415,25 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
                                   PROMTEXT_LABELS({"job", v->jobs[k].name},
                                                   {"reason", status_name((enum sample_status)s)}),
                                   (double)v->jobs[k].counts.failed_by[s]);
+    }
+    if (!err)
+        err = promtext_family(w, "pyprofd_native_samples_total", PROMTEXT_COUNTER,
+                              "native: full: kernel samples kept, by job and how C and Python "
+                              "frames came together (joined, cut at the stack copy, python_only, "
+                              "c_only).");
+    for (size_t k = 0; !err && k < v->njobs; k++) {
+        const struct native_counts *n = &v->jobs[k].native;
+        const struct {
+            const char *name;
+            uint64_t v;
+        } out[] = {{"joined", n->joined},
+                   {"cut", n->cut},
+                   {"python_only", n->python_only},
+                   {"c_only", n->c_only}};
+        for (size_t o = 0; !err && o < PYPROFD_ARRAY_SIZE(out); o++)
+            err = promtext_sample(
+                w, NULL, PROMTEXT_LABELS({"job", v->jobs[k].name}, {"outcome", out[o].name}),
+                (double)out[o].v);
     }
     if (!err)
         err = promtext_family(w, "pyprofd_target_reattaches_total", PROMTEXT_COUNTER,

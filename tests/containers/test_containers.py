@@ -255,7 +255,8 @@ class ContainersTest(livelib.Scenario):
                          (0, 1, 2, True), sec)
         self.assertEqual((sec["host_pid_ns"], sec["host_net_ns"]), (host_pid_ns, True), sec)
 
-    def daemonset_config(self):
+    def daemonset_config(self, native=None):
+        job_native = f"    native: {native}\n" if native else ""
         return f"""\
 global:
   sample_rate: 100
@@ -266,7 +267,7 @@ discovery:
   min_process_age: 200ms
 profile_configs:
   - job_name: containers
-    relabel_configs:
+{job_native}    relabel_configs:
       - source_labels: [__meta_process_commandline]
         regex: '.*/{self.token}_busy[.]py.*'
         action: keep
@@ -385,6 +386,37 @@ server:
         self.assertIn(self.targets["kubepods"]["function"], folded, rec.stderr)
         return rec.stderr, folded
 
+    def agent_native(self, agent, permitted):
+        """The agent itself with a job's native: full: each target "full" in /targets and
+        C frames in its profile, or "markers: <why>" and counted as a fallback."""
+        entries = {shape: agent.http.wait_state(t["container"].pid, "active", timeout=15)
+                   for shape, t in self.targets.items()}
+        for shape, e in entries.items():
+            if permitted:
+                self.assertEqual(e.get("native"), "full", f"{shape}: {e}")
+            else:
+                self.assertRegex(e.get("native", ""), r"^markers: perf_event_open refused "
+                                 r"\(EPERM\): a seccomp filter", f"{shape}: {e}")
+        raw = self.profile_raw(agent, f"native-{permitted}.pb.gz")
+        for t in self.targets.values():
+            self.assertIn(t["function"], raw)
+        metrics = agent.http.metrics()
+        fallbacks = agent.http.metric('pyprofd_native_fallbacks_total{job="containers"}', metrics)
+        joined = agent.http.metric(
+            'pyprofd_native_samples_total{job="containers",outcome="joined"}', metrics)
+        self.assertEqual(fallbacks, 0 if permitted else len(self.targets), metrics[-3000:])
+        if permitted:
+            self.assertIn("Py_RunMain", raw)
+            self.assertGreater(joined, 0)
+        else:
+            self.assertNotIn("Py_RunMain", raw)
+            self.assertIn("<native>", raw)
+            self.assertEqual(joined, 0)
+            self.assertIn("native: full refused, <native> markers instead", agent.log())
+        livelib.note(f"agent native ({'permitted' if permitted else 'refused'}): "
+                     f"{next(iter(entries.values())).get('native', '?')[:100]}; joined {joined}, "
+                     f"fallbacks {fallbacks}")
+
     def step_native(self):
         """--native=full in the agent's container: with CAP_SYS_PTRACE alone the runtime's
         seccomp profile refuses perf_event_open, and record falls back to <native>
@@ -407,9 +439,10 @@ server:
         pid = str(self.targets["kubepods"]["container"].pid)
         for caps in (["CAP_SYS_PTRACE"], with_perf):
             name = "agent-native-" + "-".join(c[4:].lower() for c in caps)
-            agent = self.agent_container(name, caps, self.daemonset_config())
+            agent = self.agent_container(name, caps, self.daemonset_config(native="full"))
             try:
                 self.check_security(agent, caps)
+                self.agent_native(agent, caps == with_perf)
                 probe = agent.exec(pyprofd, "probe", pid).stdout
                 err, folded = self.native_record(agent)
                 if caps != with_perf:

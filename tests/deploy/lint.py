@@ -26,7 +26,7 @@ Checks (README.md next to this file explains each):
     subjects, serviceAccountName and non-optional ConfigMap/Secret volumes
     exist in the bundle;
   * no hostPort, privileged, hostPath or hostNetwork; added capabilities
-    only from {SYS_PTRACE, CHECKPOINT_RESTORE}, after dropping ALL;
+    only from {SYS_PTRACE, CHECKPOINT_RESTORE, PERFMON}, after dropping ALL;
   * pyprofd's args: subcommand agent, every flag in `pyprofd agent --help`.
 """
 import base64
@@ -38,7 +38,7 @@ import sys
 import yaml
 from kubernetes import client
 
-ALLOWED_CAPS = {"SYS_PTRACE", "CHECKPOINT_RESTORE"}
+ALLOWED_CAPS = {"SYS_PTRACE", "CHECKPOINT_RESTORE", "PERFMON"}
 WORKLOADS = {"DaemonSet", "Deployment", "StatefulSet", "ReplicaSet", "Job"}
 # Fields typed dict(str, str) by the client whose values are Quantities: the
 # API takes a number there too.

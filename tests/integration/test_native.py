@@ -338,6 +338,98 @@ class PprofTest(unittest.TestCase):
         self.assertIn("hash_loop", top.stdout)
 
 
+def pprof_traces(path, tmp):
+    """go tool pprof -traces of @path: [(value in ms, frames root first)]."""
+    out = subprocess.run([livelib.go_binary(), "tool", "pprof", "-traces", path],
+                         capture_output=True, text=True, timeout=120, env=livelib.go_env(tmp))
+    if out.returncode != 0:
+        raise AssertionError(f"go tool pprof -traces: {out.stderr}")
+    traces, cur = [], None
+    for line in out.stdout.splitlines():
+        m = re.match(r"^\s+([0-9.]+)(s|ms|us)\s+(\S.*)$", line)
+        if line.startswith("-----------+"):
+            cur = None
+        elif m:
+            ms = float(m.group(1)) * {"s": 1000.0, "ms": 1.0, "us": 0.001}[m.group(2)]
+            cur = [m.group(3)]
+            traces.append((ms, cur))
+        elif cur is not None and line.startswith("             ") and line.strip():
+            cur.append(line.strip())
+    return [(ms, frames[::-1]) for ms, frames in traces]
+
+
+class AgentTest(unittest.TestCase):
+    """The agent with a job's native: full (the fallback is tested in a container:
+    tests/containers/test_containers.py, step native)."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = perf_refused()
+        if why:
+            raise unittest.SkipTest(f"perf events refused here: {why}")
+        cls.tmp = livelib.scratch()
+
+    def test_agent_native_full(self):
+        """native_work on 3.13 under an agent job with native: full: /targets says full,
+        a 3 s /debug/pprof/profile has OpenSSL's frames below hash_loop in >= 80 % of its
+        samples, /metrics counts the kept samples by outcome and they add up"""
+        target = livelib.start_target(self.tmp, "native_work", "3.13")
+        agent = None
+        try:
+            agent = livelib.Agent(self.tmp, "native-agent", f"""\
+global: {{mode: cpu, sample_rate: 100, profile_interval: 1m}}
+discovery: {{refresh_interval: 1s, min_process_age: 200ms}}
+profile_configs:
+  - job_name: native
+    native: full
+    relabel_configs:
+      - source_labels: [__meta_process_pid]
+        regex: '{target.pid}'
+        action: keep
+server:
+  listen_address: 127.0.0.1:{{port}}
+""").wait_http()
+            e = agent.wait_state(target.pid, "active", timeout=15)
+            self.assertEqual(e.get("native"), "full", e)
+            status, body = agent.get(f"/debug/pprof/profile?seconds=3&pid={target.pid}")
+            self.assertEqual(status, 200, body[:300])
+            path = os.path.join(self.tmp, "agent-native.pb.gz")
+            with open(path, "wb") as f:
+                f.write(body)
+            traces = pprof_traces(path, self.tmp)
+            metrics = agent.metrics()
+            e = agent.targets()[target.pid]
+        finally:
+            target.stop()
+            if agent:
+                self.assertEqual(agent.stop(), 0, agent.log())
+        total = sum(ms for ms, _ in traces)
+        in_hash = sum(ms for ms, f in traces if "hash_loop" in f)
+        crypto = re.compile(r"^(SHA256_\w+|EVP_\w+|libcrypto\.so[.\d]*\+0x[0-9a-f]+)$")
+        sha_ok = sum(ms for ms, f in traces
+                     if below(f, "hash_loop", lambda x: crypto.match(x) is not None))
+        self.assertGreater(total, 1000, traces[:3])  # 3 s of a busy thread at 100 Hz
+        self.assertGreater(in_hash, 200, traces[:3])
+        livelib.within(self, "agent: hash_loop's time with OpenSSL frames below",
+                       sha_ok / in_hash, 0.80, 1.0)
+        livelib.within(self, "agent: time rooted in Py_RunMain",
+                       sum(ms for ms, f in traces if "Py_RunMain" in f) / total, 0.90, 1.0)
+        # every kept kernel sample is counted once, by outcome; so is every one not kept
+        kept = {o: agent.metric(f'pyprofd_native_samples_total{{job="native",outcome="{o}"}}',
+                                metrics) for o in ("joined", "cut", "python_only", "c_only")}
+        samples = agent.metric('pyprofd_samples_total{job="native"}', metrics)
+        failed = agent.metric('pyprofd_samples_failed_total{job="native"}', metrics)
+        late = agent.metric('pyprofd_sample_errors_total{job="native",reason="native_late"}',
+                            metrics)
+        self.assertEqual(sum(kept.values()), samples, kept)
+        self.assertGreater(kept["joined"], 0.8 * samples, kept)
+        self.assertEqual(e["native_samples"]["joined"] >= kept["joined"], True, e)
+        livelib.within(self, "agent: kernel samples not kept (late, disagreeing, failed)",
+                       failed / (samples + failed), 0.0, 0.10)
+        self.assertEqual(agent.metric('pyprofd_native_fallbacks_total{job="native"}', metrics), 0)
+        livelib.note(f"agent native: full: {kept}, failed {failed:.0f} (late {late:.0f})")
+
+
 def _make(kind, version):
     def t(self):
         getattr(self, kind)(version)

@@ -149,7 +149,7 @@ static void test_config__default_config(void **state)
     assert_int_equal(c->jobs[0].mode, PROFILE_CPU);
     assert_true(c->jobs[0].all_threads);
     assert_true(c->jobs[0].gc);
-    assert_false(c->jobs[0].native);
+    assert_int_equal(c->jobs[0].native, CONFIG_NATIVE_OFF);
     assert_false(c->jobs[0].async_aware);
     assert_non_null(c->jobs[0].relabel);
     assert_int_equal(relabel_count(c->jobs[0].relabel), 0);
@@ -189,7 +189,7 @@ static void test_config__inheritance_and_overrides(void **state)
     assert_int_equal(c->jobs[1].mode, PROFILE_WALL);
     assert_true(c->jobs[1].profile_interval_ns == 60 * NS_PER_SEC);
     assert_false(c->jobs[1].gc);
-    assert_true(c->jobs[1].native);
+    assert_int_equal(c->jobs[1].native, CONFIG_NATIVE_TRUE);
     assert_true(c->jobs[1].async_aware);
     assert_false(c->jobs[1].all_threads);
     assert_int_equal(c->jobs[1].async_mode, CONFIG_ASYNC_ALL);
@@ -474,6 +474,19 @@ static void test_config__job_errors(void **state)
                   {"5:17", "profile_configs[0].async_mode: 'all' needs mode wall, not cpu"});
     expect_errors("profile_configs:\n  - job_name: a\n    mode: gil\n    async_mode: all\n",
                   {"4:17", "'all' needs mode wall, not gil"});
+    /* native: full needs cpu mode (inherited too), and no async_aware */
+    expect_errors("global: {mode: wall}\nprofile_configs:\n  - job_name: a\n    native: full\n",
+                  {"4:13", "profile_configs[0].native: 'full' needs mode cpu, not wall"});
+    expect_errors("profile_configs:\n  - job_name: a\n    native: full\n    async_aware: true\n",
+                  {"3:13", "'full' does not combine with async_aware yet"});
+    expect_errors("profile_configs:\n  - job_name: a\n    native: some\n",
+                  {"3:13", "unknown native 'some' (one of false, true, markers, full)"});
+    struct pyprofd_config *c = load_ok("profile_configs:\n  - job_name: a\n    native: full\n"
+                                       "  - job_name: b\n    native: markers\n",
+                                       false);
+    assert_int_equal(c->jobs[0].native, CONFIG_NATIVE_FULL);
+    assert_int_equal(c->jobs[1].native, CONFIG_NATIVE_MARKERS);
+    config_free(c);
 }
 
 static void test_config__relabel_errors(void **state)

@@ -50,12 +50,16 @@ static void check(uint64_t eff, const char *want)
 static void test_privileges__reports_what_is_missing(void **state)
 {
     (void)state;
-    check(0, "CAP_SYS_PTRACE CAP_CHECKPOINT_RESTORE CAP_SYS_ADMIN CAP_DAC_READ_SEARCH ");
-    /* the DaemonSet's set: only the optional DAC_READ_SEARCH is left */
-    check(BIT(19) | BIT(40), "CAP_DAC_READ_SEARCH ");
+    check(0, "CAP_SYS_PTRACE CAP_CHECKPOINT_RESTORE CAP_SYS_ADMIN CAP_DAC_READ_SEARCH "
+             "CAP_PERFMON ");
+    /* the DaemonSet's set: only the optional DAC_READ_SEARCH and PERFMON are left */
+    check(BIT(19) | BIT(40), "CAP_DAC_READ_SEARCH CAP_PERFMON ");
+    /* with components/native */
+    check(BIT(19) | BIT(40) | BIT(38), "CAP_DAC_READ_SEARCH ");
     /* SYS_PTRACE alone (the sidecar): map_files is what is lost */
-    check(BIT(19), "CAP_CHECKPOINT_RESTORE CAP_SYS_ADMIN CAP_DAC_READ_SEARCH ");
-    /* an old kernel's way to map_files stands in for CHECKPOINT_RESTORE */
+    check(BIT(19), "CAP_CHECKPOINT_RESTORE CAP_SYS_ADMIN CAP_DAC_READ_SEARCH CAP_PERFMON ");
+    /* an old kernel's way to map_files stands in for CHECKPOINT_RESTORE, and
+     * SYS_ADMIN for PERFMON */
     check(BIT(19) | BIT(21) | BIT(2), "");
     check(~UINT64_C(0), "");
 }

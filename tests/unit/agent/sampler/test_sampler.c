@@ -10,6 +10,7 @@
 #include "aggregate/agg.h"
 #include "memread_fake.h"
 #include "pyimage.h"
+#include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 
 #define INTERVAL 10000000ull /* 100 Hz */
@@ -344,6 +345,50 @@ static void test_sampler__a_torn_read_is_read_again_once(void **state)
     proc_close(&p);
 }
 
+/*
+ * native_full: only in cpu mode, without blocking or async; where the
+ * kernel's samples cannot be had (here: no such process under the proc
+ * root) the sampler falls back to the schedule with markers and says why.
+ */
+static void test_sampler__native_full_falls_back_saying_why(void **state)
+{
+    (void)state;
+    struct proc p;
+    proc_open(&p, PROC_WELL);
+    struct rec win = {0};
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler *s = NULL;
+    struct sampler_opts o = {.mode = PROFILE_WALL,
+                             .interval_ns = INTERVAL,
+                             .native_full = true,
+                             .proc_root = "/nonexistent-proc"};
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), -EINVAL);
+    o.mode = PROFILE_CPU;
+    o.blocking = true;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), -EINVAL);
+    o.blocking = false;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    const char *why = sampler_native(s);
+    assert_non_null(why);
+    assert_true(strncmp(why, "markers: ", 9) == 0);
+    assert_true(strlen(why) > 9);
+    assert_int_equal(sampler_native_fd(s), -1);
+    assert_int_equal(sampler_native_drain(s, START), 0);
+    struct nsampler_counts nc;
+    assert_false(sampler_native_counts(s, &nc));
+    /* on the schedule as usual: due at once, an attempt counted */
+    assert_int_equal(sampler_due(s), START);
+    assert_int_equal(sampler_attempt(s, START), 0);
+    assert_int_equal(sampler_counts(s).attempts, 1);
+    sampler_free(s);
+    /* not asked: nothing to say */
+    o.native_full = false;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    assert_null(sampler_native(s));
+    sampler_free(s);
+    proc_close(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_sampler__skipped_runs_keep_the_grid),
         cmocka_unit_test(test_sampler__sinks_get_every_stack_under_the_coalescing_contract),
         cmocka_unit_test(test_sampler__a_torn_read_is_read_again_once),
+        cmocka_unit_test(test_sampler__native_full_falls_back_saying_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
