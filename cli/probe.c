@@ -84,8 +84,9 @@ static int probe_one(pid_t pid, enum memread_backend backend)
     if (!perf)
         printf("  native    --native=full falls back to <native> markers here\n");
     else if (l->version.major == 3 && l->version.minor < 12)
-        printf("  native    --native=full: Python frames with <native> markers (Python %u.%u "
-               "keeps no entry frames on the C stack to join C frames at; 3.12+ does)\n",
+        printf("  native    --native=full: C and Python frames joined, from the kernel's "
+               "samples (at the C frames named _PyEval_EvalFrameDefault: Python %u.%u keeps no "
+               "entry frames on the C stack)\n",
                l->version.major, l->version.minor);
     else
         printf("  native    --native=full: C and Python frames joined, from the kernel's "

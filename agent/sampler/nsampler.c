@@ -352,7 +352,8 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
     size_t n;
     if (!py || py->nframes == 0) {
         /* no Python on this thread: its C frames alone */
-        if (mixed_merge(s->mixed, s->frames, (size_t)nc, NULL, 0, &out, &n) == MIXED_OK && n) {
+        if (mixed_merge(s->mixed, s->frames, (size_t)nc, false, NULL, 0, &out, &n) == MIXED_OK &&
+            n) {
             s->c.native++;
             nsampler_emit(s, t, py, out, n);
         } else { /* the copied stack gave no frame */
@@ -367,7 +368,8 @@ static void nsampler_one(struct nsampler *s, struct nthread *t, const struct per
         nsampler_emit(s, t, py, out, n);
         return;
     }
-    switch (mixed_merge(s->mixed, s->frames, (size_t)nc, py->frames, py->nframes, &out, &n)) {
+    switch (mixed_merge(s->mixed, s->frames, (size_t)nc, native_complete(s->native), py->frames,
+                        py->nframes, &out, &n)) {
     case MIXED_OK:
         s->c.merged++;
         nsampler_emit(s, t, py, out, n);

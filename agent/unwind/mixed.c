@@ -97,30 +97,103 @@ static ptrdiff_t mixed_frame_of(const struct native_frame *c, size_t nc, uint64_
     return (ptrdiff_t)nc;
 }
 
-enum mixed_result mixed_merge(struct mixed *m, const struct native_frame *c, size_t nc,
-                              const struct unwind_frame *py, size_t npy,
-                              const struct unwind_frame **out, size_t *nout)
+/*
+ * The evaluation loop's C frame by its exported symbol: how the loops are
+ * found where the entry frames are not on the C stack (3.9-3.11).
+ */
+static bool mixed_is_loop(const struct native_frame *f)
 {
-    if (nc > NATIVE_MAX_FRAMES || npy > UNWIND_MAX_DEPTH)
-        return MIXED_DISAGREE;
-    /* where each entry frame is among the C frames, checked first */
-    size_t entries = 0;
+    return f->function && strcmp(f->function, "_PyEval_EvalFrameDefault") == 0;
+}
+
+/*
+ * Whether Python frame @f ends a stretch that one evaluation loop runs:
+ * its entry marker (3.11+), or, with none in the stack (3.9, 3.10: each
+ * frame object has its own loop), every frame that is not a marker.
+ */
+static bool mixed_ends_stretch(const struct unwind_frame *f, bool per_frame)
+{
+    return per_frame ? f->kind == UNWIND_FRAME_PYTHON || f->kind == UNWIND_FRAME_UNREADABLE
+                     : mixed_is_entry(f);
+}
+
+/* 3.12+: each entry frame lies in its loop's C frame. Fills loop_of; returns false to disagree. */
+static bool mixed_place_by_address(struct mixed *m, const struct native_frame *c, size_t nc,
+                                   const struct unwind_frame *py, size_t npy, size_t *entries)
+{
     ptrdiff_t prev = -1;
     for (size_t i = 0; i < npy; i++) {
         if (!mixed_is_entry(&py[i]))
             continue;
-        if (!py[i].frame_raddr)
-            return MIXED_NO_ENTRY;
-        if (!nc)
-            return MIXED_DISAGREE;
+        if (!py[i].frame_raddr || !nc)
+            return false;
         ptrdiff_t at = mixed_frame_of(c, nc, py[i].frame_raddr);
         if (at < 0 || (at <= prev && at != (ptrdiff_t)nc))
-            return MIXED_DISAGREE; /* off the sampled stack, or two loops in one frame */
-        m->loop_of[entries++] = (size_t)at;
+            return false; /* off the sampled stack, or two loops in one frame */
+        m->loop_of[(*entries)++] = (size_t)at;
         prev = at;
     }
-    if (entries == 0 && npy && !nc)
+    return true;
+}
+
+/*
+ * 3.9-3.11: the loops are the C frames named _PyEval_EvalFrameDefault, one
+ * per stretch, innermost first, as many as there are stretches: a stretch
+ * beyond the last C frame is cut there when the unwinding stopped short of
+ * the outermost frame (@c_complete false); any other difference in number
+ * is a disagreement. Fills loop_of; returns false to disagree.
+ */
+static bool mixed_place_by_symbol(struct mixed *m, const struct native_frame *c, size_t nc,
+                                  bool c_complete, const struct unwind_frame *py, size_t npy,
+                                  bool per_frame, size_t *entries)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < npy; i++) {
+        if (!mixed_ends_stretch(&py[i], per_frame))
+            continue;
+        if (!per_frame && py[i].frame_raddr)
+            return false; /* entry frames of both kinds: not one interpreter's */
+        while (k < nc && !mixed_is_loop(&c[k]))
+            k++;
+        if (k == nc && c_complete)
+            return false; /* the C stack has fewer loops than the Python one stretches */
+        m->loop_of[(*entries)++] = k;
+        if (k < nc)
+            k++;
+    }
+    for (; k < nc; k++) {
+        if (mixed_is_loop(&c[k]))
+            return false; /* ... or more */
+    }
+    return true;
+}
+
+enum mixed_result mixed_merge(struct mixed *m, const struct native_frame *c, size_t nc,
+                              bool c_complete, const struct unwind_frame *py, size_t npy,
+                              const struct unwind_frame **out, size_t *nout)
+{
+    if (nc > NATIVE_MAX_FRAMES || npy > UNWIND_MAX_DEPTH)
         return MIXED_DISAGREE;
+    /* where each stretch's loop is among the C frames, checked first */
+    size_t entries = 0, markers = 0, first = npy;
+    for (size_t i = 0; i < npy; i++) {
+        if (mixed_is_entry(&py[i]) && markers++ == 0)
+            first = i;
+    }
+    bool per_frame = false;
+    if (npy && markers && py[first].frame_raddr) {
+        if (!mixed_place_by_address(m, c, nc, py, npy, &entries))
+            return MIXED_DISAGREE;
+    } else if (npy) {
+        bool any = false;
+        for (size_t i = 0; i < nc && !any; i++)
+            any = mixed_is_loop(&c[i]);
+        if (!any) /* no loop symbol (a build without it): nothing to join at */
+            return nc ? MIXED_NO_ENTRY : MIXED_DISAGREE;
+        per_frame = markers == 0;
+        if (!mixed_place_by_symbol(m, c, nc, c_complete, py, npy, per_frame, &entries))
+            return MIXED_DISAGREE;
+    }
     /* then joined, leaf first */
     size_t n = 0, ci = 0, pi = 0;
     bool cut = false;
@@ -133,9 +206,11 @@ enum mixed_result mixed_merge(struct mixed *m, const struct native_frame *c, siz
         while (ci < loop)
             mixed_put_c(m, &n, c, ci++);
         ci++; /* the loop itself: its Python frames take its place */
-        while (pi < npy && !mixed_is_entry(&py[pi]))
+        while (pi < npy && !mixed_ends_stretch(&py[pi], per_frame))
             m->frames[n++] = py[pi++];
-        pi++; /* its entry marker */
+        if (per_frame && pi < npy)
+            m->frames[n++] = py[pi]; /* the frame is its stretch */
+        pi++;                        /* (an entry marker is not shown) */
     }
     while (ci < nc)
         mixed_put_c(m, &n, c, ci++);

@@ -21,6 +21,13 @@
  *
  * The loop frames themselves are replaced by their Python frames.
  *
+ * Before 3.12 the entry frames are not on the C stack (3.11 keeps them on
+ * its own frame stack, marked is_entry; 3.9 and 3.10 run one loop per frame
+ * object), so the loops are found by the symbol every CPython exports for
+ * its loop, _PyEval_EvalFrameDefault: one per stretch (3.11: up to each
+ * is_entry marker, which the unwinder gives without an address; 3.9, 3.10:
+ * every frame, no marker), as many as there are stretches.
+ *
  * The two reads are some microseconds apart, so they are checked before
  * they are joined: every entry frame must fall in the sample's stack, each
  * in its own C frame, innermost first; otherwise the thread's C stack was a
@@ -47,7 +54,7 @@ enum mixed_result {
     MIXED_OK,       /* joined at every entry frame */
     MIXED_CUT,      /* joined as far as the C frames go; the rest is Python only */
     MIXED_DISAGREE, /* the reads disagree: no merge */
-    MIXED_NO_ENTRY, /* the Python stack has no entry-frame addresses (before 3.12) */
+    MIXED_NO_ENTRY, /* nothing to join at: before 3.12, no C frame named as the loop */
 };
 
 struct mixed;
@@ -58,13 +65,13 @@ PYPROFD_WARN_UNUSED int mixed_new(struct mixed **out);
 void mixed_free(struct mixed *m);
 
 /**
- * Joins C frames @a c (@a nc, leaf first, from native_unwind()) and Python
- * frames @a py (@a npy, leaf first, read with UNWIND_ENTRIES) of the same
- * thread. On MIXED_OK and MIXED_CUT, *@a out and *@a nout are the merged
- * stack (owned by @a m); otherwise they are untouched.
+ * Joins C frames @a c (@a nc, leaf first, from native_unwind(); @a c_complete:
+ * they reach the outermost frame, native_complete()) and Python frames @a py
+ * (@a npy, leaf first, read with UNWIND_ENTRIES) of the same thread. On MIXED_OK and MIXED_CUT, *@a
+ * out and *@a nout are the merged stack (owned by @a m); otherwise they are untouched.
  */
 enum mixed_result mixed_merge(struct mixed *m, const struct native_frame *c, size_t nc,
-                              const struct unwind_frame *py, size_t npy,
+                              bool c_complete, const struct unwind_frame *py, size_t npy,
                               const struct unwind_frame **out, size_t *nout);
 
 /**

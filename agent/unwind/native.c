@@ -65,6 +65,7 @@ struct native {
     const struct perfsample_record *cur;
     struct native_frame *frames;
     size_t max, n;
+    bool complete; /* the last unwind reached the outermost frame */
     struct native_sym cache[NATIVE_CACHE_SIZE];
     struct native_module modules[NATIVE_MAX_MODULES];
     size_t nmodules;
@@ -404,6 +405,7 @@ static void native_resolve(struct native *n, Dwarf_Addr at, struct native_frame 
 int native_unwind(struct native *n, const struct perfsample_record *s, struct native_frame *frames,
                   size_t max)
 {
+    n->complete = false;
     if (!s->regs_valid || !max)
         return 0;
     if (!dwfl_addrmodule(n->dwfl, s->regs[PERFSAMPLE_IP]))
@@ -414,7 +416,12 @@ int native_unwind(struct native *n, const struct perfsample_record *s, struct na
     n->n = 0;
     /* the end of what can be unwound (the stack copy, a frame without CFI)
      * is an error to libdwfl and the end of the stack to us */
-    (void)dwfl_getthread_frames(n->dwfl, (pid_t)s->tid, native_frame_cb, n);
+    n->complete = dwfl_getthread_frames(n->dwfl, (pid_t)s->tid, native_frame_cb, n) == 0;
     n->cur = NULL;
     return (int)n->n;
+}
+
+bool native_complete(const struct native *n)
+{
+    return n->complete;
 }

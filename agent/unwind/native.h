@@ -71,4 +71,12 @@ PYPROFD_WARN_UNUSED int native_refresh(struct native *n);
 int native_unwind(struct native *n, const struct perfsample_record *s, struct native_frame *frames,
                   size_t max);
 
+/**
+ * Whether the last native_unwind() reached the outermost frame (one whose
+ * return address the call-frame information leaves undefined: _start, a
+ * thread's clone), rather than stopping where the stack copy or the
+ * call-frame information ended, or at @a max frames.
+ */
+bool native_complete(const struct native *n);
+
 #endif /* PYPROFD_UNWIND_NATIVE_H */

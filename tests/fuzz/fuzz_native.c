@@ -67,9 +67,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     const struct unwind_frame *out = NULL;
     size_t nout = 0;
-    enum mixed_result res = mixed_merge(m, frames, (size_t)k, py, npy, &out, &nout);
+    enum mixed_result res = mixed_merge(m, frames, (size_t)k, false, py, npy, &out, &nout);
     if (res == MIXED_OK || res == MIXED_CUT) {
         PYPROFD_ASSERT(nout <= (size_t)k + npy + 1);
+        for (size_t i = 0; i < nout; i++)
+            PYPROFD_ASSERT(out[i].function && out[i].file);
+    }
+    /* and with C frames from the input too, some named as CPython's loop
+     * (the join before 3.12), the unwinding complete or not */
+    static struct native_frame syn[64];
+    size_t nsyn = 0;
+    uint64_t sp = 0x1000;
+    for (size_t off = 0; off + 8 <= r.stack_len && nsyn < 64; off += 8) {
+        uint64_t w;
+        memcpy(&w, r.stack + off, 8);
+        sp += (w >> 8) & 0xff;
+        syn[nsyn++] = (struct native_frame){
+            .pc = w, .sp = sp, .function = (w & 2) ? "_PyEval_EvalFrameDefault" : NULL};
+    }
+    res = mixed_merge(m, syn, nsyn, (size & 1) != 0, py, npy, &out, &nout);
+    if (res == MIXED_OK || res == MIXED_CUT) {
+        PYPROFD_ASSERT(nout <= nsyn + npy + 1);
         for (size_t i = 0; i < nout; i++)
             PYPROFD_ASSERT(out[i].function && out[i].file);
     }

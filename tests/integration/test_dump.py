@@ -347,10 +347,11 @@ class RecordStackTest(DumpCase):
         self.assertIn("supported yes", probe.stdout)
         # perf_event_paranoid 2 here: CAP_SYS_PTRACE is enough to sample its threads
         self.assertIn("  perf      permitted", probe.stdout)
-        # what --native=full does: joins at entry frames on the C stack (3.12+)
-        self.assertIn("  native    --native=full: Python frames with <native> markers"
-                      if version.startswith(OLD_PREFIXES)
-                      else "  native    --native=full: C and Python frames joined", probe.stdout)
+        # what --native=full does: joins at entry frames on the C stack (3.12+),
+        # before that at the loop's named C frames
+        self.assertIn("  native    --native=full: C and Python frames joined", probe.stdout)
+        self.assertEqual("named _PyEval_EvalFrameDefault" in probe.stdout,
+                         version.startswith(("3.9", "3.10", "3.11")), probe.stdout)
         proc = subprocess.run(only + ["dump", "--json", str(t.pid)], capture_output=True,
                               text=True, timeout=DUMP_TIMEOUT)
         self.assertEqual(proc.returncode, 0, proc.stderr)

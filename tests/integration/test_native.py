@@ -3,7 +3,8 @@
 
 Runs with Debian's /usr/bin/python3 (standard library only), as root, once
 the test rootfs exists, against live CPython 3.13, 3.14 and 3.15 (Debian's
-stripped builds). Test methods are generated per version (test_libraries__3_14).
+stripped builds), and for libraries also 3.9 (Debian 11) and 3.11 (Debian
+12), where the join is made at the loop's named C frames. Test methods are generated per version (test_libraries__3_14).
 Where perf_event_open is refused here, every test is skipped saying why
 (`pyprofd probe` prints the reason); the refusal itself is tested in a
 container (tests/containers/test_containers.py, step native).
@@ -55,6 +56,9 @@ import livelib  # noqa: E402
 
 BINARY = livelib.BINARY
 VERSIONS = ("3.13", "3.14", "3.15")
+# before 3.12 the join is made at the loop's named C frames (docs/unwinder.md
+# §12.1): Debian 11's 3.9 and Debian 12's own 3.11
+OLD_VERSIONS = ("3.9", "3.11")
 NATIVE_RE = re.compile(r"^pyprofd: native: (\d+) kernel samples of (\d+) threads: (\d+) joined "
                        r"\(([0-9.]+)%\), (\d+) cut at the stack copy, (\d+) Python only, (\d+) C "
                        r"only; not kept: (\d+) disagreeing \(([0-9.]+)%\), (\d+) late, (\d+) "
@@ -154,6 +158,9 @@ class NativeTest(unittest.TestCase):
         cls.tmp = livelib.scratch()
 
     def libraries(self, version):
+        missing = livelib.build_missing(version)
+        if missing:
+            self.skipTest(missing)
         target = livelib.start_target(self.tmp, "native_work", version)
         try:
             with concurrent.futures.ThreadPoolExecutor(2) as pool:
@@ -440,6 +447,8 @@ def _make(kind, version):
 for _v in VERSIONS:
     for _kind in ("libraries", "callback", "dlopen"):
         setattr(NativeTest, f"test_{_kind}__{_v.replace('.', '_')}", _make(_kind, _v))
+for _v in OLD_VERSIONS:
+    setattr(NativeTest, f"test_libraries__{_v.replace('.', '_')}", _make("libraries", _v))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@
  * key function) with the interpreter's frames between; a thread running
  * bytecode itself; the stack copy ending before the outermost loop; and the
  * reads disagreeing (an entry frame off the sampled stack, two in one C
- * frame, out of order), which must give no merge.
+ * frame, out of order), which must give no merge. Before 3.12, the same
+ * joined at the C frames named as the loop (3.11's is_entry markers, 3.9's
+ * one loop per frame), and their disagreements.
  */
 #include "base/compat.h"
 
@@ -72,7 +74,7 @@ static void test_one_loop(void **state)
     struct unwind_frame py[] = {pyf("hash_loop"), pyf("<module>"), entry(0x1300)};
     const struct unwind_frame *out;
     size_t n;
-    assert_int_equal(mixed_merge(m, c, 6, py, 3, &out, &n), MIXED_OK);
+    assert_int_equal(mixed_merge(m, c, 6, false, py, 3, &out, &n), MIXED_OK);
     assert_string_equal(
         names(out, n),
         "SHA256_Update;EVP_update;hash_loop;<module>;PyEval_EvalCode;Py_RunMain;main");
@@ -94,7 +96,7 @@ static void test_callback(void **state)
                                 entry(0x1700)};
     const struct unwind_frame *out;
     size_t n;
-    assert_int_equal(mixed_merge(m, c, 8, py, 5, &out, &n), MIXED_OK);
+    assert_int_equal(mixed_merge(m, c, 8, false, py, 5, &out, &n), MIXED_OK);
     assert_string_equal(names(out, n), "memcpy;key;_PyEval_Vector;list_sort;builtin_sorted;"
                                        "sort_them;<module>;PyEval_EvalCode;main");
     /* without C frames: the Python stack with <native> where C called back */
@@ -111,7 +113,7 @@ static void test_in_bytecode(void **state)
     struct unwind_frame py[] = {pyf("fib"), pyf("fib"), pyf("<module>"), entry(0x1200)};
     const struct unwind_frame *out;
     size_t n;
-    assert_int_equal(mixed_merge(m, c, 3, py, 4, &out, &n), MIXED_OK);
+    assert_int_equal(mixed_merge(m, c, 3, false, py, 4, &out, &n), MIXED_OK);
     assert_string_equal(names(out, n), "fib;fib;<module>;PyEval_EvalCode;main");
 }
 
@@ -124,7 +126,7 @@ static void test_cut(void **state)
                                 entry(0x9000)};
     const struct unwind_frame *out;
     size_t n;
-    assert_int_equal(mixed_merge(m, c, 3, py, 5, &out, &n), MIXED_CUT);
+    assert_int_equal(mixed_merge(m, c, 3, false, py, 5, &out, &n), MIXED_CUT);
     assert_string_equal(names(out, n), "deflate;inner;call;<native>;outer;<module>");
 }
 
@@ -135,7 +137,7 @@ static void test_c_only(void **state)
     struct native_frame c[] = {cf("poll", 0x1000), cf("worker", 0x1100)};
     const struct unwind_frame *out;
     size_t n;
-    assert_int_equal(mixed_merge(m, c, 2, NULL, 0, &out, &n), MIXED_OK);
+    assert_int_equal(mixed_merge(m, c, 2, false, NULL, 0, &out, &n), MIXED_OK);
     assert_string_equal(names(out, n), "poll;worker");
 }
 
@@ -149,23 +151,84 @@ static void test_disagree(void **state)
     size_t n = 0;
     /* an entry frame below the sampled stack pointer: a loop entered since */
     struct unwind_frame below[] = {pyf("f"), entry(0x0f00), pyf("<module>"), entry(0x1300)};
-    assert_int_equal(mixed_merge(m, c, 4, below, 4, &out, &n), MIXED_DISAGREE);
+    assert_int_equal(mixed_merge(m, c, 4, false, below, 4, &out, &n), MIXED_DISAGREE);
     /* two entry frames in one C frame */
     struct unwind_frame same[] = {pyf("f"), entry(0x1210), pyf("<module>"), entry(0x1300)};
-    assert_int_equal(mixed_merge(m, c, 4, same, 4, &out, &n), MIXED_DISAGREE);
+    assert_int_equal(mixed_merge(m, c, 4, false, same, 4, &out, &n), MIXED_DISAGREE);
     /* out of order */
     struct unwind_frame order[] = {pyf("f"), entry(0x1850), pyf("<module>"), entry(0x1300)};
-    assert_int_equal(mixed_merge(m, c, 4, order, 4, &out, &n), MIXED_DISAGREE);
+    assert_int_equal(mixed_merge(m, c, 4, false, order, 4, &out, &n), MIXED_DISAGREE);
     /* Python frames but no C frames */
     struct unwind_frame ok[] = {pyf("f"), entry(0x1300)};
-    assert_int_equal(mixed_merge(m, c, 0, ok, 2, &out, &n), MIXED_DISAGREE);
+    assert_int_equal(mixed_merge(m, c, 0, false, ok, 2, &out, &n), MIXED_DISAGREE);
     /* C stack pointers that do not grow towards the root */
     struct native_frame bad[] = {cf("a", 0x1000), cf("b", 0x0900), cf("c", 0x1800)};
-    assert_int_equal(mixed_merge(m, bad, 3, ok, 2, &out, &n), MIXED_DISAGREE);
+    assert_int_equal(mixed_merge(m, bad, 3, false, ok, 2, &out, &n), MIXED_DISAGREE);
     assert_null(out);
     /* a Python stack without entry addresses (before 3.12) */
     struct unwind_frame old[] = {pyf("f"), entry(0)};
-    assert_int_equal(mixed_merge(m, c, 4, old, 2, &out, &n), MIXED_NO_ENTRY);
+    assert_int_equal(mixed_merge(m, c, 4, false, old, 2, &out, &n), MIXED_NO_ENTRY);
+}
+
+#define LOOP "_PyEval_EvalFrameDefault"
+
+/*
+ * Before 3.12, by the loop's name. 3.11: a sorted() key function; each
+ * stretch ends at an is_entry marker without an address.
+ */
+static void test_by_name_311(void **state)
+{
+    (void)state;
+    struct native_frame c[] = {
+        cf("SHA256_Update", 0x1000),  cf(LOOP, 0x1100), cf("list_sort", 0x1200),
+        cf("builtin_sorted", 0x1300), cf(LOOP, 0x1400), cf("PyEval_EvalCode", 0x1500),
+        cf("Py_RunMain", 0x1600),
+    };
+    struct unwind_frame py[] = {pyf("key"), entry(0), pyf("sort_it"), pyf("<module>"), entry(0)};
+    const struct unwind_frame *out = NULL;
+    size_t n = 0;
+    assert_int_equal(mixed_merge(m, c, 7, true, py, 5, &out, &n), MIXED_OK);
+    assert_string_equal(names(out, n), "SHA256_Update;key;list_sort;builtin_sorted;sort_it;"
+                                       "<module>;PyEval_EvalCode;Py_RunMain");
+    /* the copy ended inside the interpreter: the rest is Python, after a marker */
+    assert_int_equal(mixed_merge(m, c, 3, false, py, 5, &out, &n), MIXED_CUT);
+    assert_string_equal(names(out, n), "SHA256_Update;key;list_sort;<native>;sort_it;<module>");
+    /* ... but the whole C stack with fewer loops than stretches: they disagree */
+    assert_int_equal(mixed_merge(m, c, 3, true, py, 5, &out, &n), MIXED_DISAGREE);
+    /* more loops than stretches */
+    struct unwind_frame one[] = {pyf("key"), entry(0)};
+    assert_int_equal(mixed_merge(m, c, 7, true, one, 2, &out, &n), MIXED_DISAGREE);
+    /* entry markers with and without addresses: not one interpreter's */
+    struct unwind_frame mixed_kinds[] = {pyf("key"), entry(0), pyf("<module>"), entry(0x1450)};
+    assert_int_equal(mixed_merge(m, c, 7, true, mixed_kinds, 4, &out, &n), MIXED_DISAGREE);
+    /* no C frame by the loop's name (a build without the symbol): nothing to join at */
+    struct native_frame anon[] = {cf("SHA256_Update", 0x1000), cf(NULL, 0x1100),
+                                  cf("Py_RunMain", 0x1600)};
+    assert_int_equal(mixed_merge(m, anon, 3, true, py, 5, &out, &n), MIXED_NO_ENTRY);
+}
+
+/* 3.9, 3.10: no markers; each frame object has its own loop */
+static void test_by_name_39(void **state)
+{
+    (void)state;
+    struct native_frame c[] = {
+        cf("deflate", 0x1000), cf("zlib_compress", 0x1080),
+        cf(LOOP, 0x1100),      cf("_PyFunction_Vectorcall", 0x1200),
+        cf(LOOP, 0x1300),      cf("PyEval_EvalCode", 0x1400),
+        cf("main", 0x1500),
+    };
+    struct unwind_frame py[] = {pyf("deflate_loop"), pyf("<module>")};
+    const struct unwind_frame *out = NULL;
+    size_t n = 0;
+    assert_int_equal(mixed_merge(m, c, 7, true, py, 2, &out, &n), MIXED_OK);
+    assert_string_equal(names(out, n), "deflate;zlib_compress;deflate_loop;_PyFunction_Vectorcall;"
+                                       "<module>;PyEval_EvalCode;main");
+    /* a Python frame more than the C stack has loops */
+    struct unwind_frame deeper[] = {pyf("inner"), pyf("deflate_loop"), pyf("<module>")};
+    assert_int_equal(mixed_merge(m, c, 7, true, deeper, 3, &out, &n), MIXED_DISAGREE);
+    /* one fewer */
+    struct unwind_frame shallower[] = {pyf("<module>")};
+    assert_int_equal(mixed_merge(m, c, 7, true, shallower, 1, &out, &n), MIXED_DISAGREE);
 }
 
 /* unnamed C frames are named by file and function start, not by address */
@@ -192,7 +255,8 @@ int main(void)
         cmocka_unit_test(test_one_loop),    cmocka_unit_test(test_callback),
         cmocka_unit_test(test_in_bytecode), cmocka_unit_test(test_cut),
         cmocka_unit_test(test_c_only),      cmocka_unit_test(test_disagree),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_names),       cmocka_unit_test(test_by_name_311),
+        cmocka_unit_test(test_by_name_39),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
