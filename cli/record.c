@@ -107,8 +107,9 @@ static void record_usage(FILE *out)
           "  -a, --all-threads      every thread (default: the main thread)\n"
           "      --native[=WHAT]    markers (the default): <native> where C code called\n"
           "                         back into Python; full: the C frames themselves, from\n"
-          "                         the kernel's samples (perf events; cpu mode)\n"
-          "      --native-stack B   bytes of each thread's stack the kernel copies per sample\n"
+          "                         the kernel's samples (perf events; cpu mode), or with\n"
+          "                         --blocking read from each stopped thread (any mode)\n"
+          "      --native-stack B   bytes of each thread's stack copied per sample\n"
           "                         with --native=full (default 16384, at most 65528): a\n"
           "                         deeper C stack is cut where the copy ends\n"
           "      --no-gc            no <GC> marker during garbage collection\n"
@@ -481,10 +482,21 @@ static struct sampler_counts record_native_counts(const struct nsampler_counts *
     return c;
 }
 
-static void record_native_summary(const struct nsampler_counts *n)
+/* The native line; @exact: the samples are thread stacks read while stopped (--blocking). */
+static void record_native_summary(const struct nsampler_counts *n, bool exact)
 {
     double k = n->samples ? 100.0 / (double)n->samples : 0;
     uint64_t kept = n->merged + n->cut + n->python + n->native;
+    if (exact) {
+        fprintf(stderr,
+                "pyprofd: native: %" PRIu64 " thread stacks read while stopped: %" PRIu64
+                " joined (%.1f%%), %" PRIu64 " cut at the stack copy, %" PRIu64
+                " Python only, %" PRIu64 " C only; not kept: %" PRIu64 " disagreeing, %" PRIu64
+                " failed\n",
+                n->samples, n->merged, k * (double)n->merged, n->cut, n->python, n->native,
+                n->disagree, n->failed);
+        return;
+    }
     fprintf(stderr,
             "pyprofd: native: %" PRIu64 " kernel samples of %" PRIu64 " threads: %" PRIu64
             " joined (%.1f%%), %" PRIu64 " cut at the stack copy, %" PRIu64 " Python only, %" PRIu64
@@ -559,14 +571,17 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                               .interval_ns = interval ? interval : 1,
                               .unwind_flags = o->unwind_flags,
                               .blocking = o->blocking,
-                              .async = aio};
+                              .async = aio,
+                              /* with --blocking, the exact path: the sampler's own */
+                              .native_full = o->native_full && o->blocking,
+                              .native_stack = o->native_stack};
     asyncio_search(aio, "/proc", t.pid, &t.rt, &aio_memo);
     uint64_t start = clock_mono_now();
     uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
     int64_t start_wall = clock_real_now();
     struct sample_sink window = sample_sink_agg(agg);
     struct nsampler *ns = NULL;
-    if (o->native_full) {
+    if (o->native_full && !o->blocking) {
         char why[512];
         struct nsampler_opts no = {.period_ns = so.interval_ns,
                                    .stack_bytes = o->native_stack,
@@ -590,10 +605,20 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         status = CLI_EXIT_FAIL;
         goto out;
     }
+    const char *exact = s ? sampler_native(s) : NULL;
+    if (exact && strncmp(exact, "markers: ", 9) == 0)
+        fprintf(stderr,
+                "pyprofd: no native frames: %s; sampling the Python frames with <native> "
+                "markers\n",
+                exact + 9);
+    bool exact_on = exact && strcmp(exact, "full") == 0;
     char ver[32];
     fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s%s%s%s\n",
             (int)pid, pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate,
-            profile_mode_name(o->mode), ns ? ", C frames from the kernel's samples" : "",
+            profile_mode_name(o->mode),
+            ns         ? ", C frames from the kernel's samples"
+            : exact_on ? ", C frames read from each stopped thread"
+                       : "",
             aio ? ", async-aware: " : "", aio ? asyncio_mode_name(o->async_mode) : "",
             o->duration > 0 ? "" : "; Ctrl-C to stop");
 
@@ -646,6 +671,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         fputs("\r\033[K", stderr); /* the summary takes the line's place */
     uint64_t stop = clock_mono_now();
     struct nsampler_counts nc = ns ? nsampler_counts(ns) : (struct nsampler_counts){0};
+    if (exact_on)
+        (void)sampler_native_counts(s, &nc);
     struct sampler_counts c = ns ? record_native_counts(&nc) : sampler_counts_final(s);
     sampler_free(s); /* detach before writing, so a blocked target runs again */
     s = NULL;
@@ -670,7 +697,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         fprintf(stderr, "pyprofd: wrote %s\n", path);
     record_async_summary(aio, pid);
     if (o->native_full && nc.samples)
-        record_native_summary(&nc);
+        record_native_summary(&nc, exact_on);
     record_summary(&c, (double)(stop - start) / 1e9);
 out:
     if (child > 0) {
@@ -831,17 +858,17 @@ int cli_record(int argc, char **argv)
                   profile_mode_name(o.mode));
         return CLI_EXIT_USAGE;
     }
-    if (o.native_full) {
+    if (o.native_full && o.async_aware) {
+        log_error("--native=full does not combine with --async-aware yet");
+        return CLI_EXIT_USAGE;
+    }
+    if (o.native_full && !o.blocking) {
         /* the kernel samples a thread only while it runs: cpu time */
         if (o.mode_given && o.mode != PROFILE_CPU) {
             log_error("--native=full samples each thread every period of its CPU time, which is "
-                      "cpu mode: it cannot combine with --mode %s",
+                      "cpu mode: it cannot combine with --mode %s (with --blocking it can: each "
+                      "sample stops the threads and reads their registers)",
                       profile_mode_name(o.mode));
-            return CLI_EXIT_USAGE;
-        }
-        if (o.blocking || o.async_aware) {
-            log_error("--native=full does not combine with %s yet",
-                      o.blocking ? "--blocking" : "--async-aware");
             return CLI_EXIT_USAGE;
         }
         o.mode = PROFILE_CPU;

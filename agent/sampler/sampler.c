@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,12 +23,17 @@
 #include "sampler/sampler.h"
 #include "sampler/schedule.h"
 #include "sampler/threadstat.h"
+#include "unwind/mixed.h"
+#include "unwind/native.h"
+#include "unwind/perfsample.h"
 
-#define SAMPLER_THREADS      256u          /* threads whose name and host TID are cached */
-#define SAMPLER_NAME_REFRESH 1000000000ull /* re-read a thread's name after 1 s */
-#define SAMPLER_MAX_TRACED   1024u
-#define SAMPLER_COMM_MAX     15u /* a thread's name as the kernel keeps it (TASK_COMM_LEN - 1) */
-#define SAMPLER_SINKS        (1 + SAMPLER_MAX_TAPS) /* [0]: the window, then the taps */
+#define SAMPLER_THREADS       256u          /* threads whose name and host TID are cached */
+#define SAMPLER_NAME_REFRESH  1000000000ull /* re-read a thread's name after 1 s */
+#define SAMPLER_MAX_TRACED    1024u
+#define SAMPLER_COMM_MAX      15u /* a thread's name as the kernel keeps it (TASK_COMM_LEN - 1) */
+#define SAMPLER_SINKS         (1 + SAMPLER_MAX_TAPS) /* [0]: the window, then the taps */
+#define SAMPLER_EXACT_THREADS 64u /* threads whose C stacks the exact path reads per sample */
+#define SAMPLER_REFRESH_NS    1000000000ull
 
 /* A target thread as the kernel knows it. */
 struct sampler_thread {
@@ -91,10 +98,14 @@ struct sampler {
     struct rand_state rng; /* for the jitter */
     /* native: full: the kernel's samples (NULL: not asked, or refused) */
     struct nsampler *ns;
+    /* native: full with blocking, the exact path: each stopped thread's
+     * registers and stack read through ptrace, unwound after the resume */
+    struct sampler_exact *exact;
     uint64_t native_period; /* the configured period: interval_ns */
     char native_state[320]; /* sampler_native(): "" when not asked */
     pid_t *traced;          /* blocking mode: seized TIDs */
     int *pending;           /* a signal each stopped thread was about to get */
+    bool *was_running;      /* cpu mode: each stopped thread was on a CPU ('R') before the stop */
     size_t ntraced;
 };
 
@@ -147,6 +158,13 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
     char state;
     if (!t->host_tid)
         return false;
+    if (s->ntraced) { /* stopped by us: its state before the stop */
+        for (size_t i = 0; i < s->ntraced; i++) {
+            if (s->traced[i] == t->host_tid)
+                return s->was_running[i];
+        }
+        return false;
+    }
     if (!t->stat_fd1 && atomic_fetch_add(&sampler_fds_open, 1) < sampler_fd_cap()) {
         char path[PATH_MAX];
         int n = snprintf(path, sizeof(path), "%s/%d/task/%d/stat", s->opts.proc_root, (int)s->pid,
@@ -195,8 +213,14 @@ static int sampler_stop_all(struct sampler *s)
         int64_t tid;
         if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid))
             continue;
+        /* cpu mode: whether it runs, asked before the stop makes it 't' */
+        char state = 0;
+        if (s->opts.mode == PROFILE_CPU &&
+            threadstat_state(s->opts.proc_root, s->pid, (pid_t)tid, &state))
+            state = 0;
         if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) == 0) {
             s->pending[s->ntraced] = 0;
+            s->was_running[s->ntraced] = state == 'R';
             s->traced[s->ntraced++] = (pid_t)tid;
             (void)ptrace(PTRACE_INTERRUPT, (pid_t)tid, NULL, NULL);
         } else if (errno == EPERM) {
@@ -208,7 +232,11 @@ static int sampler_stop_all(struct sampler *s)
         int status;
         if (waitpid(s->traced[i], &status, __WALL) < 0 || WIFEXITED(status) ||
             WIFSIGNALED(status)) {
-            s->traced[i--] = s->traced[--s->ntraced]; /* gone */
+            /* gone: the last one takes its place (not waited for yet) */
+            s->ntraced--;
+            s->traced[i] = s->traced[s->ntraced];
+            s->was_running[i] = s->was_running[s->ntraced];
+            i--;
             continue;
         }
         /* a signal on its way to the thread, not our interrupt: keep it */
@@ -223,6 +251,166 @@ static void sampler_resume_all(struct sampler *s)
     for (size_t i = 0; i < s->ntraced; i++)
         (void)ptrace(PTRACE_DETACH, s->traced[i], NULL, (void *)(intptr_t)s->pending[i]);
     s->ntraced = 0;
+}
+
+/* ---- native: full with blocking: the exact path -------------------------- */
+
+/* One stopped thread's user state, as a kernel sample would have it. */
+struct sampler_exact_thread {
+    uint64_t ns_tid; /* 0: nothing read */
+    struct perfsample_record rec;
+    uint8_t *stack; /* stack_bytes */
+};
+
+struct sampler_exact {
+    struct native *native;
+    struct mixed *mixed;
+    uint32_t stack_bytes;
+    uint64_t refreshed_at;
+    struct sampler_exact_thread threads[SAMPLER_EXACT_THREADS];
+    struct native_frame frames[NATIVE_MAX_FRAMES];
+    struct nsampler_counts c;
+};
+
+static void sampler_exact_free(struct sampler_exact *x)
+{
+    if (!x)
+        return;
+    native_free(x->native);
+    mixed_free(x->mixed);
+    for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++)
+        alloc_free(x->threads[i].stack);
+    alloc_free(x);
+}
+
+/* Sets up the exact path; on failure says why in @why (the caller falls back). */
+static int sampler_exact_new(struct sampler *s, char *why, size_t whylen)
+{
+#if defined(__x86_64__)
+    struct sampler_exact *x = alloc_calloc(1, sizeof(*x));
+    if (!x || mixed_new(&x->mixed)) {
+        sampler_exact_free(x);
+        snprintf(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    x->stack_bytes = s->opts.native_stack ? s->opts.native_stack : NSAMPLER_STACK_DEFAULT;
+    for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++) {
+        if (!(x->threads[i].stack = alloc_malloc(x->stack_bytes))) {
+            sampler_exact_free(x);
+            snprintf(why, whylen, "out of memory");
+            return -ENOMEM;
+        }
+    }
+    int err = native_new(s->opts.proc_root, s->pid, &x->native, why, whylen);
+    if (err) {
+        sampler_exact_free(x);
+        return err;
+    }
+    s->exact = x;
+    return 0;
+#else
+    snprintf(why, whylen, "the exact path reads x86-64 registers only");
+    return -ENOTSUP;
+#endif
+}
+
+/*
+ * While the threads are stopped: thread @i of the read @r's registers
+ * (PTRACE_GETREGS: it is our tracee) and the top of its stack, into slot @i.
+ */
+static void sampler_exact_capture(struct sampler *s, size_t i, const struct unwind_thread *t)
+{
+    struct sampler_exact_thread *e = &s->exact->threads[i];
+    e->ns_tid = 0;
+#if defined(__x86_64__)
+    struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
+    struct user_regs_struct ur;
+    if (!k->host_tid || ptrace(PTRACE_GETREGS, k->host_tid, NULL, &ur))
+        return; /* not stopped by us (or gone): its Python frames only */
+    uint64_t *g = e->rec.regs;
+    g[PERFSAMPLE_AX] = ur.rax;
+    g[PERFSAMPLE_BX] = ur.rbx;
+    g[PERFSAMPLE_CX] = ur.rcx;
+    g[PERFSAMPLE_DX] = ur.rdx;
+    g[PERFSAMPLE_SI] = ur.rsi;
+    g[PERFSAMPLE_DI] = ur.rdi;
+    g[PERFSAMPLE_BP] = ur.rbp;
+    g[PERFSAMPLE_SP] = ur.rsp;
+    g[PERFSAMPLE_IP] = ur.rip;
+    g[PERFSAMPLE_R8] = ur.r8;
+    g[PERFSAMPLE_R9] = ur.r9;
+    g[PERFSAMPLE_R10] = ur.r10;
+    g[PERFSAMPLE_R11] = ur.r11;
+    g[PERFSAMPLE_R12] = ur.r12;
+    g[PERFSAMPLE_R13] = ur.r13;
+    g[PERFSAMPLE_R14] = ur.r14;
+    g[PERFSAMPLE_R15] = ur.r15;
+    /* as much of the stack as is mapped from its pointer up (a short read
+     * at the mapping's end) */
+    struct iovec local = {.iov_base = e->stack, .iov_len = s->exact->stack_bytes};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)ur.rsp, .iov_len = s->exact->stack_bytes};
+    ssize_t got = process_vm_readv(s->pid, &local, 1, &remote, 1, 0);
+    e->rec.pid = (uint32_t)s->pid;
+    e->rec.tid = (uint32_t)k->host_tid;
+    e->rec.regs_valid = true;
+    e->rec.stack = e->stack;
+    e->rec.stack_len = got > 0 ? (size_t)got & ~(size_t)7 : 0;
+    e->ns_tid = t->native_thread_id;
+#else
+    (void)s;
+    (void)t;
+#endif
+}
+
+/*
+ * After the resume: thread @i's C frames unwound and joined with its Python
+ * frames @t. Returns the stack to give the sinks (*@out, *@n), or false when
+ * none is kept (the two disagree: counted).
+ */
+static bool sampler_exact_join(struct sampler *s, size_t i, const struct unwind_thread *t,
+                               const struct unwind_frame **out, size_t *n)
+{
+    struct sampler_exact *x = s->exact;
+    struct sampler_exact_thread *e = i < SAMPLER_EXACT_THREADS ? &x->threads[i] : NULL;
+    x->c.samples++;
+    int nc = 0;
+    if (e && e->ns_tid == t->native_thread_id) {
+        nc = native_unwind(x->native, &e->rec, x->frames, NATIVE_MAX_FRAMES);
+        if (nc == -ENOENT && s->now_ns >= x->refreshed_at + SAMPLER_REFRESH_NS) {
+            x->refreshed_at = s->now_ns; /* a library loaded since */
+            if (native_refresh(x->native) == 0)
+                nc = native_unwind(x->native, &e->rec, x->frames, NATIVE_MAX_FRAMES);
+        }
+    }
+    if (nc <= 0 && t->nframes == 0) {
+        x->c.failed++;
+        x->c.failed_by[SAMPLE_READ_FAULT]++;
+        return false;
+    }
+    enum mixed_result res =
+        nc > 0 ? mixed_merge(x->mixed, x->frames, (size_t)nc, native_complete(x->native), t->frames,
+                             t->nframes, out, n)
+               : MIXED_NO_ENTRY;
+    switch (res) {
+    case MIXED_OK:
+        if (t->nframes)
+            x->c.merged++;
+        else
+            x->c.native++;
+        return true;
+    case MIXED_CUT:
+        x->c.cut++;
+        return true;
+    case MIXED_DISAGREE:
+        x->c.disagree++;
+        x->c.failed_by[SAMPLE_NATIVE_DISAGREE]++;
+        return false;
+    case MIXED_NO_ENTRY:
+    default:
+        x->c.python++;
+        *n = mixed_python_only(x->mixed, t->frames, t->nframes, out);
+        return true;
+    }
 }
 
 /* ---- the aggregation sink ---------------------------------------------- */
@@ -296,7 +484,8 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
 {
     if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES || !window || !window->add)
         return -EINVAL;
-    if (opts->native_full && (opts->mode != PROFILE_CPU || opts->blocking || opts->async))
+    /* the kernel's samples are CPU time; with blocking, any mode (the exact path) */
+    if (opts->native_full && (opts->async || (opts->mode != PROFILE_CPU && !opts->blocking)))
         return -EINVAL;
     struct sampler *s = alloc_calloc(1, sizeof(*s));
     if (!s)
@@ -319,21 +508,30 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
     schedule_init(&s->sched, now_ns, opts->interval_ns);
     rand_init(&s->rng, (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u);
     s->last_attempt_ns = now_ns;
-    if (opts->native_full)
+    if (opts->native_full && !opts->blocking)
         sampler_native_open(s, now_ns);
     if (opts->mode == PROFILE_CPU && !s->ns)
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
     if (opts->blocking) {
         s->traced = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->traced));
         s->pending = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->pending));
+        s->was_running = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->was_running));
+        bool ready = s->traced && s->pending && s->was_running;
         /* find out now whether the threads can be stopped at all */
-        int err = s->traced && s->pending ? sampler_stop_all(s) : -ENOMEM;
+        int err = ready ? sampler_stop_all(s) : -ENOMEM;
         bool stopped = s->ntraced > 0;
-        if (s->traced && s->pending)
+        if (ready)
             sampler_resume_all(s);
         if (err || !stopped) {
             sampler_free(s);
             return err ? err : -EPERM;
+        }
+        char why[256];
+        if (opts->native_full && sampler_exact_new(s, why, sizeof(why)) == 0) {
+            snprintf(s->native_state, sizeof(s->native_state), "full");
+        } else if (opts->native_full) {
+            s->opts.unwind_flags |= UNWIND_NATIVE;
+            snprintf(s->native_state, sizeof(s->native_state), "markers: %s", why);
         }
     }
     *out = s;
@@ -344,15 +542,17 @@ void sampler_free(struct sampler *s)
 {
     if (!s)
         return;
-    if (s->traced && s->pending)
+    if (s->traced && s->pending && s->was_running)
         sampler_resume_all(s); /* never leave the target stopped */
     if (s->opts.mode == PROFILE_CPU && !s->ns)
         unwinder_set_on_cpu(s->u, NULL, NULL);
     nsampler_free(s->ns);
+    sampler_exact_free(s->exact);
     for (size_t i = 0; i < SAMPLER_THREADS; i++)
         sampler_thread_close(&s->threads[i]);
     alloc_free(s->traced);
     alloc_free(s->pending);
+    alloc_free(s->was_running);
     alloc_free((char *)s->opts.proc_root);
     alloc_free(s);
 }
@@ -380,6 +580,8 @@ static unsigned sampler_unwind_flags(const struct sampler *s)
 {
     unsigned f =
         s->opts.unwind_flags & (UNWIND_ALL_THREADS | UNWIND_NATIVE | UNWIND_NO_GC | UNWIND_OPCODES);
+    if (s->exact)
+        f |= UNWIND_ENTRIES; /* where the C frames join */
     switch (s->opts.mode) {
     case PROFILE_CPU:
         return f | UNWIND_ONLY_ON_CPU;
@@ -504,6 +706,14 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
             break;
         s->counts.retried++;
     }
+    /* the exact path: each thread's registers and stack while it is stopped */
+    for (size_t i = 0; s->exact && !err && !gone && i < r->nthreads && i < SAMPLER_EXACT_THREADS;
+         i++) {
+        if (r->threads[i].status == SAMPLE_OK)
+            sampler_exact_capture(s, i, &r->threads[i]);
+        else
+            s->exact->threads[i].ns_tid = 0;
+    }
     /* The threads are resumed before the (local) aggregation work. */
     if (s->opts.blocking)
         sampler_resume_all(s);
@@ -524,10 +734,14 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
                 failed = st;
             continue;
         }
+        const struct unwind_frame *mf;
+        size_t mn;
         if (as)
             sampler_add(s, t, as->frames, as->nframes, as->task_name, as->task_name == NULL);
-        else
+        else if (!s->exact)
             sampler_add(s, t, t->frames, t->nframes, NULL, true);
+        else if (sampler_exact_join(s, i, t, &mf, &mn))
+            sampler_add(s, t, mf, mn, NULL, false); /* (joined stacks are not coalesced) */
     }
     if (failed != SAMPLE_OK) {
         s->counts.failed++;
@@ -630,6 +844,10 @@ void sampler_native_factor(struct sampler *s, double factor)
 
 bool sampler_native_counts(const struct sampler *s, struct nsampler_counts *out)
 {
+    if (s->exact) {
+        *out = s->exact->c;
+        return true;
+    }
     if (!s->ns)
         return false;
     *out = nsampler_counts(s->ns);

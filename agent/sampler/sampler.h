@@ -21,7 +21,8 @@
  * base/status.def) is read again at once, one time, and counted as retried.
  *
  * With blocking set, every thread of the target is stopped with ptrace around
- * each sample (exact stacks, at a cost to the target).
+ * each sample (exact stacks, at a cost to the target); with native_full too,
+ * each thread's C stack is read while it is stopped (the exact path).
  *
  * With native_full, the kernel drives: each thread of the target is sampled
  * every interval of its own CPU time (a perf event), and sampler_native_fd()
@@ -63,9 +64,13 @@ struct sampler_opts {
      * an asyncio task is counted with its logical stack, labelled with the
      * task's name; in ASYNCIO_ALL mode suspended tasks are counted too */
     struct asyncio *async;
-    /* native: full (mode cpu, not with blocking or async): the samples come
-     * from the kernel's samples of each thread, every interval_ns of its CPU
-     * time, with their C frames (sampler/nsampler.h), not from the schedule.
+    /* native: full (not with async): without blocking (mode cpu only), the
+     * samples come from the kernel's samples of each thread, every
+     * interval_ns of its CPU time, with their C frames (sampler/nsampler.h),
+     * not from the schedule. With blocking (any mode), the exact path: on
+     * the schedule, each stopped thread's registers (PTRACE_GETREGS) and the
+     * top of its stack are read with its Python stack, and unwound after the
+     * resume (no time between the two reads: nothing late).
      * Where perf events are refused the sampler falls back to the schedule
      * with UNWIND_NATIVE markers, and sampler_native() says why. */
     bool native_full;
@@ -124,8 +129,8 @@ struct nsampler_counts;
  * Prepares sampling of @a pid through @a u (borrowed; the unwinder of that
  * process) into @a window (copied; what it points to is borrowed): the sink
  * whose takes count as thread samples. The schedule starts at @a now_ns.
- * Returns 0, -EINVAL for bad options (native_full without mode cpu, or with
- * blocking or async), -EPERM when blocking cannot attach, -ENOMEM. A refusal
+ * Returns 0, -EINVAL for bad options (native_full with async, or without
+ * blocking in a mode other than cpu), -EPERM when blocking cannot attach, -ENOMEM. A refusal
  * of native_full is no error: the sampler falls back (sampler_native()).
  */
 PYPROFD_WARN_UNUSED int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,

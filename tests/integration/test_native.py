@@ -295,6 +295,53 @@ class NativeTest(unittest.TestCase):
                        "function below", both / spin, 0.80, 1.0)
 
 
+class ExactTest(unittest.TestCase):
+    """--native=full --blocking: each sample stops the threads and reads their registers
+    and stacks through ptrace (the exact path: no time between the two reads)."""
+
+    def test_exact_path(self):
+        """native_work on 3.14 and 3.11, --native=full --blocking --mode wall: OpenSSL below
+        hash_loop and zlib below deflate_loop in >= 95 % of their samples, none of the
+        other library, every stack read joined (none disagreeing); and in cpu mode too"""
+        tmp = livelib.scratch()
+        for version in ("3.14", "3.11"):
+            if livelib.build_missing(version):
+                continue
+            target = livelib.start_target(tmp, "native_work", version)
+            try:
+                runs = {mode: record(target.pid, ["--blocking", "--mode", mode, "-d", "2"])
+                        for mode in ("wall", "cpu")}
+            finally:
+                target.stop()
+            for mode, (proc, lines) in runs.items():
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                m = re.search(r"^pyprofd: native: (\d+) thread stacks read while stopped: (\d+) "
+                              r"joined .*not kept: (\d+) disagreeing, (\d+) failed", proc.stderr,
+                              re.M)
+                self.assertIsNotNone(m, proc.stderr)
+                livelib.note(f"{version} {mode}: {m.group(0)}")
+                read, joined, disagree = int(m.group(1)), int(m.group(2)), int(m.group(3))
+                self.assertGreater(read, 150, proc.stderr)
+                livelib.within(self, f"{version} {mode}: stacks joined", joined / read, 0.98, 1.0)
+                self.assertEqual(disagree, 0, proc.stderr)
+                stacks = folded(lines)
+                crypto, zlib = in_lib("libcrypto.so"), in_lib("libz.so")
+
+                def count(pred):
+                    return sum(c for frames, c in stacks if pred(frames))
+                in_hash = count(lambda f: "hash_loop" in map(name, f))
+                in_defl = count(lambda f: "deflate_loop" in map(name, f))
+                self.assertGreater(in_hash, 20, lines[:3])
+                self.assertGreater(in_defl, 3, lines[:3])
+                livelib.within(self, f"{version} {mode}: hash_loop with OpenSSL below",
+                               count(lambda f: below(f, "hash_loop", crypto)) / in_hash, 0.95, 1.0)
+                livelib.within(self, f"{version} {mode}: deflate_loop with zlib below",
+                               count(lambda f: below(f, "deflate_loop", zlib)) / in_defl, 0.95,
+                               1.0)
+                self.assertEqual(count(lambda f: below(f, "hash_loop", zlib) or
+                                       below(f, "deflate_loop", crypto)), 0, "a wrong join")
+
+
 class PprofTest(unittest.TestCase):
     """--native=full into pprof, read by go tool pprof: addresses, mappings, build ids."""
 

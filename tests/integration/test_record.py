@@ -940,6 +940,32 @@ class ErrorTest(RecordCase):
             log = f.read()
         self.assertIn("pyprofd-signals: 5", log, f"signals handled by the target:\n{log}")
 
+    def test_blocking_cpu_mode(self):
+        """--blocking --mode cpu: a thread stopped for the sample counts as on a CPU when it
+        ran just before the stop (its state then is 't'); a sleeping one does not (was:
+        nothing kept at all)"""
+        busy = start_target("shares", "3.14")
+        sleepy = start_target("sleepy", "3.14")
+        try:
+            busy_rec = record(["--blocking", "--mode", "cpu", "-d", "1", "--format",
+                               "collapsed"], busy.pid, suffix=".txt")
+            sleepy_rec = record(["--blocking", "--mode", "cpu", "-d", "1", "--format",
+                                 "collapsed"], sleepy.pid, suffix=".txt")
+        finally:
+            busy.stop()
+            sleepy.stop()
+        self.assertEqual(busy_rec.rc, 0, busy_rec.describe())
+        self.assertEqual(sleepy_rec.rc, 0, sleepy_rec.describe())
+        with open(busy_rec.path, encoding="utf-8") as f:
+            total = sum(int(line.rsplit(" ", 1)[1]) for line in f if line.strip())
+        livelib.within(self, "--blocking --mode cpu: samples of a CPU-bound target kept",
+                       total / 100, 0.8, 1.01)
+        with open(sleepy_rec.path, encoding="utf-8") as f:
+            asleep = sum(int(line.rsplit(" ", 1)[1]) for line in f if line.strip())
+        # (it wakes now and then: a sample may catch it running)
+        livelib.within(self, "--blocking --mode cpu: samples of a sleeping target kept",
+                       asleep / 100, 0.0, 0.05)
+
     def test_command_without_python(self):
         """record -- /bin/true: the command never starts Python; exit 1, one clear line"""
         with tempfile.TemporaryDirectory() as d:

@@ -346,7 +346,7 @@ static void test_sampler__a_torn_read_is_read_again_once(void **state)
 }
 
 /*
- * native_full: only in cpu mode, without blocking or async; where the
+ * native_full: without blocking only in cpu mode, never with async; where the
  * kernel's samples cannot be had (here: no such process under the proc
  * root) the sampler falls back to the schedule with markers and says why.
  */
@@ -364,9 +364,10 @@ static void test_sampler__native_full_falls_back_saying_why(void **state)
                              .proc_root = "/nonexistent-proc"};
     assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), -EINVAL);
     o.mode = PROFILE_CPU;
-    o.blocking = true;
+    /* (refused before the walker is looked at) */
+    o.async = (struct asyncio *)(uintptr_t)1;
     assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), -EINVAL);
-    o.blocking = false;
+    o.async = NULL;
     assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
     const char *why = sampler_native(s);
     assert_non_null(why);
