@@ -12,7 +12,15 @@ interleaved turns, by
                 copies written to a file), then perf script (their unwinding
                 and symbols, what --native=full does as it goes)
 
-for each stack-copy size S, over CYCLES cycles. Each variant runs twice, for
+for each stack-copy size S, over CYCLES cycles; and with --agent also
+
+  agent-python  pyprofd agent, a job in mode cpu (Python stacks only)
+  agent-native  pyprofd agent, a job with native: full
+
+each measured in its steady state: the agent's CPU time and its
+pyprofd_samples_total (/metrics) read SHORT seconds after the target went
+active and again SECONDS later; the CPU per sample is the difference over
+the difference (the agent's housekeeping and scans are in both variants). Each variant runs twice, for
 SHORT and for SECONDS seconds: the CPU per sample is the difference of the
 two runs' CPU time (user + system) over the difference of their samples,
 which leaves out what a run costs once (start, attach, reading the
@@ -72,6 +80,64 @@ def perf(pid, seconds, rate, stack, cpu, tmp):
     return rec_s, script_s, samples
 
 
+def agent(args, pid, native, seconds, cpu, tmp):
+    """(us of agent CPU per sample, samples/s, note) in the steady state."""
+    import json
+    import socket
+    import urllib.request
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    cfg = os.path.join(tmp, "agent.yml")
+    with open(cfg, "w") as f:
+        f.write(f"""global: {{mode: cpu, sample_rate: {args.rate}, profile_interval: 1m}}
+discovery: {{refresh_interval: 1s, min_process_age: 200ms}}
+profile_configs:
+  - job_name: bench
+    native: {"full" if native else "false"}
+    relabel_configs:
+      - source_labels: [__meta_process_pid]
+        regex: '{pid}'
+        action: keep
+server:
+  listen_address: 127.0.0.1:{port}
+""")
+    proc = subprocess.Popen(["taskset", "-c", str(cpu), args.pyprofd, "agent", "--config.file",
+                             cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def get(path):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.read().decode()
+
+    def state():
+        cpu_s = sum(int(x) for x in open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1]
+                    .split()[11:13]) / os.sysconf("SC_CLK_TCK")
+        m = re.search(r'^pyprofd_samples_total\{job="bench"\} (\S+)', get("/metrics"), re.M)
+        return cpu_s, float(m.group(1)) if m else 0.0
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                t = [x for x in json.loads(get("/targets"))["targets"] if x["pid"] == pid]
+                if t and t[0]["state"] == "active":
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        else:
+            sys.exit("native_cost: the agent did not attach to the target")
+        time.sleep(args.short)
+        c1, n1 = state()
+        time.sleep(seconds)
+        c2, n2 = state()
+        note = [x for x in json.loads(get("/targets"))["targets"] if x["pid"] == pid][0]
+        words = f"native {note.get('native', '-')}, {note.get('native_samples', '')}"
+    finally:
+        proc.terminate()
+        proc.wait()
+    return 1e6 * (c2 - c1) / max(n2 - n1, 1), (n2 - n1) / seconds, words
+
+
 def marginal(measure, short, long_):
     """(us per sample, one-off ms, note) from @measure(seconds) -> (cpu s, samples, note)."""
     c1, n1, _ = measure(short)
@@ -91,6 +157,9 @@ def main():
     p.add_argument("--stacks", default="4096,8192,16384,32768")
     p.add_argument("--target-cpu", type=int, default=0)
     p.add_argument("--sampler-cpu", type=int, default=1)
+    p.add_argument("--agent", action="store_true", help="also the agent, with and without "
+                   "native: full (steady state)")
+    p.add_argument("--only-agent", action="store_true", help="the agent variants only")
     args = p.parse_args()
     args.extra = []
     stacks = [int(s) for s in args.stacks.split(",")]
@@ -114,7 +183,14 @@ def main():
                     return rec_s + (script_s if with_script else 0), n, f"{n} samples"
                 return measure
             variants = [("python", rec(["--mode", "cpu"]))]
-            for st in stacks:
+            if args.agent or args.only_agent:
+                for native in (False, True):
+                    def ag(native=native):
+                        us, rate, note = agent(args, pid, native, args.seconds, args.sampler_cpu,
+                                               tmp)
+                        return us, 0.0, f"{rate:.0f} samples/s; {note}"
+                    rows.setdefault(f"agent-{'native' if native else 'python'}", []).append(ag())
+            for st in ([] if args.only_agent else stacks):
                 variants += [(f"native-{st}", rec(["--native=full", "--native-stack", str(st)])),
                              (f"perf-{st} record", perf_measure(st, False)),
                              (f"perf-{st} record+script", perf_measure(st, True))]
