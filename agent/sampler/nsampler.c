@@ -405,5 +405,18 @@ int nsampler_drain(struct nsampler *s, uint64_t now_ns)
         while (t->ps && perfsample_next(t->ps, &r) == 1)
             nsampler_one(s, t, &r);
     }
+    /* A thread that exited leaves its event hung up, readable for good: its
+     * ring is drained above, so it is closed now, not at the next rescan
+     * (a level-triggered wait on it would wake the caller without end). */
+    struct epoll_event ev[16];
+    int n = epoll_wait(s->ep, ev, (int)PYPROFD_ARRAY_SIZE(ev), 0);
+    for (int k = 0; k < n; k++) {
+        uint32_t i = ev[k].data.u32;
+        if ((ev[k].events & (EPOLLHUP | EPOLLERR)) && i < NSAMPLER_MAX_THREADS &&
+            s->threads[i].ps) {
+            nsampler_close(s, &s->threads[i]);
+            s->c.threads--;
+        }
+    }
     return s->gone ? -ESRCH : 0;
 }

@@ -295,6 +295,40 @@ class NativeTest(unittest.TestCase):
                        "function below", both / spin, 0.80, 1.0)
 
 
+class ChurnTest(unittest.TestCase):
+    """Threads that end: their perf events hang up, readable for good."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = perf_refused()
+        if why:
+            raise unittest.SkipTest(f"perf events refused here: {why}")
+
+    def test_exited_threads_do_not_wake_for_ever(self):
+        """thread_churn.py (a thread ends every 0.2 s), record --native=full -a -d 3:
+        record's CPU stays far below its wall time (it spun on the hung-up events of
+        ended threads until the next thread rescan: 80 % of a CPU), and ends normally"""
+        tmp = livelib.scratch()
+        target = livelib.start_target(tmp, "thread_churn", "3.14")
+        path = os.path.join(tmp, "churn.txt")
+        try:
+            t0 = time.monotonic()
+            proc = subprocess.Popen([BINARY, "record", "--native=full", "-a", "-d", "3", "-o",
+                                     path, str(target.pid)], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            err = proc.stderr.read()
+            _, status, ru = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            wall = time.monotonic() - t0
+        finally:
+            target.stop()
+        self.assertEqual(proc.returncode, 0, err)
+        native_line(self, subprocess.CompletedProcess(proc.args, 0, "", err))
+        used = ru.ru_utime + ru.ru_stime
+        livelib.within(self, "record's CPU over its wall time, threads ending",
+                       used / wall, 0.0, 0.3)
+
+
 class ExactTest(unittest.TestCase):
     """--native=full --blocking: each sample stops the threads and reads their registers
     and stacks through ptrace (the exact path: no time between the two reads)."""
