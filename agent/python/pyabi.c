@@ -260,6 +260,13 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
         l.fr_executable = pyabi_field(&c, PYOFF_FRAMEOBJ_CODE, fo_size, P);
         l.fr_instr_ptr = pyabi_field(&c, PYOFF_FRAMEOBJ_LASTI, fo_size, 4);
         l.fr_size = l.fr_instr_ptr + 8;
+        if (pyabi_has(&c, PYOFF_FRAMEOBJ_STATE)) {
+            l.has_fr_state = true;
+            l.fr_state = pyabi_field(&c, PYOFF_FRAMEOBJ_STATE, fo_size, 1);
+            l.fr_state_live = s->minor == 9 ? 1 : 0; /* f_executing; 3.10: FRAME_EXECUTING */
+            if (l.fr_state + 1 > l.fr_size)
+                l.fr_size = l.fr_state + 1;
+        }
         if (l.fr_previous + P > l.fr_size)
             l.fr_size = l.fr_previous + P;
         if (l.fr_executable + P > l.fr_size)

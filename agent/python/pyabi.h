@@ -209,6 +209,13 @@ struct py_layout {
      * code units (lasti_scale 2, 3.10) into co_code.
      */
     unsigned lasti_scale;
+    /* and fr_state, a char: f_executing (3.9: 1 while its loop runs it) or
+     * f_state (3.10: 0, FRAME_EXECUTING); every frame below the top of a
+     * live chain is running its loop, so one that is not was freed or
+     * reused meanwhile (a torn read). fr_state_live is the running value. */
+    bool has_fr_state;
+    uint32_t fr_state;
+    int8_t fr_state_live;
     /* the line table's format (enum pyabi_lines) */
     unsigned lines;
     bool frame_objects;

@@ -1240,7 +1240,12 @@ static enum sample_status unwind_walk(struct unwinder *u, const struct interp_vi
             if (!unwind_visit(u, addr))
                 return SAMPLE_CYCLE;
         }
-        /* <= 3.10: frame objects are all Python frames, with no owner */
+        /* <= 3.10: frame objects are all Python frames, with no owner; a
+         * caller's frame (below the top) is running its loop, or the chain
+         * was followed into a frame freed or reused meanwhile: torn (a NULL
+         * f_back read there would otherwise end it early as if complete) */
+        if (l->has_fr_state && u->nchain > 0 && (int8_t)fr[l->fr_state] != l->fr_state_live)
+            return SAMPLE_INCOMPLETE;
         unsigned owner = l->frame_objects ? PYABI_OWNER_THREAD : fr[l->fr_owner];
         uint64_t exe = load_le64(fr + l->fr_executable) & ~l->tag_mask;
         uint64_t prev = load_le64(fr + l->fr_previous);

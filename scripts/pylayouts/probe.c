@@ -94,6 +94,11 @@ int main(void)
     OFF(FRAMEOBJ_CODE, PyFrameObject, f_code);
     OFF(FRAMEOBJ_LASTI, PyFrameObject, f_lasti);
 #endif
+#if PY_MINOR_VERSION == 9
+    OFF(FRAMEOBJ_STATE, PyFrameObject, f_executing);
+#elif PY_MINOR_VERSION == 10
+    OFF(FRAMEOBJ_STATE, PyFrameObject, f_state);
+#endif
 
     E(CODE_SIZE, sizeof(PyCodeObject));
     OFF(CODE_FILENAME, PyCodeObject, co_filename);

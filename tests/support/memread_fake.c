@@ -43,7 +43,8 @@ static int memread_fake_readv(void *priv, const struct memread_iov *iov, size_t 
     }
     for (size_t i = 0; i < n; i++) {
         bool done = iov[i].len == 0;
-        for (size_t s = 0; s < f->nseg && !done; s++) {
+        /* the newest segment first: a later add overlays what it covers */
+        for (size_t s = f->nseg; s-- > 0 && !done;) {
             const struct memread_fake_segment *g = &f->seg[s];
             if (iov[i].raddr >= g->raddr && iov[i].raddr - g->raddr <= g->len &&
                 iov[i].len <= g->len - (iov[i].raddr - g->raddr)) {

@@ -21,7 +21,8 @@ struct memread_fake;
  * memread_free(*mr) frees both. Returns 0 or -ENOMEM.
  */
 int memread_fake_open(struct memread_fake **fake, struct memread **mr);
-/** Maps a copy of @a len bytes of @a data at @a raddr. Returns 0, -ENOMEM or -E2BIG. */
+/** Maps a copy of @a len bytes of @a data at @a raddr, over what an earlier add mapped there (a
+ * read is served by the newest segment that holds all of it). Returns 0, -ENOMEM or -E2BIG. */
 int memread_fake_add(struct memread_fake *fake, uint64_t raddr, const void *data, size_t len);
 /** The next read returns @a err (negative errno) instead of reading. */
 void memread_fake_fail_next(struct memread_fake *fake, int err);

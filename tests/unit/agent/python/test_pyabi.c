@@ -271,7 +271,11 @@ static void test_pyabi__generated_layouts(void **state)
         assert_int_equal(l.fr_previous, fo[i].back);
         assert_int_equal(l.fr_executable, fo[i].code);
         assert_int_equal(l.fr_instr_ptr, fo[i].lasti);
-        assert_int_equal(l.fr_size, fo[i].lasti + 8);
+        /* f_executing (3.9) / f_state (3.10) comes after f_lasti's 8 bytes */
+        assert_true(l.has_fr_state);
+        assert_int_equal(l.fr_state, fo[i].lasti + 12);
+        assert_int_equal(l.fr_state_live, fo[i].minor == 9 ? 1 : 0);
+        assert_int_equal(l.fr_size, fo[i].lasti + 13);
         assert_int_equal(l.lasti_scale, fo[i].scale);
         assert_int_equal(l.lines, fo[i].lines);
         assert_int_equal(l.co_qualname, 112); /* co_name */

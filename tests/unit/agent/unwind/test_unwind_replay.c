@@ -136,6 +136,7 @@ static void replay_case(const char *name, enum replay_break brk)
     if (brk == REPLAY_MEMBERS_AGREE) {
         replay_fake_code_type(fake, &rt, brk);
         assert_int_equal(unwinder_new(mr, &rt, &u, why, sizeof(why)), 0);
+        /* the fake's co_filename (it overlays the type the capture holds) */
         assert_int_equal(unwinder_layout(u)->members_agreed, 1);
         unwinder_free(u);
         memread_free(mr);
