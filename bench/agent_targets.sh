@@ -27,6 +27,7 @@ usage: bench/agent_targets.sh [-n LIST] [-r HZ] [-d SECONDS] [-c CYCLES]
                               [--no-decomposition] [--decomposition-python 3.X]
                               [--agent-cpu LIST] [--target-cpus LIST] [--nice N] [--tsv FILE]
                               [--perf DIR] [--read-floor] [--idle]
+                              [--mode wall|cpu] [--fleet busy|mixed]
 
 For each target count in LIST (smallest first; targets are added, never
 restarted), run the agent for a warm-up until every target is active plus
@@ -64,6 +65,15 @@ every run as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
                            (e.g. -10: on a shared machine, other users' nice-0
                            builds then take little of their CPU; default: 0)
   --tsv FILE               also write the TSV (with a header line) to FILE
+  --mode MODE              the agent's sampling mode, wall (default) or cpu;
+                           rows of kind "fleet-cpu" in cpu mode
+  --fleet KIND             busy (default): every target is sleepy.py (wakes
+                           every 10 ms); mixed: 90 % blocked.py (blocked for
+                           good) and 10 % waker.py (about 0.2 ms of Python every
+                           20 ms), bench/targets/; rows of kind "fleet-mixed"
+                           (or "fleet-mixed-cpu"). The decomposition and the
+                           --idle, --read-floor and --perf runs are the busy
+                           fleet's only
   --idle                   after the measured runs of the largest fleet, the
                            agent's idle cost: CYCLES runs per binary with
                            a relabel rule that keeps none of the targets
@@ -99,11 +109,11 @@ die() {
 
 sizes=50,100,200 rate=100 duration=5 cycles=3 budget='' decomp=1 decomp_python=3.15
 pyprofd_a='' pyprofd_b='' agent_cpus='' target_cpus='' tsv_out='' niceness=0 perf_dir=''
-read_floor=0 idle=0
+read_floor=0 idle=0 mode=wall fleet=busy
 while (($#)); do
 	case $1 in
 	-n | -r | -d | -c | --pyprofd | --pyprofd-b | --budget | --decomposition-python | \
-		--agent-cpu | --target-cpus | --nice | --tsv | --perf)
+		--agent-cpu | --target-cpus | --nice | --tsv | --perf | --mode | --fleet)
 		(($# >= 2)) || die "option $1 needs a value"
 		case $1 in
 		-n) sizes=$2 ;;
@@ -119,6 +129,8 @@ while (($#)); do
 		--nice) niceness=$2 ;;
 		--tsv) tsv_out=$2 ;;
 		--perf) perf_dir=$2 ;;
+		--mode) mode=$2 ;;
+		--fleet) fleet=$2 ;;
 		esac
 		shift 2
 		;;
@@ -160,6 +172,14 @@ if [[ -n $pyprofd_b ]]; then
 	labels+=(B)
 	bin[B]=$pyprofd_b
 fi
+[[ $mode == wall || $mode == cpu ]] || die "--mode: wall or cpu, not '$mode'"
+[[ $fleet == busy || $fleet == mixed ]] || die "--fleet: busy or mixed, not '$fleet'"
+# the kind of the fleet rows, and which targets they sample
+fleet_kind=fleet
+[[ $fleet == mixed ]] && fleet_kind+=-mixed
+[[ $mode == cpu ]] && fleet_kind+=-cpu
+fleet_pattern=sleepy
+[[ $fleet == mixed ]] && fleet_pattern='(blocked|waker)'
 IFS=, read -r -a size_list <<<"$sizes"
 mapfile -t size_list < <(printf '%s\n' "${size_list[@]}" | sort -n)
 n_max=${size_list[-1]}
@@ -179,6 +199,7 @@ placement+=", nice $niceness"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pyprofd-bench.XXXXXX")
 tsv=$work/runs.tsv
 pids=()
+wakers=0
 agent=''
 stop_targets() {
 	local pid
@@ -231,6 +252,8 @@ fi
 token=bench$$
 cp "$repo_dir/tests/targets/sleepy.py" "$work/${token}_sleepy.py"
 cp "$repo_dir/tests/targets/sleepy.py" "$work/${token}_one.py"
+cp "$script_dir/targets/blocked.py" "$work/${token}_blocked.py"
+cp "$script_dir/targets/waker.py" "$work/${token}_waker.py"
 
 # start_targets COUNT FILE: COUNT more targets of FILE, twenty at a time,
 # CPython versions in turn.
@@ -265,7 +288,7 @@ run_agent() {
 	cat >"$work/agent.yml" <<EOF
 global:
   sample_rate: $hz
-  mode: wall
+  mode: $mode
   profile_interval: 1m
   limits:
     max_targets: $((n + 10))
@@ -341,18 +364,30 @@ printf 'CPUs: %s (%s online); load average %s; %s x %s Hz, %s s per run, %s cycl
 	"$placement" "$(nproc)" "$load_start" "$sizes" "$rate" "$duration" "$cycles"
 
 for n in "${size_list[@]}"; do
-	if ((n > ${#pids[@]})); then
+	if ((n > ${#pids[@]})) && [[ $fleet == busy ]]; then
 		printf 'starting %d more targets ' "$((n - ${#pids[@]}))" >&2
 		start_targets "$((n - ${#pids[@]}))" "$work/${token}_sleepy.py"
+	elif ((n > ${#pids[@]})); then
+		# a tenth wakers (rounded up), the rest blocked for good
+		want_wakers=$(((n + 9) / 10))
+		if ((want_wakers > wakers)); then
+			printf 'starting %d more waking targets ' "$((want_wakers - wakers))" >&2
+			start_targets "$((want_wakers - wakers))" "$work/${token}_waker.py"
+			wakers=$want_wakers
+		fi
+		printf 'starting %d more blocked targets ' "$((n - ${#pids[@]}))" >&2
+		start_targets "$((n - ${#pids[@]}))" "$work/${token}_blocked.py"
 	fi
 	for ((c = 1; c <= cycles; c++)); do
 		for label in "${labels[@]}"; do
-			run_agent "$label" "$c" fleet "$n" "$rate" 1 sleepy
+			run_agent "$label" "$c" "$fleet_kind" "$n" "$rate" 1 "$fleet_pattern"
 			if [[ -n $budget ]]; then
-				run_agent "$label" "$c" "fleet-budget-$budget" "$n" "$rate" "$budget" sleepy
+				run_agent "$label" "$c" "$fleet_kind-budget-$budget" "$n" "$rate" "$budget" \
+					"$fleet_pattern"
 			fi
 		done
 	done
+	[[ $fleet == busy ]] || continue
 	if ((idle)) && [[ $n == "$n_max" ]]; then
 		for ((c = 1; c <= cycles; c++)); do
 			for label in "${labels[@]}"; do
@@ -379,7 +414,7 @@ for n in "${size_list[@]}"; do
 done
 stop_targets
 
-if ((decomp)); then
+if ((decomp)) && [[ $fleet == busy ]]; then
 	total=$((n_max * rate))
 	printf 'decomposition: one target (CPython %s) at %d Hz ' "$decomp_python" "$total" >&2
 	versions=("$decomp_python")
