@@ -72,8 +72,8 @@ every run as TSV (lines starting "tsv<TAB>"; also in --tsv FILE).
                            good) and 10 % waker.py (about 0.2 ms of Python every
                            20 ms), bench/targets/; rows of kind "fleet-mixed"
                            (or "fleet-mixed-cpu"). The decomposition and the
-                           --idle, --read-floor and --perf runs are the busy
-                           fleet's only
+                           --idle and --read-floor runs are the busy fleet's
+                           only
   --idle                   after the measured runs of the largest fleet, the
                            agent's idle cost: CYCLES runs per binary with
                            a relabel rule that keeps none of the targets
@@ -387,6 +387,13 @@ for n in "${size_list[@]}"; do
 			fi
 		done
 	done
+	if [[ -n $perf_dir && $n == "$n_max" ]]; then
+		for label in "${labels[@]}"; do
+			run_agent "$label" 1 fleet-perf "$n" "$rate" 1 "$fleet_pattern"
+			perf report -i "$perf_dir/perf-$label.data" --no-children --sort dso,symbol \
+				--stdio 2>/dev/null | head -n 80 >"$perf_dir/perf-$label.txt" || true
+		done
+	fi
 	[[ $fleet == busy ]] || continue
 	if ((idle)) && [[ $n == "$n_max" ]]; then
 		for ((c = 1; c <= cycles; c++)); do
@@ -402,13 +409,6 @@ for n in "${size_list[@]}"; do
 				"${agent_pin[@]}" "$work/readfloor" $args -r "$rate" -d "$duration" "${pids[@]}" |
 					sed "s/^/cycle $c: /" | tee -a "$work/floor.txt"
 			done
-		done
-	fi
-	if [[ -n $perf_dir && $n == "$n_max" ]]; then
-		for label in "${labels[@]}"; do
-			run_agent "$label" 1 fleet-perf "$n" "$rate" 1 sleepy
-			perf report -i "$perf_dir/perf-$label.data" --no-children --sort dso,symbol \
-				--stdio 2>/dev/null | head -n 80 >"$perf_dir/perf-$label.txt" || true
 		done
 	fi
 done

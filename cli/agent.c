@@ -30,7 +30,8 @@
 #include "exporters/pull/http_server.h"
 #include "exporters/pull/views.h"
 #include "sampler/loop.h"
-#include "unwind/perfsample.h"
+#include "perf/perfsample.h"
+#include "perf/switches.h"
 
 #include "cli/version.h"
 
@@ -355,6 +356,26 @@ static void agent_check_native(const struct pyprofd_config *cfg)
                  why);
 }
 
+/*
+ * How idle threads will be found (idle_check: perf, the default): said once
+ * at start, so a refusal is not a silent cost; /targets says it per target.
+ */
+static void agent_check_idle(const struct pyprofd_config *cfg)
+{
+    bool perf = false;
+    for (size_t i = 0; i < cfg->njobs; i++)
+        perf |= cfg->jobs[i].idle_check == CONFIG_IDLE_PERF;
+    if (!perf)
+        return;
+    char why[256];
+    if (switches_probe(why, sizeof(why)) == 0)
+        log_info("idle threads: %s: found from their context switches, with no read", why);
+    else
+        log_warn("idle threads: %s; found through /proc/PID/task/TID/schedstat instead (one "
+                 "read per thread and attempt; docs/agent.md, \"Idle threads cost no reads\")",
+                 why);
+}
+
 /* ---- the HTTP server's callbacks ---------------------------------------- */
 
 static bool agent_cancelled(const void *arg)
@@ -574,6 +595,7 @@ int cli_agent(int argc, char **argv)
         goto out;
     }
     agent_check_native(cfg);
+    agent_check_idle(cfg);
     char listen_addr[256];
     snprintf(listen_addr, sizeof(listen_addr), "%s",
              a.listen_option              ? a.listen_option

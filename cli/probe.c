@@ -10,7 +10,7 @@
 #include "base/log.h"
 #include "base/termtext.h"
 #include "cli/cli.h"
-#include "unwind/perfsample.h"
+#include "perf/perfsample.h"
 
 static void probe_usage(FILE *out)
 {

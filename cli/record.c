@@ -30,7 +30,7 @@
 #include "pprof/pprof_build.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
-#include "unwind/perfsample.h"
+#include "perf/perfsample.h"
 #include "web/web.h"
 
 #define RECORD_MAX_RATE   1000000.0  /* Hz */
@@ -55,6 +55,7 @@ struct record_opts {
     enum memread_backend backend;
     bool async_aware;
     enum asyncio_mode async_mode;
+    enum runwatch_how idle_check; /* --idle-check (default perf) */
 };
 
 static volatile sig_atomic_t record_stop;
@@ -116,6 +117,11 @@ static void record_usage(FILE *out)
           "      --opcodes          each frame's current instruction, as a marker frame\n"
           "                         below it: <op NAME (BASE)> for a specialized one\n"
           "      --blocking         stop the target's threads around each sample\n"
+          "      --idle-check HOW   perf (default), schedstat or off: how a sample finds\n"
+          "                         that no thread ran since the last read, and counts\n"
+          "                         that read again instead of reading (perf: context-\n"
+          "                         switch records; schedstat: /proc, where perf events\n"
+          "                         are refused; off: every sample reads)\n"
           "      --async-aware      asyncio tasks' await chains instead of the event loop's\n"
           "                         stack, labelled with the task name (CPython 3.14+)\n"
           "      --async-mode M     running (default: the running task) or all (also every\n"
@@ -574,7 +580,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                               .async = aio,
                               /* with --blocking, the exact path: the sampler's own */
                               .native_full = o->native_full && o->blocking,
-                              .native_stack = o->native_stack};
+                              .native_stack = o->native_stack,
+                              .idle_check = o->idle_check};
     asyncio_search(aio, "/proc", t.pid, &t.rt, &aio_memo);
     uint64_t start = clock_mono_now();
     uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
@@ -612,6 +619,9 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                 "markers\n",
                 exact + 9);
     bool exact_on = exact && strcmp(exact, "full") == 0;
+    const char *idle = s ? sampler_idle_check(s) : NULL;
+    if (idle && o->idle_check != RUNWATCH_OFF && strncmp(idle, "perf", 4) != 0)
+        fprintf(stderr, "pyprofd: idle threads found by %s\n", idle);
     char ver[32];
     fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s%s%s%s\n",
             (int)pid, pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate,
@@ -674,6 +684,9 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     if (exact_on)
         (void)sampler_native_counts(s, &nc);
     struct sampler_counts c = ns ? record_native_counts(&nc) : sampler_counts_final(s);
+    char idle_said[320] = "";
+    if (s && sampler_idle_check(s))
+        snprintf(idle_said, sizeof(idle_said), "%s", sampler_idle_check(s));
     sampler_free(s); /* detach before writing, so a blocked target runs again */
     s = NULL;
     nsampler_free(ns);
@@ -699,6 +712,11 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     if (o->native_full && nc.samples)
         record_native_summary(&nc, exact_on);
     record_summary(&c, (double)(stop - start) / 1e9);
+    if (idle_said[0])
+        fprintf(stderr,
+                "pyprofd: idle threads (%s): %" PRIu64 " samples made without a read, %" PRIu64
+                " thread stacks counted again\n",
+                idle_said, c.saved, c.reused);
 out:
     if (child > 0) {
         int st;
@@ -725,7 +743,8 @@ int cli_record(int argc, char **argv)
         OPT_ASYNC,
         OPT_ASYNC_MODE,
         OPT_NO_PROGRESS,
-        OPT_NATIVE_STACK
+        OPT_NATIVE_STACK,
+        OPT_IDLE_CHECK
     };
     static const struct option opts[] = {
         {"rate", required_argument, NULL, 'r'},
@@ -744,10 +763,12 @@ int cli_record(int argc, char **argv)
         {"backend", required_argument, NULL, OPT_BACKEND},
         {"async-aware", no_argument, NULL, OPT_ASYNC},
         {"async-mode", required_argument, NULL, OPT_ASYNC_MODE},
+        {"idle-check", required_argument, NULL, OPT_IDLE_CHECK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct record_opts o = {.rate = 100, .mode = PROFILE_WALL, .progress = -1};
+    struct record_opts o = {
+        .rate = 100, .mode = PROFILE_WALL, .progress = -1, .idle_check = RUNWATCH_PERF};
     int c;
     optind = 1;
     /* options may follow the PID (getopt permutes); "--" still ends them, so
@@ -807,6 +828,18 @@ int cli_record(int argc, char **argv)
             break;
         case OPT_BLOCKING:
             o.blocking = true;
+            break;
+        case OPT_IDLE_CHECK:
+            if (strcmp(optarg, "perf") == 0)
+                o.idle_check = RUNWATCH_PERF;
+            else if (strcmp(optarg, "schedstat") == 0)
+                o.idle_check = RUNWATCH_SCHEDSTAT;
+            else if (strcmp(optarg, "off") == 0)
+                o.idle_check = RUNWATCH_OFF;
+            else {
+                log_error("unknown --idle-check '%s' (use perf, schedstat or off)", optarg);
+                return CLI_EXIT_USAGE;
+            }
             break;
         case 'o':
             o.output = optarg;

@@ -14,10 +14,11 @@
 #   python     base
 #   config     base pipeline
 #   discovery  base memread python
-#   unwind     base pipeline memread python discovery
+#   perf       base
+#   unwind     base pipeline memread python discovery perf
 #   aggregate  base pipeline
 #   pprof      base pipeline aggregate
-#   sampler    base pipeline memread python config discovery unwind aggregate
+#   sampler    base pipeline memread python config discovery perf unwind aggregate
 #   web        base                        (web/: the browser pages, embedded)
 #   exporters  every agent stage and web (not cli)
 #   cli        everything
@@ -37,13 +38,14 @@ violations=$(
             allow["python"] = "base"
             allow["config"] = "base pipeline"
             allow["discovery"] = "base memread python"
-            allow["unwind"] = "base pipeline memread python discovery"
+            allow["perf"] = "base"
+            allow["unwind"] = "base pipeline memread python discovery perf"
             allow["aggregate"] = "base pipeline"
             allow["pprof"] = "base pipeline aggregate"
-            allow["sampler"] = "base pipeline memread python config discovery unwind aggregate"
+            allow["sampler"] = "base pipeline memread python config discovery perf unwind aggregate"
             allow["web"] = "base"
-            allow["exporters"] = "base pipeline memread python config discovery unwind aggregate pprof sampler web"
-            allow["cli"] = "base pipeline memread python config discovery unwind aggregate pprof sampler web exporters"
+            allow["exporters"] = "base pipeline memread python config discovery perf unwind aggregate pprof sampler web"
+            allow["cli"] = "base pipeline memread python config discovery perf unwind aggregate pprof sampler web exporters"
         }
         function stage_of_file(f,   p) {
             if (f == "agent/pipeline.h" || f == "agent/pipeline.c") return "pipeline"

@@ -152,6 +152,9 @@ struct loop_job_view {
     uint64_t reattached[TARGET_REATTACH_REASONS];
     struct native_counts native; /* native: full jobs */
     uint64_t targets;            /* sampled now */
+    /* targets sampled now by how their idle threads are found (idle_check):
+     * [RUNWATCH_OFF] also counts those that do not look (native: full, ...) */
+    uint64_t idle_check[3];
 };
 
 /** One process as /targets lists it. */
@@ -173,6 +176,7 @@ struct loop_proc_view {
     char async[320];
     char native[320]; /* native: full: "full" or "markers: why"; "" otherwise */
     struct native_counts native_counts;
+    char idle_check[320]; /* "perf", "schedstat: why", "off: why"; "" when not looked for */
     struct sampler_counts counts;
     uint64_t windows, windows_dropped, stacks_dropped;
     struct labels labels, meta; /* owned by the view */

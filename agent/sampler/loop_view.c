@@ -34,6 +34,8 @@ void loop_job_add(struct loop_job_view *j, const struct target_stats *t)
     j->counts.skipped += c->skipped;
     j->counts.thread_samples += c->thread_samples;
     j->counts.retried += c->retried;
+    j->counts.saved += c->saved;
+    j->counts.reused += c->reused;
     for (size_t i = 0; i < SAMPLE_STATUS_COUNT; i++)
         j->counts.failed_by[i] += c->failed_by[i];
     j->native.joined += t->native_counts.joined;
@@ -87,6 +89,7 @@ static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
     o->interval_s = (double)ti->window_ns / 1e9;
     memcpy(o->async, ts->async, sizeof(o->async));
     memcpy(o->native, ts->native, sizeof(o->native));
+    memcpy(o->idle_check, ts->idle_check, sizeof(o->idle_check));
     o->native_counts = ts->native_counts;
     o->counts = ts->counts;
     o->windows = ts->windows;
@@ -126,8 +129,12 @@ int loop_snapshot(struct loop *l, struct loop_view **out)
         struct loop_job_view *j =
             loop_job(v->jobs, &v->njobs, target_info(l->targets[i])->job_name);
         if (j) {
-            loop_job_add(j, target_stats(l->targets[i]));
+            const struct target_stats *ts = target_stats(l->targets[i]);
+            loop_job_add(j, ts);
             j->targets++;
+            j->idle_check[strncmp(ts->idle_check, "perf", 4) == 0        ? 2
+                          : strncmp(ts->idle_check, "schedstat", 9) == 0 ? 1
+                                                                         : 0]++;
         }
     }
     v->factor = fleet_factor(l->fleet);

@@ -16,7 +16,7 @@
 #include "sampler/threadstat.h"
 #include "unwind/mixed.h"
 #include "unwind/native.h"
-#include "unwind/perfsample.h"
+#include "perf/perfsample.h"
 
 #define NSAMPLER_RESCAN_NS  1000000000ull
 #define NSAMPLER_REFRESH_NS 1000000000ull

@@ -58,6 +58,11 @@ struct sampler_counts {
     uint64_t skipped;        /* due attempts not made on purpose (sampler_skip: CPU budget) */
     uint64_t thread_samples; /* thread stacks added to the profile */
     uint64_t retried;        /* attempts read a second time because the first read tore */
+    /* idle threads (sampler/runwatch.h): attempts made without reading the
+     * target (its threads had not run since the last read, or none was on a
+     * CPU in cpu mode), and the thread samples they counted again */
+    uint64_t saved;
+    uint64_t reused;
 };
 
 /**

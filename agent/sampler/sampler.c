@@ -7,15 +7,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <sys/ptrace.h>
-#include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fdcap.h"
 #include "base/hash.h"
 #include "base/strnum.h"
 #include "base/utf8.h"
@@ -25,7 +24,7 @@
 #include "sampler/threadstat.h"
 #include "unwind/mixed.h"
 #include "unwind/native.h"
-#include "unwind/perfsample.h"
+#include "perf/perfsample.h"
 
 #define SAMPLER_THREADS       256u          /* threads whose name and host TID are cached */
 #define SAMPLER_NAME_REFRESH  1000000000ull /* re-read a thread's name after 1 s */
@@ -49,55 +48,40 @@ struct sampler_thread {
 
 /*
  * cpu mode reads each sampled thread's stat file every sample; keeping it
- * open saves an open and a close per thread and sample. Open files are a
- * process-wide resource, so at most a quarter of RLIMIT_NOFILE (and 4096) of
- * them are kept, by all samplers together; beyond that a thread's file is
- * opened and closed per sample as before.
+ * open saves an open and a close per thread and sample, within the
+ * process-wide budget of kept descriptors (base/fdcap.h); beyond it a
+ * thread's file is opened and closed per sample as before.
  */
-static atomic_long sampler_fds_open;
-static atomic_long sampler_fds_cap = -1;
-
-static long sampler_fd_cap(void)
-{
-    long cap = atomic_load(&sampler_fds_cap);
-    if (cap < 0) {
-        struct rlimit rl;
-        cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-                  ? (long)(rl.rlim_cur / 4)
-                  : 256;
-        if (cap > 4096)
-            cap = 4096;
-        atomic_store(&sampler_fds_cap, cap);
-    }
-    return cap;
-}
-
 static void sampler_thread_close(struct sampler_thread *t)
 {
     if (t->stat_fd1) {
         close(t->stat_fd1 - 1);
         t->stat_fd1 = 0;
-        atomic_fetch_sub(&sampler_fds_open, 1);
+        fdcap_give();
     }
 }
 
 struct sampler {
+    /* what every attempt touches first, together (an idle target's attempt
+     * touches little else: docs/performance.md, issue 26) */
+    struct nsampler *ns;    /* native: full: the kernel's samples (NULL: not asked, or refused) */
+    struct runwatch *watch; /* idle_check: whether the threads ran since the last read */
+    /* the last read's result, while it may be counted again (plain stacks,
+     * nothing failed): owned by the unwinder, untouched until its next sample */
+    const struct unwind_result *last;
+    struct schedule sched;
+    uint64_t last_attempt_ns;
+    uint64_t now_ns;       /* of the attempt in progress */
+    uint64_t jitter;       /* the next attempt is made this long after it is due */
+    struct rand_state rng; /* for the jitter */
+    struct sampler_counts counts;
+    struct sampler_opts opts;
     pid_t pid;
     struct unwinder *u;
     /* [0]: the window (its takes count as thread samples); then the taps,
      * add NULL = a free slot */
     struct sample_sink sinks[SAMPLER_SINKS];
     size_t nsinks; /* sinks[nsinks...] are free */
-    struct sampler_opts opts;
-    struct schedule sched;
-    uint64_t last_attempt_ns;
-    struct sampler_counts counts;
-    struct sampler_thread threads[SAMPLER_THREADS];
-    uint64_t now_ns;       /* of the attempt in progress */
-    uint64_t jitter;       /* the next attempt is made this long after it is due */
-    struct rand_state rng; /* for the jitter */
-    /* native: full: the kernel's samples (NULL: not asked, or refused) */
-    struct nsampler *ns;
     /* native: full with blocking, the exact path: each stopped thread's
      * registers and stack read through ptrace, unwound after the resume */
     struct sampler_exact *exact;
@@ -107,10 +91,11 @@ struct sampler {
     int *pending;           /* a signal each stopped thread was about to get */
     bool *was_running;      /* cpu mode: each stopped thread was on a CPU ('R') before the stop */
     size_t ntraced;
+    struct sampler_thread threads[SAMPLER_THREADS];
 };
 
-/* The cached kernel view of thread @ns_tid, looked up or refreshed. */
-static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
+/* The cached kernel view of thread @ns_tid, looked up or refreshed (@refresh: its name too). */
+static struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_tid, bool refresh)
 {
     size_t i = (size_t)(ns_tid * HASH_GOLDEN >> 32) % SAMPLER_THREADS;
     struct sampler_thread *t = NULL;
@@ -130,7 +115,8 @@ static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
         if (threadstat_host_tid(s->opts.proc_root, s->pid, ns_tid, &host) == 0)
             t->host_tid = host;
     }
-    if (t->host_tid && (t->named_ns == 0 || s->now_ns - t->named_ns > SAMPLER_NAME_REFRESH)) {
+    if (t->host_tid &&
+        (t->named_ns == 0 || (refresh && s->now_ns - t->named_ns > SAMPLER_NAME_REFRESH))) {
         char comm[sizeof(t->comm)];
         if (threadstat_comm(s->opts.proc_root, s->pid, t->host_tid, comm, sizeof(comm)))
             comm[0] = '\0';
@@ -151,6 +137,11 @@ static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
     return t;
 }
 
+static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
+{
+    return sampler_thread_get(s, ns_tid, true);
+}
+
 static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
 {
     struct sampler *s = ctx;
@@ -158,6 +149,9 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
     char state;
     if (!t->host_tid)
         return false;
+    int known = s->watch ? runwatch_on_cpu(s->watch, t->host_tid) : -1;
+    if (known >= 0) /* from its context switches, no /proc read */
+        return known == 1;
     if (s->ntraced) { /* stopped by us: its state before the stop */
         for (size_t i = 0; i < s->ntraced; i++) {
             if (s->traced[i] == t->host_tid)
@@ -165,7 +159,7 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
         }
         return false;
     }
-    if (!t->stat_fd1 && atomic_fetch_add(&sampler_fds_open, 1) < sampler_fd_cap()) {
+    if (!t->stat_fd1 && fdcap_take()) {
         char path[PATH_MAX];
         int n = snprintf(path, sizeof(path), "%s/%d/task/%d/stat", s->opts.proc_root, (int)s->pid,
                          (int)t->host_tid);
@@ -173,9 +167,7 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
         if (fd >= 0)
             t->stat_fd1 = fd + 1;
         else
-            atomic_fetch_sub(&sampler_fds_open, 1);
-    } else if (!t->stat_fd1) {
-        atomic_fetch_sub(&sampler_fds_open, 1);
+            fdcap_give();
     }
     if (!t->stat_fd1)
         return threadstat_state(s->opts.proc_root, s->pid, t->host_tid, &state) == 0 &&
@@ -512,6 +504,20 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
         sampler_native_open(s, now_ns);
     if (opts->mode == PROFILE_CPU && !s->ns)
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
+    /* idle threads: not where the kernel drives or threads are stopped, nor
+     * where nothing could be counted again (async wall mode) */
+    if (opts->idle_check != RUNWATCH_OFF && !s->ns && !opts->blocking &&
+        !(opts->async && opts->mode != PROFILE_CPU)) {
+        struct runwatch_opts wo = {
+            .proc_root = s->opts.proc_root,
+            .all_threads = (opts->unwind_flags & UNWIND_ALL_THREADS) != 0,
+            .how = opts->idle_check,
+        };
+        if (runwatch_new(pid, &wo, now_ns, &s->watch)) {
+            sampler_free(s);
+            return -ENOMEM;
+        }
+    }
     if (opts->blocking) {
         s->traced = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->traced));
         s->pending = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->pending));
@@ -548,6 +554,7 @@ void sampler_free(struct sampler *s)
         unwinder_set_on_cpu(s->u, NULL, NULL);
     nsampler_free(s->ns);
     sampler_exact_free(s->exact);
+    runwatch_free(s->watch);
     for (size_t i = 0; i < SAMPLER_THREADS; i++)
         sampler_thread_close(&s->threads[i]);
     alloc_free(s->traced);
@@ -616,13 +623,15 @@ static const struct unwind_frame sampler_interpreter_frame = {
  */
 static void sampler_add(struct sampler *s, const struct unwind_thread *t,
                         const struct unwind_frame *frames, size_t nframes, const char *task,
-                        bool plain)
+                        bool plain, bool again_read)
 {
     if (nframes == 0) {
         frames = &sampler_interpreter_frame;
         nframes = 1;
     }
-    struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
+    /* counted again without a read: the thread did not run, so neither did
+     * its name change (it is read again with the next read) */
+    struct sampler_thread *k = sampler_thread_get(s, t->native_thread_id, !again_read);
     struct sink_sample x = {
         .frames = frames,
         .nframes = nframes,
@@ -635,7 +644,7 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
     struct sink_sample again = x;
     again.frames = NULL;
     again.nframes = 0;
-    bool same = plain && t->unchanged && k->last_key == t->stack_key;
+    bool same = plain && (t->unchanged || again_read) && k->last_key == t->stack_key;
     for (size_t q = 0; q < s->nsinks; q++) {
         const struct sample_sink *sk = &s->sinks[q];
         if (!sk->add)
@@ -668,6 +677,39 @@ static bool sampler_torn(int err, enum sample_status why, const struct unwind_re
     return false;
 }
 
+/*
+ * Idle threads: before the read, whether it is needed at all. Counts the
+ * attempt (taken, saved) and returns true when the watch proves that no
+ * thread ran since the last read (its stacks are counted again, as the same
+ * stacks: the coalescing contract holds) or, in cpu mode, that none is on a
+ * CPU (nothing is kept, as the read would have found).
+ */
+static bool sampler_unread(struct sampler *s, uint64_t now_ns)
+{
+    enum runwatch_verdict v = runwatch_check(s->watch, now_ns, s->opts.mode == PROFILE_CPU);
+    if (v == RUNWATCH_READ || (v == RUNWATCH_SAME && !s->last))
+        return false;
+    if (v == RUNWATCH_SAME) {
+        const struct unwind_result *r = s->last;
+        for (size_t i = 0; i < r->nthreads; i++) {
+            const struct unwind_thread *t = &r->threads[i];
+            sampler_add(s, t, t->frames, t->nframes, NULL, true, true);
+            s->counts.reused++;
+        }
+    }
+    s->counts.saved++;
+    s->counts.taken++;
+    return true;
+}
+
+/* After a read: the result that may be counted again (NULL: none). */
+static void sampler_read_done(struct sampler *s, uint64_t now_ns, const struct unwind_result *r)
+{
+    s->last = r;
+    if (s->watch)
+        runwatch_read(s->watch, now_ns, r != NULL);
+}
+
 int sampler_attempt(struct sampler *s, uint64_t now_ns)
 {
     if (s->ns) {
@@ -680,6 +722,8 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
     sampler_next_jitter(s, now_ns);
     s->last_attempt_ns = now_ns;
     s->counts.attempts++;
+    if (s->watch && sampler_unread(s, now_ns))
+        return 0;
 
     if (s->opts.blocking)
         (void)sampler_stop_all(s); /* a thread that cannot be stopped is sampled running */
@@ -718,6 +762,7 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
     if (s->opts.blocking)
         sampler_resume_all(s);
     if (err || gone) {
+        sampler_read_done(s, now_ns, NULL);
         why = err ? why : SAMPLE_PROCESS_GONE;
         s->counts.failed++;
         s->counts.failed_by[why]++;
@@ -737,17 +782,20 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
         const struct unwind_frame *mf;
         size_t mn;
         if (as)
-            sampler_add(s, t, as->frames, as->nframes, as->task_name, as->task_name == NULL);
+            sampler_add(s, t, as->frames, as->nframes, as->task_name, as->task_name == NULL, false);
         else if (!s->exact)
-            sampler_add(s, t, t->frames, t->nframes, NULL, true);
+            sampler_add(s, t, t->frames, t->nframes, NULL, true, false);
         else if (sampler_exact_join(s, i, t, &mf, &mn))
-            sampler_add(s, t, mf, mn, NULL, false); /* (joined stacks are not coalesced) */
+            sampler_add(s, t, mf, mn, NULL, false, false); /* (joined stacks are not coalesced) */
     }
     if (failed != SAMPLE_OK) {
+        sampler_read_done(s, now_ns, NULL);
         s->counts.failed++;
         s->counts.failed_by[failed]++;
         return failed == SAMPLE_PROCESS_GONE ? -ESRCH : 0;
     }
+    /* plain stacks only can be counted again */
+    sampler_read_done(s, now_ns, ar || s->exact ? NULL : r);
     s->counts.taken++;
     return 0;
 }
@@ -815,6 +863,11 @@ static struct sampler_counts sampler_native_as_counts(const struct sampler *s)
     };
     memcpy(c.failed_by, n.failed_by, sizeof(c.failed_by));
     return c;
+}
+
+const char *sampler_idle_check(const struct sampler *s)
+{
+    return s->watch ? runwatch_describe(s->watch) : NULL;
 }
 
 const char *sampler_native(const struct sampler *s)

@@ -17,7 +17,9 @@
  * Outcomes are counted, never logged: attempts taken, attempts failed (by
  * status: the process went away, a torn stack, a read fault, ...), and
  * attempts missed because the sampler could not keep up. None is folded into
- * the profile. An attempt that read a torn stack or task graph (status_torn(),
+ * the profile. An attempt the idle check answers without a read (idle_check)
+ * is taken, and also counted as saved; the thread samples it counts again as
+ * reused. An attempt that read a torn stack or task graph (status_torn(),
  * base/status.def) is read again at once, one time, and counted as retried.
  *
  * With blocking set, every thread of the target is stopped with ptrace around
@@ -50,6 +52,7 @@
 #include "unwind/asyncio.h"
 #include "pipeline.h"
 #include "sampler/report.h"
+#include "sampler/runwatch.h"
 #include "unwind/unwind.h"
 
 struct sampler_opts {
@@ -75,6 +78,12 @@ struct sampler_opts {
      * with UNWIND_NATIVE markers, and sampler_native() says why. */
     bool native_full;
     uint32_t native_stack; /* bytes of user stack per kernel sample; 0: the default */
+    /* Idle threads (sampler/runwatch.h): before each attempt, whether the
+     * threads ran since the last read; when none did, the attempt counts
+     * that read's stacks again (or, in cpu mode, finds none on a CPU)
+     * without reading the target. RUNWATCH_OFF (0): every attempt reads.
+     * Not with blocking, native_full or (counting again) async. */
+    enum runwatch_how idle_check;
 };
 
 /** One thread's stack as a sink gets it; valid during the call only. */
@@ -222,6 +231,9 @@ int sampler_native_drain(struct sampler *s, uint64_t now_ns);
  * fewer samples; each stands for the longer period). A no-op otherwise.
  */
 void sampler_native_factor(struct sampler *s, double factor);
+
+/** How idle threads are found (idle_check): runwatch_describe()'s words, or NULL when off. */
+const char *sampler_idle_check(const struct sampler *s);
 
 /** The counts of the kernel's samples (native: full active): true; else false. */
 bool sampler_native_counts(const struct sampler *s, struct nsampler_counts *out);

@@ -92,6 +92,9 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
         .proc_root = env->cfg->discovery.proc_root,
         /* (the config refuses full with another mode or async_aware) */
         .native_full = job->native == CONFIG_NATIVE_FULL && job->mode == PROFILE_CPU && !t->aio,
+        .idle_check = job->idle_check == CONFIG_IDLE_PERF        ? RUNWATCH_PERF
+                      : job->idle_check == CONFIG_IDLE_SCHEDSTAT ? RUNWATCH_SCHEDSTAT
+                                                                 : RUNWATCH_OFF,
     };
     struct sample_sink window = sample_sink_agg(t->win);
     err = sampler_new(p->key.pid, t->u, &window, &so,
@@ -330,6 +333,13 @@ void target_native_drain(struct target *t, uint64_t now)
 }
 
 /* native: full's outcome counts, as of now. */
+/* What /targets says of the idle check: it may fall back or lose threads meanwhile. */
+static void target_idle_check(struct target *t)
+{
+    const char *ic = sampler_idle_check(t->s);
+    snprintf(t->stats.idle_check, sizeof(t->stats.idle_check), "%s", ic ? ic : "");
+}
+
 static void target_native_counts(struct target *t)
 {
     struct nsampler_counts n;
@@ -374,6 +384,7 @@ enum target_check target_housekeep(struct target *t, struct window_queue *q, con
                                    char *what, size_t whatlen)
 {
     t->stats.counts = sampler_counts(t->s);
+    target_idle_check(t);
     target_native_counts(t);
     if (!t->gone && target_stale(t, proc_root, now, why)) {
         target_stale_words(t, *why, now, what, whatlen);
@@ -396,5 +407,6 @@ void target_finish(struct target *t, struct window_queue *q, uint64_t now, int64
 {
     (void)target_cut(t, q, now, now_real, true);
     t->stats.counts = sampler_counts_final(t->s);
+    target_idle_check(t);
     target_native_counts(t);
 }

@@ -81,6 +81,9 @@ struct target_stats {
      * "" when the job did not ask for it */
     char native[320];
     struct native_counts native_counts;
+    /* how idle threads are found (sampler_idle_check()): "perf", "schedstat: why",
+     * "off: why"; "" when not used (native: full, async-aware wall mode) */
+    char idle_check[320];
 };
 
 /** @a t's identity and configuration. */

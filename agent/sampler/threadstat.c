@@ -24,6 +24,31 @@ int threadstat_parse_state(const char *text, size_t len, char *state)
     return 0;
 }
 
+int threadstat_parse_schedstat(const char *text, size_t len, uint64_t out[3])
+{
+    size_t i = 0;
+    for (int k = 0; k < 3; k++) {
+        if (k > 0) {
+            if (i >= len || text[i] != ' ')
+                return -EINVAL;
+            i++;
+        }
+        size_t start = i;
+        uint64_t v = 0;
+        while (i < len && text[i] >= '0' && text[i] <= '9' && i - start < 20) {
+            uint64_t d = (uint64_t)(text[i] - '0');
+            if (v > (UINT64_MAX - d) / 10)
+                return -EINVAL;
+            v = v * 10 + d;
+            i++;
+        }
+        if (i == start || (i < len && text[i] >= '0' && text[i] <= '9'))
+            return -EINVAL;
+        out[k] = v;
+    }
+    return i < len && text[i] == '\n' ? 0 : -EINVAL;
+}
+
 static ssize_t threadstat_slurp(const char *path, char *buf, size_t cap)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -25,6 +25,13 @@
 PYPROFD_WARN_UNUSED int threadstat_parse_state(const char *text, size_t len, char *state);
 
 /**
+ * The three numbers of a /proc/.../schedstat line ("%llu %llu %llu\n": CPU
+ * time in ns, time spent waiting for a CPU in ns, times switched in), into
+ * @a out. Returns 0, or -EINVAL for anything else.
+ */
+PYPROFD_WARN_UNUSED int threadstat_parse_schedstat(const char *text, size_t len, uint64_t out[3]);
+
+/**
  * Reads the state of thread @a host_tid of @a pid. Returns 0 and the letter, or
  * -ESRCH when the thread is gone, or another negative errno.
  */

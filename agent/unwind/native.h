@@ -29,7 +29,7 @@
 #include <sys/types.h>
 
 #include "pipeline.h"
-#include "unwind/perfsample.h"
+#include "perf/perfsample.h"
 
 #define NATIVE_MAX_FRAMES 256u
 

@@ -143,6 +143,8 @@ static json_object *views_counts(const struct loop_proc_view *t)
     json_object_object_add(c, "missed", json_object_new_uint64(t->counts.missed));
     json_object_object_add(c, "skipped", json_object_new_uint64(t->counts.skipped));
     json_object_object_add(c, "retried", json_object_new_uint64(t->counts.retried));
+    json_object_object_add(c, "reads_saved", json_object_new_uint64(t->counts.saved));
+    json_object_object_add(c, "thread_samples_reused", json_object_new_uint64(t->counts.reused));
     json_object_object_add(c, "thread_stacks_dropped", json_object_new_uint64(t->stacks_dropped));
     json_object *by = json_object_new_object();
     for (size_t k = 0; by && k < SAMPLE_STATUS_COUNT; k++) {
@@ -199,6 +201,8 @@ static json_object *views_proc(const struct loop_proc_view *t, bool hide)
         }
         json_object_object_add(o, "native_samples", nc);
     }
+    if (t->idle_check[0])
+        json_object_object_add(o, "idle_check", json_object_new_string(t->idle_check));
     json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));
     json_object_object_add(o, "effective_rate_hz", json_object_new_double(t->effective_rate));
     json_object_object_add(o, "profile_interval_seconds", json_object_new_double(t->interval_s));
@@ -289,6 +293,14 @@ static const struct {
     {"pyprofd_samples_retried_total",
      "Attempts read a second time at once because the first read was torn.",
      offsetof(struct loop_job_view, counts.retried)},
+    {"pyprofd_reads_saved_total",
+     "Attempts made without reading the target: none of its threads had run since the last "
+     "read (or, in cpu mode, none was on a CPU); counted as samples too.",
+     offsetof(struct loop_job_view, counts.saved)},
+    {"pyprofd_thread_samples_reused_total",
+     "Thread stacks counted again from the last read because the thread had not run since "
+     "(part of pyprofd_thread_samples_total).",
+     offsetof(struct loop_job_view, counts.reused)},
     {"pyprofd_samples_skipped_total",
      "Attempts let pass on purpose to stay within limits.cpu_budget.",
      offsetof(struct loop_job_view, counts.skipped)},
@@ -434,6 +446,17 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
             err = promtext_sample(
                 w, NULL, PROMTEXT_LABELS({"job", v->jobs[k].name}, {"outcome", out[o].name}),
                 (double)out[o].v);
+    }
+    if (!err)
+        err = promtext_family(w, "pyprofd_idle_check_targets", PROMTEXT_GAUGE,
+                              "Targets being sampled, by job and how an attempt finds that no "
+                              "thread ran since the last read (perf, schedstat, off).");
+    for (size_t k = 0; !err && k < v->njobs; k++) {
+        static const char *const how[3] = {"off", "schedstat", "perf"};
+        for (size_t h = 0; !err && h < 3; h++)
+            err = promtext_sample(w, NULL,
+                                  PROMTEXT_LABELS({"job", v->jobs[k].name}, {"method", how[h]}),
+                                  (double)v->jobs[k].idle_check[h]);
     }
     if (!err)
         err = promtext_family(w, "pyprofd_target_reattaches_total", PROMTEXT_COUNTER,

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: one perf sample record (agent/unwind/perfsample.c): the
+ * Fuzz target: one perf sample record (agent/perf/perfsample.c): the
  * kernel writes the ring, but a record describes another process, and its
  * stack copy is that process's memory. A parsed record lies inside the
  * input, its stack copy too.
  */
 #include "base/compat.h"
 
-#include "unwind/perfsample.h"
+#include "perf/perfsample.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

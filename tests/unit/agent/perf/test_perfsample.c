@@ -16,7 +16,7 @@
 
 #include "cmocka_wrap.h"
 
-#include "unwind/perfsample.h"
+#include "perf/perfsample.h"
 
 struct rec {
     uint8_t b[4096];

@@ -5,17 +5,14 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/bytes.h"
-#include "unwind/perfsample.h"
+#include "perf/perfevent.h"
+#include "perf/perfsample.h"
 
 #define PERFSAMPLE_TYPE                                                                            \
     (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ | PERF_SAMPLE_REGS_USER |               \
@@ -25,11 +22,7 @@
 #define PERFSAMPLE_RECORD_MAX 65536u
 
 struct perfsample {
-    int fd;
-    struct perf_event_mmap_page *meta;
-    size_t map_len;
-    const uint8_t *data; /* the ring: data_size bytes after the first page */
-    uint64_t data_size;  /* a power of two */
+    struct perfevent ev; /* its page, and the ring after it */
     uint64_t lost;
     uint8_t *rec; /* one record copied out of the ring */
 };
@@ -98,11 +91,6 @@ int perfsample_parse(const uint8_t *rec, size_t len, struct perfsample_record *o
 
 /* ---- the event ---------------------------------------------------------- */
 
-static long perfsample_syscall(struct perf_event_attr *a, pid_t tid, int cpu)
-{
-    return syscall(SYS_perf_event_open, a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
 static void perfsample_attr(struct perf_event_attr *a, uint64_t period_ns, uint32_t stack)
 {
     memset(a, 0, sizeof(*a));
@@ -118,60 +106,6 @@ static void perfsample_attr(struct perf_event_attr *a, uint64_t period_ns, uint3
     a->wakeup_events = 1; /* poll() wakes at every sample: the Python stack is read at once */
     a->use_clockid = 1;   /* sample times on the clock the Python stacks are read on */
     a->clockid = CLOCK_MONOTONIC;
-}
-
-/* /proc/sys/kernel/perf_event_paranoid, or INT32_MIN when it cannot be read. */
-static int perfsample_paranoid(void)
-{
-    int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return INT32_MIN;
-    char buf[32];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return INT32_MIN;
-    buf[n] = '\0';
-    char *end;
-    long v = strtol(buf, &end, 10);
-    return end == buf || v < -1000 || v > 1000 ? INT32_MIN : (int)v;
-}
-
-/* Words for a refusal @err (negative errno) of perf_event_open. */
-static void perfsample_why(int err, char *why, size_t whylen)
-{
-    int paranoid = perfsample_paranoid();
-    char level[48] = "unknown";
-    if (paranoid != INT32_MIN)
-        snprintf(level, sizeof(level), "%d", paranoid);
-    switch (err) {
-    case 0:
-        snprintf(why, whylen, "perf events permitted (perf_event_paranoid %s)", level);
-        break;
-    case -EACCES:
-        snprintf(why, whylen,
-                 "perf_event_open refused (EACCES): perf_event_paranoid is %s; above 2, or "
-                 "without CAP_SYS_PTRACE on another user's process, it needs CAP_PERFMON",
-                 level);
-        break;
-    case -EPERM:
-        snprintf(why, whylen,
-                 "perf_event_open refused (EPERM): a seccomp filter (container runtimes allow "
-                 "it only with CAP_PERFMON or CAP_SYS_ADMIN), or the process may not be traced");
-        break;
-    case -ENOSYS:
-        snprintf(why, whylen,
-                 "perf_event_open not available (ENOSYS): no perf events in this kernel, or a "
-                 "seccomp filter answering ENOSYS");
-        break;
-    case -ESRCH:
-    case -ENOENT:
-        snprintf(why, whylen, "the thread is gone");
-        break;
-    default:
-        snprintf(why, whylen, "perf_event_open failed: %s", strerror(-err));
-        break;
-    }
 }
 
 int perfsample_open(pid_t pid, pid_t tid, uint64_t period_ns, uint32_t stack_bytes,
@@ -192,39 +126,22 @@ int perfsample_open(pid_t pid, pid_t tid, uint64_t period_ns, uint32_t stack_byt
         return -EINVAL;
     }
     struct perfsample *p = alloc_calloc(1, sizeof(*p));
-    if (p)
+    if (p) {
+        p->ev = PERFEVENT_CLOSED;
         p->rec = alloc_malloc(PERFSAMPLE_RECORD_MAX);
+    }
     if (!p || !p->rec) {
         perfsample_free(p);
         snprintf(why, whylen, "out of memory");
         return -ENOMEM;
     }
-    p->fd = -1;
     struct perf_event_attr a;
     perfsample_attr(&a, period_ns, stack);
-    long fd = perfsample_syscall(&a, tid, -1);
-    if (fd < 0) {
-        int err = -errno;
-        perfsample_why(err, why, whylen);
+    int err = perfevent_open(&a, tid, ring_pages_log2, true, &p->ev, why, whylen);
+    if (err) {
         perfsample_free(p);
         return err;
     }
-    p->fd = (int)fd;
-    p->map_len = (size_t)page + data_size;
-    void *m = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
-    if (m == MAP_FAILED) {
-        int err = -errno;
-        snprintf(why, whylen,
-                 "cannot map the sample ring (%s): perf_event_mlock_kb or RLIMIT_MEMLOCK "
-                 "too small?",
-                 strerror(-err));
-        p->map_len = 0;
-        perfsample_free(p);
-        return err;
-    }
-    p->meta = m;
-    p->data = (const uint8_t *)m + page;
-    p->data_size = data_size;
     *out = p;
     snprintf(why, whylen, "sampling");
     return 0;
@@ -234,10 +151,7 @@ void perfsample_free(struct perfsample *p)
 {
     if (!p)
         return;
-    if (p->map_len)
-        munmap(p->meta, p->map_len);
-    if (p->fd >= 0)
-        close(p->fd);
+    perfevent_close(&p->ev);
     alloc_free(p->rec);
     alloc_free(p);
 }
@@ -245,7 +159,7 @@ void perfsample_free(struct perfsample *p)
 int perfsample_cpu_ns(const struct perfsample *p, uint64_t *out)
 {
     uint64_t v;
-    ssize_t n = read(p->fd, &v, sizeof(v));
+    ssize_t n = read(p->ev.fd, &v, sizeof(v));
     if (n != (ssize_t)sizeof(v))
         return n < 0 ? -errno : -EIO;
     *out = v;
@@ -255,12 +169,12 @@ int perfsample_cpu_ns(const struct perfsample *p, uint64_t *out)
 int perfsample_set_period(struct perfsample *p, uint64_t period_ns)
 {
     uint64_t v = period_ns ? period_ns : 1;
-    return ioctl(p->fd, PERF_EVENT_IOC_PERIOD, &v) ? -errno : 0;
+    return ioctl(p->ev.fd, PERF_EVENT_IOC_PERIOD, &v) ? -errno : 0;
 }
 
 int perfsample_fd(const struct perfsample *p)
 {
-    return p->fd;
+    return p->ev.fd;
 }
 
 uint64_t perfsample_lost(const struct perfsample *p)
@@ -271,27 +185,27 @@ uint64_t perfsample_lost(const struct perfsample *p)
 int perfsample_next(struct perfsample *p, struct perfsample_record *out)
 {
     for (;;) {
-        uint64_t head = __atomic_load_n(&p->meta->data_head, __ATOMIC_ACQUIRE);
-        uint64_t tail = p->meta->data_tail;
+        uint64_t head = perfevent_head(&p->ev);
+        uint64_t tail = p->ev.page->data_tail;
         if (head == tail)
             return 0;
-        uint64_t avail = head - tail, mask = p->data_size - 1;
+        uint64_t avail = head - tail, mask = p->ev.data_size - 1;
         /* records are 8-aligned and a multiple of 8 long: a header never wraps */
-        const uint8_t *h = p->data + (tail & mask);
+        const uint8_t *h = p->ev.data + (tail & mask);
         uint16_t size = load_le16(h + 6);
-        if (avail > p->data_size || size < sizeof(struct perf_event_header) || size % 8 ||
+        if (avail > p->ev.data_size || size < sizeof(struct perf_event_header) || size % 8 ||
             size > avail) {
-            __atomic_store_n(&p->meta->data_tail, head, __ATOMIC_RELEASE);
+            __atomic_store_n(&p->ev.page->data_tail, head, __ATOMIC_RELEASE);
             return -EINVAL;
         }
-        uint64_t first = p->data_size - (tail & mask);
+        uint64_t first = p->ev.data_size - (tail & mask);
         if (first >= size) {
             memcpy(p->rec, h, size);
         } else {
             memcpy(p->rec, h, (size_t)first);
-            memcpy(p->rec + first, p->data, (size_t)(size - first));
+            memcpy(p->rec + first, p->ev.data, (size_t)(size - first));
         }
-        __atomic_store_n(&p->meta->data_tail, tail + size, __ATOMIC_RELEASE);
+        __atomic_store_n(&p->ev.page->data_tail, tail + size, __ATOMIC_RELEASE);
         uint32_t type = load_le32(p->rec);
         if (type == PERF_RECORD_LOST && size >= 24) {
             p->lost += load_le64(p->rec + 16); /* header, id, lost */
@@ -308,11 +222,5 @@ int perfsample_probe(char *why, size_t whylen)
 {
     struct perf_event_attr a;
     perfsample_attr(&a, 1000000000ull, PERFSAMPLE_STACK_MIN);
-    a.disabled = 1;
-    long fd = perfsample_syscall(&a, (pid_t)syscall(SYS_gettid), -1);
-    int err = fd < 0 ? -errno : 0;
-    if (fd >= 0)
-        close((int)fd);
-    perfsample_why(err, why, whylen);
-    return err;
+    return perfevent_probe(&a, why, whylen);
 }

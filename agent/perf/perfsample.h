@@ -28,8 +28,8 @@
  *
  * Thread safety: one thread at a time per struct perfsample.
  */
-#ifndef PYPROFD_UNWIND_PERFSAMPLE_H
-#define PYPROFD_UNWIND_PERFSAMPLE_H
+#ifndef PYPROFD_PERF_PERFSAMPLE_H
+#define PYPROFD_PERF_PERFSAMPLE_H
 
 #include "base/compat.h"
 
@@ -135,4 +135,4 @@ uint64_t perfsample_lost(const struct perfsample *p);
  */
 int perfsample_probe(char *why, size_t whylen);
 
-#endif /* PYPROFD_UNWIND_PERFSAMPLE_H */
+#endif /* PYPROFD_PERF_PERFSAMPLE_H */

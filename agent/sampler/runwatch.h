@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runwatch.h: which of a target's threads ran since its last read (issue
+ * 26). A thread that has not run since its stack was read still has that
+ * stack; one that is not on a CPU costs cpu mode nothing. So the sampler asks
+ * this watch before each attempt, and reads target memory only when the
+ * answer is "read":
+ *
+ *   RUNWATCH_SAME    no watched thread ran since the last successful read
+ *                    began: that read's result holds (wall, gil and
+ *                    exception mode count it again; cpu mode counts the
+ *                    threads it had on a CPU, which are still waiting for one);
+ *   RUNWATCH_ASLEEP  no watched thread is running or runnable (cpu mode: the
+ *                    attempt keeps no thread, as a read would have found);
+ *   RUNWATCH_READ    something ran, or the watch cannot tell.
+ *
+ * Which threads are watched: every thread of the process when the target is
+ * sampled with all its threads (a thread that is not Python now may become
+ * Python), else the process's main thread (its TID is its PID). A watch that
+ * cannot cover them (too many threads, a refusal, no descriptors left) says
+ * "read" every time.
+ *
+ * How it knows, the cheapest way the host allows (runwatch_how()):
+ *
+ *   perf       each thread's context switches in a ring (perf/switches.h):
+ *              no system call; a thread is off CPU from the look that first
+ *              sees its switch-out record while the ring has not moved since;
+ *   schedstat  where perf events are refused: each thread's
+ *              /proc/PID/task/TID/schedstat (CPU time, switches in), one
+ *              pread per thread and look: unchanged over more than a
+ *              scheduler tick (RUNWATCH_TICK_NS) proves the thread off CPU
+ *              over that span (a running thread is charged at every tick);
+ *              a target that keeps running is looked at less often (at most
+ *              one look in 8 attempts while its threads run);
+ *   off        neither (or turned off): every attempt reads.
+ *
+ * A thread woken but not yet given a CPU is still off CPU by both proofs
+ * (/proc would already say 'R'): cpu mode counts it from its first moment
+ * on a CPU (docs/agent.md).
+ *
+ * Memory: runwatch_new() allocates; a rescan of the threads may grow the
+ * table (a thread was created); checks and reads allocate nothing and log
+ * nothing. Thread safety: one thread at a time.
+ */
+#ifndef PYPROFD_SAMPLER_RUNWATCH_H
+#define PYPROFD_SAMPLER_RUNWATCH_H
+
+#include "base/compat.h"
+
+#include <sys/types.h>
+
+enum runwatch_how {
+    RUNWATCH_OFF,       /* every attempt reads */
+    RUNWATCH_SCHEDSTAT, /* /proc/PID/task/TID/schedstat */
+    RUNWATCH_PERF,      /* context-switch records (falls back to schedstat) */
+};
+
+enum runwatch_verdict {
+    RUNWATCH_READ,
+    RUNWATCH_SAME,
+    RUNWATCH_ASLEEP,
+};
+
+#define RUNWATCH_MAX_THREADS 64u         /* threads of one process watched, at most */
+#define RUNWATCH_TICK_NS     11000000ull /* a scheduler tick at HZ 100, and a margin */
+
+struct runwatch_opts {
+    const char *proc_root; /* NULL: "/proc" (copied) */
+    bool all_threads;      /* every thread of the process, else the main one */
+    enum runwatch_how how; /* the most to try */
+};
+
+struct runwatch;
+
+/**
+ * Sets up the watch of process @a pid (host PID under proc_root) at
+ * @a now_ns. A refusal is no error: the watch falls back and
+ * runwatch_describe() says why. Returns 0 or -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int runwatch_new(pid_t pid, const struct runwatch_opts *o, uint64_t now_ns,
+                                     struct runwatch **out);
+/** Closes every watch; NULL is a no-op. */
+void runwatch_free(struct runwatch *w);
+
+/** How the threads are watched now (a perf watch may have fallen back since). */
+enum runwatch_how runwatch_how(const struct runwatch *w);
+/**
+ * In words, for /targets: "perf", "schedstat: <why not perf>" or
+ * "off: <why>"; with " (incomplete: <why>)" while the threads are not all
+ * covered. Owned by @a w.
+ */
+const char *runwatch_describe(const struct runwatch *w);
+
+/**
+ * Looks at every watched thread at @a now_ns (before an attempt).
+ * @a want_asleep: cpu mode, which may use RUNWATCH_ASLEEP (it costs the
+ * schedstat watch one stat read per thread and quiet span).
+ */
+enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool want_asleep);
+
+/**
+ * After a read that runwatch_check() asked for: it began at @a start_ns (the
+ * @a now_ns of that check) and @a ok says whether its result may be counted
+ * again (every thread read, nothing torn or failed).
+ */
+void runwatch_read(struct runwatch *w, uint64_t start_ns, bool ok);
+
+/**
+ * During that read, cpu mode's question for thread @a host_tid: 1 (running
+ * or runnable), 0 (not), -1 (the watch cannot tell: ask /proc).
+ */
+int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid);
+
+#endif /* PYPROFD_SAMPLER_RUNWATCH_H */
