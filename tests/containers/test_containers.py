@@ -394,9 +394,14 @@ server:
         for shape, e in entries.items():
             if permitted:
                 self.assertEqual(e.get("native"), "full", f"{shape}: {e}")
+                # the kernel drives: no idle check
+                self.assertNotIn("idle_check", e, f"{shape}: {e}")
             else:
                 self.assertRegex(e.get("native", ""), r"^markers: perf_event_open refused "
                                  r"\(EPERM\): a seccomp filter", f"{shape}: {e}")
+                # idle threads: the same refusal, so /proc's schedstat (issue 26)
+                self.assertRegex(e.get("idle_check", ""), r"^schedstat: perf_event_open "
+                                 r"refused \(EPERM\): a seccomp filter", f"{shape}: {e}")
         raw = self.profile_raw(agent, f"native-{permitted}.pb.gz")
         for t in self.targets.values():
             self.assertIn(t["function"], raw)
@@ -413,6 +418,10 @@ server:
             self.assertIn("<native>", raw)
             self.assertEqual(joined, 0)
             self.assertIn("native: full refused, <native> markers instead", agent.log())
+            self.assertIn("idle threads: perf_event_open refused (EPERM)", agent.log())
+            self.assertEqual(agent.http.metric(
+                'pyprofd_idle_check_targets{job="containers",method="schedstat"}', metrics),
+                len(self.targets), metrics[-3000:])
         livelib.note(f"agent native ({'permitted' if permitted else 'refused'}): "
                      f"{next(iter(entries.values())).get('native', '?')[:100]}; joined {joined}, "
                      f"fallbacks {fallbacks}")

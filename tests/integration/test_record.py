@@ -406,6 +406,126 @@ class OwnPeriodTest(RecordCase):
              for f, want in SharesTest.WANT.items()], unit="%")
 
 
+IDLE_RE = re.compile(r"^pyprofd: idle threads \((\w+)[^)]*(?:\([^)]*\))?[^)]*\): (\d+) samples made "
+                     r"without a read, (\d+) thread stacks counted again$", re.M)
+
+
+class IdleCheckTest(RecordCase):
+    """brief.py with -a: the idle check (issue 26) keeps every share.
+
+    A thread computes for 1 ms every 10 ms; another never runs. Recorded
+    with each --idle-check (perf: context-switch records; schedstat: /proc;
+    off: every sample reads) in wall and cpu mode: brief_work() must come
+    out in proportion to the time it runs whether or not samples in between
+    were made without a read, and blocked_wait() at every sample."""
+
+    TOLERANCE = 3.0   # points; about 4 standard deviations of 2000 samples
+
+    def run_one(self, pid, mode, how):
+        rec = record(["-a", "-r", "1k", "-d", "2", "--mode", mode, "--idle-check", how,
+                      "--no-progress"], pid)
+        prof = self.pprof(rec, mode)
+        samples = rec.summary()[0]
+        m = IDLE_RE.search(rec.stderr)
+        if how == "off":
+            self.assertIsNone(m, rec.describe())
+            saved = reused = 0
+        else:
+            self.assertIsNotNone(m, f"no idle-threads line; {rec.describe()}")
+            self.assertEqual(m.group(1), how, rec.describe())
+            saved, reused = int(m.group(2)), int(m.group(3))
+        return rec, prof, samples, saved, reused
+
+    @staticmethod
+    def schedstat(pid, tid):
+        """(CPU time, time waiting for a CPU) of a thread in seconds, and when."""
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            run, wait, _ = (int(v) for v in f.read().split())
+        return run / 1e9, wait / 1e9, time.monotonic()
+
+    def test_brief_thread_in_proportion(self):
+        """-a -r 1k -d 2, wall and cpu, --idle-check perf/schedstat/off: the brief
+        thread's share (cpu: of the samples, on a CPU; wall: brief_work's share of
+        its samples) lies between its CPU time and its CPU time plus its wait for a
+        CPU as the kernel counted them over the recording, +- 3 points (wall: -6
+        below); blocked_wait at every wall sample and never in cpu mode; perf
+        makes most samples without a read"""
+        target = start_target("brief", "3.14")
+        self.addCleanup(target.stop)
+        task = f"/proc/{target.pid}/task"
+        tids = [t for t in os.listdir(task)
+                if open(f"{task}/{t}/comm").read().strip() == "brief"]
+        self.assertEqual(len(tids), 1, "the brief thread by its OS name (3.14 sets it)")
+        for mode in ("wall", "cpu"):
+            for how in ("perf", "schedstat", "off"):
+                run0, wait0, t0 = self.schedstat(target.pid, tids[0])
+                rec, prof, samples, saved, reused = self.run_one(target.pid, mode, how)
+                run1, wait1, t1 = self.schedstat(target.pid, tids[0])
+                # the kernel's view of the brief thread over the recording (a
+                # little longer: the start and the write)
+                lo = 100.0 * (run1 - run0) / (t1 - t0)
+                hi = 100.0 * (run1 - run0 + wait1 - wait0) / (t1 - t0)
+                work = prof.count(lambda s: s.has("brief_work"))
+                blocked = prof.count(lambda s: s.has("blocked_wait"))
+                if mode == "wall":
+                    brief = prof.count(lambda s: s.has("brief_loop"))
+                    share = 100.0 * work / brief if brief else 0.0
+                    # every attempt counts the blocked thread, read or not
+                    self.assertEqual(blocked, samples, f"{how}: {rec.describe()}")
+                    self.assertEqual(brief, samples, f"{how}: {rec.describe()}")
+                    self.assertLessEqual(reused, 3 * saved, rec.describe())
+                    # brief_work only: part of the thread's CPU time is spent
+                    # inside brief_sleep (waking up, taking the GIL back)
+                    low = lo - 2 * self.TOLERANCE
+                else:
+                    # every moment of the thread on a CPU is below brief_loop
+                    share = 100.0 * prof.count(lambda s: s.has("brief_loop")) / samples
+                    self.assertEqual(blocked, 0, f"{how}: never on a CPU; {rec.describe()}")
+                    self.assertGreater(work, 0, rec.describe())
+                    low = lo - self.TOLERANCE
+                livelib.note(f"{mode} {how}: {samples} samples, brief thread {share:.1f} % "
+                             f"(kernel: on CPU {lo:.1f} %, + waiting {hi:.1f} %), {saved} "
+                             f"without a read, {reused} stacks counted again")
+                livelib.within(self, f"{mode} --idle-check {how}: share %", share,
+                               low, hi + self.TOLERANCE, rec.describe())
+                if how == "perf":
+                    # between the brief thread's runs all three sleep: most
+                    # samples need no read (cpu: about 90 %, wall: fewer, the
+                    # first after each run reads)
+                    livelib.within(self, f"{mode} perf: share made without a read",
+                                   100.0 * saved / samples, 50.0 if mode == "cpu" else 30.0,
+                                   100.0, rec.describe())
+
+
+    def test_main_thread_waiting_for_good(self):
+        """brief.py's main thread (joins for good), -r 1k -d 1 per --idle-check: every
+        sample in main_wait; perf and schedstat make at least 80 % of them without a
+        read (schedstat: once its values held for a tick), cpu mode keeps none"""
+        target = start_target("brief", "3.13")
+        self.addCleanup(target.stop)
+        for how in ("perf", "schedstat"):
+            rec = record(["-r", "1k", "-d", "1", "--idle-check", how, "--no-progress"],
+                         target.pid)
+            prof = self.pprof(rec, "wall")
+            samples = rec.summary()[0]
+            self.assertEqual(prof.count(lambda s: s.has("main_wait")), samples, rec.describe())
+            m = IDLE_RE.search(rec.stderr)
+            self.assertIsNotNone(m, rec.describe())
+            livelib.within(self, f"{how}: % made without a read", 100.0 * int(m.group(2)) / samples,
+                           80.0, 100.0, rec.describe())
+            self.assertEqual(int(m.group(3)), int(m.group(2)), "one stack counted again each")
+            rec = record(["-r", "1k", "-d", "1", "--mode", "cpu", "--idle-check", how,
+                          "--no-progress", "--format", "collapsed"], target.pid, suffix=".txt")
+            self.assert_recorded(rec)
+            with open(rec.path, encoding="utf-8") as f:
+                self.assertNotIn("main_wait", f.read(), rec.describe())
+            m = IDLE_RE.search(rec.stderr)
+            self.assertIsNotNone(m, rec.describe())
+            livelib.within(self, f"cpu {how}: % made without a read",
+                           100.0 * int(m.group(2)) / rec.summary()[0], 80.0, 100.0,
+                           rec.describe())
+
+
 MODES_RUNS = {"wall": (["-a", "-r", "500", "-d", "2", "--mode", "wall"], ".pb.gz"),
               "cpu": (["-a", "-r", "500", "-d", "2", "--mode", "cpu"], ".pb.gz"),
               "gil": (["-a", "-r", "500", "-d", "2", "--mode", "gil"], ".pb.gz")}

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: MIT
+"""pyprofd test target: a thread that runs briefly, one that never runs.
+
+    blocked   waits for good on an event nobody sets (blocked_wait()): never
+              on a CPU, its stack never changes;
+    brief     every 10 ms (on a fixed schedule): computes for 1 ms in
+              brief_work(), then sleeps to the next 10 ms in brief_sleep():
+              on a CPU about 10 % of the time;
+    main      waits for the other two (main_wait()).
+
+For issue 26's idle check: a sampler that counts a read again while no
+thread ran, or finds them all asleep, must still see brief_work() in
+proportion to the time it runs, and blocked_wait() at every sample.
+
+Prints "pyprofd-target: ready" once both threads run, then runs until
+SIGTERM/SIGINT.
+"""
+
+import signal
+import sys
+import threading
+import time
+
+PERIOD = 0.010
+WORK = 0.001
+
+
+def blocked_wait(never):
+    never.wait()
+
+
+def brief_work(until):
+    x = 0
+    while time.perf_counter() < until:
+        x += 1
+    return x
+
+
+def brief_sleep(until):
+    delay = until - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def brief_loop(started):
+    started.set()
+    t = time.perf_counter()
+    while True:
+        brief_work(t + WORK)
+        t += PERIOD
+        now = time.perf_counter()
+        if t < now:  # fell behind (a loaded machine): keep the phase, skip a cycle
+            t += PERIOD * int((now - t) / PERIOD + 1)
+        brief_sleep(t)
+
+
+def main_wait(threads):
+    for th in threads:
+        th.join()
+
+
+def _exit(signum, frame):
+    sys.stdout.flush()
+    sys.exit(0)
+
+
+signal.signal(signal.SIGTERM, _exit)
+signal.signal(signal.SIGINT, _exit)
+never, started = threading.Event(), threading.Event()
+threads = [threading.Thread(target=blocked_wait, args=(never,), name="blocked", daemon=True),
+           threading.Thread(target=brief_loop, args=(started,), name="brief", daemon=True)]
+for th in threads:
+    th.start()
+started.wait()
+print("pyprofd-target: ready", flush=True)
+main_wait(threads)
