@@ -5,6 +5,9 @@
  */
 #include "base/compat.h"
 
+#include <sys/ioctl.h>
+#include <time.h>
+
 #include "base/bytes.h"
 #include "perf/switches.h"
 
@@ -33,6 +36,25 @@ int switches_open(pid_t tid, struct switches *out, char *why, size_t whylen)
     struct perf_event_attr a;
     switches_attr(&a);
     return perfevent_open(&a, tid, 0, false, &out->ev, why, whylen);
+}
+
+int switches_open_waker(pid_t tid, struct switches *out, char *why, size_t whylen)
+{
+    struct perf_event_attr a;
+    switches_attr(&a);
+    a.disabled = 1;
+    a.wakeup_watermark = SWITCHES_HEADER; /* every record wakes */
+    /* each record ends with its time (sample_id), on the loop's clock */
+    a.sample_id_all = 1;
+    a.sample_type = PERF_SAMPLE_TIME;
+    a.use_clockid = 1;
+    a.clockid = CLOCK_MONOTONIC;
+    return perfevent_open(&a, tid, 0, false, &out->ev, why, whylen);
+}
+
+int switches_enable(struct switches *w, bool on)
+{
+    return ioctl(w->ev.fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) ? -errno : 0;
 }
 
 void switches_close(struct switches *w)
@@ -120,4 +142,31 @@ int switches_probe(char *why, size_t whylen)
     struct perf_event_attr a;
     switches_attr(&a);
     return perfevent_probe(&a, why, whylen);
+}
+
+bool switches_parse_first_time(const uint8_t *ring, uint64_t size, uint64_t before, uint64_t now,
+                               uint64_t *t)
+{
+    uint64_t written = before - now;
+    if (written == 0 || size < 16 || (size & (size - 1)) || written > size || now % 8 || before % 8)
+        return false;
+    uint64_t pos = now, last = UINT64_MAX;
+    while (pos != before) {
+        uint32_t type;
+        uint16_t misc, len;
+        switches_header(ring, size, pos, &type, &misc, &len);
+        if (len < 16 || len % 8 || len > before - pos)
+            return false;
+        last = pos + len - 8; /* the record's last word: its time */
+        pos += len;
+    }
+    uint8_t word[8];
+    memcpy(word, ring + (last & (size - 1)), sizeof(word)); /* 8-aligned: never wraps */
+    *t = load_le64(word);
+    return true;
+}
+
+bool switches_first_time(const struct switches *w, uint64_t before, uint64_t now, uint64_t *t)
+{
+    return switches_parse_first_time(w->ev.data, w->ev.data_size, before, now, t);
 }

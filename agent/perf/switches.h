@@ -59,6 +59,30 @@ struct switches {
  */
 PYPROFD_WARN_UNUSED int switches_open(pid_t tid, struct switches *out, char *why, size_t whylen);
 
+/**
+ * Opens the waker of thread @a tid: the same records in a ring of its own,
+ * but created disabled, and once enabled (switches_enable()) waking pollers
+ * of its descriptor at every record, so that a thread that has been idle for
+ * a while can be left alone until it next runs (sampler/runwatch.h,
+ * parking). Disabled it writes nothing and costs the thread nothing. Returns
+ * 0 or a negative errno with words in @a why.
+ */
+PYPROFD_WARN_UNUSED int switches_open_waker(pid_t tid, struct switches *out, char *why,
+                                            size_t whylen);
+
+/**
+ * A waker's records carry their time (CLOCK_MONOTONIC): the time of the
+ * oldest record written between head @a before and head @a now, in *@a t.
+ * False when there is none, or more than the ring holds, or a malformed one.
+ */
+bool switches_first_time(const struct switches *w, uint64_t before, uint64_t now, uint64_t *t);
+/** Its parser over a ring image (bounds-checked, fuzzed). */
+bool switches_parse_first_time(const uint8_t *ring, uint64_t size, uint64_t before, uint64_t now,
+                               uint64_t *t);
+
+/** Enables or disables a waker. Returns 0 or a negative errno. */
+int switches_enable(struct switches *w, bool on);
+
 /** Closes; a closed watch (ev.fd -1) is a no-op. */
 void switches_close(struct switches *w);
 

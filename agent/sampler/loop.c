@@ -69,7 +69,15 @@ static void *loop_native_main(void *arg)
         if (stop)
             break;
         pthread_mutex_lock(&l->mu);
-        l->native_pending = true;
+        for (int i = 0; i < n; i++) {
+            uint64_t token = ev[i].data.u64;
+            if (token == 0) /* a native: full target's samples */
+                l->native_pending = true;
+            else if (l->nwoken < PYPROFD_ARRAY_SIZE(l->woken))
+                l->woken[l->nwoken++] = token; /* a parked target's thread ran */
+            else
+                l->woken_all = true;
+        }
         pthread_cond_signal(&l->wake);
         pthread_mutex_unlock(&l->mu);
     }
@@ -142,6 +150,87 @@ static void loop_native_drain(struct loop *l)
         target_native_drain(l->targets[i], now);
 }
 
+/* ---- parking ----------------------------------------------------------------- */
+
+/*
+ * A target whose threads have stayed idle for SAMPLER_PARK_AFTER attempts
+ * leaves the wheel: no attempt is made for it until one of its threads runs,
+ * when its waker (sampler/runwatch.h) wakes the helper thread above, which
+ * queues the target's token; the sampling thread then unparks it (its
+ * attempts due meanwhile are counted as they would have come out) and it
+ * is back on its schedule. 180 processes blocked for good cost nothing
+ * between housekeepings (docs/agent.md, "Idle threads cost no reads").
+ */
+static void loop_park(struct loop *l, struct target *t)
+{
+    if (loop_native_start(l))
+        return;
+    size_t i = 0;
+    while (i < l->parked_cap && l->parked[i].t)
+        i++;
+    if (i == l->parked_cap) {
+        size_t cap = l->parked_cap ? 2 * l->parked_cap : 64;
+        struct loop_parked *p = alloc_realloc(l->parked, cap * sizeof(*p));
+        if (!p)
+            return;
+        memset(p + l->parked_cap, 0, (cap - l->parked_cap) * sizeof(*p));
+        l->parked = p;
+        l->parked_cap = cap;
+    }
+    uint32_t gen = l->parked[i].gen + 1;
+    uint64_t token = (uint64_t)(i + 1) | (uint64_t)gen << 32; /* never 0 nor STOP */
+    if (sampler_park(target_sampler(t), l->native_ep, token))
+        return;
+    l->parked[i] = (struct loop_parked){.t = t, .gen = gen};
+    l->nparked++;
+    fleet_remove(l->fleet, target_slot(t));
+}
+
+/* Puts parked entry @i back on the wheel, its attempts counted up to @now. */
+static void loop_unpark(struct loop *l, size_t i, uint64_t now)
+{
+    struct target *t = l->parked[i].t;
+    sampler_unpark(target_sampler(t), now, l->native_ep);
+    l->parked[i].t = NULL;
+    l->nparked--;
+    if (fleet_add(l->fleet, target_slot(t), target_due(t)))
+        log_error("process %d: cannot put it back on the schedule",
+                  (int)target_info(t)->key.pid); /* cannot happen: sized for max_targets */
+}
+
+/* The parked entry of @t, or parked_cap. */
+static size_t loop_parked_index(const struct loop *l, const struct target *t)
+{
+    for (size_t i = 0; i < l->parked_cap; i++) {
+        if (l->parked[i].t == t)
+            return i;
+    }
+    return l->parked_cap;
+}
+
+/* Unparks the targets whose threads ran (the tokens the helper queued). */
+static void loop_unpark_woken(struct loop *l, const uint64_t *tokens, size_t n, bool all)
+{
+    uint64_t now = loop_now(l);
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (size_t)(uint32_t)tokens[k] - 1;
+        if (i < l->parked_cap && l->parked[i].t && l->parked[i].gen == (uint32_t)(tokens[k] >> 32))
+            loop_unpark(l, i, now);
+    }
+    for (size_t i = 0; all && i < l->parked_cap; i++) {
+        if (l->parked[i].t)
+            loop_unpark(l, i, now);
+    }
+}
+
+void loop_catch_up_parked(struct loop *l, uint64_t now)
+{
+    for (size_t i = 0; l->nparked && i < l->parked_cap; i++) {
+        if (l->parked[i].t)
+            sampler_catch_up(target_sampler(l->parked[i].t), now);
+    }
+}
+
 /* ---- targets --------------------------------------------------------------- */
 
 /*
@@ -154,6 +243,9 @@ static void loop_end_target(struct loop *l, struct target *t, struct proc_entry 
                             uint64_t now)
 {
     const struct target_info *ti = target_info(t);
+    size_t pi = loop_parked_index(l, t);
+    if (pi < l->parked_cap) /* its attempts so far, then the wheel's bookkeeping */
+        loop_unpark(l, pi, now);
     taps_detach_target(l->requests, t);
     target_finish(t, l->opts.queue, now, loop_real_at(l, now));
     struct loop_job_view *j = loop_job(l->jobs, &l->njobs, ti->job_name);
@@ -551,6 +643,8 @@ static void loop_sample_due(struct loop *l)
         struct target *t = target_of_slot(s);
         target_sample(t, now, target_gone(t) ? 0 : fleet_take(l->fleet, s));
         fleet_update(l->fleet, s, target_due(t));
+        if (!target_gone(t) && sampler_parkable(target_sampler(t)))
+            loop_park(l, t);
         now = loop_now(l);
     }
 }
@@ -565,9 +659,17 @@ void loop_step(struct loop *l, bool force)
     }
     bool native = l->native_pending;
     l->native_pending = false;
+    uint64_t woken[PYPROFD_ARRAY_SIZE(l->woken)];
+    size_t nwoken = l->nwoken;
+    bool woken_all = l->woken_all;
+    memcpy(woken, l->woken, nwoken * sizeof(*woken));
+    l->nwoken = 0;
+    l->woken_all = false;
     pthread_mutex_unlock(&l->mu);
     if (native)
         loop_native_drain(l);
+    if (nwoken || woken_all)
+        loop_unpark_woken(l, woken, nwoken, woken_all);
     loop_sample_due(l);
 }
 
@@ -741,6 +843,7 @@ void loop_free(struct loop *l)
     proc_table_free(l->procs);
     podmeta_free(l->pods);
     fleet_free(l->fleet);
+    alloc_free(l->parked);
     config_free(l->cfg);
     config_free(l->pending_cfg);
     alloc_free(l->targets);

@@ -177,6 +177,7 @@ struct loop_proc_view {
     char native[320]; /* native: full: "full" or "markers: why"; "" otherwise */
     struct native_counts native_counts;
     char idle_check[320]; /* "perf", "schedstat: why", "off: why"; "" when not looked for */
+    bool parked;          /* off the schedule until one of its threads runs */
     struct sampler_counts counts;
     uint64_t windows, windows_dropped, stacks_dropped;
     struct labels labels, meta; /* owned by the view */

@@ -56,7 +56,21 @@ struct loop {
     bool native_running;
     bool native_pending; /* samples wait: drain before sleeping */
     size_t nnative;      /* targets whose kernel samples are read */
+    /* parked targets (sampler_park()): off the fleet's wheel until one of
+     * their threads runs; the same helper thread hears their wakers and
+     * queues their tokens (index | generation << 32) in woken */
+    struct loop_parked {
+        struct target *t; /* NULL: a free entry */
+        uint32_t gen;
+    } * parked;
+    size_t parked_cap, nparked;
+    uint64_t woken[64];
+    size_t nwoken;
+    bool woken_all; /* woken overflowed: unpark every parked target */
 };
+
+/** Counts every parked target's attempts due by @a now (before its sinks change). */
+void loop_catch_up_parked(struct loop *l, uint64_t now);
 
 static inline uint64_t loop_now(const struct loop *l)
 {

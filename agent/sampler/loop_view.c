@@ -90,6 +90,7 @@ static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
     memcpy(o->async, ts->async, sizeof(o->async));
     memcpy(o->native, ts->native, sizeof(o->native));
     memcpy(o->idle_check, ts->idle_check, sizeof(o->idle_check));
+    o->parked = ts->parked;
     o->native_counts = ts->native_counts;
     o->counts = ts->counts;
     o->windows = ts->windows;

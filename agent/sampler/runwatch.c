@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,7 +45,9 @@ struct runwatch_thread {
     uint64_t mark2;   /* schedstat: times switched in */
     uint64_t mark_ns; /* when the look first saw mark */
     uint64_t opened_ns;
-    int fd; /* schedstat: the file, kept open; -1 */
+    int fd;                /* schedstat: the file, kept open; -1 */
+    struct switches waker; /* parking: opened at the first park, enabled while parked */
+    uint64_t waker_head;   /* its head when it was last enabled */
 };
 
 struct runwatch {
@@ -54,6 +57,9 @@ struct runwatch {
     bool rescan;   /* the threads changed: list them again */
     bool all;
     bool read_ok;
+    bool parked;          /* the wakers are on (runwatch_park()) */
+    bool moved;           /* the last check saw a thread switched since the one before */
+    size_t nparked;       /* threads whose waker is on */
     unsigned busy, skips; /* schedstat: busy looks in a row; looks still to skip */
     size_t n, cap;
     struct runwatch_thread *t; /* one[] until a second thread is watched */
@@ -73,6 +79,10 @@ struct runwatch {
 
 static void runwatch_close_thread(struct runwatch_thread *t)
 {
+    if (t->waker.ev.fd >= 0) {
+        switches_close(&t->waker);
+        fdcap_give();
+    }
     if (t->sw.ev.fd >= 0) {
         switches_close(&t->sw);
         fdcap_give();
@@ -94,6 +104,7 @@ static int runwatch_open_thread(struct runwatch *w, struct runwatch_thread *t, p
 {
     *t = (struct runwatch_thread){.tid = tid, .fd = -1, .opened_ns = now_ns};
     t->sw.ev = PERFEVENT_CLOSED;
+    t->waker.ev = PERFEVENT_CLOSED;
     if (!fdcap_take())
         return -EAGAIN;
     if (w->how == RUNWATCH_PERF) {
@@ -477,6 +488,7 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
         return RUNWATCH_READ;
     if ((w->rescan || !w->complete) && now_ns >= w->rescan_at)
         runwatch_rescan(w, now_ns);
+    w->moved = true; /* (until a check looks) */
     if (!w->complete)
         return RUNWATCH_READ;
     if (w->skips) { /* schedstat, a target that keeps running: look less often */
@@ -486,12 +498,16 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
         return RUNWATCH_READ;
     }
     bool same = w->read_ok, asleep = true, rescan = false;
+    w->moved = false;
     for (size_t i = 0; i < w->n; i++) {
         struct runwatch_thread *t = &w->t[i];
+        uint64_t mark = t->mark;
+        bool seen = t->seen;
         if (w->how == RUNWATCH_PERF)
             runwatch_look_perf(w, t, now_ns, &rescan);
         else
             runwatch_look_schedstat(w, t, now_ns, want_asleep, &rescan);
+        w->moved |= !seen || t->mark != mark;
         if (!t->off) {
             same = asleep = false;
             continue;
@@ -528,6 +544,95 @@ void runwatch_read(struct runwatch *w, uint64_t start_ns, bool ok)
 {
     w->read_ns = start_ns;
     w->read_ok = ok;
+}
+
+int runwatch_park(struct runwatch *w, int epfd, uint64_t token)
+{
+    if (w->how != RUNWATCH_PERF || !w->complete || w->rescan || w->parked)
+        return -ENOTSUP;
+    size_t on = 0;
+    int err = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        struct runwatch_thread *t = &w->t[i];
+        if (t->waker.ev.fd < 0) {
+            char why[160];
+            if (!fdcap_take()) {
+                err = -EMFILE;
+                break;
+            }
+            err = switches_open_waker(t->tid, &t->waker, why, sizeof(why));
+            if (err) {
+                fdcap_give();
+                break;
+            }
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = token};
+        t->waker_head = switches_head(&t->waker);
+        err = switches_enable(&t->waker, true);
+        if (!err && epoll_ctl(epfd, EPOLL_CTL_ADD, t->waker.ev.fd, &ev)) {
+            err = -errno;
+            (void)switches_enable(&t->waker, false);
+        }
+        if (err)
+            break;
+        on++;
+    }
+    w->parked = true;
+    w->nparked = on;
+    if (!err) {
+        /* a switch before the wakers were on woke nobody: look again */
+        for (size_t k = 0; k < w->n && !err; k++) {
+            if (switches_head(&w->t[k].sw) != w->t[k].mark)
+                err = -EAGAIN;
+        }
+    }
+    if (err)
+        runwatch_unpark(w, epfd);
+    return err;
+}
+
+void runwatch_unpark(struct runwatch *w, int epfd)
+{
+    if (!w->parked)
+        return;
+    for (size_t i = 0; i < w->nparked && i < w->n; i++) {
+        struct runwatch_thread *t = &w->t[i];
+        (void)switches_enable(&t->waker, false);
+        (void)epoll_ctl(epfd, EPOLL_CTL_DEL, t->waker.ev.fd, NULL);
+    }
+    w->parked = false;
+    w->nparked = 0;
+}
+
+bool runwatch_moved(const struct runwatch *w)
+{
+    return w->moved;
+}
+
+bool runwatch_woke_at(const struct runwatch *w, uint64_t *at)
+{
+    bool any = false;
+    for (size_t i = 0; i < w->nparked && i < w->n; i++) {
+        const struct runwatch_thread *t = &w->t[i];
+        uint64_t head = switches_head(&t->waker), when;
+        if (head == t->waker_head)
+            continue;
+        if (!switches_first_time(&t->waker, t->waker_head, head, &when))
+            return false;
+        if (!any || when < *at)
+            *at = when;
+        any = true;
+    }
+    return any;
+}
+
+bool runwatch_still(const struct runwatch *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        if (switches_head(&w->t[i].sw) != w->t[i].mark)
+            return false;
+    }
+    return w->complete;
 }
 
 int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid)

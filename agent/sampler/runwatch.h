@@ -106,6 +106,30 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
 void runwatch_read(struct runwatch *w, uint64_t start_ns, bool ok);
 
 /**
+ * Parking (perf only): turns on each watched thread's waker, whose records
+ * make descriptors in epoll set @a epfd readable with @a token, so that a
+ * target whose threads have been idle for a while need not be looked at
+ * again until one of them runs (or exits). Call right after a check that
+ * found every thread idle. Returns 0 (parked), -EAGAIN (a thread ran since
+ * that check: not parked), or another negative errno (not parked: a waker
+ * could not be opened, the watch is not perf, ...). Costs one more
+ * descriptor and two more locked pages per thread, from the first park on.
+ */
+PYPROFD_WARN_UNUSED int runwatch_park(struct runwatch *w, int epfd, uint64_t token);
+/** Turns the wakers off and takes them out of @a epfd; not parked: a no-op. */
+void runwatch_unpark(struct runwatch *w, int epfd);
+/**
+ * While parked: when the first watched thread was switched (its waker's
+ * oldest record, CLOCK_MONOTONIC), in *@a at. False when none was, or the
+ * time cannot be told.
+ */
+bool runwatch_woke_at(const struct runwatch *w, uint64_t *at);
+/** Whether the last check saw a thread switched since the check before (or could not look). */
+bool runwatch_moved(const struct runwatch *w);
+/** Whether no watched thread ran since the last check (one load per thread). */
+bool runwatch_still(const struct runwatch *w);
+
+/**
  * During that read, cpu mode's question for thread @a host_tid: 1 (running
  * or runnable), 0 (not), -1 (the watch cannot tell: ask /proc).
  */

@@ -26,25 +26,7 @@
 #include "unwind/native.h"
 #include "perf/perfsample.h"
 
-#define SAMPLER_THREADS       256u          /* threads whose name and host TID are cached */
-#define SAMPLER_NAME_REFRESH  1000000000ull /* re-read a thread's name after 1 s */
-#define SAMPLER_MAX_TRACED    1024u
-#define SAMPLER_COMM_MAX      15u /* a thread's name as the kernel keeps it (TASK_COMM_LEN - 1) */
-#define SAMPLER_SINKS         (1 + SAMPLER_MAX_TAPS) /* [0]: the window, then the taps */
-#define SAMPLER_EXACT_THREADS 64u /* threads whose C stacks the exact path reads per sample */
-#define SAMPLER_REFRESH_NS    1000000000ull
-
-/* A target thread as the kernel knows it. */
-struct sampler_thread {
-    uint64_t ns_tid; /* 0 = free slot */
-    pid_t host_tid;
-    uint64_t named_ns;
-    char comm[SAMPLER_COMM_MAX + 1];                        /* as read: any bytes */
-    char name[SAMPLER_COMM_MAX * UTF8_REPLACEMENT_LEN + 1]; /* ... as valid UTF-8 */
-    uint64_t last_key;         /* stack_key of the thread's last own stack given to the sinks */
-    bool added[SAMPLER_SINKS]; /* ... and whether each sink took it (the coalescing contract) */
-    int stat_fd1;              /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
-};
+#include "sampler/sampler_internal.h"
 
 /*
  * cpu mode reads each sampled thread's stat file every sample; keeping it
@@ -61,41 +43,8 @@ static void sampler_thread_close(struct sampler_thread *t)
     }
 }
 
-struct sampler {
-    /* what every attempt touches first, together (an idle target's attempt
-     * touches little else: docs/performance.md, issue 26) */
-    struct nsampler *ns;    /* native: full: the kernel's samples (NULL: not asked, or refused) */
-    struct runwatch *watch; /* idle_check: whether the threads ran since the last read */
-    /* the last read's result, while it may be counted again (plain stacks,
-     * nothing failed): owned by the unwinder, untouched until its next sample */
-    const struct unwind_result *last;
-    struct schedule sched;
-    uint64_t last_attempt_ns;
-    uint64_t now_ns;       /* of the attempt in progress */
-    uint64_t jitter;       /* the next attempt is made this long after it is due */
-    struct rand_state rng; /* for the jitter */
-    struct sampler_counts counts;
-    struct sampler_opts opts;
-    pid_t pid;
-    struct unwinder *u;
-    /* [0]: the window (its takes count as thread samples); then the taps,
-     * add NULL = a free slot */
-    struct sample_sink sinks[SAMPLER_SINKS];
-    size_t nsinks; /* sinks[nsinks...] are free */
-    /* native: full with blocking, the exact path: each stopped thread's
-     * registers and stack read through ptrace, unwound after the resume */
-    struct sampler_exact *exact;
-    uint64_t native_period; /* the configured period: interval_ns */
-    char native_state[320]; /* sampler_native(): "" when not asked */
-    pid_t *traced;          /* blocking mode: seized TIDs */
-    int *pending;           /* a signal each stopped thread was about to get */
-    bool *was_running;      /* cpu mode: each stopped thread was on a CPU ('R') before the stop */
-    size_t ntraced;
-    struct sampler_thread threads[SAMPLER_THREADS];
-};
-
 /* The cached kernel view of thread @ns_tid, looked up or refreshed (@refresh: its name too). */
-static struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_tid, bool refresh)
+struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_tid, bool refresh)
 {
     size_t i = (size_t)(ns_tid * HASH_GOLDEN >> 32) % SAMPLER_THREADS;
     struct sampler_thread *t = NULL;
@@ -137,7 +86,7 @@ static struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_
     return t;
 }
 
-static struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
+struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
 {
     return sampler_thread_get(s, ns_tid, true);
 }
@@ -243,166 +192,6 @@ static void sampler_resume_all(struct sampler *s)
     for (size_t i = 0; i < s->ntraced; i++)
         (void)ptrace(PTRACE_DETACH, s->traced[i], NULL, (void *)(intptr_t)s->pending[i]);
     s->ntraced = 0;
-}
-
-/* ---- native: full with blocking: the exact path -------------------------- */
-
-/* One stopped thread's user state, as a kernel sample would have it. */
-struct sampler_exact_thread {
-    uint64_t ns_tid; /* 0: nothing read */
-    struct perfsample_record rec;
-    uint8_t *stack; /* stack_bytes */
-};
-
-struct sampler_exact {
-    struct native *native;
-    struct mixed *mixed;
-    uint32_t stack_bytes;
-    uint64_t refreshed_at;
-    struct sampler_exact_thread threads[SAMPLER_EXACT_THREADS];
-    struct native_frame frames[NATIVE_MAX_FRAMES];
-    struct nsampler_counts c;
-};
-
-static void sampler_exact_free(struct sampler_exact *x)
-{
-    if (!x)
-        return;
-    native_free(x->native);
-    mixed_free(x->mixed);
-    for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++)
-        alloc_free(x->threads[i].stack);
-    alloc_free(x);
-}
-
-/* Sets up the exact path; on failure says why in @why (the caller falls back). */
-static int sampler_exact_new(struct sampler *s, char *why, size_t whylen)
-{
-#if defined(__x86_64__)
-    struct sampler_exact *x = alloc_calloc(1, sizeof(*x));
-    if (!x || mixed_new(&x->mixed)) {
-        sampler_exact_free(x);
-        snprintf(why, whylen, "out of memory");
-        return -ENOMEM;
-    }
-    x->stack_bytes = s->opts.native_stack ? s->opts.native_stack : NSAMPLER_STACK_DEFAULT;
-    for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++) {
-        if (!(x->threads[i].stack = alloc_malloc(x->stack_bytes))) {
-            sampler_exact_free(x);
-            snprintf(why, whylen, "out of memory");
-            return -ENOMEM;
-        }
-    }
-    int err = native_new(s->opts.proc_root, s->pid, &x->native, why, whylen);
-    if (err) {
-        sampler_exact_free(x);
-        return err;
-    }
-    s->exact = x;
-    return 0;
-#else
-    snprintf(why, whylen, "the exact path reads x86-64 registers only");
-    return -ENOTSUP;
-#endif
-}
-
-/*
- * While the threads are stopped: thread @i of the read @r's registers
- * (PTRACE_GETREGS: it is our tracee) and the top of its stack, into slot @i.
- */
-static void sampler_exact_capture(struct sampler *s, size_t i, const struct unwind_thread *t)
-{
-    struct sampler_exact_thread *e = &s->exact->threads[i];
-    e->ns_tid = 0;
-#if defined(__x86_64__)
-    struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
-    struct user_regs_struct ur;
-    if (!k->host_tid || ptrace(PTRACE_GETREGS, k->host_tid, NULL, &ur))
-        return; /* not stopped by us (or gone): its Python frames only */
-    uint64_t *g = e->rec.regs;
-    g[PERFSAMPLE_AX] = ur.rax;
-    g[PERFSAMPLE_BX] = ur.rbx;
-    g[PERFSAMPLE_CX] = ur.rcx;
-    g[PERFSAMPLE_DX] = ur.rdx;
-    g[PERFSAMPLE_SI] = ur.rsi;
-    g[PERFSAMPLE_DI] = ur.rdi;
-    g[PERFSAMPLE_BP] = ur.rbp;
-    g[PERFSAMPLE_SP] = ur.rsp;
-    g[PERFSAMPLE_IP] = ur.rip;
-    g[PERFSAMPLE_R8] = ur.r8;
-    g[PERFSAMPLE_R9] = ur.r9;
-    g[PERFSAMPLE_R10] = ur.r10;
-    g[PERFSAMPLE_R11] = ur.r11;
-    g[PERFSAMPLE_R12] = ur.r12;
-    g[PERFSAMPLE_R13] = ur.r13;
-    g[PERFSAMPLE_R14] = ur.r14;
-    g[PERFSAMPLE_R15] = ur.r15;
-    /* as much of the stack as is mapped from its pointer up (a short read
-     * at the mapping's end) */
-    struct iovec local = {.iov_base = e->stack, .iov_len = s->exact->stack_bytes};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)ur.rsp, .iov_len = s->exact->stack_bytes};
-    ssize_t got = process_vm_readv(s->pid, &local, 1, &remote, 1, 0);
-    e->rec.pid = (uint32_t)s->pid;
-    e->rec.tid = (uint32_t)k->host_tid;
-    e->rec.regs_valid = true;
-    e->rec.stack = e->stack;
-    e->rec.stack_len = got > 0 ? (size_t)got & ~(size_t)7 : 0;
-    e->ns_tid = t->native_thread_id;
-#else
-    (void)s;
-    (void)t;
-#endif
-}
-
-/*
- * After the resume: thread @i's C frames unwound and joined with its Python
- * frames @t. Returns the stack to give the sinks (*@out, *@n), or false when
- * none is kept (the two disagree: counted).
- */
-static bool sampler_exact_join(struct sampler *s, size_t i, const struct unwind_thread *t,
-                               const struct unwind_frame **out, size_t *n)
-{
-    struct sampler_exact *x = s->exact;
-    struct sampler_exact_thread *e = i < SAMPLER_EXACT_THREADS ? &x->threads[i] : NULL;
-    x->c.samples++;
-    int nc = 0;
-    if (e && e->ns_tid == t->native_thread_id) {
-        nc = native_unwind(x->native, &e->rec, x->frames, NATIVE_MAX_FRAMES);
-        if (nc == -ENOENT && s->now_ns >= x->refreshed_at + SAMPLER_REFRESH_NS) {
-            x->refreshed_at = s->now_ns; /* a library loaded since */
-            if (native_refresh(x->native) == 0)
-                nc = native_unwind(x->native, &e->rec, x->frames, NATIVE_MAX_FRAMES);
-        }
-    }
-    if (nc <= 0 && t->nframes == 0) {
-        x->c.failed++;
-        x->c.failed_by[SAMPLE_READ_FAULT]++;
-        return false;
-    }
-    enum mixed_result res =
-        nc > 0 ? mixed_merge(x->mixed, x->frames, (size_t)nc, native_complete(x->native), t->frames,
-                             t->nframes, out, n)
-               : MIXED_NO_ENTRY;
-    switch (res) {
-    case MIXED_OK:
-        if (t->nframes)
-            x->c.merged++;
-        else
-            x->c.native++;
-        return true;
-    case MIXED_CUT:
-        x->c.cut++;
-        return true;
-    case MIXED_DISAGREE:
-        x->c.disagree++;
-        x->c.failed_by[SAMPLE_NATIVE_DISAGREE]++;
-        return false;
-    case MIXED_NO_ENTRY:
-    default:
-        x->c.python++;
-        *n = mixed_python_only(x->mixed, t->frames, t->nframes, out);
-        return true;
-    }
 }
 
 /* ---- the aggregation sink ---------------------------------------------- */
@@ -677,6 +466,21 @@ static bool sampler_torn(int err, enum sample_status why, const struct unwind_re
     return false;
 }
 
+/* Counts an attempt answered without a read: @asleep: none on a CPU; else the last read again. */
+static void sampler_again(struct sampler *s, bool asleep)
+{
+    if (!asleep) {
+        const struct unwind_result *r = s->last;
+        for (size_t i = 0; i < r->nthreads; i++) {
+            const struct unwind_thread *t = &r->threads[i];
+            sampler_add(s, t, t->frames, t->nframes, NULL, true, true);
+            s->counts.reused++;
+        }
+    }
+    s->counts.saved++;
+    s->counts.taken++;
+}
+
 /*
  * Idle threads: before the read, whether it is needed at all. Counts the
  * attempt (taken, saved) and returns true when the watch proves that no
@@ -687,18 +491,17 @@ static bool sampler_torn(int err, enum sample_status why, const struct unwind_re
 static bool sampler_unread(struct sampler *s, uint64_t now_ns)
 {
     enum runwatch_verdict v = runwatch_check(s->watch, now_ns, s->opts.mode == PROFILE_CPU);
-    if (v == RUNWATCH_READ || (v == RUNWATCH_SAME && !s->last))
+    if (v == RUNWATCH_READ || (v == RUNWATCH_SAME && !s->last)) {
+        s->quiet = 0;
         return false;
-    if (v == RUNWATCH_SAME) {
-        const struct unwind_result *r = s->last;
-        for (size_t i = 0; i < r->nthreads; i++) {
-            const struct unwind_thread *t = &r->threads[i];
-            sampler_add(s, t, t->frames, t->nframes, NULL, true, true);
-            s->counts.reused++;
-        }
     }
-    s->counts.saved++;
-    s->counts.taken++;
+    s->park_asleep = v == RUNWATCH_ASLEEP;
+    sampler_again(s, v == RUNWATCH_ASLEEP);
+    /* parked only after this many checks in a row saw no thread switched */
+    if (runwatch_moved(s->watch))
+        s->quiet = 0;
+    else if (s->quiet < SAMPLER_PARK_AFTER)
+        s->quiet++;
     return true;
 }
 
@@ -756,7 +559,7 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
         if (r->threads[i].status == SAMPLE_OK)
             sampler_exact_capture(s, i, &r->threads[i]);
         else
-            s->exact->threads[i].ns_tid = 0;
+            sampler_exact_forget(s, i);
     }
     /* The threads are resumed before the (local) aggregation work. */
     if (s->opts.blocking)
@@ -798,6 +601,69 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
     sampler_read_done(s, now_ns, ar || s->exact ? NULL : r);
     s->counts.taken++;
     return 0;
+}
+
+bool sampler_parkable(const struct sampler *s)
+{
+    return s->watch && !s->parked && s->quiet >= SAMPLER_PARK_AFTER &&
+           (s->park_asleep || s->last) && runwatch_how(s->watch) == RUNWATCH_PERF;
+}
+
+int sampler_park(struct sampler *s, int epfd, uint64_t token)
+{
+    if (!sampler_parkable(s))
+        return -ENOTSUP;
+    int err = runwatch_park(s->watch, epfd, token);
+    if (!err)
+        s->parked = true;
+    return err;
+}
+
+bool sampler_parked(const struct sampler *s)
+{
+    return s->parked;
+}
+
+/* Counts each attempt due before @until as answered the way the park began. */
+static void sampler_catch_up_to(struct sampler *s, uint64_t until)
+{
+    uint64_t due;
+    while ((due = sampler_due(s)) < until) {
+        s->now_ns = due;
+        schedule_attempted(&s->sched, due);
+        sampler_next_jitter(s, due);
+        s->last_attempt_ns = due;
+        s->counts.attempts++;
+        sampler_again(s, s->park_asleep);
+    }
+}
+
+/*
+ * While parked, the attempts due so far, as they would have been made at
+ * their times: up to now while no thread was switched since the park (the
+ * wakers' rings have not moved), else up to the first switch (the wakers'
+ * records carry their times); what is due after it is made by the schedule,
+ * reading, once the loop unparks the target.
+ */
+void sampler_catch_up(struct sampler *s, uint64_t now_ns)
+{
+    if (!s->parked)
+        return;
+    uint64_t woke;
+    if (runwatch_still(s->watch))
+        sampler_catch_up_to(s, now_ns + 1);
+    else if (runwatch_woke_at(s->watch, &woke))
+        sampler_catch_up_to(s, woke < now_ns ? woke : now_ns + 1);
+}
+
+void sampler_unpark(struct sampler *s, uint64_t now_ns, int epfd)
+{
+    if (!s->parked)
+        return;
+    sampler_catch_up(s, now_ns);
+    runwatch_unpark(s->watch, epfd);
+    s->parked = false;
+    s->quiet = 0;
 }
 
 void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
@@ -898,7 +764,7 @@ void sampler_native_factor(struct sampler *s, double factor)
 bool sampler_native_counts(const struct sampler *s, struct nsampler_counts *out)
 {
     if (s->exact) {
-        *out = s->exact->c;
+        *out = sampler_exact_counts(s);
         return true;
     }
     if (!s->ns)

@@ -232,6 +232,25 @@ int sampler_native_drain(struct sampler *s, uint64_t now_ns);
  */
 void sampler_native_factor(struct sampler *s, double factor);
 
+/**
+ * Parking (the agent; idle_check perf): a target whose attempts have been
+ * answered without a read SAMPLER_PARK_AFTER times in a row (its threads are
+ * idle) need not be attempted at all until one of its threads runs: each
+ * watched thread's waker (sampler/runwatch.h) then makes a descriptor in
+ * the caller's epoll set @a epfd readable with @a token, and the caller
+ * unparks it. Meanwhile sampler_catch_up() counts the attempts that fell
+ * due, each as the answer it would have had (the wakers' records say when a
+ * thread first ran): call it before the sinks change (a window cut, a tap)
+ * and before reading the counts. sampler_park() returns 0, or a negative
+ * errno when the target stays on the schedule.
+ */
+bool sampler_parkable(const struct sampler *s);
+PYPROFD_WARN_UNUSED int sampler_park(struct sampler *s, int epfd, uint64_t token);
+bool sampler_parked(const struct sampler *s);
+void sampler_catch_up(struct sampler *s, uint64_t now_ns);
+/** Catches up to @a now_ns and puts the target back on its schedule. */
+void sampler_unpark(struct sampler *s, uint64_t now_ns, int epfd);
+
 /** How idle threads are found (idle_check): runwatch_describe()'s words, or NULL when off. */
 const char *sampler_idle_check(const struct sampler *s);
 

@@ -136,6 +136,8 @@ fail:
 
 int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t now_real, bool final)
 {
+    if (t->s) /* a parked target's attempts belong to this window */
+        sampler_catch_up(t->s, now);
     struct agg *fresh = NULL;
     t->stats.stacks_dropped += agg_stats(t->win).dropped;
     if (!final && window_get(q, &fresh)) {
@@ -338,6 +340,7 @@ static void target_idle_check(struct target *t)
 {
     const char *ic = sampler_idle_check(t->s);
     snprintf(t->stats.idle_check, sizeof(t->stats.idle_check), "%s", ic ? ic : "");
+    t->stats.parked = sampler_parked(t->s);
 }
 
 static void target_native_counts(struct target *t)
@@ -383,6 +386,7 @@ enum target_check target_housekeep(struct target *t, struct window_queue *q, con
                                    uint64_t now, int64_t now_real, enum target_reattach *why,
                                    char *what, size_t whatlen)
 {
+    sampler_catch_up(t->s, now); /* a parked target's attempts so far */
     t->stats.counts = sampler_counts(t->s);
     target_idle_check(t);
     target_native_counts(t);

@@ -84,6 +84,7 @@ struct target_stats {
     /* how idle threads are found (sampler_idle_check()): "perf", "schedstat: why",
      * "off: why"; "" when not used (native: full, async-aware wall mode) */
     char idle_check[320];
+    bool parked; /* off the schedule until one of its threads runs (sampler_park()) */
 };
 
 /** @a t's identity and configuration. */

@@ -201,8 +201,10 @@ static json_object *views_proc(const struct loop_proc_view *t, bool hide)
         }
         json_object_object_add(o, "native_samples", nc);
     }
-    if (t->idle_check[0])
+    if (t->idle_check[0]) {
         json_object_object_add(o, "idle_check", json_object_new_string(t->idle_check));
+        json_object_object_add(o, "parked", json_object_new_boolean(t->parked));
+    }
     json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));
     json_object_object_add(o, "effective_rate_hz", json_object_new_double(t->effective_rate));
     json_object_object_add(o, "profile_interval_seconds", json_object_new_double(t->interval_s));

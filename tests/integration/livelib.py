@@ -27,6 +27,7 @@ Environment:
 """
 
 import os
+import re
 import select
 import shutil
 import signal
@@ -820,3 +821,36 @@ def run(needs=("root", "rootfs")):
         sys.stderr.flush()
         os._exit(1)  # everything is stopped: not waiting for the tests' other threads
     sys.exit(0 if ok else 1)
+
+
+def pprof_traces(path, tmp):
+    """go tool pprof -traces of @path: [(value in ms, frames root first)]."""
+    out = subprocess.run([go_binary(), "tool", "pprof", "-traces", path],
+                         capture_output=True, text=True, timeout=120, env=go_env(tmp))
+    if out.returncode != 0:
+        raise AssertionError(f"go tool pprof -traces: {out.stderr}")
+    traces, cur = [], None
+    for line in out.stdout.splitlines():
+        m = re.match(r"^\s+([0-9.]+)(s|ms|us)\s+(\S.*)$", line)
+        if line.startswith("-----------+"):
+            cur = None
+        elif m:
+            ms = float(m.group(1)) * {"s": 1000.0, "ms": 1.0, "us": 0.001}[m.group(2)]
+            cur = [m.group(3)]
+            traces.append((ms, cur))
+        elif cur is not None and line.startswith("             ") and line.strip():
+            cur.append(line.strip())
+    return [(ms, frames[::-1]) for ms, frames in traces]
+
+
+def thread_named(pid, name):
+    """The TIDs of process @pid's threads whose OS name (comm) is @name."""
+    tids = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if f.read().strip() == name:
+                    tids.append(tid)
+        except OSError:
+            pass  # ended meanwhile
+    return tids

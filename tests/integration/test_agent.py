@@ -387,6 +387,97 @@ server:
 
 
 
+class IdleParkTest(unittest.TestCase):
+    """Issue 26: the agent parks a target whose threads stay idle (no attempt is made
+    for it until one runs) and still sees a thread that wakes now and then in
+    proportion to the time it runs."""
+
+    def test_parked_target_seen_in_proportion(self):
+        """brief.py 300 30 (30 ms of work every 300 ms) under a cpu job and a wall job:
+        over a 4 s /debug/pprof/profile, the brief thread's share (cpu: on a CPU;
+        wall: brief_work of its samples) lies within 3 points of its CPU time as the
+        kernel counted it (wall: -6), the blocked thread is in every wall sample and
+        no cpu sample, every thread has one sample per attempt, and most attempts
+        were made without a read"""
+        tmp = livelib.scratch()
+        targets = {mode: livelib.start_target(tmp, "brief", "3.14", "chroot", "300", "30")
+                   for mode in ("cpu", "wall")}
+        agent = None
+        try:
+            jobs = "".join(f"""\
+  - job_name: idle-{mode}
+    mode: {mode}
+    relabel_configs:
+      - source_labels: [__meta_process_pid]
+        regex: '{t.pid}'
+        action: keep
+""" for mode, t in targets.items())
+            agent = livelib.Agent(tmp, "idle-park", f"""\
+global: {{sample_rate: 100, profile_interval: 1m}}
+discovery: {{refresh_interval: 1s, min_process_age: 200ms}}
+profile_configs:
+{jobs}server:
+  listen_address: 127.0.0.1:{{port}}
+""").wait_http()
+            for t in targets.values():
+                e = agent.wait_state(t.pid, "active", timeout=15)
+                self.assertEqual(e.get("idle_check"), "perf", e)
+            # parked between the brief thread's runs (a thread ran: back on the schedule)
+            deadline, parked = time.monotonic() + 5, set()
+            while time.monotonic() < deadline and len(parked) < len(targets):
+                parked |= {p for p, e in agent.targets().items() if e.get("parked")}
+                time.sleep(0.05)
+            self.assertEqual(parked, {t.pid for t in targets.values()}, "parked at some point")
+            for mode, t in targets.items():
+                task = f"/proc/{t.pid}/task"
+                tid = livelib.thread_named(t.pid, "brief")[0]
+                with open(f"{task}/{tid}/schedstat") as f:
+                    run0, wait0 = (int(v) for v in f.read().split()[:2])
+                t0 = time.monotonic()
+                status, body = agent.get(f"/debug/pprof/profile?seconds=4&pid={t.pid}")
+                t1 = time.monotonic()
+                with open(f"{task}/{tid}/schedstat") as f:
+                    run1, wait1 = (int(v) for v in f.read().split()[:2])
+                self.assertEqual(status, 200, body[:300])
+                path = os.path.join(tmp, f"idle-{mode}.pb.gz")
+                with open(path, "wb") as f:
+                    f.write(body)
+                traces = livelib.pprof_traces(path, tmp)
+                lo = 100.0 * (run1 - run0) / 1e9 / (t1 - t0)
+                hi = 100.0 * (run1 - run0 + wait1 - wait0) / 1e9 / (t1 - t0)
+
+                def ms(fn):
+                    return sum(v for v, frames in traces if any(fn in f for f in frames))
+
+                brief, work, blocked = ms("brief_loop"), ms("brief_work"), ms("blocked_wait")
+                attempts = 4000.0  # 4 s at 100 Hz, 10 ms each
+                if mode == "cpu":
+                    share = 100.0 * brief / attempts
+                    self.assertEqual(blocked, 0, traces[:5])
+                    low = lo - 3.0
+                else:
+                    share = 100.0 * work / brief if brief else 0.0
+                    self.assertEqual(blocked, brief, "one blocked_wait per brief_loop sample")
+                    self.assertEqual(ms("main_wait"), brief, "one main_wait per attempt")
+                    livelib.within(self, "wall: attempts in the profile", brief, 3800, 4200)
+                    low = lo - 6.0
+                livelib.note(f"agent {mode}: brief thread {share:.1f} % (kernel: on CPU "
+                             f"{lo:.1f} %, + waiting {hi:.1f} %)")
+                livelib.within(self, f"agent {mode}: brief thread %", share, low, hi + 3.0)
+            metrics = agent.metrics()
+            for mode in targets:
+                saved = agent.metric(f'pyprofd_reads_saved_total{{job="idle-{mode}"}}', metrics)
+                taken = agent.metric(f'pyprofd_samples_total{{job="idle-{mode}"}}', metrics)
+                livelib.note(f"agent {mode}: {saved:.0f} of {taken:.0f} samples without a read")
+                livelib.within(self, f"agent {mode}: share without a read", saved / taken,
+                               0.5, 1.0)
+        finally:
+            for t in targets.values():
+                t.stop()
+            if agent:
+                self.assertEqual(agent.stop(), 0, agent.log())
+
+
 class AgentErrorTest(unittest.TestCase):
     def test_missing_config(self):
         """`pyprofd agent --config.file` with a missing file: exit 1, the file named"""

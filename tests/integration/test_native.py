@@ -426,24 +426,7 @@ class PprofTest(unittest.TestCase):
         self.assertIn("hash_loop", top.stdout)
 
 
-def pprof_traces(path, tmp):
-    """go tool pprof -traces of @path: [(value in ms, frames root first)]."""
-    out = subprocess.run([livelib.go_binary(), "tool", "pprof", "-traces", path],
-                         capture_output=True, text=True, timeout=120, env=livelib.go_env(tmp))
-    if out.returncode != 0:
-        raise AssertionError(f"go tool pprof -traces: {out.stderr}")
-    traces, cur = [], None
-    for line in out.stdout.splitlines():
-        m = re.match(r"^\s+([0-9.]+)(s|ms|us)\s+(\S.*)$", line)
-        if line.startswith("-----------+"):
-            cur = None
-        elif m:
-            ms = float(m.group(1)) * {"s": 1000.0, "ms": 1.0, "us": 0.001}[m.group(2)]
-            cur = [m.group(3)]
-            traces.append((ms, cur))
-        elif cur is not None and line.startswith("             ") and line.strip():
-            cur.append(line.strip())
-    return [(ms, frames[::-1]) for ms, frames in traces]
+pprof_traces = livelib.pprof_traces
 
 
 class AgentTest(unittest.TestCase):

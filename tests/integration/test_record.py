@@ -452,9 +452,7 @@ class IdleCheckTest(RecordCase):
         makes most samples without a read"""
         target = start_target("brief", "3.14")
         self.addCleanup(target.stop)
-        task = f"/proc/{target.pid}/task"
-        tids = [t for t in os.listdir(task)
-                if open(f"{task}/{t}/comm").read().strip() == "brief"]
+        tids = livelib.thread_named(target.pid, "brief")
         self.assertEqual(len(tids), 1, "the brief thread by its OS name (3.14 sets it)")
         for mode in ("wall", "cpu"):
             for how in ("perf", "schedstat", "off"):

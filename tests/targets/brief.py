@@ -12,6 +12,10 @@ For issue 26's idle check: a sampler that counts a read again while no
 thread ran, or finds them all asleep, must still see brief_work() in
 proportion to the time it runs, and blocked_wait() at every sample.
 
+Arguments: PERIOD_MS WORK_MS (default 10 1): a longer period lets the
+agent park the process between runs (nothing is due for it until a thread
+runs again).
+
 Prints "pyprofd-target: ready" once both threads run, then runs until
 SIGTERM/SIGINT.
 """
@@ -21,8 +25,8 @@ import sys
 import threading
 import time
 
-PERIOD = 0.010
-WORK = 0.001
+PERIOD = (float(sys.argv[1]) if len(sys.argv) > 1 else 10.0) / 1000.0
+WORK = (float(sys.argv[2]) if len(sys.argv) > 2 else 1.0) / 1000.0
 
 
 def blocked_wait(never):
