@@ -34,6 +34,10 @@
  *              one look in 8 attempts while its threads run);
  *   off        neither (or turned off): every attempt reads.
  *
+ * Parking (runwatch_park(), perf only): the agent takes a target whose
+ * threads stay idle off its schedule; each thread's waker (perf/switches.h)
+ * wakes it when one runs (sampler.h says how the attempts are counted).
+ *
  * A thread woken but not yet given a CPU is still off CPU by both proofs
  * (/proc would already say 'R'): cpu mode counts it from its first moment
  * on a CPU (docs/agent.md).

@@ -605,7 +605,7 @@ int sampler_attempt(struct sampler *s, uint64_t now_ns)
 
 bool sampler_parkable(const struct sampler *s)
 {
-    return s->watch && !s->parked && s->quiet >= SAMPLER_PARK_AFTER &&
+    return s->watch && !s->parked && !s->no_park && s->quiet >= SAMPLER_PARK_AFTER &&
            (s->park_asleep || s->last) && runwatch_how(s->watch) == RUNWATCH_PERF;
 }
 
@@ -616,6 +616,10 @@ int sampler_park(struct sampler *s, int epfd, uint64_t token)
     int err = runwatch_park(s->watch, epfd, token);
     if (!err)
         s->parked = true;
+    else if (err == -EAGAIN)
+        s->quiet = 0; /* a thread ran meanwhile: idle again first */
+    else
+        s->no_park = true; /* (a waker refused: the locked-memory limit, ...) for good */
     return err;
 }
 

@@ -52,6 +52,7 @@ struct sampler {
     const struct unwind_result *last;
     unsigned quiet;   /* attempts in a row answered without a read */
     bool parked;      /* sampler_park(): attempts are counted at sampler_catch_up() */
+    bool no_park;     /* parking failed for a reason that will not pass */
     bool park_asleep; /* ... as cpu mode's "none on a CPU", else as the last read again */
     struct schedule sched;
     uint64_t last_attempt_ns;
