@@ -527,11 +527,12 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
         w->rescan = true;
         return RUNWATCH_READ;
     }
-    if ((want_asleep && asleep) || same) {
+    if (!w->moved)
         w->busy = 0;
+    if ((want_asleep && asleep) || same) {
         return want_asleep && asleep ? RUNWATCH_ASLEEP : RUNWATCH_SAME;
     }
-    if (w->how == RUNWATCH_SCHEDSTAT) {
+    if (w->how == RUNWATCH_SCHEDSTAT && w->moved) { /* a thread keeps running */
         w->busy++;
         w->skips = w->busy < 2                         ? 0
                    : w->busy - 1 < RUNWATCH_BUSY_SKIPS ? w->busy - 1

@@ -370,3 +370,43 @@ def native_seeds():
 
 
 native_seeds()
+
+
+def switches_seeds():
+    """fuzz_switches: a ring of one page written backward (three heads, then the ring) with
+    switch, fork and exit records (the waker's with their times), one that wraps, a
+    malformed one; and a schedstat line."""
+    def ring(records, size=256):
+        buf = bytearray(size)
+        head = 0
+        for rec in records:
+            head -= len(rec)
+            for i, b in enumerate(rec):
+                buf[(head + i) % size] = b
+        return head % (1 << 64), bytes(buf)
+
+    def rec(type_, misc, body=b""):
+        return struct.pack("<IHH", type_, misc, 8 + len(body)) + body
+
+    switch_in, switch_out = rec(14, 0), rec(14, 0x2000)
+    preempt = rec(14, 0x6000)
+    fork = rec(7, 0, struct.pack("<IIIIQ", 5, 1, 6, 5, 99))
+    exit_ = rec(4, 0, struct.pack("<IIIIQ", 5, 1, 5, 5, 100))
+    timed = [rec(14, 0, struct.pack("<Q", 1000 + i)) for i in range(3)]
+    cases = {
+        "asleep": [switch_in, switch_out] * 4,
+        "preempted": [switch_in, preempt],
+        "forked": [switch_in, fork, switch_out],
+        "exited": [switch_in, exit_],
+        "waker_timed": timed,
+        "wraps": [switch_in, switch_out] * 40,
+    }
+    for name, records in cases.items():
+        head, buf = ring(records)
+        write("switches", name, struct.pack("<QQQ", head, 0, 16) + buf)
+    head, buf = ring([switch_in, rec(14, 0, b"\0" * 4)[:8]])
+    write("switches", "malformed", struct.pack("<QQQ", head + 4, 0, 3) + buf)
+    write("switches", "schedstat", b"123456789 42 7\n")
+
+
+switches_seeds()

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for agent/perf/switches.c and agent/sampler/runwatch.c: the ring
+ * parsers over images built here as the kernel writes them (backward: the
+ * head goes down from 0, the newest record starts at the head), and the
+ * watch of a real child process that blocks on a pipe: asleep, the same
+ * since a read, woken, parked and woken again, and the schedstat fallback.
+ * The live parts are skipped, saying why, where perf_event_open is refused.
+ */
+#include "base/compat.h"
+
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmocka_wrap.h"
+
+#include "perf/switches.h"
+#include "sampler/runwatch.h"
+#include "sampler/threadstat.h"
+
+/* A ring image and where its head is. */
+struct ring {
+    uint8_t b[256];
+    uint64_t size;
+    uint64_t head;
+};
+
+/* Writes a record of @len bytes (header @type/@misc, then @words) as the kernel would, backward. */
+static void put(struct ring *r, uint32_t type, uint16_t misc, uint16_t len, const uint64_t *words)
+{
+    r->head -= len;
+    uint8_t rec[64] = {0};
+    memcpy(rec, &type, 4);
+    memcpy(rec + 4, &misc, 2);
+    memcpy(rec + 6, &len, 2);
+    for (size_t i = 0; words && i < (size_t)(len - 8) / 8; i++)
+        memcpy(rec + 8 + 8 * i, &words[i], 8);
+    for (size_t i = 0; i < len; i++)
+        r->b[(r->head + i) & (r->size - 1)] = rec[i];
+}
+
+static struct ring ring_of(uint64_t size)
+{
+    struct ring r;
+    memset(&r, 0, sizeof(r));
+    r.size = size;
+    return r;
+}
+
+static void test_switches__newest_record_says_where_the_thread_is(void **state)
+{
+    (void)state;
+    struct ring r = ring_of(256);
+    assert_int_equal(switches_parse_state(r.b, r.size, 0), SWITCHES_NONE);
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_RUNNING);
+    put(&r, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT, 8, NULL);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_ASLEEP);
+    put(&r, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT | PERF_RECORD_MISC_SWITCH_OUT_PREEMPT,
+        8, NULL);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_PREEMPTED);
+    uint64_t ids[3] = {7, 7, 0};
+    put(&r, PERF_RECORD_FORK, 0, 32, ids);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_RUNNING);
+    put(&r, PERF_RECORD_EXIT, 0, 32, ids);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_EXITED);
+    put(&r, PERF_RECORD_MMAP, 0, 8, NULL);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_UNKNOWN);
+    /* malformed: sizes 0, not a multiple of 8, larger than the ring; a head off 8 */
+    for (uint16_t bad = 0; bad < 3; bad++) {
+        struct ring m = ring_of(64);
+        put(&m, PERF_RECORD_SWITCH, 0, 8, NULL);
+        uint16_t len = bad == 0 ? 0 : bad == 1 ? 12 : 72;
+        memcpy(m.b + (m.head & 63) + 6, &len, 2);
+        assert_int_equal(switches_parse_state(m.b, m.size, m.head), SWITCHES_UNKNOWN);
+    }
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head + 4), SWITCHES_UNKNOWN);
+    assert_int_equal(switches_parse_state(r.b, 24, r.head), SWITCHES_UNKNOWN); /* not 2^n */
+}
+
+static void test_switches__records_between_two_looks(void **state)
+{
+    (void)state;
+    struct ring r = ring_of(64);
+    uint64_t before = r.head;
+    struct switches_since s = switches_parse_since(r.b, r.size, before, r.head);
+    assert_false(s.forked || s.overrun || s.bad);
+    /* records that wrap round the end of a small ring, a fork among them */
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    put(&r, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT, 8, NULL);
+    s = switches_parse_since(r.b, r.size, before, r.head);
+    assert_false(s.forked || s.overrun || s.bad);
+    uint64_t ids[3] = {1, 1, 2};
+    put(&r, PERF_RECORD_FORK, 0, 32, ids);
+    s = switches_parse_since(r.b, r.size, before, r.head);
+    assert_true(s.forked);
+    assert_false(s.overrun || s.bad);
+    /* more than the ring holds since the last look */
+    uint64_t mid = r.head;
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    s = switches_parse_since(r.b, r.size, before, r.head);
+    assert_true(s.overrun);
+    s = switches_parse_since(r.b, r.size, mid, r.head);
+    assert_false(s.forked || s.overrun || s.bad);
+    /* a record that runs past the last look's head */
+    struct ring m = ring_of(64);
+    uint64_t b2 = m.head;
+    put(&m, PERF_RECORD_SWITCH, 0, 8, NULL);
+    uint16_t len = 16;
+    memcpy(m.b + (m.head & 63) + 6, &len, 2);
+    assert_true(switches_parse_since(m.b, m.size, b2, m.head).bad);
+}
+
+static void test_switches__oldest_record_time(void **state)
+{
+    (void)state;
+    struct ring r = ring_of(128);
+    uint64_t before = r.head, t;
+    assert_false(switches_parse_first_time(r.b, r.size, before, r.head, &t));
+    uint64_t w = 1111;
+    put(&r, PERF_RECORD_SWITCH, 0, 16, &w);
+    w = 2222;
+    put(&r, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT, 16, &w);
+    uint64_t exit_rec[4] = {5, 5, 6, 3333}; /* pid, ppid / tid, ptid / time / sample time */
+    put(&r, PERF_RECORD_EXIT, 0, 40, (uint64_t[]){exit_rec[0], exit_rec[1], 77, 3333});
+    assert_true(switches_parse_first_time(r.b, r.size, before, r.head, &t));
+    assert_int_equal(t, 1111);
+    /* only the newest two since a later look */
+    assert_true(switches_parse_first_time(r.b, r.size, before - 16, r.head, &t));
+    assert_int_equal(t, 2222);
+    /* more than the ring since the look: unknown */
+    assert_false(switches_parse_first_time(r.b, 64, before, r.head, &t));
+}
+
+static void test_switches__schedstat_lines(void **state)
+{
+    (void)state;
+    uint64_t v[3];
+    const char ok[] = "123456789 42 7\n";
+    assert_int_equal(threadstat_parse_schedstat(ok, sizeof(ok) - 1, v), 0);
+    assert_int_equal(v[0], 123456789);
+    assert_int_equal(v[1], 42);
+    assert_int_equal(v[2], 7);
+    const char max[] = "18446744073709551615 0 0\n";
+    assert_int_equal(threadstat_parse_schedstat(max, sizeof(max) - 1, v), 0);
+    assert_true(v[0] == UINT64_MAX);
+    static const char *const bad[] = {
+        "",
+        "1 2 3",
+        "1 2\n",
+        "1 2 3 4\n",
+        " 1 2 3\n",
+        "1  2 3\n",
+        "a 2 3\n",
+        "1 -2 3\n",
+        "18446744073709551616 0 0\n",
+        "123456789012345678901 0 0\n",
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(bad); i++)
+        assert_int_equal(threadstat_parse_schedstat(bad[i], strlen(bad[i]), v), -EINVAL);
+}
+
+/* ---- live: a child that blocks on a pipe ------------------------------------ */
+
+struct child {
+    pid_t pid;
+    int wake; /* write a byte: it reads it, loops 2 ms, blocks again */
+};
+
+static struct child child_start(void)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[1]);
+        char c;
+        while (read(p[0], &c, 1) == 1) {
+            struct timespec t0, t;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            do
+                clock_gettime(CLOCK_MONOTONIC, &t);
+            while ((t.tv_sec - t0.tv_sec) * 1000000000 + t.tv_nsec - t0.tv_nsec < 2000000);
+        }
+        _exit(0);
+    }
+    close(p[0]);
+    return (struct child){.pid = pid, .wake = p[1]};
+}
+
+static void child_stop(struct child *c)
+{
+    close(c->wake);
+    int st;
+    waitpid(c->pid, &st, 0);
+}
+
+static uint64_t mono(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void settle(void)
+{
+    usleep(30000); /* the child blocks again, and a schedstat span passes */
+}
+
+static void test_runwatch__a_blocked_child_is_not_read_again(void **state)
+{
+    (void)state;
+    char why[256];
+    if (switches_probe(why, sizeof(why)))
+        skip();
+    struct child c = child_start();
+    settle();
+    struct runwatch *w = NULL;
+    struct runwatch_opts o = {.all_threads = true, .how = RUNWATCH_PERF};
+    assert_int_equal(runwatch_new(c.pid, &o, mono(), &w), 0);
+    assert_int_equal(runwatch_how(w), RUNWATCH_PERF);
+    assert_string_equal(runwatch_describe(w), "perf");
+    /* asleep since the watch opened: cpu mode needs no read; no read yet to count again */
+    assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_ASLEEP);
+    assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_READ);
+    assert_int_equal(runwatch_on_cpu(w, c.pid), 0);
+    uint64_t t = mono();
+    runwatch_read(w, t, true);
+    assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_SAME);
+    /* woken: it ran since the read */
+    assert_int_equal(write(c.wake, "x", 1), 1);
+    settle();
+    assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_READ);
+    assert_true(runwatch_moved(w));
+    runwatch_read(w, mono(), true);
+    assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_SAME);
+    assert_false(runwatch_moved(w));
+    /* a failed read is not counted again */
+    runwatch_read(w, mono(), false);
+    assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_READ);
+
+    /* parked: the waker's record wakes the epoll set, with its time */
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    assert_true(ep >= 0);
+    assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_ASLEEP);
+    uint64_t parked_at = mono();
+    assert_int_equal(runwatch_park(w, ep, 77), 0);
+    struct epoll_event ev;
+    assert_int_equal(epoll_wait(ep, &ev, 1, 50), 0); /* nothing runs: nothing wakes */
+    assert_true(runwatch_still(w));
+    uint64_t woke_before = mono();
+    assert_int_equal(write(c.wake, "x", 1), 1);
+    assert_int_equal(epoll_wait(ep, &ev, 1, 2000), 1);
+    assert_int_equal(ev.data.u64, 77);
+    assert_false(runwatch_still(w));
+    uint64_t at = 0;
+    assert_true(runwatch_woke_at(w, &at));
+    assert_true(at >= parked_at && at >= woke_before && at <= mono());
+    runwatch_unpark(w, ep);
+    settle();
+    assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_READ);
+    close(ep);
+    child_stop(&c);
+    /* exited: the watch says read (and the read finds the process gone) */
+    assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_READ);
+    runwatch_free(w);
+}
+
+static void test_runwatch__schedstat_needs_a_tick_of_quiet(void **state)
+{
+    (void)state;
+    struct child c = child_start();
+    settle();
+    struct runwatch *w = NULL;
+    struct runwatch_opts o = {.all_threads = false, .how = RUNWATCH_SCHEDSTAT};
+    assert_int_equal(runwatch_new(c.pid, &o, mono(), &w), 0);
+    if (runwatch_how(w) == RUNWATCH_OFF) { /* nohz_full CPUs */
+        runwatch_free(w);
+        child_stop(&c);
+        skip();
+    }
+    assert_string_equal(runwatch_describe(w), "schedstat: as configured (idle_check: schedstat)");
+    uint64_t t0 = mono();
+    assert_int_equal(runwatch_check(w, t0, false), RUNWATCH_READ); /* the first look */
+    runwatch_read(w, t0, true);
+    /* within a tick nothing is proven */
+    assert_int_equal(runwatch_check(w, t0 + 1000000, false), RUNWATCH_READ);
+    assert_int_equal(runwatch_check(w, t0 + RUNWATCH_TICK_NS + 1, false), RUNWATCH_SAME);
+    assert_int_equal(runwatch_check(w, t0 + RUNWATCH_TICK_NS + 2, true), RUNWATCH_ASLEEP);
+    assert_int_equal(write(c.wake, "x", 1), 1);
+    settle();
+    uint64_t t1 = mono() + RUNWATCH_TICK_NS * 2;
+    assert_int_equal(runwatch_check(w, t1, false), RUNWATCH_READ);
+    runwatch_free(w);
+    child_stop(&c);
+}
+
+static void test_runwatch__off_always_reads(void **state)
+{
+    (void)state;
+    struct runwatch *w = NULL;
+    struct runwatch_opts o = {.how = RUNWATCH_OFF};
+    assert_int_equal(runwatch_new(getpid(), &o, mono(), &w), 0);
+    assert_int_equal(runwatch_how(w), RUNWATCH_OFF);
+    assert_string_equal(runwatch_describe(w), "off: turned off (idle_check: off)");
+    runwatch_read(w, mono(), true);
+    assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_READ);
+    assert_int_equal(runwatch_on_cpu(w, getpid()), -1);
+    runwatch_free(w);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_switches__newest_record_says_where_the_thread_is),
+        cmocka_unit_test(test_switches__records_between_two_looks),
+        cmocka_unit_test(test_switches__oldest_record_time),
+        cmocka_unit_test(test_switches__schedstat_lines),
+        cmocka_unit_test(test_runwatch__a_blocked_child_is_not_read_again),
+        cmocka_unit_test(test_runwatch__schedstat_needs_a_tick_of_quiet),
+        cmocka_unit_test(test_runwatch__off_always_reads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
