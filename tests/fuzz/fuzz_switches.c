@@ -8,6 +8,7 @@
  */
 #include "base/compat.h"
 
+#include "base/alloc.h"
 #include "perf/switches.h"
 #include "sampler/threadstat.h"
 
@@ -28,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (ring * 2 <= size - 24)
         ring *= 2;
     /* a copy of exactly the ring's size, so that a read past it is seen */
-    uint8_t *copy = malloc(ring);
+    uint8_t *copy = alloc_malloc(ring);
     if (!copy)
         return 0;
     memcpy(copy, data + 24, ring);
@@ -45,6 +46,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)switches_parse_first_time(copy, ring, before, now, &t);
     (void)switches_parse_first_time(copy, ring, before & ~(uint64_t)7,
                                     (before & ~(uint64_t)7) - ((spare % 64) * 8), &t);
-    free(copy);
+    alloc_free(copy);
     return 0;
 }
