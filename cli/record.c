@@ -445,22 +445,26 @@ static void record_summary(const struct sampler_counts *c, double seconds)
 }
 
 /*
- * The timer slack of the sampling thread for @a interval_ns: half an
- * interval, at least the kernel's default (CLOCK_DEFAULT_SLACK_NS, 50 us) and at
- * most 1 ms. An attempt is made at a random point of its interval; with the
- * slack it may be made up to that much later, in the next attempt's
- * interval, whose point is then drawn from what is left of it
- * (schedule_jitter()). The default is a fixed slack that, at low rates,
- * forces a precise timer for every sample for nothing; above 10 kHz a slack
- * under it bought nothing but more exact (costlier) timers: record -r 20000
- * took 16% more CPU per sample with 25 us.
+ * The timer slack of the sampling thread for @a interval_ns: a twentieth of
+ * an interval, at least the kernel's default (CLOCK_DEFAULT_SLACK_NS, 50 us)
+ * and at most 1 ms. An attempt is made at a random point of its interval;
+ * with the slack it may be made up to that much later. The kernel fires a
+ * slack timer with any other timer that expires within its slack, so a wider
+ * slack biases the samples toward the moments the target's own timers wake
+ * its threads: with half an interval (as it was), a thread that slept on a
+ * timer and then ran 1 ms in every 10 was sampled as it woke, not while it
+ * ran, and its share came out at a tenth of its CPU time when the samples
+ * themselves were quick (issue 26's idle check). A twentieth keeps that
+ * shift within 5 % of an interval. Above 1 kHz the slack is the kernel's
+ * default: a finer one bought nothing but costlier exact timers (record -r
+ * 20000 took 16% more CPU per sample with 25 us).
  */
 PYPROFD_STATIC uint64_t record_slack_ns(uint64_t interval_ns)
 {
-    uint64_t half = interval_ns / 2;
-    return half > RECORD_MAX_SLACK         ? RECORD_MAX_SLACK
-           : half < CLOCK_DEFAULT_SLACK_NS ? CLOCK_DEFAULT_SLACK_NS
-                                           : half;
+    uint64_t slack = interval_ns / 20;
+    return slack > RECORD_MAX_SLACK         ? RECORD_MAX_SLACK
+           : slack < CLOCK_DEFAULT_SLACK_NS ? CLOCK_DEFAULT_SLACK_NS
+                                            : slack;
 }
 
 /*

@@ -46,7 +46,7 @@ int threadstat_parse_schedstat(const char *text, size_t len, uint64_t out[3])
             return -EINVAL;
         out[k] = v;
     }
-    return i < len && text[i] == '\n' ? 0 : -EINVAL;
+    return i + 1 == len && text[i] == '\n' ? 0 : -EINVAL; /* one line, all of it */
 }
 
 static ssize_t threadstat_slurp(const char *path, char *buf, size_t cap)

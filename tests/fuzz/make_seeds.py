@@ -373,9 +373,9 @@ native_seeds()
 
 
 def switches_seeds():
-    """fuzz_switches: a ring of one page written backward (three heads, then the ring) with
+    """fuzz_switches: a ring of 256 bytes written backward (three heads, then the ring) with
     switch, fork and exit records (the waker's with their times), one that wraps, a
-    malformed one; and a schedstat line."""
+    malformed one, a small ring with a record cut by its end; and a schedstat line."""
     def ring(records, size=256):
         buf = bytearray(size)
         head = 0
@@ -406,6 +406,10 @@ def switches_seeds():
         write("switches", name, struct.pack("<QQQ", head, 0, 16) + buf)
     head, buf = ring([switch_in, rec(14, 0, b"\0" * 4)[:8]])
     write("switches", "malformed", struct.pack("<QQQ", head + 4, 0, 3) + buf)
+    # a ring of 64 bytes whose exit record is cut in two by its end (40..63 and 0..7),
+    # looked at since the head before it (-56): the walk goes across the end
+    head, buf = ring([switch_out] * 7 + [exit_, fork], size=64)
+    write("switches", "straddles", struct.pack("<QQQ", head, (1 << 64) - 56, 64) + buf)
     write("switches", "schedstat", b"123456789 42 7\n")
 
 

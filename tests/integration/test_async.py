@@ -294,8 +294,6 @@ class AsyncTest(unittest.TestCase):
 
     def test_modes__3_15(self):
         t = self.start("3.15")
-        # <native> shows only when a sample catches the loop between two
-        # slices (about 1 in 50): 3 s at 200 Hz, so it is not missed by chance
         proc, out = record(self.tmp, t.pid, ["-a", "--mode", "cpu", "--native", "-r", "200",
                                              "-d", "3", "--async-aware"], "cpu-3.15")
         self.assert_ok(proc)
@@ -304,7 +302,21 @@ class AsyncTest(unittest.TestCase):
                             for s in stacks), "\n".join(stacks))
         chains = sum(c for s, c in stacks.items() if "<task cruncher-" in s)
         self.assertGreater(chains, sum(stacks.values()) / 2, "\n".join(stacks))
-        self.assertTrue(any("<native>" in s for s in stacks), "\n".join(stacks))
+        # the plain thread (plain-sleeper) is on a CPU well under 1 % of the
+        # time (its schedstat: about 35 us per wake-up): where a cpu sample
+        # has it, its stack has the marker, and a wall sample always has it.
+        # (It used to be seen "on CPU" in about 1 sample in 50: samples whose
+        # timer, with half an interval of slack, fired with its own wake-up,
+        # when /proc already said 'R'; issue 26 narrowed the slack.)
+        for s in stacks:
+            if "Thread.run" in s:
+                self.assertIn("<native>", s)
+        proc, out = record(self.tmp, t.pid, ["-a", "--native", "-r", "200", "-d", "1",
+                                             "--async-aware"], "wall-3.15")
+        self.assert_ok(proc)
+        stacks = folded(out)
+        self.assertTrue(any("Thread.run" in s and "<native>" in s and "doze" in s
+                            for s in stacks), "\n".join(stacks))
         proc, _ = record(self.tmp, t.pid, ["--mode", "cpu", "--async-mode", "all"], "refused")
         self.assertEqual(proc.returncode, 2)
         self.assertIn("cannot combine with --mode cpu", proc.stderr)

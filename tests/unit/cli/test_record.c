@@ -29,16 +29,18 @@ static void test_record__parses_rates(void **state)
     assert_int_equal(record_parse_rate("2000k", &hz), -ERANGE);
 }
 
-/* The sampling thread's timer slack: half an interval, at least the kernel's
- * default, never over 1 ms. */
+/* The sampling thread's timer slack: a twentieth of an interval, at least the
+ * kernel's default, never over 1 ms. */
 static void test_record__timer_slack_follows_the_interval(void **state)
 {
     (void)state;
     assert_true(record_slack_ns(50000) == 50000);        /* 20 kHz: the kernel's default */
     assert_true(record_slack_ns(100000) == 50000);       /* 10 kHz */
-    assert_true(record_slack_ns(200000) == 100000);      /* 5 kHz */
-    assert_true(record_slack_ns(1000000) == 500000);     /* 1 kHz */
-    assert_true(record_slack_ns(10000000) == 1000000);   /* 100 Hz: capped */
+    assert_true(record_slack_ns(200000) == 50000);       /* 5 kHz */
+    assert_true(record_slack_ns(1000000) == 50000);      /* 1 kHz */
+    assert_true(record_slack_ns(4000000) == 200000);     /* 250 Hz */
+    assert_true(record_slack_ns(10000000) == 500000);    /* 100 Hz */
+    assert_true(record_slack_ns(20000000) == 1000000);   /* 50 Hz: capped */
     assert_true(record_slack_ns(1000000000) == 1000000); /* 1 Hz */
     assert_true(record_slack_ns(1) == 50000);            /* never under the default */
 }

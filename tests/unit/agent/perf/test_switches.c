@@ -4,7 +4,8 @@
  * parsers over images built here as the kernel writes them (backward: the
  * head goes down from 0, the newest record starts at the head), and the
  * watch of a real child process that blocks on a pipe: asleep, the same
- * since a read, woken, parked and woken again, and the schedstat fallback.
+ * since a read, woken, parked and woken again, and the schedstat fallback
+ * (threadstat_parse_schedstat() itself: tests/unit/agent/sampler/).
  * The live parts are skipped, saying why, where perf_event_open is refused.
  */
 #include "base/compat.h"
@@ -19,13 +20,13 @@
 
 #include "cmocka_wrap.h"
 
+#include "base/bytes.h"
 #include "perf/switches.h"
 #include "sampler/runwatch.h"
-#include "sampler/threadstat.h"
 
 /* A ring image and where its head is. */
 struct ring {
-    uint8_t b[256];
+    uint8_t b[4096]; /* the production ring is one page */
     uint64_t size;
     uint64_t head;
 };
@@ -118,6 +119,179 @@ static void test_switches__records_between_two_looks(void **state)
     assert_true(switches_parse_since(m.b, m.size, b2, m.head).bad);
 }
 
+/* A header at ring offset @off, placed by hand (not through put()). */
+static void place(uint8_t *ring, size_t off, uint32_t type, uint16_t misc, uint16_t len)
+{
+    memcpy(ring + off, &type, 4);
+    memcpy(ring + off + 4, &misc, 2);
+    memcpy(ring + off + 6, &len, 2);
+}
+
+static void test_switches__a_page_as_the_kernel_leaves_it(void **state)
+{
+    (void)state;
+    /* the first record ends at the end of the page, the next one just before it */
+    static uint8_t page[4096];
+    memset(page, 0xa5, sizeof(page)); /* garbage where nothing was written */
+    place(page, 4088, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT, 8);
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-8), SWITCHES_ASLEEP);
+    place(page, 4080, PERF_RECORD_SWITCH, 0, 8);
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-16), SWITCHES_RUNNING);
+    place(page, 4048, PERF_RECORD_FORK, 0, 32);
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-48), SWITCHES_RUNNING);
+    place(page, 4040, PERF_RECORD_SWITCH,
+          PERF_RECORD_MISC_SWITCH_OUT | PERF_RECORD_MISC_SWITCH_OUT_PREEMPT, 8);
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-56), SWITCHES_PREEMPTED);
+    place(page, 4008, PERF_RECORD_EXIT, 0, 32);
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-88), SWITCHES_EXITED);
+    /* the older heads still name their own records */
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-8), SWITCHES_ASLEEP);
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-56), SWITCHES_PREEMPTED);
+    /* a head between records lands on garbage */
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-24), SWITCHES_UNKNOWN);
+    assert_int_equal(switches_parse_state(page, 4096, (uint64_t)-84), SWITCHES_UNKNOWN);
+
+    struct switches_since s = switches_parse_since(page, 4096, 0, (uint64_t)-16);
+    assert_false(s.forked || s.overrun || s.bad);
+    s = switches_parse_since(page, 4096, 0, (uint64_t)-48);
+    assert_true(s.forked);
+    assert_false(s.overrun || s.bad);
+    s = switches_parse_since(page, 4096, (uint64_t)-48, (uint64_t)-88); /* after the fork */
+    assert_false(s.forked || s.overrun || s.bad);
+    s = switches_parse_since(page, 4096, (uint64_t)-16, (uint64_t)-56); /* the fork alone */
+    assert_true(s.forked);
+    assert_false(s.overrun || s.bad);
+    /* a look that was not at a record's start: the fork runs past it */
+    s = switches_parse_since(page, 4096, (uint64_t)-24, (uint64_t)-88);
+    assert_true(s.bad);
+    assert_false(s.overrun);
+    assert_false(s.forked); /* a record past the look is not the thread's since then */
+    /* more than the page since the look */
+    s = switches_parse_since(page, 4096, 4096 - 88 + 8, (uint64_t)-88);
+    assert_true(s.overrun);
+    assert_false(s.forked || s.bad);
+
+    /* the same through put() over many laps of the page */
+    struct ring r = ring_of(4096);
+    for (int i = 0; i < 3000; i++) { /* 3000 * 16 bytes: the page over eleven times */
+        put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+        put(&r, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT, 8, NULL);
+    }
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_ASLEEP);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head + 8), SWITCHES_RUNNING);
+    uint64_t look = r.head;
+    s = switches_parse_since(r.b, r.size, look, r.head);
+    assert_false(s.forked || s.overrun || s.bad);
+    uint64_t ids[3] = {9, 9, 0};
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    put(&r, PERF_RECORD_FORK, 0, 32, ids);
+    put(&r, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT_PREEMPT | PERF_RECORD_MISC_SWITCH_OUT,
+        8, NULL);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_PREEMPTED);
+    s = switches_parse_since(r.b, r.size, look, r.head);
+    assert_true(s.forked);
+    assert_false(s.overrun || s.bad);
+    /* the whole page since: the fork is still in it */
+    s = switches_parse_since(r.b, r.size, r.head + 4096, r.head);
+    assert_true(s.forked);
+    assert_false(s.overrun || s.bad);
+}
+
+static void test_switches__records_across_the_end_of_a_small_ring(void **state)
+{
+    (void)state;
+    /* before = 0, now = -40: the heads wrap below zero, the records fill 24..64 */
+    struct ring r = ring_of(64);
+    uint64_t ids[3] = {3, 3, 4};
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    put(&r, PERF_RECORD_FORK, 0, 32, ids);
+    assert_true(r.head == (uint64_t)-40);
+    assert_int_equal(load_le32(r.b + 24), PERF_RECORD_FORK);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_RUNNING);
+    struct switches_since s = switches_parse_since(r.b, r.size, 0, (uint64_t)-40);
+    assert_true(s.forked);
+    assert_false(s.overrun || s.bad);
+    s = switches_parse_since(r.b, r.size, 0, (uint64_t)-8);
+    assert_false(s.forked || s.overrun || s.bad);
+
+    /* a 32-byte record cut in two by the end of the ring: 40..63 and 0..7 */
+    r = ring_of(64);
+    for (int i = 0; i < 7; i++)
+        put(&r, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT, 8, NULL);
+    uint64_t before = r.head; /* -56: offset 8 */
+    put(&r, PERF_RECORD_EXIT, 0, 32, ids);
+    assert_int_equal(r.head & 63, 40);
+    assert_int_equal(load_le32(r.b + 40), PERF_RECORD_EXIT);
+    assert_int_equal(load_le16(r.b + 46), 32);
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_EXITED);
+    s = switches_parse_since(r.b, r.size, before, r.head);
+    assert_false(s.forked || s.overrun || s.bad);
+    put(&r, PERF_RECORD_FORK, 0, 32, ids); /* 8..39: the ring's whole 64 bytes since before */
+    assert_int_equal(switches_parse_state(r.b, r.size, r.head), SWITCHES_RUNNING);
+    s = switches_parse_since(r.b, r.size, before, r.head);
+    assert_true(s.forked);
+    assert_false(s.overrun || s.bad);
+
+    /* exactly the ring since a look is walked; a record more is an overrun */
+    r = ring_of(64);
+    for (int i = 0; i < 8; i++)
+        put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    s = switches_parse_since(r.b, r.size, 0, r.head);
+    assert_false(s.forked || s.overrun || s.bad);
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    s = switches_parse_since(r.b, r.size, 0, r.head);
+    assert_true(s.overrun);
+    assert_false(s.forked || s.bad);
+}
+
+static void test_switches__heads_that_cannot_be_walked(void **state)
+{
+    (void)state;
+    struct ring r = ring_of(64);
+    uint64_t ids[3] = {1, 1, 1};
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    put(&r, PERF_RECORD_FORK, 0, 32, ids);
+    put(&r, PERF_RECORD_SWITCH, 0, 8, NULL);
+    struct switches_since s;
+    /* heads off 8: not to be trusted (neither "nothing" nor a walk off the records) */
+    s = switches_parse_since(r.b, r.size, 4, r.head);
+    assert_true(s.overrun || s.bad);
+    s = switches_parse_since(r.b, r.size, 0, r.head + 4);
+    assert_true(s.overrun || s.bad);
+    /* even where the aligned-down header would make a clean walk (the switch at -8) */
+    s = switches_parse_since(r.b, r.size, 4, (uint64_t)-4);
+    assert_true(s.overrun || s.bad);
+    /* a head above the last look's: a backward ring never goes up */
+    s = switches_parse_since(r.b, r.size, r.head, 0);
+    assert_true(s.overrun);
+    /* a ring size that is not a power of two, or smaller than a header: refused even
+     * over bytes that are switch records wherever a header is read */
+    uint8_t valid[32];
+    for (size_t off = 0; off < sizeof(valid); off += 8)
+        place(valid, off, PERF_RECORD_SWITCH, 0, 8);
+    assert_int_equal(switches_parse_state(valid, 32, (uint64_t)-8), SWITCHES_RUNNING);
+    s = switches_parse_since(valid, 32, 0, (uint64_t)-16);
+    assert_false(s.forked || s.overrun || s.bad);
+    assert_int_equal(switches_parse_state(valid, 24, (uint64_t)-8), SWITCHES_UNKNOWN);
+    s = switches_parse_since(valid, 24, 0, (uint64_t)-16);
+    assert_true(s.overrun || s.bad);
+    assert_int_equal(switches_parse_state(valid, 4, (uint64_t)-8), SWITCHES_UNKNOWN);
+    assert_int_equal(switches_parse_state(valid, 0, (uint64_t)-8), SWITCHES_UNKNOWN);
+    s = switches_parse_since(valid, 4, 0, (uint64_t)-8);
+    assert_true(s.overrun || s.bad);
+    s = switches_parse_since(valid, 0, 0, (uint64_t)-8);
+    assert_true(s.overrun || s.bad);
+    /* nothing written: nothing to say, whatever the ring */
+    s = switches_parse_since(r.b, 48, 8, 8);
+    assert_false(s.forked || s.overrun || s.bad);
+    /* a record whose size is not a multiple of 8 inside the walk */
+    uint16_t odd = 12;
+    memcpy(r.b + ((r.head + 8) & 63) + 6, &odd, 2); /* the fork's size */
+    s = switches_parse_since(r.b, r.size, 0, r.head);
+    assert_true(s.bad);
+    assert_false(s.forked); /* the walk stops before it counts it */
+}
+
 static void test_switches__oldest_record_time(void **state)
 {
     (void)state;
@@ -137,34 +311,6 @@ static void test_switches__oldest_record_time(void **state)
     assert_int_equal(t, 2222);
     /* more than the ring since the look: unknown */
     assert_false(switches_parse_first_time(r.b, 64, before, r.head, &t));
-}
-
-static void test_switches__schedstat_lines(void **state)
-{
-    (void)state;
-    uint64_t v[3];
-    const char ok[] = "123456789 42 7\n";
-    assert_int_equal(threadstat_parse_schedstat(ok, sizeof(ok) - 1, v), 0);
-    assert_int_equal(v[0], 123456789);
-    assert_int_equal(v[1], 42);
-    assert_int_equal(v[2], 7);
-    const char max[] = "18446744073709551615 0 0\n";
-    assert_int_equal(threadstat_parse_schedstat(max, sizeof(max) - 1, v), 0);
-    assert_true(v[0] == UINT64_MAX);
-    static const char *const bad[] = {
-        "",
-        "1 2 3",
-        "1 2\n",
-        "1 2 3 4\n",
-        " 1 2 3\n",
-        "1  2 3\n",
-        "a 2 3\n",
-        "1 -2 3\n",
-        "18446744073709551616 0 0\n",
-        "123456789012345678901 0 0\n",
-    };
-    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(bad); i++)
-        assert_int_equal(threadstat_parse_schedstat(bad[i], strlen(bad[i]), v), -EINVAL);
 }
 
 /* ---- live: a child that blocks on a pipe ------------------------------------ */
@@ -323,8 +469,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_switches__newest_record_says_where_the_thread_is),
         cmocka_unit_test(test_switches__records_between_two_looks),
+        cmocka_unit_test(test_switches__a_page_as_the_kernel_leaves_it),
+        cmocka_unit_test(test_switches__records_across_the_end_of_a_small_ring),
+        cmocka_unit_test(test_switches__heads_that_cannot_be_walked),
         cmocka_unit_test(test_switches__oldest_record_time),
-        cmocka_unit_test(test_switches__schedstat_lines),
         cmocka_unit_test(test_runwatch__a_blocked_child_is_not_read_again),
         cmocka_unit_test(test_runwatch__schedstat_needs_a_tick_of_quiet),
         cmocka_unit_test(test_runwatch__off_always_reads),

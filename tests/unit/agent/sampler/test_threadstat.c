@@ -8,6 +8,7 @@
 
 #include "cmocka_wrap.h"
 
+#include "base/alloc.h"
 #include "sampler/threadstat.h"
 
 static void test_threadstat__state_after_last_paren(void **state)
@@ -60,11 +61,115 @@ static void test_threadstat__sees_running_thread(void **state)
     assert_int_equal(threadstat_state("/proc", getpid(), 99999999, &st), -ESRCH);
 }
 
+static void test_threadstat__parses_a_schedstat_line(void **state)
+{
+    (void)state;
+    uint64_t v[3];
+    static const char ok[] = "123456789 42 7\n";
+    assert_int_equal(threadstat_parse_schedstat(ok, sizeof(ok) - 1, v), 0);
+    assert_int_equal(v[0], 123456789);
+    assert_int_equal(v[1], 42);
+    assert_int_equal(v[2], 7);
+    static const char zeros[] = "0 0 0\n";
+    assert_int_equal(threadstat_parse_schedstat(zeros, sizeof(zeros) - 1, v), 0);
+    assert_int_equal(v[0] | v[1] | v[2], 0);
+    static const char max[] = "18446744073709551615 18446744073709551614 1\n";
+    assert_int_equal(threadstat_parse_schedstat(max, sizeof(max) - 1, v), 0);
+    assert_true(v[0] == UINT64_MAX);
+    assert_true(v[1] == UINT64_MAX - 1);
+    assert_int_equal(v[2], 1);
+    /* @len counts, not a NUL: the line cut before its newline is refused */
+    assert_int_equal(threadstat_parse_schedstat(ok, sizeof(ok) - 2, v), -EINVAL);
+    assert_int_equal(threadstat_parse_schedstat(ok, 0, v), -EINVAL);
+}
+
+static void test_threadstat__refuses_other_schedstat_text(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "",
+        "\n",
+        "1 2 3", /* no newline */
+        "1 2\n", /* two fields */
+        "1\n",
+        "1 2 3 4\n", /* four */
+        "1 2 3 \n",  /* a trailing space */
+        "1 2 \n",    /* an empty field */
+        "1  2\n",
+        " 1 2\n",
+        " 1 2 3\n", /* a leading space */
+        "1  2 3\n", /* two spaces */
+        "1\t2 3\n", /* a tab */
+        "a 2 3\n",  /* not digits */
+        "1 2x 3\n",
+        "1 -2 3\n",
+        "+1 2 3\n",
+        "0x10 2 3\n",
+        "1 2 3\r\n",
+        "18446744073709551616 0 0\n",  /* UINT64_MAX + 1 */
+        "99999999999999999999 0 0\n",  /* 20 digits, too large */
+        "123456789012345678901 0 0\n", /* 21 digits */
+        "000000000000000000001 0 0\n", /* 21 digits, though a small number */
+        "1 2 184467440737095516150\n",
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(bad); i++) {
+        uint64_t v[3] = {11, 22, 33};
+        int err = threadstat_parse_schedstat(bad[i], strlen(bad[i]), v);
+        if (err != -EINVAL)
+            fail_msg("accepted \"%s\" (%d)", bad[i], err);
+    }
+    /* every cut of a line, in a buffer of exactly its length: refused, and nothing past
+     * @len is read (ASan builds see it) */
+    static const char line[] = "12 34 56\n";
+    for (size_t n = 1; n < sizeof(line) - 1; n++) {
+        char *exact = alloc_malloc(n);
+        assert_non_null(exact);
+        memcpy(exact, line, n);
+        uint64_t w[3];
+        assert_int_equal(threadstat_parse_schedstat(exact, n, w), -EINVAL);
+        alloc_free(exact);
+    }
+    /* only @len bytes are the line: what follows them is not looked at */
+    uint64_t v[3];
+    static const char longer[] = "1 2 3\n999";
+    assert_int_equal(threadstat_parse_schedstat(longer, 6, v), 0);
+    assert_int_equal(v[2], 3);
+}
+
+/* This thread's schedstat line: the third number counts its switches in. */
+static bool own_schedstat(uint64_t v[3])
+{
+    char path[64], buf[128];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)syscall(SYS_gettid));
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false; /* a kernel without CONFIG_SCHED_INFO */
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    assert_int_equal(threadstat_parse_schedstat(buf, n, v), 0);
+    return true;
+}
+
+static void test_threadstat__reads_own_schedstat(void **state)
+{
+    (void)state;
+    uint64_t a[3], b[3];
+    if (!own_schedstat(a))
+        skip();
+    usleep(2000); /* switched out to sleep, and in again */
+    assert_true(own_schedstat(b));
+    assert_true(b[2] > a[2]);
+    assert_true(b[0] >= a[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threadstat__state_after_last_paren),
         cmocka_unit_test(test_threadstat__sees_running_thread),
+        cmocka_unit_test(test_threadstat__parses_a_schedstat_line),
+        cmocka_unit_test(test_threadstat__refuses_other_schedstat_text),
+        cmocka_unit_test(test_threadstat__reads_own_schedstat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
