@@ -116,13 +116,13 @@ _counter = [0]
 _counter_lock = threading.Lock()
 
 
-def record(flags, pid=None, command=None, suffix=".pb.gz", env=None, timeout=60):
-    """Run `pyprofd record FLAGS -o TMP/xxxSUFFIX (PID | -- COMMAND)`."""
+def record(flags, pid=None, command=None, suffix=".pb.gz", env=None, timeout=60, wrap=()):
+    """Run `[WRAP] pyprofd record FLAGS -o TMP/xxxSUFFIX (PID | -- COMMAND)`."""
     with _counter_lock:
         _counter[0] += 1
         n = _counter[0]
     path = os.path.join(livelib.scratch(), f"profile-{n}{suffix}")
-    argv = [BINARY, "record", *flags, "-o", path]
+    argv = [*wrap, BINARY, "record", *flags, "-o", path]
     argv += [str(pid)] if command is None else ["--", *command]
     t0 = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=livelib.scratch(),
@@ -421,9 +421,9 @@ class IdleCheckTest(RecordCase):
 
     TOLERANCE = 3.0   # points; about 4 standard deviations of 2000 samples
 
-    def run_one(self, pid, mode, how):
+    def run_one(self, pid, mode, how, wrap=()):
         rec = record(["-a", "-r", "1k", "-d", "2", "--mode", mode, "--idle-check", how,
-                      "--no-progress"], pid)
+                      "--no-progress"], pid, wrap=wrap)
         prof = self.pprof(rec, mode)
         samples = rec.summary()[0]
         m = IDLE_RE.search(rec.stderr)
@@ -452,12 +452,13 @@ class IdleCheckTest(RecordCase):
         makes most samples without a read"""
         target = start_target("brief", "3.14")
         self.addCleanup(target.stop)
+        wrap = livelib.apart(target.pid)  # what is measured is the check, not the scheduler
         tids = livelib.thread_named(target.pid, "brief")
         self.assertEqual(len(tids), 1, "the brief thread by its OS name (3.14 sets it)")
         for mode in ("wall", "cpu"):
             for how in ("perf", "schedstat", "off"):
                 run0, wait0, t0 = self.schedstat(target.pid, tids[0])
-                rec, prof, samples, saved, reused = self.run_one(target.pid, mode, how)
+                rec, prof, samples, saved, reused = self.run_one(target.pid, mode, how, wrap)
                 run1, wait1, t1 = self.schedstat(target.pid, tids[0])
                 # the kernel's view of the brief thread over the recording (a
                 # little longer: the start and the write)
