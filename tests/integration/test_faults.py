@@ -67,6 +67,20 @@ def agent_fds(agent):
     return len(os.listdir(f"/proc/{agent.proc.pid}/fd"))
 
 
+def agent_fd_kinds(agent):
+    """{what each descriptor is (its link, or "anon_inode:[perf_event]" ...): count}."""
+    kinds = {}
+    d = f"/proc/{agent.proc.pid}/fd"
+    for fd in os.listdir(d):
+        try:
+            link = os.readlink(f"{d}/{fd}")
+        except OSError:
+            continue
+        kind = link if link.startswith("anon_inode:") else "other"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
 def agent_threads(agent):
     return len(os.listdir(f"/proc/{agent.proc.pid}/task"))
 
@@ -269,6 +283,7 @@ server:
         a = self.agent
         time.sleep(1)
         fds, threads = agent_fds(a), agent_threads(a)
+        perf0 = agent_fd_kinds(a).get("anon_inode:[perf_event]", 0)
         script = os.path.join(livelib.rootfs(), "pyprofd-targets", f"{self.token}_churn.py")
         with open(script, "w") as f:
             f.write("import os, sys, time\n"
@@ -309,7 +324,17 @@ server:
         for pid in seen:
             self.assertLessEqual(len(self.stored(pid)), 1)
         time.sleep(1)  # windows flushed, readers closed
-        self.assertLessEqual(agent_fds(a), fds + 3, os.listdir(f"/proc/{a.proc.pid}/fd"))
+        # the idle check's descriptors belong to targets still sampled (two perf
+        # events per thread at most, once parked), and the parking waiter's epoll
+        # set and eventfd to the agent, from the first parked target on
+        # (docs/agent.md): not leaks
+        kinds = agent_fd_kinds(a)
+        perf = kinds.get("anon_inode:[perf_event]", 0)
+        live = sum(len(os.listdir(f"/proc/{pid}/task")) for pid in a.targets()
+                   if os.path.isdir(f"/proc/{pid}/task"))
+        self.assertLessEqual(perf, 2 * live, kinds)
+        self.assertLessEqual(agent_fds(a) - perf, fds - perf0 + 3 + 2,
+                             os.listdir(f"/proc/{a.proc.pid}/fd"))
         self.assertLessEqual(agent_threads(a), threads + 1)
         self.check_metrics(a)
         self.check_alive(a)
