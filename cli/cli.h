@@ -16,12 +16,40 @@
 
 #include <sys/types.h>
 
+#include "base/buf.h"
 #include "discovery/pyruntime.h"
 #include "memread/memread.h"
 #include "unwind/asyncio.h"
 #include "unwind/unwind.h"
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_PIPE = 141 };
+
+/**
+ * The target's files as it sees them (cli/sources.c): its root and working
+ * directory, opened when a recording starts and usable after it exits, and
+ * its credentials, which decide what may be shown. For
+ * `record --format heatmap`.
+ */
+#define CLI_SOURCE_GROUPS 64
+struct cli_sources {
+    int root_fd, cwd_fd; /* -1: not open */
+    bool have_creds;
+    uid_t uid; /* effective */
+    gid_t gid;
+    gid_t groups[CLI_SOURCE_GROUPS];
+    int ngroups;
+    char why[160]; /* why the root could not be opened */
+};
+
+/** Opens @a pid's root and working directory. Returns 0 or a negative errno (why in s->why). */
+int cli_sources_open(pid_t pid, struct cli_sources *s);
+void cli_sources_close(struct cli_sources *s);
+/**
+ * A heatmap_source_fn (pprof/heatmap.h) over a struct cli_sources: reads
+ * @a path below the target's root, refusing what is not a regular file, is
+ * over 4 MiB or the target's credentials could not read, with the reason.
+ */
+int cli_source_read(void *arg, const char *path, struct buf *text, char *why, size_t why_size);
 
 /** An attached process. */
 struct cli_target {

@@ -2,9 +2,10 @@
 /*
  * record.c: `pyprofd record [options] PID` and `pyprofd record [options] --
  * COMMAND ARGS...`: sample a process at a fixed rate until it exits, the
- * duration ends or Ctrl-C, then write a pprof profile, folded stacks or a
- * self-contained HTML flame graph, and one summary line. docs/usage.md
- * documents every option.
+ * duration ends or Ctrl-C, then write one or more files of the recording
+ * (record_output.c: pprof, folded stacks, an HTML flame graph, pstats,
+ * speedscope, the Firefox Profiler's format, a source heatmap) and one
+ * summary line. docs/usage.md documents every option.
  */
 #include "base/compat.h"
 
@@ -21,42 +22,17 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "base/utf8.h"
 #include "cli/cli.h"
+#include "cli/record.h"
 #include "cli/version.h"
-#include "pprof/collapsed.h"
-#include "pprof/flamegraph.h"
-#include "pprof/gzip.h"
-#include "pprof/pprof_build.h"
+#include "pprof/timeline.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 #include "perf/perfsample.h"
-#include "web/web.h"
 
 #define RECORD_MAX_RATE   1000000.0  /* Hz */
 #define RECORD_WAIT_START 30         /* seconds a launched command may take to start Python */
 #define RECORD_MAX_SLACK  1000000ull /* ns: the timer slack at low rates */
-
-enum record_format { RECORD_AUTO, RECORD_PPROF, RECORD_COLLAPSED, RECORD_HTML };
-
-struct record_opts {
-    double rate;
-    double duration; /* seconds; 0 = until the target exits or Ctrl-C */
-    enum profile_mode mode;
-    bool mode_given;
-    unsigned unwind_flags;
-    bool native_full;      /* --native=full: mixed stacks from the kernel's samples */
-    uint32_t native_stack; /* --native-stack: bytes of stack copied per sample (0: default) */
-    bool blocking;
-    bool realtime_stats;
-    int progress; /* -1: on a terminal (default), 0: never */
-    const char *output;
-    enum record_format format;
-    enum memread_backend backend;
-    bool async_aware;
-    enum asyncio_mode async_mode;
-    enum runwatch_how idle_check; /* --idle-check (default perf) */
-};
 
 static volatile sig_atomic_t record_stop;
 
@@ -86,12 +62,6 @@ PYPROFD_STATIC int record_parse_rate(const char *s, double *out)
         return -ERANGE;
     *out = v;
     return 0;
-}
-
-static bool record_ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
 static void record_usage(FILE *out)
@@ -127,12 +97,20 @@ static void record_usage(FILE *out)
           "      --async-mode M     running (default: the running task) or all (also every\n"
           "                         suspended task; only with --mode wall); implies\n"
           "                         --async-aware\n"
-          "  -o, --output FILE      where to write (default: pyprofd-PID.pb.gz)\n"
-          "      --format FORMAT    pprof, collapsed or html (default: from the file name:\n"
-          "                         pprof for .pb.gz and .pprof, html for .html, else\n"
-          "                         collapsed); html is one self-contained page with an\n"
-          "                         interactive flame graph, a top-functions table and\n"
-          "                         the summary, opened in any browser without network\n"
+          "  -o, --output FILE      where to write (default: pyprofd-PID.pb.gz); give it\n"
+          "                         up to 8 times to write several formats of the same\n"
+          "                         recording, each from its file name\n"
+          "      --format FORMAT    pprof, collapsed, html, pstats, speedscope, gecko or\n"
+          "                         heatmap (default: from the file name: .pb.gz and\n"
+          "                         .pprof pprof, .html html, .pstats and .prof pstats,\n"
+          "                         .speedscope.json speedscope, .gecko.json gecko,\n"
+          "                         .heatmap.html heatmap, else collapsed)\n"
+          "                           html     a self-contained flame graph page\n"
+          "                           pstats   for python -m pstats, snakeviz, IDEs\n"
+          "                           speedscope  speedscope's JSON, a profile per thread\n"
+          "                           gecko    the Firefox Profiler's format\n"
+          "                           heatmap  a page of the target's source with each\n"
+          "                                    line's samples\n"
           "      --realtime-stats   print the achieved rate every second\n"
           "      --no-progress      no live progress line (default: one on a terminal:\n"
           "                         samples, elapsed time, achieved rate)\n"
@@ -196,156 +174,6 @@ static int record_wait_python(pid_t child, struct cli_target *t, enum memread_ba
 }
 
 /* What the HTML report's sidebar says besides the options: the target and the counts. */
-struct record_report {
-    pid_t pid;
-    char python[48];
-    bool free_threaded;
-    char command[1024]; /* its command line, read when it was attached */
-    struct sampler_counts counts;
-    double seconds;
-};
-
-/*
- * The command line of @pid, arguments joined by spaces ("" when unreadable),
- * as valid UTF-8 (utf8_sanitize(); a character the read's cap split is
- * dropped): the report embeds it.
- */
-static void record_cmdline(pid_t pid, char *out, size_t size)
-{
-    char path[64], raw[1024];
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    out[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, raw, sizeof(raw));
-    close(fd);
-    if (n <= 0)
-        return;
-    size_t len = (size_t)n == sizeof(raw) ? utf8_trim_cut(raw, (size_t)n) : (size_t)n;
-    while (len > 0 && raw[len - 1] == '\0')
-        len--;
-    for (size_t i = 0; i < len; i++)
-        if (raw[i] == '\0' || raw[i] == '\n')
-            raw[i] = ' ';
-    (void)utf8_sanitize(out, size, raw, len);
-}
-
-/* The report's summary as a JSON object (docs/usage.md lists the keys). */
-static void record_meta_json(const struct record_opts *o, const struct record_report *r,
-                             int64_t start_wall, FILE *out)
-{
-    const struct sampler_counts *c = &r->counts;
-    char when[32] = "";
-    time_t secs = (time_t)(start_wall / 1000000000);
-    struct tm tm;
-    if (gmtime_r(&secs, &tm))
-        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(out, "{\"pid\":%d,\"command\":", (int)r->pid);
-    flame_json_string(r->command, out);
-    fputs(",\"python\":", out);
-    flame_json_string(r->python, out);
-    fprintf(out, ",\"build\":\"%s\",\"mode\":\"%s\",\"threads\":\"%s\"",
-            r->free_threaded ? "free-threaded" : "", profile_mode_name(o->mode),
-            o->unwind_flags & UNWIND_ALL_THREADS ? "all" : "main");
-    if (o->async_aware)
-        fprintf(out, ",\"async\":\"%s\"", asyncio_mode_name(o->async_mode));
-    fprintf(out,
-            ",\"rate_hz\":%g,\"duration_s\":%.3f,\"achieved_hz\":%.3f,\"samples\":%" PRIu64
-            ",\"attempts\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"missed\":%" PRIu64
-            ",\"failed_by\":{",
-            o->rate, r->seconds, r->seconds > 0 ? (double)c->attempts / r->seconds : 0.0, c->taken,
-            c->attempts, c->failed, c->missed);
-    bool first = true;
-    for (int s = 0; s < SAMPLE_STATUS_COUNT; s++) {
-        if (!c->failed_by[s])
-            continue;
-        fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",", status_name((enum sample_status)s),
-                c->failed_by[s]);
-        first = false;
-    }
-    fprintf(out, "},\"start\":\"%s\",\"pyprofd\":", when);
-    flame_json_string(pyprofd_build.version, out);
-    fputc('}', out);
-}
-
-/* What the report's callbacks need. */
-struct record_html {
-    const struct record_opts *o;
-    const struct record_report *r;
-    const struct agg *agg;
-    int64_t start_wall;
-};
-
-static int record_html_meta(void *arg, FILE *out)
-{
-    const struct record_html *h = arg;
-    record_meta_json(h->o, h->r, h->start_wall, out);
-    return 0;
-}
-
-static int record_html_tree(void *arg, FILE *out)
-{
-    const struct record_html *h = arg;
-    struct flame_part part = {.agg = h->agg};
-    return flame_json_write(&part, 1, "all", out);
-}
-
-static enum record_format record_format_of(const struct record_opts *o, const char *path)
-{
-    if (o->format != RECORD_AUTO)
-        return o->format;
-    if (record_ends_with(path, ".pb.gz") || record_ends_with(path, ".pprof"))
-        return RECORD_PPROF;
-    if (record_ends_with(path, ".html") || record_ends_with(path, ".htm"))
-        return RECORD_HTML;
-    return RECORD_COLLAPSED;
-}
-
-static int record_write(const struct record_opts *o, const char *path, const struct agg *agg,
-                        enum profile_mode mode, uint64_t interval_ns, int64_t start_wall,
-                        int64_t duration_ns, const struct record_report *rep)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        log_error("cannot write '%s': %s", tmp, strerror(errno));
-        return -errno;
-    }
-    int err = 0;
-    enum record_format format = record_format_of(o, path);
-    if (format == RECORD_PPROF) {
-        struct pprof_meta meta = {
-            .value_type = profile_mode_name(mode),
-            .value_unit = "nanoseconds",
-            .period_ns = (int64_t)interval_ns,
-            .time_nanos = start_wall,
-            .duration_nanos = duration_ns,
-        };
-        uint8_t *buf = NULL;
-        size_t len = 0;
-        err = pprof_build(agg, &meta, &buf, &len);
-        if (!err && fwrite(buf, 1, len, f) != len)
-            err = -EIO;
-        alloc_free(buf);
-    } else if (format == RECORD_HTML) {
-        struct record_html h = {.o = o, .r = rep, .agg = agg, .start_wall = start_wall};
-        err = web_report_write(f, record_html_meta, record_html_tree, &h);
-    } else {
-        err = collapsed_write(agg, f);
-    }
-    if (fclose(f) && !err)
-        err = -EIO;
-    if (!err && rename(tmp, path) < 0)
-        err = -errno;
-    if (err) {
-        log_error("cannot write '%s': %s", path, strerror(-err));
-        unlink(tmp);
-    }
-    return err;
-}
-
 /*
  * Async-aware stacks for the attached target @t, or none with a one-line
  * note when its CPython has no asyncio table. Returns 0 or -ENOMEM.
@@ -558,6 +386,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
 {
     struct cli_target t = {0}; /* released at out: even when attaching never happened */
     struct agg *agg = NULL;
+    struct timeline *tl = NULL;
+    struct cli_sources sources = {.root_fd = -1, .cwd_fd = -1};
     struct sampler *s = NULL;
     struct asyncio *aio = NULL;
     struct pyruntime_asyncio_memo aio_memo = {0};
@@ -571,11 +401,17 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     struct record_report rep = {.pid = pid, .free_threaded = t.rt.version.free_threaded};
     pyversion_format(&t.rt.version, rep.python, sizeof(rep.python));
     record_cmdline(pid, rep.command, sizeof(rep.command));
-    if (record_async_new(o, &t, &aio) || agg_new(NULL, &agg)) {
+    if (record_async_new(o, &t, &aio) || agg_new(NULL, &agg) ||
+        ((record_wants(o, RECORD_SPEEDSCOPE) || record_wants(o, RECORD_GECKO)) &&
+         timeline_new(0, &tl))) {
         log_error("out of memory for the profile");
         status = CLI_EXIT_FAIL;
         goto out;
     }
+    /* the files are read after the recording, when the target may be gone:
+     * its root and working directory are held from now */
+    if (record_wants(o, RECORD_HEATMAP) && cli_sources_open(pid, &sources))
+        fprintf(stderr, "pyprofd: note: the heatmap will show no source: %s\n", sources.why);
     uint64_t interval = (uint64_t)llround(1e9 / o->rate);
     struct sampler_opts so = {.mode = o->mode,
                               .interval_ns = interval ? interval : 1,
@@ -591,6 +427,9 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
     int64_t start_wall = clock_real_now();
     struct sample_sink window = sample_sink_agg(agg);
+    struct record_sink timed = {.inner = window, .agg = agg, .tl = tl};
+    if (tl)
+        window = record_sink(&timed);
     struct nsampler *ns = NULL;
     if (o->native_full && !o->blocking) {
         char why[512];
@@ -697,21 +536,37 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     ns = NULL;
 
     char defpath[64];
-    const char *path = o->output;
-    if (!path) {
+    const char *paths[RECORD_MAX_OUTPUTS];
+    size_t npaths = o->noutputs;
+    memcpy(paths, o->outputs, sizeof(paths));
+    if (npaths == 0) {
         snprintf(defpath, sizeof(defpath), "pyprofd-%d.%s", (int)pid,
-                 o->format == RECORD_COLLAPSED ? "txt"
-                 : o->format == RECORD_HTML    ? "html"
-                                               : "pb.gz");
-        path = defpath;
+                 record_format_info(o->format == RECORD_AUTO ? RECORD_PPROF : o->format)->ext);
+        paths[npaths++] = defpath;
     }
     rep.counts = c;
     rep.seconds = (double)(stop - start) / 1e9;
-    if (record_write(o, path, agg, o->mode, so.interval_ns, start_wall, (int64_t)(stop - start),
-                     &rep))
-        status = CLI_EXIT_FAIL;
-    else
-        fprintf(stderr, "pyprofd: wrote %s\n", path);
+    struct record_result res = {.o = o,
+                                .rep = &rep,
+                                .agg = agg,
+                                .tl = tl,
+                                .sources = sources.root_fd >= 0 ? &sources : NULL,
+                                .mode = o->mode,
+                                .interval_ns = so.interval_ns,
+                                .start_wall = start_wall,
+                                .start_mono = start,
+                                .duration_ns = (int64_t)(stop - start)};
+    if (tl && timeline_dropped(tl))
+        log_warn("%" PRIu64 " samples past the first %u are counted but not placed in time in "
+                 "the speedscope and gecko outputs",
+                 timeline_dropped(tl), TIMELINE_DEFAULT_MAX);
+    for (size_t i = 0; i < npaths; i++) {
+        if (record_write(&res, paths[i]))
+            status = CLI_EXIT_FAIL;
+        else
+            fprintf(stderr, "pyprofd: wrote %s (%s)\n", paths[i],
+                    record_format_info(record_format_of(o, paths[i]))->name);
+    }
     record_async_summary(aio, pid);
     if (o->native_full && nc.samples)
         record_native_summary(&nc, exact_on);
@@ -729,6 +584,8 @@ out:
     sampler_free(s);
     asyncio_free(aio);
     agg_free(agg);
+    timeline_free(tl);
+    cli_sources_close(&sources);
     cli_detach(&t);
     return status;
 }
@@ -846,20 +703,23 @@ int cli_record(int argc, char **argv)
             }
             break;
         case 'o':
-            o.output = optarg;
-            break;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "pprof") == 0)
-                o.format = RECORD_PPROF;
-            else if (strcmp(optarg, "collapsed") == 0)
-                o.format = RECORD_COLLAPSED;
-            else if (strcmp(optarg, "html") == 0)
-                o.format = RECORD_HTML;
-            else {
-                log_error("unknown format '%s' (use pprof, collapsed or html)", optarg);
+            if (o.noutputs == RECORD_MAX_OUTPUTS) {
+                log_error("at most %d outputs (-o)", RECORD_MAX_OUTPUTS);
                 return CLI_EXIT_USAGE;
             }
+            o.outputs[o.noutputs++] = optarg;
             break;
+        case OPT_FORMAT: {
+            const struct record_format_info *fi = record_format_named(optarg);
+            if (!fi) {
+                log_error("unknown format '%s' (use pprof, collapsed, html, pstats, speedscope, "
+                          "gecko or heatmap)",
+                          optarg);
+                return CLI_EXIT_USAGE;
+            }
+            o.format = fi->format;
+            break;
+        }
         case OPT_STATS:
             o.realtime_stats = true;
             break;
@@ -910,6 +770,18 @@ int cli_record(int argc, char **argv)
         }
         o.mode = PROFILE_CPU;
     }
+    if (o.format != RECORD_AUTO && o.noutputs > 1) {
+        log_error("--format names the format of one output; with several -o, each file's "
+                  "format comes from its name (.pb.gz, .html, .pstats, .speedscope.json, "
+                  ".gecko.json, .heatmap.html, else folded stacks)");
+        return CLI_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < o.noutputs; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(o.outputs[i], o.outputs[j]) == 0) {
+                log_error("'%s' is named twice with -o", o.outputs[i]);
+                return CLI_EXIT_USAGE;
+            }
     if (o.blocking && o.rate > 10000)
         log_warn("--blocking at %g Hz stops the target more than 10,000 times a second; "
                  "expect it to slow down a lot",

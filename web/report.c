@@ -26,13 +26,21 @@ static void report_inline(FILE *out, const char *open, const char *name, const c
     fputs(close, out);
 }
 
-int web_report_write(FILE *out, int (*write_meta)(void *arg, FILE *out),
-                     int (*write_tree)(void *arg, FILE *out), void *arg)
+/* A page and what its markers stand for. */
+struct web_page {
+    const char *page;           /* "report.html" */
+    const char *const *scripts; /* inlined in order at <!--pyprofd:scripts-->, NULL-terminated */
+    const char *data_id;        /* the id of the second data element */
+};
+
+static int web_page_write(FILE *out, const struct web_page *pg,
+                          int (*write_meta)(void *arg, FILE *out),
+                          int (*write_data)(void *arg, FILE *out), void *arg)
 {
     static const char marker_style[] = "<!--pyprofd:style-->";
     static const char marker_scripts[] = "<!--pyprofd:scripts-->";
     static const char marker_data[] = "<!--pyprofd:data-->";
-    const struct web_asset *page = web_asset("report.html");
+    const struct web_asset *page = web_asset(pg->page);
     if (!page)
         return -ENOENT;
     const char *p = (const char *)page->data;
@@ -45,16 +53,14 @@ int web_report_write(FILE *out, int (*write_meta)(void *arg, FILE *out),
             report_inline(out, "<style>\n", "pyprofd.css", "</style>\n");
         } else if (m && m < p + len &&
                    strncmp(m, marker_scripts, sizeof(marker_scripts) - 1) == 0) {
-            report_inline(out, "<script>\n", "d3.min.js", "\n</script>\n");
-            report_inline(out, "<script>\n", "d3-flamegraph.min.js", "\n</script>\n");
-            report_inline(out, "<script>\n", "flame.js", "\n</script>\n");
-            report_inline(out, "<script>\n", "report.js", "\n</script>\n");
+            for (const char *const *sc = pg->scripts; *sc; sc++)
+                report_inline(out, "<script>\n", *sc, "\n</script>\n");
         } else if (m && m < p + len && strncmp(m, marker_data, sizeof(marker_data) - 1) == 0) {
             fputs("<script type=\"application/json\" id=\"pyprofd-meta\">", out);
             err = write_meta(arg, out);
-            fputs("</script>\n<script type=\"application/json\" id=\"pyprofd-tree\">", out);
+            fprintf(out, "</script>\n<script type=\"application/json\" id=\"%s\">", pg->data_id);
             if (!err)
-                err = write_tree(arg, out);
+                err = write_data(arg, out);
             fputs("</script>\n", out);
         } else {
             fwrite(p, 1, len, out);
@@ -64,4 +70,21 @@ int web_report_write(FILE *out, int (*write_meta)(void *arg, FILE *out),
     if (!err && ferror(out))
         err = -EIO;
     return err;
+}
+
+int web_report_write(FILE *out, int (*write_meta)(void *arg, FILE *out),
+                     int (*write_tree)(void *arg, FILE *out), void *arg)
+{
+    static const char *const scripts[] = {
+        "d3.min.js", "d3-flamegraph.min.js", "summary.js", "flame.js", "report.js", NULL};
+    static const struct web_page pg = {"report.html", scripts, "pyprofd-tree"};
+    return web_page_write(out, &pg, write_meta, write_tree, arg);
+}
+
+int web_heatmap_write(FILE *out, int (*write_meta)(void *arg, FILE *out),
+                      int (*write_lines)(void *arg, FILE *out), void *arg)
+{
+    static const char *const scripts[] = {"summary.js", "heatmap.js", NULL};
+    static const struct web_page pg = {"heatmap.html", scripts, "pyprofd-heatmap"};
+    return web_page_write(out, &pg, write_meta, write_lines, arg);
 }

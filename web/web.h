@@ -10,7 +10,9 @@
  *   web_asset()         one embedded file by name: what the agent serves at
  *                       /ui/NAME and its page at /;
  *   web_report_write()  the self-contained HTML flame graph of
- *                       `pyprofd record --format html`.
+ *                       `pyprofd record --format html`;
+ *   web_heatmap_write() the self-contained source heatmap of
+ *                       `pyprofd record --format heatmap`.
  *
  * docs/usage.md describes the report and the page. Thread safety: the
  * assets are constant; web_report_write() touches only its arguments.
@@ -43,5 +45,13 @@ const struct web_asset *web_asset(const char *name);
  */
 PYPROFD_WARN_UNUSED int web_report_write(FILE *out, int (*write_meta)(void *arg, FILE *out),
                                          int (*write_tree)(void *arg, FILE *out), void *arg);
+
+/**
+ * Writes the heatmap page of `pyprofd record --format heatmap` (heatmap.html)
+ * the same way: @a write_meta the summary, @a write_lines the per-line data
+ * (pprof/heatmap.h's JSON). Returns as web_report_write().
+ */
+PYPROFD_WARN_UNUSED int web_heatmap_write(FILE *out, int (*write_meta)(void *arg, FILE *out),
+                                          int (*write_lines)(void *arg, FILE *out), void *arg);
 
 #endif /* PYPROFD_WEB_WEB_H */

@@ -87,6 +87,8 @@ struct agg {
 
     struct agg_mapping *mappings; /* allocated at the first native frame */
     size_t nmappings, mappings_cap;
+
+    uint32_t last; /* the sample counted last (agg_last()), AGG_EMPTY: none */
 };
 
 struct agg_limits agg_limits_of(const struct agg *a)
@@ -272,6 +274,7 @@ void agg_reset(struct agg *a)
     a->nlocations = 0;
     a->nmappings = 0;
     a->nsamples = 0;
+    a->last = AGG_EMPTY;
     a->nslots = 0;
     /* the indexes and the memo are as large as the tables grew, no larger */
     agg_index_clear(&a->str_index);
@@ -644,6 +647,7 @@ int agg_repeat_in(struct agg *a, uint64_t thread_id, int64_t interp_id, const ch
         return -ENOENT;
     s->count += count;
     s->nanos += nanos;
+    a->last = th->sample;
     a->stats.added++;
     a->stats.coalesced++;
     return 0;
@@ -740,6 +744,7 @@ int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint6
     a->samples[found].count += count;
     a->samples[found].nanos += nanos;
     *th = (struct agg_thread){.thread_id = thread_id, .sample = found, .used = true};
+    a->last = found;
     a->stats.added++;
     return 0;
 }
@@ -796,6 +801,21 @@ const struct agg_sample *agg_sample(const struct agg *a, size_t i)
 {
     PYPROFD_ASSERT(i < a->nsamples);
     return &a->samples[i];
+}
+
+bool agg_function_is_opcode(const struct agg *a, size_t i)
+{
+    return strncmp(agg_string(a, a->functions[i].name), "<op ", 4) == 0;
+}
+
+bool agg_function_is_marker(const struct agg *a, size_t i)
+{
+    return strcmp(agg_string(a, a->functions[i].filename), "~") == 0;
+}
+
+size_t agg_last(const struct agg *a)
+{
+    return a->last == AGG_EMPTY ? SIZE_MAX : a->last;
 }
 
 struct agg_stats agg_stats(const struct agg *a)

@@ -161,4 +161,21 @@ const struct agg_mapping *agg_mapping(const struct agg *a, size_t i);
 const struct agg_sample *agg_sample(const struct agg *a, size_t i);
 struct agg_stats agg_stats(const struct agg *a);
 
+/**
+ * The index of the sample the last successful agg_add_in() or agg_repeat_in()
+ * counted in, or SIZE_MAX when none did since agg_new()/agg_reset(): what a
+ * caller keeping the samples' order in time (pprof/timeline.h) records.
+ */
+size_t agg_last(const struct agg *a);
+
+/**
+ * Whether function @a i of @a a is an --opcodes marker ("<op NAME (BASE)>",
+ * a place in its frame's function rather than a function), which the
+ * per-function outputs (pstats, the heatmap's own time) skip.
+ */
+bool agg_function_is_opcode(const struct agg *a, size_t i);
+
+/** Whether function @a i of @a a is a marker of file "~" (<GC>, <native>, <task ...>). */
+bool agg_function_is_marker(const struct agg *a, size_t i);
+
 #endif /* PYPROFD_AGGREGATE_AGG_H */

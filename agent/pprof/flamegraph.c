@@ -105,8 +105,12 @@ static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t fn, 
 
 void flame_json_string(const char *s, FILE *out)
 {
+    flame_json_stringn(s, strlen(s), out);
+}
+
+void flame_json_stringn(const char *s, size_t n, FILE *out)
+{
     const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s);
     uint64_t replaced = 0;
     fputc('"', out);
     for (size_t i = 0; i < n;) {

@@ -48,4 +48,7 @@ PYPROFD_WARN_UNUSED int flame_json_write(const struct flame_part *parts, size_t 
  */
 void flame_json_string(const char *s, FILE *out);
 
+/** The same for the @a n bytes at @a s, which may hold NUL bytes (written as \u0000). */
+void flame_json_stringn(const char *s, size_t n, FILE *out);
+
 #endif /* PYPROFD_PPROF_FLAMEGRAPH_H */

@@ -41,6 +41,7 @@ struct nsampler {
     int ep;
     uint64_t rescan_at;
     uint64_t refreshed_at; /* the last time the mappings were read again */
+    uint64_t sample_ns;    /* the kernel's time of the sample being handled */
     struct nthread threads[NSAMPLER_MAX_THREADS];
     size_t hi; /* threads[hi...] are free */
     struct native_frame frames[NATIVE_MAX_FRAMES];
@@ -300,13 +301,15 @@ static void nsampler_emit(struct nsampler *s, const struct nthread *t,
                             .thread_id = t->ns_tid,
                             .interp_id = py ? py->interp_id : 0,
                             .thread_name = t->name,
-                            .nanos = (int64_t)s->o.period_ns};
+                            .nanos = (int64_t)s->o.period_ns,
+                            .at_ns = s->sample_ns};
     (void)s->sink.add(s->sink.arg, &x);
 }
 
 static void nsampler_one(struct nsampler *s, struct nthread *t, const struct perfsample_record *r)
 {
     s->c.samples++;
+    s->sample_ns = r->time_ns;
     /* a Python read begun after the sample, and soon enough after it */
     if (!s->read_done || s->read_start < r->time_ns)
         nsampler_read(s);

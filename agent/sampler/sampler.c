@@ -429,6 +429,7 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
         .thread_name = k->name,
         .task = task,
         .nanos = (int64_t)s->opts.interval_ns,
+        .at_ns = s->now_ns,
     };
     struct sink_sample again = x;
     again.frames = NULL;

@@ -95,6 +95,8 @@ struct sink_sample {
     const char *thread_name; /* valid UTF-8 */
     const char *task;        /* the asyncio task a logical stack belongs to, or NULL */
     int64_t nanos;           /* the time it stands for: one interval */
+    uint64_t at_ns;          /* when it was taken (CLOCK_MONOTONIC): the attempt's time, or
+                              * the kernel's sample time with native_full; 0 when unknown */
 };
 
 /**
