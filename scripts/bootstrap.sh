@@ -42,6 +42,7 @@ PACKAGES=(
 	chromium # the HTML flame graph and the agent's page are tested in a headless browser
 	chromium-driver # (both OPTIONAL below)
 	python3-selenium
+	python3-jsonschema # the speedscope files are checked against the schema speedscope ships
 	golang-go # go tool pprof reads our profiles in tests
 	prometheus # promtool check metrics validates /metrics in tests
 	python3-grpcio # a real gRPC server receives Parca pushes in tests

@@ -340,13 +340,28 @@ kill "$apiserver" 2>/dev/null || true
 echo "   (docs/kubernetes.md, \"Bounds and liveness\": every bound, and what the agent does past it)"
 
 html=build/demo-flamegraph.html
+fmts=(build/demo.pstats build/demo.speedscope.json build/demo.gecko.json build/demo.heatmap.html)
 echo
-echo "== $bin record -a -d 3 -o $html ${pids[1]}   (an HTML flame graph: one file, no network)"
+echo "== $bin record -a -d 3 -o $html$(printf ' -o %s' "${fmts[@]}") ${pids[1]}"
+echo "   (one recording, every format other tools open: an HTML flame graph, pstats,"
+echo "   speedscope, the Firefox Profiler's gecko, a source heatmap)"
 echo
-"$bin" record -a -d 3 --no-progress -o "$html" "${pids[1]}" 2>&1 | tail -n 1 | sed 's/^/   /'
+"$bin" record -a -d 3 --no-progress -o "$html" -o "${fmts[0]}" -o "${fmts[1]}" -o "${fmts[2]}" \
+	-o "${fmts[3]}" "${pids[1]}" 2>&1 | grep -E "wrote|samples in" | sed 's/^/   /'
+echo
+echo "== /usr/bin/python3 -m pstats ${fmts[0]}: sort cumulative, the top 5"
+echo
+printf 'sort cumulative\nstats 5\nquit\n' | /usr/bin/python3 -m pstats "${fmts[0]}" 2>&1 |
+	sed -n '/ncalls/,/^$/p' | sed 's/^/   /'
 echo
 echo "== stopping the workload"
 echo
 echo "== the flame graph of the CPython 3.14 workload is in $(pwd)/$html"
 echo "   open it in any browser (hover, click to zoom, search; top functions and summary beside);"
 echo "   $(pwd)/${native_html:-build/demo-native.html} has C and Python frames together"
+echo "   the same recording as pstats, speedscope, gecko and heatmap files:"
+for f in "${fmts[@]}"; do
+	echo "     $(pwd)/$f"
+done
+echo "   (python3 -m pstats, snakeviz; speedscope; profiler.firefox.com, \"Load a profile from"
+echo "   file\"; the heatmap in any browser: docs/usage.md, \"Output formats\")"

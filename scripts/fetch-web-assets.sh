@@ -12,6 +12,11 @@
 # usage: scripts/fetch-web-assets.sh OUTDIR
 #   writes OUTDIR/d3.min.js, OUTDIR/d3-flamegraph.min.js,
 #   OUTDIR/d3-flamegraph.css and the packages' licences (OUTDIR/LICENSE.*)
+#        scripts/fetch-web-assets.sh --speedscope OUTDIR
+#   writes the speedscope app (its dist/release: index.html, its scripts and
+#   file-format-schema.json) to OUTDIR/speedscope, for the tests that open
+#   pyprofd's speedscope and gecko files in it (tests/integration/
+#   test_formats.py); nothing of it is embedded in pyprofd
 #
 # environment:
 #   PYPROFD_CACHE_DIR  cache directory (default: ${XDG_CACHE_HOME:-$HOME/.cache}/pyprofd)
@@ -23,13 +28,21 @@ PACKAGES=(
 	"d3 7.9.2 sha512-ZKb/mONPVKzaO5UlcWcwN8bS4ezvQaYu+bsou+XgNABdGC800kwH651ADTbbTxMPHW13UlvbQafdmJQDk1w7Mg=="
 	"d3-flame-graph 5.0.0 sha512-ALZQ4at8Dex8HCoj9D5p5TY6gLNEc2vAZAy+NKO/6GLEfhYJmGxYuRClO6RPoplndyOHxQTPipdlGeMggkjtnQ=="
 )
+TEST_PACKAGES=(
+	"speedscope 1.25.0 sha512-cpf9HWTZf1ijLXBJrk87Ve/54tnYx6rlf0gUThvn3ook6h63hLXVOQiMf44PT+XoV503cPfvfiT5gP5vojp6Ag=="
+)
 
 die() {
 	echo "fetch-web-assets: $*" >&2
 	exit 1
 }
 
-[[ $# -eq 1 ]] || die "usage: $0 OUTDIR"
+speedscope=false
+if [[ ${1:-} == --speedscope ]]; then
+	speedscope=true
+	shift
+fi
+[[ $# -eq 1 ]] || die "usage: $0 [--speedscope] OUTDIR"
 out=$1
 cache=${PYPROFD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pyprofd}/npm
 mkdir -p "$out" "$cache"
@@ -73,6 +86,18 @@ extract() {
 	tar -xzOf "$tgz" "package/$member" >"$dest.tmp" || die "$tgz has no $member"
 	mv "$dest.tmp" "$dest"
 }
+
+if $speedscope; then
+	read -r name version want <<<"${TEST_PACKAGES[0]}"
+	tgz=$(fetch "$name" "$version" "$want")
+	tmp=$(mktemp -d "$out/.speedscope.XXXXXX")
+	tar -xzf "$tgz" -C "$tmp" package/dist/release package/LICENSE || die "$tgz has no dist/release"
+	rm -rf "$out/speedscope"
+	mv "$tmp/package/dist/release" "$out/speedscope"
+	mv "$tmp/package/LICENSE" "$out/speedscope/LICENSE"
+	rm -rf "$tmp"
+	exit 0
+fi
 
 for p in "${PACKAGES[@]}"; do
 	read -r name version want <<<"$p"

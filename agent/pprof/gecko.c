@@ -218,12 +218,13 @@ static void gecko_thread_write(struct gecko_thread *g, const struct out_threads 
           out);
     for (size_t i = 0; i < g->nframes; i++) {
         const struct agg_location *l = agg_location(a, g->frames[i]);
+        bool placed = !l->address && !agg_function_is_marker(a, l->function);
         fprintf(out, "%s[%zu,false,0,null,", i ? "," : "", i);
-        if (l->line > 0 && !l->address)
+        if (l->line > 0 && placed)
             fprintf(out, "%" PRId64, l->line);
         else
             fputs("null", out);
-        if (l->column > 0 && !l->address)
+        if (l->column > 0 && placed)
             fprintf(out, ",%" PRId64, l->column);
         else
             fputs(",null", out);

@@ -868,3 +868,105 @@ def apart(pid):
     subprocess.run(["taskset", "-a", "-p", "-c", str(n - 1), str(pid)],
                    capture_output=True, check=True)
     return ("taskset", "-c", f"0-{n - 2}" if n > 2 else "0")
+
+
+def _pb_fields(buf):
+    """The (field, wire type, value) of one protobuf message: varints as ints,
+    length-delimited fields as bytes (fixed-width ones are skipped)."""
+    i, out = 0, []
+    while i < len(buf):
+        key, i = _pb_varint(buf, i)
+        field, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _pb_varint(buf, i)
+        elif wt == 2:
+            n, i = _pb_varint(buf, i)
+            v, i = buf[i:i + n], i + n
+        elif wt in (1, 5):
+            i += 8 if wt == 1 else 4
+            continue
+        else:
+            raise ValueError(f"bad wire type {wt}")
+        out.append((field, wt, v))
+    return out
+
+
+def _pb_varint(buf, i):
+    v = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+
+
+def _pb_ints(wt, v):
+    """A repeated integer field: packed (bytes) or one varint."""
+    if wt == 0:
+        return [v]
+    out, i = [], 0
+    while i < len(v):
+        x, i = _pb_varint(v, i)
+        out.append(x)
+    return out
+
+
+def pprof_read(path):
+    """The pprof profile at @path (profile.proto, read field by field, no library):
+    {"samples": [(values, [location ids leaf first], {label: str or int})],
+     "locations": {id: [(function id, line)]}, "functions": {id: (name, file, start line)}}."""
+    import gzip
+    with open(path, "rb") as f:
+        raw = f.read()
+    data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    strings, samples, locations, functions = [], [], {}, {}
+    raw_samples = []
+    for field, wt, v in _pb_fields(data):
+        if field == 6:
+            strings.append(v.decode("utf-8"))
+        elif field == 2:
+            raw_samples.append(v)
+        elif field == 4:
+            lid, lines = 0, []
+            for f2, w2, v2 in _pb_fields(v):
+                if f2 == 1:
+                    lid = v2
+                elif f2 == 4:
+                    fid = line = 0
+                    for f3, _, v3 in _pb_fields(v2):
+                        fid = v3 if f3 == 1 else fid
+                        line = v3 if f3 == 2 else line
+                    lines.append((fid, line))
+            locations[lid] = lines
+        elif field == 5:
+            fid, name, file, start = 0, 0, 0, 0
+            for f2, _, v2 in _pb_fields(v):
+                if f2 == 1:
+                    fid = v2
+                elif f2 == 2:
+                    name = v2
+                elif f2 == 4:
+                    file = v2
+                elif f2 == 5:
+                    start = v2
+            functions[fid] = (name, file, start)
+    for v in raw_samples:
+        locs, values, labels = [], [], {}
+        for f2, w2, v2 in _pb_fields(v):
+            if f2 == 1:
+                locs += _pb_ints(w2, v2)
+            elif f2 == 2:
+                values += _pb_ints(w2, v2)
+            elif f2 == 3:
+                key = s = n = 0
+                for f3, _, v3 in _pb_fields(v2):
+                    key = v3 if f3 == 1 else key
+                    s = v3 if f3 == 2 else s
+                    n = v3 if f3 == 3 else n
+                labels[key] = (s, n)
+        samples.append((values, locs, {strings[k]: (strings[s] if s else n)
+                                       for k, (s, n) in labels.items()}))
+    functions = {k: (strings[n], strings[f], s) for k, (n, f, s) in functions.items()}
+    return {"samples": samples, "locations": locations, "functions": functions}
