@@ -221,7 +221,8 @@ class ReportTest(unittest.TestCase):
         proc = subprocess.run([BINARY, "record", "--format", "svg", str(self.target.pid)],
                               capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 2)
-        self.assertIn("use pprof, collapsed or html", proc.stderr)
+        self.assertIn("use pprof, collapsed, html, pstats, speedscope, gecko or heatmap",
+                      proc.stderr)
 
 
 class AgentPageTest(unittest.TestCase):
