@@ -77,6 +77,9 @@
       a.title = f.path;
       list.append(el('li', {}, [a, ' ' + pct(f.samples, data.samples)]));
     });
+    if (data.left_off)
+      document.getElementById('status').textContent =
+        data.left_off + ' more files with fewer samples are not shown';
     box.dataset.rendered = '1';
   }
 

@@ -228,7 +228,10 @@ static void hm_write(struct heatmap *h, const struct hm_line *lines, size_t nlin
         fputs("]}", out);
     }
     buf_release(&text);
-    fputs("]}", out);
+    fputc(']', out);
+    if (h->nfiles > HEATMAP_MAX_FILES)
+        fprintf(out, ",\"left_off\":%zu", h->nfiles - HEATMAP_MAX_FILES);
+    fputc('}', out);
 }
 
 int heatmap_json_write(const struct agg *a, heatmap_source_fn source, void *arg, FILE *out)

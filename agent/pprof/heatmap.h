@@ -15,13 +15,15 @@
  * none. Its text comes from a callback (`record` reads it through the
  * target's root, cli/sources.c); a file it cannot give is listed with the
  * reason and its counts. Files are ordered by the samples that had a frame
- * in them, most first; at most HEATMAP_MAX_FILES files.
+ * in them, most first; at most HEATMAP_MAX_FILES files ("left_off": how many
+ * more there were).
  *
  * The JSON (strings escaped as flamegraph.h's, '<' included, so that it can
  * sit in an HTML <script> element; text made valid UTF-8):
  *
  *   {"samples": N, "files": [{"path", "samples", "own", "error"?,
- *     "text": [line, ...]?, "lines": [[line, own, total, {"OP": n}?], ...]}]}
+ *     "text": [line, ...]?, "lines": [[line, own, total, {"OP": n}?], ...]}],
+ *    "left_off"?: N}
  *
  * Thread safety: reads the window; one thread at a time.
  */

@@ -305,7 +305,7 @@ class ChurnTest(unittest.TestCase):
             raise unittest.SkipTest(f"perf events refused here: {why}")
 
     def test_exited_threads_do_not_wake_for_ever(self):
-        """thread_churn.py (a thread ends every 0.2 s), record --native=full -a -d 3:
+        """thread_churn.py (a thread ends every 0.22 s), record --native=full -a -d 3:
         record's CPU stays far below its wall time (it spun on the hung-up events of
         ended threads until the next thread rescan: 80 % of a CPU), and ends normally"""
         tmp = livelib.scratch()
