@@ -193,8 +193,12 @@ class NativeTest(unittest.TestCase):
                        sha_ok / in_hash, 0.80, 1.0)
         livelib.within(self, f"{version}: deflate_loop's samples with zlib frames below",
                        defl_ok / in_defl, 0.80, 1.0)
+        # a wrong join: the thread moved on between the kernel's sample and
+        # the Python read; 0 % on a quiet machine (docs/unwinder.md), 2.05 %
+        # seen under ASan with the 2-core machine loaded by other tests and
+        # perf beside it: the bound tells joins that go wrong as a rule
         livelib.within(self, f"{version}: samples with the other function's C frames below",
-                       wrong / total, 0.0, 0.02)
+                       wrong / total, 0.0, 0.05)
         livelib.within(self, f"{version}: samples rooted in Py_RunMain", rooted / total, 0.90, 1.0)
         sha = count(named("SHA256_Update")) / total
         defl = count(named("deflate")) / total
