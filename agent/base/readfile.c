@@ -12,7 +12,7 @@
 #include "base/alloc.h"
 #include "base/readfile.h"
 
-static const char *readfile_kind(mode_t m)
+const char *readfile_kind(mode_t m)
 {
     if (S_ISFIFO(m))
         return "a FIFO";

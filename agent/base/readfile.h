@@ -18,6 +18,8 @@
 
 #include "base/compat.h"
 
+#include <sys/types.h>
+
 /**
  * Opens @a path for reading: O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
  * so that the open never blocks (a FIFO's waits for a writer), then
@@ -38,6 +40,9 @@ PYPROFD_WARN_UNUSED int readfile_open(const char *path, int *fd_out, char *why, 
  */
 PYPROFD_WARN_UNUSED int readfile_all(const char *path, size_t max, char **out, size_t *len,
                                      char *why, size_t whylen);
+
+/** What a file of mode @a m is, in words for a refusal: "a FIFO", "a socket", ... */
+const char *readfile_kind(mode_t m);
 
 /** The longest secret file read (password_file, credentials_file, a bearer token). */
 #define READFILE_SECRET_MAX 65536
