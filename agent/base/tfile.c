@@ -595,7 +595,7 @@ static int tfile_run(const struct tfile_who *w, const char *path, uint64_t max, 
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 512u << 10); /* the walk's buffers and a read's chunk */
-    int err = j->root_fd < 0 ? errno : pthread_create(&t, &attr, tfile_main, j);
+    int err = j->root_fd < 0 ? (errno ? errno : EBADF) : pthread_create(&t, &attr, tfile_main, j);
     pthread_attr_destroy(&attr);
     if (err) {
         snprintf(why, whylen, "cannot start the lookup: %s", strerror(err));
@@ -646,8 +646,8 @@ int tfile_open(const struct tfile_who *w, const char *path, uint64_t max, int *f
     struct tfile_job *j = NULL;
     *fd_out = -1;
     int err = tfile_run(w, path, max, false, &j, why, whylen);
-    if (err)
-        return err;
+    if (err || !j)
+        return err ? err : -EINVAL;
     *fd_out = j->fd;
     j->fd = -1;
     if (st)
@@ -661,8 +661,8 @@ int tfile_read(const struct tfile_who *w, const char *path, uint64_t max, struct
 {
     struct tfile_job *j = NULL;
     int err = tfile_run(w, path, max, true, &j, why, whylen);
-    if (err)
-        return err;
+    if (err || !j)
+        return err ? err : -EINVAL;
     if (st)
         *st = j->st;
     err = buf_add(text, buf_str(&j->text), buf_len(&j->text));
