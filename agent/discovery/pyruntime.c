@@ -75,14 +75,7 @@ static bool pyruntime_initialized(struct memread *mr, uint64_t raddr, const stru
     return head != 0;
 }
 
-/*
- * The path of @path inside the root of process @pid when @path is written
- * from the reader's root (a chroot'ed target: the kernel writes maps paths
- * relative to the reader's root): the target's root as the reader sees it
- * is stripped off. Returns a pointer into @path ("/usr/bin/python3.14"), or
- * NULL when @path is not under that root, or the root is "/".
- */
-static const char *pyruntime_inside_root(const char *proc_root, pid_t pid, const char *path)
+const char *pyruntime_inside_root(const char *proc_root, pid_t pid, const char *path)
 {
     char link[PATH_MAX + 32], root[PATH_MAX];
     snprintf(link, sizeof(link), "%s/%d/root", proc_root, (int)pid);
@@ -96,13 +89,42 @@ static const char *pyruntime_inside_root(const char *proc_root, pid_t pid, const
     return path + len;
 }
 
+/*
+ * Opens @path for reading when it is a regular file (and, with @want_ino,
+ * that inode; with @want_dev, on that device too): looked at through an
+ * O_PATH descriptor first, so that a FIFO or a device planted under the
+ * mapped name is never opened (an open of either can wait or act), then
+ * opened by that descriptor, the same inode. Returns a descriptor or -1.
+ */
+static int pyruntime_open_regular(const char *path, const struct proc_map_entry *want_ino,
+                                  bool want_dev)
+{
+    int opath = open(path, O_PATH | O_CLOEXEC);
+    if (opath < 0)
+        return -1;
+    struct stat st;
+    int fd = -1;
+    /* as the reader sees it, the same inode number on another device is
+     * another file: the device must match too when it is comparable */
+    if (fstat(opath, &st) == 0 && S_ISREG(st.st_mode) &&
+        (!want_ino || (uint64_t)st.st_ino == want_ino->inode) &&
+        (!want_dev ||
+         (major(st.st_dev) == want_ino->dev_major && minor(st.st_dev) == want_ino->dev_minor))) {
+        char self[64];
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", opath);
+        fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    }
+    close(opath);
+    return fd;
+}
+
 int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_map_entry *e,
                           const char **via)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, proc_root, (int)pid,
              e->start, e->end);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int fd = pyruntime_open_regular(path, NULL, false);
     if (fd >= 0) {
         *via = "map_files";
         return fd;
@@ -115,7 +137,9 @@ int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_ma
      * only ptrace access (CAP_SYS_PTRACE), not the right to walk the
      * directories above that root (a container's rootfs under a 0700
      * directory), which map_files' directory, owned by the target's user,
-     * and the plain path would need (CAP_DAC_READ_SEARCH).
+     * and the plain path would need (CAP_DAC_READ_SEARCH). A file of the
+     * same name that is not the mapped one (the chroot pitfall) is passed
+     * over: its inode must be the mapping's.
      */
     const char *inside = pyruntime_inside_root(proc_root, pid, e->path);
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -127,20 +151,11 @@ int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_ma
             snprintf(path, sizeof(path), "%s", e->path);
         else
             continue;
-        /* O_NONBLOCK: a FIFO planted under the mapped name must not block us */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-            continue;
-        struct stat st;
-        /* as the reader sees it, the same inode number on another device is
-         * another file: the device must match too */
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == e->inode &&
-            (attempt < 2 ||
-             (major(st.st_dev) == e->dev_major && minor(st.st_dev) == e->dev_minor))) {
+        fd = pyruntime_open_regular(path, e, attempt == 2);
+        if (fd >= 0) {
             *via = attempt < 2 ? "root" : "path";
             return fd;
         }
-        close(fd); /* same name, another file: the chroot pitfall */
     }
     return -ENOENT;
 }

@@ -122,10 +122,23 @@ PYPROFD_WARN_UNUSED int pyruntime_locate(const char *proc_root, pid_t pid, struc
                                          struct pyruntime *out, char *why, size_t why_len);
 
 /**
+ * The name @a path (a mapping's, from /proc/PID/maps) has inside the root of
+ * process @a pid when it is written from the reader's root (a chroot'ed
+ * target: the kernel writes maps paths relative to the reader's root): the
+ * target's root as the reader sees it is stripped off. Returns a pointer into
+ * @a path ("/usr/bin/python3.14"), or NULL when @a path is not under that
+ * root, or the root is "/" (the name is the same inside).
+ */
+const char *pyruntime_inside_root(const char *proc_root, pid_t pid, const char *path);
+
+/**
  * Opens the file behind mapping @a e of @a pid as the target sees it (the
  * order described above: map_files, then the root paths or the plain path if
- * the inode matches), read-only and non-blocking (the fd is only pread). Returns the fd (caller
- * closes it) and sets *@a via to "map_files", "root" or "path"; or -ENOENT.
+ * the inode matches), read-only and non-blocking (the fd is only pread). Each
+ * name is looked at through an O_PATH descriptor first: only a regular file
+ * is ever opened (never a FIFO or device planted under the mapped name).
+ * Returns the fd (caller closes it) and sets *@a via to "map_files", "root"
+ * or "path"; or -ENOENT.
  */
 PYPROFD_WARN_UNUSED int pyruntime_open_mapped(const char *proc_root, pid_t pid,
                                               const struct proc_map_entry *e, const char **via);
