@@ -320,9 +320,24 @@ static struct sampler_counts record_native_counts(const struct nsampler_counts *
     return c;
 }
 
+/* What the libraries' files gave, when some were refused, stalled or too large. */
+static void record_debug_files(const struct native_files *f)
+{
+    if (!f->debug_refused && !f->debug_stalled && !f->huge_symtabs)
+        return;
+    fprintf(stderr,
+            "pyprofd: native: separate debug files: %" PRIu64 " used, %" PRIu64
+            " refused (not a regular file the process could read, or another build), %" PRIu64
+            " lookups given up (a filesystem that did not answer); %" PRIu64
+            " libraries with symbol tables over %llu MiB, named by offset\n",
+            f->debug_found, f->debug_refused, f->debug_stalled, f->huge_symtabs,
+            NATIVE_MAX_SYMTAB >> 20);
+}
+
 /* The native line; @exact: the samples are thread stacks read while stopped (--blocking). */
 static void record_native_summary(const struct nsampler_counts *n, bool exact)
 {
+    record_debug_files(&n->files);
     double k = n->samples ? 100.0 / (double)n->samples : 0;
     uint64_t kept = n->merged + n->cut + n->python + n->native;
     if (exact) {

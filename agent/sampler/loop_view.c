@@ -43,6 +43,10 @@ void loop_job_add(struct loop_job_view *j, const struct target_stats *t)
     j->native.python_only += t->native_counts.python_only;
     j->native.c_only += t->native_counts.c_only;
     j->native.fallbacks += t->native_counts.fallbacks;
+    j->native.debug_used += t->native_counts.debug_used;
+    j->native.debug_refused += t->native_counts.debug_refused;
+    j->native.debug_stalled += t->native_counts.debug_stalled;
+    j->native.huge_symtabs += t->native_counts.huge_symtabs;
     j->windows += t->windows;
     j->windows_dropped += t->windows_dropped;
     j->stacks_dropped += t->stacks_dropped;

@@ -257,6 +257,8 @@ int nsampler_fd(const struct nsampler *s)
 struct nsampler_counts nsampler_counts(const struct nsampler *s)
 {
     struct nsampler_counts c = s->c;
+    if (s->native)
+        c.files = native_files(s->native);
     for (size_t i = 0; i < NSAMPLER_MAX_THREADS; i++) {
         if (s->threads[i].ps)
             c.lost += perfsample_lost(s->threads[i].ps);

@@ -44,6 +44,7 @@
 
 #include "base/status.h"
 #include "sampler/sampler.h"
+#include "unwind/native.h"
 #include "unwind/unwind.h"
 
 #define NSAMPLER_MAX_THREADS   256u
@@ -70,6 +71,7 @@ struct nsampler_counts {
     uint64_t refreshes;        /* mappings read again for an address in none known */
     uint64_t ran_max_ns;       /* the most CPU time a thread ran between its sample and the read */
     uint64_t ran_sum_ns;       /* summed over the samples kept */
+    struct native_files files; /* the libraries' separate debug files (unwind/native.h) */
 };
 
 struct nsampler;

@@ -75,6 +75,8 @@ struct native_counts {
     uint64_t python_only; /* no C frame could be unwound: Python frames and <native> */
     uint64_t c_only;      /* a thread running no Python */
     uint64_t fallbacks;   /* targets attached with <native> markers: perf events refused */
+    /* the libraries' files (unwind/native.h, struct native_files) */
+    uint64_t debug_used, debug_refused, debug_stalled, huge_symtabs;
 };
 
 #endif /* PYPROFD_SAMPLER_REPORT_H */

@@ -185,5 +185,8 @@ void sampler_exact_forget(struct sampler *s, size_t i)
 
 struct nsampler_counts sampler_exact_counts(const struct sampler *s)
 {
-    return s->exact->c;
+    struct nsampler_counts c = s->exact->c;
+    if (s->exact->native)
+        c.files = native_files(s->exact->native);
+    return c;
 }

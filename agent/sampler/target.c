@@ -352,6 +352,10 @@ static void target_native_counts(struct target *t)
     t->stats.native_counts.cut = n.cut;
     t->stats.native_counts.python_only = n.python;
     t->stats.native_counts.c_only = n.native;
+    t->stats.native_counts.debug_used = n.files.debug_found;
+    t->stats.native_counts.debug_refused = n.files.debug_refused;
+    t->stats.native_counts.debug_stalled = n.files.debug_stalled;
+    t->stats.native_counts.huge_symtabs = n.files.huge_symtabs;
 }
 
 void target_sample(struct target *t, uint64_t now, uint64_t skip)

@@ -6,12 +6,15 @@
 #include "base/compat.h"
 
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/tfile.h"
 #include "discovery/proc_maps.h"
 #include "discovery/pyruntime.h"
 #include "unwind/native.h"
@@ -55,12 +58,27 @@ struct native_range {
 struct native_module {
     struct frame_mapping map;
     char build_id[2 * 64 + 1];
+    bool filled;     /* map and build_id are set */
+    bool no_symbols; /* its symbol tables are over NATIVE_MAX_SYMTAB: never searched */
+};
+
+/* What the search for a module's separate debug file found, kept across
+ * sessions (native_refresh() starts a new one, which asks again): each
+ * search costs a few lookups, each on a thread of its own (base/tfile.h). */
+#define NATIVE_DEBUG_CACHE 256u
+
+struct native_debug {
+    uint64_t key; /* hash of the module's build id; 0: empty */
+    int8_t where; /* the candidate that held it (native_debug_candidate()), or -1: none */
 };
 
 struct native {
     char *proc_root;
     pid_t pid;
     Dwfl *dwfl;
+    struct tfile_who who; /* the process's root, working directory and credentials */
+    struct native_debug debug[NATIVE_DEBUG_CACHE];
+    struct native_files counts;
     /* the unwind in progress */
     const struct perfsample_record *cur;
     struct native_frame *frames;
@@ -73,14 +91,162 @@ struct native {
     size_t next_range;
 };
 
-static char *native_debuginfo_path;
+/* A module's entry (made once per session, kept in its userdata slot @ud), or NULL. */
+static struct native_module *native_module_of(struct native *n, void **ud)
+{
+    if (!ud)
+        return NULL;
+    if (!*ud && n->nmodules < NATIVE_MAX_MODULES)
+        *ud = &n->modules[n->nmodules++];
+    return *ud;
+}
+
+/* ---- files: the module's own, and its separate debug file ------------------ */
+
+/* The session whose libdwfl calls are in progress on this thread: libdwfl's
+ * file callbacks have no argument of ours. */
+static __thread struct native *native_current;
+
+/* Every module is reported with its file opened (native_refresh()), so no
+ * path is ever opened to find one. */
+static int native_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                           char **file_name, Elf **elfp)
+{
+    (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
+    *elfp = NULL;
+    return -1;
+}
+
+/*
+ * Candidate @i (0, 1, ...) for the separate debug file of a module whose
+ * file the process names @file, with build id @bid (@len bytes, hex in @hex)
+ * and .gnu_debuglink @link (NULL: none), in @out; false when there is no such
+ * candidate. The places gdb and libdwfl look, below the process's root:
+ *   0  /usr/lib/debug/.build-id/xx/rest.debug
+ *   1  DIR/LINK   2  DIR/.debug/LINK   3  /usr/lib/debug/DIR/LINK
+ * A debuglink is a file name: one with a '/' (a "../" climbing out of the
+ * library's directory), or "." or "..", is not looked for.
+ */
+static bool native_debug_candidate(int i, const char *file, const char *hex, const char *link,
+                                   char *out, size_t size)
+{
+    if (i == 0)
+        return hex[0] && hex[1] && hex[2] &&
+               snprintf(out, size, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2) <
+                   (int)size;
+    if (!link || !link[0] || strchr(link, '/') || strcmp(link, ".") == 0 ||
+        strcmp(link, "..") == 0 || !file || file[0] != '/')
+        return false;
+    const char *slash = strrchr(file, '/');
+    int dir = (int)(slash - file); /* "" for a file in "/" */
+    int n = i == 1   ? snprintf(out, size, "%.*s/%s", dir, file, link)
+            : i == 2 ? snprintf(out, size, "%.*s/.debug/%s", dir, file, link)
+            : i == 3 ? snprintf(out, size, "/usr/lib/debug%.*s/%s", dir, file, link)
+                     : -1;
+    return n > 0 && n < (int)size;
+}
+
+/*
+ * The bytes of @e's symbol tables (.symtab and .dynsym), at most the first
+ * 4096 sections looked at. libdwfl searches a module's symbols linearly for
+ * every address it names, touching all of them: a library can claim a
+ * gigabyte of (sparse, zero) symbols, and each lookup would then take
+ * seconds and make that gigabyte resident.
+ */
+static uint64_t native_symtab_bytes(Elf *e)
+{
+    uint64_t total = 0;
+    Elf_Scn *scn = NULL;
+    for (int i = 0; i < 4096 && (scn = elf_nextscn(e, scn)) != NULL; i++) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
+            total += sh.sh_size < UINT64_MAX - total ? sh.sh_size : UINT64_MAX - total;
+    }
+    return total;
+}
+
+/* Whether the ELF file open as @fd has build id @bid (@len bytes). */
+static bool native_debug_matches(int fd, const unsigned char *bid, int len)
+{
+    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    if (!e)
+        return false;
+    const void *got = NULL;
+    ssize_t n = dwelf_elf_gnu_build_id(e, &got);
+    bool ok = elf_kind(e) == ELF_K_ELF && n == len && memcmp(got, bid, (size_t)len) == 0 &&
+              native_symtab_bytes(e) <= NATIVE_MAX_SYMTAB;
+    elf_end(e);
+    return ok;
+}
+
+/*
+ * libdwfl's question for a module's separate debug file (its .symtab when
+ * the library is stripped, its .debug_frame). Not libdwfl's own answer,
+ * which opens paths the process controls with a plain open() (a FIFO there
+ * stops the sampling thread for good), follows a debuglink's "../", and may
+ * ask a debuginfod server over the network: here each candidate is opened
+ * as the process itself could (base/tfile.h: below its root, its
+ * credentials, a regular file only, bounded in time) and kept only when its
+ * build id is the module's, so a module without one has no debug file.
+ * Never the network. Returns a descriptor libdwfl takes, or -1.
+ */
+static int native_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                                 Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+                                 GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+    (void)userdata, (void)modname, (void)base, (void)debuglink_crc;
+    *debuginfo_file_name = NULL; /* (libdwfl frees it: left NULL, never ours) */
+    struct native *n = native_current;
+    const unsigned char *bid = NULL;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(mod, &bid, &vaddr);
+    if (!n || len < 2 || len > 64)
+        return -1;
+    char hex[2 * 64 + 1];
+    uint64_t key = 14695981039346656037ull; /* FNV-1a over the build id */
+    for (int i = 0; i < len; i++) {
+        static const char digits[] = "0123456789abcdef";
+        hex[2 * i] = digits[bid[i] >> 4];
+        hex[2 * i + 1] = digits[bid[i] & 15];
+        key = (key ^ bid[i]) * 1099511628211ull;
+    }
+    hex[2 * len] = '\0';
+    key |= 1; /* never 0, the empty slot */
+    struct native_debug *c = &n->debug[key % NATIVE_DEBUG_CACHE];
+    int first = 0, last = 3;
+    if (c->key == key) {
+        if (c->where < 0)
+            return -1;
+        first = last = c->where;
+    }
+    char path[PATH_MAX], why[256];
+    for (int i = first; i <= last; i++) {
+        if (!native_debug_candidate(i, file_name, hex, debuglink_file, path, sizeof(path)))
+            continue;
+        int fd = -1;
+        n->counts.debug_lookups++;
+        int err = tfile_open(&n->who, path, NATIVE_DEBUG_MAX, &fd, NULL, why, sizeof(why));
+        if (err == -ETIMEDOUT || err == -EAGAIN)
+            n->counts.debug_stalled++;
+        if (err && err != -ENOENT && err != -ENOTDIR)
+            n->counts.debug_refused++;
+        if (err)
+            continue;
+        if (native_debug_matches(fd, bid, len)) {
+            *c = (struct native_debug){.key = key, .where = (int8_t)i};
+            n->counts.debug_found++;
+            return fd;
+        }
+        close(fd);
+        n->counts.debug_refused++;
+    }
+    *c = (struct native_debug){.key = key, .where = -1};
+    return -1;
+}
 
 static const Dwfl_Callbacks native_callbacks = {
-    /* every module is reported with its file opened: find_elf is not asked */
-    .find_elf = dwfl_linux_proc_find_elf,
-    /* a separate debug file by build id or debuglink, when one is installed */
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .debuginfo_path = &native_debuginfo_path,
+    .find_elf = native_find_elf,
+    .find_debuginfo = native_find_debuginfo,
 };
 
 /* ---- the thread as libdwfl sees it: the sample --------------------------- */
@@ -177,6 +343,8 @@ static size_t native_own_vdso_len(void)
     return len;
 }
 
+static int native_report(struct native *n);
+
 /* Whether @maps has an executable mapping of the file of @e (same device and inode). */
 static bool native_file_runs(const struct proc_maps *maps, const struct proc_map_entry *e)
 {
@@ -190,6 +358,16 @@ static bool native_file_runs(const struct proc_maps *maps, const struct proc_map
 }
 
 int native_refresh(struct native *n)
+{
+    struct native *outer = native_current;
+    native_current = n;
+    int err = native_report(n);
+    native_current = outer;
+    return err;
+}
+
+/* native_refresh(), with native_current set. */
+static int native_report(struct native *n)
 {
     if (n->dwfl)
         dwfl_end(n->dwfl);
@@ -224,10 +402,26 @@ int native_refresh(struct native *n)
         int fd = pyruntime_open_mapped(n->proc_root, n->pid, e, &via);
         if (fd < 0)
             continue; /* its frames show as addresses */
-        if (dwfl_report_elf(n->dwfl, e->path, e->path, fd, e->start, false))
-            reported++;
-        else
+        /* named as we see it (frames show it); its file name is the one the
+         * process knows, below its root, where its debug file is looked for */
+        const char *inside = pyruntime_inside_root(n->proc_root, n->pid, e->path);
+        Dwfl_Module *m =
+            dwfl_report_elf(n->dwfl, e->path, inside ? inside : e->path, fd, e->start, false);
+        if (!m) {
             close(fd); /* not an ELF file, or a clash: consumed only on success */
+            continue;
+        }
+        reported++;
+        GElf_Addr bias;
+        Elf *elf = dwfl_module_getelf(m, &bias);
+        void **ud = NULL;
+        (void)dwfl_module_info(m, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+        struct native_module *mod;
+        if (elf && native_symtab_bytes(elf) > NATIVE_MAX_SYMTAB &&
+            (mod = native_module_of(n, ud))) {
+            mod->no_symbols = true; /* its frames named by offset, from the CFI */
+            n->counts.huge_symtabs++;
+        }
     }
     proc_maps_free(maps);
     dwfl_report_end(n->dwfl, NULL, NULL);
@@ -239,6 +433,8 @@ int native_refresh(struct native *n)
 int native_new(const char *proc_root, pid_t pid, struct native **out, char *why, size_t whylen)
 {
     struct native *n = alloc_calloc(1, sizeof(*n));
+    if (n)
+        n->who = (struct tfile_who)TFILE_WHO_INIT;
     const char *root = proc_root ? proc_root : "/proc";
     size_t len = strlen(root) + 1;
     if (n)
@@ -250,6 +446,9 @@ int native_new(const char *proc_root, pid_t pid, struct native **out, char *why,
     }
     memcpy(n->proc_root, root, len);
     n->pid = pid;
+    /* (without its root or credentials, no debug file is looked for: every
+     * lookup is refused with the reason) */
+    (void)tfile_who_open(root, pid, &n->who);
     int err = native_refresh(n);
     if (err) {
         snprintf(why, whylen, "%s",
@@ -268,8 +467,14 @@ void native_free(struct native *n)
         return;
     if (n->dwfl)
         dwfl_end(n->dwfl);
+    tfile_who_close(&n->who);
     alloc_free(n->proc_root);
     alloc_free(n);
+}
+
+struct native_files native_files(const struct native *n)
+{
+    return n->counts;
 }
 
 /* ---- unwinding ------------------------------------------------------------- */
@@ -315,13 +520,11 @@ static int native_frame_cb(Dwfl_Frame *state, void *arg)
 static const struct frame_mapping *native_mapping(struct native *n, Dwfl_Module *m, void **ud,
                                                   const char *file, uint64_t start, uint64_t end)
 {
-    if (!ud)
+    struct native_module *mod = native_module_of(n, ud);
+    if (!mod)
         return NULL;
-    if (*ud)
-        return &((struct native_module *)*ud)->map;
-    if (n->nmodules == NATIVE_MAX_MODULES)
-        return NULL;
-    struct native_module *mod = &n->modules[n->nmodules++];
+    if (mod->filled)
+        return &mod->map;
     const unsigned char *bits = NULL;
     GElf_Addr vaddr;
     int len = dwfl_module_build_id(m, &bits, &vaddr);
@@ -334,7 +537,7 @@ static const struct frame_mapping *native_mapping(struct native *n, Dwfl_Module 
     mod->build_id[k] = '\0';
     mod->map = (struct frame_mapping){
         .file = file ? file : "", .build_id = mod->build_id, .start = start, .limit = end};
-    *ud = mod;
+    mod->filled = true;
     return &mod->map;
 }
 
@@ -379,7 +582,9 @@ static void native_resolve(struct native *n, Dwarf_Addr at, struct native_frame 
     f->mapping = native_mapping(n, m, ud, f->file, start, end);
     GElf_Off off = 0;
     GElf_Sym sym;
-    f->function = dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);
+    const struct native_module *mod = ud ? *ud : NULL;
+    f->function =
+        mod && mod->no_symbols ? NULL : dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);
     f->offset = f->function ? off : 0;
     if (f->function) {
         f->start_offset = at - off - start;
@@ -414,9 +619,12 @@ int native_unwind(struct native *n, const struct perfsample_record *s, struct na
     n->frames = frames;
     n->max = max < NATIVE_MAX_FRAMES ? max : NATIVE_MAX_FRAMES;
     n->n = 0;
+    struct native *outer = native_current;
+    native_current = n;
     /* the end of what can be unwound (the stack copy, a frame without CFI)
      * is an error to libdwfl and the end of the stack to us */
     n->complete = dwfl_getthread_frames(n->dwfl, (pid_t)s->tid, native_frame_cb, n) == 0;
+    native_current = outer;
     n->cur = NULL;
     return (int)n->n;
 }

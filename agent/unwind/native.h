@@ -9,11 +9,19 @@
  *
  * The binaries are opened as the target sees them (map_files, its root, or
  * the same file by device and inode: discovery's pyruntime_open_mapped()),
- * so a container's libraries are read, not the host's. Memory the unwinder
- * asks for is served from the sample's stack copy only: never from the live
- * process, whose stack has moved on since the sample. An address outside the
- * copy ends the stack there (a deeper stack than the copy is cut, and
- * counted by the caller as such).
+ * so a container's libraries are read, not the host's. A library's separate
+ * debug file (its .symtab when it is stripped, its .debug_frame) is looked
+ * for by its build id and its .gnu_debuglink, below the target's root, as
+ * the target itself could open it (base/tfile.h: a FIFO, a device, a file
+ * the target may not read, one of another build id are refused, and a
+ * filesystem that stalls is given up after TFILE_TIMEOUT_MS); never through
+ * libdwfl's own search, which opens what the target names with a plain
+ * open() and may ask a debuginfod server, and never over the network. What
+ * a search found is kept for the session's life (native_files()). Memory
+ * the unwinder asks for is served from the sample's stack copy only: never
+ * from the live process, whose stack has moved on since the sample. An
+ * address outside the copy ends the stack there (a deeper stack than the
+ * copy is cut, and counted by the caller as such).
  *
  * Ownership: a struct native owns its libdwfl session and the names it
  * returns; frames returned stay valid until the next native_unwind() or
@@ -32,6 +40,21 @@
 #include "perf/perfsample.h"
 
 #define NATIVE_MAX_FRAMES 256u
+#define NATIVE_DEBUG_MAX  (1ull << 30) /* bytes: a larger separate debug file is not read */
+/* bytes of symbol tables (.symtab + .dynsym, about 2.8 million symbols) above
+ * which a library's symbols are not searched: its frames are named by offset */
+#define NATIVE_MAX_SYMTAB (64ull << 20)
+
+/** What the separate debug files of a session's libraries cost and gave. */
+struct native_files {
+    uint64_t debug_lookups; /* candidate names looked up (base/tfile.h) */
+    uint64_t debug_found;   /* debug files used (their build id is the library's) */
+    uint64_t debug_refused; /* candidates refused: not a regular file, not the process's to
+                               read, on procfs, another build id, ... */
+    uint64_t debug_stalled; /* lookups given up: a filesystem that did not answer in time */
+    uint64_t huge_symtabs;  /* libraries (reports of them) whose symbols are over
+                               NATIVE_MAX_SYMTAB: never searched */
+};
 
 /** One native frame. */
 struct native_frame {
@@ -70,6 +93,9 @@ PYPROFD_WARN_UNUSED int native_refresh(struct native *n);
  */
 int native_unwind(struct native *n, const struct perfsample_record *s, struct native_frame *frames,
                   size_t max);
+
+/** What the separate debug file lookups of @a n cost and gave, since native_new(). */
+struct native_files native_files(const struct native *n);
 
 /**
  * Whether the last native_unwind() reached the outermost frame (one whose

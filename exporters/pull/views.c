@@ -450,6 +450,27 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
                 (double)out[o].v);
     }
     if (!err)
+        err = promtext_family(w, "pyprofd_native_library_files_total", PROMTEXT_COUNTER,
+                              "native: full: the libraries' separate debug files (debug_used; "
+                              "debug_refused: not a regular file the process could read, or of "
+                              "another build; debug_stalled: a lookup given up on a filesystem "
+                              "that did not answer) and libraries whose symbol tables were too "
+                              "large to search (symbols_too_large), by job.");
+    for (size_t k = 0; !err && k < v->njobs; k++) {
+        const struct native_counts *n = &v->jobs[k].native;
+        const struct {
+            const char *name;
+            uint64_t v;
+        } out[] = {{"debug_used", n->debug_used},
+                   {"debug_refused", n->debug_refused},
+                   {"debug_stalled", n->debug_stalled},
+                   {"symbols_too_large", n->huge_symtabs}};
+        for (size_t o = 0; !err && o < PYPROFD_ARRAY_SIZE(out); o++)
+            err = promtext_sample(
+                w, NULL, PROMTEXT_LABELS({"job", v->jobs[k].name}, {"outcome", out[o].name}),
+                (double)out[o].v);
+    }
+    if (!err)
         err = promtext_family(w, "pyprofd_idle_check_targets", PROMTEXT_GAUGE,
                               "Targets being sampled, by job and how an attempt finds that no "
                               "thread ran since the last read (perf, schedstat, off).");
