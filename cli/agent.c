@@ -693,13 +693,20 @@ int cli_agent(int argc, char **argv)
     }
     status = CLI_EXIT_OK;
 out:;
-    uint64_t deadline = clock_mono_now() + (uint64_t)shutdown_s * 1000000000ull;
-    if (a.loop)
-        loop_stop(a.loop); /* every partial window is in the queue now */
+    uint64_t now = clock_mono_now(), deadline = now + (uint64_t)shutdown_s * 1000000000ull;
+    /* the sampling thread gets half the time (it stops at once unless
+     * something it waits on stalls), the exporters the rest */
+    bool abandoned = a.loop && loop_stop_by(a.loop, now + (deadline - now) / 2) == -ETIMEDOUT;
+    if (abandoned)
+        log_error("the sampling thread did not stop within %" PRId64
+                  " s: exiting without the windows it holds",
+                  shutdown_s / 2);
     if (a.dispatch)
         dispatch_stop(a.dispatch, deadline);
     if (a.http)
         (void)http_server_stop(a.http, 2000);
+    if (abandoned) /* what the sampling thread still uses is left to the exit */
+        _exit(status);
     http_server_free(a.http);
     loop_free(a.loop);
     dispatch_free(a.dispatch);

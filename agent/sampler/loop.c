@@ -47,9 +47,12 @@ size_t loop_window_slots(const struct pyprofd_config *cfg)
  * counted, not kept. The sampling thread sleeps on a condition variable, so a
  * helper thread waits on every such target's descriptor at once (an epoll
  * set) and wakes it: it only raises native_pending, never touches a target.
- * The perf events' readiness is consumed by each poll, so a level-triggered
- * wait does not spin. The helper starts with the first such target and stops
- * with the loop (an eventfd in the set).
+ * Then it waits until the sampling thread has drained what it posted
+ * (native_done) before it polls again: a level-triggered descriptor stays
+ * readable until it is drained, and a helper that polled at once would spin
+ * on it for as long as the sampling thread is busy elsewhere. The helper
+ * starts with the first such target and stops with the loop (an eventfd in
+ * the set, and native_quit).
  */
 #define LOOP_NATIVE_STOP UINT64_MAX
 
@@ -78,8 +81,14 @@ static void *loop_native_main(void *arg)
             else
                 l->woken_all = true;
         }
+        uint64_t mine = ++l->native_posted;
         pthread_cond_signal(&l->wake);
+        while (l->native_done < mine && !l->native_quit)
+            pthread_cond_wait(&l->native_taken, &l->mu);
+        bool quit = l->native_quit;
         pthread_mutex_unlock(&l->mu);
+        if (quit)
+            break;
     }
     return NULL;
 }
@@ -109,11 +118,16 @@ static void loop_native_stop(struct loop *l)
 {
     if (!l->native_running)
         return;
+    pthread_mutex_lock(&l->mu);
+    l->native_quit = true;
+    pthread_cond_broadcast(&l->native_taken);
+    pthread_mutex_unlock(&l->mu);
     uint64_t one = 1;
     if (write(l->native_efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
         log_error("cannot stop the native sample waiter: %s", strerror(errno));
     pthread_join(l->native_thread, NULL);
     l->native_running = false;
+    l->native_quit = false; /* (a target added later starts it again) */
 }
 
 /* A new target: its kernel samples (if any) now wake the sampling thread. */
@@ -659,6 +673,7 @@ void loop_step(struct loop *l, bool force)
     }
     bool native = l->native_pending;
     l->native_pending = false;
+    uint64_t posted = l->native_posted;
     uint64_t woken[PYPROFD_ARRAY_SIZE(l->woken)];
     size_t nwoken = l->nwoken;
     bool woken_all = l->woken_all;
@@ -670,6 +685,12 @@ void loop_step(struct loop *l, bool force)
         loop_native_drain(l);
     if (nwoken || woken_all)
         loop_unpark_woken(l, woken, nwoken, woken_all);
+    if (native || nwoken || woken_all) { /* the helper may poll again */
+        pthread_mutex_lock(&l->mu);
+        l->native_done = posted;
+        pthread_cond_signal(&l->native_taken);
+        pthread_mutex_unlock(&l->mu);
+    }
     loop_sample_due(l);
 }
 
@@ -773,6 +794,7 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&l->wake, &ca);
+    pthread_cond_init(&l->native_taken, NULL);
     pthread_condattr_destroy(&ca);
     l->opts = *opts;
     l->native_ep = l->native_efd = -1;
@@ -816,24 +838,47 @@ int loop_start(struct loop *l)
 
 void loop_stop(struct loop *l)
 {
+    (void)loop_stop_by(l, UINT64_MAX);
+}
+
+int loop_stop_by(struct loop *l, uint64_t deadline_ns)
+{
+    if (l->abandoned)
+        return -ETIMEDOUT;
     pthread_mutex_lock(&l->mu);
     bool running = l->running, stopped = l->stopped;
     l->stop = true;
     pthread_cond_signal(&l->wake);
     pthread_mutex_unlock(&l->mu);
-    if (running)
+    if (running && deadline_ns == UINT64_MAX) {
         pthread_join(l->thread, NULL);
+    } else if (running) {
+        /* pthread_timedjoin_np() counts in CLOCK_REALTIME: the time left, from now */
+        uint64_t now = clock_mono_now(), left = deadline_ns > now ? deadline_ns - now : 0;
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        uint64_t ns = (uint64_t)at.tv_nsec + left % 1000000000ull;
+        at.tv_sec += (time_t)(left / 1000000000ull + ns / 1000000000ull);
+        at.tv_nsec = (long)(ns % 1000000000ull);
+        if (pthread_timedjoin_np(l->thread, NULL, &at) == ETIMEDOUT) {
+            /* still busy: nothing it owns may be touched now; loop_free()
+             * leaves it all to the process's exit */
+            l->abandoned = true;
+            return -ETIMEDOUT;
+        }
+    }
     loop_native_stop(l);
     if (!stopped)
         loop_wind_down(l);
     pthread_mutex_lock(&l->mu);
     l->running = false;
     pthread_mutex_unlock(&l->mu);
+    return 0;
 }
 
 void loop_free(struct loop *l)
 {
-    if (!l)
+    if (!l || l->abandoned)
         return;
     if (l->cfg)
         loop_stop(l);
@@ -856,6 +901,7 @@ void loop_free(struct loop *l)
         close(l->native_efd);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->wake);
+    pthread_cond_destroy(&l->native_taken);
     alloc_free(l);
 }
 

@@ -95,7 +95,14 @@ PYPROFD_WARN_UNUSED int loop_start(struct loop *l);
  * joined. Idempotent; also ends the targets of a loop driven by loop_step().
  */
 void loop_stop(struct loop *l);
-/** Stops if needed and frees everything; NULL is a no-op. */
+/**
+ * loop_stop(), waiting for the sampling thread only until @a deadline_ns
+ * (CLOCK_MONOTONIC). Returns 0, or -ETIMEDOUT when the thread is still busy
+ * then: nothing is flushed, and the loop is abandoned (loop_free() frees
+ * nothing: the caller is expected to exit).
+ */
+int loop_stop_by(struct loop *l, uint64_t deadline_ns);
+/** Stops if needed and frees everything (not an abandoned loop); NULL is a no-op. */
 void loop_free(struct loop *l);
 
 /**

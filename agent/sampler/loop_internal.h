@@ -55,7 +55,14 @@ struct loop {
     pthread_t native_thread;
     bool native_running;
     bool native_pending; /* samples wait: drain before sleeping */
-    size_t nnative;      /* targets whose kernel samples are read */
+    /* the helper's hand-over: what it posted, what the sampling thread has
+     * drained, and the cond it waits on between the two (native_quit: stop
+     * waiting) */
+    uint64_t native_posted, native_done;
+    pthread_cond_t native_taken;
+    bool native_quit;
+    bool abandoned; /* loop_stop_by() gave up on the sampling thread: free nothing */
+    size_t nnative; /* targets whose kernel samples are read */
     /* parked targets (sampler_park()): off the fleet's wheel until one of
      * their threads runs; the same helper thread hears their wakers and
      * queues their tokens (index | generation << 32) in woken */
