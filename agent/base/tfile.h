@@ -54,7 +54,7 @@
 
 #define TFILE_GROUPS      64u   /* supplementary groups of the target looked at */
 #define TFILE_MAX_LINKS   40u   /* symbolic links followed in one name (as the kernel) */
-#define TFILE_TIMEOUT_MS  2000u /* how long one open may take before it is given up */
+#define TFILE_TIMEOUT_MS  1000u /* how long one open may take before it is given up */
 #define TFILE_MAX_STALLED 4u    /* given-up opens still pending before opens fail at once */
 
 /** A process's file-access credentials, as /proc/PID/status gives them. */
