@@ -482,6 +482,23 @@ out:
     return 0;
 }
 
+int tfile_open_regular(const char *path, uint64_t want_ino, const dev_t *want_dev)
+{
+    int opath = open(path, O_PATH | O_CLOEXEC);
+    if (opath < 0)
+        return -1;
+    struct stat st;
+    int fd = -1;
+    if (fstat(opath, &st) == 0 && S_ISREG(st.st_mode) &&
+        (!want_ino || (uint64_t)st.st_ino == want_ino) && (!want_dev || st.st_dev == *want_dev)) {
+        char self[64];
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", opath);
+        fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    }
+    close(opath);
+    return fd;
+}
+
 /* Opens O_PATH descriptor @opath for reading: the same inode, not a name. */
 static int tfile_reopen(struct tfile_job *j, int opath)
 {

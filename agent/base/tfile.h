@@ -132,6 +132,18 @@ PYPROFD_WARN_UNUSED int tfile_open(const struct tfile_who *w, const char *path, 
 PYPROFD_WARN_UNUSED int tfile_read(const struct tfile_who *w, const char *path, uint64_t max,
                                    struct buf *text, struct stat *st, char *why, size_t whylen);
 
+/**
+ * Opens @a path, a name pyprofd built to reach a file the target maps (under
+ * /proc/PID/map_files or /proc/PID/root), for reading only when it is a
+ * regular file, and, when @a want_ino is not 0, that inode; when @a want_dev
+ * is not NULL, on that device. The name is looked at through an O_PATH
+ * descriptor first, so a FIFO or a device under it is never opened, then the
+ * file is opened by that descriptor (the same inode). Returns a descriptor
+ * (O_RDONLY | O_NONBLOCK | O_CLOEXEC; the caller closes it) or -1. No thread,
+ * no time bound: for names whose every step the kernel resolves in /proc.
+ */
+int tfile_open_regular(const char *path, uint64_t want_ino, const dev_t *want_dev);
+
 /** How many given-up opens are still pending (stalled), for a self-metric. */
 unsigned tfile_stalled(void);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/tfile.h"
 #include "discovery/elf_sections.h"
 #include "discovery/proc_maps.h"
 #include "discovery/proc_scan_parse.h"
@@ -89,42 +90,13 @@ const char *pyruntime_inside_root(const char *proc_root, pid_t pid, const char *
     return path + len;
 }
 
-/*
- * Opens @path for reading when it is a regular file (and, with @want_ino,
- * that inode; with @want_dev, on that device too): looked at through an
- * O_PATH descriptor first, so that a FIFO or a device planted under the
- * mapped name is never opened (an open of either can wait or act), then
- * opened by that descriptor, the same inode. Returns a descriptor or -1.
- */
-static int pyruntime_open_regular(const char *path, const struct proc_map_entry *want_ino,
-                                  bool want_dev)
-{
-    int opath = open(path, O_PATH | O_CLOEXEC);
-    if (opath < 0)
-        return -1;
-    struct stat st;
-    int fd = -1;
-    /* as the reader sees it, the same inode number on another device is
-     * another file: the device must match too when it is comparable */
-    if (fstat(opath, &st) == 0 && S_ISREG(st.st_mode) &&
-        (!want_ino || (uint64_t)st.st_ino == want_ino->inode) &&
-        (!want_dev ||
-         (major(st.st_dev) == want_ino->dev_major && minor(st.st_dev) == want_ino->dev_minor))) {
-        char self[64];
-        snprintf(self, sizeof(self), "/proc/self/fd/%d", opath);
-        fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    }
-    close(opath);
-    return fd;
-}
-
 int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_map_entry *e,
                           const char **via)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof(path), "%s/%d/map_files/%" PRIx64 "-%" PRIx64, proc_root, (int)pid,
              e->start, e->end);
-    int fd = pyruntime_open_regular(path, NULL, false);
+    int fd = tfile_open_regular(path, 0, NULL);
     if (fd >= 0) {
         *via = "map_files";
         return fd;
@@ -151,7 +123,10 @@ int pyruntime_open_mapped(const char *proc_root, pid_t pid, const struct proc_ma
             snprintf(path, sizeof(path), "%s", e->path);
         else
             continue;
-        fd = pyruntime_open_regular(path, e, attempt == 2);
+        /* as the reader sees it, the same inode number on another device is
+         * another file: the device must match too when it is comparable */
+        dev_t dev = makedev(e->dev_major, e->dev_minor);
+        fd = tfile_open_regular(path, e->inode, attempt == 2 ? &dev : NULL);
         if (fd >= 0) {
             *via = attempt < 2 ? "root" : "path";
             return fd;

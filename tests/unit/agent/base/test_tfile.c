@@ -305,6 +305,26 @@ static void test_tfile__relative_names(void **state)
     tree_remove(&t);
 }
 
+static void test_tfile__opens_a_mapped_name_only_when_regular(void **state)
+{
+    (void)state;
+    struct tree t;
+    struct stat st;
+    tree_make(&t);
+    assert_int_equal(stat(tree_path(&t, "root/app/main.py"), &st), 0);
+    int fd = tfile_open_regular(t.path, (uint64_t)st.st_ino, &st.st_dev);
+    assert_true(fd >= 0);
+    close(fd);
+    /* another inode, another device: refused */
+    assert_int_equal(tfile_open_regular(t.path, (uint64_t)st.st_ino + 1, NULL), -1);
+    dev_t other = st.st_dev + 1;
+    assert_int_equal(tfile_open_regular(t.path, 0, &other), -1);
+    /* a FIFO with no writer and a device: refused without being opened */
+    assert_int_equal(tfile_open_regular(tree_path(&t, "root/app/fifo"), 0, NULL), -1);
+    assert_int_equal(tfile_open_regular("/dev/null", 0, NULL), -1);
+    tree_remove(&t);
+}
+
 #ifdef PYPROFD_UNITTEST
 static void stall_1_5s(void)
 {
@@ -346,6 +366,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tfile__refuses_what_is_not_a_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tfile__as_the_target_could, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tfile__relative_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tfile__opens_a_mapped_name_only_when_regular, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_tfile__a_stalled_lookup_is_given_up, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
