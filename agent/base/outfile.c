@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,13 +47,23 @@ static const char *outfile_kind(mode_t m)
     return "not a regular file";
 }
 
-/* Writes all of @p to @fd; 0 or a negative errno (a write that takes nothing is EIO). */
+/*
+ * Writes all of @p to @fd, across short writes, EINTR and EAGAIN; 0 or a
+ * negative errno (a write that takes nothing is EIO).
+ */
 static int outfile_write_fd(int fd, const char *p, size_t len)
 {
     while (len > 0) {
         ssize_t w = write(fd, p, len);
         if (w < 0 && errno == EINTR)
             continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* a descriptor shared with others that set O_NONBLOCK (a
+             * non-blocking stdout): wait as a blocking write would */
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
+                continue;
+        }
         if (w <= 0)
             return w < 0 ? -errno : -EIO;
         p += w;

@@ -100,7 +100,9 @@ PYPROFD_WARN_UNUSED int outfile_openat(int dirfd, const char *name, mode_t mode,
 FILE *outfile_stream(struct outfile *o);
 
 /**
- * Writes @a len bytes at @a p (all of them, across short writes and EINTR).
+ * Writes @a len bytes at @a p (all of them, across short writes, EINTR, and
+ * EAGAIN: a descriptor someone else made non-blocking, such as a shared
+ * stdout, is waited on with poll()).
  * Returns 0, or the negative errno of the write that failed (also kept for
  * outfile_close()). Do not mix with outfile_stream() output.
  */

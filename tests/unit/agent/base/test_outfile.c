@@ -5,7 +5,8 @@
  * a hard link, a FIFO) redirects the write; a device, FIFO or /dev/stdout at
  * the final name is written directly; a symbolic link someone else owns, or
  * one to a regular file, is refused; errors carry their errno's text
- * (ENOSPC from /dev/full); a failure leaves no temporary and no descriptor.
+ * (ENOSPC from /dev/full); a non-blocking stdout is waited on, not failed;
+ * a failure leaves no temporary and no descriptor.
  * Each test runs under alarm(): an open that blocks kills the test instead
  * of hanging it. The parts that need another user's files (lchown) run as
  * root only. As root the devices are nodes of the test's own (mknod), never
@@ -358,6 +359,52 @@ static void test_outfile__dev_stdout_is_the_standard_output(void **state)
     assert_true(S_ISREG(st.st_mode));
 }
 
+/* A stdout pipe someone made non-blocking, read slowly: every byte arrives. */
+static void test_outfile__non_blocking_stdout_waits_for_its_reader(void **state)
+{
+    (void)state;
+    char why[256] = "";
+    int p[2], r[2];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(pipe(r), 0);
+    assert_int_equal(fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        close(p[1]);
+        usleep(200000); /* the writer finds the pipe full first */
+        char buf[4096];
+        size_t total = 0;
+        ssize_t n;
+        while ((n = read(p[0], buf, sizeof(buf))) > 0)
+            total += (size_t)n;
+        (void)!write(r[1], &total, sizeof(total));
+        _exit(0);
+    }
+    close(p[0]);
+    close(r[1]);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    assert_int_equal(dup2(p[1], STDOUT_FILENO), STDOUT_FILENO);
+    close(p[1]);
+    assert_int_equal(symlink("/proc/self/fd/1", at("stdout")), 0);
+    struct outfile *o = NULL;
+    static char big[512 * 1024];
+    memset(big, 's', sizeof(big));
+    int a = outfile_open(at("stdout"), 0644, 0, &o, why, sizeof(why));
+    int b = a ? a : outfile_write(o, big, sizeof(big));
+    int c = outfile_close(o, b, why, sizeof(why));
+    assert_int_equal(dup2(saved, STDOUT_FILENO), STDOUT_FILENO); /* the reader sees EOF */
+    close(saved);
+    assert_int_equal(c, 0);
+    size_t got = 0;
+    assert_int_equal(read(r[0], &got, sizeof(got)), sizeof(got));
+    assert_int_equal(got, sizeof(big));
+    close(r[0]);
+    int st;
+    assert_int_equal(waitpid(child, &st, 0), child);
+}
+
 /* A full device: the write's own errno, through the stream and directly. */
 static void test_outfile__no_space_reads_as_such(void **state)
 {
@@ -467,6 +514,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outfile__fifo_with_and_without_a_reader, outfile_setup,
                                         outfile_teardown),
         cmocka_unit_test_setup_teardown(test_outfile__dev_stdout_is_the_standard_output,
+                                        outfile_setup, outfile_teardown),
+        cmocka_unit_test_setup_teardown(test_outfile__non_blocking_stdout_waits_for_its_reader,
                                         outfile_setup, outfile_teardown),
         cmocka_unit_test_setup_teardown(test_outfile__no_space_reads_as_such, outfile_setup,
                                         outfile_teardown),
