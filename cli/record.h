@@ -100,7 +100,12 @@ enum record_format record_format_of(const struct record_opts *o, const char *pat
 bool record_wants(const struct record_opts *o, enum record_format f);
 /** The command line of @a pid as valid UTF-8, arguments joined by spaces ("" when unreadable). */
 void record_cmdline(pid_t pid, char *out, size_t size);
-/** Writes @a path (atomically, in its format); says why on failure. Returns 0 or -errno. */
+/**
+ * Writes @a path in its format through base/outfile.h (atomically by a
+ * temporary renamed into place; a device, FIFO or /dev/stdout directly);
+ * logs why on failure ("cannot write 'PATH': No space left on device").
+ * Returns 0 or -errno.
+ */
 int record_write(const struct record_result *r, const char *path);
 /** The sink for @a rs (filled in by the caller), which feeds rs->inner and rs->tl. */
 struct sample_sink record_sink(struct record_sink *rs);

@@ -3,7 +3,8 @@
  * record_output.c: the files `pyprofd record` writes from one recording
  * (record.h): pprof, folded stacks, the HTML flame graph, pstats,
  * speedscope, the Firefox Profiler's format and the source heatmap, each
- * written to a temporary file and renamed into place; the summary the pages
+ * written through base/outfile.h (a temporary renamed into place, or a
+ * device or /dev/stdout directly); the summary the pages
  * show; the window's sink that also keeps the samples' order in time.
  */
 #include "base/compat.h"
@@ -14,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/outfile.h"
 #include "base/utf8.h"
 #include "cli/record.h"
 #include "cli/version.h"
@@ -242,25 +244,23 @@ static int record_write_one(const struct record_result *r, enum record_format fo
     return collapsed_write(r->agg, f);
 }
 
-/* A temporary file renamed into place. */
+/*
+ * Written as base/outfile.h says: a temporary under a random name in the
+ * file's directory, renamed over the file (a device, FIFO or /dev/stdout is
+ * written directly); no link another user planted is followed.
+ */
 int record_write(const struct record_result *r, const char *path)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        log_error("cannot write '%s': %s", tmp, strerror(errno));
-        return -errno;
+    struct outfile *of = NULL;
+    char why[256];
+    int err = outfile_open(path, 0666, 0, &of, why, sizeof(why));
+    if (!err) {
+        FILE *f = outfile_stream(of);
+        err = f ? record_write_one(r, record_format_of(r->o, path), path, f) : -ENOMEM;
+        err = outfile_close(of, err, why, sizeof(why));
     }
-    int err = record_write_one(r, record_format_of(r->o, path), path, f);
-    if (fclose(f) && !err)
-        err = -EIO;
-    if (!err && rename(tmp, path) < 0)
-        err = -errno;
-    if (err) {
-        log_error("cannot write '%s': %s", path, strerror(-err));
-        unlink(tmp);
-    }
+    if (err)
+        log_error("cannot write '%s': %s", path, why);
     return err;
 }
 

@@ -44,10 +44,15 @@ int exporters_new(const struct pyprofd_config *cfg, struct exporter *ex, size_t 
     if (storage) {
         e = file_store_new(cfg->storage.directory, cfg->storage.retention_ns,
                            cfg->storage.max_bytes, &ex[made]);
-        if (e) {
+        if (e == -ELOOP)
+            snprintf(err, errlen,
+                     "storage: cannot use directory '%s': a symbolic link: refused (name the "
+                     "directory it points to)",
+                     cfg->storage.directory);
+        else if (e)
             snprintf(err, errlen, "storage: %s", strerror(-e));
+        if (e)
             goto out;
-        }
         made++;
     }
     for (size_t i = 0; i < cfg->nremote_write; i++) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * file_store.c: write-temp-then-rename profile files with retention (see
- * file_store.h).
+ * file_store.c: profile files written through base/outfile.h, relative to
+ * the storage directory held open, with retention (see file_store.h).
  */
 #include "base/compat.h"
 
@@ -16,6 +16,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/outfile.h"
 #include "exporters/file/file_store.h"
 
 #define FILE_STORE_SWEEP_NS    10000000000ull /* retention is checked at most this often */
@@ -25,6 +26,7 @@
 
 struct file_store {
     char *dir;
+    int dirfd; /* the directory, opened once (-1 until it could be) */
     uint64_t retention_ns;
     uint64_t max_bytes;
     uint64_t last_sweep;
@@ -76,6 +78,39 @@ static int file_store_mkdirs(const char *path)
     if (mkdir(tmp, 0755) && errno != EEXIST)
         return -errno;
     return 0;
+}
+
+/*
+ * Opens the directory (made first, with its parents) for good. Its own name
+ * must not be a symbolic link (-ELOOP): that is what someone who could write
+ * its parent would plant; the parents are the configured path, resolved as
+ * written.
+ */
+static int file_store_open_dir(struct file_store *fs)
+{
+    int err = file_store_mkdirs(fs->dir);
+    if (err)
+        return err;
+    int fd = open(fs->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        struct stat st;
+        err = -errno;
+        return lstat(fs->dir, &st) == 0 && S_ISLNK(st.st_mode) ? -ELOOP : err;
+    }
+    fs->dirfd = fd;
+    return 0;
+}
+
+/* The directory, opened again if it was removed (a held descriptor would write nowhere). */
+static int file_store_dir(struct file_store *fs)
+{
+    struct stat st;
+    if (fs->dirfd >= 0 && fstat(fs->dirfd, &st) == 0 && st.st_nlink > 0)
+        return 0;
+    if (fs->dirfd >= 0)
+        close(fs->dirfd);
+    fs->dirfd = -1;
+    return file_store_open_dir(fs);
 }
 
 /* Whether @p..@p+n are all decimal digits. */
@@ -131,18 +166,26 @@ static int file_entry_cmp(const void *a, const void *b)
 /* Deletes what retention says must go: too old, then oldest first while over the size. */
 static void file_store_sweep(struct file_store *fs)
 {
-    DIR *d = opendir(fs->dir);
-    if (!d)
+    /* a descriptor of its own: readdir() moves its offset */
+    int fd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     struct file_entry *e = alloc_calloc(FILE_STORE_MAX_FILES, sizeof(*e));
     size_t n = 0;
     struct dirent *de;
     const int64_t now = clock_real_now();
     while (e && (de = readdir(d)) != NULL && n < FILE_STORE_MAX_FILES) {
         struct stat st;
-        /* a temporary left by a crash (ours are renamed within a write) */
-        if (strncmp(de->d_name, ".tmp-", 5) == 0 && file_store_ours(de->d_name + 5) &&
-            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        /* a temporary left by a crash (ours are renamed within a write); the
+         * ".tmp-NAME" ones are from versions before base/outfile.h */
+        bool temp = outfile_is_temp(de->d_name) ||
+                    (strncmp(de->d_name, ".tmp-", 5) == 0 && file_store_ours(de->d_name + 5));
+        if (temp && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) &&
             now / 1000000000ll - st.st_mtim.tv_sec > FILE_STORE_STALE_TMP_S) {
             if (unlinkat(dirfd(d), de->d_name, 0) == 0)
                 atomic_fetch_add(&fs->deleted, 1);
@@ -181,47 +224,32 @@ static void file_store_sweep(struct file_store *fs)
 static int file_store_push(void *ctx, const struct export_profile *p)
 {
     struct file_store *fs = ctx;
-    char name[256], path[4096], tmp[4096];
+    char name[256], why[256];
+    struct outfile *of = NULL;
     file_store_name(p->meta->job, p->meta->pid, p->meta->time_nanos, name, sizeof(name));
-    int err = file_store_mkdirs(fs->dir);
+    int err = file_store_dir(fs);
     if (err) {
-        if (!fs->warned_dir)
+        if (!fs->warned_dir && err == -ELOOP)
+            log_error("cannot use storage directory '%s': a symbolic link: refused (name the "
+                      "directory it points to)",
+                      fs->dir);
+        else if (!fs->warned_dir)
             log_error("cannot create storage directory '%s': %s", fs->dir, strerror(-err));
         fs->warned_dir = true;
         atomic_fetch_add(&fs->write_errors, 1);
         return err;
     }
     fs->warned_dir = false;
-    if (snprintf(path, sizeof(path), "%s/%s", fs->dir, name) >= (int)sizeof(path) ||
-        snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", fs->dir, name) >= (int)sizeof(tmp)) {
-        atomic_fetch_add(&fs->write_errors, 1);
-        return -ENAMETOOLONG;
+    /* a temporary under a random name, fsync'ed, renamed over NAME; a NAME
+     * that is not a regular file (a planted link) is refused */
+    err = outfile_openat(fs->dirfd, name, 0644, OUTFILE_SYNC | OUTFILE_REGULAR_ONLY, &of, why,
+                         sizeof(why));
+    if (!err) {
+        err = outfile_write(of, p->pprof, p->len);
+        err = outfile_close(of, err, why, sizeof(why));
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        err = -errno;
+    if (err)
         goto fail;
-    }
-    for (size_t off = 0; off < p->len;) {
-        ssize_t w = write(fd, p->pprof + off, p->len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            err = w < 0 ? -errno : -EIO;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (!err && fsync(fd)) /* the data is on disk before the name is */
-        err = -errno;
-    if (close(fd) && !err)
-        err = -errno;
-    if (!err && rename(tmp, path))
-        err = -errno;
-    if (err) {
-        unlink(tmp);
-        goto fail;
-    }
     atomic_fetch_add(&fs->written, 1);
     atomic_fetch_add(&fs->bytes_written, p->len);
     fs->warned_write = false;
@@ -234,7 +262,7 @@ static int file_store_push(void *ctx, const struct export_profile *p)
 fail:
     atomic_fetch_add(&fs->write_errors, 1);
     if (!fs->warned_write)
-        log_error("cannot write profile '%s': %s", path, strerror(-err));
+        log_error("cannot write profile '%s/%s': %s", fs->dir, name, why);
     fs->warned_write = true;
     /* a full disk is when retention matters most: apply it on failure too */
     uint64_t mono = clock_mono_now();
@@ -281,6 +309,8 @@ static void file_store_free(void *ctx)
     struct file_store *fs = ctx;
     if (!fs)
         return;
+    if (fs->dirfd >= 0)
+        close(fs->dirfd);
     alloc_free(fs->dir);
     alloc_free(fs);
 }
@@ -311,6 +341,14 @@ int file_store_new(const char *directory, uint64_t retention_ns, uint64_t max_by
         fs->dir[--n] = '\0';
     fs->retention_ns = retention_ns;
     fs->max_bytes = max_bytes;
+    fs->dirfd = -1;
+    /* held from the start; a symbolic link is refused now, other failures
+     * (not there yet, read-only) are retried at every write */
+    int err = file_store_open_dir(fs);
+    if (err == -ELOOP) {
+        file_store_free(fs);
+        return err;
+    }
     out->ops = &file_store_ops;
     out->ctx = fs;
     return 0;

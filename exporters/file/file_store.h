@@ -2,11 +2,21 @@
 /*
  * file_store.h: the `storage` output. Each profile window is written to
  * DIRECTORY as JOB-PID-YYYYMMDDTHHMMSS.mmmZ.pb.gz (job name sanitised to
- * [A-Za-z0-9_.-]), atomically: written to a hidden temporary file in the same
- * directory, then renamed, so a reader never sees half a file. Retention:
- * files of that name pattern older than @a retention_ns are deleted, then the
- * oldest while the total is over @a max_bytes; checked at most every 10 s.
- * Other files in the directory are never touched.
+ * [A-Za-z0-9_.-]), atomically and without following any link planted in the
+ * directory (base/outfile.h): written to a temporary under a random name
+ * (.pyprofd-tmp-<16 hex digits>, created O_EXCL | O_NOFOLLOW), fsync'ed,
+ * then renamed over the name, so a reader never sees half a file; a name
+ * that exists and is not a regular file is refused. The directory is opened
+ * once, at creation (made with its parents), and every file is created,
+ * listed, renamed and deleted relative to that descriptor; its own name must
+ * not be a symbolic link. If it could not be made or opened at creation, or
+ * was removed since, each write tries again.
+ *
+ * Retention: files of that name pattern older than @a retention_ns are
+ * deleted, then the oldest while the total is over @a max_bytes; checked at
+ * most every 10 s, also after a failed write. Temporaries (outfile's, and the
+ * .tmp-NAME of earlier versions) older than a minute were left by a crash and
+ * are deleted too. Other files in the directory are never touched.
  *
  * Errors are counted (metrics) and the first of each kind is logged once;
  * a full disk never stops the agent. Thread safety: see exporter.h.
@@ -19,9 +29,12 @@
 #include "exporters/exporter.h"
 
 /**
- * Creates the store (the directory is created, with parents, on first use).
- * Returns 0 with @a out filled (ops and ctx; free with out->ops->free(ctx)),
- * -EINVAL for an empty directory name, -ENOMEM.
+ * Creates the store, and the directory with its parents, which it opens and
+ * holds. Returns 0 with @a out filled (ops and ctx; free with
+ * out->ops->free(ctx)), -EINVAL for an empty directory name, -ELOOP when the
+ * directory's own name is a symbolic link (refused), -ENOMEM. Any other
+ * failure to make or open the directory is not one here: each write tries
+ * again, counting and logging its error.
  */
 PYPROFD_WARN_UNUSED int file_store_new(const char *directory, uint64_t retention_ns,
                                        uint64_t max_bytes, struct exporter *out);

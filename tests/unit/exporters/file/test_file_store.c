@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests for exporters/file/file_store.c: names, atomic writes, retention by
- * age and by size, errors counted without stopping. */
+ * age and by size, errors counted without stopping, no planted link followed
+ * (a symbolic link as the directory, or at a name in it). */
 #include "base/compat.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
+#include "base/outfile.h"
 #include "exporters/file/file_store.h"
 
 static char dir[256];
@@ -40,7 +42,7 @@ static size_t count_files(const char *d, bool *tmp_left)
     while (dd && (de = readdir(dd)) != NULL) {
         if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || strcmp(de->d_name, "..") == 0))
             continue;
-        if (strncmp(de->d_name, ".tmp-", 5) == 0)
+        if (strncmp(de->d_name, ".tmp-", 5) == 0 || outfile_is_temp(de->d_name))
             *tmp_left = true;
         n++;
     }
@@ -161,22 +163,113 @@ static void test_file_store__retention_by_age(void **state)
 static void test_file_store__stale_temporaries_are_removed(void **state)
 {
     (void)state;
-    char stale[400], fresh[400];
-    snprintf(stale, sizeof(stale), "%s/.tmp-j-1-19700101T000000.000Z.pb.gz", dir);
-    snprintf(fresh, sizeof(fresh), "%s/.tmp-j-2-19700101T000000.000Z.pb.gz", dir);
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(i ? fresh : stale, "w");
+    /* outfile's names, and the .tmp-NAME of versions before it */
+    static const char *const names[] = {
+        ".tmp-j-1-19700101T000000.000Z.pb.gz",
+        ".tmp-j-2-19700101T000000.000Z.pb.gz",
+        ".pyprofd-tmp-0123456789abcdef",
+        ".pyprofd-tmp-fedcba9876543210",
+        ".pyprofd-tmp-notours",
+    };
+    static const bool old[] = {true, false, true, false, true};
+    char path[5][400];
+    for (int i = 0; i < 5; i++) {
+        snprintf(path[i], sizeof(path[i]), "%s/%s", dir, names[i]);
+        FILE *f = fopen(path[i], "w");
         assert_non_null(f);
         fclose(f);
+        struct timespec t[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
+        if (old[i])
+            assert_int_equal(utimensat(AT_FDCWD, path[i], t, 0), 0);
     }
-    struct timespec old[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
-    assert_int_equal(utimensat(AT_FDCWD, stale, old, 0), 0);
     struct exporter ex;
     assert_int_equal(file_store_new(dir, 0, 0, &ex), 0);
     assert_int_equal(push(&ex, "j", 3, 0, 10), 0);
     ex.ops->free(ex.ctx);
-    assert_int_not_equal(access(stale, F_OK), 0); /* left by a crash long ago */
-    assert_int_equal(access(fresh, F_OK), 0);     /* maybe being written right now */
+    assert_int_not_equal(access(path[0], F_OK), 0); /* left by a crash long ago */
+    assert_int_equal(access(path[1], F_OK), 0);     /* maybe being written right now */
+    assert_int_not_equal(access(path[2], F_OK), 0);
+    assert_int_equal(access(path[3], F_OK), 0);
+    assert_int_equal(access(path[4], F_OK), 0); /* not a name we make */
+}
+
+/* A symbolic link as the directory itself is refused from the start. */
+static void test_file_store__symlinked_directory_is_refused(void **state)
+{
+    (void)state;
+    char real[320], link[320];
+    snprintf(real, sizeof(real), "%s/real", dir);
+    snprintf(link, sizeof(link), "%s/link", dir);
+    assert_int_equal(mkdir(real, 0755), 0);
+    assert_int_equal(symlink(real, link), 0);
+    struct exporter ex;
+    assert_int_equal(file_store_new(link, 0, 0, &ex), -ELOOP);
+    char slash[330];
+    snprintf(slash, sizeof(slash), "%s/", link); /* the trailing '/' is no way round it */
+    assert_int_equal(file_store_new(slash, 0, 0, &ex), -ELOOP);
+    char dangling[320];
+    snprintf(dangling, sizeof(dangling), "%s/dangling", dir);
+    assert_int_equal(symlink("/nonexistent-pyprofd-dir", dangling), 0);
+    assert_int_equal(file_store_new(dangling, 0, 0, &ex), -ELOOP);
+    assert_int_not_equal(access("/nonexistent-pyprofd-dir", F_OK), 0);
+    /* a parent that is a link is the configured path: followed */
+    char through[340];
+    snprintf(through, sizeof(through), "%s/sub", link);
+    assert_int_equal(file_store_new(through, 0, 0, &ex), 0);
+    assert_int_equal(push(&ex, "j", 1, 0, 10), 0);
+    ex.ops->free(ex.ctx);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/sub/j-1-19700101T000000.000Z.pb.gz", real);
+    assert_int_equal(access(path, F_OK), 0);
+}
+
+/* Links planted at the names a write uses never redirect it. */
+static void test_file_store__planted_links_are_never_followed(void **state)
+{
+    (void)state;
+    char victim[320], p[400];
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("precious", f);
+    fclose(f);
+    /* the old temporary name and the final name of the next window */
+    snprintf(p, sizeof(p), "%s/.tmp-j-1-19700101T000000.000Z.pb.gz", dir);
+    assert_int_equal(symlink(victim, p), 0);
+    snprintf(p, sizeof(p), "%s/j-2-19700101T000000.000Z.pb.gz", dir);
+    assert_int_equal(symlink(victim, p), 0);
+    snprintf(p, sizeof(p), "%s/j-3-19700101T000000.000Z.pb.gz", dir);
+    assert_int_equal(link(victim, p), 0);
+    struct exporter ex;
+    assert_int_equal(file_store_new(dir, 0, 0, &ex), 0);
+    assert_int_equal(push(&ex, "j", 1, 0, 100), 0);
+    assert_int_equal(push(&ex, "j", 2, 0, 100), -EEXIST); /* counted, not followed */
+    assert_int_equal(push(&ex, "j", 3, 0, 100), 0);       /* the name replaced, not the file */
+    ex.ops->free(ex.ctx);
+    struct stat st;
+    assert_int_equal(stat(victim, &st), 0);
+    assert_int_equal(st.st_size, 8);
+    assert_int_equal(st.st_nlink, 1);
+    assert_int_equal(lstat(p, &st), 0);
+    assert_int_equal(st.st_size, 100);
+}
+
+/* A directory removed under the agent is made again, not written into the void. */
+static void test_file_store__removed_directory_is_made_again(void **state)
+{
+    (void)state;
+    char sub[320], path[400];
+    snprintf(sub, sizeof(sub), "%s/gone", dir);
+    struct exporter ex;
+    assert_int_equal(file_store_new(sub, 0, 0, &ex), 0);
+    assert_int_equal(push(&ex, "j", 1, 0, 10), 0);
+    snprintf(path, sizeof(path), "%s/j-1-19700101T000000.000Z.pb.gz", sub);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(sub), 0);
+    assert_int_equal(push(&ex, "j", 2, 0, 10), 0);
+    ex.ops->free(ex.ctx);
+    snprintf(path, sizeof(path), "%s/j-2-19700101T000000.000Z.pb.gz", sub);
+    assert_int_equal(access(path, F_OK), 0);
 }
 
 static void test_file_store__unwritable_directory_is_an_error_not_a_crash(void **state)
@@ -206,6 +299,12 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store__retention_by_age, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store__stale_temporaries_are_removed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_file_store__symlinked_directory_is_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_file_store__planted_links_are_never_followed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_file_store__removed_directory_is_made_again, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_file_store__unwritable_directory_is_an_error_not_a_crash, setup, teardown),
