@@ -13,6 +13,7 @@
 #include "base/strnum.h"
 #include "cli/cli.h"
 #include "python/pyopcode.h"
+#include "python/pyversion.h"
 
 int cli_parse_pid(const char *arg, pid_t *out)
 {
@@ -66,14 +67,15 @@ static void cli_permission_denied(pid_t pid)
 
 static void cli_not_python(pid_t pid, const struct pyruntime *rt, const char *why)
 {
-    if (rt->name_minor && rt->name_minor < 9 &&
+    if (rt->name_minor && rt->name_minor < PYVERSION_MIN_MINOR &&
         (rt->miss == PYRUNTIME_MISS_NO_COOKIE || rt->miss == PYRUNTIME_MISS_NO_SECTION))
         log_error("process %d runs Python 3.%u, which pyprofd does not read: it reads "
-                  "CPython 3.9 to 3.15",
+                  "CPython " PYVERSION_SUPPORTED,
                   (int)pid, rt->name_minor);
     else if (rt->miss == PYRUNTIME_MISS_NO_COOKIE)
         log_error("process %d has a Python runtime pyprofd cannot place: CPython older than "
-                  "3.9, a binary without its _PyRuntime symbol, or not initialized yet (%s)",
+                  "3." PYVERSION_STR(PYVERSION_MIN_MINOR) ", a binary without its _PyRuntime "
+                                                          "symbol, or not initialized yet (%s)",
                   (int)pid, why);
     else
         log_error("process %d is not a Python process (%s)", (int)pid, why);

@@ -62,8 +62,8 @@ static bool pyruntime_initialized(struct memread *mr, uint64_t raddr, const stru
                             sizeof(head)) != 0 ||
                head != 0;
     }
-    if (v->major != 3 || v->minor < 13 || v->minor > 15)
-        return true;
+    if (v->major != 3 || !pyabi_schema_for(v->minor))
+        return true;     /* no table pyprofd knows */
     uint64_t entries[3]; /* runtime size, finalizing offset, interpreters_head offset */
     if (memread_read(mr, raddr + 24, entries, sizeof(entries)))
         return true;
@@ -238,7 +238,7 @@ static bool pyruntime_version_string(const struct elf_file *ef, int fd, unsigned
             if (n <= 0)
                 break;
             /* the version of the file's name when it has one; else 3.9 or 3.10 */
-            for (unsigned minor = 9; minor <= 10 && !found; minor++) {
+            for (unsigned minor = PYVERSION_MIN_MINOR; minor <= 10 && !found; minor++) {
                 if ((name_minor && minor != name_minor) ||
                     pyversion_scan(buf, (size_t)n, minor, out) < 0)
                     continue;

@@ -323,14 +323,14 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
         goto out;
     }
     if (err == -ENOENT) {
-        if (v->rt->name_minor && v->rt->name_minor < 9) {
+        if (v->rt->name_minor && v->rt->name_minor < PYVERSION_MIN_MINOR) {
             snprintf(p->version, sizeof(p->version), "3.%u", v->rt->name_minor);
             snprintf(msg, sizeof(msg),
-                     "Python 3.%u is not supported: pyprofd reads CPython 3.9 to 3.15",
+                     "Python 3.%u is not supported: pyprofd reads CPython " PYVERSION_SUPPORTED,
                      v->rt->name_minor);
             proc_set(p, PROC_UNSUPPORTED, rare, msg);
-        } else if (v->rt->name_minor && v->rt->name_minor < 13) {
-            /* 3.9 to 3.12 are read by their symbols: this file has none */
+        } else if (v->rt->name_minor && v->rt->name_minor < PYVERSION_TABLE_MINOR) {
+            /* those before the table are read by their symbols: this file has none */
             snprintf(p->version, sizeof(p->version), "3.%u", v->rt->name_minor);
             snprintf(msg, sizeof(msg),
                      "Python 3.%u has no debug offsets table, and its file no _PyRuntime "
