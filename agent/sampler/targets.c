@@ -9,6 +9,7 @@
 #include "base/hash.h"
 #include "base/utf8.h"
 #include "config/relabel.h"
+#include "discovery/privileges.h"
 #include "python/pyversion.h"
 #include "sampler/targets.h"
 
@@ -307,7 +308,15 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
         return;
     }
     if (err) {
-        snprintf(msg, sizeof(msg), "cannot read its memory: %s", strerror(-err));
+        char text[256];
+        if (err == -EPERM || err == -EACCES) {
+            struct privileges_facts f; /* what refused it, as far as the agent can tell */
+            privileges_facts_read("/proc", &f);
+            privileges_refusal(&f, err, text, sizeof(text));
+        } else {
+            snprintf(text, sizeof(text), "%s", strerror(-err));
+        }
+        snprintf(msg, sizeof(msg), "cannot read its memory: %s", text);
         proc_set(p, PROC_UNREADABLE, rare, msg);
         goto out;
     }
