@@ -102,7 +102,7 @@ static ssize_t privileges_read(const char *proc_root, const char *name, char *bu
 
 int privileges_effective(const char *proc_root, uint64_t *eff)
 {
-    char buf[4096];
+    char buf[4096] = ""; /* zeroed: the analyzer cannot see read() fill it */
     ssize_t len = privileges_read(proc_root, "self/status", buf, sizeof(buf));
     return len < 0 ? (int)len : privileges_parse_status(buf, (size_t)len, eff);
 }
@@ -150,7 +150,7 @@ static bool privileges_has(uint64_t eff, unsigned bit)
 void privileges_facts_read(const char *proc_root, struct privileges_facts *out)
 {
     *out = (struct privileges_facts){.yama_scope = -1, .init_userns = -1, .seccomp = -1};
-    char buf[4096];
+    char buf[4096] = ""; /* zeroed: the analyzer cannot see read() fill it */
     ssize_t n = privileges_read(proc_root, "self/status", buf, sizeof(buf));
     if (n > 0) {
         out->caps_known = privileges_parse_status(buf, (size_t)n, &out->eff) == 0;
