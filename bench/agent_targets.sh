@@ -391,7 +391,7 @@ for n in "${size_list[@]}"; do
 		for label in "${labels[@]}"; do
 			run_agent "$label" 1 fleet-perf "$n" "$rate" 1 "$fleet_pattern"
 			perf report -i "$perf_dir/perf-$label.data" --no-children --sort dso,symbol \
-				--stdio 2>/dev/null | head -n 80 >"$perf_dir/perf-$label.txt" || true
+				--stdio 2>/dev/null | awk 'NR <= 80' >"$perf_dir/perf-$label.txt" || true
 		done
 	fi
 	[[ $fleet == busy ]] || continue

@@ -131,9 +131,10 @@ static int agent_usage(FILE *out, int status)
 {
     fputs("usage: pyprofd agent [--config.file FILE] [options]\n"
           "\n"
-          "Find every CPython 3.11+ process on this machine (or in this pod), sample\n"
-          "each as configured, and serve or store one pprof profile per target and\n"
-          "interval. docs/agent.md and docs/configuration.md describe everything.\n"
+          "Find every CPython " PYVERSION_SUPPORTED " process on this machine (or in this\n"
+          "pod), sample each as configured, and serve or store one pprof profile per\n"
+          "target and interval. docs/agent.md and docs/configuration.md describe\n"
+          "everything.\n"
           "\n"
           "  --config.file FILE        YAML configuration (default: the built-in default,\n"
           "                            which samples every Python process; see\n"

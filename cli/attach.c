@@ -12,7 +12,9 @@
 #include "base/log.h"
 #include "base/strnum.h"
 #include "cli/cli.h"
+#include "discovery/privileges.h"
 #include "python/pyopcode.h"
+#include "python/pyversion.h"
 
 int cli_parse_pid(const char *arg, pid_t *out)
 {
@@ -40,40 +42,31 @@ int cli_parse_backend(const char *arg, enum memread_backend *out)
     return 0;
 }
 
-/* kernel.yama.ptrace_scope, or -1 when the Yama LSM is absent. */
-static int cli_ptrace_scope(void)
+/*
+ * Reading process @a pid was refused with @a err: says what refused it, as
+ * far as this process can tell (discovery/privileges.h): a missing
+ * CAP_SYS_PTRACE only when it is missing.
+ */
+static void cli_permission_denied(pid_t pid, int err)
 {
-    char buf[16] = "";
-    int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    return n > 0 && buf[0] >= '0' && buf[0] <= '3' ? buf[0] - '0' : -1;
-}
-
-static void cli_permission_denied(pid_t pid)
-{
-    int scope = cli_ptrace_scope();
-    if (scope > 0)
-        log_error("cannot read process %d: permission denied (needs root or CAP_SYS_PTRACE; "
-                  "kernel.yama.ptrace_scope is %d)",
-                  (int)pid, scope);
-    else
-        log_error("cannot read process %d: permission denied (needs root or CAP_SYS_PTRACE)",
-                  (int)pid);
+    struct privileges_facts f;
+    char text[320];
+    privileges_facts_read("/proc", &f);
+    log_error("cannot read process %d: %s", (int)pid,
+              privileges_refusal(&f, err, text, sizeof(text)));
 }
 
 static void cli_not_python(pid_t pid, const struct pyruntime *rt, const char *why)
 {
-    if (rt->name_minor && rt->name_minor < 9 &&
+    if (rt->name_minor && rt->name_minor < PYVERSION_MIN_MINOR &&
         (rt->miss == PYRUNTIME_MISS_NO_COOKIE || rt->miss == PYRUNTIME_MISS_NO_SECTION))
         log_error("process %d runs Python 3.%u, which pyprofd does not read: it reads "
-                  "CPython 3.9 to 3.15",
+                  "CPython " PYVERSION_SUPPORTED,
                   (int)pid, rt->name_minor);
     else if (rt->miss == PYRUNTIME_MISS_NO_COOKIE)
         log_error("process %d has a Python runtime pyprofd cannot place: CPython older than "
-                  "3.9, a binary without its _PyRuntime symbol, or not initialized yet (%s)",
+                  "3." PYVERSION_STR(PYVERSION_MIN_MINOR) ", a binary without its _PyRuntime "
+                                                          "symbol, or not initialized yet (%s)",
                   (int)pid, why);
     else
         log_error("process %d is not a Python process (%s)", (int)pid, why);
@@ -90,7 +83,7 @@ int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_
         return CLI_EXIT_FAIL;
     }
     if (err == -EPERM) {
-        cli_permission_denied(pid);
+        cli_permission_denied(pid, err);
         return CLI_EXIT_FAIL;
     }
     if (err) {
@@ -106,7 +99,7 @@ int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_
         return CLI_EXIT_FAIL;
     case -EPERM:
     case -EACCES:
-        cli_permission_denied(pid);
+        log_error("%s", why); /* "cannot read '/proc/PID/maps': " and what refused it */
         return CLI_EXIT_FAIL;
     case -ENOENT:
         cli_not_python(pid, &t->rt, why);
@@ -127,7 +120,7 @@ int cli_attach(pid_t pid, enum memread_backend backend, bool unwind, struct cli_
         return CLI_EXIT_FAIL;
     }
     if (err == -EPERM) {
-        cli_permission_denied(pid);
+        cli_permission_denied(pid, err);
         return CLI_EXIT_FAIL;
     }
     if (err) {

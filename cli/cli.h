@@ -19,6 +19,7 @@
 #include "base/buf.h"
 #include "discovery/pyruntime.h"
 #include "memread/memread.h"
+#include "python/pyversion.h" /* PYVERSION_SUPPORTED: every help says the same range */
 #include "unwind/asyncio.h"
 #include "unwind/unwind.h"
 

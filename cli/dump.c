@@ -39,7 +39,9 @@ static void dump_usage(FILE *out)
 {
     fputs("usage: pyprofd dump [options] PID\n"
           "\n"
-          "Prints the Python stack of every sampled thread of a live process, leaf first.\n"
+          "Prints the Python stack of every sampled thread of a live CPython " PYVERSION_SUPPORTED
+          "\n"
+          "process, leaf first.\n"
           "\n"
           "  -a, --all-threads  every thread of every interpreter (default: the main thread)\n"
           "      --native       show <native> where C code called back into Python\n"

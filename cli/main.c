@@ -59,7 +59,7 @@ static void usage(FILE *out)
           "  version print the " PROG " version\n"
           "  help    show this help\n"
           "\n"
-          "pyprofd reads CPython 3.13, 3.14 and 3.15 processes from outside; it needs\n"
+          "pyprofd reads CPython " PYVERSION_SUPPORTED " processes from outside; it needs\n"
           "root or CAP_SYS_PTRACE. CAP_CHECKPOINT_RESTORE (CAP_SYS_ADMIN before Linux\n"
           "5.9) is optional: it opens /proc/PID/map_files, which also reaches a deleted\n"
           "or replaced interpreter; without it files are opened via /proc/PID/root.\n"

@@ -14,7 +14,12 @@
 
 static void probe_usage(FILE *out)
 {
-    fputs("usage: pyprofd probe [--backend auto|vm|procmem] PID...\n", out);
+    fputs("usage: pyprofd probe [--backend auto|vm|procmem] PID...\n"
+          "\n"
+          "Finds the Python runtime in each process and shows its version, where it is,\n"
+          "what its debug table says and whether pyprofd reads it (CPython " PYVERSION_SUPPORTED
+          ").\n",
+          out);
 }
 
 static int probe_one(pid_t pid, enum memread_backend backend)

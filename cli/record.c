@@ -69,8 +69,8 @@ static void record_usage(FILE *out)
     fputs("usage: pyprofd record [options] PID\n"
           "       pyprofd record [options] -- COMMAND [ARGS...]\n"
           "\n"
-          "Samples a CPython 3.9-3.15 process until it exits, the duration ends or Ctrl-C,\n"
-          "then writes a profile.\n"
+          "Samples a CPython " PYVERSION_SUPPORTED " process until it exits, the duration ends\n"
+          "or Ctrl-C, then writes a profile.\n"
           "\n"
           "  -r, --rate HZ          samples per second: 250, 10k, 10khz (default 100)\n"
           "  -d, --duration SECS    stop after this long (default: until exit or Ctrl-C)\n"
@@ -168,8 +168,8 @@ static int record_wait_python(pid_t child, struct cli_target *t, enum memread_ba
             return cli_attach(child, backend, true, t);
         usleep(10000);
     }
-    log_error("process %d did not start a CPython 3.11+ interpreter within %d s", (int)child,
-              RECORD_WAIT_START);
+    log_error("process %d did not start a CPython " PYVERSION_SUPPORTED " interpreter within %d s",
+              (int)child, RECORD_WAIT_START);
     return CLI_EXIT_FAIL;
 }
 

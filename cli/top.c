@@ -153,7 +153,8 @@ static void top_usage(FILE *out)
 {
     fputs("usage: pyprofd top [options] PID\n"
           "\n"
-          "A live view of the hottest functions of a CPython 3.9-3.15 process: each\n"
+          "A live view of the hottest functions of a CPython " PYVERSION_SUPPORTED
+          " process: each\n"
           "function's own share (the leaf of the sampled stacks) and total share (on\n"
           "the stack) over a sliding window, with the achieved rate, failed and missed\n"
           "samples. Keys on a terminal: o sort by own, t sort by total, q quit. When\n"

@@ -13,13 +13,20 @@
 
 include(GNUInstallDirs)
 
+# the supported range, as the binary's help says it: from agent/python/pyversion.h
+file(STRINGS ${PROJECT_SOURCE_DIR}/agent/python/pyversion.h pyprofd_minors
+     REGEX "^#define PYVERSION_(MIN|MAX)_MINOR +[0-9]+")
+string(REGEX REPLACE ".*MIN_MINOR +([0-9]+).*" "\\1" pyprofd_min "${pyprofd_minors}")
+string(REGEX REPLACE ".*MAX_MINOR +([0-9]+).*" "\\1" pyprofd_max "${pyprofd_minors}")
+set(PYPROFD_SUPPORTED "3.${pyprofd_min} to 3.${pyprofd_max}")
+
 install(TARGETS pyprofd pyprofd-lite RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 find_program(HELP2MAN help2man)
 if(HELP2MAN)
   foreach(prog IN ITEMS pyprofd pyprofd-lite)
     if(prog STREQUAL "pyprofd")
-      set(what "continuous profiler for CPython 3.13, 3.14 and 3.15")
+      set(what "continuous profiler for CPython ${PYPROFD_SUPPORTED}")
     else()
       set(what "record, dump and probe CPython processes (pyprofd without the agent)")
     endif()
@@ -75,10 +82,11 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(PYPROFD_DEB_MAINTAINER "pyprofd developers <pyprofd@pyprofd.invalid>"
     CACHE STRING "Maintainer of the Debian package")
 set(CPACK_PACKAGE_CONTACT "${PYPROFD_DEB_MAINTAINER}")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "continuous profiling agent for CPython 3.13-3.15")
-set(CPACK_PACKAGE_DESCRIPTION "pyprofd finds every CPython 3.13, 3.14 and 3.15 process on a
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "continuous profiling agent for CPython ${PYPROFD_SUPPORTED}")
+set(CPACK_PACKAGE_DESCRIPTION "pyprofd finds every CPython ${PYPROFD_SUPPORTED} process on a
 machine by its runtime, samples the stacks of each from outside by reading its
-memory, guided by the interpreter's own debug offsets table, and ships pprof
+memory, guided by the interpreter's own debug offsets table (or layouts
+generated from the headers of versions before 3.13), and ships pprof
 profiles to Grafana Pyroscope or Parca or serves them over HTTP. It also
 records and dumps single processes from the command line.")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)

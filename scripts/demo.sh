@@ -8,6 +8,12 @@
 # bullseye rootfs; no debug table: generated layouts), and points one pyprofd
 # binary at all five. Each later capability upgrades
 # this script so the demo always shows the best the agent can do.
+#
+# Under pipefail a pipeline fails when any stage dies of SIGPIPE, so no stage
+# here may stop reading before its input ends (head, grep -q, sed Nq, awk's
+# exit): a writer still writing, sort with a large input, would die and take
+# the demo with it. Top-N is awk 'NR <= N' after the sort, which reads it all
+# (tests/scripts/test_pipefail.sh fails if such a stage comes back).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -139,7 +145,7 @@ echo "== $bin record --async-aware -d 2 --format collapsed $apid   (the top logi
 echo "   root first: each cruncher under the worker awaiting it under main, not under the event loop)"
 echo
 "$bin" record --async-aware -d 2 --format collapsed -o "$out/async.txt" "$apid" 2>&1 | sed 's/^/   /'
-awk '{print $NF "\t" $0}' "$out/async.txt" | sort -nr | head -n 3 | cut -f2- |
+awk '{print $NF "\t" $0}' "$out/async.txt" | sort -nr | awk 'NR <= 3' | cut -f2- |
     sed -e 's| ([^)]*)||g' -e 's/^/   /'
 
 echo
@@ -158,7 +164,7 @@ native_html=build/demo-native.html
     >/dev/null 2>&1 || true
 echo "   the two top stacks, root first, from PyEval_EvalCode on (below it: the interpreter's"
 echo "   C frames down to _start; a C function without a symbol is FILE+0xSTART):"
-awk '{print $NF "\t" $0}' "$out/native.txt" | sort -nr | head -n 2 | cut -f2- |
+awk '{print $NF "\t" $0}' "$out/native.txt" | sort -nr | awk 'NR <= 2' | cut -f2- |
     sed -e 's| ([^)]*)||g' -e 's/^.*;PyEval_EvalCode;/.../' -e 's/^/   /'
 echo "   the flame graph: $(pwd)/$native_html"
 scripts/run-target.sh stop "$npid"
@@ -266,7 +272,7 @@ wait "$agent" || true
 sleep 0.5
 echo "   what the endpoint received (the last three are the partial windows flushed at SIGTERM):"
 grep '^received' "$out/receiver.log" | sed 's/^/   /'
-first=$(find "$out/received" -name '*.pb.gz' | sort | head -n 1)
+first=$(find "$out/received" -name '*.pb.gz' | sort | awk 'NR == 1')
 if [ -n "$first" ]; then
     echo
     echo "== go tool pprof -top ${first##*/}   (one pushed profile, as the backend stores it)"
@@ -283,7 +289,7 @@ echo "   and recolour the terminal); pyprofd dump shows them escaped, as ps and 
 echo
 epid=$(scripts/run-target.sh start --python 3.14 escapes)
 pids+=("$epid")
-"$bin" dump "$epid" 2>&1 | head -n 4 | sed 's/^/   /'
+"$bin" dump "$epid" 2>&1 | awk 'NR <= 4' | sed 's/^/   /'
 scripts/run-target.sh stop "$epid" || true
 echo
 echo "== pod metadata from a hostile API server: one 35 MiB pod list (40 pods of 10,000"
@@ -326,7 +332,7 @@ KUBE
 "$bin" agent --config.file "$out/kube.yml" >"$out/kube-agent.log" 2>&1 &
 agent=$!
 for _ in $(seq 300); do
-    curl -s "http://127.0.0.1:$kport/metrics" 2>/dev/null | grep -q '^pyprofd_kubernetes_up 1' && break
+    [[ $(curl -s "http://127.0.0.1:$kport/metrics" 2>/dev/null) == *$'\npyprofd_kubernetes_up 1'* ]] && break
     sleep 0.1
 done
 grep 'kubernetes' "$out/kube-agent.log" | sed 's/^/   /'

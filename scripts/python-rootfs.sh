@@ -486,7 +486,7 @@ build_free_threaded() {
 if ((KUBE_TOOLS)); then
 	out=$(chroot "$tmp" /usr/bin/python3 -c 'import kubernetes, yaml; print(kubernetes.__version__)' 2>&1) ||
 		die "cannot import the kubernetes client in the new rootfs: $out"
-	say "python3-kubernetes $out, $(chroot "$tmp" /usr/bin/kustomize version 2>&1 | head -n 1)"
+	say "python3-kubernetes $out, $(chroot "$tmp" /usr/bin/kustomize version 2>&1 | awk 'NR == 1')"
 fi
 for v in "${PYTHON_VERSIONS[@]}"; do
 	((KUBE_TOOLS)) && break

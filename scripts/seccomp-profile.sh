@@ -69,8 +69,8 @@ fi
 
 # The version apt would install, and the SHA256 its signed index gives for it.
 record=$(apt-cache show --no-all-versions "$PACKAGE" 2>/dev/null) || record=
-version=$(sed -n 's/^Version: //p' <<<"$record" | head -n 1)
-sha256=$(sed -n 's/^SHA256: //p' <<<"$record" | head -n 1)
+version=$(awk '/^Version: / {print $2; exit}' <<<"$record")
+sha256=$(awk '/^SHA256: / {print $2; exit}' <<<"$record")
 [[ -n $version && -n $sha256 ]] ||
 	die "apt knows no downloadable $PACKAGE: run apt-get update (as root), or add the Debian (or Ubuntu universe) archive that has it to apt's sources"
 

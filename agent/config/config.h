@@ -190,6 +190,11 @@ struct pyprofd_config {
 #define CONFIG_MAX_JOBS          1000
 #define CONFIG_MAX_REMOTE_WRITE  64
 #define CONFIG_MAX_RELABEL_RULES 1000
+/* The most profile requests server.max_concurrent_profiles may admit at once:
+ * each running one hangs a tap on every target it covers, and a sampler
+ * holds at most SAMPLER_MAX_TAPS (sampler.h), which loop_requests.c checks
+ * is at least this. */
+#define CONFIG_MAX_CONCURRENT_PROFILES 64
 
 /** One problem found by a load: where it is, and what it is. */
 struct config_error {

@@ -38,7 +38,7 @@ struct kube {
     /* options, copied */
     char *url, *node_name, *token_file;
     uint64_t watch_timeout_ns, poll_ns, min_backoff_ns, max_backoff_ns;
-    uint64_t request_timeout_ns, progress_ns;
+    uint64_t request_timeout_ns, progress_ns, saturated_ns;
     size_t max_pods;
     struct clock clock;
     enum kube_source source;
@@ -74,6 +74,8 @@ struct kube {
     uint64_t episode_failures;
     /* the list in progress */
     size_t list_pods, list_refused;
+    bool saturated;          /* a pod was refused since the last list began ("full") */
+    uint64_t listed_at;      /* when the last list ended (clock_mono_now(), as deadlines) */
     bool bound_logged;       /* the pod bound was logged; a list that fits clears it */
     unsigned refused_logged; /* bit per enum kube_refusal logged once */
     struct kube_stream_counts seen_watch, seen_list;
@@ -92,7 +94,7 @@ struct kube_xfer {
 };
 
 enum {
-    KUBE_STOP_GONE = 1,
+    KUBE_STOP_GONE = 1, /* kube_on_event()'s verdicts that end a watch */
     KUBE_STOP_ERROR = 2,
     KUBE_STOP_NOMEM = 3,
 };
@@ -136,6 +138,25 @@ static uint64_t kube_now(const struct kube *k)
 static bool kube_stopping(struct kube *k)
 {
     return atomic_load(&k->stopping);
+}
+
+/* Adds @a n to counter @a c of k->st, under the lock (the stats are read from other threads). */
+static void kube_add(struct kube *k, uint64_t *c, uint64_t n)
+{
+    pthread_mutex_lock(&k->mu);
+    *c += n;
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* When a full index is to be listed again (clock_mono_now() time); 0: it is not full. */
+static uint64_t kube_relist_at(const struct kube *k)
+{
+    return k->saturated ? k->listed_at + k->saturated_ns : 0;
+}
+
+static bool kube_relist_due(const struct kube *k)
+{
+    return k->saturated && clock_mono_now() >= kube_relist_at(k);
 }
 
 /* Logs a state change of @a kind at most once per KUBE_LOG_EVERY. */
@@ -255,9 +276,7 @@ static uint64_t kube_backoff(struct kube *k)
     k->retry_after_ns = 0;
     if (ra > wait) {
         wait = ra + rand_below(&k->rnd, ra / 20 + 1);
-        pthread_mutex_lock(&k->mu);
-        k->st.retry_after++;
-        pthread_mutex_unlock(&k->mu);
+        kube_add(k, &k->st.retry_after, 1);
     }
     return wait;
 }
@@ -294,11 +313,8 @@ static bool kube_token_load(struct kube *k, bool force)
         rc = -EINVAL;
         snprintf(err, sizeof(err), "cannot use '%s': the file is empty", k->token_file);
     }
-    pthread_mutex_lock(&k->mu);
-    k->st.token_reads++;
-    if (rc)
-        k->st.token_errors++;
-    pthread_mutex_unlock(&k->mu);
+    kube_add(k, &k->st.token_reads, 1);
+    kube_add(k, &k->st.token_errors, rc != 0);
     if (rc) {
         alloc_free(tok); /* "" */
         kube_set_error(k, "token file: %s", err);
@@ -410,10 +426,11 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
     x.req.arg = &x;
     struct kube_stream *dec = mode == KUBE_STREAM_WATCH ? k->watch : k->list;
     kube_stream_reset(dec);
+    /* a watch of a full index ends when its list is due */
+    x.req.deadline_ns =
+        mode == KUBE_STREAM_WATCH ? kube_relist_at(k) : clock_mono_now() + k->request_timeout_ns;
     if (mode == KUBE_STREAM_WATCH)
         x.req.progress_ns = k->progress_ns;
-    else
-        x.req.deadline_ns = clock_mono_now() + k->request_timeout_ns;
     kube_transport_get(k->tr, &x.req, &resp);
     r.status = resp.status;
     r.stop_reason = x.stop_reason;
@@ -434,6 +451,8 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
         r.outcome = KUBE_OUTCOME_STALLED;
         kube_set_error(k, "the watch from '%s' completed no event in %" PRIu64 " s", url,
                        (uint64_t)(k->progress_ns / NS_PER_SEC));
+    } else if (resp.timed_out == KUBE_TIMEOUT_DEADLINE && mode == KUBE_STREAM_WATCH) {
+        r.outcome = KUBE_OUTCOME_OK; /* ended by the client: the full index's list is due */
     } else if (resp.timed_out == KUBE_TIMEOUT_DEADLINE) {
         r.outcome = KUBE_OUTCOME_DEADLINE;
         kube_set_error(k, "GET '%s' took longer than %" PRIu64 " s (request_timeout)", url,
@@ -449,9 +468,7 @@ static struct kube_result kube_get(struct kube *k, const char *url, enum kube_st
         enum kube_refusal why =
             x.decode_rc == -E2BIG ? KUBE_REFUSED_LIST_TOO_LARGE : KUBE_REFUSED_TOO_DEEP;
         if (x.decode_rc == -E2BIG || x.decode_rc == -ELOOP) {
-            pthread_mutex_lock(&k->mu);
-            k->st.refused[why]++;
-            pthread_mutex_unlock(&k->mu);
+            kube_add(k, &k->st.refused[why], 1);
             kube_log_refusal(k, why, mode == KUBE_STREAM_WATCH ? "a watch stream" : "a pod list");
         }
     } else if (resp.status != 0 && resp.status != 200) {
@@ -513,18 +530,12 @@ static int kube_apply_pod(struct kube *k, const struct kube_pod *pod, bool delet
         if (pod->over_limit > 0)
             k->st.pods_truncated++;
         rc = kube_index_upsert(k->ix, pod, now);
+        k->saturated |= rc == -ENOSPC;
         if (rc == -ENOSPC)
             rc = 0; /* counted by the index (index_full) */
     }
     pthread_mutex_unlock(&k->mu);
     return rc;
-}
-
-static void kube_count_invalid(struct kube *k)
-{
-    pthread_mutex_lock(&k->mu);
-    k->st.pods_invalid++;
-    pthread_mutex_unlock(&k->mu);
 }
 
 static int kube_on_event(void *arg, const struct kube_event *ev)
@@ -543,9 +554,11 @@ static int kube_on_event(void *arg, const struct kube_event *ev)
     case KUBE_EVENT_DELETED:
         kube_progress(k);
         if (!ev->pod)
-            kube_count_invalid(k);
+            kube_add(k, &k->st.pods_invalid, 1);
         else if (kube_apply_pod(k, ev->pod, ev->type == KUBE_EVENT_DELETED) != 0)
             return KUBE_STOP_NOMEM;
+        if (!x->req.deadline_ns)
+            x->req.deadline_ns = kube_relist_at(k); /* full now: the transport ends the watch */
         if (ev->resource_version)
             snprintf(k->rv, sizeof(k->rv), "%s", ev->resource_version);
         return 0;
@@ -574,43 +587,23 @@ static int kube_list_pod(void *arg, const struct kube_pod *pod)
     struct kube_xfer *x = arg;
     struct kube *k = x->k;
     if (!pod) {
-        kube_count_invalid(k);
+        kube_add(k, &k->st.pods_invalid, 1);
         return 0;
     }
     if (k->list_pods >= k->max_pods) {
         k->list_refused++;
-        pthread_mutex_lock(&k->mu);
-        k->st.refused[KUBE_REFUSED_POD_BOUND]++;
-        pthread_mutex_unlock(&k->mu);
+        k->saturated = true;
+        kube_add(k, &k->st.refused[KUBE_REFUSED_POD_BOUND], 1);
         return 0;
     }
     k->list_pods++;
     return kube_apply_pod(k, pod, false) != 0 ? KUBE_STOP_NOMEM : 0;
 }
 
-/* ---- URLs ---- */
-
-static int kube_url(struct kube *k, struct buf *u, const char *path)
-{
-    buf_reset(u);
-    size_t n = strlen(k->url);
-    while (n > 0 && k->url[n - 1] == '/')
-        n--;
-    return buf_add(u, k->url, n) == 0 && buf_adds(u, path) == 0 ? 0 : -ENOMEM;
-}
-
+/* The API server's pod list URL, with this node's field selector. */
 static int kube_pods_url(struct kube *k, struct buf *u)
 {
-    if (kube_url(k, u, "/api/v1/pods") != 0)
-        return -ENOMEM;
-    if (k->node_name) {
-        char sel[512];
-        int n = snprintf(sel, sizeof(sel), "spec.nodeName=%s", k->node_name);
-        if (n < 0 || (size_t)n >= sizeof(sel))
-            return -ENAMETOOLONG;
-        return kube_transport_add_param(k->tr, u, "fieldSelector", sel);
-    }
-    return 0;
+    return kube_transport_url(k->tr, u, k->url, "/api/v1/pods", k->node_name);
 }
 
 /* ---- the API server: list, watch ---- */
@@ -621,6 +614,7 @@ enum kube_step {
     KUBE_STEP_AGAIN,  /* at once (a new token) */
     KUBE_STEP_RELIST, /* the resource version is gone, or the watch undecodable:
                        * list again after the backoff */
+    KUBE_STEP_FULL,   /* the index is full and its list due: list again at once */
     KUBE_STEP_STOP,
 };
 
@@ -684,6 +678,7 @@ static void kube_first_sync(struct kube *k, size_t pods)
 /* A list is complete (or stopped at the pod bound): sweep, and say so once. */
 static void kube_list_done(struct kube *k, size_t listed)
 {
+    k->listed_at = clock_mono_now();
     pthread_mutex_lock(&k->mu);
     kube_index_relist_end(k->ix, kube_now(k));
     pthread_mutex_unlock(&k->mu);
@@ -704,6 +699,7 @@ static void kube_list_begin(struct kube *k)
 {
     k->list_pods = 0;
     k->list_refused = 0;
+    k->saturated = false; /* until this list refuses a pod */
     pthread_mutex_lock(&k->mu);
     kube_index_relist_begin(k->ix);
     pthread_mutex_unlock(&k->mu);
@@ -747,11 +743,8 @@ static enum kube_step kube_list(struct kube *k)
         /* the last page, or the pod bound was reached: no further page; the
          * pods of the pages not asked for are refused too, when the server
          * said how many */
-        if (meta->cont[0] && meta->has_remaining) {
-            pthread_mutex_lock(&k->mu);
-            k->st.refused[KUBE_REFUSED_POD_BOUND] += meta->remaining;
-            pthread_mutex_unlock(&k->mu);
-        }
+        if (meta->cont[0] && meta->has_remaining)
+            kube_add(k, &k->st.refused[KUBE_REFUSED_POD_BOUND], meta->remaining);
         memcpy(k->rv, meta->resource_version, sizeof(k->rv));
         kube_list_done(k, pods);
         break;
@@ -775,11 +768,8 @@ static enum kube_step kube_watch(struct kube *k)
         kube_set_error(k, "cannot build the watch URL");
         return KUBE_STEP_RETRY;
     }
-    if (k->watched_once) {
-        pthread_mutex_lock(&k->mu);
-        k->st.watch_restarts++;
-        pthread_mutex_unlock(&k->mu);
-    }
+    if (k->watched_once)
+        kube_add(k, &k->st.watch_restarts, 1);
     k->watched_once = true;
     kube_token_load(k, false);
     uint64_t t0 = clock_mono_now();
@@ -787,6 +777,8 @@ static enum kube_step kube_watch(struct kube *k)
     buf_release(&u);
     if (r.outcome != KUBE_OUTCOME_OK)
         return kube_failed(k, &r);
+    if (kube_relist_due(k))
+        return KUBE_STEP_FULL; /* ended by the client, or as the list fell due */
     /* the server ended it: resume at once, unless it does so again and again */
     if (clock_mono_now() - t0 < NS_PER_SEC)
         return KUBE_STEP_RETRY;
@@ -804,13 +796,13 @@ static void kube_run_api_server(struct kube *k)
             if (s == KUBE_STEP_OK)
                 need_list = false;
         } else {
-            s = kube_watch(k);
-            if (s == KUBE_STEP_RELIST) {
+            s = kube_relist_due(k) ? KUBE_STEP_FULL : kube_watch(k);
+            if (s == KUBE_STEP_RELIST || s == KUBE_STEP_FULL) {
                 need_list = true;
-                pthread_mutex_lock(&k->mu);
-                k->st.relists++;
-                pthread_mutex_unlock(&k->mu);
-                s = KUBE_STEP_RETRY; /* a 410 too: every failure backs off */
+                kube_add(k, &k->st.relists, 1);
+                kube_add(k, &k->st.saturated_relists, s == KUBE_STEP_FULL);
+                /* a 410 too: every failure backs off; a full index's list is no failure */
+                s = s == KUBE_STEP_FULL ? KUBE_STEP_OK : KUBE_STEP_RETRY;
             }
         }
         if (s == KUBE_STEP_STOP)
@@ -828,7 +820,7 @@ static void kube_run_kubelet(struct kube *k)
     buf_init(&u, KUBE_URL_MAX);
     while (!kube_stopping(k)) {
         bool ok = false;
-        if (kube_url(k, &u, "/pods") == 0) {
+        if (kube_transport_url(k->tr, &u, k->url, "/pods", NULL) == 0) {
             kube_token_load(k, false);
             kube_list_begin(k);
             struct kube_result r = kube_get(k, buf_str(&u), KUBE_STREAM_LIST);
@@ -919,6 +911,8 @@ int kube_start(const struct kube_opts *o, struct kube **out)
     if (o->progress_timeout_ns)
         k->progress_ns = o->progress_timeout_ns;
     k->max_pods = o->max_pods ? o->max_pods : KUBE_INDEX_MAX_PODS_DEFAULT;
+    k->saturated_ns =
+        o->saturated_relist_ns ? o->saturated_relist_ns : KUBE_SATURATED_RELIST_DEFAULT_NS;
     rand_init(&k->rnd, rand_seed());
     int rc = -ENOMEM;
     if (kube_dup(&k->url, o->url) != 0 || kube_dup(&k->node_name, o->node_name) != 0 ||

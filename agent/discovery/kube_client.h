@@ -20,7 +20,14 @@
  *          as it streams. ADDED/MODIFIED/DELETED update the index and the
  *          resource version, BOOKMARK the resource version. A watch the
  *          server ends normally resumes at once from the last resource
- *          version (after the backoff if it lasted under a second).
+ *          version (after the backoff if it lasted under a second);
+ *   full:  an index that refused a pod since the last list (the pod bound of
+ *          a list, index_full on a watch event) never learns that pod from
+ *          the watch, which will not send it again: while so, the client
+ *          lists again saturated_relist after the last list ended (ending
+ *          the watch itself then; counted: relists and saturated_relists),
+ *          so a pod refused while the index was full is learned once room
+ *          is made, with at most one such list per saturated_relist.
  *
  * Liveness (each outcome counted in requests[], see enum kube_outcome):
  *  - a watch with no complete event (a bookmark counts) within
@@ -89,6 +96,8 @@
 #define KUBE_BOOKMARK_INTERVAL_NS (60ull * 1000000000ull)
 #define KUBE_PROGRESS_SLACK_NS    (5ull * 1000000000ull)
 #define KUBE_STABLE_NS            (30ull * 1000000000ull)
+/* how often a full index (see "full" above) is listed again, at most */
+#define KUBE_SATURATED_RELIST_DEFAULT_NS (120ull * 1000000000ull)
 
 /*
  * What a zero option means. The agent always passes its configuration's
@@ -124,11 +133,15 @@ struct kube_opts {
     /* a watch without a complete event for this long is stalled; 0: derived
      * (min(watch_timeout, KUBE_BOOKMARK_INTERVAL) + KUBE_PROGRESS_SLACK) */
     uint64_t progress_timeout_ns;
+    /* a full index is listed again this long after the last list; 0:
+     * KUBE_SATURATED_RELIST_DEFAULT_NS (tests give less) */
+    uint64_t saturated_relist_ns;
 };
 
 /** Requests by outcome (one per HTTP request; a watch counts when it ends). */
 enum kube_outcome {
-    KUBE_OUTCOME_OK,           /* 200, complete (a watch: ended by the server) */
+    KUBE_OUTCOME_OK,           /* 200, complete (a watch: ended by the server, or by the client
+                                * for a full index's list) */
     KUBE_OUTCOME_UNAUTHORIZED, /* 401 */
     KUBE_OUTCOME_FORBIDDEN,    /* 403 */
     KUBE_OUTCOME_GONE,         /* 410, or a watch ended by a 410 ERROR event */
@@ -161,8 +174,9 @@ const char *kube_refusal_name(enum kube_refusal r);
 
 struct kube_stats {
     uint64_t requests[KUBE_OUTCOME_COUNT];
-    uint64_t relists;                        /* watches that could not resume: list again */
-    uint64_t watch_restarts;                 /* watches started after the first */
+    uint64_t relists;           /* lists after the first: a watch that could not resume, ... */
+    uint64_t saturated_relists; /* ... and, of them, those of a full index (see "full") */
+    uint64_t watch_restarts;    /* watches started after the first */
     uint64_t events[KUBE_EVENT_UNKNOWN + 1]; /* watch events by type */
     uint64_t decode_errors;                  /* bodies or events refused */
     uint64_t unauthorized;                   /* 401s */

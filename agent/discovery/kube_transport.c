@@ -86,6 +86,24 @@ int kube_transport_add_param(struct kube_transport *t, struct buf *u, const char
     return rc;
 }
 
+int kube_transport_url(struct kube_transport *t, struct buf *u, const char *base, const char *path,
+                       const char *node_name)
+{
+    buf_reset(u);
+    size_t n = strlen(base);
+    while (n > 0 && base[n - 1] == '/')
+        n--;
+    if (buf_add(u, base, n) != 0 || buf_adds(u, path) != 0)
+        return -ENOMEM;
+    if (!node_name)
+        return 0;
+    char sel[512];
+    int len = snprintf(sel, sizeof(sel), "spec.nodeName=%s", node_name);
+    if (len < 0 || (size_t)len >= sizeof(sel))
+        return -ENAMETOOLONG;
+    return kube_transport_add_param(t, u, "fieldSelector", sel);
+}
+
 static size_t kube_transport_write(char *data, size_t size, size_t nmemb, void *arg)
 {
     struct kube_xfer *x = arg;

@@ -59,7 +59,21 @@ void kube_transport_wakeup(struct kube_transport *t);
 PYPROFD_WARN_UNUSED int kube_transport_add_param(struct kube_transport *t, struct buf *u,
                                                  const char *name, const char *value);
 
-/** One GET; the fields the caller sets, and progress_at, which its body callback moves on. */
+/**
+ * Sets @a u to @a base (trailing '/' removed) followed by @a path and, when
+ * @a node_name is not NULL, "?fieldSelector=spec.nodeName%3D<node_name>".
+ * Returns 0, -ENOMEM, -ENAMETOOLONG (a node name over 490 bytes) or
+ * buf_add()'s -E2BIG.
+ */
+PYPROFD_WARN_UNUSED int kube_transport_url(struct kube_transport *t, struct buf *u,
+                                           const char *base, const char *path,
+                                           const char *node_name);
+
+/**
+ * One GET; the fields the caller sets, and progress_at, which its body
+ * callback moves on (and deadline_ns, which it may set while the transfer
+ * runs: read before every wait).
+ */
 struct kube_request {
     const char *url;
     const char *token;           /* NULL: no Authorization header */

@@ -9,6 +9,7 @@
 #include "discovery/privileges.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #define CAP_BIT_DAC_READ_SEARCH    2u
@@ -78,16 +79,17 @@ int privileges_parse_status(const char *text, size_t len, uint64_t *eff)
     return -EINVAL;
 }
 
-int privileges_effective(const char *proc_root, uint64_t *eff)
+/* Reads up to @a cap bytes of @a proc_root/@a name into @a buf. Returns the length or -errno. */
+static ssize_t privileges_read(const char *proc_root, const char *name, char *buf, size_t cap)
 {
-    char path[512], buf[4096];
-    snprintf(path, sizeof(path), "%s/self/status", proc_root);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", proc_root, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return -errno;
     size_t len = 0;
-    while (len < sizeof(buf)) {
-        ssize_t n = read(fd, buf + len, sizeof(buf) - len);
+    while (len < cap) {
+        ssize_t n = read(fd, buf + len, cap - len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -95,12 +97,123 @@ int privileges_effective(const char *proc_root, uint64_t *eff)
         len += (size_t)n;
     }
     close(fd);
-    return privileges_parse_status(buf, len, eff);
+    return (ssize_t)len;
+}
+
+int privileges_effective(const char *proc_root, uint64_t *eff)
+{
+    char buf[4096] = ""; /* zeroed: the analyzer cannot see read() fill it */
+    ssize_t len = privileges_read(proc_root, "self/status", buf, sizeof(buf));
+    return len < 0 ? (int)len : privileges_parse_status(buf, (size_t)len, eff);
+}
+
+/* The number after "Seccomp:" in /proc/self/status text, or -1. */
+static int privileges_seccomp(const char *text, size_t len)
+{
+    static const char key[] = "\nSeccomp:";
+    for (size_t i = 0; i + sizeof(key) < len; i++) {
+        if (memcmp(text + i, key, sizeof(key) - 1) != 0)
+            continue;
+        size_t j = i + sizeof(key) - 1;
+        while (j < len && (text[j] == ' ' || text[j] == '\t'))
+            j++;
+        return j < len && text[j] >= '0' && text[j] <= '2' ? text[j] - '0' : -1;
+    }
+    return -1;
+}
+
+/* Whether uid_map text @a map is the initial user namespace's: every id to itself, one line
+ * "0 0 4294967295" (however it is spaced). */
+static bool privileges_init_userns(const char *map)
+{
+    static const char *const want[] = {"0", "0", "4294967295"};
+    size_t i = 0;
+    for (const char *p = map; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n')
+            p++;
+        size_t n = strcspn(p, " \t\n");
+        if (n == 0)
+            break;
+        if (i >= PYPROFD_ARRAY_SIZE(want) || n != strlen(want[i]) || memcmp(p, want[i], n) != 0)
+            return false;
+        i++;
+        p += n;
+    }
+    return i == PYPROFD_ARRAY_SIZE(want);
 }
 
 static bool privileges_has(uint64_t eff, unsigned bit)
 {
     return bit < 64 && (eff >> bit & 1u);
+}
+
+void privileges_facts_read(const char *proc_root, struct privileges_facts *out)
+{
+    *out = (struct privileges_facts){.yama_scope = -1, .init_userns = -1, .seccomp = -1};
+    char buf[4096] = ""; /* zeroed: the analyzer cannot see read() fill it */
+    ssize_t n = privileges_read(proc_root, "self/status", buf, sizeof(buf));
+    if (n > 0) {
+        out->caps_known = privileges_parse_status(buf, (size_t)n, &out->eff) == 0;
+        out->seccomp = privileges_seccomp(buf, (size_t)n);
+    }
+    n = privileges_read(proc_root, "sys/kernel/yama/ptrace_scope", buf, 4);
+    if (n > 0 && buf[0] >= '0' && buf[0] <= '3')
+        out->yama_scope = buf[0] - '0';
+    n = privileges_read(proc_root, "self/uid_map", buf, sizeof(buf) - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        out->init_userns = privileges_init_userns(buf);
+    }
+    /* AppArmor's profile or SELinux's context; "unconfined" (or none) is no limit */
+    n = privileges_read(proc_root, "self/attr/current", buf, sizeof(out->lsm_label) - 1);
+    size_t k = 0;
+    for (ssize_t i = 0; i < n && buf[i] && buf[i] != '\n'; i++)
+        out->lsm_label[k++] = buf[i] >= 0x20 && buf[i] < 0x7f ? buf[i] : '?';
+    out->lsm_label[k] = '\0';
+    if (strcmp(out->lsm_label, "unconfined") == 0 || strstr(out->lsm_label, ":unconfined_t:") ||
+        strstr(out->lsm_label, ":spc_t:") || strstr(out->lsm_label, ":kernel_t:"))
+        out->lsm_label[0] = '\0';
+}
+
+const char *privileges_refusal(const struct privileges_facts *f, int err, char *buf, size_t len)
+{
+    const char *what = err == -EACCES ? "permission denied" : "operation not permitted";
+    char yama[48] = "";
+    if (f->yama_scope > 0)
+        snprintf(yama, sizeof(yama), "; kernel.yama.ptrace_scope is %d", f->yama_scope);
+    if (!f->caps_known) {
+        snprintf(buf, len, "%s (needs root or CAP_SYS_PTRACE%s)", what, yama);
+    } else if (!privileges_has(f->eff, CAP_BIT_SYS_PTRACE)) {
+        snprintf(buf, len, "%s (needs root or CAP_SYS_PTRACE; this process does not have it%s)",
+                 what, yama);
+    } else if (f->yama_scope == 3) {
+        snprintf(buf, len,
+                 "%s although this process has CAP_SYS_PTRACE: kernel.yama.ptrace_scope is 3, "
+                 "which lets no process read another's memory (it is lowered only by a reboot)",
+                 what);
+    } else if (f->init_userns == 0) {
+        snprintf(buf, len,
+                 "%s although this process has CAP_SYS_PTRACE: it holds it in a user namespace "
+                 "of its own, which does not reach a process outside it (run pyprofd in the "
+                 "host's user namespace)",
+                 what);
+    } else if (f->lsm_label[0]) {
+        snprintf(buf, len,
+                 "%s although this process has CAP_SYS_PTRACE: its security label '%s' (%s) "
+                 "may forbid reading other processes",
+                 what, f->lsm_label, strchr(f->lsm_label, ':') ? "SELinux" : "AppArmor");
+    } else if (f->seccomp == 2) {
+        snprintf(buf, len,
+                 "%s although this process has CAP_SYS_PTRACE: a seccomp filter (Seccomp: 2) "
+                 "may refuse process_vm_readv (try --backend procmem)",
+                 what);
+    } else {
+        snprintf(buf, len,
+                 "%s although this process has CAP_SYS_PTRACE (no Yama, user namespace or "
+                 "security label here explains it: a security module of the kernel refused)",
+                 what);
+    }
+    return buf;
 }
 
 size_t privileges_check(uint64_t eff, void (*missing)(const struct privilege *p, void *arg),

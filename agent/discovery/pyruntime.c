@@ -15,6 +15,7 @@
 #include "base/tfile.h"
 #include "discovery/elf_sections.h"
 #include "discovery/proc_maps.h"
+#include "discovery/privileges.h"
 #include "discovery/proc_scan_parse.h"
 #include "discovery/pyruntime.h"
 #include "python/pyabi.h"
@@ -32,6 +33,20 @@ static bool pyruntime_name_matches(const char *path)
     base = base ? base + 1 : path;
     /* extension modules (_bz2.cpython-314-x86_64-linux-gnu.so) hold no runtime */
     return strstr(base, "python") != NULL && strstr(base, ".cpython-") == NULL;
+}
+
+/*
+ * memread_strerror(), except that a refusal (-EPERM, -EACCES) says what
+ * refused it as far as this process can tell (privileges_refusal(): its
+ * own capabilities, Yama, user namespace, security label), into @a buf.
+ */
+static const char *pyruntime_strerror(int err, char *buf, size_t len)
+{
+    if (err != -EPERM && err != -EACCES)
+        return memread_strerror(err);
+    struct privileges_facts f;
+    privileges_facts_read("/proc", &f); /* this process's own, whatever proc_root is */
+    return privileges_refusal(&f, err, buf, len);
 }
 
 /* The minor version in a name like "python3.11" or "libpython3.12.so.1.0", or 0. */
@@ -63,8 +78,8 @@ static bool pyruntime_initialized(struct memread *mr, uint64_t raddr, const stru
                             sizeof(head)) != 0 ||
                head != 0;
     }
-    if (v->major != 3 || v->minor < 13 || v->minor > 15)
-        return true;
+    if (v->major != 3 || !pyabi_schema_for(v->minor))
+        return true;     /* no table pyprofd knows */
     uint64_t entries[3]; /* runtime size, finalizing offset, interpreters_head offset */
     if (memread_read(mr, raddr + 24, entries, sizeof(entries)))
         return true;
@@ -228,7 +243,7 @@ static bool pyruntime_version_string(const struct elf_file *ef, int fd, unsigned
             if (n <= 0)
                 break;
             /* the version of the file's name when it has one; else 3.9 or 3.10 */
-            for (unsigned minor = 9; minor <= 10 && !found; minor++) {
+            for (unsigned minor = PYVERSION_MIN_MINOR; minor <= 10 && !found; minor++) {
                 if ((name_minor && minor != name_minor) ||
                     pyversion_scan(buf, (size_t)n, minor, out) < 0)
                     continue;
@@ -316,8 +331,9 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
     if (version_at) {
         rc = memread_read(mr, version_at, &hex, sizeof(hex));
         if (rc == -ESRCH || rc == -EPERM) {
+            char text[320];
             snprintf(why, why_len, "cannot read memory of pid %d: %s", (int)pid,
-                     memread_strerror(rc));
+                     pyruntime_strerror(rc, text, sizeof(text)));
             *err = rc;
             return PYRUNTIME_FATAL;
         }
@@ -394,7 +410,9 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
     unsigned char header[PYVERSION_HEADER_SIZE];
     rc = memread_read(mr, sec.raddr, header, sizeof(header));
     if (rc == -ESRCH || rc == -EPERM) {
-        snprintf(why, why_len, "cannot read memory of pid %d: %s", (int)pid, memread_strerror(rc));
+        char text[320];
+        snprintf(why, why_len, "cannot read memory of pid %d: %s", (int)pid,
+                 pyruntime_strerror(rc, text, sizeof(text)));
         *err = rc;
         return PYRUNTIME_FATAL;
     }
@@ -445,11 +463,10 @@ int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struc
     struct proc_maps *maps = NULL;
     int err = proc_maps_read(proc_root, pid, &maps);
     if (err) {
-        err = err == -EACCES ? -EPERM : err;
-        /* EPERM reads "permission denied (needs root or CAP_SYS_PTRACE)" */
+        char text[320];
         snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid,
-                 memread_strerror(err));
-        return err;
+                 pyruntime_strerror(err, text, sizeof(text)));
+        return err == -EACCES ? -EPERM : err;
     }
 
     if (proc_maps_count(maps) == 0 && pyruntime_is_dead(proc_root, pid)) {
@@ -553,11 +570,10 @@ int pyruntime_find_asyncio(const char *proc_root, pid_t pid, const struct pyrunt
     memo->searches++;
     int err = proc_maps_read(proc_root, pid, &maps);
     if (err) {
-        err = err == -EACCES ? -EPERM : err;
-        /* EPERM reads "permission denied (needs root or CAP_SYS_PTRACE)" */
+        char text[320];
         snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid,
-                 memread_strerror(err));
-        return err;
+                 pyruntime_strerror(err, text, sizeof(text)));
+        return err == -EACCES ? -EPERM : err;
     }
     err = -ENOENT;
     snprintf(why, why_len,

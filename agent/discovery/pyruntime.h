@@ -2,15 +2,16 @@
 /*
  * pyruntime.h: find a process's CPython runtime (discovery, stage 1).
  *
- * A process is a CPython 3.11+ target when one of the ELF files it maps (the
+ * A process is a CPython 3.13+ target when one of the ELF files it maps (the
  * python executable, a libpython shared object, or any executable that embeds
  * the interpreter) has a .PyRuntime section whose first bytes, read live from
  * the process, are the "xdebugpy" cookie. Process and file names are only used
  * to pick which mapped files to open; the cookie decides. A file without the
  * cookie is a CPython 3.11/3.12 target when its symbols name _PyRuntime (or
  * it has a .PyRuntime section) and Py_Version, whose value, read live, gives
- * the version (no_table below); 3.9 and 3.10 have no Py_Version: they are
- * not found (a miss whose name_minor names them).
+ * the version (no_table below); 3.9 and 3.10 have no Py_Version: their
+ * version is the PY_VERSION string in the file, or its name's. The range
+ * pyprofd reads is python/pyversion.h's (PYVERSION_SUPPORTED).
  *
  * Candidates, in map order: every mapped file whose name contains "python"
  * (python3.X, libpython3.X.so.1.0) and the main executable, whatever it is
@@ -111,8 +112,9 @@ struct pyruntime {
  * @a out; otherwise a negative errno and a one-line reason in @a why:
  *  -ESRCH   the process is gone;
  *  -EPERM   its maps or memory may not be read (needs root/CAP_SYS_PTRACE);
- *  -ENOENT  no mapped file holds an initialised CPython 3.11+ runtime (a
- *           non-Python process, Python <= 3.12, or a runtime not set up yet);
+ *  -ENOENT  no mapped file holds an initialised CPython runtime pyprofd can
+ *           place (a non-Python process, Python before 3.9, one without its
+ *           _PyRuntime symbol, or a runtime not set up yet);
  *  -EPROTO  a cookie matched but the version word is implausible;
  *  -ENOMEM.
  * Whether the version is supported is the caller's decision

@@ -116,7 +116,7 @@ const char *memread_strerror(int err)
     case -ESRCH:
         return "process is gone";
     case -EPERM:
-        return "permission denied (needs root or CAP_SYS_PTRACE)";
+        return "operation not permitted"; /* what refused it: discovery/privileges.h */
     case -EFAULT:
         return "address not mapped or short read";
     case -EINVAL:

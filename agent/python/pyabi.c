@@ -356,7 +356,8 @@ int pyabi_layout_load(const struct py_version *v, const void *table, size_t len,
     char name[32];
     const struct pyabi_schema *s = pyabi_schema_for(v->major == 3 ? v->minor : 0);
     if (!s) {
-        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.9 to 3.15)",
+        snprintf(why, why_len,
+                 "CPython %s is not supported yet (supported: " PYVERSION_SUPPORTED ")",
                  pyversion_format(v, name, sizeof(name)));
         return -ENOTSUP;
     }
@@ -379,7 +380,8 @@ int pyabi_layout_generated(const struct py_version *v, const struct pyabi_genera
 {
     char name[32];
     if (v->major != 3 || !gen || gen->minor != v->minor) {
-        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.9 to 3.15)",
+        snprintf(why, why_len,
+                 "CPython %s is not supported yet (supported: " PYVERSION_SUPPORTED ")",
                  pyversion_format(v, name, sizeof(name)));
         return -ENOTSUP;
     }

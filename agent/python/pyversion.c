@@ -8,10 +8,10 @@
 #include "base/bytes.h"
 #include "python/pyversion.h"
 
-/* The minor versions pyprofd reads: 3.9 to 3.12 from generated layouts
- * (python/layouts_generated.c), 3.13+ from their own tables
- * (python/debug_offsets_3_*.c). */
-static const unsigned pyversion_supported_minors[] = {9, 10, 11, 12, 13, 14, 15};
+bool pyversion_minor_supported(unsigned minor)
+{
+    return minor >= PYVERSION_MIN_MINOR && minor <= PYVERSION_MAX_MINOR;
+}
 
 int pyversion_decode(const void *header, size_t len, struct py_version *out)
 {
@@ -106,11 +106,9 @@ int pyversion_check_supported(const struct py_version *v, char *why, size_t why_
 {
     char name[32];
     pyversion_format(v, name, sizeof(name));
-    bool known = false;
-    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(pyversion_supported_minors); i++)
-        known |= v->major == 3 && v->minor == pyversion_supported_minors[i];
-    if (!known) {
-        snprintf(why, why_len, "CPython %s is not supported yet (supported: 3.9 to 3.15)", name);
+    if (v->major != 3 || !pyversion_minor_supported(v->minor)) {
+        snprintf(why, why_len, "CPython %s is not supported %s(supported: " PYVERSION_SUPPORTED ")",
+                 name, v->major == 3 && v->minor < PYVERSION_MIN_MINOR ? "" : "yet ");
         return -ENOTSUP;
     }
     if (v->level != PY_RELEASE_FINAL) {

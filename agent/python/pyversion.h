@@ -32,6 +32,26 @@
 /** Bytes of the table header decoded here. */
 #define PYVERSION_HEADER_SIZE 24
 
+/*
+ * The CPython versions pyprofd reads, in one place: every minor version from
+ * 3.PYVERSION_MIN_MINOR to 3.PYVERSION_MAX_MINOR, those before
+ * PYVERSION_TABLE_MINOR through layouts generated from their headers
+ * (python/layouts_generated.c), the others through their own debug offsets
+ * table (python/debug_offsets_3_*.c). PYVERSION_SUPPORTED is the range as
+ * every help text and message says it ("3.9 to 3.15"); a new version moves
+ * PYVERSION_MAX_MINOR and nothing outside python/.
+ */
+#define PYVERSION_MIN_MINOR   9
+#define PYVERSION_TABLE_MINOR 13
+#define PYVERSION_MAX_MINOR   15
+#define PYVERSION_STR_(x)     #x
+#define PYVERSION_STR(x)      PYVERSION_STR_(x)
+#define PYVERSION_SUPPORTED                                                                        \
+    "3." PYVERSION_STR(PYVERSION_MIN_MINOR) " to 3." PYVERSION_STR(PYVERSION_MAX_MINOR)
+
+/** Whether pyprofd reads CPython 3.@a minor (final releases; see pyversion_check_supported()). */
+bool pyversion_minor_supported(unsigned minor);
+
 enum py_release_level {
     PY_RELEASE_ALPHA = 0xA,
     PY_RELEASE_BETA = 0xB,
@@ -74,7 +94,7 @@ PYPROFD_WARN_UNUSED int pyversion_from_hex(uint64_t hex, uint64_t ft, struct py_
  * Decides whether pyprofd can profile this interpreter. Returns 0, or
  * -ENOTSUP with a one-line reason in @a why (always NUL-terminated when
  * @a why_len > 0), e.g. "CPython 3.16.0 is not supported yet (supported:
- * 3.11 to 3.15)", "CPython 3.15.0b1 is a pre-release; only final
+ * 3.9 to 3.15)", "CPython 3.15.0b1 is a pre-release; only final
  * releases are supported". Free-threaded and debug builds of a supported
  * version are supported.
  */

@@ -10,6 +10,11 @@
 
 #include "sampler/loop_internal.h"
 
+/* every request the HTTP server admits (server.max_concurrent_profiles, at
+ * most this) gets its tap on each target: none is left out for want of a slot */
+_Static_assert(SAMPLER_MAX_TAPS >= CONFIG_MAX_CONCURRENT_PROFILES,
+               "a sampler has a tap slot for every profile request the server admits");
+
 /* ---- requests ------------------------------------------------------------------ */
 
 void loop_request_done(struct tap_request *r)

@@ -130,8 +130,16 @@ struct sample_sink sample_sink_agg(struct agg *a);
 /** How often a native_full sampler's scheduled attempt drains (and looks for new threads). */
 #define SAMPLER_NATIVE_DRAIN_NS 100000000ull
 
-/** Sinks besides the window that a sampler may also feed at once (sampler_add_tap). */
-#define SAMPLER_MAX_TAPS 4
+/**
+ * Sinks besides the window that a sampler may also feed at once
+ * (sampler_add_tap()): one per running profile request, so at least the
+ * most server.max_concurrent_profiles allows (CONFIG_MAX_CONCURRENT_PROFILES,
+ * checked in loop_requests.c). A sampler visits its sinks up to the highest
+ * slot in use, so one with no tap visits only its window; what the slots
+ * cost is a sink (24 bytes) each and a byte per cached thread (of
+ * SAMPLER_THREADS) each: 15 KiB of a sampler's 44 KiB (29 KiB with 4).
+ */
+#define SAMPLER_MAX_TAPS 64
 
 struct sampler;
 struct nsampler_counts;

@@ -11,7 +11,8 @@
  *
  * The loop runs these on its sampling thread under its lock; the thread that
  * asked waits on the loop (loop_profile()) and then owns the parts
- * (tap_parts_release()). At most SAMPLER_MAX_TAPS requests run at once.
+ * (tap_parts_release()). At most SAMPLER_MAX_TAPS requests run at once
+ * (the HTTP server admits server.max_concurrent_profiles of them, 64 at most).
  *
  * Thread safety: none of its own; the loop's lock.
  */

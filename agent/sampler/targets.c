@@ -9,6 +9,7 @@
 #include "base/hash.h"
 #include "base/utf8.h"
 #include "config/relabel.h"
+#include "discovery/privileges.h"
 #include "python/pyversion.h"
 #include "sampler/targets.h"
 
@@ -307,7 +308,15 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
         return;
     }
     if (err) {
-        snprintf(msg, sizeof(msg), "cannot read its memory: %s", strerror(-err));
+        char text[256];
+        if (err == -EPERM || err == -EACCES) {
+            struct privileges_facts f; /* what refused it, as far as the agent can tell */
+            privileges_facts_read("/proc", &f);
+            privileges_refusal(&f, err, text, sizeof(text));
+        } else {
+            snprintf(text, sizeof(text), "%s", strerror(-err));
+        }
+        snprintf(msg, sizeof(msg), "cannot read its memory: %s", text);
         proc_set(p, PROC_UNREADABLE, rare, msg);
         goto out;
     }
@@ -323,14 +332,14 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
         goto out;
     }
     if (err == -ENOENT) {
-        if (v->rt->name_minor && v->rt->name_minor < 9) {
+        if (v->rt->name_minor && v->rt->name_minor < PYVERSION_MIN_MINOR) {
             snprintf(p->version, sizeof(p->version), "3.%u", v->rt->name_minor);
             snprintf(msg, sizeof(msg),
-                     "Python 3.%u is not supported: pyprofd reads CPython 3.9 to 3.15",
+                     "Python 3.%u is not supported: pyprofd reads CPython " PYVERSION_SUPPORTED,
                      v->rt->name_minor);
             proc_set(p, PROC_UNSUPPORTED, rare, msg);
-        } else if (v->rt->name_minor && v->rt->name_minor < 13) {
-            /* 3.9 to 3.12 are read by their symbols: this file has none */
+        } else if (v->rt->name_minor && v->rt->name_minor < PYVERSION_TABLE_MINOR) {
+            /* those before the table are read by their symbols: this file has none */
             snprintf(p->version, sizeof(p->version), "3.%u", v->rt->name_minor);
             snprintf(msg, sizeof(msg),
                      "Python 3.%u has no debug offsets table, and its file no _PyRuntime "

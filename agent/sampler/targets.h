@@ -9,7 +9,7 @@
  *   new          reported by the scan, not looked at yet
  *   young        younger than min_process_age          (looked at next scan)
  *   active       a target, sampled                     (the loop owns it)
- *   not_python   no CPython 3.11+ runtime               (again in 6 refreshes;
+ *   not_python   no CPython 3.9+ runtime                (again in 6 refreshes;
  *                                                        each scan while < 30 s old)
  *   unsupported  a runtime pyprofd cannot read          (30 refreshes)
  *   unreadable   memory, maps or files refused          (30 refreshes)

@@ -167,7 +167,7 @@ runtime_value() {
 # the runtime stage copies /out/ from (COPY --from=NAME /out/ /).
 installed_files() {
 	local copy words from='' build_stage='' i run w prev mode args cmd
-	copy=$(instructions "$LAST_STAGE" COPY | grep -E -- '--from=' | head -n 1)
+	copy=$(instructions "$LAST_STAGE" COPY | awk '/--from=/ && !n++')
 	read -r -a words <<<"$copy"
 	for w in "${words[@]}"; do
 		[[ $w == --from=* ]] && from=${w#--from=}

@@ -365,8 +365,14 @@ static int views_pods_metrics(const struct podmeta_view *p, struct promtext *w)
             (double)s->events[t]);
     if (!err)
         err = views_scalar(w, "pyprofd_kubernetes_relists_total", PROMTEXT_COUNTER,
-                           "Pod lists after the first (a 410 Gone, an undecodable stream).",
+                           "Pod lists after the first (a 410 Gone, an undecodable stream, a "
+                           "full index).",
                            (double)s->relists);
+    if (!err)
+        err = views_scalar(w, "pyprofd_kubernetes_saturated_relists_total", PROMTEXT_COUNTER,
+                           "Pod lists made because the index was full and a pod was refused "
+                           "(at most one per 2 minutes).",
+                           (double)s->saturated_relists);
     if (!err)
         err = views_scalar(w, "pyprofd_kubernetes_decode_errors_total", PROMTEXT_COUNTER,
                            "Responses or events that could not be decoded.",

@@ -72,8 +72,8 @@ man_page() {
 	[[ $text == *'.SH NAME'* && $text == *'continuous profiler for CPython'* ]] || return 1
 	[[ $text == *record* && $text == *agent* && $text == *dump* ]] || return 1
 	if command -v man >/dev/null; then
-		MANWIDTH=80 man -l "$tmp/usr-root/usr/share/man/man1/pyprofd.1.gz" 2>/dev/null |
-			grep -q '^PYPROFD(1)'
+		text=$(MANWIDTH=80 man -l "$tmp/usr-root/usr/share/man/man1/pyprofd.1.gz" 2>/dev/null)
+		[[ $text == 'PYPROFD(1)'* || $text == *$'\nPYPROFD(1)'* ]]
 	fi
 }
 check "man page: generated from --help, renders" man_page
@@ -107,7 +107,7 @@ check "completion: registered for both programs" \
 	cat "$tmp/cpack.log" >&2
 	exit 1
 }
-deb=$(find "$tmp/pkg" -maxdepth 1 -name 'pyprofd_*.deb' | head -n 1)
+deb=$(find "$tmp/pkg" -maxdepth 1 -name 'pyprofd_*.deb' -print -quit)
 check "cpack made a .deb" test -n "$deb"
 # (each reads the whole output first: under pipefail, grep -q leaving at the
 # first match could kill the writer with SIGPIPE and fail the pipeline)

@@ -852,6 +852,40 @@ class ErrorTest(DumpCase):
         self.assertEqual(len(err.strip().splitlines()), 1, f"want one line on stderr:\n{err}")
         self.assertRegex(err, re.compile(r"permission|not permitted|denied", re.I))
 
+    def test_refusal_names_what_refused(self):
+        """issue 37: a refused read says what refused it, and blames a missing CAP_SYS_PTRACE
+        only when it is missing: root in a user namespace of its own (all capabilities, but
+        there) is told so; root without CAP_SYS_PTRACE before a process of another user is
+        told it lacks it; a process that made itself not dumpable is read by root with it"""
+        if os.geteuid() != 0:
+            self.skipTest("needs root")
+        nondumpable = self.host_process(
+            ["/usr/bin/python3", "-c", "import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "
+             "print('ready', flush=True); time.sleep(300)"], ready="ready")
+        rc, out, err = dump(nondumpable)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("<module> (<string>:1)", out)
+        userns = subprocess.run(["unshare", "--user", "--map-root-user", BINARY, "dump",
+                                 str(nondumpable)], capture_output=True, timeout=DUMP_TIMEOUT)
+        err = userns.stderr.decode(errors="replace")
+        if userns.returncode != 0 and "unshare" in err and "pyprofd" not in err:
+            self.skipTest(f"no user namespace here: {err.strip()}")
+        self.assertNotEqual(userns.returncode, 0, err)
+        self.assertIn("although this process has CAP_SYS_PTRACE: it holds it in a user namespace",
+                      err)
+        self.assertNotIn("needs root", err)
+        nobody = self.host_process(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                    "/usr/bin/python3", "-c",
+                                    "import time; print('ready', flush=True); time.sleep(300)"],
+                                   ready="ready")
+        nocap = subprocess.run(["setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps",
+                                "-sys_ptrace", BINARY, "dump", str(nobody)],
+                               capture_output=True, timeout=DUMP_TIMEOUT)
+        err = nocap.stderr.decode(errors="replace")
+        self.assertNotEqual(nocap.returncode, 0, err)
+        self.assertIn("(needs root or CAP_SYS_PTRACE; this process does not have it", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+
 
 if __name__ == "__main__":
     livelib.run(needs=("root", "rootfs"))

@@ -560,6 +560,7 @@ profile_configs:
         action: keep
 server:
   listen_address: 127.0.0.1:{{port}}
+  max_concurrent_profiles: 6
 """)
         except BaseException:
             cls.tearDownClass()
@@ -608,23 +609,32 @@ server:
         self.check_alive(a)
 
     def test_too_many_profile_requests(self):
+        """max_concurrent_profiles: 6 (above the 4 a sampler once had taps for): six
+        requests at once each get the target's profile, the two more a 503."""
+        import gzip
         a = self.agent
         a.wait_state(self.target.pid, "active")
         results = []
         lock = threading.Lock()
 
         def one():
-            st = a.get("/debug/pprof/profile?seconds=2", timeout=30)[0]
+            st, body = a.get("/debug/pprof/profile?seconds=2", timeout=30)
             with lock:
-                results.append(st)
+                results.append((st, body))
 
         threads = [threading.Thread(target=one) for _ in range(8)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        self.assertEqual(results.count(200), 4, results)
-        self.assertEqual(results.count(503), 4, results)
+        statuses = [st for st, _ in results]
+        self.assertEqual(statuses.count(200), 6, statuses)
+        self.assertEqual(statuses.count(503), 2, statuses)
+        for st, body in results:
+            if st == 200:  # each has the target's samples, not an empty profile
+                self.assertIn(b"hot_gamma", gzip.decompress(body))
+            else:
+                self.assertIn(b"(limit 6)", body)
         self.check_alive(a)
 
     def test_slowloris(self):

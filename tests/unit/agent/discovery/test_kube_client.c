@@ -10,7 +10,8 @@
  * and a hostile server's ways: a watch that trickles a never-ending event
  * (stalled, resumed), an endless error body (cut), 429 with Retry-After,
  * 410 a moment into every watch (the backoff grows), more pods than the
- * bound (no further page), a list slower than request_timeout.
+ * bound (no further page), a full index (listed again, at a bounded rate),
+ * a list slower than request_timeout.
  */
 #include "base/compat.h"
 
@@ -698,6 +699,70 @@ static void test_kube_client__pod_bound_stops_paging(void **state)
     srv_stop(&s);
 }
 
+/*
+ * A full index lists again, at a bounded rate, until a list fits: the pod a
+ * watch event brought while it was full (index_full), and those past the
+ * pod bound of a list (pod_bound), are learned once room is made, without
+ * the watch ending or failing (the client ends it); a list that fits ends it.
+ */
+static size_t full_lists;
+
+static void full_handler(struct srv *s, int fd, const char *path, const char *auth)
+{
+    (void)auth;
+    note_time(s);
+    if (!strstr(path, "watch=1")) {
+        /* 1st: fits; 2nd: d and e past the bound; 3rd: a and b gone, room for d and e */
+        const char *lists[] = {"abc", "abcde", "cde"};
+        send_list(fd, "8", lists[full_lists < 3 ? full_lists : 2], NULL);
+        full_lists++;
+        return;
+    }
+    srv_head(fd, 200);
+    if (s->state++ == 0)
+        send_event(fd, "ADDED", "d", 'd', "9"); /* no room: refused */
+    srv_hold(s, fd); /* a healthy, quiet watch: the server never ends it here */
+}
+
+static void test_kube_client__full_index_lists_again(void **state)
+{
+    (void)state;
+    full_lists = 0;
+    struct srv s;
+    srv_start(&s, full_handler);
+    char url[64];
+    struct kube_opts o = opts_for(&s, url, sizeof(url));
+    o.max_pods = 3;
+    o.saturated_relist_ns = 300 * MS;
+    struct kube *k = NULL;
+    assert_int_equal(kube_start(&o, &k), 0);
+    WAIT_FOR(has_id(k, 'd') && has_id(k, 'e'));
+    usleep(700 * 1000); /* the index is not full now: no further list */
+    /* a and b made the room (not named by the last list: evicted) */
+    assert_false(has_id(k, 'a') || has_id(k, 'b'));
+    assert_true(has_id(k, 'c'));
+    struct kube_stats st;
+    kube_stats(k, &st);
+    kube_stop(k);
+    assert_int_equal(st.index.pods, 3);
+    assert_int_equal(srv_count(&s, "resourceVersion=0"), 3);
+    assert_int_equal(st.relists, 2);
+    assert_int_equal(st.saturated_relists, 2);
+    assert_int_equal(st.refused[KUBE_REFUSED_INDEX_FULL], 1);
+    assert_int_equal(st.refused[KUBE_REFUSED_POD_BOUND], 2);
+    assert_int_equal(st.requests[KUBE_OUTCOME_STALLED] + st.requests[KUBE_OUTCOME_DEADLINE] +
+                         st.requests[KUBE_OUTCOME_TRANSPORT],
+                     0);
+    assert_int_equal(st.requests[KUBE_OUTCOME_OK], 5); /* 3 lists, 2 watches ended for them */
+    /* the bound on the rate: each list at least saturated_relist after the one before
+     * (requests: list, watch, list, watch, list, watch) */
+    pthread_mutex_lock(&s.mu);
+    uint64_t gap1 = req_ms[2] - req_ms[0], gap2 = req_ms[4] - req_ms[2];
+    pthread_mutex_unlock(&s.mu);
+    assert_true(gap1 >= 300 && gap2 >= 300);
+    srv_stop(&s);
+}
+
 /* A list that trickles past request_timeout is abandoned. */
 static void slow_list_handler(struct srv *s, int fd, const char *path, const char *auth)
 {
@@ -757,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_kube_client__retry_after_is_honoured),
         cmocka_unit_test(test_kube_client__gone_backs_off),
         cmocka_unit_test(test_kube_client__pod_bound_stops_paging),
+        cmocka_unit_test(test_kube_client__full_index_lists_again),
         cmocka_unit_test(test_kube_client__list_deadline),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@
 
 #include "cmocka_wrap.h"
 
+#include "python/pyabi.h"
 #include "python/pyversion.h"
 
 static void make_header(unsigned char *h, const char *cookie, uint64_t version, uint64_t ft)
@@ -77,7 +78,7 @@ static void test_pyversion__unsupported_versions_are_named(void **state)
         const char *why;
     } cases[] = {
         {0x031000f0, 0, "CPython 3.16.0 is not supported yet (supported: 3.9 to 3.15)"},
-        {0x030812f0, 0, "CPython 3.8.18 is not supported yet (supported: 3.9 to 3.15)"},
+        {0x030812f0, 0, "CPython 3.8.18 is not supported (supported: 3.9 to 3.15)"},
         {0x030f00b1, 0,
          "CPython 3.15.0b1 is a pre-release; only final releases are supported "
          "(pre-release table layouts change)"},
@@ -103,6 +104,32 @@ static void test_pyversion__unsupported_versions_are_named(void **state)
     char why[160] = "x";
     assert_int_equal(pyversion_check_supported(&v, why, sizeof(why)), 0);
     assert_string_equal(why, "");
+}
+
+/*
+ * The supported range is one fact: PYVERSION_SUPPORTED, the cut-offs and
+ * pyversion_minor_supported() say the same, and every minor in it is read,
+ * by a table schema from PYVERSION_TABLE_MINOR on, by a generated layout
+ * before (the help texts' side: tests/scripts/test_help_versions.sh).
+ */
+static void test_pyversion__one_supported_range(void **state)
+{
+    (void)state;
+    assert_string_equal(PYVERSION_SUPPORTED, "3.9 to 3.15");
+    char text[32];
+    snprintf(text, sizeof(text), "3.%d to 3.%d", PYVERSION_MIN_MINOR, PYVERSION_MAX_MINOR);
+    assert_string_equal(PYVERSION_SUPPORTED, text);
+    assert_false(pyversion_minor_supported(PYVERSION_MIN_MINOR - 1));
+    assert_false(pyversion_minor_supported(PYVERSION_MAX_MINOR + 1));
+    for (unsigned m = PYVERSION_MIN_MINOR; m <= PYVERSION_MAX_MINOR; m++) {
+        assert_true(pyversion_minor_supported(m));
+        if (m >= PYVERSION_TABLE_MINOR)
+            assert_non_null(pyabi_schema_for(m));
+        else
+            assert_non_null(pyabi_generated_for(m));
+    }
+    assert_null(pyabi_schema_for(PYVERSION_TABLE_MINOR - 1));
+    assert_null(pyabi_schema_for(PYVERSION_MAX_MINOR + 1));
 }
 
 static void test_pyversion__formats_alpha(void **state)
@@ -149,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_pyversion__rejects_bad_cookie_and_short_header),
         cmocka_unit_test(test_pyversion__rejects_implausible_words),
         cmocka_unit_test(test_pyversion__unsupported_versions_are_named),
+        cmocka_unit_test(test_pyversion__one_supported_range),
         cmocka_unit_test(test_pyversion__formats_alpha),
         cmocka_unit_test(test_pyversion__scan_finds_py_version_strings),
     };

@@ -8,6 +8,7 @@
 #include "cmocka_wrap.h"
 
 #include "aggregate/agg.h"
+#include "config/config_schema.h"
 #include "memread_fake.h"
 #include "pyimage.h"
 #include "sampler/nsampler.h"
@@ -302,6 +303,55 @@ static void test_sampler__sinks_get_every_stack_under_the_coalescing_contract(vo
 }
 
 /*
+ * The tap limit: a sampler feeds as many taps as the HTTP server may admit
+ * profile requests (server.max_concurrent_profiles' upper bound, 64), each
+ * under the coalescing contract; one more is refused with -EBUSY (the
+ * request would go without that target); a tap taken off frees its slot.
+ */
+static void test_sampler__feeds_as_many_taps_as_the_server_admits(void **state)
+{
+    (void)state;
+    const struct config_key *k = config_schema_find(CONFIG_S_SERVER, "max_concurrent_profiles");
+    assert_non_null(k);
+    assert_int_equal(k->hi, CONFIG_MAX_CONCURRENT_PROFILES);
+    assert_true(SAMPLER_MAX_TAPS >= k->hi);
+    struct proc p;
+    proc_open(&p, PROC_WELL);
+    struct rec win = {0}, taps[SAMPLER_MAX_TAPS + 1];
+    memset(taps, 0, sizeof(taps));
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
+    struct sampler *s;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    for (size_t i = 0; i < SAMPLER_MAX_TAPS; i++) {
+        struct sample_sink t = {rec_add, rec_repeat, &taps[i]};
+        assert_int_equal(sampler_add_tap(s, &t), 0);
+    }
+    struct sample_sink extra = {rec_add, rec_repeat, &taps[SAMPLER_MAX_TAPS]};
+    assert_int_equal(sampler_add_tap(s, &extra), -EBUSY);
+    uint64_t now = START;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(sampler_attempt(s, now), 0);
+        now = sampler_due(s);
+    }
+    for (size_t i = 0; i < SAMPLER_MAX_TAPS; i++) {
+        assert_int_equal(taps[i].adds, 1); /* each its own add first, then repeats */
+        assert_int_equal(taps[i].repeats, 2);
+    }
+    assert_int_equal(taps[SAMPLER_MAX_TAPS].adds + taps[SAMPLER_MAX_TAPS].repeats, 0);
+    assert_int_equal(sampler_counts(s).thread_samples, 3); /* the window's alone */
+    /* one taken off in the middle: its slot takes the one refused before */
+    sampler_remove_tap(s, &taps[SAMPLER_MAX_TAPS / 2]);
+    assert_int_equal(sampler_add_tap(s, &extra), 0);
+    assert_int_equal(sampler_attempt(s, now), 0);
+    assert_int_equal(taps[SAMPLER_MAX_TAPS / 2].adds + taps[SAMPLER_MAX_TAPS / 2].repeats, 3);
+    assert_int_equal(taps[SAMPLER_MAX_TAPS].adds, 1);
+    assert_int_equal(taps[SAMPLER_MAX_TAPS - 1].repeats, 3);
+    sampler_free(s);
+    proc_close(&p);
+}
+
+/*
  * A torn read (status_torn()) is read again at once, one time, and counted
  * as retried; an outcome that is not torn is not read again.
  */
@@ -399,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_sampler__a_late_attempt_leaves_the_next_its_own_moment),
         cmocka_unit_test(test_sampler__skipped_runs_keep_the_grid),
         cmocka_unit_test(test_sampler__sinks_get_every_stack_under_the_coalescing_contract),
+        cmocka_unit_test(test_sampler__feeds_as_many_taps_as_the_server_admits),
         cmocka_unit_test(test_sampler__a_torn_read_is_read_again_once),
         cmocka_unit_test(test_sampler__native_full_falls_back_saying_why),
     };
