@@ -31,9 +31,13 @@
                                      'here, ' + f.own + ' (' + pct(f.own, total) + ') innermost'}));
     if (f.error !== undefined)
       sec.append(el('p', {className: 'reason warn source-error', textContent: 'source not shown: ' + f.error}));
+    // another name of a file shown above: its text is that one's, and only the
+    // lines with samples are drawn again (the file once in the page, not once per name)
     const same = f.same_as !== undefined ? files[f.same_as] : undefined;
     if (same)
-      sec.append(el('p', {className: 'reason same-as', textContent: 'the same file as ' + same.path}));
+      sec.append(el('p', {className: 'reason same-as',
+                          textContent: 'the same file as ' + same.path + ' (only the lines with samples here)'}));
+    const onlyHot = hotOnly || same !== undefined;
     const counts = new Map(f.lines.map((l) => [l[0], l]));
     const table = el('table', {className: 'source'});
     table.append(el('thead', {}, [el('tr', {}, [
@@ -44,7 +48,7 @@
     const last = Math.max(text.length, f.lines.length ? f.lines[f.lines.length - 1][0] : 0);
     for (let n = 1; n <= last; n++) {
       const c = counts.get(n);
-      if (hotOnly && !c) continue;
+      if (onlyHot && !c) continue;
       const own = c ? c[1] : 0, tot = c ? c[2] : 0;
       const src = el('td', {className: 'src', textContent: n <= text.length ? text[n - 1] : ''});
       if (c && c[3]) {
