@@ -17,8 +17,10 @@
 #include <sys/types.h>
 
 #include "base/buf.h"
+#include "base/tfile.h"
 #include "discovery/pyruntime.h"
 #include "memread/memread.h"
+#include "pprof/heatmap.h"
 #include "python/pyversion.h" /* PYVERSION_SUPPORTED: every help says the same range */
 #include "unwind/asyncio.h"
 #include "unwind/unwind.h"
@@ -26,31 +28,36 @@
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_PIPE = 141 };
 
 /**
- * The target's files as it sees them (cli/sources.c): its root and working
- * directory, opened when a recording starts and usable after it exits, and
- * its credentials, which decide what may be shown. For
- * `record --format heatmap`.
+ * The target's files as it could read them (cli/sources.c, over
+ * base/tfile.h): its root and working directory, opened when a recording
+ * starts and usable after it exits, and its credentials as they were then,
+ * which decide what may be shown. For `record --format heatmap`.
  */
-#define CLI_SOURCE_GROUPS 64
 struct cli_sources {
-    int root_fd, cwd_fd; /* -1: not open */
-    bool have_creds;
-    uid_t uid; /* effective */
-    gid_t gid;
-    gid_t groups[CLI_SOURCE_GROUPS];
-    int ngroups;
-    char why[160]; /* why the root could not be opened */
+    struct tfile_who who;
 };
+#define CLI_SOURCES_INIT                                                                           \
+    {                                                                                              \
+        .who = TFILE_WHO_INIT                                                                      \
+    }
 
-/** Opens @a pid's root and working directory. Returns 0 or a negative errno (why in s->why). */
-int cli_sources_open(pid_t pid, struct cli_sources *s);
+/**
+ * Takes @a pid's root, working directory and credentials into @a s (which
+ * must then be closed). Returns 0, or a negative errno with the reason in
+ * @a why: every file is then refused with that reason.
+ */
+int cli_sources_open(pid_t pid, struct cli_sources *s, char *why, size_t whylen);
+/** Lets go of what cli_sources_open() took; a CLI_SOURCES_INIT @a s is a no-op. */
 void cli_sources_close(struct cli_sources *s);
 /**
  * A heatmap_source_fn (pprof/heatmap.h) over a struct cli_sources: reads
- * @a path below the target's root, refusing what is not a regular file, is
- * over 4 MiB or the target's credentials could not read, with the reason.
+ * @a path as the target could (base/tfile.h: below its root, its
+ * credentials at every directory, nothing but a regular file of at most
+ * HEATMAP_MAX_TEXT bytes, procfs and sysfs refused), with the reason when it
+ * cannot; @a id is the file's device and inode.
  */
-int cli_source_read(void *arg, const char *path, struct buf *text, char *why, size_t why_size);
+int cli_source_read(void *arg, const char *path, struct buf *text, struct heatmap_source_id *id,
+                    char *why, size_t why_size);
 
 /** An attached process. */
 struct cli_target {

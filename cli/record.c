@@ -402,7 +402,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     struct cli_target t = {0}; /* released at out: even when attaching never happened */
     struct agg *agg = NULL;
     struct timeline *tl = NULL;
-    struct cli_sources sources = {.root_fd = -1, .cwd_fd = -1};
+    struct cli_sources sources = CLI_SOURCES_INIT;
     struct sampler *s = NULL;
     struct asyncio *aio = NULL;
     struct pyruntime_asyncio_memo aio_memo = {0};
@@ -425,8 +425,10 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     }
     /* the files are read after the recording, when the target may be gone:
      * its root and working directory are held from now */
-    if (record_wants(o, RECORD_HEATMAP) && cli_sources_open(pid, &sources))
-        fprintf(stderr, "pyprofd: note: the heatmap will show no source: %s\n", sources.why);
+    char sources_why[256];
+    bool heatmap = record_wants(o, RECORD_HEATMAP);
+    if (heatmap && cli_sources_open(pid, &sources, sources_why, sizeof(sources_why)))
+        fprintf(stderr, "pyprofd: note: the heatmap will show no source: %s\n", sources_why);
     uint64_t interval = (uint64_t)llround(1e9 / o->rate);
     struct sampler_opts so = {.mode = o->mode,
                               .interval_ns = interval ? interval : 1,
@@ -565,7 +567,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                                 .rep = &rep,
                                 .agg = agg,
                                 .tl = tl,
-                                .sources = sources.root_fd >= 0 ? &sources : NULL,
+                                .sources = heatmap ? &sources : NULL,
                                 .mode = o->mode,
                                 .interval_ns = so.interval_ns,
                                 .start_wall = start_wall,

@@ -20,7 +20,8 @@
     return 'rgb(255,' + g + ',' + b + ')';
   }
 
-  function fileSection(f, i, total, maxOwn, hotOnly) {
+  // @files: every file, for a name of a file shown under an earlier name ("same_as").
+  function fileSection(f, i, files, total, maxOwn, hotOnly) {
     const id = 'file-' + i;
     const sec = el('section', {className: 'file', id: id});
     sec.dataset.path = f.path;
@@ -30,17 +31,24 @@
                                      'here, ' + f.own + ' (' + pct(f.own, total) + ') innermost'}));
     if (f.error !== undefined)
       sec.append(el('p', {className: 'reason warn source-error', textContent: 'source not shown: ' + f.error}));
+    // another name of a file shown above: its text is that one's, and only the
+    // lines with samples are drawn again (the file once in the page, not once per name)
+    const same = f.same_as !== undefined ? files[f.same_as] : undefined;
+    if (same)
+      sec.append(el('p', {className: 'reason same-as',
+                          textContent: 'the same file as ' + same.path + ' (only the lines with samples here)'}));
+    const onlyHot = hotOnly || same !== undefined;
     const counts = new Map(f.lines.map((l) => [l[0], l]));
     const table = el('table', {className: 'source'});
     table.append(el('thead', {}, [el('tr', {}, [
       el('th', {className: 'num', textContent: 'own'}), el('th', {className: 'num', textContent: 'total'}),
       el('th', {className: 'num', textContent: 'line'}), el('th', {textContent: 'source'})])]));
     const body = el('tbody');
-    const text = f.text || [];
+    const text = f.text || (same && same.text) || [];
     const last = Math.max(text.length, f.lines.length ? f.lines[f.lines.length - 1][0] : 0);
     for (let n = 1; n <= last; n++) {
       const c = counts.get(n);
-      if (hotOnly && !c) continue;
+      if (onlyHot && !c) continue;
       const own = c ? c[1] : 0, tot = c ? c[2] : 0;
       const src = el('td', {className: 'src', textContent: n <= text.length ? text[n - 1] : ''});
       if (c && c[3]) {
@@ -72,14 +80,16 @@
     for (const f of data.files) for (const l of f.lines) maxOwn = Math.max(maxOwn, l[1]);
     if (!data.files.length) box.append(el('p', {className: 'reason', textContent: 'No Python line was sampled.'}));
     data.files.forEach((f, i) => {
-      box.append(fileSection(f, i, data.samples, maxOwn, hotOnly));
+      box.append(fileSection(f, i, data.files, data.samples, maxOwn, hotOnly));
       const a = el('a', {href: '#file-' + i, textContent: f.path.split('/').pop()});
       a.title = f.path;
       list.append(el('li', {}, [a, ' ' + pct(f.samples, data.samples)]));
     });
-    if (data.left_off)
-      document.getElementById('status').textContent =
-        data.left_off + ' more files with fewer samples are not shown';
+    const status = [];
+    if (data.left_off) status.push(data.left_off + ' more files with fewer samples are not shown');
+    if (data.text_left_off)
+      status.push('the source of ' + data.text_left_off + " files left out: the page's source budget is spent");
+    document.getElementById('status').textContent = status.join('; ');
     box.dataset.rendered = '1';
   }
 

@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/hash.h"
+#include "base/utf8.h"
 #include "pprof/flamegraph.h"
 #include "pprof/heatmap.h"
 
@@ -149,20 +150,91 @@ static int hm_op_cmp(const void *x, const void *y)
     return a->n > b->n ? -1 : a->n < b->n;
 }
 
-/* The text of a file as an array of lines (a final newline ends the last one). */
-static void hm_text(const char *p, size_t n, FILE *out)
+/*
+ * Line [s, s + n) as a JSON string: escaped as flame_json_stringn() does,
+ * but a control byte is its control picture (3 bytes, not 6) and a tab
+ * "\t". Writes it to @out unless NULL; returns its length in bytes either
+ * way, so that the budget is decided by the same code that writes.
+ */
+static size_t hm_json_line(const char *s, size_t n, FILE *out)
 {
-    fputc('[', out);
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = 2, start = 0;
+    uint64_t replaced = 0;
+    if (out)
+        fputc('"', out);
+    for (size_t i = 0; i < n;) {
+        char pic[4] = "\xe2\x90";
+        const char *esc;
+        size_t adv = 1;
+        unsigned char c = p[i];
+        if (c >= 0x80) {
+            bool valid;
+            size_t l = utf8_next(p + i, n - i, &valid);
+            if (valid) {
+                i += l;
+                continue;
+            }
+            esc = UTF8_REPLACEMENT_STR;
+            adv = l;
+            replaced++;
+        } else if (c == '"') {
+            esc = "\\\"";
+        } else if (c == '\\') {
+            esc = "\\\\";
+        } else if (c == '<') {
+            esc = "\\u003c";
+        } else if (c == '\t') {
+            esc = "\\t";
+        } else if (c < 0x20 || c == 0x7f) { /* U+2400 + c; U+2421 for DEL */
+            pic[2] = (char)(c == 0x7f ? 0xa1 : 0x80 + c);
+            pic[3] = '\0';
+            esc = pic;
+        } else {
+            i++;
+            continue;
+        }
+        size_t elen = strlen(esc);
+        len += i - start + elen;
+        if (out) {
+            fwrite(s + start, 1, i - start, out);
+            fwrite(esc, 1, elen, out);
+        }
+        i += adv;
+        start = i;
+    }
+    len += n - start;
+    if (out) {
+        fwrite(s + start, 1, n - start, out);
+        fputc('"', out);
+        if (replaced)
+            utf8_count_replaced(replaced);
+    }
+    return len;
+}
+
+/* The text of a file as an array of lines (a final newline ends the last
+ * one), written to @out unless NULL; returns its length in bytes. */
+static size_t hm_text(const char *p, size_t n, FILE *out)
+{
+    size_t total = 2;
+    if (out)
+        fputc('[', out);
     for (size_t i = 0; i < n;) {
         const char *nl = memchr(p + i, '\n', n - i);
         size_t len = nl ? (size_t)(nl - (p + i)) : n - i;
         size_t shown = len && p[i + len - 1] == '\r' ? len - 1 : len;
-        if (i)
-            fputc(',', out);
-        flame_json_stringn(p + i, shown, out);
+        if (i) {
+            total++;
+            if (out)
+                fputc(',', out);
+        }
+        total += hm_json_line(p + i, shown, out);
         i += len + (nl != NULL);
     }
-    fputc(']', out);
+    if (out)
+        fputc(']', out);
+    return total;
 }
 
 /* "<op NAME (BASE)>" -> "NAME (BASE)" */
@@ -178,9 +250,63 @@ static void hm_op_name(const char *marker, FILE *out)
     }
 }
 
+/* The texts in the page so far: which file each is, and the budget left. */
+struct hm_texts {
+    struct heatmap_source_id *ids; /* of the files whose text the page holds */
+    uint32_t *at;                  /* ... and their index in "files" */
+    size_t n;
+    size_t budget;   /* bytes the texts may take in all */
+    size_t left;     /* ... not spent yet */
+    size_t left_off; /* files whose text did not fit */
+};
+
+/* The "text", "same_as" or "error" of file @fi, named @path, read through @source. */
+static void hm_source(struct hm_texts *t, uint32_t fi, const char *path, heatmap_source_fn source,
+                      void *arg, struct buf *text, FILE *out)
+{
+    char why[256] = "no source reader";
+    struct heatmap_source_id id = {0};
+    buf_reset(text);
+    int err = source ? source(arg, path, text, &id, why, sizeof(why)) : -ENOENT;
+    const char *p = buf_str(text);
+    size_t n = buf_len(text);
+    if (!err && memchr(p, '\0', n)) {
+        err = -EINVAL;
+        snprintf(why, sizeof(why), "not text: it holds a NUL byte");
+    }
+    bool known = id.dev || id.ino;
+    for (size_t k = 0; !err && known && k < t->n; k++) {
+        if (t->ids[k].dev == id.dev && t->ids[k].ino == id.ino) {
+            fprintf(out, ",\"same_as\":%" PRIu32, t->at[k]);
+            return;
+        }
+    }
+    size_t need = err ? 0 : hm_text(p, n, NULL);
+    if (!err && need > t->left) {
+        err = -EFBIG;
+        snprintf(why, sizeof(why),
+                 "left out: the page's source budget is spent (%zu of its %zu bytes left, "
+                 "this text takes %zu)",
+                 t->left, t->budget, need);
+        t->left_off++;
+    }
+    if (err) {
+        fputs(",\"error\":", out);
+        flame_json_string(why, out);
+        return;
+    }
+    fputs(",\"text\":", out);
+    hm_text(p, n, out);
+    t->left -= need;
+    if (known) {
+        t->ids[t->n] = id;
+        t->at[t->n++] = fi;
+    }
+}
+
 static void hm_write(struct heatmap *h, const struct hm_line *lines, size_t nlines,
                      const struct hm_op *ops, size_t nops, heatmap_source_fn source, void *arg,
-                     FILE *out)
+                     struct hm_texts *t, FILE *out)
 {
     const struct agg *a = h->a;
     int64_t samples = 0;
@@ -196,16 +322,7 @@ static void hm_write(struct heatmap *h, const struct hm_line *lines, size_t nlin
         fputs(fi ? ",{\"path\":" : "{\"path\":", out);
         flame_json_string(path, out);
         fprintf(out, ",\"samples\":%" PRId64 ",\"own\":%" PRId64, f->samples, f->own);
-        char why[256] = "no source reader";
-        buf_reset(&text);
-        int err = source ? source(arg, path, &text, why, sizeof(why)) : -ENOENT;
-        if (err) {
-            fputs(",\"error\":", out);
-            flame_json_string(why, out);
-        } else {
-            fputs(",\"text\":", out);
-            hm_text(buf_str(&text), buf_len(&text), out);
-        }
+        hm_source(t, (uint32_t)fi, path, source, arg, &text, out);
         fputs(",\"lines\":[", out);
         for (bool first = true; li < nlines && lines[li].file == fi; li++, first = false) {
             const struct hm_line *l = &lines[li];
@@ -231,10 +348,13 @@ static void hm_write(struct heatmap *h, const struct hm_line *lines, size_t nlin
     fputc(']', out);
     if (h->nfiles > HEATMAP_MAX_FILES)
         fprintf(out, ",\"left_off\":%zu", h->nfiles - HEATMAP_MAX_FILES);
+    if (t->left_off)
+        fprintf(out, ",\"text_left_off\":%zu", t->left_off);
     fputc('}', out);
 }
 
-int heatmap_json_write(const struct agg *a, heatmap_source_fn source, void *arg, FILE *out)
+PYPROFD_STATIC int heatmap_json_write_budget(const struct agg *a, heatmap_source_fn source,
+                                             void *arg, size_t budget, FILE *out)
 {
     struct heatmap h = {.a = a};
     size_t nloc = agg_location_count(a);
@@ -246,8 +366,13 @@ int heatmap_json_write(const struct agg *a, heatmap_source_fn source, void *arg,
     uint32_t *file_rank = alloc_calloc(agg_function_count(a) + 1, sizeof(*file_rank));
     uint32_t *slot_rank = alloc_calloc(lcap, sizeof(*slot_rank));
     struct hm_line *lines = alloc_calloc(lcap, sizeof(*lines));
+    struct hm_texts texts = {.ids = alloc_calloc(HEATMAP_MAX_FILES, sizeof(*texts.ids)),
+                             .at = alloc_calloc(HEATMAP_MAX_FILES, sizeof(*texts.at)),
+                             .budget = budget,
+                             .left = budget};
     int err = 0;
-    if (!h.file_of || !h.files || !h.lines || !h.ops || !file_rank || !slot_rank || !lines) {
+    if (!h.file_of || !h.files || !h.lines || !h.ops || !file_rank || !slot_rank || !lines ||
+        !texts.ids || !texts.at) {
         err = -ENOMEM;
         goto out;
     }
@@ -285,7 +410,7 @@ int heatmap_json_write(const struct agg *a, heatmap_source_fn source, void *arg,
         nops++;
     }
     qsort(h.ops, nops, sizeof(*h.ops), hm_op_cmp);
-    hm_write(&h, lines, nlines, h.ops, nops, source, arg, out);
+    hm_write(&h, lines, nlines, h.ops, nops, source, arg, &texts, out);
     if (ferror(out))
         err = -EIO;
 out:
@@ -296,5 +421,12 @@ out:
     alloc_free(file_rank);
     alloc_free(slot_rank);
     alloc_free(lines);
+    alloc_free(texts.ids);
+    alloc_free(texts.at);
     return err;
+}
+
+int heatmap_json_write(const struct agg *a, heatmap_source_fn source, void *arg, FILE *out)
+{
+    return heatmap_json_write_budget(a, source, arg, HEATMAP_MAX_PAGE_TEXT, out);
 }

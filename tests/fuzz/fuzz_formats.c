@@ -11,10 +11,14 @@
  * (markers, an opcode marker, a recursion), on several threads and asyncio
  * tasks, each put in the timeline.
  *
+ * Byte 0 also picks the heatmap's source budget (all of it, or 0-448 bytes),
+ * and the file is also named "/other/name.py" (one file, two names).
+ *
  * Checked: every writer succeeds; the three JSON documents (speedscope,
  * gecko, the heatmap's data) are each exactly one valid JSON value with
  * valid UTF-8 strings (base/jsonscan.c, which refuses anything else) and
  * hold no '<' outside escapes (they sit in HTML <script> elements); the
+ * heatmap holds one copy of the text, within its budget, or a reason; the
  * pstats file is one marshalled dict, ends where its terminator is.
  */
 #include "base/compat.h"
@@ -31,20 +35,29 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+#define FUZZ_OTHER_NAME "/other/name.py"
+
 struct fuzz_source {
     const char *path;
     const uint8_t *text;
     size_t len;
+    unsigned given; /* texts given */
 };
 
-static int fuzz_source_read(void *arg, const char *path, struct buf *text, char *why, size_t n)
+/* The hostile file, also under a second name (one file: one copy in the page). */
+static int fuzz_source_read(void *arg, const char *path, struct buf *text,
+                            struct heatmap_source_id *id, char *why, size_t n)
 {
-    const struct fuzz_source *s = arg;
-    if (strcmp(path, s->path) != 0) {
+    struct fuzz_source *s = arg;
+    if (strcmp(path, s->path) != 0 && strcmp(path, FUZZ_OTHER_NAME) != 0) {
         snprintf(why, n, "not %s", s->path); /* the hostile name in the reason, too */
         return -ENOENT;
     }
-    return buf_add(text, s->text, s->len) ? -EFBIG : 0;
+    *id = (struct heatmap_source_id){.dev = 1, .ino = 2};
+    if (buf_add(text, s->text, s->len))
+        return -EFBIG;
+    s->given++;
+    return 0;
 }
 
 /* Where each output is written: enough for the largest (the heatmap of a
@@ -81,6 +94,7 @@ static void fuzz_json(const char *p, size_t n)
 
 struct fuzz_ctx {
     struct agg *a;
+    size_t budget; /* of the heatmap's source text */
     struct timeline *tl;
     struct fuzz_source src;
 };
@@ -113,7 +127,30 @@ static int fuzz_gecko(void *arg, FILE *f)
 static int fuzz_heatmap(void *arg, FILE *f)
 {
     struct fuzz_ctx *c = arg;
-    return heatmap_json_write(c->a, fuzz_source_read, &c->src, f);
+    c->src.given = 0;
+    return heatmap_json_write_budget(c->a, fuzz_source_read, &c->src, c->budget, f);
+}
+
+/*
+ * The heatmap's own checks: the text's bytes in the page within the budget;
+ * one copy of the file however many of its names the source read (a
+ * "same_as" for the second when the first has its text); a reason for a file
+ * without text.
+ */
+static void fuzz_heatmap_check(const struct fuzz_ctx *c, const char *p, size_t len)
+{
+    const char *text = memmem(p, len, "\"text\":", 7);
+    if (text) {
+        const char *end = memmem(text, len - (size_t)(text - p), ",\"lines\":", 9);
+        if (!end || (size_t)(end - text - 7) > c->budget)
+            abort();
+        if (memmem(end, len - (size_t)(end - p), "\"text\":", 7))
+            abort(); /* a second copy */
+        if (c->src.given == 2 && !memmem(p, len, "\"same_as\":", 10))
+            abort();
+    } else if (!memmem(p, len, "\"error\":", 8)) {
+        abort(); /* neither text nor a reason */
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -135,7 +172,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     file[k] = '\0';
     i++;
     struct fuzz_ctx c = {
-        .src = {.path = file, .text = i < size ? data + i : data, .len = i < size ? size - i : 0}};
+        .src = {.path = file, .text = i < size ? data + i : data, .len = i < size ? size - i : 0},
+        /* byte 0's high bits: the whole budget, or a small one the text may not fit */
+        .budget = data[0] & 0x10 ? (size_t)(data[0] >> 5) * 64 : HEATMAP_MAX_PAGE_TEXT};
     if (agg_new(NULL, &c.a) || (timed && timeline_new(0, &c.tl)))
         abort();
 
@@ -150,8 +189,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                .file = file,
                                .first_line = 1,
                                .pos = {9, 9, 0, 1}};
+    struct unwind_frame other = {.kind = UNWIND_FRAME_PYTHON,
+                                 .function = "other",
+                                 .file = FUZZ_OTHER_NAME,
+                                 .first_line = 1,
+                                 .pos = {3, 3, 0, 1}};
     struct unwind_frame gc = {.kind = UNWIND_FRAME_GC, .function = "<GC>", .file = "~"};
-    struct unwind_frame stacks[3][4] = {{hostile, hostile, mod}, {gc, hostile, mod}, {mod}};
+    struct unwind_frame stacks[3][4] = {{hostile, hostile, mod}, {gc, hostile, mod}, {other}};
     const size_t depth[3] = {3, 3, 1};
     const char *tasks[3] = {NULL, fn, "t"};
     for (unsigned n = 0; n < 12; n++) {
@@ -175,6 +219,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     p = fuzz_out(fuzz_heatmap, &c, &len);
     fuzz_json(p, len);
+    fuzz_heatmap_check(&c, p, len);
     timeline_free(c.tl);
     agg_free(c.a);
     return 0;

@@ -215,12 +215,14 @@ static void test_gecko__tables(void **state)
 
 static int source_calls;
 
-static int fake_source(void *arg, const char *path, struct buf *text, char *why, size_t size)
+static int fake_source(void *arg, const char *path, struct buf *text, struct heatmap_source_id *id,
+                       char *why, size_t size)
 {
     (void)arg;
+    (void)id; /* unknown: never taken for another file */
     source_calls++;
     if (strcmp(path, "/a.py") == 0) {
-        static const char src[] = "first\r\nsecond </script>\n\x01\xff\n";
+        static const char src[] = "first\r\nsecond </script>\n\x01\xff\t\x7f\r.\n";
         assert_int_equal(buf_add(text, src, sizeof(src) - 1), 0);
         return 0;
     }
@@ -250,10 +252,173 @@ static void test_heatmap__lines(void **state)
     /* /b.py has 4 samples with a frame in it, /a.py 3: /b.py first */
     assert_non_null(strstr(out_buf, "{\"samples\":4,\"files\":[{\"path\":\"/b.py\",\"samples\":4,"
                                     "\"own\":1,\"error\":\"no /b.py\",\"lines\":[[3,1,4]]},"));
-    assert_non_null(strstr(out_buf,
-                           "{\"path\":\"/a.py\",\"samples\":3,\"own\":3,\"text\":"
-                           "[\"first\",\"second \\u003c/script>\",\"\\u0001\xef\xbf\xbd\"],"
-                           "\"lines\":[[2,3,3,{\"CALL (CALL)\":3}]]}"));
+    /* control bytes as their pictures (U+2401 and U+2421 for DEL, U+240D for a
+     * carriage return inside a line), a tab as \t, invalid UTF-8 as U+FFFD */
+    assert_non_null(strstr(out_buf, "{\"path\":\"/a.py\",\"samples\":3,\"own\":3,\"text\":"
+                                    "[\"first\",\"second \\u003c/script>\","
+                                    "\"\xe2\x90\x81\xef\xbf\xbd\\t\xe2\x90\xa1\xe2\x90\x8d.\"],"
+                                    "\"lines\":[[2,3,3,{\"CALL (CALL)\":3}]]}"));
+    assert_null(strstr(out_buf, "text_left_off"));
+    agg_free(a);
+}
+
+/* Files a test's source gives: a name, its text and which file it is. */
+struct fake_file {
+    const char *path, *text;
+    size_t len; /* 0: strlen(text) */
+    uint64_t dev, ino;
+};
+
+static const struct fake_file *fake_files;
+
+static int fake_files_source(void *arg, const char *path, struct buf *text,
+                             struct heatmap_source_id *id, char *why, size_t size)
+{
+    (void)arg;
+    source_calls++;
+    for (const struct fake_file *ff = fake_files; ff->path; ff++) {
+        if (strcmp(path, ff->path) != 0)
+            continue;
+        assert_int_equal(buf_add(text, ff->text, ff->len ? ff->len : strlen(ff->text)), 0);
+        *id = (struct heatmap_source_id){.dev = ff->dev, .ino = ff->ino};
+        return 0;
+    }
+    snprintf(why, size, "no %s", path);
+    return -ENOENT;
+}
+
+/* A window where file @paths[i] has a frame in 10 - i samples (files in that order). */
+static struct agg *window_of(const char *const *paths, size_t n)
+{
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    for (size_t i = 0; i < n; i++) {
+        struct unwind_frame fr[] = {frame("f", paths[i], 1, 2)};
+        assert_int_equal(agg_add_in(a, fr, 1, 7, 0, "MainThread", NULL, 10 - (int64_t)i, 1), 0);
+    }
+    return a;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Two names of one file (device, inode) give one text: the later one points at the earlier. */
+static void test_heatmap__one_copy_per_file(void **state)
+{
+    (void)state;
+    static const struct fake_file files[] = {
+        {"/app/a.py", "one = 'ONE'\n", 0, 8, 100},
+        {"/app/b.py", "two = 'TWO'\n", 0, 8, 101},
+        {"/link/a.py", "one = 'ONE'\n", 0, 8, 100},
+        {"/other/a.py", "one = 'ONE'\n", 0, 9, 100}, /* another device: another file */
+        {"/unknown.py", "one = 'ONE'\n", 0, 0, 0},   /* no identity: never shared */
+        {"/hard/a.py", "one = 'ONE'\n", 0, 8, 100},
+        {NULL, NULL, 0, 0, 0}};
+    static const char *const paths[] = {"/app/a.py",   "/app/b.py",   "/link/a.py",
+                                        "/other/a.py", "/unknown.py", "/hard/a.py"};
+    fake_files = files;
+    struct agg *a = window_of(paths, PYPROFD_ARRAY_SIZE(paths));
+    source_calls = 0;
+    FILE *f = out_open();
+    assert_int_equal(heatmap_json_write(a, fake_files_source, NULL, f), 0);
+    out_close(f);
+    assert_int_equal(source_calls, 6);
+    assert_non_null(strstr(out_buf, "{\"path\":\"/app/a.py\",\"samples\":10,\"own\":10,"
+                                    "\"text\":[\"one = 'ONE'\"],"));
+    assert_non_null(strstr(out_buf, "{\"path\":\"/link/a.py\",\"samples\":8,\"own\":8,"
+                                    "\"same_as\":0,\"lines\""));
+    assert_non_null(strstr(out_buf, "{\"path\":\"/hard/a.py\",\"samples\":5,\"own\":5,"
+                                    "\"same_as\":0,\"lines\""));
+    /* a.py's text three times: its own, the other device's, the unknown one's */
+    assert_int_equal(count_of(out_buf, "ONE"), 3);
+    assert_int_equal(count_of(out_buf, "TWO"), 1);
+    assert_int_equal(count_of(out_buf, "same_as"), 2);
+    agg_free(a);
+}
+
+/* The texts' bytes in the page, escapes included, stop at the budget; later names of a
+ * file already in the page cost nothing, and a smaller text after a large one may fit. */
+static void test_heatmap__source_budget(void **state)
+{
+    (void)state;
+    /* every kind of escape in one line: its JSON is its budget */
+    static const char tricky[] = "a<\"\\\t\x01\x7f\xff\xc3\xa9\r\nz\n";
+    static const struct fake_file files[] = {
+        {"/t.py", tricky, 0, 1, 1},
+        {"/big.py", "0123456789012345678901234567890123456789\n", 0, 1, 2},
+        {"/t2.py", tricky, 0, 1, 1},
+        {"/small.py", "s\n", 0, 1, 3},
+        {NULL, NULL, 0, 0, 0}};
+    static const char *const paths[] = {"/t.py", "/big.py", "/t2.py", "/small.py"};
+    static const char tricky_json[] =
+        "[\"a\\u003c\\\"\\\\\\t\xe2\x90\x81\xe2\x90\xa1\xef\xbf\xbd\xc3\xa9\",\"z\"]";
+    const size_t tricky_len = sizeof(tricky_json) - 1, small_len = sizeof("[\"s\"]") - 1;
+    fake_files = files;
+    struct agg *a = window_of(paths, PYPROFD_ARRAY_SIZE(paths));
+
+    /* room for the tricky text and the small one, not for the big one */
+    FILE *f = out_open();
+    assert_int_equal(
+        heatmap_json_write_budget(a, fake_files_source, NULL, tricky_len + small_len, f), 0);
+    out_close(f);
+    char want[256];
+    snprintf(want, sizeof(want), "{\"path\":\"/t.py\",\"samples\":10,\"own\":10,\"text\":%s,",
+             tricky_json);
+    assert_non_null(strstr(out_buf, want));
+    snprintf(want, sizeof(want),
+             "{\"path\":\"/big.py\",\"samples\":9,\"own\":9,\"error\":\"left out: the page's "
+             "source budget is spent (%zu of its %zu bytes left, this text takes 44)\",",
+             small_len, tricky_len + small_len);
+    assert_non_null(strstr(out_buf, want));
+    assert_non_null(strstr(out_buf, "{\"path\":\"/t2.py\",\"samples\":8,\"own\":8,"
+                                    "\"same_as\":0,"));
+    assert_non_null(strstr(out_buf, "{\"path\":\"/small.py\",\"samples\":7,\"own\":7,"
+                                    "\"text\":[\"s\"],"));
+    assert_non_null(strstr(out_buf, "]}],\"text_left_off\":1}"));
+
+    /* one byte short: the tricky text is left out too; the small one still fits */
+    f = out_open();
+    assert_int_equal(heatmap_json_write_budget(a, fake_files_source, NULL, tricky_len - 1, f), 0);
+    out_close(f);
+    assert_null(strstr(out_buf, "\xe2\x90\x81"));
+    assert_int_equal(count_of(out_buf, "left out: the page's source budget"), 3);
+    assert_non_null(strstr(out_buf, "\"text\":[\"s\"]"));
+    assert_non_null(strstr(out_buf, "\"text_left_off\":3}"));
+
+    /* no budget at all: every text is left out, every name listed */
+    f = out_open();
+    assert_int_equal(heatmap_json_write_budget(a, fake_files_source, NULL, 0, f), 0);
+    out_close(f);
+    assert_null(strstr(out_buf, "\"text\""));
+    assert_int_equal(count_of(out_buf, "\"path\""), 4);
+    assert_non_null(strstr(out_buf, "\"text_left_off\":4}"));
+    agg_free(a);
+}
+
+/* A file with a NUL byte is not text: refused, nothing of it in the page. */
+static void test_heatmap__nul_is_not_text(void **state)
+{
+    (void)state;
+    static const char bin[] = "x = 'BINARY'\n\0\0\0\n";
+    static const struct fake_file files[] = {{"/bin.py", bin, sizeof(bin) - 1, 1, 1},
+                                             {"/ok.py", "ok = 1\n", 0, 1, 2},
+                                             {NULL, NULL, 0, 0, 0}};
+    static const char *const paths[] = {"/bin.py", "/ok.py"};
+    fake_files = files;
+    struct agg *a = window_of(paths, PYPROFD_ARRAY_SIZE(paths));
+    FILE *f = out_open();
+    assert_int_equal(heatmap_json_write(a, fake_files_source, NULL, f), 0);
+    out_close(f);
+    assert_non_null(strstr(out_buf, "{\"path\":\"/bin.py\",\"samples\":10,\"own\":10,"
+                                    "\"error\":\"not text: it holds a NUL byte\",\"lines\""));
+    assert_null(strstr(out_buf, "BINARY"));
+    assert_non_null(strstr(out_buf, "\"text\":[\"ok = 1\"]"));
+    assert_null(strstr(out_buf, "text_left_off")); /* a refusal, not the budget */
     agg_free(a);
 }
 
@@ -303,6 +468,9 @@ int main(void)
         cmocka_unit_test(test_speedscope__threads_and_time_order),
         cmocka_unit_test(test_gecko__tables),
         cmocka_unit_test(test_heatmap__lines),
+        cmocka_unit_test(test_heatmap__one_copy_per_file),
+        cmocka_unit_test(test_heatmap__source_budget),
+        cmocka_unit_test(test_heatmap__nul_is_not_text),
         cmocka_unit_test(test_timeline__cap),
         cmocka_unit_test(test_threads__order),
     };
