@@ -8,7 +8,9 @@ line is comes from its own C function PyCode_Addr2Line(code, offset), called
 here through ctypes: for each code object of a fixed set of snippets and
 stdlib modules (long functions, line jumps over 127 and byte jumps over 255,
 negative line deltas, decorators, generators, comprehensions, try/finally,
-lines that 3.10 marks as none), every instruction's offset is looked up and
+lines that 3.10 marks as none, lambdas and one-line functions, whose 3.9
+table is empty, and functions given an empty table), every instruction's
+offset is looked up and
 written out as runs of equal lines. agent/unwind/linetable.c must report the
 same (tests/unit/agent/unwind/test_linetable.c).
 
@@ -96,8 +98,31 @@ SNIPPETS = [
         "                      x)\n"
     )),
     ("nonascii", "def caf\u00e9(\u00e9t\u00e9):\n    \u00e9t\u00e9 = '\u2603'\n    return \u00e9t\u00e9\n"),
+    # 3.9 leaves co_lnotab empty when every instruction is on co_firstlineno
+    ("one_line", (
+        "f = lambda: 0\n"
+        "def g(x): return x + 1\n"
+        "class C:\n"
+        "    def m(self): return [y for y in (lambda: self)()]\n"
+    )),
     ("long", _long_function(400)),
 ]
+
+
+def _write_code(out, addr2line, field, index, label, code):
+    n = len(code.co_code)
+    out.write("code %d %s:%s %d %d\n" % (index, label, code.co_name, code.co_firstlineno, n))
+    out.write("table %s\n" % getattr(code, field).hex())
+    runs = []
+    for off in range(0, n, 2):
+        line = addr2line(code, off)
+        if runs and runs[-1][2] == line:
+            runs[-1][1] += 2
+        else:
+            runs.append([off, 2, line])
+    for start, length, line in runs:
+        out.write("%d %d %s\n" % (start, length, "-" if line == -1 else line))
+    out.write("end\n")
 
 
 def _codes(code, label):
@@ -105,6 +130,12 @@ def _codes(code, label):
     for c in code.co_consts:
         if hasattr(c, "co_code"):
             yield from _codes(c, label)
+
+
+# Functions of these snippets also emitted with an empty table (code.replace):
+# what PyCode_Addr2Line() makes of none at all (3.9: co_firstlineno
+# everywhere; 3.10: no line).
+EMPTIED = ("loops", "generators")
 
 
 def emit(out):
@@ -133,20 +164,17 @@ def emit(out):
     for label, src in sources:
         top = compile(src, "<%s>" % label, "exec")
         for lab, code in _codes(top, label):
-            n = len(code.co_code)
-            out.write("code %d %s:%s %d %d\n" % (index, lab, code.co_name, code.co_firstlineno, n))
-            out.write("table %s\n" % getattr(code, field).hex())
-            runs = []
-            for off in range(0, n, 2):
-                line = addr2line(code, off)
-                if runs and runs[-1][2] == line:
-                    runs[-1][1] += 2
-                else:
-                    runs.append([off, 2, line])
-            for start, length, line in runs:
-                out.write("%d %d %s\n" % (start, length, "-" if line == -1 else line))
-            out.write("end\n")
+            _write_code(out, addr2line, field, index, lab, code)
             index += 1
+    emptied = []
+    for label, src in sources:
+        if label in EMPTIED:
+            top = compile(src, "<%s>" % label, "exec")
+            emptied += [("emptied_" + label, c.replace(**{field: b""}))
+                        for c in top.co_consts if hasattr(c, "co_code")]
+    for label, code in emptied:
+        _write_code(out, addr2line, field, index, label, code)
+        index += 1
 
 
 def interpreter(version):

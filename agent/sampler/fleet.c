@@ -123,6 +123,20 @@ int fleet_add(struct fleet *f, struct fleet_slot *s, uint64_t due)
     return 0;
 }
 
+int fleet_add_ready(struct fleet *f, struct fleet_slot *s, uint64_t due)
+{
+    if (f->n == f->cap)
+        return -ENOSPC;
+    s->credit = 1.0;
+    s->pprev = NULL;
+    s->due = due;
+    s->when = FLEET_READY;
+    fleet_link(&f->ready, s);
+    f->nready++;
+    f->n++;
+    return 0;
+}
+
 void fleet_remove(struct fleet *f, struct fleet_slot *s)
 {
     PYPROFD_ASSERT(f->n > 0);

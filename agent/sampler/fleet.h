@@ -71,6 +71,15 @@ PYPROFD_WARN_UNUSED int fleet_grow(struct fleet *f, size_t cap);
 
 /** Adds @a s (borrowed until fleet_remove()) due at @a due. Returns 0 or -ENOSPC. */
 PYPROFD_WARN_UNUSED int fleet_add(struct fleet *f, struct fleet_slot *s, uint64_t due);
+/**
+ * Adds @a s as fleet_add() does, but already due: ready at once (the next
+ * fleet_collect() and fleet_pop() hand it out), not at the first boundary
+ * not collected yet, which can be a tick and the timer slack away. For a
+ * slot whose attempts fell due while it was out of the fleet and must be
+ * made now (a parked target whose thread runs: its attempts see the run).
+ * Returns 0 or -ENOSPC.
+ */
+PYPROFD_WARN_UNUSED int fleet_add_ready(struct fleet *f, struct fleet_slot *s, uint64_t due);
 /** Takes @a s out, wherever it waits (a bucket, the ready list, popped). */
 void fleet_remove(struct fleet *f, struct fleet_slot *s);
 /**

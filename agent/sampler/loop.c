@@ -200,14 +200,19 @@ static void loop_park(struct loop *l, struct target *t)
     fleet_remove(l->fleet, target_slot(t));
 }
 
-/* Puts parked entry @i back on the wheel, its attempts counted up to @now. */
+/*
+ * Puts parked entry @i back on the wheel, its attempts counted up to @now.
+ * Those due since are made in this pass, not at the next tick boundary: a
+ * thread that woke may run for less than a tick and a timer slack.
+ */
 static void loop_unpark(struct loop *l, size_t i, uint64_t now)
 {
     struct target *t = l->parked[i].t;
     sampler_unpark(target_sampler(t), now, l->native_ep);
     l->parked[i].t = NULL;
     l->nparked--;
-    if (fleet_add(l->fleet, target_slot(t), target_due(t)))
+    uint64_t due = target_due(t);
+    if ((due <= now ? fleet_add_ready : fleet_add)(l->fleet, target_slot(t), due))
         log_error("process %d: cannot put it back on the schedule",
                   (int)target_info(t)->key.pid); /* cannot happen: sized for max_targets */
 }

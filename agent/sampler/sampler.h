@@ -250,8 +250,10 @@ void sampler_native_factor(struct sampler *s, double factor);
  * the caller's epoll set @a epfd readable with @a token, and the caller
  * unparks it. Meanwhile sampler_catch_up() counts the attempts that fell
  * due, each as the answer it would have had (the wakers' records say when a
- * thread first ran): call it before the sinks change (a window cut, a tap)
- * and before reading the counts. sampler_park() returns 0, or a negative
+ * thread first ran; those due within the schedule's usual lateness before
+ * that are left to the unpark, which makes them at once, reading): call it
+ * before the sinks change (a window cut, a tap) and before reading the
+ * counts. sampler_park() returns 0, or a negative
  * errno when the target stays on the schedule.
  */
 bool sampler_parkable(const struct sampler *s);

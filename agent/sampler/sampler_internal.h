@@ -56,8 +56,14 @@ struct sampler {
     bool park_asleep; /* ... as cpu mode's "none on a CPU", else as the last read again */
     struct schedule sched;
     uint64_t last_attempt_ns;
-    uint64_t now_ns;       /* of the attempt in progress */
-    uint64_t jitter;       /* the next attempt is made this long after it is due */
+    uint64_t now_ns; /* of the attempt in progress */
+    uint64_t jitter; /* the next attempt is made this long after it is due */
+    /* how long after the middle of their interval the attempts are made
+     * (the loop's tick, its timer slack, the wake-up), averaged: at an
+     * unpark the attempts due within it before the first switch are made
+     * reading, as they would have been made after it (sampler_catch_up()) */
+    int64_t late_ns;
+    uint64_t unparked_ns;  /* the last unpark: attempts due before it are not measured */
     struct rand_state rng; /* for the jitter */
     struct sampler_counts counts;
     struct sampler_opts opts;

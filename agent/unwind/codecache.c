@@ -198,7 +198,7 @@ struct code_info *codecache_insert(struct codecache *c, const struct code_info *
     c->cur_used += need;
     e->qualname = (const char *)dst;
     e->filename = (const char *)dst + qlen;
-    e->linetable = info->linetable_len ? dst + qlen + flen : NULL;
+    e->linetable = info->linetable ? dst + qlen + flen : NULL; /* (read empty: not NULL) */
     e->nlast = 0;
     e->id = atomic_fetch_add_explicit(&codecache_next_id, 1, memory_order_relaxed);
     return e;

@@ -39,6 +39,9 @@ struct code_info {
     uint64_t id;
     const char *qualname;
     const char *filename;
+    /* the line table: linetable_len bytes; NULL when it could not be read.
+     * A table read empty (len 0) is not NULL: it has a meaning (3.9: every
+     * instruction on co_firstlineno) */
     const uint8_t *linetable;
     size_t linetable_len;
     int32_t firstlineno;
@@ -86,7 +89,9 @@ struct code_info *codecache_insert(struct codecache *c, const struct code_info *
 /**
  * The source position of code unit @a addrq of @a ci, from its line table,
  * remembering the last CODECACHE_POSITIONS lookups. Returns 0, or -ENOENT
- * when the entry has no line table or the table does not cover @a addrq.
+ * when the entry has no line table (one that could not be read) or the table
+ * does not cover @a addrq. An empty table is decoded like any other: what
+ * CPython's PyCode_Addr2Line() makes of it (3.9: co_firstlineno; 3.10+: none).
  */
 PYPROFD_WARN_UNUSED int codecache_position(struct code_info *ci, uint32_t addrq,
                                            struct linetable_pos *out);

@@ -188,7 +188,16 @@ enum mixed_result mixed_merge(struct mixed *m, const struct native_frame *c, siz
         bool any = false;
         for (size_t i = 0; i < nc && !any; i++)
             any = mixed_is_loop(&c[i]);
-        if (!any) /* no loop symbol (a build without it): nothing to join at */
+        /*
+         * No loop among the C frames. When they reach the outermost frame,
+         * the build does not name its loop: nothing to join at. When they
+         * stop short (a C stack deeper than the copy or than
+         * NATIVE_MAX_FRAMES: a C extension recursing), every loop lies
+         * beyond them: the stack is cut before the first, as the entry
+         * frames' addresses cut it from 3.12 on (issue 37: the C frames
+         * were all dropped, the leaf's with them).
+         */
+        if (!any && (c_complete || nc == 0))
             return nc ? MIXED_NO_ENTRY : MIXED_DISAGREE;
         per_frame = markers == 0;
         if (!mixed_place_by_symbol(m, c, nc, c_complete, py, npy, per_frame, &entries))

@@ -26,7 +26,10 @@
  * object), so the loops are found by the symbol every CPython exports for
  * its loop, _PyEval_EvalFrameDefault: one per stretch (3.11: up to each
  * is_entry marker, which the unwinder gives without an address; 3.9, 3.10:
- * every frame, no marker), as many as there are stretches.
+ * every frame, no marker), as many as there are stretches. C frames that
+ * stop short of the outermost frame cut the stack at the first stretch
+ * whose loop is not among them (MIXED_CUT, as below), even when none is (a
+ * C extension recursing deeper than the frames unwound).
  *
  * The two reads are some microseconds apart, so they are checked before
  * they are joined: every entry frame must fall in the sample's stack, each
@@ -54,7 +57,8 @@ enum mixed_result {
     MIXED_OK,       /* joined at every entry frame */
     MIXED_CUT,      /* joined as far as the C frames go; the rest is Python only */
     MIXED_DISAGREE, /* the reads disagree: no merge */
-    MIXED_NO_ENTRY, /* nothing to join at: before 3.12, no C frame named as the loop */
+    MIXED_NO_ENTRY, /* nothing to join at: before 3.12, no C frame named as the loop in C
+                       frames that reach the outermost one (a build without the symbol) */
 };
 
 struct mixed;

@@ -1485,7 +1485,9 @@ static struct code_info *unwind_fetch_code(struct unwinder *u, uint64_t raddr)
     if (pystr_read(u->mr, l, ci.filename_raddr, u->file_buf, sizeof(u->file_buf)) >= 0)
         ci.filename = u->file_buf;
     long n = pybytes_read(u->mr, l, ci.linetable_raddr, u->sc->linetable_buf, UNWIND_LINETABLE_MAX);
-    if (n > 0) {
+    /* an empty table too (3.9 leaves co_lnotab empty when every instruction
+     * is on co_firstlineno: a lambda, a one-line function) */
+    if (n >= 0) {
         ci.linetable = u->sc->linetable_buf;
         ci.linetable_len = (size_t)n;
     }

@@ -123,6 +123,49 @@ static void test_fleet__put_back_late_comes_again_after_the_others(void **state)
     fleet_free(f);
 }
 
+/*
+ * Issue 37: a slot put back with its attempts already due (a parked target
+ * whose thread woke) is taken in the pass at hand; added the plain way it
+ * waits for the first boundary not collected yet (a tick and the timer
+ * slack away: after a 2 ms run of the thread that woke, at 1 kHz).
+ */
+static void test_fleet__added_ready_is_taken_at_once(void **state)
+{
+    (void)state;
+    struct fleet *f;
+    assert_int_equal(fleet_new(3, &f), 0);
+    struct fleet_slot a, b, c;
+    uint64_t now = 1000 * MS + 300 * US;
+    assert_int_equal(fleet_add(f, &a, now - 500 * US), 0); /* boundary 1000 ms */
+    assert_int_equal(fleet_collect(f, now), 1);            /* this boundary's pass */
+    assert_ptr_equal(fleet_pop(f), &a);
+    fleet_update(f, &a, now + 50 * MS);
+    /* in the same tick, later: due before now, but this boundary is collected */
+    now += 100 * US;
+    assert_int_equal(fleet_add(f, &b, now - 2 * MS), 0);
+    assert_int_equal(fleet_collect(f, now), 0);
+    assert_int_equal(fleet_next_wake(f), 1001 * MS);
+    assert_int_equal(fleet_add_ready(f, &c, now - 2 * MS), 0);
+    assert_int_equal(fleet_next_wake(f), 0);
+    assert_int_equal(fleet_collect(f, now), 1);
+    assert_ptr_equal(fleet_pop(f), &c);
+    assert_null(fleet_pop(f));
+    /* its next attempt still due: again in this pass; then the wheel as any */
+    fleet_update(f, &c, now - 1 * MS);
+    assert_ptr_equal(fleet_pop(f), &c);
+    fleet_update(f, &c, now + 2 * MS);
+    assert_null(fleet_pop(f));
+    assert_int_equal(fleet_count(f), 3);
+    assert_int_equal(fleet_add_ready(f, &c, now), -ENOSPC);
+    /* removed while ready */
+    fleet_remove(f, &b);
+    assert_int_equal(fleet_add_ready(f, &b, now), 0);
+    fleet_remove(f, &b);
+    assert_int_equal(fleet_collect(f, now), 0);
+    assert_int_equal(fleet_count(f), 2);
+    fleet_free(f);
+}
+
 static void test_fleet__remove_from_anywhere_and_grow(void **state)
 {
     (void)state;
@@ -440,6 +483,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fleet__taken_at_the_first_boundary_at_or_after_due),
         cmocka_unit_test(test_fleet__put_back_late_comes_again_after_the_others),
+        cmocka_unit_test(test_fleet__added_ready_is_taken_at_once),
         cmocka_unit_test(test_fleet__remove_from_anywhere_and_grow),
         cmocka_unit_test(test_fleet__far_ahead_waits_for_its_turn),
         cmocka_unit_test(test_fleet__set_tick_refiles),

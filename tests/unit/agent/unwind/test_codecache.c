@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "cmocka_wrap.h"
 
+#include "python/pyabi.h"
 #include "unwind/codecache.h"
 
 static struct code_info info(uint64_t raddr, const char *name)
@@ -152,6 +153,50 @@ static void test_codecache__positions_are_remembered_per_entry(void **state)
     codecache_free(c);
 }
 
+/*
+ * Issue 37: a line table read empty is a table, not a missing one. CPython
+ * 3.9 leaves co_lnotab empty when every instruction is on co_firstlineno (a
+ * lambda, a one-line function): PyCode_Addr2Line() says co_firstlineno, and
+ * so must the cache (it said nothing: the frame came out at line 0). 3.10+
+ * say no line for an empty table (-1), as the cache does; a table that could
+ * not be read (NULL) has no line in any version.
+ */
+static void test_codecache__empty_table_is_a_table(void **state)
+{
+    (void)state;
+    struct codecache *c;
+    assert_int_equal(codecache_new(16, 16, 4096, &c), 0);
+    static const uint8_t none[1] = {0};
+    const unsigned kinds[] = {PYABI_LINES_LNOTAB, PYABI_LINES_3_10, PYABI_LINES_LOCATIONS};
+    for (size_t k = 0; k < PYPROFD_ARRAY_SIZE(kinds); k++) {
+        struct code_info in = info(0x1000 + 64 * k, "<lambda>");
+        in.lines = kinds[k];
+        in.firstlineno = 42;
+        in.linetable = none; /* read, 0 bytes long */
+        in.linetable_len = 0;
+        struct code_info *e = codecache_insert(c, &in);
+        assert_non_null(e);
+        assert_non_null(e->linetable);
+        assert_int_equal(e->linetable_len, 0);
+        struct linetable_pos p = {0};
+        for (uint32_t at = 0; at < 8; at += 2) {
+            if (kinds[k] == PYABI_LINES_LNOTAB) {
+                assert_int_equal(codecache_position(e, at, &p), 0);
+                assert_int_equal(p.line, 42);
+            } else {
+                assert_int_equal(codecache_position(e, at, &p), -ENOENT);
+            }
+        }
+        in.raddr += 0x10000; /* not read at all */
+        in.linetable = NULL;
+        e = codecache_insert(c, &in);
+        assert_non_null(e);
+        assert_null(e->linetable);
+        assert_int_equal(codecache_position(e, 0, &p), -ENOENT);
+    }
+    codecache_free(c);
+}
+
 /* A cache starts small and grows with its entries (the table doubles, the
  * arena takes new blocks) up to its caps, keeping every entry and string;
  * only at the caps is it cleared. */
@@ -210,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_codecache__ids_are_never_reused),
         cmocka_unit_test(test_codecache__positions_are_remembered_per_entry),
         cmocka_unit_test(test_codecache__grows_to_its_caps),
+        cmocka_unit_test(test_codecache__empty_table_is_a_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -352,9 +352,11 @@ static void test_linetable__matches_cpython_3_15(void **state)
  * of every code object in tests/fixtures/linetable/3.9.txt / 3.10.txt
  * (scripts/gen-oldlines-vectors.py: what CPython's own PyCode_Addr2Line()
  * said) gives the same line. Returns the code objects checked; *@none counts
- * offsets CPython had no line for (-1), *@max_table the largest table.
+ * offsets CPython had no line for (-1), *@max_table the largest table,
+ * *@empty the code objects whose table is empty (issue 37: 3.9's lambdas and
+ * one-line functions; functions given an empty table).
  */
-static size_t lt_check_old(const char *version, size_t *none, size_t *max_table)
+static size_t lt_check_old(const char *version, size_t *none, size_t *max_table, size_t *empty)
 {
     const char *dir = lt_source_dir();
     if (!dir)
@@ -391,6 +393,7 @@ static size_t lt_check_old(const char *version, size_t *none, size_t *max_table)
             if (!table)
                 lt_fail("%s:%zu: bad table", path, lineno);
             *max_table = table_len > *max_table ? table_len : *max_table;
+            *empty += table_len == 0;
         } else if (strcmp(kw, "end") == 0) {
             if (!table || covered != size)
                 lt_fail("%s:%zu: runs cover %" PRId64 " of %" PRId64 " bytes", path, lineno,
@@ -429,23 +432,27 @@ static size_t lt_check_old(const char *version, size_t *none, size_t *max_table)
 static void test_linetable__matches_cpython_3_9_lnotab(void **state)
 {
     (void)state;
-    size_t none = 0, max_table = 0;
-    size_t codes = lt_check_old("3.9", &none, &max_table);
-    print_message("3.9: %zu code objects, largest co_lnotab %zu bytes\n", codes, max_table);
+    size_t none = 0, max_table = 0, empty = 0;
+    size_t codes = lt_check_old("3.9", &none, &max_table, &empty);
+    print_message("3.9: %zu code objects, largest co_lnotab %zu bytes, %zu empty\n", codes,
+                  max_table, empty);
     assert_true(codes > 100);
     assert_true(max_table > 512);
+    assert_true(empty > 10); /* every instruction on co_firstlineno */
+    assert_int_equal(none, 0);
 }
 
 static void test_linetable__matches_cpython_3_10_linetable(void **state)
 {
     (void)state;
-    size_t none = 0, max_table = 0;
-    size_t codes = lt_check_old("3.10", &none, &max_table);
+    size_t none = 0, max_table = 0, empty = 0;
+    size_t codes = lt_check_old("3.10", &none, &max_table, &empty);
     print_message("3.10: %zu code objects, largest co_linetable %zu bytes, %zu offsets with no "
-                  "line\n",
-                  codes, max_table, none);
+                  "line, %zu empty tables\n",
+                  codes, max_table, none, empty);
     assert_true(codes > 100);
-    assert_true(none > 0); /* the -128 "no line" entries occur */
+    assert_true(none > 0);  /* the -128 "no line" entries occur */
+    assert_true(empty > 0); /* functions given an empty table: no line at all */
 }
 
 /* Hand-written: big jumps take several pairs, negative deltas, malformed tables. */
@@ -467,6 +474,17 @@ static void test_linetable__old_formats_by_hand(void **state)
     assert_int_equal(linetable_lookup_lnotab(lnotab, 3, 10, 0, &p), -EINVAL);
     assert_int_equal(linetable_lookup_lnotab(NULL, 0, 7, 40, &p), 0);
     assert_int_equal(p.line, 7);
+    /* pairs that move neither the offset nor the line: still co_firstlineno */
+    const uint8_t zeros[] = {0, 0, 0, 0, 0, 0};
+    assert_int_equal(linetable_lookup_lnotab(zeros, sizeof(zeros), 7, 0, &p), 0);
+    assert_int_equal(p.line, 7);
+    assert_int_equal(linetable_lookup_lnotab(zeros, sizeof(zeros), 7, 64, &p), 0);
+    assert_int_equal(p.line, 7);
+    /* 3.10 and 3.11+: an empty table has no line anywhere (PyCode_Addr2Line() is -1) */
+    assert_int_equal(linetable_lookup_3_10(NULL, 0, 7, 0, &p), -ENOENT);
+    assert_int_equal(linetable_lookup(NULL, 0, 7, 0, &p), -ENOENT);
+    /* 3.10: ranges of zero bytes only: no instruction has a line */
+    assert_int_equal(linetable_lookup_3_10(zeros, sizeof(zeros), 7, 0, &p), -ENOENT);
 
     /* 3.10: [0,6) line 2; a zero-width step of +100; [6,10) line 102; [10,12) no line;
      * [12,14) line 101 */

@@ -165,9 +165,10 @@ static void test_disagree(void **state)
     struct native_frame bad[] = {cf("a", 0x1000), cf("b", 0x0900), cf("c", 0x1800)};
     assert_int_equal(mixed_merge(m, bad, 3, false, ok, 2, &out, &n), MIXED_DISAGREE);
     assert_null(out);
-    /* a Python stack without entry addresses (before 3.12) */
+    /* a Python stack without entry addresses (before 3.12), C frames down to main
+     * and none named as the loop */
     struct unwind_frame old[] = {pyf("f"), entry(0)};
-    assert_int_equal(mixed_merge(m, c, 4, false, old, 2, &out, &n), MIXED_NO_ENTRY);
+    assert_int_equal(mixed_merge(m, c, 4, true, old, 2, &out, &n), MIXED_NO_ENTRY);
 }
 
 #define LOOP "_PyEval_EvalFrameDefault"
@@ -231,6 +232,57 @@ static void test_by_name_39(void **state)
     assert_int_equal(mixed_merge(m, c, 7, true, shallower, 1, &out, &n), MIXED_DISAGREE);
 }
 
+/*
+ * Issue 37: a C extension recursing deeper than the frames unwound
+ * (NATIVE_MAX_FRAMES, or the stack copy): no loop among the C frames. From
+ * 3.12 on the entry frame's address lies beyond them: cut. Before 3.12 the
+ * same cut, by name: the leaf C frames, then the Python frames after a
+ * marker (it was "Python only": every C frame dropped, the leaf's with them).
+ */
+static void test_deep_c_is_cut(void **state)
+{
+    (void)state;
+    static struct native_frame c[NATIVE_MAX_FRAMES];
+    c[0] = cf("spin", 0x10000);
+    for (size_t i = 1; i < NATIVE_MAX_FRAMES; i++)
+        c[i] = cf("recurse", 0x10000 + 0x40 * i);
+    const struct unwind_frame *out = NULL;
+    size_t n = 0;
+    /* 3.12+: the loop's entry frame far below the last C frame unwound */
+    struct unwind_frame py312[] = {pyf("call_deep"), pyf("<module>"), entry(0x90000)};
+    assert_int_equal(mixed_merge(m, c, NATIVE_MAX_FRAMES, false, py312, 3, &out, &n), MIXED_CUT);
+    assert_int_equal(n, NATIVE_MAX_FRAMES + 3);
+    assert_string_equal(out[0].function, "spin");
+    assert_string_equal(out[NATIVE_MAX_FRAMES - 1].function, "recurse");
+    assert_string_equal(names(out + NATIVE_MAX_FRAMES, 3), "<native>;call_deep;<module>");
+    /* 3.11: its is_entry markers have no address */
+    struct unwind_frame py311[] = {pyf("call_deep"), pyf("<module>"), entry(0)};
+    assert_int_equal(mixed_merge(m, c, NATIVE_MAX_FRAMES, false, py311, 3, &out, &n), MIXED_CUT);
+    assert_int_equal(n, NATIVE_MAX_FRAMES + 3);
+    assert_string_equal(out[0].function, "spin");
+    assert_int_equal(out[0].kind, UNWIND_FRAME_C);
+    assert_string_equal(names(out + NATIVE_MAX_FRAMES, 3), "<native>;call_deep;<module>");
+    /* ... with a C call back into Python further out: a marker there too */
+    struct unwind_frame back[] = {pyf("call_deep"), entry(0), pyf("key"), pyf("<module>"),
+                                  entry(0)};
+    assert_int_equal(mixed_merge(m, c, NATIVE_MAX_FRAMES, false, back, 5, &out, &n), MIXED_CUT);
+    assert_string_equal(names(out + NATIVE_MAX_FRAMES, 5),
+                        "<native>;call_deep;<native>;key;<module>");
+    /* 3.9, 3.10: no markers, one loop per frame */
+    struct unwind_frame py39[] = {pyf("call_deep"), pyf("<module>")};
+    assert_int_equal(mixed_merge(m, c, NATIVE_MAX_FRAMES, false, py39, 2, &out, &n), MIXED_CUT);
+    assert_int_equal(n, NATIVE_MAX_FRAMES + 3);
+    assert_string_equal(out[0].function, "spin");
+    assert_string_equal(names(out + NATIVE_MAX_FRAMES, 3), "<native>;call_deep;<module>");
+    /* a short stack the unwinding gave up on (no call-frame information): cut the same way */
+    assert_int_equal(mixed_merge(m, c, 1, false, py311, 3, &out, &n), MIXED_CUT);
+    assert_string_equal(names(out, n), "spin;<native>;call_deep;<module>");
+    /* the same C frames reaching the outermost one: a build that names no loop */
+    assert_int_equal(mixed_merge(m, c, NATIVE_MAX_FRAMES, true, py311, 3, &out, &n),
+                     MIXED_NO_ENTRY);
+    assert_int_equal(mixed_merge(m, c, NATIVE_MAX_FRAMES, true, py39, 2, &out, &n), MIXED_NO_ENTRY);
+}
+
 /* unnamed C frames are named by file and function start, not by address */
 static void test_names(void **state)
 {
@@ -256,7 +308,7 @@ int main(void)
         cmocka_unit_test(test_in_bytecode), cmocka_unit_test(test_cut),
         cmocka_unit_test(test_c_only),      cmocka_unit_test(test_disagree),
         cmocka_unit_test(test_names),       cmocka_unit_test(test_by_name_311),
-        cmocka_unit_test(test_by_name_39),
+        cmocka_unit_test(test_by_name_39),  cmocka_unit_test(test_deep_c_is_cut),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
