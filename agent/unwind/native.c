@@ -402,11 +402,12 @@ static int native_report(struct native *n)
         int fd = pyruntime_open_mapped(n->proc_root, n->pid, e, &via);
         if (fd < 0)
             continue; /* its frames show as addresses */
-        /* named as we see it (frames show it); its file name is the one the
-         * process knows, below its root, where its debug file is looked for */
+        /* named as the process knows it, below its root (as its Python
+         * files are): frames show that name, and its debug file is looked
+         * for from there */
         const char *inside = pyruntime_inside_root(n->proc_root, n->pid, e->path);
-        Dwfl_Module *m =
-            dwfl_report_elf(n->dwfl, e->path, inside ? inside : e->path, fd, e->start, false);
+        const char *name = inside ? inside : e->path;
+        Dwfl_Module *m = dwfl_report_elf(n->dwfl, name, name, fd, e->start, false);
         if (!m) {
             close(fd); /* not an ELF file, or a clash: consumed only on success */
             continue;

@@ -410,11 +410,13 @@ class PprofTest(unittest.TestCase):
             if m:
                 maps[os.path.basename(m.group(4))] = (int(m.group(1)), m.group(5), m.group(4))
         self.assertIn("libcrypto.so.3", maps, raw.stdout[-2000:])
-        # the build id is the file's own (readelf -n of the file the target maps)
+        # the build id is the file's own (readelf -n of the file the target maps),
+        # which is named as the target knows it: below its root
         for lib in ("libcrypto.so.3", "python3.14"):
             mid, build_id, file = maps[lib]
-            notes = subprocess.run(["readelf", "-n", file], capture_output=True, text=True,
-                                   timeout=60).stdout
+            self.assertFalse(file.startswith(livelib.rootfs_for("3.14")), file)
+            notes = subprocess.run(["readelf", "-n", livelib.rootfs_for("3.14") + file],
+                                   capture_output=True, text=True, timeout=60).stdout
             self.assertIn(f"Build ID: {build_id}", notes, f"{lib}: {build_id}")
             self.assertRegex(build_id, r"^[0-9a-f]{40}$")
         # SHA256_Update's locations have an address in libcrypto's mapping
