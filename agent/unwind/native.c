@@ -69,7 +69,7 @@ struct native_module {
 
 struct native_debug {
     uint64_t key; /* hash of the module's build id; 0: empty */
-    int8_t where; /* the candidate that held it (native_debug_candidate()), or -1: none */
+    int where;    /* the candidate that held it (native_debug_candidate()), or -1: none */
 };
 
 struct native {
@@ -233,7 +233,7 @@ static int native_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *
         if (err)
             continue;
         if (native_debug_matches(fd, bid, len)) {
-            *c = (struct native_debug){.key = key, .where = (int8_t)i};
+            *c = (struct native_debug){.key = key, .where = i};
             n->counts.debug_found++;
             return fd;
         }
