@@ -96,8 +96,11 @@ static struct native_module *native_module_of(struct native *n, void **ud)
 {
     if (!ud)
         return NULL;
-    if (!*ud && n->nmodules < NATIVE_MAX_MODULES)
-        *ud = &n->modules[n->nmodules++];
+    if (!*ud && n->nmodules < NATIVE_MAX_MODULES) {
+        struct native_module *mod = &n->modules[n->nmodules++];
+        memset(mod, 0, sizeof(*mod)); /* a slot of an earlier session's */
+        *ud = mod;
+    }
     return *ud;
 }
 
