@@ -538,7 +538,7 @@ static int tfile_slurp(struct tfile_job *j)
 }
 
 #ifdef PYPROFD_UNITTEST
-void (*tfile_test_stall)(void);
+_Atomic(void (*)(void)) tfile_test_stall;
 #endif
 
 static void *tfile_main(void *arg)
@@ -546,8 +546,9 @@ static void *tfile_main(void *arg)
     struct tfile_job *j = arg;
     int opath = -1;
 #ifdef PYPROFD_UNITTEST
-    if (tfile_test_stall)
-        tfile_test_stall();
+    void (*stall)(void) = atomic_load(&tfile_test_stall);
+    if (stall)
+        stall();
 #endif
     j->rc = tfile_resolve(j, &opath, &j->st);
     if (!j->rc) {

@@ -148,8 +148,9 @@ int tfile_open_regular(const char *path, uint64_t want_ino, const dev_t *want_de
 unsigned tfile_stalled(void);
 
 #ifdef PYPROFD_UNITTEST
+#include <stdatomic.h>
 /** Tests only: called on the lookup's thread before it starts (a stalled filesystem). */
-extern void (*tfile_test_stall)(void);
+extern _Atomic(void (*)(void)) tfile_test_stall;
 #endif
 
 #endif /* PYPROFD_BASE_TFILE_H */

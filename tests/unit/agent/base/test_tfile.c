@@ -339,7 +339,7 @@ static void test_tfile__a_stalled_lookup_is_given_up(void **state)
     struct tfile_who w;
     char text[256], why[256];
     assert_int_equal(tfile_who_open(NULL, getpid(), &w), 0);
-    tfile_test_stall = stall_1_5s;
+    atomic_store(&tfile_test_stall, stall_1_5s);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     assert_int_equal(read_name(&w, "/etc/hostname", text, sizeof(text), why, sizeof(why)),
@@ -348,7 +348,7 @@ static void test_tfile__a_stalled_lookup_is_given_up(void **state)
     double took = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
     assert_true(took >= TFILE_TIMEOUT_MS / 1000.0 - 0.05 && took < 1.45);
     assert_int_equal(tfile_stalled(), 1);
-    tfile_test_stall = NULL;
+    atomic_store(&tfile_test_stall, NULL);
     /* it ends on its own and is no longer counted */
     for (int i = 0; i < 300 && tfile_stalled(); i++)
         usleep(10000);
