@@ -17,6 +17,11 @@
  *   struct unwind_thread one sampled thread (flags, status, frames) and
  *   struct unwind_result one sample of a process (its threads): from the
  *                       unwinder to the sampler;
+ *   struct sink_sample  one thread's stack as the sampler hands it on, and
+ *   struct sample_sink  where it goes (the aggregation window, a profile
+ *                       request's tap, top's counts): from the sampler to
+ *                       whatever consumes samples, which the sampler never
+ *                       includes;
  *   struct window_meta  what goes with one finished window of one target
  *                       from the sampling thread to the encoder and every
  *                       output.
@@ -185,6 +190,44 @@ struct window_meta {
     int64_t time_nanos;     /* window start, ns since the epoch */
     int64_t duration_nanos; /* how long it covers; windows of a target tile time */
     bool final;             /* the target's last window (it exited, or the agent stops) */
+};
+
+/** One thread's stack as a sink gets it; valid during the call only. */
+struct sink_sample {
+    const struct unwind_frame *frames; /* leaf first, nframes >= 1; NULL in a repeat */
+    size_t nframes;
+    uint64_t thread_id; /* the thread's native id */
+    int64_t interp_id;
+    const char *thread_name; /* valid UTF-8 */
+    const char *task;        /* the asyncio task a logical stack belongs to, or NULL */
+    int64_t nanos;           /* the time it stands for: one interval */
+    uint64_t at_ns;          /* when it was taken (CLOCK_MONOTONIC): the attempt's time, or
+                              * the kernel's sample time with native_full; 0 when unknown */
+};
+
+/**
+ * Where a sampler's samples go: the aggregation window (agg_sink(), aggregate/agg.h),
+ * a profile request's tap, or a command's own counting (top).
+ *
+ *   add     takes a thread's stack in full; returns 0 when it kept it, else
+ *           an error (a full window drops and counts the sample itself);
+ *   repeat  may be NULL. Counts the thread's stack once more as the same
+ *           stack as this sink's last add for that thread; returns 0, or
+ *           -ENOENT when it no longer has that stack (then add follows).
+ *
+ * The coalescing contract, in one place: the sampler calls repeat instead of
+ * add only when the unwinder says the thread's stack is unchanged since its
+ * last sample (unwind_thread.unchanged, same stack_key), and this sink's last
+ * call for the thread was an add of that stack that returned 0 (or a repeat
+ * that did). Switching a sink (sampler_set_window(), a new tap) and a
+ * logical asyncio stack in between forget it, so the next call is an add.
+ * Called on the sampling thread, per thread sample: must not block, log or
+ * allocate more than the aggregation does.
+ */
+struct sample_sink {
+    int (*add)(void *arg, const struct sink_sample *x);
+    int (*repeat)(void *arg, const struct sink_sample *x);
+    void *arg;
 };
 
 #endif /* PYPROFD_PIPELINE_H */

@@ -29,7 +29,7 @@
 #include "exporters/exporters.h"
 #include "exporters/pull/http_server.h"
 #include "exporters/pull/views.h"
-#include "sampler/loop.h"
+#include "daemon/loop.h"
 #include "perf/perfsample.h"
 #include "perf/switches.h"
 

@@ -443,7 +443,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     uint64_t start = clock_mono_now();
     uint64_t aio_search_at = start + ASYNCIO_RESCAN_NS;
     int64_t start_wall = clock_real_now();
-    struct sample_sink window = sample_sink_agg(agg);
+    struct sample_sink window = agg_sink(agg);
     struct record_sink timed = {.inner = window, .agg = agg, .tl = tl};
     if (tl)
         window = record_sink(&timed);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * exporter.h: stage 6, the sinks a finished profile goes to. The export
+ * exporter.h: stage 7, the sinks a finished profile goes to. The export
  * thread (exporters/dispatch.h) encodes each window once and offers the
  * bytes to every configured exporter through struct exporter_ops: the local
  * directory (exporters/file/), and the push backends.

@@ -7,21 +7,26 @@
 # itself and the stages it is allowed to use. Prints each violation as
 # file:line: message and exits 1 if there is any. One awk process.
 #
-# The order (a stage may use those listed after its name):
-#   base       -
-#   pipeline   base                        (agent/pipeline.h: hand-off types)
-#   memread    base
-#   python     base
-#   config     base pipeline
-#   discovery  base memread python
-#   perf       base
-#   unwind     base pipeline memread python discovery perf
-#   aggregate  base pipeline
-#   pprof      base pipeline aggregate
-#   sampler    base pipeline memread python config discovery perf unwind aggregate
-#   web        base                        (web/: the browser pages, embedded)
-#   exporters  every agent stage and web (not cli)
-#   cli        everything
+# The order (a stage may use those listed after its name); the pipeline's
+# stages are numbered as in docs/architecture.md, the rest are beside them:
+#   base         -
+#   pipeline     base                      (agent/pipeline.h: hand-off types)
+#   memread      base
+#   python       base
+#   config       base pipeline
+#   perf         base
+#   discovery 1  base memread python
+#   unwind    2  base pipeline memread python discovery perf
+#   sampler   3  base pipeline memread python perf unwind
+#                                          (one target: nothing downstream,
+#                                          no config, no discovery, no daemon)
+#   aggregate 4  base pipeline
+#   daemon    5  base pipeline memread python config discovery perf unwind
+#                sampler aggregate         (the agent's fleet over the sampler)
+#   pprof     6  base pipeline aggregate   (the encoders)
+#   web          base                      (web/: the browser pages, embedded)
+#   exporters 7  every agent stage and web (not cli)
+#   cli          everything
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
@@ -40,12 +45,13 @@ violations=$(
             allow["discovery"] = "base memread python"
             allow["perf"] = "base"
             allow["unwind"] = "base pipeline memread python discovery perf"
+            allow["sampler"] = "base pipeline memread python perf unwind"
             allow["aggregate"] = "base pipeline"
+            allow["daemon"] = "base pipeline memread python config discovery perf unwind sampler aggregate"
             allow["pprof"] = "base pipeline aggregate"
-            allow["sampler"] = "base pipeline memread python config discovery perf unwind aggregate"
             allow["web"] = "base"
-            allow["exporters"] = "base pipeline memread python config discovery perf unwind aggregate pprof sampler web"
-            allow["cli"] = "base pipeline memread python config discovery perf unwind aggregate pprof sampler web exporters"
+            allow["exporters"] = "base pipeline memread python config discovery perf unwind sampler aggregate daemon pprof web"
+            allow["cli"] = "base pipeline memread python config discovery perf unwind sampler aggregate daemon pprof web exporters"
         }
         function stage_of_file(f,   p) {
             if (f == "agent/pipeline.h" || f == "agent/pipeline.c") return "pipeline"

@@ -822,3 +822,21 @@ struct agg_stats agg_stats(const struct agg *a)
 {
     return a->stats;
 }
+
+/* ---- as a sampler's sink ------------------------------------------------- */
+
+static int agg_sink_add(void *arg, const struct sink_sample *x)
+{
+    return agg_add_in(arg, x->frames, x->nframes, x->thread_id, x->interp_id, x->thread_name,
+                      x->task, 1, x->nanos);
+}
+
+static int agg_sink_repeat(void *arg, const struct sink_sample *x)
+{
+    return agg_repeat_in(arg, x->thread_id, x->interp_id, x->thread_name, 1, x->nanos);
+}
+
+struct sample_sink agg_sink(struct agg *a)
+{
+    return (struct sample_sink){.add = agg_sink_add, .repeat = agg_sink_repeat, .arg = a};
+}

@@ -178,4 +178,11 @@ bool agg_function_is_opcode(const struct agg *a, size_t i);
 /** Whether function @a i of @a a is a marker of file "~" (<GC>, <native>, <task ...>). */
 bool agg_function_is_marker(const struct agg *a, size_t i);
 
+/**
+ * @a a (borrowed) as a sampler's sink (struct sample_sink, pipeline.h): add
+ * is agg_add_in(), repeat agg_repeat_in(), each sample counted once and worth
+ * its nanos. On the sampling thread only, as every agg_* call.
+ */
+struct sample_sink agg_sink(struct agg *a);
+
 #endif /* PYPROFD_AGGREGATE_AGG_H */

@@ -92,7 +92,7 @@ enum config_push_type { CONFIG_PUSH_PYROSCOPE, CONFIG_PUSH_PARCA };
 enum config_kube_source { CONFIG_KUBE_API_SERVER, CONFIG_KUBE_KUBELET };
 enum config_pyroscope_api { CONFIG_PYROSCOPE_API_PUSH, CONFIG_PYROSCOPE_API_INGEST };
 
-/** discovery.kubernetes (sampler/podmeta.h resolves what is unset). */
+/** discovery.kubernetes (daemon/podmeta.h resolves what is unset). */
 struct config_kubernetes {
     bool enabled;                   /* default false */
     enum config_kube_source source; /* default api_server */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gzip.h: gzip (RFC 1952) compression of whole buffers, for profiles on the
- * wire and on disk (stage 5). pprof consumers recognise gzip by its magic
+ * wire and on disk (stage 6). pprof consumers recognise gzip by its magic
  * bytes; raw zlib or deflate streams are not accepted by them, so this module
  * speaks only the gzip wrapper (zlib windowBits 15 + 16).
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pprof_build.h: stage 5, the pprof encoder. Turns one aggregated window
+ * pprof_build.h: stage 6, the pprof encoder. Turns one aggregated window
  * (aggregate/agg.h) into a gzipped perftools.profiles.Profile
  * (proto/profile.proto), the format `go tool pprof`, Grafana Pyroscope and
  * Parca all read.

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * report.h: what the sampling side reports about processes and targets, as
- * plain types: the state of a process in the loop's table, why a target was
- * attached again, and a target's sample counts. The loop's snapshot
- * (sampler/loop.h) is made of them, and the HTTP side renders it
- * (exporters/pull/views.c), so this header includes nothing but base: an
- * exporter that shows /targets or /metrics compiles without the unwinder,
- * discovery or any CPython ABI header.
+ * report.h: what one target's sampler counts, as a plain type (struct
+ * sampler_counts): the sampler fills it (sampler/sampler.h), the daemon
+ * keeps it per target and job (daemon/report.h), the HTTP side renders it
+ * (exporters/pull/views.c). It includes nothing but base, so an exporter
+ * that shows /targets or /metrics compiles without the unwinder or any
+ * CPython ABI header.
  *
- * Header only, apart from the name functions (targets.c, target.c).
+ * Header only.
  */
 #ifndef PYPROFD_SAMPLER_REPORT_H
 #define PYPROFD_SAMPLER_REPORT_H
@@ -18,35 +17,6 @@
 #include <stdint.h>
 
 #include "base/status.h"
-
-/** Where a process stands in the loop's table (sampler/targets.h describes each). */
-enum proc_state {
-    PROC_NEW,
-    PROC_YOUNG,
-    PROC_ACTIVE,
-    PROC_NOT_PYTHON,
-    PROC_UNSUPPORTED,
-    PROC_UNREADABLE,
-    PROC_DROPPED,
-    PROC_FAILED,
-    PROC_OVER_LIMIT,
-    PROC_STATES
-};
-
-/** "new", "young", "active", ... (the /targets and /metrics names). */
-const char *proc_state_name(enum proc_state s);
-/** Whether /targets lists a process in state @a s (not "new" nor "not_python"). */
-bool proc_state_listed(enum proc_state s);
-
-/** Why a target is attached again (pyprofd_target_reattaches_total{reason}). */
-enum target_reattach {
-    TARGET_FAILING, /* every attempt failed for a while */
-    TARGET_EXEC,    /* the process ran exec(): another program image */
-    TARGET_REATTACH_REASONS,
-};
-
-/** "failing", "exec". */
-const char *target_reattach_name(enum target_reattach r);
 
 /** What a target's sampler counted (sampler/sampler.h): attempts and their outcomes. */
 struct sampler_counts {
@@ -63,20 +33,6 @@ struct sampler_counts {
      * CPU in cpu mode), and the thread samples they counted again */
     uint64_t saved;
     uint64_t reused;
-};
-
-/**
- * native: full (sampler/nsampler.h): the kept kernel samples by how their
- * stacks came out, and the targets that fell back to markers.
- */
-struct native_counts {
-    uint64_t joined;      /* C and Python frames joined at every entry frame */
-    uint64_t cut;         /* joined as far as the stack copy reached */
-    uint64_t python_only; /* no C frame could be unwound: Python frames and <native> */
-    uint64_t c_only;      /* a thread running no Python */
-    uint64_t fallbacks;   /* targets attached with <native> markers: perf events refused */
-    /* the libraries' files (unwind/native.h, struct native_files) */
-    uint64_t debug_used, debug_refused, debug_stalled, huge_symtabs;
 };
 
 #endif /* PYPROFD_SAMPLER_REPORT_H */

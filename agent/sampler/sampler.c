@@ -194,24 +194,6 @@ static void sampler_resume_all(struct sampler *s)
     s->ntraced = 0;
 }
 
-/* ---- the aggregation sink ---------------------------------------------- */
-
-static int sampler_agg_add(void *arg, const struct sink_sample *x)
-{
-    return agg_add_in(arg, x->frames, x->nframes, x->thread_id, x->interp_id, x->thread_name,
-                      x->task, 1, x->nanos);
-}
-
-static int sampler_agg_repeat(void *arg, const struct sink_sample *x)
-{
-    return agg_repeat_in(arg, x->thread_id, x->interp_id, x->thread_name, 1, x->nanos);
-}
-
-struct sample_sink sample_sink_agg(struct agg *a)
-{
-    return (struct sample_sink){.add = sampler_agg_add, .repeat = sampler_agg_repeat, .arg = a};
-}
-
 /*
  * native: full's sink: each joined stack goes to every sink in full (the
  * kernel's samples carry no "unchanged" to coalesce on).

@@ -2,8 +2,8 @@
 /*
  * sampler.h: stage 3. Samples one target on its fixed schedule
  * (sampler/schedule.h) in one of four modes, and hands the samples the mode
- * keeps to its sinks (struct sample_sink): the aggregation window
- * (aggregate/agg.h), profile requests' taps, `top`'s counts. The agent,
+ * keeps to its sinks (struct sample_sink, pipeline.h): the aggregation window
+ * (agg_sink(), aggregate/agg.h), profile requests' taps, `top`'s counts. The agent,
  * `record` and `top` all sample through it:
  *
  *   wall       every sampled thread, whatever it does;
@@ -47,7 +47,6 @@
 
 #include <sys/types.h>
 
-#include "aggregate/agg.h"
 #include "base/status.h"
 #include "unwind/asyncio.h"
 #include "pipeline.h"
@@ -85,47 +84,6 @@ struct sampler_opts {
      * Not with blocking, native_full or (counting again) async. */
     enum runwatch_how idle_check;
 };
-
-/** One thread's stack as a sink gets it; valid during the call only. */
-struct sink_sample {
-    const struct unwind_frame *frames; /* leaf first, nframes >= 1; NULL in a repeat */
-    size_t nframes;
-    uint64_t thread_id; /* the thread's native id */
-    int64_t interp_id;
-    const char *thread_name; /* valid UTF-8 */
-    const char *task;        /* the asyncio task a logical stack belongs to, or NULL */
-    int64_t nanos;           /* the time it stands for: one interval */
-    uint64_t at_ns;          /* when it was taken (CLOCK_MONOTONIC): the attempt's time, or
-                              * the kernel's sample time with native_full; 0 when unknown */
-};
-
-/**
- * Where a sampler's samples go: the aggregation window (sample_sink_agg()),
- * a profile request's tap, or a command's own counting (top).
- *
- *   add     takes a thread's stack in full; returns 0 when it kept it, else
- *           an error (a full window drops and counts the sample itself);
- *   repeat  may be NULL. Counts the thread's stack once more as the same
- *           stack as this sink's last add for that thread; returns 0, or
- *           -ENOENT when it no longer has that stack (then add follows).
- *
- * The coalescing contract, in one place: the sampler calls repeat instead of
- * add only when the unwinder says the thread's stack is unchanged since its
- * last sample (unwind_thread.unchanged, same stack_key), and this sink's last
- * call for the thread was an add of that stack that returned 0 (or a repeat
- * that did). Switching a sink (sampler_set_window(), a new tap) and a
- * logical asyncio stack in between forget it, so the next call is an add.
- * Called on the sampling thread, per thread sample: must not block, log or
- * allocate more than the aggregation does.
- */
-struct sample_sink {
-    int (*add)(void *arg, const struct sink_sample *x);
-    int (*repeat)(void *arg, const struct sink_sample *x);
-    void *arg;
-};
-
-/** The sink that adds to aggregation window @a a (borrowed): agg_add_in(), agg_repeat_in(). */
-struct sample_sink sample_sink_agg(struct agg *a);
 
 /** How often a native_full sampler's scheduled attempt drains (and looks for new threads). */
 #define SAMPLER_NATIVE_DRAIN_NS 100000000ull

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * views.h: what the HTTP server shows of the sampling loop, rendered from a
- * snapshot (sampler/loop.h's struct loop_view, copied under the loop's lock,
+ * snapshot (daemon/loop.h's struct loop_view, copied under the loop's lock,
  * so rendering never holds the sampling thread up):
  *
  *   views_targets_json()   the /targets document (json-c);
@@ -17,7 +17,7 @@
 #include "base/compat.h"
 
 #include "base/promtext.h"
-#include "sampler/loop.h"
+#include "daemon/loop.h"
 
 /**
  * The /targets document of @a v (caller owns *@a out, NUL-terminated;

@@ -64,7 +64,7 @@ Steps (one agent, in order; livelib.Scenario):
     deleted      plain's pod is DELETED: the agent's pod count drops, the
                  container id stays (grace), and the target keeps its labels.
                  The grace (60 s) is not configurable in the agent (struct
-                 kube_opts has grace_ns, sampler/podmeta.c never sets it and
+                 kube_opts has grace_ns, daemon/podmeta.c never sets it and
                  the config has no key), so its end is not waited for here
     reload       a reload that keeps discovery.kubernetes as it was keeps the
                  client (no new list); server.show_sensitive_labels shows the

@@ -27,16 +27,30 @@ copy() {
 	(cd "$src" && find agent exporters cli -name '*.[ch]' -exec cp --parents -t "$tmp/tree" {} +)
 }
 
-# discovery (stage 1) reaching up to the sampler (stage 5)
+# discovery (stage 1) reaching up to the daemon (stage 5)
 copy
-printf '#include "base/compat.h"\n\n#include "sampler/loop.h"\n' >"$tmp/tree/agent/discovery/planted.c"
+printf '#include "base/compat.h"\n\n#include "daemon/loop.h"\n' >"$tmp/tree/agent/discovery/planted.c"
 if out=$("$check" "$tmp/tree" 2>&1); then
 	bad "a backward include passed"
-elif [[ $out != *"agent/discovery/planted.c:3: stage discovery may not include sampler"* ]]; then
+elif [[ $out != *"agent/discovery/planted.c:3: stage discovery may not include daemon"* ]]; then
 	bad "a backward include, wrong message: $out"
 else
 	ok
 fi
+
+# the per-target sampler (stage 3) reaching up to the fleet (the daemon, stage
+# 5), to the aggregation it feeds through a sink (4), or to the configuration
+for up in daemon/fleet.h aggregate/agg.h config/config.h discovery/proc_scan.h; do
+	copy
+	printf '#include "base/compat.h"\n\n#include "%s"\n' "$up" >"$tmp/tree/agent/sampler/planted.c"
+	if out=$("$check" "$tmp/tree" 2>&1); then
+		bad "the sampler including $up passed"
+	elif [[ $out != *"agent/sampler/planted.c:3: stage sampler may not include ${up%%/*}"* ]]; then
+		bad "the sampler including $up, wrong message: $out"
+	else
+		ok
+	fi
+done
 
 # an exporter header pulled into the aggregation stage
 copy

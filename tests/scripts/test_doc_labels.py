@@ -3,7 +3,7 @@
 """Every meta label the docs, the example configs and deploy/ name is one
 pyprofd produces: a relabel rule on a label that never exists keeps or drops
 nothing and says nothing. The set produced is read from the sources that set
-the labels (agent/discovery/proc_scan.c, agent/sampler/targets.c for the
+the labels (agent/discovery/proc_scan.c, agent/daemon/targets.c for the
 process, agent/discovery/kube_pod.c for the pod), so neither side drifts."""
 import os
 import re
@@ -32,7 +32,7 @@ def read(path):
 
 def produced():
     exact, prefixes = set(), []
-    for path in ("agent/discovery/proc_scan.c", "agent/sampler/targets.c"):
+    for path in ("agent/discovery/proc_scan.c", "agent/daemon/targets.c"):
         exact |= set(re.findall(r'"(__[a-z_]+)"', read(path)))
     kube = read("agent/discovery/kube_pod.c")
     literals = set(re.findall(r'"([a-z_]+)"', kube))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probe_fake.h: a struct probe_ops (sampler/targets.h) over synthetic
+ * probe_fake.h: a struct probe_ops (daemon/targets.h) over synthetic
  * CPython images (pyimage.h), for tests that drive the sampling loop without
  * real processes. Each PID is told what it is: a Python process with an
  * image, a process that is not Python, or one that exited. Opening a Python
@@ -24,7 +24,7 @@
 
 #include "clock_fake.h"
 #include "pyimage.h"
-#include "sampler/targets.h"
+#include "daemon/targets.h"
 
 #define PROBE_FAKE_MAX_PROCS 16
 

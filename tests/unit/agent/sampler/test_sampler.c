@@ -25,7 +25,7 @@ static void test_sampler__first_attempt_is_due_at_once(void **state)
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
     /* wall mode without blocking never touches the unwinder before an attempt */
-    struct sample_sink w = sample_sink_agg(a);
+    struct sample_sink w = agg_sink(a);
     assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     assert_int_equal(sampler_due(s), START);
     sampler_free(s);
@@ -39,7 +39,7 @@ static void test_sampler__attempts_are_spread_over_each_whole_interval(void **st
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
-    struct sample_sink w = sample_sink_agg(a);
+    struct sample_sink w = agg_sink(a);
     assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     uint64_t buckets[10] = {0};
     uint64_t now = START;
@@ -78,7 +78,7 @@ static void test_sampler__a_late_attempt_leaves_the_next_its_own_moment(void **s
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
-    struct sample_sink w = sample_sink_agg(a);
+    struct sample_sink w = agg_sink(a);
     assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     sampler_idle(s, START);
     uint64_t lo = UINT64_MAX;
@@ -109,7 +109,7 @@ static void test_sampler__skipped_runs_keep_the_grid(void **state)
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
-    struct sample_sink w = sample_sink_agg(a);
+    struct sample_sink w = agg_sink(a);
     assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     sampler_skip(s, START, 5);
     uint64_t due = sampler_due(s);
@@ -132,7 +132,7 @@ static void test_sampler__missed_is_a_counter_while_sampling(void **state)
     struct sampler *s;
     assert_int_equal(agg_new(NULL, &a), 0);
     struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
-    struct sample_sink w = sample_sink_agg(a);
+    struct sample_sink w = agg_sink(a);
     assert_int_equal(sampler_new(1, NULL, &w, &o, START, &s), 0);
     sampler_idle(s, START);
     /* 5 intervals late: late, not missed, and made up back to back */

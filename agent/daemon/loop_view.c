@@ -6,7 +6,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
-#include "sampler/loop_internal.h"
+#include "daemon/loop_internal.h"
 
 /* ---- job totals ------------------------------------------------------------ */
 

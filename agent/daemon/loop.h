@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * loop.h: the agent's sampling thread. One thread samples every target of the
+ * loop.h: stage 5, the daemon: the agent's sampling thread. One thread
+ * samples every target of the
  * machine (or pod); this module keeps the thread, the lock and the order of
  * the work, and hands each part to the module that knows it:
  *
  *   discovery   every refresh_interval the proc root is scanned
  *               (discovery/proc_scan.h) and each new or due process judged
- *               (sampler/targets.h: the process table and its verdicts);
- *   targets     a verdict "active" starts a target (sampler/target.h: its
+ *               (daemon/targets.h: the process table and its verdicts);
+ *   targets     a verdict "active" starts a target (daemon/target.h: its
  *               unwinder, sampler, window); an exited, re-exec'd or stuck
  *               one is ended, its partial window flushed;
  *   scheduling  every target's next attempt waits in the fleet's timing
- *               wheel (sampler/fleet.h), which also applies
+ *               wheel (daemon/fleet.h), which also applies
  *               limits.cpu_budget; the thread sleeps to the next tick
  *               boundary with an attempt due (global.sampling_tick, shorter
  *               for a target whose interval is under two ticks) and makes
@@ -20,7 +21,7 @@
  *   windows     every profile_interval each target's window goes to the
  *               export thread through the window queue (aggregate/window.h);
  *   requests    loop_profile() (the HTTP server's /debug/pprof/profile)
- *               hangs taps on the targets (sampler/taps.h) and returns the
+ *               hangs taps on the targets (daemon/taps.h) and returns the
  *               parts, which the caller encodes;
  *   views       loop_snapshot() copies what /targets and /metrics show;
  *               rendering them is the HTTP side's (exporters/pull/).
@@ -34,7 +35,7 @@
  *
  * Time comes from the struct clock in loop_opts (base/clock.h) and the
  * outside world from struct probe_ops and struct pod_source
- * (sampler/targets.h): a test drives the loop with loop_step() on a fake
+ * (daemon/targets.h): a test drives the loop with loop_step() on a fake
  * clock instead of starting the thread.
  *
  * Thread safety: loop_new/loop_start/loop_stop/loop_free/loop_step from one
@@ -51,15 +52,15 @@
 #include "aggregate/window.h"
 #include "base/clock.h"
 #include "config/config.h"
-#include "sampler/podmeta.h"
-#include "sampler/report.h"
-#include "sampler/taps.h"
+#include "daemon/podmeta.h"
+#include "daemon/report.h"
+#include "daemon/taps.h"
 
 #define LOOP_TICK_NS 100000000ull /* housekeeping period */
 
 struct loop;
-struct probe_ops;  /* sampler/targets.h */
-struct pod_source; /* sampler/targets.h */
+struct probe_ops;  /* daemon/targets.h */
+struct pod_source; /* daemon/targets.h */
 
 /** Settings that are not in the config file. */
 struct loop_opts {

@@ -11,7 +11,7 @@
  *                from spec.nodeName: a node's host name need not be its name)
  *   kubelet_url  https://$NODE_IP:10250, else https://<node_name>:10250
  *
- * The loop asks it, through the struct pod_source of sampler/targets.h, for
+ * The loop asks it, through the struct pod_source of daemon/targets.h, for
  * the __meta_kubernetes_* labels of a process's container id, and watches
  * its generation to judge again the processes whose pod changed (a process
  * seen before its pod is relabeled when the pod arrives).
@@ -34,7 +34,7 @@
 #include "discovery/kube_client.h"
 
 struct podmeta;
-struct pod_source; /* sampler/targets.h */
+struct pod_source; /* daemon/targets.h */
 
 /** What /targets and /metrics show of the pod metadata. */
 struct podmeta_view {
@@ -59,7 +59,7 @@ PYPROFD_WARN_UNUSED int podmeta_configure(struct podmeta **pm, const struct pypr
 void podmeta_free(struct podmeta *pm);
 
 /**
- * The pod source proc_judge() asks (sampler/targets.h), or NULL when pod
+ * The pod source proc_judge() asks (daemon/targets.h), or NULL when pod
  * metadata is off or @a pm is NULL. Valid until the next podmeta_configure().
  */
 const struct pod_source *podmeta_source(struct podmeta *pm);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/sampler/target.c: target_cut()'s hand-over of windows to
+ * Tests for agent/daemon/target.c: target_cut()'s hand-over of windows to
  * the export queue and its loss accounting, with windows from a shared pool
  * (a target holds only its current window): a cut that finds no window to
  * switch to keeps sampling into the one it has and counts one window lost;
@@ -15,7 +15,7 @@
 #include "aggregate/window.h"
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "sampler/target_internal.h" /* a target built by hand */
+#include "daemon/target_internal.h" /* a target built by hand */
 
 #define S 1000000000ull
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * target_internal.h: the fields of struct target (sampler/target.h). For
+ * target_internal.h: the fields of struct target (daemon/target.h). For
  * target.c and its unit test only: everyone else goes through target.h.
  */
 #ifndef PYPROFD_SAMPLER_TARGET_INTERNAL_H
@@ -8,7 +8,7 @@
 
 #include "base/compat.h"
 
-#include "sampler/target.h"
+#include "daemon/target.h"
 
 struct target {
     struct target_info info;

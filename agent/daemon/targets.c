@@ -11,7 +11,7 @@
 #include "config/relabel.h"
 #include "discovery/privileges.h"
 #include "python/pyversion.h"
-#include "sampler/targets.h"
+#include "daemon/targets.h"
 
 struct proc_table {
     struct proc_entry *v;

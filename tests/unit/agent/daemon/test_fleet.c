@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/sampler/fleet.c: slots taken at the first tick boundary at
+ * Tests for agent/daemon/fleet.c: slots taken at the first tick boundary at
  * or after their due time and never early, one pass per boundary with late
  * slots again in it after the others (rounds), the wheel
  * under every change; the fixed schedules of many targets under it (every
@@ -17,7 +17,7 @@
 
 #include "base/hash.h"
 
-#include "sampler/fleet.h"
+#include "daemon/fleet.h"
 #include "sampler/schedule.h"
 
 #define SEC 1000000000ull

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/sampler/loop.c: the sampling loop's policy, driven with
+ * Tests for agent/daemon/loop.c: the sampling loop's policy, driven with
  * loop_step() on a fake clock (clock_fake.h), over a fake proc root
  * (procfs_fake.h) whose processes a fake probe (probe_fake.h) backs with
  * synthetic CPython images (pyimage.h): targets really attach and sample
@@ -30,7 +30,7 @@
 #include "probe_fake.h"
 #include "procfs_fake.h"
 #include "pyimage.h"
-#include "sampler/loop.h"
+#include "daemon/loop.h"
 
 #define S     1000000000ull
 #define MS    1000000ull

@@ -5,7 +5,7 @@
  * the fleet's schedule, its profile taps, and the checks that tell it went
  * stale (it ran another program, or every attempt fails).
  *
- *   target_start()  from a verdict "active" (sampler/targets.h): attaches
+ *   target_start()  from a verdict "active" (daemon/targets.h): attaches
  *                   (reads and validates the debug table), takes a window
  *                   from the pool, starts the schedule at a spread phase;
  *   target_cut()    hands the window to the export thread with its metadata
@@ -38,10 +38,10 @@
 #include "discovery/execid.h"
 #include "discovery/proc_scan.h"
 #include "pipeline.h"
-#include "sampler/fleet.h"
-#include "sampler/report.h"
+#include "daemon/fleet.h"
+#include "daemon/report.h"
 #include "sampler/sampler.h"
-#include "sampler/targets.h"
+#include "daemon/targets.h"
 
 /* A target none of whose attempts succeeded for this long (and at least
  * TARGET_STUCK_MIN_ATTEMPTS of them) is attached again from scratch; each

@@ -40,7 +40,7 @@
 #include "discovery/proc_scan.h"
 #include "discovery/pyruntime.h"
 #include "memread/memread.h"
-#include "sampler/report.h"
+#include "daemon/report.h"
 
 #define TARGETS_MAX_PROCS     16384u /* processes remembered between scans */
 #define TARGETS_RECHECK_RARE  30u /* refresh intervals before an unsupported process is re-read */
@@ -151,7 +151,7 @@ struct probe_ops {
 extern const struct probe_ops probe_system;
 
 /**
- * Pod metadata for proc_judge() (discovery.kubernetes: sampler/podmeta.h;
+ * Pod metadata for proc_judge() (discovery.kubernetes: daemon/podmeta.h;
  * a fake in tests): the __meta_kubernetes_* labels of a container.
  */
 /** Every label a pod source adds starts with this. */

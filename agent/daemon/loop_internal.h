@@ -12,12 +12,12 @@
 
 #include <pthread.h>
 
-#include "sampler/fleet.h"
-#include "sampler/loop.h"
-#include "sampler/podmeta.h"
+#include "daemon/fleet.h"
+#include "daemon/loop.h"
+#include "daemon/podmeta.h"
 #include "sampler/sampler.h"
-#include "sampler/target.h"
-#include "sampler/targets.h"
+#include "daemon/target.h"
+#include "daemon/targets.h"
 
 #define LOOP_MAX_JOBS_STATS 1024u
 #define LOOP_TARGETS_CAP    100000u /* the most max_targets can mean */

@@ -6,8 +6,8 @@
 
 #include "base/alloc.h"
 #include "sampler/sampler.h"
-#include "sampler/target.h"
-#include "sampler/taps.h"
+#include "daemon/target.h"
+#include "daemon/taps.h"
 
 bool taps_wants(const struct tap_request *r, const struct target *t)
 {
@@ -49,7 +49,7 @@ void taps_attach(struct tap_request *r, struct target *t)
     if (agg_new(&r->limits, &p->agg))
         return;
     const struct target_info *ti = target_info(t);
-    struct sample_sink sink = sample_sink_agg(p->agg);
+    struct sample_sink sink = agg_sink(p->agg);
     if (labels_copy(&p->labels, &ti->labels) || sampler_add_tap(target_sampler(t), &sink)) {
         labels_release(&p->labels);
         agg_free(p->agg);

@@ -20,7 +20,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
-#include "sampler/loop_internal.h"
+#include "daemon/loop_internal.h"
 
 static void loop_clocks(struct loop *l, uint64_t mono)
 {

@@ -10,8 +10,8 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/url.h"
-#include "sampler/podmeta.h"
-#include "sampler/targets.h"
+#include "daemon/podmeta.h"
+#include "daemon/targets.h"
 
 /* What the client was started with, resolved: a change restarts it. */
 struct podmeta_key {

@@ -7,7 +7,7 @@
 
 #include "base/alloc.h"
 #include "sampler/nsampler.h"
-#include "sampler/target_internal.h"
+#include "daemon/target_internal.h"
 #include "unwind/asyncio.h"
 #include "unwind/unwind.h"
 
@@ -96,7 +96,7 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
                       : job->idle_check == CONFIG_IDLE_SCHEDSTAT ? RUNWATCH_SCHEDSTAT
                                                                  : RUNWATCH_OFF,
     };
-    struct sample_sink window = sample_sink_agg(t->win);
+    struct sample_sink window = agg_sink(t->win);
     err = sampler_new(p->key.pid, t->u, &window, &so,
                       now + (uint64_t)(frac * (double)t->info.interval_ns), &t->s);
     if (err) {
@@ -144,7 +144,7 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
         /* no window to switch to: keep the one we have, losing its content */
         agg_reset(t->win);
         if (t->s) { /* the threads' last stacks are gone with it */
-            struct sample_sink window = sample_sink_agg(t->win);
+            struct sample_sink window = agg_sink(t->win);
             sampler_set_window(t->s, &window);
         }
         t->stats.windows_dropped++;
@@ -182,7 +182,7 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
     }
     t->win = fresh;
     if (t->s && fresh) {
-        struct sample_sink window = sample_sink_agg(fresh);
+        struct sample_sink window = agg_sink(fresh);
         sampler_set_window(t->s, &window);
     }
     t->win_start = now;

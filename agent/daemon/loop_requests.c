@@ -8,7 +8,7 @@
 
 #include "base/clock.h"
 
-#include "sampler/loop_internal.h"
+#include "daemon/loop_internal.h"
 
 /* every request the HTTP server admits (server.max_concurrent_profiles, at
  * most this) gets its tap on each target: none is left out for want of a slot */

@@ -21,7 +21,7 @@
 #include <math.h>
 
 #include "base/alloc.h"
-#include "sampler/fleet.h"
+#include "daemon/fleet.h"
 
 #define FLEET_MASK  (FLEET_WHEEL - 1u)
 #define FLEET_WORDS (FLEET_WHEEL / 64u)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/sampler/targets.c: the verdict proc_judge() gives one
+ * Tests for agent/daemon/targets.c: the verdict proc_judge() gives one
  * process, with a stub probe (struct probe_ops) standing for the memory
  * reader and the runtime lookup: young processes wait; the recheck time of
  * each verdict (not Python: TARGETS_RECHECK_OFTEN refreshes, or every scan
@@ -16,7 +16,7 @@
 #include "base/alloc.h"
 #include "memread_fake.h"
 #include "python/pyversion.h"
-#include "sampler/targets.h"
+#include "daemon/targets.h"
 
 #define S   1000000000ull
 #define NOW (1000 * S)
