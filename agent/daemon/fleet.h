@@ -36,8 +36,8 @@
  *
  * Thread safety: a fleet belongs to one thread (the sampling thread).
  */
-#ifndef PYPROFD_SAMPLER_FLEET_H
-#define PYPROFD_SAMPLER_FLEET_H
+#ifndef PYPROFD_DAEMON_FLEET_H
+#define PYPROFD_DAEMON_FLEET_H
 
 #include "base/compat.h"
 
@@ -136,4 +136,4 @@ bool fleet_budget(struct fleet *f, uint64_t now_ns, uint64_t cpu_ns, double budg
 /** The share of every target's rate the budget allows, in [FLEET_MIN_FACTOR, 1]. */
 double fleet_factor(const struct fleet *f);
 
-#endif /* PYPROFD_SAMPLER_FLEET_H */
+#endif /* PYPROFD_DAEMON_FLEET_H */

@@ -14,8 +14,6 @@
 #include "base/compat.h"
 
 #include <pthread.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -39,217 +37,6 @@ size_t loop_window_slots(const struct pyprofd_config *cfg)
     return 2 * loop_max_targets(cfg) + 16;
 }
 
-/* ---- native: full ------------------------------------------------------------ */
-
-/*
- * A target sampled from the kernel's samples (native: full) must be drained
- * within about a millisecond of each sample, or the sample is late and
- * counted, not kept. The sampling thread sleeps on a condition variable, so a
- * helper thread waits on every such target's descriptor at once (an epoll
- * set) and wakes it: it only raises native_pending, never touches a target.
- * Then it waits until the sampling thread has drained what it posted
- * (native_done) before it polls again: a level-triggered descriptor stays
- * readable until it is drained, and a helper that polled at once would spin
- * on it for as long as the sampling thread is busy elsewhere. The helper
- * starts with the first such target and stops with the loop (an eventfd in
- * the set, and native_quit).
- */
-#define LOOP_NATIVE_STOP UINT64_MAX
-
-static void *loop_native_main(void *arg)
-{
-    struct loop *l = arg;
-    struct epoll_event ev[16];
-    for (;;) {
-        int n = epoll_wait(l->native_ep, ev, (int)PYPROFD_ARRAY_SIZE(ev), -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        bool stop = false;
-        for (int i = 0; i < n; i++)
-            stop |= ev[i].data.u64 == LOOP_NATIVE_STOP;
-        if (stop)
-            break;
-        pthread_mutex_lock(&l->mu);
-        for (int i = 0; i < n; i++) {
-            uint64_t token = ev[i].data.u64;
-            if (token == 0) /* a native: full target's samples */
-                l->native_pending = true;
-            else if (l->nwoken < PYPROFD_ARRAY_SIZE(l->woken))
-                l->woken[l->nwoken++] = token; /* a parked target's thread ran */
-            else
-                l->woken_all = true;
-        }
-        uint64_t mine = ++l->native_posted;
-        pthread_cond_signal(&l->wake);
-        while (l->native_done < mine && !l->native_quit)
-            pthread_cond_wait(&l->native_taken, &l->mu);
-        bool quit = l->native_quit;
-        pthread_mutex_unlock(&l->mu);
-        if (quit)
-            break;
-    }
-    return NULL;
-}
-
-/* Starts the helper (once). Returns 0 or -errno. */
-static int loop_native_start(struct loop *l)
-{
-    if (l->native_running)
-        return 0;
-    if (l->native_ep < 0)
-        l->native_ep = epoll_create1(EPOLL_CLOEXEC);
-    if (l->native_efd < 0)
-        l->native_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (l->native_ep < 0 || l->native_efd < 0)
-        return -errno;
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = LOOP_NATIVE_STOP};
-    if (epoll_ctl(l->native_ep, EPOLL_CTL_ADD, l->native_efd, &ev) && errno != EEXIST)
-        return -errno;
-    int err = pthread_create(&l->native_thread, NULL, loop_native_main, l);
-    if (err)
-        return -err;
-    l->native_running = true;
-    return 0;
-}
-
-static void loop_native_stop(struct loop *l)
-{
-    if (!l->native_running)
-        return;
-    pthread_mutex_lock(&l->mu);
-    l->native_quit = true;
-    pthread_cond_broadcast(&l->native_taken);
-    pthread_mutex_unlock(&l->mu);
-    uint64_t one = 1;
-    if (write(l->native_efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
-        log_error("cannot stop the native sample waiter: %s", strerror(errno));
-    pthread_join(l->native_thread, NULL);
-    l->native_running = false;
-    l->native_quit = false; /* (a target added later starts it again) */
-}
-
-/* A new target: its kernel samples (if any) now wake the sampling thread. */
-static void loop_native_add(struct loop *l, struct target *t)
-{
-    int fd = sampler_native_fd(target_sampler(t));
-    if (fd < 0)
-        return;
-    int err = loop_native_start(l);
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
-    if (!err && epoll_ctl(l->native_ep, EPOLL_CTL_ADD, fd, &ev))
-        err = -errno;
-    if (err) /* drained every SAMPLER_NATIVE_DRAIN_NS only: most samples late */
-        log_error("process %d: cannot wait for its kernel samples: %s",
-                  (int)target_info(t)->key.pid, strerror(-err));
-    l->nnative++;
-}
-
-static void loop_native_remove(struct loop *l, struct target *t)
-{
-    int fd = sampler_native_fd(target_sampler(t));
-    if (fd < 0)
-        return;
-    if (l->native_ep >= 0)
-        (void)epoll_ctl(l->native_ep, EPOLL_CTL_DEL, fd, NULL);
-    l->nnative--;
-}
-
-/* Drains every native: full target (on the sampling thread, not under the lock). */
-static void loop_native_drain(struct loop *l)
-{
-    uint64_t now = loop_now(l);
-    for (size_t i = 0; i < l->ntargets; i++)
-        target_native_drain(l->targets[i], now);
-}
-
-/* ---- parking ----------------------------------------------------------------- */
-
-/*
- * A target whose threads have stayed idle for SAMPLER_PARK_AFTER attempts
- * leaves the wheel: no attempt is made for it until one of its threads runs,
- * when its waker (sampler/runwatch.h) wakes the helper thread above, which
- * queues the target's token; the sampling thread then unparks it (its
- * attempts due meanwhile are counted as they would have come out) and it
- * is back on its schedule. 180 processes blocked for good cost nothing
- * between housekeepings (docs/agent.md, "Idle threads cost no reads").
- */
-static void loop_park(struct loop *l, struct target *t)
-{
-    if (loop_native_start(l))
-        return;
-    size_t i = 0;
-    while (i < l->parked_cap && l->parked[i].t)
-        i++;
-    if (i == l->parked_cap) {
-        size_t cap = l->parked_cap ? 2 * l->parked_cap : 64;
-        struct loop_parked *p = alloc_realloc(l->parked, cap * sizeof(*p));
-        if (!p)
-            return;
-        memset(p + l->parked_cap, 0, (cap - l->parked_cap) * sizeof(*p));
-        l->parked = p;
-        l->parked_cap = cap;
-    }
-    uint32_t gen = l->parked[i].gen + 1;
-    uint64_t token = (uint64_t)(i + 1) | (uint64_t)gen << 32; /* never 0 nor STOP */
-    if (sampler_park(target_sampler(t), l->native_ep, token))
-        return;
-    l->parked[i] = (struct loop_parked){.t = t, .gen = gen};
-    l->nparked++;
-    fleet_remove(l->fleet, target_slot(t));
-}
-
-/*
- * Puts parked entry @i back on the wheel, its attempts counted up to @now.
- * Those due since are made in this pass, not at the next tick boundary: a
- * thread that woke may run for less than a tick and a timer slack.
- */
-static void loop_unpark(struct loop *l, size_t i, uint64_t now)
-{
-    struct target *t = l->parked[i].t;
-    sampler_unpark(target_sampler(t), now, l->native_ep);
-    l->parked[i].t = NULL;
-    l->nparked--;
-    uint64_t due = target_due(t);
-    if ((due <= now ? fleet_add_ready : fleet_add)(l->fleet, target_slot(t), due))
-        log_error("process %d: cannot put it back on the schedule",
-                  (int)target_info(t)->key.pid); /* cannot happen: sized for max_targets */
-}
-
-/* The parked entry of @t, or parked_cap. */
-static size_t loop_parked_index(const struct loop *l, const struct target *t)
-{
-    for (size_t i = 0; i < l->parked_cap; i++) {
-        if (l->parked[i].t == t)
-            return i;
-    }
-    return l->parked_cap;
-}
-
-/* Unparks the targets whose threads ran (the tokens the helper queued). */
-static void loop_unpark_woken(struct loop *l, const uint64_t *tokens, size_t n, bool all)
-{
-    uint64_t now = loop_now(l);
-    for (size_t k = 0; k < n; k++) {
-        size_t i = (size_t)(uint32_t)tokens[k] - 1;
-        if (i < l->parked_cap && l->parked[i].t && l->parked[i].gen == (uint32_t)(tokens[k] >> 32))
-            loop_unpark(l, i, now);
-    }
-    for (size_t i = 0; all && i < l->parked_cap; i++) {
-        if (l->parked[i].t)
-            loop_unpark(l, i, now);
-    }
-}
-
-void loop_catch_up_parked(struct loop *l, uint64_t now)
-{
-    for (size_t i = 0; l->nparked && i < l->parked_cap; i++) {
-        if (l->parked[i].t)
-            sampler_catch_up(target_sampler(l->parked[i].t), now);
-    }
-}
-
 /* ---- targets --------------------------------------------------------------- */
 
 /*
@@ -262,16 +49,13 @@ static void loop_end_target(struct loop *l, struct target *t, struct proc_entry 
                             uint64_t now)
 {
     const struct target_info *ti = target_info(t);
-    size_t pi = loop_parked_index(l, t);
-    if (pi < l->parked_cap) /* its attempts so far, then the wheel's bookkeeping */
-        loop_unpark(l, pi, now);
+    waiter_remove(l->waiter, t, now); /* unparked first: its attempts so far */
     taps_detach_target(l->requests, t);
     target_finish(t, l->opts.queue, now, loop_real_at(l, now));
     struct loop_job_view *j = loop_job(l->jobs, &l->njobs, ti->job_name);
     if (j)
         loop_job_add(j, target_stats(t));
     fleet_remove(l->fleet, target_slot(t));
-    loop_native_remove(l, t);
     for (size_t i = 0; i < l->ntargets; i++) {
         if (l->targets[i] == t) {
             l->targets[i] = l->targets[--l->ntargets];
@@ -325,13 +109,13 @@ static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdi
     }
     l->targets[l->ntargets++] = t;
     proc_entry_activate(p, t);
-    loop_native_add(l, t);
+    waiter_add(l->waiter, t);
     for (struct tap_request *r = l->requests; r; r = r->next) {
         if (taps_wants(r, t))
             taps_attach(r, t);
     }
     const struct target_info *ti = target_info(t);
-    const char *native = sampler_native(target_sampler(t));
+    const char *native = target_native(t);
     log_info("sampling process %d (%s, Python %s) as job '%s' at %g Hz, %s mode%s", (int)p->key.pid,
              p->comm, p->version, ti->job_name, ti->rate, profile_mode_name(ti->mode),
              native && strcmp(native, "full") == 0 ? ", C frames from the kernel's samples" : "");
@@ -594,7 +378,7 @@ static uint64_t loop_tick(const struct loop *l)
 {
     uint64_t tick = l->cfg->global.sampling_tick_ns;
     for (size_t i = 0; i < l->ntargets; i++) {
-        if (sampler_native_fd(target_sampler(l->targets[i])) >= 0)
+        if (target_native_fd(l->targets[i]) >= 0)
             continue; /* the kernel samples it: its schedule only drains */
         uint64_t half = target_info(l->targets[i])->interval_ns / 2;
         if (half < tick)
@@ -639,9 +423,9 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
     loop_requests_tick(l, now);
     (void)fleet_budget(l->fleet, now, clock_thread_cpu(l->opts.clock),
                        l->cfg->global.limits.cpu_budget);
-    for (size_t i = 0; l->nnative && i < l->ntargets;
+    for (size_t i = 0; waiter_nnative(l->waiter) && i < l->ntargets;
          i++) /* the kernel's rate follows the budget */
-        sampler_native_factor(target_sampler(l->targets[i]), fleet_factor(l->fleet));
+        target_native_factor(l->targets[i], fleet_factor(l->fleet));
     fleet_set_tick(l->fleet, loop_tick(l));
     l->next_tick = now + LOOP_TICK_NS;
 }
@@ -662,8 +446,7 @@ static void loop_sample_due(struct loop *l)
         struct target *t = target_of_slot(s);
         target_sample(t, now, target_gone(t) ? 0 : fleet_take(l->fleet, s));
         fleet_update(l->fleet, s, target_due(t));
-        if (!target_gone(t) && sampler_parkable(target_sampler(t)))
-            loop_park(l, t);
+        waiter_consider(l->waiter, t);
         now = loop_now(l);
     }
 }
@@ -676,26 +459,9 @@ void loop_step(struct loop *l, bool force)
         l->kick = false;
         loop_housekeeping(l, now);
     }
-    bool native = l->native_pending;
-    l->native_pending = false;
-    uint64_t posted = l->native_posted;
-    uint64_t woken[PYPROFD_ARRAY_SIZE(l->woken)];
-    size_t nwoken = l->nwoken;
-    bool woken_all = l->woken_all;
-    memcpy(woken, l->woken, nwoken * sizeof(*woken));
-    l->nwoken = 0;
-    l->woken_all = false;
     pthread_mutex_unlock(&l->mu);
-    if (native)
-        loop_native_drain(l);
-    if (nwoken || woken_all)
-        loop_unpark_woken(l, woken, nwoken, woken_all);
-    if (native || nwoken || woken_all) { /* the helper may poll again */
-        pthread_mutex_lock(&l->mu);
-        l->native_done = posted;
-        pthread_cond_signal(&l->native_taken);
-        pthread_mutex_unlock(&l->mu);
-    }
+    /* kernel samples to drain, parked targets whose threads ran */
+    waiter_step(l->waiter, l->targets, l->ntargets, l->opts.clock);
     loop_sample_due(l);
 }
 
@@ -752,7 +518,7 @@ static void *loop_main(void *arg)
         }
         pthread_mutex_lock(&l->mu);
         uint64_t until = loop_wake_at(l);
-        if (!l->stop && !l->kick && !l->native_pending && until > loop_now(l)) {
+        if (!l->stop && !l->kick && !waiter_pending(l->waiter) && until > loop_now(l)) {
             struct timespec ts = clock_timespec(until);
             (void)pthread_cond_timedwait(&l->wake, &l->mu, &ts);
         }
@@ -799,10 +565,8 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&l->wake, &ca);
-    pthread_cond_init(&l->native_taken, NULL);
     pthread_condattr_destroy(&ca);
     l->opts = *opts;
-    l->native_ep = l->native_efd = -1;
     if (!l->opts.self_pid)
         l->opts.self_pid = getpid();
     if (!l->opts.clock)
@@ -820,6 +584,8 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
         err = unwind_scratch_new(&l->scratch);
     if (!err)
         err = fleet_new(l->cap_targets, &l->fleet);
+    if (!err)
+        err = waiter_new(&l->mu, &l->wake, l->fleet, &l->waiter);
     if (!err)
         err = podmeta_configure(&l->pods, cfg);
     if (err || !l->targets || !l->jobs || !l->scan) {
@@ -872,7 +638,7 @@ int loop_stop_by(struct loop *l, uint64_t deadline_ns)
             return -ETIMEDOUT;
         }
     }
-    loop_native_stop(l);
+    waiter_stop(l->waiter);
     if (!stopped)
         loop_wind_down(l);
     pthread_mutex_lock(&l->mu);
@@ -892,21 +658,15 @@ void loop_free(struct loop *l)
     proc_scan_free(l->scan);
     proc_table_free(l->procs);
     podmeta_free(l->pods);
+    waiter_free(l->waiter); /* after the targets: none is parked any more */
     fleet_free(l->fleet);
-    alloc_free(l->parked);
     config_free(l->cfg);
     config_free(l->pending_cfg);
     alloc_free(l->targets);
     alloc_free(l->jobs);
     unwind_scratch_free(l->scratch); /* after every target's unwinder */
-    loop_native_stop(l);
-    if (l->native_ep >= 0)
-        close(l->native_ep);
-    if (l->native_efd >= 0)
-        close(l->native_efd);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->wake);
-    pthread_cond_destroy(&l->native_taken);
     alloc_free(l);
 }
 

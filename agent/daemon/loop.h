@@ -42,8 +42,8 @@
  * controlling thread; loop_set_config, loop_profile, loop_snapshot and
  * loop_ready from any thread, concurrently (they take the loop's lock).
  */
-#ifndef PYPROFD_SAMPLER_LOOP_H
-#define PYPROFD_SAMPLER_LOOP_H
+#ifndef PYPROFD_DAEMON_LOOP_H
+#define PYPROFD_DAEMON_LOOP_H
 
 #include "base/compat.h"
 
@@ -212,4 +212,4 @@ void loop_view_free(struct loop_view *v);
 /** True once the first discovery scan has completed. */
 bool loop_ready(struct loop *l);
 
-#endif /* PYPROFD_SAMPLER_LOOP_H */
+#endif /* PYPROFD_DAEMON_LOOP_H */

@@ -5,8 +5,8 @@
  * requests) and loop_view.c (the snapshot for /targets and /metrics). Not
  * for anyone else: use loop.h.
  */
-#ifndef PYPROFD_SAMPLER_LOOP_INTERNAL_H
-#define PYPROFD_SAMPLER_LOOP_INTERNAL_H
+#ifndef PYPROFD_DAEMON_LOOP_INTERNAL_H
+#define PYPROFD_DAEMON_LOOP_INTERNAL_H
 
 #include "base/compat.h"
 
@@ -15,9 +15,9 @@
 #include "daemon/fleet.h"
 #include "daemon/loop.h"
 #include "daemon/podmeta.h"
-#include "sampler/sampler.h"
 #include "daemon/target.h"
 #include "daemon/targets.h"
+#include "daemon/waiter.h"
 
 #define LOOP_MAX_JOBS_STATS 1024u
 #define LOOP_TARGETS_CAP    100000u /* the most max_targets can mean */
@@ -49,35 +49,11 @@ struct loop {
      * wall-clock start is its monotonic start on this pair, so windows tile */
     uint64_t hk_mono;
     int64_t hk_real;
-    /* native: full: the kernel's samples wake the sampling thread through a
-     * helper thread that waits on their descriptors (loop.c, "native") */
-    int native_ep, native_efd; /* -1 until the first such target */
-    pthread_t native_thread;
-    bool native_running;
-    bool native_pending; /* samples wait: drain before sleeping */
-    /* the helper's hand-over: what it posted, what the sampling thread has
-     * drained, and the cond it waits on between the two (native_quit: stop
-     * waiting) */
-    uint64_t native_posted, native_done;
-    pthread_cond_t native_taken;
-    bool native_quit;
+    /* what wakes the sampling thread besides the schedule: kernel samples
+     * (native: full) and parked targets' wakers, and the parked table */
+    struct waiter *waiter;
     bool abandoned; /* loop_stop_by() gave up on the sampling thread: free nothing */
-    size_t nnative; /* targets whose kernel samples are read */
-    /* parked targets (sampler_park()): off the fleet's wheel until one of
-     * their threads runs; the same helper thread hears their wakers and
-     * queues their tokens (index | generation << 32) in woken */
-    struct loop_parked {
-        struct target *t; /* NULL: a free entry */
-        uint32_t gen;
-    } * parked;
-    size_t parked_cap, nparked;
-    uint64_t woken[64];
-    size_t nwoken;
-    bool woken_all; /* woken overflowed: unpark every parked target */
 };
-
-/** Counts every parked target's attempts due by @a now (before its sinks change). */
-void loop_catch_up_parked(struct loop *l, uint64_t now);
 
 static inline uint64_t loop_now(const struct loop *l)
 {
@@ -98,4 +74,4 @@ void loop_requests_tick(struct loop *l, uint64_t now);
 /* Marks @r done and wakes the thread waiting for it. */
 void loop_request_done(struct tap_request *r);
 
-#endif /* PYPROFD_SAMPLER_LOOP_INTERNAL_H */
+#endif /* PYPROFD_DAEMON_LOOP_INTERNAL_H */

@@ -49,13 +49,13 @@ void loop_requests_tick(struct loop *l, uint64_t now)
                 loop_request_done(r);
                 continue;
             }
-            loop_catch_up_parked(l, now); /* what was due before goes to the windows only */
+            waiter_catch_up(l->waiter, now); /* what was due before goes to the windows only */
             for (size_t i = 0; i < l->ntargets; i++) {
                 if (!target_gone(l->targets[i]) && taps_wants(r, l->targets[i]))
                     taps_attach(r, l->targets[i]);
             }
         } else if (now >= r->deadline || r->cancelled || l->stop) {
-            loop_catch_up_parked(l, now); /* ... and what was due since, to the taps too */
+            waiter_catch_up(l->waiter, now); /* ... and what was due since, to the taps too */
             taps_finish(r);
             loop_request_done(r);
         }

@@ -25,8 +25,8 @@
  * thread (or with its lock held); the lookups and podmeta_view() from any
  * thread (the client's index has its own lock).
  */
-#ifndef PYPROFD_SAMPLER_PODMETA_H
-#define PYPROFD_SAMPLER_PODMETA_H
+#ifndef PYPROFD_DAEMON_PODMETA_H
+#define PYPROFD_DAEMON_PODMETA_H
 
 #include "base/compat.h"
 
@@ -67,4 +67,4 @@ const struct pod_source *podmeta_source(struct podmeta *pm);
 /** A copy of what /targets and /metrics show; all zero for NULL. */
 void podmeta_view(struct podmeta *pm, struct podmeta_view *out);
 
-#endif /* PYPROFD_SAMPLER_PODMETA_H */
+#endif /* PYPROFD_DAEMON_PODMETA_H */

@@ -5,7 +5,6 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
-#include "sampler/sampler.h"
 #include "daemon/target.h"
 #include "daemon/taps.h"
 
@@ -35,7 +34,7 @@ int taps_begin(struct tap_request *r, uint64_t now, size_t max_parts,
 static void taps_detach(struct tap_part *p)
 {
     if (p->on) {
-        sampler_remove_tap(target_sampler(p->on), p->agg);
+        target_remove_tap(p->on, p->agg);
         p->on = NULL;
     }
 }
@@ -50,7 +49,7 @@ void taps_attach(struct tap_request *r, struct target *t)
         return;
     const struct target_info *ti = target_info(t);
     struct sample_sink sink = agg_sink(p->agg);
-    if (labels_copy(&p->labels, &ti->labels) || sampler_add_tap(target_sampler(t), &sink)) {
+    if (labels_copy(&p->labels, &ti->labels) || target_add_tap(t, &sink)) {
         labels_release(&p->labels);
         agg_free(p->agg);
         p->agg = NULL;

@@ -16,8 +16,8 @@
  *
  * Thread safety: none of its own; the loop's lock.
  */
-#ifndef PYPROFD_SAMPLER_TAPS_H
-#define PYPROFD_SAMPLER_TAPS_H
+#ifndef PYPROFD_DAEMON_TAPS_H
+#define PYPROFD_DAEMON_TAPS_H
 
 #include "base/compat.h"
 
@@ -81,4 +81,4 @@ void taps_finish(struct tap_request *r);
 /** Frees @a r's parts (the taps must be off every target). */
 void taps_release(struct tap_request *r);
 
-#endif /* PYPROFD_SAMPLER_TAPS_H */
+#endif /* PYPROFD_DAEMON_TAPS_H */

@@ -301,9 +301,49 @@ bool target_gone(const struct target *t)
     return t->gone;
 }
 
-struct sampler *target_sampler(struct target *t)
+const char *target_native(const struct target *t)
 {
-    return t->s;
+    return sampler_native(t->s);
+}
+
+int target_native_fd(const struct target *t)
+{
+    return sampler_native_fd(t->s);
+}
+
+void target_native_factor(struct target *t, double factor)
+{
+    sampler_native_factor(t->s, factor);
+}
+
+int target_add_tap(struct target *t, const struct sample_sink *tap)
+{
+    return sampler_add_tap(t->s, tap);
+}
+
+void target_remove_tap(struct target *t, const void *arg)
+{
+    sampler_remove_tap(t->s, arg);
+}
+
+bool target_parkable(const struct target *t)
+{
+    return !t->gone && sampler_parkable(t->s);
+}
+
+int target_park(struct target *t, int epfd, uint64_t token)
+{
+    return sampler_park(t->s, epfd, token);
+}
+
+void target_unpark(struct target *t, uint64_t now, int epfd)
+{
+    sampler_unpark(t->s, now, epfd);
+}
+
+void target_catch_up(struct target *t, uint64_t now)
+{
+    sampler_catch_up(t->s, now);
 }
 
 struct fleet_slot *target_slot(struct target *t)

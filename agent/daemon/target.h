@@ -28,8 +28,8 @@
  * A target is used by the sampling thread only; what other threads read
  * (its info's labels, its stats) is copied under the loop's lock.
  */
-#ifndef PYPROFD_SAMPLER_TARGET_H
-#define PYPROFD_SAMPLER_TARGET_H
+#ifndef PYPROFD_DAEMON_TARGET_H
+#define PYPROFD_DAEMON_TARGET_H
 
 #include "base/compat.h"
 
@@ -93,8 +93,33 @@ const struct target_info *target_info(const struct target *t);
 const struct target_stats *target_stats(const struct target *t);
 /** Whether the process was seen to exit (by a sample or a check): to be ended. */
 bool target_gone(const struct target *t);
-/** @a t's sampler (taps hang on it as sinks). */
-struct sampler *target_sampler(struct target *t);
+/**
+ * What native: full came to for @a t (sampler_native()): NULL when its job
+ * did not ask, "full", or "markers: " and why perf events were refused.
+ */
+const char *target_native(const struct target *t);
+/** With native: full active, the descriptor readable when kernel samples wait; else -1. */
+int target_native_fd(const struct target *t);
+/** With native: full active, the kernel samples every interval / @a factor of CPU time. */
+void target_native_factor(struct target *t, double factor);
+/**
+ * Hangs a profile request's sink on @a t's sampler (sampler_add_tap()):
+ * returns 0 or -EBUSY; target_remove_tap() takes it off by its arg.
+ */
+PYPROFD_WARN_UNUSED int target_add_tap(struct target *t, const struct sample_sink *tap);
+void target_remove_tap(struct target *t, const void *arg);
+/**
+ * Parking (daemon/waiter.h owns it): whether @a t's threads stayed idle long
+ * enough to leave the schedule; target_park() registers its wakers in
+ * @a epfd with @a token (0, or a negative errno: it stays on the schedule);
+ * target_catch_up() counts its attempts due by @a now as they would have
+ * come out; target_unpark() does that and puts it back on its schedule.
+ * On the sampling thread (sampler.h, "Parking").
+ */
+bool target_parkable(const struct target *t);
+PYPROFD_WARN_UNUSED int target_park(struct target *t, int epfd, uint64_t token);
+void target_unpark(struct target *t, uint64_t now, int epfd);
+void target_catch_up(struct target *t, uint64_t now);
 /** @a t's place in the fleet's schedule. */
 struct fleet_slot *target_slot(struct target *t);
 /** The target whose fleet slot is @a s (every slot in the loop's fleet is one). */
@@ -183,4 +208,4 @@ bool target_relabel(struct target *t, struct window_queue *q, struct labels *met
 /** Frees @a t; its window is recycled to @a q (cut it first to keep it). NULL is a no-op. */
 void target_free(struct target *t, struct window_queue *q);
 
-#endif /* PYPROFD_SAMPLER_TARGET_H */
+#endif /* PYPROFD_DAEMON_TARGET_H */

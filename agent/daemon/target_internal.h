@@ -3,8 +3,8 @@
  * target_internal.h: the fields of struct target (daemon/target.h). For
  * target.c and its unit test only: everyone else goes through target.h.
  */
-#ifndef PYPROFD_SAMPLER_TARGET_INTERNAL_H
-#define PYPROFD_SAMPLER_TARGET_INTERNAL_H
+#ifndef PYPROFD_DAEMON_TARGET_INTERNAL_H
+#define PYPROFD_DAEMON_TARGET_INTERNAL_H
 
 #include "base/compat.h"
 
@@ -38,4 +38,4 @@ struct target {
     uint64_t stuck_ns;
 };
 
-#endif /* PYPROFD_SAMPLER_TARGET_INTERNAL_H */
+#endif /* PYPROFD_DAEMON_TARGET_INTERNAL_H */

@@ -30,8 +30,8 @@
  * Thread safety: a table belongs to one thread at a time (the loop's lock).
  * The functions do not log; proc_judge() says in its verdict what to log.
  */
-#ifndef PYPROFD_SAMPLER_TARGETS_H
-#define PYPROFD_SAMPLER_TARGETS_H
+#ifndef PYPROFD_DAEMON_TARGETS_H
+#define PYPROFD_DAEMON_TARGETS_H
 
 #include "base/compat.h"
 
@@ -207,4 +207,4 @@ PYPROFD_WARN_UNUSED int targets_job_labels(const struct pyprofd_config *cfg,
                                            const struct config_job *job, const struct labels *meta,
                                            struct labels *out, bool *keep);
 
-#endif /* PYPROFD_SAMPLER_TARGETS_H */
+#endif /* PYPROFD_DAEMON_TARGETS_H */
