@@ -308,18 +308,6 @@ static void record_thread_setup(uint64_t interval_ns)
         log_debug("cannot set the timer slack: %s", strerror(-err));
 }
 
-/* The counts of a mixed-stack recording, as the sampler's: attempts are
- * the kernel's samples; disagreeing, late and failed ones failed. */
-static struct sampler_counts record_native_counts(const struct nsampler_counts *n)
-{
-    struct sampler_counts c = {.attempts = n->samples,
-                               .taken = n->merged + n->cut + n->python + n->native,
-                               .failed = n->disagree + n->late + n->failed,
-                               .missed = n->lost};
-    c.thread_samples = c.taken;
-    return c;
-}
-
 /* What the libraries' files gave, when some were refused, stalled or too large. */
 static void record_debug_files(const struct native_files *f)
 {
@@ -363,11 +351,13 @@ static void record_native_summary(const struct nsampler_counts *n, bool exact)
 }
 
 /*
- * Records with --native=full: each kernel sample wakes the loop, which reads
- * the Python stacks at once (sampler/nsampler.h). Returns when @end passes,
- * on Ctrl-C, or when the target or the launched @child exits.
+ * Records from the kernel's samples (--native=full without --blocking: the
+ * sampler's source is the kernel's, sampler_native_fd() readable when
+ * samples wait): each kernel sample wakes the loop, which has the sampler
+ * read the Python stacks at once. Returns when @end passes, on Ctrl-C, or
+ * when the target or the launched @child exits.
  */
-static void record_native_loop(const struct record_opts *o, struct nsampler *ns, uint64_t start,
+static void record_native_loop(const struct record_opts *o, struct sampler *s, uint64_t start,
                                uint64_t end, pid_t *child)
 {
     bool progress = !o->realtime_stats && o->progress < 0 && isatty(STDERR_FILENO);
@@ -377,19 +367,18 @@ static void record_native_loop(const struct record_opts *o, struct nsampler *ns,
         if (now >= end)
             break;
         uint64_t wait = end - now < 1000000ull ? end - now : 1000000ull;
-        struct pollfd p = {.fd = nsampler_fd(ns), .events = POLLIN};
+        struct pollfd p = {.fd = sampler_native_fd(s), .events = POLLIN};
         if (poll(&p, 1, (int)((wait + 999999) / 1000000)) < 0 && errno != EINTR)
             break;
         now = clock_mono_now();
-        if (nsampler_drain(ns, now) == -ESRCH)
+        if (sampler_native_drain(s, now) == -ESRCH)
             break; /* the target exited */
         if (*child && waitpid(*child, NULL, WNOHANG) == *child) {
             *child = 0;
             break;
         }
         if (progress && now >= next_progress) {
-            struct nsampler_counts n = nsampler_counts(ns);
-            record_progress(record_native_counts(&n), now - start, o->duration);
+            record_progress(sampler_counts(s), now - start, o->duration);
             next_progress = now + RECORD_PROGRESS_NS;
         }
     }
@@ -435,8 +424,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                               .unwind_flags = o->unwind_flags,
                               .blocking = o->blocking,
                               .async = aio,
-                              /* with --blocking, the exact path: the sampler's own */
-                              .native_full = o->native_full && o->blocking,
+                              /* the kernel's samples, or with --blocking the exact path */
+                              .native_full = o->native_full,
                               .native_stack = o->native_stack,
                               .idle_check = o->idle_check};
     asyncio_search(aio, "/proc", t.pid, &t.rt, &aio_memo);
@@ -447,23 +436,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     struct record_sink timed = {.inner = window, .agg = agg, .tl = tl};
     if (tl)
         window = record_sink(&timed);
-    struct nsampler *ns = NULL;
-    if (o->native_full && !o->blocking) {
-        char why[512];
-        struct nsampler_opts no = {.period_ns = so.interval_ns,
-                                   .stack_bytes = o->native_stack,
-                                   .unwind_flags = o->unwind_flags,
-                                   .main_only = !(o->unwind_flags & UNWIND_ALL_THREADS)};
-        if (nsampler_new(pid, t.unwinder, &window, &no, &ns, why, sizeof(why))) {
-            fprintf(stderr,
-                    "pyprofd: no native frames: %s; sampling the Python frames in cpu mode, "
-                    "with <native> markers\n",
-                    why);
-            so.unwind_flags |= UNWIND_NATIVE;
-            ns = NULL;
-        }
-    }
-    int err = ns ? 0 : sampler_new(pid, t.unwinder, &window, &so, start, &s);
+    int err = sampler_new(pid, t.unwinder, &window, &so, start, &s);
     if (err) {
         log_error("cannot sample process %d: %s", (int)pid,
                   err == -EPERM ? "cannot stop its threads with ptrace (--blocking needs "
@@ -472,21 +445,23 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         status = CLI_EXIT_FAIL;
         goto out;
     }
-    const char *exact = s ? sampler_native(s) : NULL;
-    if (exact && strncmp(exact, "markers: ", 9) == 0)
+    /* what native: full came to is the sampler's answer (sampler_native()) */
+    const char *native = sampler_native(s);
+    if (native && strncmp(native, "markers: ", 9) == 0)
         fprintf(stderr,
-                "pyprofd: no native frames: %s; sampling the Python frames with <native> "
+                "pyprofd: no native frames: %s; sampling the Python frames%s, with <native> "
                 "markers\n",
-                exact + 9);
-    bool exact_on = exact && strcmp(exact, "full") == 0;
-    const char *idle = s ? sampler_idle_check(s) : NULL;
+                native + 9, o->blocking ? "" : " in cpu mode");
+    bool kernel = sampler_native_fd(s) >= 0;
+    bool exact_on = !kernel && native && strcmp(native, "full") == 0;
+    const char *idle = sampler_idle_check(s);
     if (idle && o->idle_check != RUNWATCH_OFF && strncmp(idle, "perf", 4) != 0)
         fprintf(stderr, "pyprofd: idle threads found by %s\n", idle);
     char ver[32];
     fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s%s%s%s\n",
             (int)pid, pyversion_format(&t.rt.version, ver, sizeof(ver)), o->rate,
             profile_mode_name(o->mode),
-            ns         ? ", C frames from the kernel's samples"
+            kernel     ? ", C frames from the kernel's samples"
             : exact_on ? ", C frames read from each stopped thread"
                        : "",
             aio ? ", async-aware: " : "", aio ? asyncio_mode_name(o->async_mode) : "",
@@ -494,12 +469,12 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
 
     record_thread_setup(so.interval_ns);
     uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
-    if (ns)
-        record_native_loop(o, ns, start, end, &child);
+    if (kernel)
+        record_native_loop(o, s, start, end, &child);
     uint64_t next_stats = start + 1000000000ull, stats_attempts = 0;
     bool progress = !o->realtime_stats && o->progress < 0 && isatty(STDERR_FILENO);
     uint64_t next_progress = start + RECORD_PROGRESS_NS;
-    while (s && !record_stop) {
+    while (!kernel && !record_stop) {
         uint64_t due = sampler_due(s);
         uint64_t wake = due < end ? due : end;
         uint64_t now = clock_mono_now();
@@ -540,17 +515,15 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     if (progress)
         fputs("\r\033[K", stderr); /* the summary takes the line's place */
     uint64_t stop = clock_mono_now();
-    struct nsampler_counts nc = ns ? nsampler_counts(ns) : (struct nsampler_counts){0};
-    if (exact_on)
+    struct nsampler_counts nc = {0};
+    if (kernel || exact_on)
         (void)sampler_native_counts(s, &nc);
-    struct sampler_counts c = ns ? record_native_counts(&nc) : sampler_counts_final(s);
+    struct sampler_counts c = sampler_counts_final(s);
     char idle_said[320] = "";
-    if (s && sampler_idle_check(s))
+    if (sampler_idle_check(s))
         snprintf(idle_said, sizeof(idle_said), "%s", sampler_idle_check(s));
     sampler_free(s); /* detach before writing, so a blocked target runs again */
     s = NULL;
-    nsampler_free(ns);
-    ns = NULL;
 
     char defpath[64];
     const char *paths[RECORD_MAX_OUTPUTS];

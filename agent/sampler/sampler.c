@@ -1,32 +1,70 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sampler.c: one target's sampling loop body (see sampler.h): schedule,
- * mode, thread names, ptrace stops, counting.
+ * sampler.c: one target's sampler (see sampler.h): the schedule and its
+ * jitter, the sinks and their coalescing contract, the cache of the target's
+ * threads (names, host TIDs, cpu mode's kept stat files), the counts; and
+ * the choice of the source that gets each attempt's stacks (source.h), to
+ * which every attempt and every strategy's question is handed.
  */
 #include "base/compat.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <sys/ptrace.h>
-#include <sys/uio.h>
-#include <sys/user.h>
-#include <sys/wait.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/fdcap.h"
 #include "base/hash.h"
-#include "base/strnum.h"
+#include "base/rand.h"
 #include "base/utf8.h"
-#include "sampler/nsampler.h"
-#include "sampler/sampler.h"
 #include "sampler/schedule.h"
+#include "sampler/source.h"
 #include "sampler/threadstat.h"
-#include "unwind/mixed.h"
-#include "unwind/native.h"
-#include "perf/perfsample.h"
 
-#include "sampler/sampler_internal.h"
+#define SAMPLER_THREADS      256u          /* threads whose name and host TID are cached */
+#define SAMPLER_NAME_REFRESH 1000000000ull /* re-read a thread's name after 1 s */
+#define SAMPLER_COMM_MAX     15u /* a thread's name as the kernel keeps it (TASK_COMM_LEN - 1) */
+#define SAMPLER_SINKS        (1 + SAMPLER_MAX_TAPS) /* [0]: the window, then the taps */
+
+/* A target thread as the kernel knows it. */
+struct sampler_thread {
+    uint64_t ns_tid; /* 0 = free slot */
+    pid_t host_tid;
+    uint64_t named_ns;
+    char comm[SAMPLER_COMM_MAX + 1];                        /* as read: any bytes */
+    char name[SAMPLER_COMM_MAX * UTF8_REPLACEMENT_LEN + 1]; /* ... as valid UTF-8 */
+    uint64_t last_key;         /* stack_key of the thread's last own stack given to the sinks */
+    bool added[SAMPLER_SINKS]; /* ... and whether each sink took it (the coalescing contract) */
+    int stat_fd1;              /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
+};
+
+struct sampler {
+    /* what every attempt touches first, together (an idle target's attempt
+     * touches little else: docs/performance.md, issue 26) */
+    struct sample_source *src; /* the head of the chain: a filter, or the source */
+    /* the last read's result, while it may be counted again (plain stacks,
+     * nothing failed): owned by the unwinder, untouched until its next sample */
+    const struct unwind_result *last;
+    struct schedule sched;
+    uint64_t last_attempt_ns;
+    uint64_t now_ns; /* of the attempt in progress */
+    uint64_t jitter; /* the next attempt is made this long after it is due */
+    bool no_jitter;  /* the schedule only drains (the kernel's source) */
+    struct rand_state rng;
+    struct sampler_counts counts;
+    struct sampler_opts opts;
+    pid_t pid;
+    struct unwinder *u;
+    bool on_cpu_set; /* cpu mode's test is ours (unwinder_set_on_cpu()) */
+    /* [0]: the window (its takes count as thread samples); then the taps,
+     * add NULL = a free slot */
+    struct sample_sink sinks[SAMPLER_SINKS];
+    size_t nsinks;          /* sinks[nsinks...] are free */
+    char native_state[320]; /* sampler_native(): "" when not asked */
+    struct sampler_thread threads[SAMPLER_THREADS];
+};
+
+/* ---- the thread cache -------------------------------------------------------- */
 
 /*
  * cpu mode reads each sampled thread's stat file every sample; keeping it
@@ -44,7 +82,7 @@ static void sampler_thread_close(struct sampler_thread *t)
 }
 
 /* The cached kernel view of thread @ns_tid, looked up or refreshed (@refresh: its name too). */
-struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_tid, bool refresh)
+static struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_tid, bool refresh)
 {
     size_t i = (size_t)(ns_tid * HASH_GOLDEN >> 32) % SAMPLER_THREADS;
     struct sampler_thread *t = NULL;
@@ -86,27 +124,18 @@ struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_tid, bo
     return t;
 }
 
-struct sampler_thread *sampler_thread(struct sampler *s, uint64_t ns_tid)
-{
-    return sampler_thread_get(s, ns_tid, true);
-}
-
+/* cpu mode's test of a thread: the source's answer if it has one, else its stat file. */
 static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
 {
     struct sampler *s = ctx;
-    struct sampler_thread *t = sampler_thread(s, ns_tid);
+    struct sampler_thread *t = sampler_thread_get(s, ns_tid, true);
     char state;
     if (!t->host_tid)
         return false;
-    int known = s->watch ? runwatch_on_cpu(s->watch, t->host_tid) : -1;
-    if (known >= 0) /* from its context switches, no /proc read */
-        return known == 1;
-    if (s->ntraced) { /* stopped by us: its state before the stop */
-        for (size_t i = 0; i < s->ntraced; i++) {
-            if (s->traced[i] == t->host_tid)
-                return s->was_running[i];
-        }
-        return false;
+    for (const struct sample_source *src = s->src; src; src = src->next) {
+        int known = src->ops->on_cpu ? src->ops->on_cpu(src, t->host_tid) : -1;
+        if (known >= 0)
+            return known == 1;
     }
     if (!t->stat_fd1 && fdcap_take()) {
         char path[PATH_MAX];
@@ -131,246 +160,13 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
     return threadstat_parse_state(buf, (size_t)n, &state) == 0 && state == 'R';
 }
 
-/* --- blocking mode ----------------------------------------------------- */
-
-/*
- * Each sample seizes every thread, interrupts it, waits for the stop, and
- * detaches after the sample (as CPython's own sampler does). Between samples
- * the target is not traced at all, so signals reach it as usual; one that
- * arrives during the stop is reported as a signal-delivery stop and handed
- * back with the detach.
- */
-static int sampler_stop_all(struct sampler *s)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%d/task", s->opts.proc_root, (int)s->pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return -ESRCH;
-    struct dirent *de;
-    int err = 0;
-    s->ntraced = 0;
-    while ((de = readdir(d)) != NULL && s->ntraced < SAMPLER_MAX_TRACED) {
-        int64_t tid;
-        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid))
-            continue;
-        /* cpu mode: whether it runs, asked before the stop makes it 't' */
-        char state = 0;
-        if (s->opts.mode == PROFILE_CPU &&
-            threadstat_state(s->opts.proc_root, s->pid, (pid_t)tid, &state))
-            state = 0;
-        if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) == 0) {
-            s->pending[s->ntraced] = 0;
-            s->was_running[s->ntraced] = state == 'R';
-            s->traced[s->ntraced++] = (pid_t)tid;
-            (void)ptrace(PTRACE_INTERRUPT, (pid_t)tid, NULL, NULL);
-        } else if (errno == EPERM) {
-            err = -EPERM;
-        }
-    }
-    closedir(d);
-    for (size_t i = 0; i < s->ntraced; i++) {
-        int status;
-        if (waitpid(s->traced[i], &status, __WALL) < 0 || WIFEXITED(status) ||
-            WIFSIGNALED(status)) {
-            /* gone: the last one takes its place (not waited for yet) */
-            s->ntraced--;
-            s->traced[i] = s->traced[s->ntraced];
-            s->was_running[i] = s->was_running[s->ntraced];
-            i--;
-            continue;
-        }
-        /* a signal on its way to the thread, not our interrupt: keep it */
-        if (WIFSTOPPED(status) && (status >> 16) != PTRACE_EVENT_STOP)
-            s->pending[i] = WSTOPSIG(status);
-    }
-    return err;
-}
-
-static void sampler_resume_all(struct sampler *s)
-{
-    for (size_t i = 0; i < s->ntraced; i++)
-        (void)ptrace(PTRACE_DETACH, s->traced[i], NULL, (void *)(intptr_t)s->pending[i]);
-    s->ntraced = 0;
-}
-
-/*
- * native: full's sink: each joined stack goes to every sink in full (the
- * kernel's samples carry no "unchanged" to coalesce on).
- */
-static int sampler_native_add(void *arg, const struct sink_sample *x)
-{
-    struct sampler *s = arg;
-    for (size_t q = 0; q < s->nsinks; q++) {
-        const struct sample_sink *sk = &s->sinks[q];
-        if (sk->add && sk->add(sk->arg, x) == 0 && q == 0)
-            s->counts.thread_samples++;
-    }
-    return 0;
-}
-
-/* Opens native: full, or says why not and falls back to markers. */
-static void sampler_native_open(struct sampler *s, uint64_t now_ns)
-{
-    char why[256];
-    struct sample_sink fan = {.add = sampler_native_add, .arg = s};
-    struct nsampler_opts no = {
-        .period_ns = s->opts.interval_ns,
-        .stack_bytes = s->opts.native_stack,
-        .unwind_flags = s->opts.unwind_flags,
-        .proc_root = s->opts.proc_root,
-        .main_only = !(s->opts.unwind_flags & UNWIND_ALL_THREADS),
-    };
-    s->native_period = s->opts.interval_ns;
-    if (nsampler_new(s->pid, s->u, &fan, &no, &s->ns, why, sizeof(why)) == 0) {
-        snprintf(s->native_state, sizeof(s->native_state), "full");
-        /* the schedule only drains and looks for new threads */
-        schedule_init(&s->sched, now_ns, SAMPLER_NATIVE_DRAIN_NS);
-        return;
-    }
-    s->ns = NULL;
-    s->opts.unwind_flags |= UNWIND_NATIVE;
-    snprintf(s->native_state, sizeof(s->native_state), "markers: %s", why);
-}
+/* ---- the sinks ------------------------------------------------------------------ */
 
 /* Sink @q changed: no thread's last stack is in it. */
 static void sampler_forget_sink(struct sampler *s, size_t q)
 {
     for (size_t i = 0; i < SAMPLER_THREADS; i++)
         s->threads[i].added[q] = false;
-}
-
-/* --- public ------------------------------------------------------------ */
-
-int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
-                const struct sampler_opts *opts, uint64_t now_ns, struct sampler **out)
-{
-    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES || !window || !window->add)
-        return -EINVAL;
-    /* the kernel's samples are CPU time; with blocking, any mode (the exact path) */
-    if (opts->native_full && (opts->async || (opts->mode != PROFILE_CPU && !opts->blocking)))
-        return -EINVAL;
-    struct sampler *s = alloc_calloc(1, sizeof(*s));
-    if (!s)
-        return -ENOMEM;
-    s->pid = pid;
-    s->u = u;
-    s->sinks[0] = *window;
-    s->nsinks = 1;
-    s->opts = *opts;
-    /* the config that named it may be replaced while the sampler lives */
-    const char *root = opts->proc_root ? opts->proc_root : "/proc";
-    size_t rlen = strlen(root) + 1;
-    char *copy = alloc_malloc(rlen);
-    if (!copy) {
-        alloc_free(s);
-        return -ENOMEM;
-    }
-    memcpy(copy, root, rlen);
-    s->opts.proc_root = copy;
-    schedule_init(&s->sched, now_ns, opts->interval_ns);
-    rand_init(&s->rng, (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u);
-    s->last_attempt_ns = now_ns;
-    if (opts->native_full && !opts->blocking)
-        sampler_native_open(s, now_ns);
-    if (opts->mode == PROFILE_CPU && !s->ns)
-        unwinder_set_on_cpu(u, sampler_on_cpu, s);
-    /* idle threads: not where the kernel drives or threads are stopped, nor
-     * where nothing could be counted again (async wall mode) */
-    if (opts->idle_check != RUNWATCH_OFF && !s->ns && !opts->blocking &&
-        !(opts->async && opts->mode != PROFILE_CPU)) {
-        struct runwatch_opts wo = {
-            .proc_root = s->opts.proc_root,
-            .all_threads = (opts->unwind_flags & UNWIND_ALL_THREADS) != 0,
-            .how = opts->idle_check,
-        };
-        if (runwatch_new(pid, &wo, now_ns, &s->watch)) {
-            sampler_free(s);
-            return -ENOMEM;
-        }
-    }
-    if (opts->blocking) {
-        s->traced = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->traced));
-        s->pending = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->pending));
-        s->was_running = alloc_calloc(SAMPLER_MAX_TRACED, sizeof(*s->was_running));
-        bool ready = s->traced && s->pending && s->was_running;
-        /* find out now whether the threads can be stopped at all */
-        int err = ready ? sampler_stop_all(s) : -ENOMEM;
-        bool stopped = s->ntraced > 0;
-        if (ready)
-            sampler_resume_all(s);
-        if (err || !stopped) {
-            sampler_free(s);
-            return err ? err : -EPERM;
-        }
-        char why[256];
-        if (opts->native_full && sampler_exact_new(s, why, sizeof(why)) == 0) {
-            snprintf(s->native_state, sizeof(s->native_state), "full");
-        } else if (opts->native_full) {
-            s->opts.unwind_flags |= UNWIND_NATIVE;
-            snprintf(s->native_state, sizeof(s->native_state), "markers: %s", why);
-        }
-    }
-    *out = s;
-    return 0;
-}
-
-void sampler_free(struct sampler *s)
-{
-    if (!s)
-        return;
-    if (s->traced && s->pending && s->was_running)
-        sampler_resume_all(s); /* never leave the target stopped */
-    if (s->opts.mode == PROFILE_CPU && !s->ns)
-        unwinder_set_on_cpu(s->u, NULL, NULL);
-    nsampler_free(s->ns);
-    sampler_exact_free(s->exact);
-    runwatch_free(s->watch);
-    for (size_t i = 0; i < SAMPLER_THREADS; i++)
-        sampler_thread_close(&s->threads[i]);
-    alloc_free(s->traced);
-    alloc_free(s->pending);
-    alloc_free(s->was_running);
-    alloc_free((char *)s->opts.proc_root);
-    alloc_free(s);
-}
-
-uint64_t sampler_due(const struct sampler *s)
-{
-    return schedule_due(&s->sched) + s->jitter;
-}
-
-/*
- * Each attempt after the first is made at a random point of its whole
- * interval (schedule_jitter()), not on the grid. A random point of only part
- * of the interval is not enough: a target whose period is the interval
- * (shares.py at 100 Hz) would only ever be seen in that part of its cycle.
- * The schedule itself (due times, missed counting) does not move.
- */
-static void sampler_next_jitter(struct sampler *s, uint64_t now_ns)
-{
-    if (s->ns) /* draining needs no jitter */
-        return;
-    s->jitter = schedule_jitter(schedule_due(&s->sched), s->opts.interval_ns, now_ns, &s->rng);
-}
-
-static unsigned sampler_unwind_flags(const struct sampler *s)
-{
-    unsigned f =
-        s->opts.unwind_flags & (UNWIND_ALL_THREADS | UNWIND_NATIVE | UNWIND_NO_GC | UNWIND_OPCODES);
-    if (s->exact)
-        f |= UNWIND_ENTRIES; /* where the C frames join */
-    switch (s->opts.mode) {
-    case PROFILE_CPU:
-        return f | UNWIND_ONLY_ON_CPU;
-    case PROFILE_GIL:
-        return f | UNWIND_ONLY_GIL;
-    case PROFILE_EXCEPTION:
-        return f | UNWIND_ONLY_EXCEPTION;
-    case PROFILE_WALL:
-    default:
-        return f;
-    }
 }
 
 /*
@@ -385,16 +181,9 @@ static const struct unwind_frame sampler_interpreter_frame = {
     .file = "~",
 };
 
-/*
- * Gives one stack of thread @t to every sink, under the coalescing contract
- * (sampler.h). @plain: the thread's own stack, which the unwinder's
- * "unchanged" flag may let a sink count again without looking at it; a
- * logical (asyncio) stack is given in full and makes the thread's next own
- * stack a full add too.
- */
-static void sampler_add(struct sampler *s, const struct unwind_thread *t,
-                        const struct unwind_frame *frames, size_t nframes, const char *task,
-                        bool plain, bool again_read)
+void sampler_give(struct sampler *s, const struct unwind_thread *t,
+                  const struct unwind_frame *frames, size_t nframes, const char *task, bool plain,
+                  bool again_read)
 {
     if (nframes == 0) {
         frames = &sampler_interpreter_frame;
@@ -432,31 +221,22 @@ static void sampler_add(struct sampler *s, const struct unwind_thread *t,
         k->last_key = t->stack_key;
 }
 
-/* Whether an attempt failed only because something moved while it was read. */
-static bool sampler_torn(int err, enum sample_status why, const struct unwind_result *r,
-                         const struct asyncio_result *ar)
+void sampler_fan(struct sampler *s, const struct sink_sample *x)
 {
-    if (err)
-        return status_torn(why);
-    for (size_t i = 0; ar && i < ar->nsamples; i++) {
-        if (status_torn(ar->samples[i].status))
-            return true;
+    for (size_t q = 0; q < s->nsinks; q++) {
+        const struct sample_sink *sk = &s->sinks[q];
+        if (sk->add && sk->add(sk->arg, x) == 0 && q == 0)
+            s->counts.thread_samples++;
     }
-    for (size_t i = 0; !ar && i < r->nthreads; i++) {
-        if (status_torn(r->threads[i].status))
-            return true;
-    }
-    return false;
 }
 
-/* Counts an attempt answered without a read: @asleep: none on a CPU; else the last read again. */
-static void sampler_again(struct sampler *s, bool asleep)
+void sampler_again(struct sampler *s, bool asleep)
 {
     if (!asleep) {
         const struct unwind_result *r = s->last;
         for (size_t i = 0; i < r->nthreads; i++) {
             const struct unwind_thread *t = &r->threads[i];
-            sampler_add(s, t, t->frames, t->nframes, NULL, true, true);
+            sampler_give(s, t, t->frames, t->nframes, NULL, true, true);
             s->counts.reused++;
         }
     }
@@ -464,238 +244,238 @@ static void sampler_again(struct sampler *s, bool asleep)
     s->counts.taken++;
 }
 
-/*
- * Idle threads: before the read, whether it is needed at all. Counts the
- * attempt (taken, saved) and returns true when the watch proves that no
- * thread ran since the last read (its stacks are counted again, as the same
- * stacks: the coalescing contract holds) or, in cpu mode, that none is on a
- * CPU (nothing is kept, as the read would have found).
- */
-static bool sampler_unread(struct sampler *s, uint64_t now_ns)
+/* ---- what sources use -------------------------------------------------------- */
+
+const struct sampler_opts *sampler_opts_of(const struct sampler *s)
 {
-    enum runwatch_verdict v = runwatch_check(s->watch, now_ns, s->opts.mode == PROFILE_CPU);
-    if (v == RUNWATCH_READ || (v == RUNWATCH_SAME && !s->last)) {
-        s->quiet = 0;
-        return false;
-    }
-    s->park_asleep = v == RUNWATCH_ASLEEP;
-    sampler_again(s, v == RUNWATCH_ASLEEP);
-    /* parked only after this many checks in a row saw no thread switched */
-    if (runwatch_moved(s->watch))
-        s->quiet = 0;
-    else if (s->quiet < SAMPLER_PARK_AFTER)
-        s->quiet++;
-    return true;
+    return &s->opts;
 }
 
-/* After a read: the result that may be counted again (NULL: none). */
-static void sampler_read_done(struct sampler *s, uint64_t now_ns, const struct unwind_result *r)
+pid_t sampler_pid(const struct sampler *s)
+{
+    return s->pid;
+}
+
+struct unwinder *sampler_unwinder(const struct sampler *s)
+{
+    return s->u;
+}
+
+pid_t sampler_host_tid(struct sampler *s, uint64_t ns_tid)
+{
+    return sampler_thread_get(s, ns_tid, true)->host_tid;
+}
+
+struct sampler_counts *sampler_tally(struct sampler *s)
+{
+    return &s->counts;
+}
+
+unsigned sampler_unwind_flags(const struct sampler *s, unsigned extra)
+{
+    unsigned f =
+        s->opts.unwind_flags & (UNWIND_ALL_THREADS | UNWIND_NATIVE | UNWIND_NO_GC | UNWIND_OPCODES);
+    f |= extra;
+    switch (s->opts.mode) {
+    case PROFILE_CPU:
+        return f | UNWIND_ONLY_ON_CPU;
+    case PROFILE_GIL:
+        return f | UNWIND_ONLY_GIL;
+    case PROFILE_EXCEPTION:
+        return f | UNWIND_ONLY_EXCEPTION;
+    case PROFILE_WALL:
+    default:
+        return f;
+    }
+}
+
+const struct unwind_result *sampler_last(const struct sampler *s)
+{
+    return s->last;
+}
+
+void sampler_set_last(struct sampler *s, const struct unwind_result *r)
 {
     s->last = r;
-    if (s->watch)
-        runwatch_read(s->watch, now_ns, r != NULL);
+}
+
+uint64_t sampler_grid(const struct sampler *s)
+{
+    return schedule_due(&s->sched);
+}
+
+uint64_t sampler_jitter(const struct sampler *s)
+{
+    return s->jitter;
 }
 
 /*
- * How late this attempt is made after the middle of its interval, into the
- * average (late_ns, weight 1/8): see sampler_catch_up(). Not an attempt of a
- * catch-up (more than an interval late), nor one due before the last unpark
- * (made at once, as late as the wake-up came).
+ * Each attempt after the first is made at a random point of its whole
+ * interval (schedule_jitter()), not on the grid. A random point of only part
+ * of the interval is not enough: a target whose period is the interval
+ * (shares.py at 100 Hz) would only ever be seen in that part of its cycle.
+ * The schedule itself (due times, missed counting) does not move.
  */
-static void sampler_note_late(struct sampler *s, uint64_t now_ns)
+static void sampler_next_jitter(struct sampler *s, uint64_t now_ns)
 {
-    uint64_t grid = schedule_due(&s->sched), due = grid + s->jitter;
-    if (now_ns < due || due < s->unparked_ns || now_ns - due > s->opts.interval_ns)
+    if (s->no_jitter) /* draining needs no jitter */
         return;
-    int64_t late = (int64_t)(now_ns - grid) - (int64_t)(s->opts.interval_ns / 2);
-    s->late_ns += (late - s->late_ns) / 8;
+    s->jitter = schedule_jitter(schedule_due(&s->sched), s->opts.interval_ns, now_ns, &s->rng);
 }
 
-int sampler_attempt(struct sampler *s, uint64_t now_ns)
+/* The bookkeeping of an attempt made at @now_ns (or passed at its due time). */
+static void sampler_begin(struct sampler *s, uint64_t now_ns)
 {
-    if (s->ns) {
-        schedule_attempted(&s->sched, now_ns);
-        s->last_attempt_ns = now_ns;
-        return nsampler_drain(s->ns, now_ns);
-    }
     s->now_ns = now_ns;
-    sampler_note_late(s, now_ns);
     schedule_attempted(&s->sched, now_ns);
     sampler_next_jitter(s, now_ns);
     s->last_attempt_ns = now_ns;
     s->counts.attempts++;
-    if (s->watch && sampler_unread(s, now_ns))
-        return 0;
+}
 
-    if (s->opts.blocking)
-        (void)sampler_stop_all(s); /* a thread that cannot be stopped is sampled running */
-    const struct unwind_result *r = NULL;
-    enum sample_status why = SAMPLE_OK;
-    const struct asyncio_result *ar = NULL;
-    bool gone = false;
-    int err = 0;
-    /*
-     * A stack or task graph that changed while it was read (a torn read) is
-     * read again at once, one time: the second read almost always holds, and
-     * a failed attempt would leave its moment out of the profile, more often
-     * for code whose stacks change fast. The retry costs a second walk only
-     * when the first tore; it is counted (retried).
-     */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        ar = NULL;
-        gone = false;
-        err = unwinder_sample(s->u, sampler_unwind_flags(s), &r, &why);
-        /* the task graph is read while the threads are still stopped */
-        if (!err && s->opts.async)
-            gone = asyncio_sample(s->opts.async, r, &ar) == -ESRCH;
-        if (attempt > 0 || gone || !sampler_torn(err, why, r, ar))
-            break;
-        s->counts.retried++;
+void sampler_pass(struct sampler *s, uint64_t at)
+{
+    sampler_begin(s, at);
+}
+
+void sampler_drain_schedule(struct sampler *s, uint64_t now_ns, uint64_t period_ns)
+{
+    schedule_init(&s->sched, now_ns, period_ns);
+    s->no_jitter = true;
+    s->jitter = 0;
+}
+
+/* ---- public ---------------------------------------------------------------------- */
+
+/* The first source of @s's chain whose operation at offset @op of its ops is set, or NULL. */
+static struct sample_source *sampler_with(const struct sampler *s, size_t op)
+{
+    for (struct sample_source *src = s->src; src; src = src->next) {
+        void (*fn)(void);
+        memcpy(&fn, (const char *)src->ops + op, sizeof(fn));
+        if (fn)
+            return src;
     }
-    /* the exact path: each thread's registers and stack while it is stopped */
-    for (size_t i = 0; s->exact && !err && !gone && i < r->nthreads && i < SAMPLER_EXACT_THREADS;
-         i++) {
-        if (r->threads[i].status == SAMPLE_OK)
-            sampler_exact_capture(s, i, &r->threads[i]);
-        else
-            sampler_exact_forget(s, i);
-    }
-    /* The threads are resumed before the (local) aggregation work. */
-    if (s->opts.blocking)
-        sampler_resume_all(s);
-    if (err || gone) {
-        sampler_read_done(s, now_ns, NULL);
-        why = err ? why : SAMPLE_PROCESS_GONE;
-        s->counts.failed++;
-        s->counts.failed_by[why]++;
-        return why == SAMPLE_PROCESS_GONE ? -ESRCH : 0;
-    }
-    enum sample_status failed = SAMPLE_OK;
-    size_t n = ar ? ar->nsamples : r->nthreads;
-    for (size_t i = 0; i < n; i++) {
-        const struct asyncio_sample *as = ar ? &ar->samples[i] : NULL;
-        const struct unwind_thread *t = &r->threads[as ? as->thread : i];
-        enum sample_status st = as ? as->status : t->status;
-        if (st != SAMPLE_OK) {
-            if (failed == SAMPLE_OK)
-                failed = st;
-            continue;
+    return NULL;
+}
+
+/* The first source of the chain with operation @op (a member of the ops), or NULL. */
+#define SAMPLER_WITH(s, op) sampler_with((s), offsetof(struct sample_source_ops, op))
+
+/*
+ * The source chain the options ask for: the kernel's samples (native: full
+ * without blocking; refused: markers on the schedule), the exact path
+ * (blocking), or the read, with the idle filter in front of it where idle
+ * threads can be answered for (not where the kernel drives or threads are
+ * stopped, nor where nothing could be counted again: async wall mode).
+ */
+static int sampler_choose(struct sampler *s, uint64_t now_ns)
+{
+    const struct sampler_opts *o = &s->opts;
+    char why[256];
+    if (o->native_full && !o->blocking) {
+        if (sampler_kernel_new(s, now_ns, &s->src, why, sizeof(why)) == 0) {
+            snprintf(s->native_state, sizeof(s->native_state), "full");
+            return 0;
         }
-        const struct unwind_frame *mf;
-        size_t mn;
-        if (as)
-            sampler_add(s, t, as->frames, as->nframes, as->task_name, as->task_name == NULL, false);
-        else if (!s->exact)
-            sampler_add(s, t, t->frames, t->nframes, NULL, true, false);
-        else if (sampler_exact_join(s, i, t, &mf, &mn))
-            sampler_add(s, t, mf, mn, NULL, false, false); /* (joined stacks are not coalesced) */
+        s->opts.unwind_flags |= UNWIND_NATIVE;
+        snprintf(s->native_state, sizeof(s->native_state), "markers: %s", why);
     }
-    if (failed != SAMPLE_OK) {
-        sampler_read_done(s, now_ns, NULL);
-        s->counts.failed++;
-        s->counts.failed_by[failed]++;
-        return failed == SAMPLE_PROCESS_GONE ? -ESRCH : 0;
+    if (o->blocking) {
+        bool c_on = false;
+        int err = sampler_exact_new(s, o->native_full, &s->src, &c_on, why, sizeof(why));
+        if (err)
+            return err;
+        if (o->native_full && c_on) {
+            snprintf(s->native_state, sizeof(s->native_state), "full");
+        } else if (o->native_full) {
+            s->opts.unwind_flags |= UNWIND_NATIVE;
+            snprintf(s->native_state, sizeof(s->native_state), "markers: %s", why);
+        }
+        return 0;
     }
-    /* plain stacks only can be counted again */
-    sampler_read_done(s, now_ns, ar || s->exact ? NULL : r);
-    s->counts.taken++;
-    return 0;
-}
-
-bool sampler_parkable(const struct sampler *s)
-{
-    return s->watch && !s->parked && !s->no_park && s->quiet >= SAMPLER_PARK_AFTER &&
-           (s->park_asleep || s->last) && runwatch_how(s->watch) == RUNWATCH_PERF;
-}
-
-int sampler_park(struct sampler *s, int epfd, uint64_t token)
-{
-    if (!sampler_parkable(s))
-        return -ENOTSUP;
-    int err = runwatch_park(s->watch, epfd, token);
-    if (!err)
-        s->parked = true;
-    else if (err == -EAGAIN)
-        s->quiet = 0; /* a thread ran meanwhile: idle again first */
-    else
-        s->no_park = true; /* (a waker refused: the locked-memory limit, ...) for good */
+    int err = sampler_read_new(s, &s->src);
+    if (!err && o->idle_check != RUNWATCH_OFF && !(o->async && o->mode != PROFILE_CPU))
+        err = sampler_idle_new(s, s->src, now_ns, &s->src);
     return err;
 }
 
-bool sampler_parked(const struct sampler *s)
+int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
+                const struct sampler_opts *opts, uint64_t now_ns, struct sampler **out)
 {
-    return s->parked;
-}
-
-/* Counts each attempt due before @until as answered the way the park began. */
-static void sampler_catch_up_to(struct sampler *s, uint64_t until)
-{
-    uint64_t due;
-    while ((due = sampler_due(s)) < until) {
-        s->now_ns = due;
-        schedule_attempted(&s->sched, due);
-        sampler_next_jitter(s, due);
-        s->last_attempt_ns = due;
-        s->counts.attempts++;
-        sampler_again(s, s->park_asleep);
+    if (opts->interval_ns == 0 || (unsigned)opts->mode >= PROFILE_MODES || !window || !window->add)
+        return -EINVAL;
+    /* the kernel's samples are CPU time; with blocking, any mode (the exact path) */
+    if (opts->native_full && (opts->async || (opts->mode != PROFILE_CPU && !opts->blocking)))
+        return -EINVAL;
+    struct sampler *s = alloc_calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->pid = pid;
+    s->u = u;
+    s->sinks[0] = *window;
+    s->nsinks = 1;
+    s->opts = *opts;
+    /* the config that named it may be replaced while the sampler lives */
+    const char *root = opts->proc_root ? opts->proc_root : "/proc";
+    size_t rlen = strlen(root) + 1;
+    char *copy = alloc_malloc(rlen);
+    if (!copy) {
+        alloc_free(s);
+        return -ENOMEM;
     }
-}
-
-/*
- * While parked, the attempts due so far, as they would have been made: up to
- * now while no thread was switched since the park (the wakers' rings have
- * not moved), else up to the first switch (the wakers' records carry their
- * times); what is due after it is made by the schedule, reading, once the
- * loop unparks the target (at once: as soon as the wake-up arrives).
- *
- * An attempt on the schedule is made some time after it falls due (the
- * loop's tick, its timer slack, the wake-up), and it sees the thread as it
- * is then. So the attempts due shortly before the first switch would have
- * seen the thread run: they are left to the unpark too, which reads them at
- * once. Counting them as the park began (the thread idle) lost a lateness's
- * worth of every run that follows a park: a thread that works 2 ms every
- * 100 ms was seen at half its work (issue 37).
- *
- * How many: on the schedule, the attempt of interval [g, g + interval) is
- * made at g + interval / 2 + late_ns on average (late_ns is measured so),
- * and a caught-up one is due at a uniform point of its interval, so at
- * g + interval / 2 on average: the attempts due within late_ns before the
- * switch. (Not the lateness after the due time: a late attempt draws the
- * next one's point from what is left of its interval, so the schedule's
- * points lie later than uniform ones, and that lateness is the smaller:
- * 2 ms runs came out at 0.75-0.9 of their time with it, at 1 kHz.) For the
- * same reason the catch-up while no thread ran stops late_ns before now.
- */
-void sampler_catch_up(struct sampler *s, uint64_t now_ns)
-{
-    if (!s->parked)
-        return;
-    uint64_t woke, until = now_ns + 1;
-    if (!runwatch_still(s->watch)) {
-        if (!runwatch_woke_at(s->watch, &woke))
-            return;
-        if (woke < until)
-            until = woke;
+    memcpy(copy, root, rlen);
+    s->opts.proc_root = copy;
+    schedule_init(&s->sched, now_ns, opts->interval_ns);
+    rand_init(&s->rng, (now_ns ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)(uintptr_t)s) | 1u);
+    s->last_attempt_ns = now_ns;
+    int err = sampler_choose(s, now_ns);
+    if (err) {
+        sampler_free(s);
+        return err;
     }
-    uint64_t late = s->late_ns > 0 ? (uint64_t)s->late_ns : 0;
-    sampler_catch_up_to(s, until > late ? until - late : 0);
+    /* cpu mode's test, where the threads' stacks are read on the schedule */
+    if (opts->mode == PROFILE_CPU && !SAMPLER_WITH(s, drain)) {
+        unwinder_set_on_cpu(u, sampler_on_cpu, s);
+        s->on_cpu_set = true;
+    }
+    *out = s;
+    return 0;
 }
 
-void sampler_unpark(struct sampler *s, uint64_t now_ns, int epfd)
+void sampler_free(struct sampler *s)
 {
-    if (!s->parked)
+    if (!s)
         return;
-    sampler_catch_up(s, now_ns);
-    runwatch_unpark(s->watch, epfd);
-    s->parked = false;
-    s->quiet = 0;
-    s->unparked_ns = now_ns;
+    if (s->on_cpu_set)
+        unwinder_set_on_cpu(s->u, NULL, NULL);
+    if (s->src)
+        s->src->ops->free(s->src); /* a filter frees the source behind it */
+    for (size_t i = 0; i < SAMPLER_THREADS; i++)
+        sampler_thread_close(&s->threads[i]);
+    alloc_free((char *)s->opts.proc_root);
+    alloc_free(s);
+}
+
+uint64_t sampler_due(const struct sampler *s)
+{
+    return schedule_due(&s->sched) + s->jitter;
+}
+
+int sampler_attempt(struct sampler *s, uint64_t now_ns)
+{
+    struct sample_source *src = s->src;
+    if (src->ops->before)
+        src->ops->before(src, now_ns);
+    sampler_begin(s, now_ns);
+    return src->ops->attempt(src, now_ns);
 }
 
 void sampler_skip(struct sampler *s, uint64_t now_ns, uint64_t n)
 {
-    if (s->ns) { /* the budget lowers the kernel's rate instead (sampler_native_factor) */
-        (void)sampler_attempt(s, now_ns);
+    struct sample_source *src = SAMPLER_WITH(s, skip);
+    if (src) {
+        src->ops->skip(src, now_ns, n);
         return;
     }
     for (uint64_t i = 0; i < n; i++)
@@ -742,24 +522,42 @@ void sampler_remove_tap(struct sampler *s, const void *arg)
         s->nsinks--;
 }
 
-/* native: full's counts as the sampler's: attempts are the kernel's samples. */
-static struct sampler_counts sampler_native_as_counts(const struct sampler *s)
+bool sampler_parkable(const struct sampler *s)
 {
-    struct nsampler_counts n = nsampler_counts(s->ns);
-    struct sampler_counts c = {
-        .attempts = n.samples,
-        .taken = n.merged + n.cut + n.python + n.native,
-        .failed = n.disagree + n.late + n.failed,
-        .missed = n.lost,
-        .thread_samples = s->counts.thread_samples,
-    };
-    memcpy(c.failed_by, n.failed_by, sizeof(c.failed_by));
-    return c;
+    const struct sample_source *src = SAMPLER_WITH(s, parkable);
+    return src && src->ops->parkable(src);
+}
+
+int sampler_park(struct sampler *s, int epfd, uint64_t token)
+{
+    struct sample_source *src = SAMPLER_WITH(s, park);
+    return src ? src->ops->park(src, epfd, token) : -ENOTSUP;
+}
+
+bool sampler_parked(const struct sampler *s)
+{
+    const struct sample_source *src = SAMPLER_WITH(s, parked);
+    return src && src->ops->parked(src);
+}
+
+void sampler_catch_up(struct sampler *s, uint64_t now_ns)
+{
+    struct sample_source *src = SAMPLER_WITH(s, catch_up);
+    if (src)
+        src->ops->catch_up(src, now_ns);
+}
+
+void sampler_unpark(struct sampler *s, uint64_t now_ns, int epfd)
+{
+    struct sample_source *src = SAMPLER_WITH(s, unpark);
+    if (src)
+        src->ops->unpark(src, now_ns, epfd);
 }
 
 const char *sampler_idle_check(const struct sampler *s)
 {
-    return s->watch ? runwatch_describe(s->watch) : NULL;
+    const struct sample_source *src = SAMPLER_WITH(s, idle_check);
+    return src ? src->ops->idle_check(src) : NULL;
 }
 
 const char *sampler_native(const struct sampler *s)
@@ -769,50 +567,51 @@ const char *sampler_native(const struct sampler *s)
 
 int sampler_native_fd(const struct sampler *s)
 {
-    return s->ns ? nsampler_fd(s->ns) : -1;
+    const struct sample_source *src = SAMPLER_WITH(s, fd);
+    return src ? src->ops->fd(src) : -1;
 }
 
 int sampler_native_drain(struct sampler *s, uint64_t now_ns)
 {
-    return s->ns ? nsampler_drain(s->ns, now_ns) : 0;
+    struct sample_source *src = SAMPLER_WITH(s, drain);
+    return src ? src->ops->drain(src, now_ns) : 0;
 }
 
 void sampler_native_factor(struct sampler *s, double factor)
 {
-    if (!s->ns || !(factor > 0))
-        return;
-    double p = (double)s->native_period / (factor < 1 ? factor : 1);
-    uint64_t period = p >= 1e12 ? 1000000000000ull : (uint64_t)p;
-    if (period != nsampler_period(s->ns))
-        (void)nsampler_set_period(s->ns, period); /* a thread that refuses keeps its period */
+    struct sample_source *src = SAMPLER_WITH(s, factor);
+    if (src)
+        src->ops->factor(src, factor);
 }
 
 bool sampler_native_counts(const struct sampler *s, struct nsampler_counts *out)
 {
-    if (s->exact) {
-        *out = sampler_exact_counts(s);
-        return true;
-    }
-    if (!s->ns)
-        return false;
-    *out = nsampler_counts(s->ns);
-    return true;
+    const struct sample_source *src = SAMPLER_WITH(s, native_counts);
+    return src && src->ops->native_counts(src, out);
 }
 
 struct sampler_counts sampler_counts(const struct sampler *s)
 {
-    if (s->ns)
-        return sampler_native_as_counts(s);
-    struct sampler_counts c = s->counts;
+    struct sampler_counts c;
+    const struct sample_source *src = SAMPLER_WITH(s, counts);
+    if (src && src->ops->counts(src, false, &c)) {
+        c.thread_samples = s->counts.thread_samples;
+        return c;
+    }
+    c = s->counts;
     c.missed = schedule_given_up(&s->sched);
     return c;
 }
 
 struct sampler_counts sampler_counts_final(const struct sampler *s)
 {
-    if (s->ns)
-        return sampler_native_as_counts(s);
-    struct sampler_counts c = s->counts;
+    struct sampler_counts c;
+    const struct sample_source *src = SAMPLER_WITH(s, counts);
+    if (src && src->ops->counts(src, true, &c)) {
+        c.thread_samples = s->counts.thread_samples;
+        return c;
+    }
+    c = s->counts;
     /* an attempt is late once its whole interval (where its random point
      * lies) has gone by: those due up to one interval before the last */
     uint64_t interval = s->opts.interval_ns;

@@ -1,24 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sampler_exact.c: native: full with blocking, the exact path (see
- * sampler.h): in each stop, each thread's registers (PTRACE_GETREGS) and the
- * top of its stack, unwound after the resume and joined with its Python
- * stack.
+ * sampler_exact.c: the exact path (source.h, "exact"; `--blocking`): each
+ * attempt seizes every thread of the target, interrupts it and waits for
+ * the stop, reads (sampler_read.h), and detaches (as CPython's own sampler
+ * does); between attempts the target is not traced at all, so signals reach
+ * it as usual, and one that arrives during the stop is handed back with the
+ * detach. With native: full, each stopped thread's registers
+ * (PTRACE_GETREGS) and the top of its stack are read too, unwound after the
+ * resume and joined with its Python stack: no time passes between the two
+ * reads, so nothing is late.
  */
 #include "base/compat.h"
 
+#include <dirent.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
+#include <sys/wait.h>
 
 #include "base/alloc.h"
+#include "base/strnum.h"
 #include "perf/perfsample.h"
-#include "sampler/nsampler.h"
-#include "sampler/sampler_internal.h"
+#include "sampler/sampler_read.h"
+#include "sampler/source.h"
+#include "sampler/threadstat.h"
 #include "unwind/mixed.h"
 #include "unwind/native.h"
 
-/* ---- native: full with blocking: the exact path -------------------------- */
+#define SAMPLER_EXACT_TRACED  1024u         /* threads stopped per attempt */
+#define SAMPLER_EXACT_THREADS 64u           /* threads whose C stacks are read per attempt */
+#define SAMPLER_EXACT_REFRESH 1000000000ull /* mappings read again at most once a second */
 
 /* One stopped thread's user state, as a kernel sample would have it. */
 struct sampler_exact_thread {
@@ -27,70 +38,143 @@ struct sampler_exact_thread {
     uint8_t *stack; /* stack_bytes */
 };
 
-struct sampler_exact {
+/* The C frames of the stopped threads (native: full with blocking). */
+struct sampler_exact_c {
     struct native *native;
     struct mixed *mixed;
     uint32_t stack_bytes;
-    uint64_t refreshed_at;
+    uint64_t refreshed_at, now_ns;
     struct sampler_exact_thread threads[SAMPLER_EXACT_THREADS];
     struct native_frame frames[NATIVE_MAX_FRAMES];
     struct nsampler_counts c;
 };
 
-void sampler_exact_free(struct sampler_exact *x)
+struct sampler_exact {
+    struct sample_source src;
+    pid_t traced[SAMPLER_EXACT_TRACED];     /* seized TIDs */
+    int pending[SAMPLER_EXACT_TRACED];      /* a signal each stopped thread was about to get */
+    bool was_running[SAMPLER_EXACT_TRACED]; /* cpu mode: on a CPU ('R') before the stop */
+    size_t ntraced;
+    struct sampler_exact_c *cx; /* NULL: Python frames only */
+};
+
+/* ---- stopping and resuming ------------------------------------------------------ */
+
+static int sampler_exact_stop_all(struct sampler_exact *x)
 {
-    if (!x)
-        return;
-    native_free(x->native);
-    mixed_free(x->mixed);
-    for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++)
-        alloc_free(x->threads[i].stack);
-    alloc_free(x);
+    const struct sampler_opts *o = sampler_opts_of(x->src.s);
+    pid_t pid = sampler_pid(x->src.s);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%d/task", o->proc_root, (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -ESRCH;
+    struct dirent *de;
+    int err = 0;
+    x->ntraced = 0;
+    while ((de = readdir(d)) != NULL && x->ntraced < SAMPLER_EXACT_TRACED) {
+        int64_t tid;
+        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid))
+            continue;
+        /* cpu mode: whether it runs, asked before the stop makes it 't' */
+        char state = 0;
+        if (o->mode == PROFILE_CPU && threadstat_state(o->proc_root, pid, (pid_t)tid, &state))
+            state = 0;
+        if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) == 0) {
+            x->pending[x->ntraced] = 0;
+            x->was_running[x->ntraced] = state == 'R';
+            x->traced[x->ntraced++] = (pid_t)tid;
+            (void)ptrace(PTRACE_INTERRUPT, (pid_t)tid, NULL, NULL);
+        } else if (errno == EPERM) {
+            err = -EPERM;
+        }
+    }
+    closedir(d);
+    for (size_t i = 0; i < x->ntraced; i++) {
+        int status;
+        if (waitpid(x->traced[i], &status, __WALL) < 0 || WIFEXITED(status) ||
+            WIFSIGNALED(status)) {
+            /* gone: the last one takes its place (not waited for yet) */
+            x->ntraced--;
+            x->traced[i] = x->traced[x->ntraced];
+            x->was_running[i] = x->was_running[x->ntraced];
+            i--;
+            continue;
+        }
+        /* a signal on its way to the thread, not our interrupt: keep it */
+        if (WIFSTOPPED(status) && (status >> 16) != PTRACE_EVENT_STOP)
+            x->pending[i] = WSTOPSIG(status);
+    }
+    return err;
 }
 
-/* Sets up the exact path; on failure says why in @why (the caller falls back). */
-int sampler_exact_new(struct sampler *s, char *why, size_t whylen)
+static void sampler_exact_resume_all(struct sampler_exact *x)
+{
+    for (size_t i = 0; i < x->ntraced; i++)
+        (void)ptrace(PTRACE_DETACH, x->traced[i], NULL, (void *)(intptr_t)x->pending[i]);
+    x->ntraced = 0;
+}
+
+/* ---- the C frames of the stopped threads ------------------------------------------ */
+
+static void sampler_exact_c_free(struct sampler_exact_c *cx)
+{
+    if (!cx)
+        return;
+    native_free(cx->native);
+    mixed_free(cx->mixed);
+    for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++)
+        alloc_free(cx->threads[i].stack);
+    alloc_free(cx);
+}
+
+/* Sets up reading the stopped threads' C stacks; on failure says why in @why. */
+static int sampler_exact_c_new(struct sampler *s, struct sampler_exact_c **out, char *why,
+                               size_t whylen)
 {
 #if defined(__x86_64__)
-    struct sampler_exact *x = alloc_calloc(1, sizeof(*x));
-    if (!x || mixed_new(&x->mixed)) {
-        sampler_exact_free(x);
+    const struct sampler_opts *o = sampler_opts_of(s);
+    struct sampler_exact_c *cx = alloc_calloc(1, sizeof(*cx));
+    if (!cx || mixed_new(&cx->mixed)) {
+        sampler_exact_c_free(cx);
         snprintf(why, whylen, "out of memory");
         return -ENOMEM;
     }
-    x->stack_bytes = s->opts.native_stack ? s->opts.native_stack : NSAMPLER_STACK_DEFAULT;
+    cx->stack_bytes = o->native_stack ? o->native_stack : NSAMPLER_STACK_DEFAULT;
     for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++) {
-        if (!(x->threads[i].stack = alloc_malloc(x->stack_bytes))) {
-            sampler_exact_free(x);
+        if (!(cx->threads[i].stack = alloc_malloc(cx->stack_bytes))) {
+            sampler_exact_c_free(cx);
             snprintf(why, whylen, "out of memory");
             return -ENOMEM;
         }
     }
-    int err = native_new(s->opts.proc_root, s->pid, &x->native, why, whylen);
+    int err = native_new(o->proc_root, sampler_pid(s), &cx->native, why, whylen);
     if (err) {
-        sampler_exact_free(x);
+        sampler_exact_c_free(cx);
         return err;
     }
-    s->exact = x;
+    *out = cx;
     return 0;
 #else
+    (void)s;
+    (void)out;
     snprintf(why, whylen, "the exact path reads x86-64 registers only");
     return -ENOTSUP;
 #endif
 }
 
 /*
- * While the threads are stopped: thread @i of the read @r's registers
+ * While the threads are stopped: thread @i of the read (@t) registers
  * (PTRACE_GETREGS: it is our tracee) and the top of its stack, into slot @i.
  */
-void sampler_exact_capture(struct sampler *s, size_t i, const struct unwind_thread *t)
+static void sampler_exact_capture(struct sampler_exact *x, size_t i, const struct unwind_thread *t)
 {
-    struct sampler_exact_thread *e = &s->exact->threads[i];
+    struct sampler_exact_thread *e = &x->cx->threads[i];
     e->ns_tid = 0;
 #if defined(__x86_64__)
-    struct sampler_thread *k = sampler_thread(s, t->native_thread_id);
+    pid_t host = sampler_host_tid(x->src.s, t->native_thread_id);
     struct user_regs_struct ur;
-    if (!k->host_tid || ptrace(PTRACE_GETREGS, k->host_tid, NULL, &ur))
+    if (!host || ptrace(PTRACE_GETREGS, host, NULL, &ur))
         return; /* not stopped by us (or gone): its Python frames only */
     uint64_t *g = e->rec.regs;
     g[PERFSAMPLE_AX] = ur.rax;
@@ -112,81 +196,152 @@ void sampler_exact_capture(struct sampler *s, size_t i, const struct unwind_thre
     g[PERFSAMPLE_R15] = ur.r15;
     /* as much of the stack as is mapped from its pointer up (a short read
      * at the mapping's end) */
-    struct iovec local = {.iov_base = e->stack, .iov_len = s->exact->stack_bytes};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)ur.rsp, .iov_len = s->exact->stack_bytes};
-    ssize_t got = process_vm_readv(s->pid, &local, 1, &remote, 1, 0);
-    e->rec.pid = (uint32_t)s->pid;
-    e->rec.tid = (uint32_t)k->host_tid;
+    pid_t pid = sampler_pid(x->src.s);
+    struct iovec local = {.iov_base = e->stack, .iov_len = x->cx->stack_bytes};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)ur.rsp, .iov_len = x->cx->stack_bytes};
+    ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    e->rec.pid = (uint32_t)pid;
+    e->rec.tid = (uint32_t)host;
     e->rec.regs_valid = true;
     e->rec.stack = e->stack;
     e->rec.stack_len = got > 0 ? (size_t)got & ~(size_t)7 : 0;
     e->ns_tid = t->native_thread_id;
 #else
-    (void)s;
     (void)t;
 #endif
 }
 
 /*
- * After the resume: thread @i's C frames unwound and joined with its Python
- * frames @t. Returns the stack to give the sinks (*@out, *@n), or false when
- * none is kept (the two disagree: counted).
+ * After the resume (sampler_read_join_fn): thread @i's C frames unwound and
+ * joined with its Python frames @t. Returns the stack to give the sinks
+ * (*@out, *@n), or false when none is kept (the two disagree: counted).
  */
-bool sampler_exact_join(struct sampler *s, size_t i, const struct unwind_thread *t,
-                        const struct unwind_frame **out, size_t *n)
+static bool sampler_exact_join(void *arg, size_t i, const struct unwind_thread *t,
+                               const struct unwind_frame **out, size_t *n)
 {
-    struct sampler_exact *x = s->exact;
-    struct sampler_exact_thread *e = i < SAMPLER_EXACT_THREADS ? &x->threads[i] : NULL;
-    x->c.samples++;
+    struct sampler_exact_c *cx = arg;
+    struct sampler_exact_thread *e = i < SAMPLER_EXACT_THREADS ? &cx->threads[i] : NULL;
+    cx->c.samples++;
     int nc = 0;
     if (e && e->ns_tid == t->native_thread_id) {
-        nc = native_unwind(x->native, &e->rec, x->frames, NATIVE_MAX_FRAMES);
-        if (nc == -ENOENT && s->now_ns >= x->refreshed_at + SAMPLER_REFRESH_NS) {
-            x->refreshed_at = s->now_ns; /* a library loaded since */
-            if (native_refresh(x->native) == 0)
-                nc = native_unwind(x->native, &e->rec, x->frames, NATIVE_MAX_FRAMES);
+        nc = native_unwind(cx->native, &e->rec, cx->frames, NATIVE_MAX_FRAMES);
+        if (nc == -ENOENT && cx->now_ns >= cx->refreshed_at + SAMPLER_EXACT_REFRESH) {
+            cx->refreshed_at = cx->now_ns; /* a library loaded since */
+            if (native_refresh(cx->native) == 0)
+                nc = native_unwind(cx->native, &e->rec, cx->frames, NATIVE_MAX_FRAMES);
         }
     }
     if (nc <= 0 && t->nframes == 0) {
-        x->c.failed++;
-        x->c.failed_by[SAMPLE_READ_FAULT]++;
+        cx->c.failed++;
+        cx->c.failed_by[SAMPLE_READ_FAULT]++;
         return false;
     }
     enum mixed_result res =
-        nc > 0 ? mixed_merge(x->mixed, x->frames, (size_t)nc, native_complete(x->native), t->frames,
-                             t->nframes, out, n)
+        nc > 0 ? mixed_merge(cx->mixed, cx->frames, (size_t)nc, native_complete(cx->native),
+                             t->frames, t->nframes, out, n)
                : MIXED_NO_ENTRY;
     switch (res) {
     case MIXED_OK:
         if (t->nframes)
-            x->c.merged++;
+            cx->c.merged++;
         else
-            x->c.native++;
+            cx->c.native++;
         return true;
     case MIXED_CUT:
-        x->c.cut++;
+        cx->c.cut++;
         return true;
     case MIXED_DISAGREE:
-        x->c.disagree++;
-        x->c.failed_by[SAMPLE_NATIVE_DISAGREE]++;
+        cx->c.disagree++;
+        cx->c.failed_by[SAMPLE_NATIVE_DISAGREE]++;
         return false;
     case MIXED_NO_ENTRY:
     default:
-        x->c.python++;
-        *n = mixed_python_only(x->mixed, t->frames, t->nframes, out);
+        cx->c.python++;
+        *n = mixed_python_only(cx->mixed, t->frames, t->nframes, out);
         return true;
     }
 }
 
-void sampler_exact_forget(struct sampler *s, size_t i)
+/* ---- the source ------------------------------------------------------------------------ */
+
+static int sampler_exact_attempt(struct sample_source *src, uint64_t now_ns)
 {
-    s->exact->threads[i].ns_tid = 0;
+    struct sampler_exact *x = (struct sampler_exact *)src;
+    struct sampler_read_result rd;
+    (void)sampler_exact_stop_all(x); /* a thread that cannot be stopped is sampled running */
+    /* with C frames, the entry frames: where the C frames join */
+    sampler_read_collect(src->s, x->cx ? UNWIND_ENTRIES : 0, &rd);
+    /* each thread's registers and stack while it is stopped */
+    for (size_t i = 0;
+         x->cx && !rd.err && !rd.gone && i < rd.r->nthreads && i < SAMPLER_EXACT_THREADS; i++) {
+        if (rd.r->threads[i].status == SAMPLE_OK)
+            sampler_exact_capture(x, i, &rd.r->threads[i]);
+        else
+            x->cx->threads[i].ns_tid = 0;
+    }
+    /* The threads are resumed before the (local) aggregation work. */
+    sampler_exact_resume_all(x);
+    if (x->cx)
+        x->cx->now_ns = now_ns;
+    return sampler_read_give(src->s, &rd, x->cx ? sampler_exact_join : NULL, x->cx);
 }
 
-struct nsampler_counts sampler_exact_counts(const struct sampler *s)
+/* Stopped by us: a thread's state before the stop. */
+static int sampler_exact_on_cpu(const struct sample_source *src, pid_t tid)
 {
-    struct nsampler_counts c = s->exact->c;
-    if (s->exact->native)
-        c.files = native_files(s->exact->native);
-    return c;
+    const struct sampler_exact *x = (const struct sampler_exact *)src;
+    if (!x->ntraced)
+        return -1;
+    for (size_t i = 0; i < x->ntraced; i++) {
+        if (x->traced[i] == tid)
+            return x->was_running[i];
+    }
+    return 0;
+}
+
+static bool sampler_exact_native_counts(const struct sample_source *src,
+                                        struct nsampler_counts *out)
+{
+    const struct sampler_exact *x = (const struct sampler_exact *)src;
+    if (!x->cx)
+        return false;
+    *out = x->cx->c;
+    out->files = native_files(x->cx->native);
+    return true;
+}
+
+static void sampler_exact_free(struct sample_source *src)
+{
+    struct sampler_exact *x = (struct sampler_exact *)src;
+    sampler_exact_resume_all(x); /* never leave the target stopped */
+    sampler_exact_c_free(x->cx);
+    alloc_free(x);
+}
+
+static const struct sample_source_ops sampler_exact_ops = {
+    .name = "exact",
+    .attempt = sampler_exact_attempt,
+    .on_cpu = sampler_exact_on_cpu,
+    .native_counts = sampler_exact_native_counts,
+    .free = sampler_exact_free,
+};
+
+int sampler_exact_new(struct sampler *s, bool c_frames, struct sample_source **out,
+                      bool *c_frames_on, char *why, size_t whylen)
+{
+    struct sampler_exact *x = alloc_calloc(1, sizeof(*x));
+    if (!x)
+        return -ENOMEM;
+    x->src = (struct sample_source){.ops = &sampler_exact_ops, .s = s};
+    /* find out now whether the threads can be stopped at all */
+    int err = sampler_exact_stop_all(x);
+    bool stopped = x->ntraced > 0;
+    sampler_exact_resume_all(x);
+    if (err || !stopped) {
+        alloc_free(x);
+        return err ? err : -EPERM;
+    }
+    *c_frames_on = c_frames && sampler_exact_c_new(s, &x->cx, why, whylen) == 0;
+    *out = &x->src;
+    return 0;
 }
