@@ -4,13 +4,11 @@
  */
 #include "base/compat.h"
 
-#include <dirent.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "base/strnum.h"
 #include "base/utf8.h"
 #include "sampler/nsampler.h"
 #include "sampler/threadstat.h"
@@ -116,23 +114,22 @@ static int nsampler_open(struct nsampler *s, pid_t tid, char *why, size_t whylen
  */
 static size_t nsampler_rescan(struct nsampler *s, int *err, char *why, size_t whylen)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%d/task", s->proc_root, (int)s->pid);
-    DIR *d = opendir(path);
-    if (!d) {
-        s->gone = errno == ENOENT || errno == ESRCH;
+    pid_t tids[TASKS_MAX];
+    size_t n;
+    int lerr = tasks_list(s->proc_root, s->pid, tids, TASKS_MAX, &n, NULL);
+    if (lerr) {
+        s->gone = lerr == -ESRCH;
         return 0;
     }
     for (size_t i = 0; i < NSAMPLER_MAX_THREADS; i++)
         s->threads[i].seen = false;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        int64_t tid;
-        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid) || (s->o.main_only && tid != s->pid))
+    for (size_t k = 0; k < n; k++) {
+        pid_t tid = tids[k];
+        if (s->o.main_only && tid != s->pid)
             continue;
         bool known = false;
         for (size_t i = 0; i < NSAMPLER_MAX_THREADS && !known; i++) {
-            if (s->threads[i].host_tid == (pid_t)tid) {
+            if (s->threads[i].host_tid == tid) {
                 s->threads[i].seen = true;
                 known = true;
             }
@@ -140,7 +137,7 @@ static size_t nsampler_rescan(struct nsampler *s, int *err, char *why, size_t wh
         if (known)
             continue;
         char w[256];
-        int e = nsampler_open(s, (pid_t)tid, w, sizeof(w));
+        int e = nsampler_open(s, tid, w, sizeof(w));
         if (e && e != -ESRCH && e != -ENOENT) {
             s->c.refused++;
             if (err && !*err) {
@@ -149,7 +146,6 @@ static size_t nsampler_rescan(struct nsampler *s, int *err, char *why, size_t wh
             }
         }
     }
-    closedir(d);
     size_t open = 0;
     for (size_t i = 0; i < NSAMPLER_MAX_THREADS; i++) {
         struct nthread *t = &s->threads[i];

@@ -44,11 +44,12 @@
 
 #include "base/status.h"
 #include "sampler/sampler.h"
+#include "sampler/tasks.h"
 #include "unwind/native.h"
 #include "unwind/unwind.h"
 
-#define NSAMPLER_MAX_THREADS   256u
-#define NSAMPLER_STACK_DEFAULT 16384u /* bytes of user stack copied per sample */
+#define NSAMPLER_MAX_THREADS   TASKS_MAX /* the sampler's one cap (sampler/tasks.h) */
+#define NSAMPLER_STACK_DEFAULT 16384u    /* bytes of user stack copied per sample */
 #define NSAMPLER_MAX_RAN_DEFAULT                                                                   \
     1000000u /* ns the thread may run between its sample and the read */
 

@@ -5,17 +5,17 @@
  */
 #include "base/compat.h"
 
-#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/fdcap.h"
-#include "base/strnum.h"
 #include "perf/switches.h"
 #include "sampler/runwatch.h"
+#include "sampler/tasks.h"
 #include "sampler/threadstat.h"
 
 #define RUNWATCH_RESCAN_NS  100000000ull /* rescans of the threads, at most this often */
@@ -297,9 +297,8 @@ static void runwatch_fall_back(struct runwatch *w)
 /* Adds thread @tid (not watched yet). Returns 0 or why it could not be. */
 static int runwatch_add(struct runwatch *w, pid_t tid, uint64_t now_ns)
 {
-    if (w->n == RUNWATCH_MAX_THREADS) {
-        snprintf(w->incomplete, sizeof(w->incomplete), "more than %u threads",
-                 RUNWATCH_MAX_THREADS);
+    if (w->n == TASKS_MAX) {
+        snprintf(w->incomplete, sizeof(w->incomplete), "more than %u threads", (unsigned)TASKS_MAX);
         return -E2BIG;
     }
     if (w->n == w->cap) {
@@ -359,34 +358,35 @@ static void runwatch_rescan(struct runwatch *w, uint64_t now_ns)
                  (int)w->pid);
         return;
     }
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%d/task", w->proc_root, (int)w->pid);
     for (int round = 0; round < 4; round++) {
-        DIR *d = opendir(path);
-        if (!d) {
+        pid_t tids[TASKS_MAX];
+        size_t ntids;
+        bool more;
+        int lerr = tasks_list(w->proc_root, w->pid, tids, TASKS_MAX, &ntids, &more);
+        if (lerr) {
             snprintf(w->incomplete, sizeof(w->incomplete), "cannot list the threads: %s",
-                     strerror(errno));
+                     strerror(-lerr));
+            return;
+        }
+        if (more) {
+            snprintf(w->incomplete, sizeof(w->incomplete), "more than %u threads",
+                     (unsigned)TASKS_MAX);
             return;
         }
         for (size_t i = 0; i < w->n; i++)
             w->t[i].listed = false;
         bool added = false;
         int err = 0;
-        struct dirent *de;
-        while (!err && (de = readdir(d)) != NULL) {
-            int64_t tid;
-            if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid))
-                continue;
-            struct runwatch_thread *t = runwatch_find(w, (pid_t)tid);
+        for (size_t k = 0; !err && k < ntids; k++) {
+            struct runwatch_thread *t = runwatch_find(w, tids[k]);
             if (t) {
                 t->listed = true;
                 continue;
             }
             size_t before = w->n;
-            err = runwatch_add(w, (pid_t)tid, now_ns);
+            err = runwatch_add(w, tids[k], now_ns);
             added |= w->n > before;
         }
-        closedir(d);
         if (err == RUNWATCH_RETRY) {
             if (w->how == RUNWATCH_OFF || (w->how == RUNWATCH_SCHEDSTAT && w->taskfd < 0)) {
                 snprintf(w->incomplete, sizeof(w->incomplete), "no schedstat watch either");

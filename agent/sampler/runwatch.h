@@ -16,9 +16,11 @@
  *
  * Which threads are watched: every thread of the process when the target is
  * sampled with all its threads (a thread that is not Python now may become
- * Python), else the process's main thread (its TID is its PID). A watch that
- * cannot cover them (too many threads, a refusal, no descriptors left) says
- * "read" every time.
+ * Python), else the process's main thread (its TID is its PID), up to the
+ * sampler's one cap on a target's threads (sampler/tasks.h: TASKS_MAX); a
+ * watch that cannot cover them (more threads than that, a refusal, no
+ * descriptors left in the process's budget, base/fdcap.h) says "read" every
+ * time.
  *
  * How it knows, the cheapest way the host allows (runwatch_how()):
  *
@@ -65,8 +67,7 @@ enum runwatch_verdict {
     RUNWATCH_ASLEEP,
 };
 
-#define RUNWATCH_MAX_THREADS 64u         /* threads of one process watched, at most */
-#define RUNWATCH_TICK_NS     11000000ull /* a scheduler tick at HZ 100, and a margin */
+#define RUNWATCH_TICK_NS 11000000ull /* a scheduler tick at HZ 100, and a margin */
 
 struct runwatch_opts {
     const char *proc_root; /* NULL: "/proc" (copied) */

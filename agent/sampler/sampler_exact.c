@@ -12,30 +12,27 @@
  */
 #include "base/compat.h"
 
-#include <dirent.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 
 #include "base/alloc.h"
-#include "base/strnum.h"
 #include "perf/perfsample.h"
 #include "sampler/sampler_read.h"
 #include "sampler/source.h"
+#include "sampler/tasks.h"
 #include "sampler/threadstat.h"
 #include "unwind/mixed.h"
 #include "unwind/native.h"
 
-#define SAMPLER_EXACT_TRACED  1024u         /* threads stopped per attempt */
-#define SAMPLER_EXACT_THREADS 64u           /* threads whose C stacks are read per attempt */
 #define SAMPLER_EXACT_REFRESH 1000000000ull /* mappings read again at most once a second */
 
 /* One stopped thread's user state, as a kernel sample would have it. */
 struct sampler_exact_thread {
     uint64_t ns_tid; /* 0: nothing read */
     struct perfsample_record rec;
-    uint8_t *stack; /* stack_bytes */
+    uint8_t *stack; /* stack_bytes, made at the slot's first use */
 };
 
 /* The C frames of the stopped threads (native: full with blocking). */
@@ -44,16 +41,16 @@ struct sampler_exact_c {
     struct mixed *mixed;
     uint32_t stack_bytes;
     uint64_t refreshed_at, now_ns;
-    struct sampler_exact_thread threads[SAMPLER_EXACT_THREADS];
+    struct sampler_exact_thread threads[TASKS_MAX];
     struct native_frame frames[NATIVE_MAX_FRAMES];
     struct nsampler_counts c;
 };
 
 struct sampler_exact {
     struct sample_source src;
-    pid_t traced[SAMPLER_EXACT_TRACED];     /* seized TIDs */
-    int pending[SAMPLER_EXACT_TRACED];      /* a signal each stopped thread was about to get */
-    bool was_running[SAMPLER_EXACT_TRACED]; /* cpu mode: on a CPU ('R') before the stop */
+    pid_t traced[TASKS_MAX];     /* seized TIDs */
+    int pending[TASKS_MAX];      /* a signal each stopped thread was about to get */
+    bool was_running[TASKS_MAX]; /* cpu mode: on a CPU ('R') before the stop */
     size_t ntraced;
     struct sampler_exact_c *cx; /* NULL: Python frames only */
 };
@@ -64,32 +61,27 @@ static int sampler_exact_stop_all(struct sampler_exact *x)
 {
     const struct sampler_opts *o = sampler_opts_of(x->src.s);
     pid_t pid = sampler_pid(x->src.s);
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%d/task", o->proc_root, (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return -ESRCH;
-    struct dirent *de;
-    int err = 0;
+    pid_t tids[TASKS_MAX];
+    size_t n;
     x->ntraced = 0;
-    while ((de = readdir(d)) != NULL && x->ntraced < SAMPLER_EXACT_TRACED) {
-        int64_t tid;
-        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid))
-            continue;
+    int err = tasks_list(o->proc_root, pid, tids, TASKS_MAX, &n, NULL);
+    if (err)
+        return -ESRCH;
+    for (size_t k = 0; k < n; k++) {
+        pid_t tid = tids[k];
         /* cpu mode: whether it runs, asked before the stop makes it 't' */
         char state = 0;
-        if (o->mode == PROFILE_CPU && threadstat_state(o->proc_root, pid, (pid_t)tid, &state))
+        if (o->mode == PROFILE_CPU && threadstat_state(o->proc_root, pid, tid, &state))
             state = 0;
-        if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) == 0) {
+        if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) == 0) {
             x->pending[x->ntraced] = 0;
             x->was_running[x->ntraced] = state == 'R';
-            x->traced[x->ntraced++] = (pid_t)tid;
-            (void)ptrace(PTRACE_INTERRUPT, (pid_t)tid, NULL, NULL);
+            x->traced[x->ntraced++] = tid;
+            (void)ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
         } else if (errno == EPERM) {
             err = -EPERM;
         }
     }
-    closedir(d);
     for (size_t i = 0; i < x->ntraced; i++) {
         int status;
         if (waitpid(x->traced[i], &status, __WALL) < 0 || WIFEXITED(status) ||
@@ -123,7 +115,7 @@ static void sampler_exact_c_free(struct sampler_exact_c *cx)
         return;
     native_free(cx->native);
     mixed_free(cx->mixed);
-    for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++)
+    for (size_t i = 0; i < TASKS_MAX; i++)
         alloc_free(cx->threads[i].stack);
     alloc_free(cx);
 }
@@ -141,13 +133,6 @@ static int sampler_exact_c_new(struct sampler *s, struct sampler_exact_c **out, 
         return -ENOMEM;
     }
     cx->stack_bytes = o->native_stack ? o->native_stack : NSAMPLER_STACK_DEFAULT;
-    for (size_t i = 0; i < SAMPLER_EXACT_THREADS; i++) {
-        if (!(cx->threads[i].stack = alloc_malloc(cx->stack_bytes))) {
-            sampler_exact_c_free(cx);
-            snprintf(why, whylen, "out of memory");
-            return -ENOMEM;
-        }
-    }
     int err = native_new(o->proc_root, sampler_pid(s), &cx->native, why, whylen);
     if (err) {
         sampler_exact_c_free(cx);
@@ -171,6 +156,10 @@ static void sampler_exact_capture(struct sampler_exact *x, size_t i, const struc
 {
     struct sampler_exact_thread *e = &x->cx->threads[i];
     e->ns_tid = 0;
+    /* a slot's copy is made the first time a thread is in it: as many as the
+     * target has had threads at once, not TASKS_MAX */
+    if (!e->stack && !(e->stack = alloc_malloc(x->cx->stack_bytes)))
+        return; /* its Python frames only */
 #if defined(__x86_64__)
     pid_t host = sampler_host_tid(x->src.s, t->native_thread_id);
     struct user_regs_struct ur;
@@ -220,7 +209,7 @@ static bool sampler_exact_join(void *arg, size_t i, const struct unwind_thread *
                                const struct unwind_frame **out, size_t *n)
 {
     struct sampler_exact_c *cx = arg;
-    struct sampler_exact_thread *e = i < SAMPLER_EXACT_THREADS ? &cx->threads[i] : NULL;
+    struct sampler_exact_thread *e = i < TASKS_MAX ? &cx->threads[i] : NULL;
     cx->c.samples++;
     int nc = 0;
     if (e && e->ns_tid == t->native_thread_id) {
@@ -272,8 +261,7 @@ static int sampler_exact_attempt(struct sample_source *src, uint64_t now_ns)
     /* with C frames, the entry frames: where the C frames join */
     sampler_read_collect(src->s, x->cx ? UNWIND_ENTRIES : 0, &rd);
     /* each thread's registers and stack while it is stopped */
-    for (size_t i = 0;
-         x->cx && !rd.err && !rd.gone && i < rd.r->nthreads && i < SAMPLER_EXACT_THREADS; i++) {
+    for (size_t i = 0; x->cx && !rd.err && !rd.gone && i < rd.r->nthreads && i < TASKS_MAX; i++) {
         if (rd.r->threads[i].status == SAMPLE_OK)
             sampler_exact_capture(x, i, &rd.r->threads[i]);
         else

@@ -5,11 +5,12 @@
  */
 #include "base/compat.h"
 
-#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "base/strnum.h"
+#include "sampler/tasks.h"
 #include "sampler/threadstat.h"
 
 int threadstat_parse_state(const char *text, size_t len, char *state)
@@ -117,26 +118,22 @@ int threadstat_host_tid(const char *proc_root, pid_t pid, uint64_t ns_tid, pid_t
         *host_tid = (pid_t)ns_tid; /* same namespace (or no NSpid: an old kernel) */
         return 0;
     }
-    snprintf(path, sizeof(path), "%s/%d/task", proc_root, (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return errno == ENOENT ? -ESRCH : -errno;
-    int err = -ENOENT;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        int64_t tid;
-        if (strnum_parse_i64(de->d_name, 1, INT32_MAX, &tid))
-            continue;
-        snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc_root, (int)pid, (int)tid);
+    pid_t tids[TASKS_MAX];
+    size_t ntids;
+    int err = tasks_list(proc_root, pid, tids, TASKS_MAX, &ntids, NULL);
+    if (err)
+        return err;
+    err = -ENOENT;
+    for (size_t k = 0; k < ntids; k++) {
+        snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc_root, (int)pid, (int)tids[k]);
         if (threadstat_slurp(path, buf, sizeof(buf)) < 0)
             continue;
         if (threadstat_nspid(buf, &inner, &levels) == 0 && inner == ns_tid) {
-            *host_tid = (pid_t)tid;
+            *host_tid = tids[k];
             err = 0;
             break;
         }
     }
-    closedir(d);
     return err;
 }
 
