@@ -78,6 +78,34 @@ static inline int profile_mode_parse(const char *name, enum profile_mode *out)
     return -EINVAL;
 }
 
+/**
+ * How a sampler finds that no thread of its target ran since the last read
+ * (docs/agent.md, "Idle threads cost no reads"): one enum from the
+ * configuration (a job's idle_check, record's --idle-check) to the watch
+ * that does it (sampler/runwatch.h) and /metrics. 0 is off.
+ */
+enum idle_check {
+    IDLE_CHECK_OFF,       /* every attempt reads */
+    IDLE_CHECK_SCHEDSTAT, /* /proc/PID/task/TID/schedstat */
+    IDLE_CHECK_PERF,      /* context-switch records (falls back to schedstat) */
+    IDLE_CHECK_HOWS       /* how many */
+};
+
+/** "off", "schedstat", "perf" (the config's names, and /metrics' method label). */
+static inline const char *idle_check_name(enum idle_check h)
+{
+    switch (h) {
+    case IDLE_CHECK_SCHEDSTAT:
+        return "schedstat";
+    case IDLE_CHECK_PERF:
+        return "perf";
+    case IDLE_CHECK_OFF:
+    case IDLE_CHECK_HOWS:
+    default:
+        return "off";
+    }
+}
+
 #define UNWIND_MAX_DEPTH    1536u /* frames per thread, markers included */
 #define UNWIND_THREAD_WORDS 4u    /* see unwinder_set_thread_words() */
 

@@ -365,7 +365,7 @@ static void agent_check_idle(const struct pyprofd_config *cfg)
 {
     bool perf = false;
     for (size_t i = 0; i < cfg->njobs; i++)
-        perf |= cfg->jobs[i].idle_check == CONFIG_IDLE_PERF;
+        perf |= cfg->jobs[i].idle_check == IDLE_CHECK_PERF;
     if (!perf)
         return;
     char why[256];

@@ -446,16 +446,16 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
         goto out;
     }
     /* what native: full came to is the sampler's answer (sampler_native()) */
-    const char *native = sampler_native(s);
-    if (native && strncmp(native, "markers: ", 9) == 0)
+    const char *refused = sampler_native_refused(s);
+    if (refused)
         fprintf(stderr,
                 "pyprofd: no native frames: %s; sampling the Python frames%s, with <native> "
                 "markers\n",
-                native + 9, o->blocking ? "" : " in cpu mode");
+                refused, o->blocking ? "" : " in cpu mode");
     bool kernel = sampler_native_fd(s) >= 0;
-    bool exact_on = !kernel && native && strcmp(native, "full") == 0;
+    bool exact_on = !kernel && sampler_native(s) && !refused;
     const char *idle = sampler_idle_check(s);
-    if (idle && o->idle_check != RUNWATCH_OFF && strncmp(idle, "perf", 4) != 0)
+    if (idle && o->idle_check != IDLE_CHECK_OFF && sampler_idle_how(s) != IDLE_CHECK_PERF)
         fprintf(stderr, "pyprofd: idle threads found by %s\n", idle);
     char ver[32];
     fprintf(stderr, "pyprofd: sampling process %d (CPython %s) at %g Hz, %s mode%s%s%s%s\n",
@@ -619,7 +619,7 @@ int cli_record(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct record_opts o = {
-        .rate = 100, .mode = PROFILE_WALL, .progress = -1, .idle_check = RUNWATCH_PERF};
+        .rate = 100, .mode = PROFILE_WALL, .progress = -1, .idle_check = IDLE_CHECK_PERF};
     int c;
     optind = 1;
     /* options may follow the PID (getopt permutes); "--" still ends them, so
@@ -682,11 +682,11 @@ int cli_record(int argc, char **argv)
             break;
         case OPT_IDLE_CHECK:
             if (strcmp(optarg, "perf") == 0)
-                o.idle_check = RUNWATCH_PERF;
+                o.idle_check = IDLE_CHECK_PERF;
             else if (strcmp(optarg, "schedstat") == 0)
-                o.idle_check = RUNWATCH_SCHEDSTAT;
+                o.idle_check = IDLE_CHECK_SCHEDSTAT;
             else if (strcmp(optarg, "off") == 0)
-                o.idle_check = RUNWATCH_OFF;
+                o.idle_check = IDLE_CHECK_OFF;
             else {
                 log_error("unknown --idle-check '%s' (use perf, schedstat or off)", optarg);
                 return CLI_EXIT_USAGE;

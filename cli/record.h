@@ -53,7 +53,7 @@ struct record_opts {
     enum memread_backend backend;
     bool async_aware;
     enum asyncio_mode async_mode;
-    enum runwatch_how idle_check; /* --idle-check (default perf) */
+    enum idle_check idle_check; /* --idle-check (default perf) */
 };
 /* What the pages' sidebar says besides the options: the target and the counts. */
 struct record_report {

@@ -58,7 +58,6 @@ enum config_native {
  * (sampler/runwatch.h): their context switches (perf; schedstat where perf
  * events are refused), /proc's schedstat only, or not at all (off).
  */
-enum config_idle_check { CONFIG_IDLE_PERF, CONFIG_IDLE_SCHEDSTAT, CONFIG_IDLE_OFF };
 
 /** asyncio stacks: "running" (only the running task) or "all" (also suspended tasks). */
 enum config_async_mode { CONFIG_ASYNC_RUNNING, CONFIG_ASYNC_ALL };
@@ -76,13 +75,13 @@ struct config_job {
     char *job_name;     /* unique, non-empty */
     double sample_rate; /* Hz, (0, 1e6] */
     enum profile_mode mode;
-    uint64_t profile_interval_ns;      /* >= 1s */
-    bool all_threads;                  /* default true */
-    enum config_native native;         /* default off */
-    enum config_idle_check idle_check; /* default perf */
-    bool gc;                           /* default true */
-    bool opcodes;                      /* default false */
-    bool async_aware;                  /* default false */
+    uint64_t profile_interval_ns; /* >= 1s */
+    bool all_threads;             /* default true */
+    enum config_native native;    /* default off */
+    enum idle_check idle_check;   /* default perf (pipeline.h: one enum end to end) */
+    bool gc;                      /* default true */
+    bool opcodes;                 /* default false */
+    bool async_aware;             /* default false */
     enum config_async_mode async_mode;
     struct relabel_rules *relabel; /* never NULL (maybe empty) */
 };

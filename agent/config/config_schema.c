@@ -76,7 +76,7 @@ const struct config_key config_keys[CONFIG_NKEYS] = {
 _Static_assert(sizeof(enum profile_mode) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum config_async_mode) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum config_native) == sizeof(int), "enum size");
-_Static_assert(sizeof(enum config_idle_check) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum idle_check) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum config_push_type) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum config_pyroscope_api) == sizeof(int), "enum size");
 

@@ -115,13 +115,13 @@ static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdi
             taps_attach(r, t);
     }
     const struct target_info *ti = target_info(t);
-    const char *native = target_native(t);
+    const char *refused = target_native_refused(t);
     log_info("sampling process %d (%s, Python %s) as job '%s' at %g Hz, %s mode%s", (int)p->key.pid,
              p->comm, p->version, ti->job_name, ti->rate, profile_mode_name(ti->mode),
-             native && strcmp(native, "full") == 0 ? ", C frames from the kernel's samples" : "");
-    if (native && strncmp(native, "markers: ", 9) == 0)
+             target_native_fd(t) >= 0 ? ", C frames from the kernel's samples" : "");
+    if (refused)
         log_warn("process %d (%s): native: full refused, <native> markers instead: %s",
-                 (int)p->key.pid, p->comm, native + 9);
+                 (int)p->key.pid, p->comm, refused);
 }
 
 /* Ends @t and has its process looked at again as if new (@why, @what: why):

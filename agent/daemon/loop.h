@@ -161,8 +161,8 @@ struct loop_job_view {
     struct native_counts native; /* native: full jobs */
     uint64_t targets;            /* sampled now */
     /* targets sampled now by how their idle threads are found (idle_check):
-     * [RUNWATCH_OFF] also counts those that do not look (native: full, ...) */
-    uint64_t idle_check[3];
+     * [IDLE_CHECK_OFF] also counts those that do not look (native: full, ...) */
+    uint64_t idle_check[IDLE_CHECK_HOWS];
 };
 
 /** One process as /targets lists it. */

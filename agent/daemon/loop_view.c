@@ -137,9 +137,7 @@ int loop_snapshot(struct loop *l, struct loop_view **out)
             const struct target_stats *ts = target_stats(l->targets[i]);
             loop_job_add(j, ts);
             j->targets++;
-            j->idle_check[strncmp(ts->idle_check, "perf", 4) == 0        ? 2
-                          : strncmp(ts->idle_check, "schedstat", 9) == 0 ? 1
-                                                                         : 0]++;
+            j->idle_check[ts->idle_how < IDLE_CHECK_HOWS ? ts->idle_how : IDLE_CHECK_OFF]++;
         }
     }
     v->factor = fleet_factor(l->fleet);

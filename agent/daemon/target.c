@@ -92,9 +92,7 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
         .proc_root = env->cfg->discovery.proc_root,
         /* (the config refuses full with another mode or async_aware) */
         .native_full = job->native == CONFIG_NATIVE_FULL && job->mode == PROFILE_CPU && !t->aio,
-        .idle_check = job->idle_check == CONFIG_IDLE_PERF        ? RUNWATCH_PERF
-                      : job->idle_check == CONFIG_IDLE_SCHEDSTAT ? RUNWATCH_SCHEDSTAT
-                                                                 : RUNWATCH_OFF,
+        .idle_check = job->idle_check,
     };
     struct sample_sink window = agg_sink(t->win);
     err = sampler_new(p->key.pid, t->u, &window, &so,
@@ -306,6 +304,11 @@ const char *target_native(const struct target *t)
     return sampler_native(t->s);
 }
 
+const char *target_native_refused(const struct target *t)
+{
+    return sampler_native_refused(t->s);
+}
+
 int target_native_fd(const struct target *t)
 {
     return sampler_native_fd(t->s);
@@ -380,6 +383,7 @@ static void target_idle_check(struct target *t)
 {
     const char *ic = sampler_idle_check(t->s);
     snprintf(t->stats.idle_check, sizeof(t->stats.idle_check), "%s", ic ? ic : "");
+    t->stats.idle_how = sampler_idle_how(t->s);
     t->stats.parked = sampler_parked(t->s);
 }
 

@@ -84,7 +84,8 @@ struct target_stats {
     /* how idle threads are found (sampler_idle_check()): "perf", "schedstat: why",
      * "off: why"; "" when not used (native: full, async-aware wall mode) */
     char idle_check[320];
-    bool parked; /* off the schedule until one of its threads runs (sampler_park()) */
+    enum idle_check idle_how; /* ... as a value (sampler_idle_how()) */
+    bool parked;              /* off the schedule until one of its threads runs (sampler_park()) */
 };
 
 /** @a t's identity and configuration. */
@@ -98,6 +99,8 @@ bool target_gone(const struct target *t);
  * did not ask, "full", or "markers: " and why perf events were refused.
  */
 const char *target_native(const struct target *t);
+/** native: full asked for and refused: why (sampler_native_refused()); else NULL. */
+const char *target_native_refused(const struct target *t);
 /** With native: full active, the descriptor readable when kernel samples wait; else -1. */
 int target_native_fd(const struct target *t);
 /** With native: full active, the kernel samples every interval / @a factor of CPU time. */

@@ -52,7 +52,7 @@ struct runwatch_thread {
 
 struct runwatch {
     /* what every check touches, first */
-    enum runwatch_how how;
+    enum idle_check how;
     bool complete; /* every thread that must be watched is */
     bool rescan;   /* the threads changed: list them again */
     bool all;
@@ -107,7 +107,7 @@ static int runwatch_open_thread(struct runwatch *w, struct runwatch_thread *t, p
     t->waker.ev = PERFEVENT_CLOSED;
     if (!fdcap_take())
         return -EAGAIN;
-    if (w->how == RUNWATCH_PERF) {
+    if (w->how == IDLE_CHECK_PERF) {
         char why[sizeof(w->why)];
         int err = switches_open(tid, &t->sw, why, sizeof(why));
         if (err) {
@@ -268,7 +268,7 @@ static void runwatch_schedstat_setup(struct runwatch *w)
     if (w->nohz_full) {
         char perf[sizeof(w->why)];
         memcpy(perf, w->why, sizeof(perf));
-        w->how = RUNWATCH_OFF;
+        w->how = IDLE_CHECK_OFF;
         snprintf(w->why, sizeof(w->why),
                  "nohz_full CPUs run threads without the tick schedstat's proof needs, and "
                  "perf events are not used (%.40s)",
@@ -290,7 +290,7 @@ static void runwatch_schedstat_setup(struct runwatch *w)
 static void runwatch_fall_back(struct runwatch *w)
 {
     runwatch_drop_all(w);
-    w->how = RUNWATCH_SCHEDSTAT;
+    w->how = IDLE_CHECK_SCHEDSTAT;
     runwatch_schedstat_setup(w);
 }
 
@@ -320,7 +320,7 @@ static int runwatch_add(struct runwatch *w, pid_t tid, uint64_t now_ns)
         w->n++;
     } else if (err == -EAGAIN) {
         snprintf(w->incomplete, sizeof(w->incomplete), "no file descriptors left in the budget");
-    } else if (err != -ESRCH && w->how == RUNWATCH_PERF) {
+    } else if (err != -ESRCH && w->how == IDLE_CHECK_PERF) {
         runwatch_fall_back(w);
         return RUNWATCH_RETRY;
     } else if (err != -ESRCH) {
@@ -340,12 +340,12 @@ static void runwatch_rescan(struct runwatch *w, uint64_t now_ns)
     w->rescan_at = now_ns + RUNWATCH_RESCAN_NS;
     w->complete = false;
     w->incomplete[0] = '\0';
-    if (w->how == RUNWATCH_OFF)
+    if (w->how == IDLE_CHECK_OFF)
         return;
     if (!w->all) {
         if (w->n == 0) {
             int err = runwatch_add(w, w->pid, now_ns);
-            if (err == RUNWATCH_RETRY && w->how != RUNWATCH_OFF)
+            if (err == RUNWATCH_RETRY && w->how != IDLE_CHECK_OFF)
                 err = runwatch_add(w, w->pid, now_ns);
             if (err)
                 return;
@@ -353,7 +353,7 @@ static void runwatch_rescan(struct runwatch *w, uint64_t now_ns)
         w->complete = w->n == 1;
         return;
     }
-    if (w->how == RUNWATCH_SCHEDSTAT && w->taskfd < 0) {
+    if (w->how == IDLE_CHECK_SCHEDSTAT && w->taskfd < 0) {
         snprintf(w->incomplete, sizeof(w->incomplete), "cannot keep /proc/%d/task open",
                  (int)w->pid);
         return;
@@ -388,7 +388,7 @@ static void runwatch_rescan(struct runwatch *w, uint64_t now_ns)
             added |= w->n > before;
         }
         if (err == RUNWATCH_RETRY) {
-            if (w->how == RUNWATCH_OFF || (w->how == RUNWATCH_SCHEDSTAT && w->taskfd < 0)) {
+            if (w->how == IDLE_CHECK_OFF || (w->how == IDLE_CHECK_SCHEDSTAT && w->taskfd < 0)) {
                 snprintf(w->incomplete, sizeof(w->incomplete), "no schedstat watch either");
                 return;
             }
@@ -436,11 +436,11 @@ int runwatch_new(pid_t pid, const struct runwatch_opts *o, uint64_t now_ns, stru
     w->t = w->one;
     w->cap = PYPROFD_ARRAY_SIZE(w->one);
     w->nohz_full = runwatch_nohz_full();
-    if (w->how == RUNWATCH_OFF)
+    if (w->how == IDLE_CHECK_OFF)
         snprintf(w->why, sizeof(w->why), "turned off (idle_check: off)");
-    else if (w->how == RUNWATCH_SCHEDSTAT)
+    else if (w->how == IDLE_CHECK_SCHEDSTAT)
         snprintf(w->why, sizeof(w->why), "as configured (idle_check: schedstat)");
-    if (w->how == RUNWATCH_SCHEDSTAT)
+    if (w->how == IDLE_CHECK_SCHEDSTAT)
         runwatch_schedstat_setup(w);
     runwatch_rescan(w, now_ns);
     *out = w;
@@ -462,7 +462,7 @@ void runwatch_free(struct runwatch *w)
     alloc_free(w);
 }
 
-enum runwatch_how runwatch_how(const struct runwatch *w)
+enum idle_check runwatch_how(const struct runwatch *w)
 {
     return w->how;
 }
@@ -470,13 +470,13 @@ enum runwatch_how runwatch_how(const struct runwatch *w)
 const char *runwatch_describe(const struct runwatch *w)
 {
     struct runwatch *m = (struct runwatch *)w; /* the text is a cache */
-    const char *how = w->how == RUNWATCH_PERF        ? "perf"
-                      : w->how == RUNWATCH_SCHEDSTAT ? "schedstat"
-                                                     : "off";
-    int len = w->how == RUNWATCH_PERF ? snprintf(m->describe, sizeof(m->describe), "%s", how)
-                                      : snprintf(m->describe, sizeof(m->describe), "%s: %s", how,
-                                                 w->why[0] ? w->why : "perf events refused");
-    if (!w->complete && w->how != RUNWATCH_OFF && len > 0 && (size_t)len < sizeof(m->describe))
+    const char *how = w->how == IDLE_CHECK_PERF        ? "perf"
+                      : w->how == IDLE_CHECK_SCHEDSTAT ? "schedstat"
+                                                       : "off";
+    int len = w->how == IDLE_CHECK_PERF ? snprintf(m->describe, sizeof(m->describe), "%s", how)
+                                        : snprintf(m->describe, sizeof(m->describe), "%s: %s", how,
+                                                   w->why[0] ? w->why : "perf events refused");
+    if (!w->complete && w->how != IDLE_CHECK_OFF && len > 0 && (size_t)len < sizeof(m->describe))
         snprintf(m->describe + len, sizeof(m->describe) - (size_t)len, " (incomplete: %s)",
                  w->incomplete[0] ? w->incomplete : "no thread watched");
     return m->describe;
@@ -484,7 +484,7 @@ const char *runwatch_describe(const struct runwatch *w)
 
 enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool want_asleep)
 {
-    if (w->how == RUNWATCH_OFF)
+    if (w->how == IDLE_CHECK_OFF)
         return RUNWATCH_READ;
     if ((w->rescan || !w->complete) && now_ns >= w->rescan_at)
         runwatch_rescan(w, now_ns);
@@ -503,7 +503,7 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
         struct runwatch_thread *t = &w->t[i];
         uint64_t mark = t->mark;
         bool seen = t->seen;
-        if (w->how == RUNWATCH_PERF)
+        if (w->how == IDLE_CHECK_PERF)
             runwatch_look_perf(w, t, now_ns, &rescan);
         else
             runwatch_look_schedstat(w, t, now_ns, want_asleep, &rescan);
@@ -517,7 +517,7 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
         if (t->state != RW_ASLEEP)
             asleep = false;
     }
-    if (w->how == RUNWATCH_SCHEDSTAT && w->all && !asleep && !same && w->taskfd >= 0) {
+    if (w->how == IDLE_CHECK_SCHEDSTAT && w->all && !asleep && !same && w->taskfd >= 0) {
         /* a thread ran: did it create one? (the link count is 2 + threads) */
         struct stat st;
         if (fstat(w->taskfd, &st) || st.st_nlink != (nlink_t)w->n + 2)
@@ -532,7 +532,7 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
     if ((want_asleep && asleep) || same) {
         return want_asleep && asleep ? RUNWATCH_ASLEEP : RUNWATCH_SAME;
     }
-    if (w->how == RUNWATCH_SCHEDSTAT && w->moved) { /* a thread keeps running */
+    if (w->how == IDLE_CHECK_SCHEDSTAT && w->moved) { /* a thread keeps running */
         w->busy++;
         w->skips = w->busy < 2                         ? 0
                    : w->busy - 1 < RUNWATCH_BUSY_SKIPS ? w->busy - 1
@@ -549,7 +549,7 @@ void runwatch_read(struct runwatch *w, uint64_t start_ns, bool ok)
 
 int runwatch_park(struct runwatch *w, int epfd, uint64_t token)
 {
-    if (w->how != RUNWATCH_PERF || !w->complete || w->rescan || w->parked)
+    if (w->how != IDLE_CHECK_PERF || !w->complete || w->rescan || w->parked)
         return -ENOTSUP;
     size_t on = 0;
     int err = 0;
@@ -638,7 +638,7 @@ bool runwatch_still(const struct runwatch *w)
 
 int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid)
 {
-    if (w->how == RUNWATCH_OFF)
+    if (w->how == IDLE_CHECK_OFF)
         return -1;
     const struct runwatch_thread *t = runwatch_find(w, host_tid);
     if (!t)
@@ -647,7 +647,7 @@ int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid)
     case RW_RUNNING:
         return 1;
     case RW_RUNNABLE:
-        return t->off && (w->how == RUNWATCH_PERF || t->stat_ok) ? 1 : -1;
+        return t->off && (w->how == IDLE_CHECK_PERF || t->stat_ok) ? 1 : -1;
     case RW_ASLEEP:
         return t->off ? 0 : -1;
     default:

@@ -55,11 +55,7 @@
 
 #include <sys/types.h>
 
-enum runwatch_how {
-    RUNWATCH_OFF,       /* every attempt reads */
-    RUNWATCH_SCHEDSTAT, /* /proc/PID/task/TID/schedstat */
-    RUNWATCH_PERF,      /* context-switch records (falls back to schedstat) */
-};
+#include "pipeline.h"
 
 enum runwatch_verdict {
     RUNWATCH_READ,
@@ -72,7 +68,7 @@ enum runwatch_verdict {
 struct runwatch_opts {
     const char *proc_root; /* NULL: "/proc" (copied) */
     bool all_threads;      /* every thread of the process, else the main one */
-    enum runwatch_how how; /* the most to try */
+    enum idle_check how;   /* the most to try */
 };
 
 struct runwatch;
@@ -88,7 +84,7 @@ PYPROFD_WARN_UNUSED int runwatch_new(pid_t pid, const struct runwatch_opts *o, u
 void runwatch_free(struct runwatch *w);
 
 /** How the threads are watched now (a perf watch may have fallen back since). */
-enum runwatch_how runwatch_how(const struct runwatch *w);
+enum idle_check runwatch_how(const struct runwatch *w);
 /**
  * In words, for /targets: "perf", "schedstat: <why not perf>" or
  * "off: <why>"; with " (incomplete: <why>)" while the threads are not all

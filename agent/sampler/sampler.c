@@ -395,7 +395,7 @@ static int sampler_choose(struct sampler *s, uint64_t now_ns)
         return 0;
     }
     int err = sampler_read_new(s, &s->src);
-    if (!err && o->idle_check != RUNWATCH_OFF && !(o->async && o->mode != PROFILE_CPU))
+    if (!err && o->idle_check != IDLE_CHECK_OFF && !(o->async && o->mode != PROFILE_CPU))
         err = sampler_idle_new(s, s->src, now_ns, &s->src);
     return err;
 }
@@ -558,6 +558,17 @@ const char *sampler_idle_check(const struct sampler *s)
 {
     const struct sample_source *src = SAMPLER_WITH(s, idle_check);
     return src ? src->ops->idle_check(src) : NULL;
+}
+
+enum idle_check sampler_idle_how(const struct sampler *s)
+{
+    const struct sample_source *src = SAMPLER_WITH(s, idle_how);
+    return src ? src->ops->idle_how(src) : IDLE_CHECK_OFF;
+}
+
+const char *sampler_native_refused(const struct sampler *s)
+{
+    return strncmp(s->native_state, "markers: ", 9) == 0 ? s->native_state + 9 : NULL;
 }
 
 const char *sampler_native(const struct sampler *s)

@@ -80,9 +80,9 @@ struct sampler_opts {
     /* Idle threads (sampler/runwatch.h): before each attempt, whether the
      * threads ran since the last read; when none did, the attempt counts
      * that read's stacks again (or, in cpu mode, finds none on a CPU)
-     * without reading the target. RUNWATCH_OFF (0): every attempt reads.
+     * without reading the target. IDLE_CHECK_OFF (0): every attempt reads.
      * Not with blocking, native_full or (counting again) async. */
-    enum runwatch_how idle_check;
+    enum idle_check idle_check;
 };
 
 /** How often a native_full sampler's scheduled attempt drains (and looks for new threads). */
@@ -183,6 +183,9 @@ struct sampler_counts sampler_counts_final(const struct sampler *s);
  */
 const char *sampler_native(const struct sampler *s);
 
+/** With native: full asked for and refused: why (the words after "markers: "); else NULL. */
+const char *sampler_native_refused(const struct sampler *s);
+
 /** With native: full active, its epoll descriptor (readable when samples wait); else -1. */
 int sampler_native_fd(const struct sampler *s);
 
@@ -223,6 +226,8 @@ void sampler_unpark(struct sampler *s, uint64_t now_ns, int epfd);
 
 /** How idle threads are found (idle_check): runwatch_describe()'s words, or NULL when off. */
 const char *sampler_idle_check(const struct sampler *s);
+/** ... as a value: what the watch does now (IDLE_CHECK_OFF when the sampler does not look). */
+enum idle_check sampler_idle_how(const struct sampler *s);
 
 /** The counts of the kernel's samples (native: full active): true; else false. */
 bool sampler_native_counts(const struct sampler *s, struct nsampler_counts *out);

@@ -98,7 +98,7 @@ static bool sampler_idle_parkable(const struct sample_source *src)
 {
     const struct sampler_idle *d = (const struct sampler_idle *)src;
     return !d->parked && !d->no_park && d->quiet >= SAMPLER_PARK_AFTER &&
-           (d->park_asleep || sampler_last(src->s)) && runwatch_how(d->watch) == RUNWATCH_PERF;
+           (d->park_asleep || sampler_last(src->s)) && runwatch_how(d->watch) == IDLE_CHECK_PERF;
 }
 
 static int sampler_idle_park(struct sample_source *src, int epfd, uint64_t token)
@@ -190,6 +190,11 @@ static const char *sampler_idle_describe(const struct sample_source *src)
     return runwatch_describe(((const struct sampler_idle *)src)->watch);
 }
 
+static enum idle_check sampler_idle_method(const struct sample_source *src)
+{
+    return runwatch_how(((const struct sampler_idle *)src)->watch);
+}
+
 static void sampler_idle_free(struct sample_source *src)
 {
     struct sampler_idle *d = (struct sampler_idle *)src;
@@ -210,6 +215,7 @@ static const struct sample_source_ops sampler_idle_ops = {
     .catch_up = sampler_idle_catch_up,
     .unpark = sampler_idle_unpark,
     .idle_check = sampler_idle_describe,
+    .idle_how = sampler_idle_method,
     .free = sampler_idle_free,
 };
 

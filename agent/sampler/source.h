@@ -65,6 +65,7 @@ struct sample_source_ops {
     void (*unpark)(struct sample_source *src, uint64_t now_ns, int epfd);
     /* What the source says of itself: sampler_idle_check(), sampler_native_counts(). */
     const char *(*idle_check)(const struct sample_source *src);
+    enum idle_check (*idle_how)(const struct sample_source *src);
     bool (*native_counts)(const struct sample_source *src, struct nsampler_counts *out);
     /* Counts the source keeps itself, which stand for the sampler's
      * (@final: sampler_counts_final()); false: the sampler's own. */

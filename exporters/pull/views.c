@@ -481,10 +481,10 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
                               "Targets being sampled, by job and how an attempt finds that no "
                               "thread ran since the last read (perf, schedstat, off).");
     for (size_t k = 0; !err && k < v->njobs; k++) {
-        static const char *const how[3] = {"off", "schedstat", "perf"};
-        for (size_t h = 0; !err && h < 3; h++)
+        for (int h = 0; !err && h < IDLE_CHECK_HOWS; h++)
             err = promtext_sample(w, NULL,
-                                  PROMTEXT_LABELS({"job", v->jobs[k].name}, {"method", how[h]}),
+                                  PROMTEXT_LABELS({"job", v->jobs[k].name},
+                                                  {"method", idle_check_name((enum idle_check)h)}),
                                   (double)v->jobs[k].idle_check[h]);
     }
     if (!err)
