@@ -34,6 +34,48 @@ const struct pyabi_schema *pyabi_schema_for(unsigned minor)
     }
 }
 
+size_t pyabi_runtime_head_len(const struct py_version *v)
+{
+    unsigned minor = v->major == 3 ? v->minor : 0;
+    const struct pyabi_generated *gen = pyabi_generated_for(minor);
+    const struct pyabi_schema *s = pyabi_schema_for(minor);
+    if ((gen && gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].set) || !s)
+        return 0;
+    size_t size = s->pos[PYOFF_RUNTIME_SIZE], head = s->pos[PYOFF_RUNTIME_INTERPRETERS_HEAD];
+    size_t need = (size > head ? size : head) + 8;
+    return size && head && need <= PYABI_RUNTIME_HEAD_MAX ? need : 0;
+}
+
+int pyabi_runtime_head(const struct py_version *v, const void *start, size_t len, uint64_t *off)
+{
+    unsigned minor = v->major == 3 ? v->minor : 0;
+    const struct pyabi_generated *gen = pyabi_generated_for(minor);
+    if (gen && gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].set) {
+        *off = gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].value; /* no table (3.9-3.12) */
+        return 0;
+    }
+    size_t need = pyabi_runtime_head_len(v);
+    if (need == 0)
+        return -ENOTSUP;
+    if (len < need)
+        return -EAGAIN;
+    const struct pyabi_schema *s = pyabi_schema_for(minor);
+    const unsigned char *t = start;
+    uint64_t size = load_le64(t + s->pos[PYOFF_RUNTIME_SIZE]);
+    uint64_t head = load_le64(t + s->pos[PYOFF_RUNTIME_INTERPRETERS_HEAD]);
+    if (head > size || size - head < 8)
+        return -EPROTO;
+    *off = head;
+    return 0;
+}
+
+bool pyabi_entry_frames_on_c_stack(const struct py_layout *l)
+{
+    /* 3.9, 3.10: a loop per frame object; 3.11: the first frame a loop runs
+     * carries is_entry; 3.12 on: a shim frame in the loop's C frame */
+    return !l->frame_objects && !l->has_is_entry;
+}
+
 /* Validation state: the table, its schema, and the first error. */
 struct pyabi_check {
     const unsigned char *table;
