@@ -6,12 +6,12 @@
 #include "base/compat.h"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/readfile.h"
 #include "base/tfile.h"
 #include "discovery/elf_sections.h"
 #include "discovery/proc_maps.h"
@@ -189,14 +189,11 @@ static enum pyruntime_place pyruntime_place(const char *proc_root, pid_t pid,
 static pid_t pyruntime_ns_pid(const char *proc_root, pid_t pid)
 {
     char path[PATH_MAX], buf[4096];
+    size_t n = 0;
     snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return pid;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
     struct proc_status st;
-    if (n <= 0 || proc_scan_parse_status(buf, (size_t)n, &st) != 0 || st.nspid <= 0)
+    if (readfile_into(path, buf, sizeof(buf), &n, READFILE_INTO_KERNEL | READFILE_INTO_ONCE) ||
+        n == 0 || proc_scan_parse_status(buf, n, &st) != 0 || st.nspid <= 0)
         return pid;
     return st.nspid;
 }
@@ -437,15 +434,11 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
 static bool pyruntime_is_dead(const char *proc_root, pid_t pid)
 {
     char path[PATH_MAX], buf[512];
+    size_t n = 0;
     snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (readfile_into(path, buf, sizeof(buf), &n, READFILE_INTO_KERNEL | READFILE_INTO_ONCE) ||
+        n == 0)
         return true;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return true;
-    buf[n] = '\0';
     const char *paren = strrchr(buf, ')'); /* the command name may contain ") " */
     return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
