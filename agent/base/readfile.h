@@ -70,7 +70,7 @@ enum readfile_into_flags {
 
 /**
  * Reads the small file @a path into the caller's @a buf of @a cap bytes (at
- * least 1): at most @a cap - 1 bytes, then a NUL; *@a len is the number of
+ * least 1; 0 is -EINVAL): at most @a cap - 1 bytes, then a NUL; *@a len is the number of
  * bytes read. Allocates nothing. The open never blocks (O_NONBLOCK, as
  * readfile_open(), whose type check refuses anything but a regular file
  * unless READFILE_INTO_KERNEL); the reads go on until the file ends or the
