@@ -88,7 +88,7 @@ static int probe_one(pid_t pid, enum memread_backend backend)
     /* and so what --native=full does here (docs/usage.md, "Native frames") */
     if (!perf)
         printf("  native    --native=full falls back to <native> markers here\n");
-    else if (l->version.major == 3 && l->version.minor < 12)
+    else if (!pyabi_entry_frames_on_c_stack(l))
         printf("  native    --native=full: C and Python frames joined, from the kernel's "
                "samples (at the C frames named _PyEval_EvalFrameDefault: Python %u.%u keeps no "
                "entry frames on the C stack)\n",

@@ -12,6 +12,7 @@ prog=run-target
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 targets_dir=$(dirname "$script_dir")/tests/targets
 READY_LINE='pyprofd-target: ready'
+HELPER=pyprofd_expected # a module of tests/targets the targets import, not a target
 POLL_INTERVAL=0.02
 
 usage() {
@@ -214,15 +215,21 @@ cmd_start() {
 		die "start: bad target name $name: use letters, digits, '_', '-' and '.'"
 
 	# Copy it into the rootfs atomically: parallel starts never see half a file.
-	local inside=/pyprofd-targets tmp
+	# The module the targets share (tests/targets/$HELPER.py) goes next to it,
+	# in the script's own directory, where its import finds it.
+	local inside=/pyprofd-targets tmp f
 	# (3.11 on the host: the host's own /pyprofd-targets, the same path as in a rootfs)
 	local dest_dir=${rootfs%/}$inside
 	mkdir -p -- "$dest_dir" || die "start: cannot create $dest_dir"
-	tmp=$(mktemp "$dest_dir/.$name.py.XXXXXX") || die "start: cannot create a temporary file in $dest_dir"
-	if ! cp -- "$src" "$tmp" || ! chmod 644 -- "$tmp" || ! mv -f -- "$tmp" "$dest_dir/$name.py"; then
-		rm -f -- "$tmp"
-		die "start: cannot copy $src into $dest_dir"
-	fi
+	for f in "$src:$name" "$targets_dir/$HELPER.py:$HELPER"; do
+		tmp=$(mktemp "$dest_dir/.${f##*:}.py.XXXXXX") ||
+			die "start: cannot create a temporary file in $dest_dir"
+		if ! cp -- "${f%:*}" "$tmp" || ! chmod 644 -- "$tmp" ||
+			! mv -f -- "$tmp" "$dest_dir/${f##*:}.py"; then
+			rm -f -- "$tmp"
+			die "start: cannot copy ${f%:*} into $dest_dir"
+		fi
+	done
 
 	# The log.
 	local own_log=0

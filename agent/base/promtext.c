@@ -14,13 +14,13 @@
 #include "base/promtext.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <math.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/readfile.h"
 #include "base/utf8.h"
 
 #define PROMTEXT_HIST_MAGIC 0x50484953u /* "PHIS" */
@@ -560,35 +560,6 @@ out:
 
 /* ---- process metrics ---- */
 
-/* Reads up to @a size - 1 bytes of @a path into @a buf, NUL-terminated. Returns the length or
- * -errno. */
-static ssize_t promtext_read_file(const char *path, char *buf, size_t size)
-{
-    ssize_t total = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        total = -errno;
-        goto out;
-    }
-    while ((size_t)total < size - 1) {
-        ssize_t n = read(fd, buf + total, size - 1 - (size_t)total);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            total = -errno;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        total += n;
-    }
-    buf[total] = '\0';
-out:
-    if (fd >= 0)
-        close(fd);
-    return total;
-}
-
 /*
  * The fields of /proc/PID/stat that process metrics need. Parses @a text
  * (NUL-terminated). Returns 0 or -EINVAL when the line is not one.
@@ -719,8 +690,10 @@ int promtext_process_metrics(struct promtext *w)
         if (promtext_find(w, names[i]))
             rc = -EEXIST;
     }
-    bool have_stat = promtext_read_file("/proc/self/stat", stat, sizeof(stat)) > 0 &&
-                     promtext_parse_proc_stat(stat, &st) == 0;
+    size_t stat_len = 0;
+    bool have_stat = readfile_into("/proc/self/stat", stat, sizeof(stat), &stat_len,
+                                   READFILE_INTO_KERNEL) == 0 &&
+                     stat_len > 0 && promtext_parse_proc_stat(stat, &st) == 0;
     long tck = sysconf(_SC_CLK_TCK);
     long page = sysconf(_SC_PAGESIZE);
     if (rc == 0 && have_stat && tck > 0)

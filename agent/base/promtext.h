@@ -43,8 +43,8 @@
  * struct promtext_hist is safe to observe from any number of threads at once
  * (atomic counters) while another thread writes it out.
  */
-#ifndef PYPROFD_EXPORTERS_PULL_PROMTEXT_H
-#define PYPROFD_EXPORTERS_PULL_PROMTEXT_H
+#ifndef PYPROFD_BASE_PROMTEXT_H
+#define PYPROFD_BASE_PROMTEXT_H
 
 #include "base/compat.h"
 
@@ -197,4 +197,4 @@ struct promtext_proc_stat {
 int promtext_parse_proc_stat(const char *text, struct promtext_proc_stat *out);
 #endif
 
-#endif /* PYPROFD_EXPORTERS_PULL_PROMTEXT_H */
+#endif /* PYPROFD_BASE_PROMTEXT_H */

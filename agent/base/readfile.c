@@ -25,7 +25,8 @@ const char *readfile_kind(mode_t m)
     return "not a plain file";
 }
 
-int readfile_open(const char *path, int *fd_out, char *why, size_t whylen)
+/* readfile_open() of @path relative to @dirfd. */
+static int readfile_open_at(int dirfd, const char *path, int *fd_out, char *why, size_t whylen)
 {
     struct stat st;
     int rc;
@@ -35,7 +36,7 @@ int readfile_open(const char *path, int *fd_out, char *why, size_t whylen)
      * file on a disk, and makes the few regular files whose reads can wait
      * forever (/proc/kmsg) fail with EAGAIN instead.
      */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0) {
         rc = -errno;
         snprintf(why, whylen, "%s", strerror(-rc));
@@ -57,6 +58,68 @@ fail:
     if (fd >= 0)
         close(fd);
     return rc;
+}
+
+int readfile_open(const char *path, int *fd_out, char *why, size_t whylen)
+{
+    return readfile_open_at(AT_FDCWD, path, fd_out, why, whylen);
+}
+
+int readfile_fill(int fd, void *buf, size_t cap, size_t *len)
+{
+    char *p = buf;
+    size_t n = 0;
+    int rc = 0;
+    while (n < cap) {
+        ssize_t r = read(fd, p + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = -errno;
+            break;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    *len = n;
+    return rc;
+}
+
+int readfile_into_at(int dirfd, const char *path, char *buf, size_t cap, size_t *len,
+                     unsigned flags)
+{
+    int fd = -1, rc = 0;
+    *len = 0;
+    if (cap == 0)
+        return -EINVAL;
+    buf[0] = '\0';
+    if (flags & READFILE_INTO_KERNEL) {
+        fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
+        rc = fd < 0 ? -errno : 0;
+    } else {
+        rc = readfile_open_at(dirfd, path, &fd, NULL, 0);
+    }
+    if (rc)
+        return rc == -ENOENT && (flags & READFILE_INTO_GONE) ? -ESRCH : rc;
+    if (flags & READFILE_INTO_ONCE) {
+        ssize_t r;
+        do {
+            r = read(fd, buf, cap - 1);
+        } while (r < 0 && errno == EINTR);
+        rc = r < 0 ? -errno : 0;
+        *len = r > 0 ? (size_t)r : 0;
+    } else {
+        rc = readfile_fill(fd, buf, cap - 1, len);
+    }
+    buf[*len] = '\0';
+    close(fd);
+    return rc;
+}
+
+int readfile_into(const char *path, char *buf, size_t cap, size_t *len, unsigned flags)
+{
+    return readfile_into_at(AT_FDCWD, path, buf, cap, len, flags);
 }
 
 int readfile_all(const char *path, size_t max, char **out, size_t *len, char *why, size_t whylen)

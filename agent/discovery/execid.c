@@ -4,11 +4,10 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <limits.h>
-#include <unistd.h>
 
 #include "base/bytes.h"
+#include "base/readfile.h"
 #include "discovery/execid.h"
 
 #define EXECID_AT_NULL   0u
@@ -35,28 +34,16 @@ int execid_read(const char *proc_root, pid_t pid, struct memread *mr, struct exe
     memset(out, 0, sizeof(*out));
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%d/auxv", proc_root, (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return errno == ENOENT ? -ESRCH : -errno;
-    uint8_t buf[EXECID_AUXV_MAX];
+    char buf[EXECID_AUXV_MAX + 1]; /* (and readfile_into()'s NUL) */
     size_t have = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf + have, sizeof(buf) - have);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int err = errno == ESRCH ? -ESRCH : -errno;
-            close(fd);
-            return err;
-        }
-        if (n == 0 || (have += (size_t)n) == sizeof(buf))
-            break;
-    }
-    close(fd);
+    int err =
+        readfile_into(path, buf, sizeof(buf), &have, READFILE_INTO_KERNEL | READFILE_INTO_GONE);
+    if (err)
+        return err; /* -ESRCH: it exited */
     if (have == 0)
         return -ESRCH; /* a zombie's (or kernel thread's) vector is empty */
     uint64_t raddr = 0;
-    int err = execid_parse_auxv(buf, have, &raddr);
+    err = execid_parse_auxv((const uint8_t *)buf, have, &raddr);
     if (err)
         return err;
     err = memread_read(mr, raddr, out->random, sizeof(out->random));

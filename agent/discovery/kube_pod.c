@@ -659,8 +659,9 @@ static int pb_value(struct kube_pod_builder *b, const struct jsonscan_token *t)
         pb_push(b, m->child, m->kind);
         return 0;
     }
-    /* null is absent for maps, but a present list of the wrong type counts
-     * null too (json_object_object_get_ex's view, which this keeps) */
+    /* a map that is null is absent; a list present with any other type,
+     * null included, counts as invalid (as pods were counted before the
+     * streaming decoder, and still are) */
     if (m->count_wrong && (m->array || t->type != JSONSCAN_NULL))
         b->pod.invalid++;
     if (begin)

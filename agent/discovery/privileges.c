@@ -5,12 +5,11 @@
  */
 #include "base/compat.h"
 
+#include "base/readfile.h"
 #include "base/strnum.h"
 #include "discovery/privileges.h"
 
-#include <fcntl.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #define CAP_BIT_DAC_READ_SEARCH    2u
 #define CAP_BIT_SYS_PTRACE         19u
@@ -79,30 +78,22 @@ int privileges_parse_status(const char *text, size_t len, uint64_t *eff)
     return -EINVAL;
 }
 
-/* Reads up to @a cap bytes of @a proc_root/@a name into @a buf. Returns the length or -errno. */
+/*
+ * Reads up to @a cap - 1 bytes of @a proc_root/@a name into @a buf, NUL-terminated. Returns the
+ * length (what came before a failed read, too) or -errno.
+ */
 static ssize_t privileges_read(const char *proc_root, const char *name, char *buf, size_t cap)
 {
     char path[512];
-    snprintf(path, sizeof(path), "%s/%s", proc_root, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return -errno;
     size_t len = 0;
-    while (len < cap) {
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    return (ssize_t)len;
+    snprintf(path, sizeof(path), "%s/%s", proc_root, name);
+    int err = readfile_into(path, buf, cap, &len, READFILE_INTO_KERNEL);
+    return err && len == 0 ? err : (ssize_t)len;
 }
 
 int privileges_effective(const char *proc_root, uint64_t *eff)
 {
-    char buf[4096] = ""; /* zeroed: the analyzer cannot see read() fill it */
+    char buf[4096 + 1] = ""; /* zeroed: the analyzer cannot see read() fill it */
     ssize_t len = privileges_read(proc_root, "self/status", buf, sizeof(buf));
     return len < 0 ? (int)len : privileges_parse_status(buf, (size_t)len, eff);
 }
@@ -150,22 +141,20 @@ static bool privileges_has(uint64_t eff, unsigned bit)
 void privileges_facts_read(const char *proc_root, struct privileges_facts *out)
 {
     *out = (struct privileges_facts){.yama_scope = -1, .init_userns = -1, .seccomp = -1};
-    char buf[4096] = ""; /* zeroed: the analyzer cannot see read() fill it */
+    char buf[4096 + 1] = ""; /* zeroed: the analyzer cannot see read() fill it */
     ssize_t n = privileges_read(proc_root, "self/status", buf, sizeof(buf));
     if (n > 0) {
         out->caps_known = privileges_parse_status(buf, (size_t)n, &out->eff) == 0;
         out->seccomp = privileges_seccomp(buf, (size_t)n);
     }
-    n = privileges_read(proc_root, "sys/kernel/yama/ptrace_scope", buf, 4);
+    n = privileges_read(proc_root, "sys/kernel/yama/ptrace_scope", buf, 4 + 1);
     if (n > 0 && buf[0] >= '0' && buf[0] <= '3')
         out->yama_scope = buf[0] - '0';
     n = privileges_read(proc_root, "self/uid_map", buf, sizeof(buf) - 1);
-    if (n > 0) {
-        buf[n] = '\0';
+    if (n > 0)
         out->init_userns = privileges_init_userns(buf);
-    }
     /* AppArmor's profile or SELinux's context; "unconfined" (or none) is no limit */
-    n = privileges_read(proc_root, "self/attr/current", buf, sizeof(out->lsm_label) - 1);
+    n = privileges_read(proc_root, "self/attr/current", buf, sizeof(out->lsm_label));
     size_t k = 0;
     for (ssize_t i = 0; i < n && buf[i] && buf[i] != '\n'; i++)
         out->lsm_label[k++] = buf[i] >= 0x20 && buf[i] < 0x7f ? buf[i] : '?';

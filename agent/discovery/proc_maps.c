@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/readfile.h"
 #include "base/strnum.h"
 #include "discovery/proc_maps.h"
 
@@ -175,17 +176,14 @@ int proc_maps_read(const char *proc_root, pid_t pid, struct proc_maps **out)
             buf = nb;
             cap *= 2;
         }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            /* reading the maps of a process that exited mid-read gives ESRCH */
-            err = errno == ESRCH ? -ESRCH : -errno;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
+        /* the buffer grows: readfile_into() is for one that does not */
+        size_t got = 0;
+        err = readfile_fill(fd, buf + len, cap - len, &got);
+        len += got;
+        if (err)
+            goto out; /* -ESRCH: the process exited mid-read */
+        if (len < cap)
+            break; /* the end */
     }
     err = proc_maps_parse(buf, len, PROC_MAPS_MAX_ENTRIES, out);
 out:

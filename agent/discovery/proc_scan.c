@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/readfile.h"
 #include "base/utf8.h"
 #include "discovery/proc_scan.h"
 
@@ -55,8 +56,8 @@ struct proc_scan {
     int64_t btime; /* of the current run; -1 unknown */
 
     /* scratch for one process */
-    char buf[PROC_SCAN_READ_MAX]; /* stat, status */
-    char cgroup[PROC_SCAN_READ_MAX];
+    char buf[PROC_SCAN_READ_MAX + 1]; /* stat, status (and readfile_into()'s NUL) */
+    char cgroup[PROC_SCAN_READ_MAX + 1];
     char cmdline[PROC_SCAN_CMDLINE_MAX + 1];
     char exe[PATH_MAX];
     char cwd[PATH_MAX];
@@ -207,33 +208,14 @@ static bool scan_gone(int err)
 }
 
 /*
- * Reads file @name under @dfd into @buf (at most @cap bytes, no NUL added).
- * *@full is set when the buffer filled up (the file may be longer). /proc
- * files are never symlinks, hence O_NOFOLLOW.
+ * Reads file @name under @dfd into @buf of @size bytes (at most @size - 1,
+ * NUL-terminated; a kernel file, so no type check: readfile.h). *@full is
+ * set when the buffer filled up (the file may be longer).
  */
-static int scan_read_at(int dfd, const char *name, char *buf, size_t cap, size_t *len, bool *full)
+static int scan_read_at(int dfd, const char *name, char *buf, size_t size, size_t *len, bool *full)
 {
-    int err = 0;
-    size_t got = 0;
-    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-    if (fd < 0)
-        return -errno;
-    while (got < cap) {
-        ssize_t n = read(fd, buf + got, cap - got);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            err = -errno;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    *len = got;
-    *full = got == cap;
-out:
-    close(fd);
+    int err = readfile_into_at(dfd, name, buf, size, len, READFILE_INTO_KERNEL);
+    *full = !err && *len == size - 1;
     return err;
 }
 
@@ -308,7 +290,7 @@ static int scan_read_btime(struct proc_scan *s, int rootfd, int64_t *btime)
     if (fd < 0)
         return -errno;
     while (total < SCAN_BTIME_READ_MAX && err == -ENOENT) {
-        ssize_t n = read(fd, s->buf, sizeof(s->buf));
+        ssize_t n = read(fd, s->buf, PROC_SCAN_READ_MAX);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -346,7 +328,7 @@ static int scan_cmdline(struct proc_scan *s, int dfd, size_t *len)
 {
     bool full = false;
     size_t n = 0;
-    int err = scan_read_at(dfd, "cmdline", s->cmdline, PROC_SCAN_CMDLINE_MAX, &n, &full);
+    int err = scan_read_at(dfd, "cmdline", s->cmdline, sizeof(s->cmdline), &n, &full);
     if (err)
         return err;
     if (full)

@@ -6,12 +6,12 @@
 #include "base/compat.h"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/readfile.h"
 #include "base/tfile.h"
 #include "discovery/elf_sections.h"
 #include "discovery/proc_maps.h"
@@ -64,31 +64,21 @@ static unsigned pyruntime_name_minor(const char *path)
 }
 
 /*
- * Whether the runtime at @raddr has an interpreter. The runtime_state entries
- * sit at the same table positions (24, 32, 40) in every version pyprofd
- * knows; for others the question is left to the unwinder (assume yes).
+ * Whether the runtime at @raddr has an interpreter: python/ says where its
+ * first interpreter's pointer sits (for a version with a table, from the
+ * table's first entries, read here). A version pyprofd has no layout of, or
+ * a table that does not add up, is left to the unwinder (assume yes).
  */
 static bool pyruntime_initialized(struct memread *mr, uint64_t raddr, const struct py_version *v)
 {
-    const struct pyabi_generated *gen = pyabi_generated_for(v->major == 3 ? v->minor : 0);
-    if (gen && gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].set) {
-        /* no table (3.11, 3.12): the generated layout says where */
-        uint64_t head = 0;
-        return memread_read(mr, raddr + gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].value, &head,
-                            sizeof(head)) != 0 ||
-               head != 0;
-    }
-    if (v->major != 3 || !pyabi_schema_for(v->minor))
-        return true;     /* no table pyprofd knows */
-    uint64_t entries[3]; /* runtime size, finalizing offset, interpreters_head offset */
-    if (memread_read(mr, raddr + 24, entries, sizeof(entries)))
+    unsigned char start[PYABI_RUNTIME_HEAD_MAX];
+    size_t need = pyabi_runtime_head_len(v);
+    uint64_t off = 0, head = 0;
+    if (need > sizeof(start) || (need && memread_read(mr, raddr, start, need)))
         return true;
-    if (entries[2] > entries[0] || entries[0] - entries[2] < 8)
-        return true; /* a bad table: the unwinder's validation will say so */
-    uint64_t head = 0;
-    if (memread_read(mr, raddr + entries[2], &head, sizeof(head)))
-        return true;
-    return head != 0;
+    if (pyabi_runtime_head(v, start, need, &off))
+        return true; /* no layout, or a bad table: the unwinder's validation will say so */
+    return memread_read(mr, raddr + off, &head, sizeof(head)) != 0 || head != 0;
 }
 
 const char *pyruntime_inside_root(const char *proc_root, pid_t pid, const char *path)
@@ -199,14 +189,11 @@ static enum pyruntime_place pyruntime_place(const char *proc_root, pid_t pid,
 static pid_t pyruntime_ns_pid(const char *proc_root, pid_t pid)
 {
     char path[PATH_MAX], buf[4096];
+    size_t n = 0;
     snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return pid;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
     struct proc_status st;
-    if (n <= 0 || proc_scan_parse_status(buf, (size_t)n, &st) != 0 || st.nspid <= 0)
+    if (readfile_into(path, buf, sizeof(buf), &n, READFILE_INTO_KERNEL | READFILE_INTO_ONCE) ||
+        n == 0 || proc_scan_parse_status(buf, n, &st) != 0 || st.nspid <= 0)
         return pid;
     return st.nspid;
 }
@@ -220,9 +207,11 @@ static pid_t pyruntime_ns_pid(const char *proc_root, pid_t pid)
  * Py_GetVersion() formats it), searched a chunk at a time (consecutive chunks
  * overlap by a few bytes, so a string across their border is found); failing
  * that, the minor version in the file's name ("python3.9",
- * "libpython3.10.so.1.0"), with the micro version unknown. Only 3.9 and 3.10
- * are taken (the versions with _PyRuntime and without Py_Version). Returns
- * whether @out was set; *@err is -ENOMEM when memory ran out.
+ * "libpython3.10.so.1.0"), with the micro version unknown. Only the
+ * versions python/ says are known this way are taken
+ * (pyversion_minor_by_string(): those with _PyRuntime and without
+ * Py_Version). Returns whether @out was set; *@err is -ENOMEM when memory
+ * ran out.
  */
 static bool pyruntime_version_string(const struct elf_file *ef, int fd, unsigned name_minor,
                                      struct py_version *out, int *err)
@@ -243,7 +232,8 @@ static bool pyruntime_version_string(const struct elf_file *ef, int fd, unsigned
             if (n <= 0)
                 break;
             /* the version of the file's name when it has one; else 3.9 or 3.10 */
-            for (unsigned minor = PYVERSION_MIN_MINOR; minor <= 10 && !found; minor++) {
+            for (unsigned minor = PYVERSION_MIN_MINOR; minor < PYVERSION_SYMBOL_MINOR && !found;
+                 minor++) {
                 if ((name_minor && minor != name_minor) ||
                     pyversion_scan(buf, (size_t)n, minor, out) < 0)
                     continue;
@@ -255,7 +245,7 @@ static bool pyruntime_version_string(const struct elf_file *ef, int fd, unsigned
         }
         alloc_free(buf);
     }
-    if (!found && (name_minor == 9 || name_minor == 10)) {
+    if (!found && pyversion_minor_by_string(name_minor)) {
         *out = (struct py_version){.hex = (3u << 24) | (name_minor << 16) | (PY_RELEASE_FINAL << 4),
                                    .major = 3,
                                    .minor = name_minor,
@@ -444,15 +434,11 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
 static bool pyruntime_is_dead(const char *proc_root, pid_t pid)
 {
     char path[PATH_MAX], buf[512];
+    size_t n = 0;
     snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (readfile_into(path, buf, sizeof(buf), &n, READFILE_INTO_KERNEL | READFILE_INTO_ONCE) ||
+        n == 0)
         return true;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return true;
-    buf[n] = '\0';
     const char *paren = strrchr(buf, ')'); /* the command name may contain ") " */
     return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }

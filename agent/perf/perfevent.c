@@ -5,11 +5,11 @@
  */
 #include "base/compat.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/readfile.h"
 #include "perf/perfevent.h"
 
 #define PERFEVENT_RING_LOG2_MAX 10u
@@ -22,15 +22,12 @@ static long perfevent_syscall(struct perf_event_attr *a, pid_t tid)
 /* /proc/sys/kernel/perf_event_paranoid, or INT32_MIN when it cannot be read. */
 static int perfevent_paranoid(void)
 {
-    int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return INT32_MIN;
     char buf[32];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
+    size_t n = 0;
+    if (readfile_into("/proc/sys/kernel/perf_event_paranoid", buf, sizeof(buf), &n,
+                      READFILE_INTO_KERNEL | READFILE_INTO_ONCE) ||
+        n == 0)
         return INT32_MIN;
-    buf[n] = '\0';
     char *end;
     long v = strtol(buf, &end, 10);
     return end == buf || v < -1000 || v > 1000 ? INT32_MIN : (int)v;

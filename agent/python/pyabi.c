@@ -8,6 +8,7 @@
 
 #include "base/bytes.h"
 #include "python/pyabi.h"
+#include "python/pycheck.h"
 
 static const char *const pyabi_names[PYOFF_COUNT] = {
 #define PYOFF(id, name) [PYOFF_##id] = (name), /* NOLINT(bugprone-macro-parentheses) */
@@ -34,14 +35,54 @@ const struct pyabi_schema *pyabi_schema_for(unsigned minor)
     }
 }
 
+size_t pyabi_runtime_head_len(const struct py_version *v)
+{
+    unsigned minor = v->major == 3 ? v->minor : 0;
+    const struct pyabi_generated *gen = pyabi_generated_for(minor);
+    const struct pyabi_schema *s = pyabi_schema_for(minor);
+    if ((gen && gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].set) || !s)
+        return 0;
+    size_t size = s->pos[PYOFF_RUNTIME_SIZE], head = s->pos[PYOFF_RUNTIME_INTERPRETERS_HEAD];
+    size_t need = (size > head ? size : head) + 8;
+    return size && head && need <= PYABI_RUNTIME_HEAD_MAX ? need : 0;
+}
+
+int pyabi_runtime_head(const struct py_version *v, const void *start, size_t len, uint64_t *off)
+{
+    unsigned minor = v->major == 3 ? v->minor : 0;
+    const struct pyabi_generated *gen = pyabi_generated_for(minor);
+    if (gen && gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].set) {
+        *off = gen->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].value; /* no table (3.9-3.12) */
+        return 0;
+    }
+    size_t need = pyabi_runtime_head_len(v);
+    if (need == 0)
+        return -ENOTSUP;
+    if (len < need)
+        return -EAGAIN;
+    const struct pyabi_schema *s = pyabi_schema_for(minor);
+    const unsigned char *t = start;
+    uint64_t size = load_le64(t + s->pos[PYOFF_RUNTIME_SIZE]);
+    uint64_t head = load_le64(t + s->pos[PYOFF_RUNTIME_INTERPRETERS_HEAD]);
+    if (head > size || size - head < 8)
+        return -EPROTO;
+    *off = head;
+    return 0;
+}
+
+bool pyabi_entry_frames_on_c_stack(const struct py_layout *l)
+{
+    /* 3.9, 3.10: a loop per frame object; 3.11: the first frame a loop runs
+     * carries is_entry; 3.12 on: a shim frame in the loop's C frame */
+    return !l->frame_objects && !l->has_is_entry;
+}
+
 /* Validation state: the table, its schema, and the first error. */
 struct pyabi_check {
     const unsigned char *table;
     const struct pyabi_schema *schema;
-    char *why;
-    size_t why_len;
     const char *what; /* "debug offsets", "generated layout" */
-    bool failed;
+    struct pycheck chk;
 };
 
 static bool pyabi_has(const struct pyabi_check *c, enum pyoff_id id)
@@ -57,35 +98,21 @@ static uint64_t pyabi_raw(const struct pyabi_check *c, enum pyoff_id id)
 static void pyabi_fail(struct pyabi_check *c, enum pyoff_id id, uint64_t value, const char *what,
                        uint64_t bound)
 {
-    if (c->failed)
-        return;
-    c->failed = true;
-    snprintf(c->why, c->why_len, "%s: '%s' = %" PRIu64 " %s %" PRIu64, c->what,
-             pyabi_entry_name(id), value, what, bound);
+    pycheck_fail(&c->chk, c->what, pyabi_entry_name(id), value, what, bound);
 }
 
 /* A section size: non-zero and at most @cap bytes. */
 static uint32_t pyabi_size(struct pyabi_check *c, enum pyoff_id id, uint64_t cap)
 {
-    uint64_t v = pyabi_raw(c, id);
-    if (v == 0)
-        pyabi_fail(c, id, v, "is not a size larger than", 0);
-    else if (v > cap)
-        pyabi_fail(c, id, v, "exceeds pyprofd's limit of", cap);
-    return c->failed ? 0 : (uint32_t)v;
+    return pycheck_size(&c->chk, c->what, pyabi_entry_name(id), pyabi_raw(c, id), cap);
 }
 
 /* A field of @width bytes at @base + entry, inside a section of @size bytes. */
 static uint32_t pyabi_field_at(struct pyabi_check *c, enum pyoff_id id, uint64_t base,
                                uint64_t size, unsigned width)
 {
-    uint64_t v = pyabi_raw(c, id);
-    unsigned align = width > 8 ? 8 : width; /* a two-pointer field is pointer-aligned */
-    if (v > UINT32_MAX || base + v + width > size)
-        pyabi_fail(c, id, v, "+ field width is outside its section of size", size - base);
-    else if ((base + v) % align != 0)
-        pyabi_fail(c, id, v, "is not aligned to", align);
-    return c->failed ? 0 : (uint32_t)(base + v);
+    return pycheck_field(&c->chk, c->what, pyabi_entry_name(id), pyabi_raw(c, id), base, size,
+                         width);
 }
 
 static uint32_t pyabi_field(struct pyabi_check *c, enum pyoff_id id, uint64_t size, unsigned width)
@@ -111,7 +138,7 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
                       char *why, size_t why_len)
 {
     struct pyabi_check c = {
-        .table = table, .schema = s, .why = why, .why_len = why_len, .what = what};
+        .table = table, .schema = s, .what = what, .chk = {.why = why, .why_len = why_len}};
     struct py_layout l = {.version = *v,
                           .ob_type = 8,
                           .table_size = s->table_size,
@@ -153,7 +180,7 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
     /* gc is a struct embedded in the interpreter state */
     uint32_t gc = pyabi_field(&c, PYOFF_INTERP_GC, in_size, 8);
     uint64_t gc_size = pyabi_size(&c, PYOFF_GC_SIZE, in_size);
-    if (!c.failed && gc + gc_size > in_size)
+    if (!c.chk.failed && gc + gc_size > in_size)
         pyabi_fail(&c, PYOFF_GC_SIZE, gc_size, "overruns interpreter_state at offset", gc);
     l.in_gc_collecting = gc + pyabi_field(&c, PYOFF_GC_COLLECTING, gc_size, 4);
     if (pyabi_has(&c, PYOFF_GC_FRAME)) {
@@ -271,12 +298,12 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
             l.fr_size = l.fr_previous + P;
         if (l.fr_executable + P > l.fr_size)
             l.fr_size = l.fr_executable + P;
-        if (!c.failed && l.fr_size > PYABI_MAX_FRAME)
+        if (!c.chk.failed && l.fr_size > PYABI_MAX_FRAME)
             pyabi_fail(&c, PYOFF_FRAMEOBJ_LASTI, l.fr_instr_ptr, "exceeds pyprofd's limit of",
                        PYABI_MAX_FRAME);
         l.lasti_scale = s->lasti_scale;
         l.lines = s->lines;
-        if (!c.failed && (l.lasti_scale != 1 && l.lasti_scale != 2))
+        if (!c.chk.failed && (l.lasti_scale != 1 && l.lasti_scale != 2))
             pyabi_fail(&c, PYOFF_FRAMEOBJ_LASTI, l.lasti_scale, "has an f_lasti unit other than",
                        2);
     } else {
@@ -314,7 +341,7 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
         l.co_tlbc = pyabi_field(&c, PYOFF_CODE_TLBC, l.co_size, P);
         l.in_tlbc_generation = pyabi_field(&c, PYOFF_INTERP_TLBC_GENERATION, in_size, 4);
         /* none of the three is the first field of its struct */
-        if (!c.failed && (!l.fr_tlbc_index || !l.co_tlbc || !l.in_tlbc_generation))
+        if (!c.chk.failed && (!l.fr_tlbc_index || !l.co_tlbc || !l.in_tlbc_generation))
             pyabi_fail(&c, PYOFF_CODE_TLBC, l.co_tlbc,
                        "(or tlbc_index, tlbc_generation) is unset in a free-threaded build", 0);
         l.has_tlbc = true;
@@ -331,7 +358,7 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
         l.str_compact_data = pyabi_fixed(&c, PYOFF_UNICODE_SIZE,
                                          l.str_ascii_data + s->compact_after_ascii, l.str_size, 1);
     /* The data sizes are values, not offsets; the header must hold the fields before them. */
-    if (!c.failed && (l.str_ascii_data <= l.str_state || l.str_compact_data < l.str_ascii_data))
+    if (!c.chk.failed && (l.str_ascii_data <= l.str_state || l.str_compact_data < l.str_ascii_data))
         pyabi_fail(&c, PYOFF_UNICODE_ASCII_SIZE, l.str_ascii_data,
                    "is inconsistent with the str header fields; compact size", l.str_compact_data);
 
@@ -342,7 +369,7 @@ static int pyabi_fill(const struct py_version *v, const struct pyabi_schema *s,
     if (pyabi_has(&c, PYOFF_OBJECT_TYPE))
         l.ob_type = pyabi_field(&c, PYOFF_OBJECT_TYPE, bytes_size, P);
 
-    if (c.failed)
+    if (c.chk.failed)
         return -EPROTO;
     *out = l;
     if (why_len)

@@ -243,6 +243,41 @@ struct py_layout {
 /** The schema for CPython 3.<minor>, or NULL when pyprofd has none. */
 const struct pyabi_schema *pyabi_schema_for(unsigned minor);
 
+/** The most bytes pyabi_runtime_head_len() asks for. */
+#define PYABI_RUNTIME_HEAD_MAX 64u
+
+/**
+ * How many bytes at the start of a CPython @a v runtime (_PyRuntime: its
+ * debug table's first entries) pyabi_runtime_head() needs, at most
+ * PYABI_RUNTIME_HEAD_MAX: 0 for a version without a table (its generated
+ * layout names the place itself) or one pyprofd has no layout of.
+ */
+size_t pyabi_runtime_head_len(const struct py_version *v);
+
+/**
+ * Where a CPython @a v runtime keeps interpreters_head (its first
+ * interpreter; NULL until the runtime is initialised), as an offset from
+ * the start of _PyRuntime: how discovery tells a started interpreter from
+ * one that is only mapped. A version with a debug table says it in that
+ * table: @a start holds the first @a len bytes of the runtime (untrusted,
+ * read from the target; NULL when pyabi_runtime_head_len() is 0), and only
+ * the entries needed are checked (the whole table is validated later, by
+ * pyabi_layout_load()). Returns 0 with *@a off; -ENOTSUP when pyprofd has
+ * no layout of the version; -EAGAIN when @a len is shorter than
+ * pyabi_runtime_head_len(); -EPROTO when the table's runtime size leaves no
+ * pointer at the offset it gives.
+ */
+PYPROFD_WARN_UNUSED int pyabi_runtime_head(const struct py_version *v, const void *start,
+                                           size_t len, uint64_t *off);
+
+/**
+ * Whether the evaluation loops of a target laid out by @a l keep their entry
+ * frames on the C stack, each in its loop's own C frame (3.12 on), where
+ * native stacks are joined by address; before, no frame marks it there and
+ * the loops are found by their symbol (_PyEval_EvalFrameDefault).
+ */
+bool pyabi_entry_frames_on_c_stack(const struct py_layout *l);
+
 /** "section.field" name of an entry, for messages. */
 const char *pyabi_entry_name(enum pyoff_id id);
 

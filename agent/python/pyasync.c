@@ -8,6 +8,7 @@
 
 #include "base/bytes.h"
 #include "python/pyasync.h"
+#include "python/pycheck.h"
 
 #define PYASYNC_LLIST_NODE 16u /* struct llist_node: next, prev */
 
@@ -49,9 +50,7 @@ const struct pyasync_schema *pyasync_schema_for(unsigned minor)
 struct pyasync_check {
     const unsigned char *debug, *aio;
     const struct pyasync_schema *schema;
-    char *why;
-    size_t why_len;
-    bool failed;
+    struct pycheck chk;
 };
 
 static uint64_t pyasync_raw(const struct pyasync_check *c, enum pyaio_id id)
@@ -60,39 +59,30 @@ static uint64_t pyasync_raw(const struct pyasync_check *c, enum pyaio_id id)
     return load_le64(t + c->schema->pos[id]);
 }
 
+/* Which table an entry is in, as messages name it. */
+static const char *pyasync_what(enum pyaio_id id)
+{
+    return pyasync_tables[id] == PYAIO_TABLE_ASYNCIO ? "asyncio offsets" : "debug offsets";
+}
+
 static void pyasync_fail(struct pyasync_check *c, enum pyaio_id id, uint64_t value,
                          const char *what, uint64_t bound)
 {
-    if (c->failed)
-        return;
-    c->failed = true;
-    snprintf(c->why, c->why_len, "%s offsets: '%s' = %" PRIu64 " %s %" PRIu64,
-             pyasync_tables[id] == PYAIO_TABLE_ASYNCIO ? "asyncio" : "debug",
-             pyasync_entry_name(id), value, what, bound);
+    pycheck_fail(&c->chk, pyasync_what(id), pyasync_entry_name(id), value, what, bound);
 }
 
 /* A section size: non-zero and at most @cap bytes. */
 static uint32_t pyasync_size(struct pyasync_check *c, enum pyaio_id id, uint64_t cap)
 {
-    uint64_t v = pyasync_raw(c, id);
-    if (v == 0)
-        pyasync_fail(c, id, v, "is not a size larger than", 0);
-    else if (v > cap)
-        pyasync_fail(c, id, v, "exceeds pyprofd's limit of", cap);
-    return c->failed ? 0 : (uint32_t)v;
+    return pycheck_size(&c->chk, pyasync_what(id), pyasync_entry_name(id), pyasync_raw(c, id), cap);
 }
 
 /* A field of @width bytes (aligned to min(width, 8)) inside a section of @size bytes. */
 static uint32_t pyasync_field(struct pyasync_check *c, enum pyaio_id id, uint64_t size,
                               unsigned width)
 {
-    uint64_t v = pyasync_raw(c, id);
-    unsigned align = width > 8 ? 8 : width;
-    if (v > UINT32_MAX || v + width > size)
-        pyasync_fail(c, id, v, "+ field width is outside its section of size", size);
-    else if (v % align != 0)
-        pyasync_fail(c, id, v, "is not aligned to", align);
-    return c->failed ? 0 : (uint32_t)v;
+    return pycheck_field(&c->chk, pyasync_what(id), pyasync_entry_name(id), pyasync_raw(c, id), 0,
+                         size, width);
 }
 
 /* The generator frame-state values and what each means. */
@@ -142,7 +132,7 @@ int pyasync_layout_load(const struct py_version *v, const struct py_layout *base
         return -EPROTO;
     }
     struct pyasync_check c = {
-        .debug = debug, .aio = aio, .schema = s, .why = why, .why_len = why_len};
+        .debug = debug, .aio = aio, .schema = s, .chk = {.why = why, .why_len = why_len}};
     struct pyasync_layout l = {.tag_mask = base->tag_mask,
                                .fr_size = base->fr_size,
                                .fr_executable = base->fr_executable,
@@ -186,14 +176,14 @@ int pyasync_layout_load(const struct py_version *v, const struct py_layout *base
 
     /* the implementation's thread state extends the public one */
     l.ts_size = pyasync_size(&c, PYAIO_TSTATE_SIZE, PYABI_MAX_TSTATE);
-    if (!c.failed && l.ts_size < base->ts_size)
+    if (!c.chk.failed && l.ts_size < base->ts_size)
         pyasync_fail(&c, PYAIO_TSTATE_SIZE, l.ts_size, "is smaller than thread_state.size",
                      base->ts_size);
     l.ts_running_loop = pyasync_field(&c, PYAIO_TSTATE_RUNNING_LOOP, l.ts_size, P);
     l.ts_running_task = pyasync_field(&c, PYAIO_TSTATE_RUNNING_TASK, l.ts_size, P);
     l.ts_tasks_head = pyasync_field(&c, PYAIO_TSTATE_TASKS_HEAD, l.ts_size, PYASYNC_LLIST_NODE);
 
-    if (c.failed)
+    if (c.chk.failed)
         return -EPROTO;
     pyasync_states(s, &l);
     *out = l;

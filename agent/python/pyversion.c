@@ -13,6 +13,11 @@ bool pyversion_minor_supported(unsigned minor)
     return minor >= PYVERSION_MIN_MINOR && minor <= PYVERSION_MAX_MINOR;
 }
 
+bool pyversion_minor_by_string(unsigned minor)
+{
+    return pyversion_minor_supported(minor) && minor < PYVERSION_SYMBOL_MINOR;
+}
+
 int pyversion_decode(const void *header, size_t len, struct py_version *out)
 {
     const unsigned char *h = header;

@@ -52,6 +52,17 @@
 /** Whether pyprofd reads CPython 3.@a minor (final releases; see pyversion_check_supported()). */
 bool pyversion_minor_supported(unsigned minor);
 
+/*
+ * The binaries of 3.PYVERSION_SYMBOL_MINOR on export their version word
+ * (Py_Version); those before it are known by the PY_VERSION string in their
+ * read-only data, or else by the minor version their file is named for.
+ */
+#define PYVERSION_SYMBOL_MINOR 11
+
+/** Whether a binary of CPython 3.@a minor is known by its PY_VERSION string: a supported
+ *  minor version before PYVERSION_SYMBOL_MINOR. */
+bool pyversion_minor_by_string(unsigned minor);
+
 enum py_release_level {
     PY_RELEASE_ALPHA = 0xA,
     PY_RELEASE_BETA = 0xB,

@@ -3,7 +3,7 @@
  * nsampler.h: stage 3 for mixed stacks (`record --native=full`, a job's
  * `native: full`). Where sampler.h samples on its own schedule, this one is
  * driven by the kernel: each thread of the target has a perf event
- * (unwind/perfsample.h) that samples it every period of its own CPU time,
+ * (perf/perfsample.h) that samples it every period of its own CPU time,
  * copying its registers and the top of its stack. Each sample wakes the
  * caller (nsampler_fd()), which calls nsampler_drain(): the Python stacks are
  * read at once (all threads, with their entry frames), each waiting sample

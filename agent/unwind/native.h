@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * native.h: native (C) stacks of one process from the kernel's samples of
- * its threads (unwind/perfsample.h): each sample's user registers and stack
+ * its threads (perf/perfsample.h): each sample's user registers and stack
  * copy are unwound with the DWARF call-frame information of the binaries the
  * process maps (.eh_frame, or .debug_frame from a separate debug file found
  * by build id), through elfutils' libdwfl, as `perf record --call-graph

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Live test of native stacks (agent/unwind/perfsample.c, native.c): a real
+ * Live test of native stacks (agent/perf/perfsample.c, agent/unwind/native.c): a real
  * CPython (3.13, 3.14, 3.15 from the test rootfs; chroot'ed, so its
  * libraries are the rootfs's, not the host's) runs tests/targets/native_work.py,
  * whose main thread spends its time in OpenSSL's SHA-256 and zlib's deflate

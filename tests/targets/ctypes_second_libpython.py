@@ -28,40 +28,12 @@ SECONDS has elapsed. The garbage collector is disabled while spinning.
 import argparse
 import ctypes
 import gc
-import json
-import os
-import platform
 import signal
 import sys
-import threading
+
+from pyprofd_expected import announce
 
 done = False
-
-
-def frame_record(frame, leaf_line=None):
-    """One frame as pyprofd dump --json prints it; the leaf gets leaf_line."""
-    code = frame.f_code
-    if leaf_line is not None:
-        return {"function": getattr(code, "co_qualname", code.co_name), "file": code.co_filename,
-                "line": leaf_line, "end_line": None, "column": None, "end_column": None}
-    positions = (list(code.co_positions())[frame.f_lasti // 2] if hasattr(code, "co_positions")
-                 else (frame.f_lineno, None, None, None))  # <= 3.10: lines only
-    return {"function": getattr(code, "co_qualname", code.co_name), "file": code.co_filename,
-            "line": frame.f_lineno, "end_line": positions[1],
-            "column": positions[2], "end_column": positions[3]}
-
-
-def announce(leaf, leaf_line, **extra):
-    """Print the expected stack (leaf first) and the ready line."""
-    frames = [frame_record(leaf, leaf_line)]
-    frame = leaf.f_back
-    while frame is not None:
-        frames.append(frame_record(frame))
-        frame = frame.f_back
-    expected = {"python": platform.python_version(), "pid": os.getpid(),
-                "thread_id": threading.get_native_id(), "frames": frames, **extra}
-    print("pyprofd-expected: " + json.dumps(expected), flush=True)
-    print("pyprofd-target: ready", flush=True)
 
 
 def load_second_runtime():

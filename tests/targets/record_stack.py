@@ -29,51 +29,17 @@ no <GC> marker shows up in a sample.
 
 import argparse
 import gc
-import json
-import os
-import platform
 import signal
 import sys
-import threading
+
+from pyprofd_expected import announce
 
 done = False
 
 
-def frame_record(frame, leaf_line=None):
-    """One frame as pyprofd dump --json prints it; the leaf gets leaf_line."""
-    code = frame.f_code
-    if leaf_line is not None:
-        line, end_line, column, end_column = leaf_line, None, None, None
-    else:
-        positions = (list(code.co_positions())[frame.f_lasti // 2] if hasattr(code, "co_positions")
-                 else (frame.f_lineno, None, None, None))  # <= 3.10: lines only
-        line = frame.f_lineno
-        end_line, column, end_column = positions[1], positions[2], positions[3]
-        if positions[0] != line:
-            # Not expected on 3.13+; shows up as a test failure if it happens.
-            print(f"pyprofd-target: warning: f_lineno {line} != co_positions "
-                  f"line {positions[0]} in {code.co_name}", flush=True)
-    return {"function": getattr(code, "co_qualname", code.co_name),  # (<= 3.10: co_name)
-            "file": code.co_filename, "line": line,
-            "end_line": end_line, "column": column, "end_column": end_column}
-
-
-def announce(leaf, leaf_line):
-    """Print the expected stack (leaf first) and the ready line."""
-    frames = [frame_record(leaf, leaf_line)]
-    frame = leaf.f_back
-    while frame is not None:
-        frames.append(frame_record(frame))
-        frame = frame.f_back
-    expected = {"python": platform.python_version(), "pid": os.getpid(),
-                "thread_id": threading.get_native_id(), "frames": frames}
-    print("pyprofd-expected: " + json.dumps(expected), flush=True)
-    print("pyprofd-target: ready", flush=True)
-
-
 def spin():
     me = sys._getframe()
-    announce(me, me.f_lineno + 1)  # the next line is the leaf's line
+    announce(me, me.f_lineno + 1, check_lines=True)  # the next line is the leaf's line
     while not done: pass  # noqa: E701 -- one line on purpose: a stable leaf line
 
 

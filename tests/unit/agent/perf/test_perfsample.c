@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/unwind/perfsample.c: the record parser over records built
+ * Tests for agent/perf/perfsample.c: the record parser over records built
  * here (each field's bounds, a 32-bit thread, a partial stack copy, other
  * record types), and the kernel's own samples of a thread of this process
  * that burns CPU: registers and a stack copy that starts at its stack

@@ -411,6 +411,72 @@ static void test_pyabi__schemas_are_consistent(void **state)
     }
 }
 
+/*
+ * Where discovery finds a runtime's first interpreter: for a version with a
+ * table, the table's own entry (the one the layout loads), checked against
+ * the runtime size it reports; for one without, its generated layout's; for
+ * one pyprofd does not know, nowhere. Every supported version has a place.
+ */
+static void test_pyabi__runtime_head(void **state)
+{
+    (void)state;
+    uint64_t off = 0;
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(tables); i++) {
+        size_t len;
+        struct py_version v;
+        uint8_t *buf = load_table(&tables[i], &len, &v);
+        struct py_layout l;
+        char why[256];
+        assert_int_equal(pyabi_layout_load(&v, buf, len, &l, why, sizeof(why)), 0);
+        size_t need = pyabi_runtime_head_len(&v);
+        assert_true(need > PYVERSION_HEADER_SIZE && need <= PYABI_RUNTIME_HEAD_MAX);
+        assert_int_equal(pyabi_runtime_head(&v, buf, need, &off), 0);
+        assert_true(off == l.rt_interpreters_head);
+        assert_int_equal(pyabi_runtime_head(&v, buf, need - 1, &off), -EAGAIN);
+        /* a runtime size that leaves no pointer at that offset */
+        uint64_t size = off + 4;
+        memcpy(buf + pyabi_schema_for(tables[i].minor)->pos[PYOFF_RUNTIME_SIZE], &size, 8);
+        assert_int_equal(pyabi_runtime_head(&v, buf, need, &off), -EPROTO);
+        alloc_free(buf);
+    }
+    struct py_version v11 = {.hex = 0x030b02f0, .major = 3, .minor = 11, .micro = 2, .level = 0xF};
+    assert_int_equal(pyabi_runtime_head_len(&v11), 0);
+    assert_int_equal(pyabi_runtime_head(&v11, NULL, 0, &off), 0);
+    assert_true(off == pyabi_generated_for(11)->e[PYOFF_RUNTIME_INTERPRETERS_HEAD].value);
+    struct py_version v16 = {.hex = 0x031000f0, .major = 3, .minor = 16, .level = 0xF};
+    assert_int_equal(pyabi_runtime_head_len(&v16), 0);
+    assert_int_equal(pyabi_runtime_head(&v16, NULL, 0, &off), -ENOTSUP);
+    for (unsigned m = PYVERSION_MIN_MINOR; m <= PYVERSION_MAX_MINOR; m++) {
+        struct py_version v = {
+            .hex = 0x030000f0u | (m << 16), .major = 3, .minor = m, .level = 0xF};
+        uint8_t start[PYABI_RUNTIME_HEAD_MAX] = {0};
+        start[pyabi_runtime_head_len(&v) > 0 ? pyabi_schema_for(m)->pos[PYOFF_RUNTIME_SIZE] : 0] =
+            0xff; /* a table's runtime size; its head entry 0 */
+        assert_int_equal(pyabi_runtime_head(&v, start, sizeof(start), &off), 0);
+    }
+}
+
+/* Where the native join finds the evaluation loops: by address from 3.12 on, by symbol before. */
+static void test_pyabi__entry_frames_on_c_stack(void **state)
+{
+    (void)state;
+    struct py_layout l;
+    char why[256];
+    for (unsigned m = PYVERSION_MIN_MINOR; m < PYVERSION_TABLE_MINOR; m++) {
+        struct py_version v = {
+            .hex = 0x030000f0u | (m << 16), .major = 3, .minor = m, .level = 0xF};
+        assert_int_equal(pyabi_layout_generated(&v, pyabi_generated_for(m), &l, why, sizeof(why)),
+                         0);
+        assert_true(pyabi_entry_frames_on_c_stack(&l) == (m >= 12));
+    }
+    size_t len;
+    struct py_version v;
+    uint8_t *buf = load_table(&tables[0], &len, &v);
+    assert_int_equal(pyabi_layout_load(&v, buf, len, &l, why, sizeof(why)), 0);
+    assert_true(pyabi_entry_frames_on_c_stack(&l));
+    alloc_free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +487,8 @@ int main(void)
         cmocka_unit_test(test_pyabi__generated_layouts),
         cmocka_unit_test(test_pyabi__free_threaded_rules),
         cmocka_unit_test(test_pyabi__schemas_are_consistent),
+        cmocka_unit_test(test_pyabi__runtime_head),
+        cmocka_unit_test(test_pyabi__entry_frames_on_c_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,6 +128,12 @@ static void test_pyversion__one_supported_range(void **state)
         else
             assert_non_null(pyabi_generated_for(m));
     }
+    /* known by their PY_VERSION string: those before Py_Version, none before the range */
+    for (unsigned m = 0; m <= PYVERSION_MAX_MINOR + 1; m++)
+        assert_true(pyversion_minor_by_string(m) ==
+                    (m >= PYVERSION_MIN_MINOR && m < PYVERSION_SYMBOL_MINOR));
+    assert_true(pyversion_minor_by_string(9) && pyversion_minor_by_string(10));
+    assert_false(pyversion_minor_by_string(11));
     assert_null(pyabi_schema_for(PYVERSION_TABLE_MINOR - 1));
     assert_null(pyabi_schema_for(PYVERSION_MAX_MINOR + 1));
 }
