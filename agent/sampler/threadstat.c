@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/strnum.h"
+#include "base/readfile.h"
 #include "sampler/tasks.h"
 #include "sampler/threadstat.h"
 
@@ -50,18 +51,13 @@ int threadstat_parse_schedstat(const char *text, size_t len, uint64_t out[3])
     return i + 1 == len && text[i] == '\n' ? 0 : -EINVAL; /* one line, all of it */
 }
 
+/* A /proc file of one record pyprofd named itself: one read, -ESRCH when gone (base/readfile.h). */
 static ssize_t threadstat_slurp(const char *path, char *buf, size_t cap)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? -ESRCH : -errno;
-    ssize_t n = read(fd, buf, cap - 1);
-    int e = errno;
-    close(fd);
-    if (n < 0)
-        return e == ESRCH ? -ESRCH : -e;
-    buf[n] = '\0';
-    return n;
+    size_t len = 0;
+    int err = readfile_into(path, buf, cap, &len,
+                            READFILE_INTO_KERNEL | READFILE_INTO_ONCE | READFILE_INTO_GONE);
+    return err ? err : (ssize_t)len;
 }
 
 int threadstat_state(const char *proc_root, pid_t pid, pid_t host_tid, char *state)
