@@ -399,47 +399,64 @@ static void unwind_check_generation(struct unwinder *u, const struct interp_view
     u->gen_value[u->ngen++] = in->code_generation;
 }
 
-int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_result **out,
-                    enum sample_status *status)
-{
-    const struct py_layout *l = &u->l;
-    u->result.nthreads = 0;
-    u->nframes = 0;
-    *out = &u->result;
-
-    uint64_t head = 0, finalizing = 0;
-    struct memread_iov rt[3 + UNWIND_INTERP_IOV + UNWIND_THREAD_IOV];
-    size_t nrt = 0;
-    if (u->rt_span) {
-        rt[nrt++] = (struct memread_iov){u->runtime_raddr + u->rt_lo, u->runtime_buf, u->rt_span};
-    } else {
-        rt[nrt++] = (struct memread_iov){u->runtime_raddr + l->rt_interpreters_head, &head, 8};
-        rt[nrt++] = (struct memread_iov){u->runtime_raddr + l->rt_finalizing, &finalizing, 8};
-    }
+/*
+ * A sample's first read, in one system call: the runtime's interpreter list
+ * head and finalizing flag, its GIL (<= 3.11), and the first interpreter and
+ * its main thread where the last sample found them (they rarely change).
+ */
+struct sample_read {
+    struct memread_iov iov[3 + UNWIND_INTERP_IOV + UNWIND_THREAD_IOV];
+    size_t nrt; /* iov[0, nrt): the runtime's fields (and its GIL) */
+    size_t n;   /* iov[nrt, n): the guesses */
+    uint64_t head, finalizing;
     /* <= 3.11: the one GIL is the runtime's (locked and last_holder are
      * neighbours): read with the runtime's fields */
     uint8_t gil[24];
-    struct memread_iov gil_iov = {0, gil, 0};
-    uint32_t gil_lo = 0;
+    struct memread_iov gil_iov; /* len 0: not read with them */
+    uint32_t gil_lo;
+    struct interp_view guessed;    /* the first interpreter, if guessed */
+    struct thread_read fused_read; /* its main thread's, if fused */
+    bool fused;                    /* the main thread is read in the same call */
+    bool skip_runtime;             /* the runtime's fields are left out */
+};
+
+/* Sets up the first read of a sample with @flags. */
+static void unwind_runtime_prepare(struct unwinder *u, unsigned flags, struct sample_read *sr)
+{
+    const struct py_layout *l = &u->l;
+    struct memread_iov *rt = sr->iov;
+    sr->head = 0;
+    sr->finalizing = 0;
+    sr->nrt = 0;
+    if (u->rt_span) {
+        rt[sr->nrt++] =
+            (struct memread_iov){u->runtime_raddr + u->rt_lo, u->runtime_buf, u->rt_span};
+    } else {
+        rt[sr->nrt++] =
+            (struct memread_iov){u->runtime_raddr + l->rt_interpreters_head, &sr->head, 8};
+        rt[sr->nrt++] =
+            (struct memread_iov){u->runtime_raddr + l->rt_finalizing, &sr->finalizing, 8};
+    }
+    sr->gil_iov = (struct memread_iov){0, sr->gil, 0};
+    sr->gil_lo = 0;
     if (l->holds_gil_kind == PYABI_GIL_RUNTIME_HOLDER) {
-        gil_lo = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_locked : l->rt_gil_holder;
+        sr->gil_lo = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_locked : l->rt_gil_holder;
         uint32_t hi = l->rt_gil_locked < l->rt_gil_holder ? l->rt_gil_holder : l->rt_gil_locked;
-        if (hi - gil_lo <= sizeof(gil) - 8) {
-            gil_iov = (struct memread_iov){u->runtime_raddr + gil_lo, gil, hi - gil_lo + 8};
-            rt[nrt++] = gil_iov;
+        if (hi - sr->gil_lo <= sizeof(sr->gil) - 8) {
+            sr->gil_iov =
+                (struct memread_iov){u->runtime_raddr + sr->gil_lo, sr->gil, hi - sr->gil_lo + 8};
+            rt[sr->nrt++] = sr->gil_iov;
         }
     }
     /* the first interpreter rarely changes: read it in the same call */
-    struct interp_view guessed;
-    size_t n = nrt;
+    sr->n = sr->nrt;
     if (u->interp_guess)
-        n += unwind_interp_iov(u, u->interp_guess, &guessed, rt + n);
+        sr->n += unwind_interp_iov(u, u->interp_guess, &sr->guessed, rt + sr->n);
     /* ... and so does the main thread: when sampling only it, its state and
      * stack are read in the same call too (checked below, used if it held) */
-    struct thread_read fused_read;
-    bool fused = !(flags & UNWIND_ALL_THREADS) && n > nrt && u->main_guess;
-    if (fused)
-        n += unwind_thread_prepare(u, u->main_guess, rt + n, &fused_read);
+    sr->fused = !(flags & UNWIND_ALL_THREADS) && sr->n > sr->nrt && u->main_guess;
+    if (sr->fused)
+        sr->n += unwind_thread_prepare(u, u->main_guess, rt + sr->n, &sr->fused_read);
     /*
      * Sampling only the main thread, the runtime's list head and finalizing
      * flag are left out while the main interpreter's threads.main, read in
@@ -449,60 +466,88 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
      * runtime's fields"). The main interpreter is static, so the list head
      * is not needed to find it; sub-interpreters are not sampled.
      */
-    bool skip_runtime = fused && u->main_running;
-    int err = skip_runtime ? memread_readv(u->mr, rt + nrt, n - nrt) : memread_readv(u->mr, rt, n);
-    if (unwind_guess_may_be_why(err) && n > nrt) {
+    sr->skip_runtime = sr->fused && u->main_running;
+}
+
+/*
+ * Makes the read set up by unwind_runtime_prepare(), again without the
+ * guesses when one of them could not be read, with the runtime's fields
+ * when they were left out but threads.main says they are needed, and field
+ * by field when the bytes between the fields cannot be read. Returns 0 or a
+ * read error.
+ */
+static int unwind_runtime_read(struct unwinder *u, struct sample_read *sr)
+{
+    const struct py_layout *l = &u->l;
+    struct memread_iov *rt = sr->iov;
+    int err = sr->skip_runtime ? memread_readv(u->mr, rt + sr->nrt, sr->n - sr->nrt)
+                               : memread_readv(u->mr, rt, sr->n);
+    if (unwind_guess_may_be_why(err) && sr->n > sr->nrt) {
         /* the interpreter or main thread went away, or a guess read with the
          * main thread can no longer be read: none of them is kept */
-        if (fused)
+        if (sr->fused)
             unwind_forget_guesses(u, u->main_guess);
         u->interp_guess = 0;
         u->main_guess = 0;
-        fused = false;
-        skip_runtime = false;
-        n = nrt;
-        err = memread_readv(u->mr, rt, n);
+        sr->fused = false;
+        sr->skip_runtime = false;
+        sr->n = sr->nrt;
+        err = memread_readv(u->mr, rt, sr->n);
     }
-    if (!err && skip_runtime) {
-        struct interp_view g = guessed;
+    if (!err && sr->skip_runtime) {
+        struct interp_view g = sr->guessed;
         unwind_interp_done(u, &g);
         if (g.id != 0 || g.threads_main == 0) {
             /* main() is done (or this is no longer the main interpreter):
              * the runtime's fields are read, now and from now on */
-            skip_runtime = false;
-            err = memread_readv(u->mr, rt, nrt);
+            sr->skip_runtime = false;
+            err = memread_readv(u->mr, rt, sr->nrt);
         }
     }
     if (err == -EFAULT && u->rt_span) {
         /* the bytes between the two fields cannot be read (an image that
          * holds only what older versions read): field by field from now on */
         u->rt_span = 0;
-        rt[0] = (struct memread_iov){u->runtime_raddr + l->rt_interpreters_head, &head, 8};
-        rt[1] = (struct memread_iov){u->runtime_raddr + l->rt_finalizing, &finalizing, 8};
-        nrt = n = 2;
-        if (gil_iov.len)
-            rt[n++] = gil_iov, nrt++;
-        err = memread_readv(u->mr, rt, n);
+        rt[0] = (struct memread_iov){u->runtime_raddr + l->rt_interpreters_head, &sr->head, 8};
+        rt[1] = (struct memread_iov){u->runtime_raddr + l->rt_finalizing, &sr->finalizing, 8};
+        sr->nrt = sr->n = 2;
+        if (sr->gil_iov.len)
+            rt[sr->n++] = sr->gil_iov, sr->nrt++;
+        err = memread_readv(u->mr, rt, sr->n);
     }
+    return err;
+}
+
+/*
+ * The runtime of a sample with @flags: its first read (@sr), then whether it
+ * is initialised and not finalizing, and (<= 3.11) who holds its GIL.
+ * Returns 0, or a negative errno with *@status saying why.
+ */
+static int unwind_sample_runtime(struct unwinder *u, unsigned flags, struct sample_read *sr,
+                                 enum sample_status *status)
+{
+    const struct py_layout *l = &u->l;
+    unwind_runtime_prepare(u, flags, sr);
+    int err = unwind_runtime_read(u, sr);
     if (err) {
         u->main_running = false;
         *status = status_from_errno(err);
         return err;
     }
-    if (skip_runtime) {
-        head = u->interp_guess; /* the main interpreter, as checked above */
+    if (sr->skip_runtime) {
+        sr->head = u->interp_guess; /* the main interpreter, as checked above */
     } else {
         u->main_running = false; /* until the main interpreter is looked at below */
         if (u->rt_span) {
-            head = load_le64(u->runtime_buf + (l->rt_interpreters_head - u->rt_lo));
-            finalizing = load_le64(u->runtime_buf + (l->rt_finalizing - u->rt_lo));
+            sr->head = load_le64(u->runtime_buf + (l->rt_interpreters_head - u->rt_lo));
+            sr->finalizing = load_le64(u->runtime_buf + (l->rt_finalizing - u->rt_lo));
         }
     }
-    if (head == 0) {
+    if (sr->head == 0) {
         *status = SAMPLE_NOT_INITIALIZED;
         return -EAGAIN;
     }
-    if (finalizing != 0) {
+    if (sr->finalizing != 0) {
         *status = SAMPLE_FINALIZING;
         return -EAGAIN;
     }
@@ -510,39 +555,50 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
     u->rt_gil_locked = 0;
     u->rt_gil_holder = 0;
     /* (read above with the runtime's fields, unless those were left out) */
-    if (gil_iov.len &&
-        (!skip_runtime || memread_read(u->mr, gil_iov.raddr, gil, gil_iov.len) == 0)) {
-        u->rt_gil_locked = (int32_t)load_le32(gil + (l->rt_gil_locked - gil_lo));
-        u->rt_gil_holder = load_le64(gil + (l->rt_gil_holder - gil_lo));
+    if (sr->gil_iov.len && (!sr->skip_runtime || memread_read(u->mr, sr->gil_iov.raddr, sr->gil,
+                                                              sr->gil_iov.len) == 0)) {
+        u->rt_gil_locked = (int32_t)load_le32(sr->gil + (l->rt_gil_locked - sr->gil_lo));
+        u->rt_gil_holder = load_le64(sr->gil + (l->rt_gil_holder - sr->gil_lo));
     }
+    return 0;
+}
 
-    /* <= 3.10: where the TID is, before any thread is sampled (the main
-     * interpreter is the last in the list, its main thread the tail) */
-    if (!l->has_native_thread_id && !u->tid_tried) {
-        uint64_t at = head;
-        for (unsigned i = 0; at && i < UNWIND_MAX_INTERPRETERS; i++) {
-            struct interp_view in;
-            if (unwind_read_interp(u, at, &in) != 0)
-                break;
-            if (in.id == 0) {
-                if (unwind_find_tail(u, &in) == 0 && in.threads_main)
-                    unwind_learn_tid_off(u, in.threads_main);
-                break;
-            }
-            at = in.next;
+/* <= 3.10: where the TID is, before any thread is sampled (the main
+ * interpreter is the last in the list from @head, its main thread the tail) */
+static void unwind_learn_tid(struct unwinder *u, uint64_t head)
+{
+    uint64_t at = head;
+    for (unsigned i = 0; at && i < UNWIND_MAX_INTERPRETERS; i++) {
+        struct interp_view in;
+        if (unwind_read_interp(u, at, &in) != 0)
+            break;
+        if (in.id == 0) {
+            if (unwind_find_tail(u, &in) == 0 && in.threads_main)
+                unwind_learn_tid_off(u, in.threads_main);
+            break;
         }
+        at = in.next;
     }
+}
 
-    uint64_t overflows = codecache_overflows(u->codes);
-    bool saw_main = false; /* the main interpreter had a main thread */
-    uint64_t raddr = head;
+/*
+ * Samples the interpreters from @sr->head: every thread of each with
+ * UNWIND_ALL_THREADS, else the main interpreter's main thread (*@saw_main:
+ * it had one), read already with the runtime when the guess held. Returns
+ * 0, or a read error with *@status saying why.
+ */
+static int unwind_sample_interpreters(struct unwinder *u, unsigned flags, struct sample_read *sr,
+                                      bool *saw_main, enum sample_status *status)
+{
+    const struct py_layout *l = &u->l;
+    uint64_t raddr = sr->head;
     for (unsigned ninterp = 0; raddr && ninterp < UNWIND_MAX_INTERPRETERS; ninterp++) {
         struct interp_view in;
-        if (ninterp == 0 && n > nrt && head == u->interp_guess) {
-            in = guessed;
+        if (ninterp == 0 && sr->n > sr->nrt && sr->head == u->interp_guess) {
+            in = sr->guessed;
             unwind_interp_done(u, &in);
         } else {
-            err = unwind_read_interp(u, raddr, &in);
+            int err = unwind_read_interp(u, raddr, &in);
             if (err) {
                 *status = status_from_errno(err);
                 return err;
@@ -558,7 +614,7 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
              * program never does. Threads are pushed at the head of the list,
              * so the first thread, the one that set Python up, is the tail.
              * Sub-interpreters have no main thread unless they say so. */
-            err = unwind_find_tail(u, &in);
+            int err = unwind_find_tail(u, &in);
             if (err) {
                 *status = status_from_errno(err);
                 return err;
@@ -576,20 +632,42 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
                 t = load_le64(u->tstate + l->ts_next);
             }
         } else if (in.id == 0 && in.threads_main) {
-            saw_main = true;
+            *saw_main = true;
             /* read already, with the runtime, if the guess held */
-            bool pre = fused && ninterp == 0 && in.threads_main == u->main_guess &&
-                       unwind_thread_finish(u, &fused_read) == 0;
+            bool pre = sr->fused && ninterp == 0 && in.threads_main == u->main_guess &&
+                       unwind_thread_finish(u, &sr->fused_read) == 0;
             /* the main interpreter first in the list, main() running (its
              * own threads.main, not the tail found above): from now on the
-             * runtime's fields can be left out (see above) */
-            if (ninterp == 0 && !skip_runtime && !(flags & UNWIND_ALL_THREADS))
+             * runtime's fields can be left out (see unwind_runtime_prepare()) */
+            if (ninterp == 0 && !sr->skip_runtime && !(flags & UNWIND_ALL_THREADS))
                 u->main_running = main_set;
             (void)unwind_sample_thread(u, in.threads_main, &in, flags, pre);
             u->main_guess = in.threads_main;
         }
         raddr = in.next;
     }
+    return 0;
+}
+
+int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_result **out,
+                    enum sample_status *status)
+{
+    u->result.nthreads = 0;
+    u->nframes = 0;
+    *out = &u->result;
+
+    struct sample_read sr;
+    int err = unwind_sample_runtime(u, flags, &sr, status);
+    if (err)
+        return err;
+    if (!u->l.has_native_thread_id && !u->tid_tried)
+        unwind_learn_tid(u, sr.head);
+
+    uint64_t overflows = codecache_overflows(u->codes);
+    bool saw_main = false; /* the main interpreter had a main thread */
+    err = unwind_sample_interpreters(u, flags, &sr, &saw_main, status);
+    if (err)
+        return err;
     if (!(flags & UNWIND_ALL_THREADS) && !saw_main) {
         /*
          * No main thread to sample: the interpreter is starting, or shutting
@@ -598,7 +676,7 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
          */
         uint64_t fin = 0;
         u->main_running = false;
-        bool gone = memread_read(u->mr, u->runtime_raddr + l->rt_finalizing, &fin, 8) == 0 && fin;
+        bool gone = memread_read(u->mr, u->runtime_raddr + u->l.rt_finalizing, &fin, 8) == 0 && fin;
         *status = gone ? SAMPLE_FINALIZING : SAMPLE_NOT_INITIALIZED;
         return -EAGAIN;
     }
