@@ -20,7 +20,8 @@
  *                    chunks and frames its last walk used, the walk of the
  *                    chain over those copies, the re-read that verifies it
  *   unwind_code.c    code objects: names and positions through the code
- *                    cache, 3.13's re-check, opcodes
+ *                    cache (the asyncio walker's too), 3.13's re-check,
+ *                    opcodes
  *
  * Only unwind.c allocates: every buffer at attach, and their growth on the
  * rare sample that needs more than any before (unwind_grow_*()). The
