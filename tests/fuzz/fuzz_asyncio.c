@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: the asyncio task-graph walk (agent/unwind/asyncio.c,
+ * Fuzz target: the asyncio task-graph walk (agent/unwind/asyncio*.c,
  * python/pyasync.c) over an arbitrary memory image. Task lists, awaited-by
  * links and sets, coroutine chains and names are untrusted input; whatever
  * they hold, a sample must end in statuses, never a crash, a hang or a leak,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the unwinder over an arbitrary memory image
- * (agent/unwind/unwind.c, python/pyabi.c, unwind/pystr.c, linetable.c).
+ * (agent/unwind/unwind*.c, python/pyabi.c, unwind/pystr.c, linetable.c).
  * Target memory is untrusted input; whatever it holds, attaching and
  * sampling must end in a status, never a crash, a hang or a leak.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/unwind/asyncio.c: the task-graph walk over synthetic memory
+ * Tests for agent/unwind/asyncio*.c: the task-graph walk over synthetic memory
  * images (tests/support/pyimage.h) built with the real 3.14 and 3.15 tables:
  * the running task's logical stack (its frames from the thread's stack, then
  * the suspended coroutines of the tasks awaiting it, with markers), suspended

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for agent/unwind/unwind.c over synthetic memory images
+ * Tests for agent/unwind/unwind*.c over synthetic memory images
  * (tests/support/pyimage.c) laid out with the real 3.13, 3.14 and 3.15 tables:
  * names, lines and order; markers; every torn-stack detector; degraded
  * frames; thread status; cache invalidation; the number of reads per sample.
