@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jsonw.c: the streaming JSON writer (see jsonw.h). Strings are copied in
+ * runs: a run of bytes that need no escape goes out in one write.
+ */
+#include "base/compat.h"
+
+#include <math.h>
+
+#include "base/jsonw.h"
+#include "base/utf8.h"
+
+#define JSONW_MAGIC 0x6a736e77u /* "jsnw" */
+
+static void jsonw_init(struct jsonw *w, enum jsonw_sink sink, FILE *f, struct buf *b,
+                       unsigned flags)
+{
+    w->sink = sink;
+    w->file = f;
+    w->buf = b;
+    w->flags = flags;
+    w->err = 0;
+    w->depth = 0;
+    w->done = false;
+    w->bytes = 0;
+    w->magic = JSONW_MAGIC;
+    /* the level bits are written as levels open: no need to clear 2 KiB */
+}
+
+void jsonw_init_file(struct jsonw *w, FILE *f, unsigned flags)
+{
+    jsonw_init(w, JSONW_SINK_FILE, f, NULL, flags);
+}
+
+void jsonw_init_buf(struct jsonw *w, struct buf *b, unsigned flags)
+{
+    jsonw_init(w, JSONW_SINK_BUF, NULL, b, flags);
+}
+
+void jsonw_init_count(struct jsonw *w, unsigned flags)
+{
+    jsonw_init(w, JSONW_SINK_NONE, NULL, NULL, flags);
+}
+
+static void jsonw_fail(struct jsonw *w, int err)
+{
+    if (!w->err)
+        w->err = err;
+}
+
+static void jsonw_put(struct jsonw *w, const char *p, size_t n)
+{
+    if (w->err || n == 0)
+        return;
+    switch (w->sink) {
+    case JSONW_SINK_FILE:
+        if (fwrite(p, 1, n, w->file) != n) {
+            jsonw_fail(w, -EIO);
+            return;
+        }
+        break;
+    case JSONW_SINK_BUF: {
+        int err = buf_add(w->buf, p, n);
+        if (err) {
+            jsonw_fail(w, err);
+            return;
+        }
+        break;
+    }
+    case JSONW_SINK_NONE:
+        break;
+    }
+    w->bytes += n;
+}
+
+static void jsonw_puts(struct jsonw *w, const char *s)
+{
+    jsonw_put(w, s, strlen(s));
+}
+
+static bool jsonw_bit(const uint8_t *bits, unsigned level)
+{
+    return bits[level / 8] & (1u << (level % 8));
+}
+
+static void jsonw_set_bit(uint8_t *bits, unsigned level, bool on)
+{
+    if (on)
+        bits[level / 8] = (uint8_t)(bits[level / 8] | (1u << (level % 8)));
+    else
+        bits[level / 8] = (uint8_t)(bits[level / 8] & ~(1u << (level % 8)));
+}
+
+/* json-c's indent: two spaces per level. */
+static void jsonw_indent(struct jsonw *w, unsigned level)
+{
+    static const char spaces[] = "                                ";
+    size_t n = 2 * (size_t)level;
+    while (n > 0 && !w->err) {
+        size_t k = n < sizeof(spaces) - 1 ? n : sizeof(spaces) - 1;
+        jsonw_put(w, spaces, k);
+        n -= k;
+    }
+}
+
+/*
+ * The string @s, @n bytes, quoted and escaped (jsonw.h). Returns the
+ * replacements it made; the caller counts them.
+ */
+static uint64_t jsonw_escape(struct jsonw *w, const char *s, size_t n, unsigned flags)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    const bool pictures = flags & JSONW_STRING_PICTURES;
+    const bool terminal = w->flags & JSONW_TERMINAL;
+    uint64_t replaced = 0;
+    size_t run = 0; /* start of the bytes not written yet */
+    jsonw_put(w, "\"", 1);
+    for (size_t i = 0; i < n && !w->err;) {
+        unsigned char c = p[i];
+        char esc[8];
+        size_t elen = 0, adv = 1;
+        if (c >= 0x80) {
+            bool valid;
+            size_t len = utf8_next(p + i, n - i, &valid);
+            if (valid && !(terminal && c == 0xc2 && p[i + 1] <= 0x9f)) {
+                i += len;
+                continue;
+            }
+            if (valid) { /* a C1 control: 0xc2 0x80-0x9f */
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[p[i + 1] >> 4];
+                esc[5] = hex[p[i + 1] & 0xf];
+                elen = 6;
+            } else {
+                memcpy(esc, UTF8_REPLACEMENT_STR, UTF8_REPLACEMENT_LEN);
+                elen = UTF8_REPLACEMENT_LEN;
+                replaced++;
+            }
+            adv = len;
+        } else if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            elen = 2;
+        } else if (c == '<' && !(w->flags & JSONW_NOT_HTML)) {
+            memcpy(esc, "\\u003c", 6);
+            elen = 6;
+        } else if (pictures && c == '\t') {
+            memcpy(esc, "\\t", 2);
+            elen = 2;
+        } else if (pictures && (c < 0x20 || c == 0x7f)) { /* U+2400 + c; U+2421 for DEL */
+            esc[0] = '\xe2';
+            esc[1] = '\x90';
+            esc[2] = (char)(c == 0x7f ? 0xa1 : 0x80 + c);
+            elen = 3;
+        } else if (c < 0x20 || c == 0x7f) {
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 0xf];
+            elen = 6;
+        } else {
+            i++;
+            continue;
+        }
+        jsonw_put(w, s + run, i - run);
+        jsonw_put(w, esc, elen);
+        i += adv;
+        run = i;
+    }
+    jsonw_put(w, s + run, n - run);
+    jsonw_put(w, "\"", 1);
+    return replaced;
+}
+
+/*
+ * What comes before a value: the comma, the layout, the key. False when
+ * nothing may be written (an error now or before).
+ */
+static bool jsonw_begin(struct jsonw *w, const char *key)
+{
+    PYPROFD_ASSERT(w->magic == JSONW_MAGIC);
+    if (w->err)
+        return false;
+    if (w->depth == 0) {
+        if (w->done || key)
+            jsonw_fail(w, -EINVAL);
+        return !w->err;
+    }
+    unsigned level = w->depth - 1;
+    if (jsonw_bit(w->is_array, level) != !key) {
+        jsonw_fail(w, -EINVAL);
+        return false;
+    }
+    if (jsonw_bit(w->has_items, level))
+        jsonw_put(w, w->flags & JSONW_PRETTY ? ",\n" : ",", w->flags & JSONW_PRETTY ? 2 : 1);
+    jsonw_set_bit(w->has_items, level, true);
+    if (w->flags & JSONW_PRETTY)
+        jsonw_indent(w, w->depth);
+    if (key) {
+        uint64_t replaced = jsonw_escape(w, key, strlen(key), 0);
+        jsonw_put(w, ":", 1);
+        if (replaced && w->sink != JSONW_SINK_NONE)
+            utf8_count_replaced(replaced);
+    }
+    return !w->err;
+}
+
+/* After a value: at the top level, the document is complete. */
+static void jsonw_after(struct jsonw *w)
+{
+    if (w->depth == 0)
+        w->done = true;
+}
+
+static void jsonw_open(struct jsonw *w, const char *key, bool array)
+{
+    if (!jsonw_begin(w, key))
+        return;
+    if (w->depth == JSONW_MAX_DEPTH) {
+        jsonw_fail(w, -ELOOP);
+        return;
+    }
+    jsonw_set_bit(w->is_array, w->depth, array);
+    jsonw_set_bit(w->has_items, w->depth, false);
+    w->depth++;
+    jsonw_put(w, array ? "[" : "{", 1);
+    if (w->flags & JSONW_PRETTY)
+        jsonw_put(w, "\n", 1);
+}
+
+void jsonw_object(struct jsonw *w, const char *key)
+{
+    jsonw_open(w, key, false);
+}
+
+void jsonw_array(struct jsonw *w, const char *key)
+{
+    jsonw_open(w, key, true);
+}
+
+void jsonw_end(struct jsonw *w)
+{
+    PYPROFD_ASSERT(w->magic == JSONW_MAGIC);
+    if (w->err)
+        return;
+    if (w->depth == 0) {
+        jsonw_fail(w, -EINVAL);
+        return;
+    }
+    unsigned level = --w->depth;
+    if (w->flags & JSONW_PRETTY) {
+        if (jsonw_bit(w->has_items, level))
+            jsonw_put(w, "\n", 1);
+        jsonw_indent(w, level);
+    }
+    jsonw_put(w, jsonw_bit(w->is_array, level) ? "]" : "}", 1);
+    jsonw_after(w);
+}
+
+void jsonw_string(struct jsonw *w, const char *key, const char *s)
+{
+    jsonw_stringn(w, key, s, strlen(s), 0);
+}
+
+void jsonw_stringn(struct jsonw *w, const char *key, const char *s, size_t n, unsigned flags)
+{
+    if (!jsonw_begin(w, key))
+        return;
+    uint64_t replaced = jsonw_escape(w, s, n, flags);
+    if (replaced && w->sink != JSONW_SINK_NONE)
+        utf8_count_replaced(replaced);
+    jsonw_after(w);
+}
+
+/* A scalar's text. */
+static void jsonw_scalar(struct jsonw *w, const char *key, const char *text)
+{
+    if (!jsonw_begin(w, key))
+        return;
+    jsonw_puts(w, text);
+    jsonw_after(w);
+}
+
+void jsonw_int(struct jsonw *w, const char *key, int64_t v)
+{
+    char text[24];
+    snprintf(text, sizeof(text), "%" PRId64, v);
+    jsonw_scalar(w, key, text);
+}
+
+void jsonw_uint(struct jsonw *w, const char *key, uint64_t v)
+{
+    char text[24];
+    snprintf(text, sizeof(text), "%" PRIu64, v);
+    jsonw_scalar(w, key, text);
+}
+
+void jsonw_double(struct jsonw *w, const char *key, double v, int digits)
+{
+    char text[40];
+    if (!isfinite(v)) {
+        jsonw_scalar(w, key, "null");
+        return;
+    }
+    digits = digits < 1 ? 1 : digits > 17 ? 17 : digits;
+    int n = snprintf(text, sizeof(text) - 2, "%.*g", digits, v);
+    /* a whole number reads as one: 100 -> 100.0 (json-c's form) */
+    if (n > 0 && (size_t)n < sizeof(text) - 2 && !strpbrk(text, ".e"))
+        memcpy(text + n, ".0", 3);
+    jsonw_scalar(w, key, text);
+}
+
+void jsonw_fixed(struct jsonw *w, const char *key, double v, int decimals)
+{
+    char text[352]; /* DBL_MAX has 309 digits before the point */
+    if (!isfinite(v)) {
+        jsonw_scalar(w, key, "null");
+        return;
+    }
+    decimals = decimals < 0 ? 0 : decimals > 17 ? 17 : decimals;
+    snprintf(text, sizeof(text), "%.*f", decimals, v);
+    jsonw_scalar(w, key, text);
+}
+
+void jsonw_bool(struct jsonw *w, const char *key, bool v)
+{
+    jsonw_scalar(w, key, v ? "true" : "false");
+}
+
+void jsonw_null(struct jsonw *w, const char *key)
+{
+    jsonw_scalar(w, key, "null");
+}
+
+int jsonw_error(const struct jsonw *w)
+{
+    return w->err;
+}
+
+uint64_t jsonw_bytes(const struct jsonw *w)
+{
+    return w->bytes;
+}
+
+int jsonw_finish(struct jsonw *w)
+{
+    PYPROFD_ASSERT(w->magic == JSONW_MAGIC);
+    if (!w->err && (w->depth || !w->done))
+        jsonw_fail(w, -EINVAL);
+    if (!w->err && w->sink == JSONW_SINK_FILE && ferror(w->file))
+        jsonw_fail(w, -EIO);
+    return w->err;
+}
