@@ -103,23 +103,36 @@ static void jsonw_indent(struct jsonw *w, unsigned level)
     }
 }
 
+/* \u00xx for the character @c below U+0100, into @out (6 bytes). */
+static void jsonw_u00(char *out, unsigned char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    out[0] = '\\';
+    out[1] = 'u';
+    out[2] = '0';
+    out[3] = '0';
+    out[4] = hex[c >> 4];
+    out[5] = hex[c & 0xf];
+}
+
 /*
  * The string @s, @n bytes, quoted and escaped (jsonw.h). Returns the
  * replacements it made; the caller counts them.
  */
 static uint64_t jsonw_escape(struct jsonw *w, const char *s, size_t n, unsigned flags)
 {
-    static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
     const bool pictures = flags & JSONW_STRING_PICTURES;
     const bool terminal = w->flags & JSONW_TERMINAL;
+    const bool lt = !(w->flags & JSONW_NOT_HTML);
     uint64_t replaced = 0;
     size_t run = 0; /* start of the bytes not written yet */
     jsonw_put(w, "\"", 1);
     for (size_t i = 0; i < n && !w->err;) {
         unsigned char c = p[i];
-        char esc[8];
-        size_t elen = 0, adv = 1;
+        char tmp[6];
+        const char *esc = tmp;
+        size_t elen, adv = 1;
         if (c >= 0x80) {
             bool valid;
             size_t len = utf8_next(p + i, n - i, &valid);
@@ -128,35 +141,30 @@ static uint64_t jsonw_escape(struct jsonw *w, const char *s, size_t n, unsigned 
                 continue;
             }
             if (valid) { /* a C1 control: 0xc2 0x80-0x9f */
-                memcpy(esc, "\\u00", 4);
-                esc[4] = hex[p[i + 1] >> 4];
-                esc[5] = hex[p[i + 1] & 0xf];
+                jsonw_u00(tmp, p[i + 1]);
                 elen = 6;
             } else {
-                memcpy(esc, UTF8_REPLACEMENT_STR, UTF8_REPLACEMENT_LEN);
+                esc = UTF8_REPLACEMENT_STR;
                 elen = UTF8_REPLACEMENT_LEN;
                 replaced++;
             }
             adv = len;
         } else if (c == '"' || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
+            esc = c == '"' ? "\\\"" : "\\\\";
             elen = 2;
-        } else if (c == '<' && !(w->flags & JSONW_NOT_HTML)) {
-            memcpy(esc, "\\u003c", 6);
+        } else if (c == '<' && lt) {
+            esc = "\\u003c";
             elen = 6;
         } else if (pictures && c == '\t') {
-            memcpy(esc, "\\t", 2);
+            esc = "\\t";
             elen = 2;
         } else if (pictures && (c < 0x20 || c == 0x7f)) { /* U+2400 + c; U+2421 for DEL */
-            esc[0] = '\xe2';
-            esc[1] = '\x90';
-            esc[2] = (char)(c == 0x7f ? 0xa1 : 0x80 + c);
+            tmp[0] = '\xe2';
+            tmp[1] = '\x90';
+            tmp[2] = (char)(c == 0x7f ? 0xa1 : 0x80 + c);
             elen = 3;
         } else if (c < 0x20 || c == 0x7f) {
-            memcpy(esc, "\\u00", 4);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 0xf];
+            jsonw_u00(tmp, c);
             elen = 6;
         } else {
             i++;

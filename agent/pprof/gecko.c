@@ -144,17 +144,17 @@ static const char *const gecko_sample_schema[] = {"stack", "time", "eventDelay"}
 static const char *const gecko_marker_schema[] = {"name",  "startTime", "endTime",
                                                   "phase", "category",  "data"};
 static const char *const gecko_stack_schema[] = {"prefix", "frame"};
-static const char *const gecko_frame_schema[] = {
-    "location", "relevantForJS", "innerWindowID", "implementation",
-    "line",     "column",        "category",      "subcategory"};
+static const char *const gecko_frame_schema[] = {"location",       "relevantForJS", "innerWindowID",
+                                                 "implementation", "line",          "column",
+                                                 "category",       "subcategory"};
 static const char *const gecko_source_schema[] = {"id", "filename", "startLine", "startColumn",
                                                   "sourceMapURL"};
 
 /* The profile's "meta" object. */
 static void gecko_meta_write(const struct gecko_meta *m, struct jsonw *w)
 {
-    static const char *const empty[] = {"oscpu", "abi", "toolkit", "misc", "appBuildID",
-                                        "sourceURL"};
+    static const char *const empty[] = {"oscpu", "abi",        "toolkit",
+                                        "misc",  "appBuildID", "sourceURL"};
     jsonw_object(w, "meta");
     jsonw_int(w, "version", GECKO_VERSION);
     jsonw_fixed(w, "interval", gecko_ms(m->interval_ns), 6);

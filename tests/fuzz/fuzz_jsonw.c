@@ -33,9 +33,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_DEPTH  60u
-#define FUZZ_ROOMY  (8u << 20)
-#define FUZZ_TOKENS 8192u
+#define FUZZ_DEPTH     60u
+#define FUZZ_ROOMY     (8u << 20)
+#define FUZZ_TOKENS    8192u
 #define FUZZ_MAX_INPUT (32u << 10) /* its output fits FUZZ_ROOMY, pretty at depth 60 */
 
 /* What the scanner should see, in order. */

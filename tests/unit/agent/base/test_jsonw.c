@@ -74,8 +74,9 @@ static void test_jsonw__nesting_and_commas(void **state)
     jsonw_end(w);
     jsonw_end(w);
     int err;
-    assert_string_equal(doc_end(&d, &err),
-                        "{\"a\":\"x\",\"b\":[1,{},[],null],\"c\":true,\"d\":false,\"e\":{\"f\":2}}");
+    assert_string_equal(
+        doc_end(&d, &err),
+        "{\"a\":\"x\",\"b\":[1,{},[],null],\"c\":true,\"d\":false,\"e\":{\"f\":2}}");
     assert_int_equal(err, 0);
     assert_int_equal(jsonw_bytes(w), strlen(buf_str(&d.b)));
     doc_close(&d);
@@ -104,7 +105,8 @@ static void test_jsonw__escapes(void **state)
     doc_close(&d);
     /* the C1 controls: as they are, or escaped for a terminal (U+00A0 is no control) */
     static const char c1[] = "\xc2\x80\xc2\x85\xc2\x9b\xc2\x9f\xc2\xa0";
-    assert_string_equal(one_string(&d, c1, sizeof(c1) - 1, 0, 0), "\"" "\xc2\x80\xc2\x85\xc2\x9b"
+    assert_string_equal(one_string(&d, c1, sizeof(c1) - 1, 0, 0), "\""
+                                                                  "\xc2\x80\xc2\x85\xc2\x9b"
                                                                   "\xc2\x9f\xc2\xa0\"");
     doc_close(&d);
     assert_string_equal(one_string(&d, c1, sizeof(c1) - 1, JSONW_TERMINAL, 0),
@@ -130,7 +132,10 @@ static void test_jsonw__invalid_utf8(void **state)
     (void)state;
     struct doc d;
     /* a stray byte, an overlong '/', a surrogate, a sequence cut short at the end */
-    static const char s[] = "a\xff" "b\xc0\xaf" "c\xed\xa0\x80" "d\xe2\x80";
+    static const char s[] = "a\xff"
+                            "b\xc0\xaf"
+                            "c\xed\xa0\x80"
+                            "d\xe2\x80";
     uint64_t before = utf8_replaced_total();
     const char *out = one_string(&d, s, sizeof(s) - 1, 0, 0);
     uint64_t written = utf8_replaced_total() - before;
