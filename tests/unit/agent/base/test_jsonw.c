@@ -146,7 +146,6 @@ static void test_jsonw__invalid_utf8(void **state)
     assert_int_equal(written, 7);
     memcpy(want + 1 + wn, "\"", 2);
     assert_string_equal(out, want); /* as utf8_sanitize() replaces */
-    doc_close(&d);
 
     before = utf8_replaced_total();
     struct jsonw c;
@@ -155,6 +154,7 @@ static void test_jsonw__invalid_utf8(void **state)
     assert_int_equal(jsonw_finish(&c), 0);
     assert_int_equal(utf8_replaced_total(), before);
     assert_int_equal(jsonw_bytes(&c), strlen(out));
+    doc_close(&d);
 }
 
 /* A line of text as a page shows it: control pictures, a tab as \t, '<' still escaped. */
