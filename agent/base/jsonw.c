@@ -175,7 +175,8 @@ static uint64_t jsonw_escape(struct jsonw *w, const char *s, size_t n, unsigned 
         i += adv;
         run = i;
     }
-    jsonw_put(w, s + run, n - run);
+    if (n > run) /* (an empty string may be NULL) */
+        jsonw_put(w, s + run, n - run);
     jsonw_put(w, "\"", 1);
     return replaced;
 }

@@ -135,8 +135,8 @@ void jsonw_end(struct jsonw *w);
 void jsonw_string(struct jsonw *w, const char *key, const char *s);
 
 /**
- * The @a n bytes at @a s (which may hold NUL bytes: \u0000) as a string
- * value, with @a flags (enum jsonw_string_flags).
+ * The @a n bytes at @a s (which may hold NUL bytes: \u0000; NULL when @a n
+ * is 0) as a string value, with @a flags (enum jsonw_string_flags).
  */
 void jsonw_stringn(struct jsonw *w, const char *key, const char *s, size_t n, unsigned flags);
 

@@ -452,6 +452,7 @@ def jsonw_seeds():
           + m(b"\xff", null) + end)
     write("jsonw", "small_cap", b"\x10" + hostile * 3)
     write("jsonw", "scalar_then_more", b"\x00" + num(4, 7) + arr + end)
+    write("jsonw", "string_cut_short", b"\x00" + arr + b"\x03")  # no length: an empty string
 
 
 jsonw_seeds()
