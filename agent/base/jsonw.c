@@ -23,6 +23,7 @@ static void jsonw_init(struct jsonw *w, enum jsonw_sink sink, FILE *f, struct bu
     w->depth = 0;
     w->done = false;
     w->bytes = 0;
+    w->staged = 0;
     w->magic = JSONW_MAGIC;
     /* the level bits are written as levels open: no need to clear 2 KiB */
 }
@@ -48,29 +49,51 @@ static void jsonw_fail(struct jsonw *w, int err)
         w->err = err;
 }
 
-static void jsonw_put(struct jsonw *w, const char *p, size_t n)
+/* Hands @n bytes at @p to the sink (a counting writer drops them). */
+static void jsonw_sink(struct jsonw *w, const char *p, size_t n)
 {
+    int err = 0;
     if (w->err || n == 0)
         return;
-    switch (w->sink) {
-    case JSONW_SINK_FILE:
-        if (fwrite(p, 1, n, w->file) != n) {
-            jsonw_fail(w, -EIO);
-            return;
-        }
-        break;
-    case JSONW_SINK_BUF: {
-        int err = buf_add(w->buf, p, n);
-        if (err) {
-            jsonw_fail(w, err);
-            return;
-        }
-        break;
-    }
-    case JSONW_SINK_NONE:
-        break;
-    }
+    if (w->sink == JSONW_SINK_FILE && fwrite(p, 1, n, w->file) != n)
+        err = -EIO;
+    else if (w->sink == JSONW_SINK_BUF)
+        err = buf_add(w->buf, p, n);
+    jsonw_fail(w, err);
+}
+
+static void jsonw_flush(struct jsonw *w)
+{
+    jsonw_sink(w, w->stage, w->staged);
+    w->staged = 0;
+}
+
+/* Writes @n bytes at @p: gathered in the stage, which goes to the sink when full. */
+static void jsonw_put(struct jsonw *w, const char *p, size_t n)
+{
+    if (w->err)
+        return;
     w->bytes += n;
+    if (n > sizeof(w->stage) - w->staged) {
+        jsonw_flush(w);
+        if (n >= sizeof(w->stage)) {
+            jsonw_sink(w, p, n);
+            return;
+        }
+    }
+    memcpy(w->stage + w->staged, p, n);
+    w->staged += n;
+}
+
+/* One byte: most pieces of the syntax. */
+static void jsonw_putc(struct jsonw *w, char c)
+{
+    if (w->err)
+        return;
+    if (w->staged == sizeof(w->stage))
+        jsonw_flush(w);
+    w->stage[w->staged++] = c;
+    w->bytes++;
 }
 
 static void jsonw_puts(struct jsonw *w, const char *s)
@@ -127,8 +150,14 @@ static uint64_t jsonw_escape(struct jsonw *w, const char *s, size_t n, unsigned 
     const bool lt = !(w->flags & JSONW_NOT_HTML);
     uint64_t replaced = 0;
     size_t run = 0; /* start of the bytes not written yet */
-    jsonw_put(w, "\"", 1);
+    jsonw_putc(w, '"');
     for (size_t i = 0; i < n && !w->err;) {
+        /* the bytes written as they are (most of them): one scan */
+        while (i < n && p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' && p[i] != '\\' &&
+               (p[i] != '<' || !lt))
+            i++;
+        if (i == n)
+            break;
         unsigned char c = p[i];
         char tmp[6];
         const char *esc = tmp;
@@ -152,7 +181,7 @@ static uint64_t jsonw_escape(struct jsonw *w, const char *s, size_t n, unsigned 
         } else if (c == '"' || c == '\\') {
             esc = c == '"' ? "\\\"" : "\\\\";
             elen = 2;
-        } else if (c == '<' && lt) {
+        } else if (c == '<') {
             esc = "\\u003c";
             elen = 6;
         } else if (pictures && c == '\t') {
@@ -163,12 +192,9 @@ static uint64_t jsonw_escape(struct jsonw *w, const char *s, size_t n, unsigned 
             tmp[1] = '\x90';
             tmp[2] = (char)(c == 0x7f ? 0xa1 : 0x80 + c);
             elen = 3;
-        } else if (c < 0x20 || c == 0x7f) {
-            jsonw_u00(tmp, c);
-            elen = 6;
         } else {
-            i++;
-            continue;
+            jsonw_u00(tmp, c); /* a C0 control or DEL */
+            elen = 6;
         }
         jsonw_put(w, s + run, i - run);
         jsonw_put(w, esc, elen);
@@ -177,7 +203,7 @@ static uint64_t jsonw_escape(struct jsonw *w, const char *s, size_t n, unsigned 
     }
     if (n > run) /* (an empty string may be NULL) */
         jsonw_put(w, s + run, n - run);
-    jsonw_put(w, "\"", 1);
+    jsonw_putc(w, '"');
     return replaced;
 }
 
@@ -200,14 +226,17 @@ static bool jsonw_begin(struct jsonw *w, const char *key)
         jsonw_fail(w, -EINVAL);
         return false;
     }
-    if (jsonw_bit(w->has_items, level))
-        jsonw_put(w, w->flags & JSONW_PRETTY ? ",\n" : ",", w->flags & JSONW_PRETTY ? 2 : 1);
+    if (jsonw_bit(w->has_items, level)) {
+        jsonw_putc(w, ',');
+        if (w->flags & JSONW_PRETTY)
+            jsonw_putc(w, '\n'); /* (the first member's newline came with its '{' or '[') */
+    }
     jsonw_set_bit(w->has_items, level, true);
     if (w->flags & JSONW_PRETTY)
         jsonw_indent(w, w->depth);
     if (key) {
         uint64_t replaced = jsonw_escape(w, key, strlen(key), 0);
-        jsonw_put(w, ":", 1);
+        jsonw_putc(w, ':');
         if (replaced && w->sink != JSONW_SINK_NONE)
             utf8_count_replaced(replaced);
     }
@@ -232,9 +261,9 @@ static void jsonw_open(struct jsonw *w, const char *key, bool array)
     jsonw_set_bit(w->is_array, w->depth, array);
     jsonw_set_bit(w->has_items, w->depth, false);
     w->depth++;
-    jsonw_put(w, array ? "[" : "{", 1);
+    jsonw_putc(w, array ? '[' : '{');
     if (w->flags & JSONW_PRETTY)
-        jsonw_put(w, "\n", 1);
+        jsonw_putc(w, '\n');
 }
 
 void jsonw_object(struct jsonw *w, const char *key)
@@ -259,10 +288,10 @@ void jsonw_end(struct jsonw *w)
     unsigned level = --w->depth;
     if (w->flags & JSONW_PRETTY) {
         if (jsonw_bit(w->has_items, level))
-            jsonw_put(w, "\n", 1);
+            jsonw_putc(w, '\n');
         jsonw_indent(w, level);
     }
-    jsonw_put(w, jsonw_bit(w->is_array, level) ? "]" : "}", 1);
+    jsonw_putc(w, jsonw_bit(w->is_array, level) ? ']' : '}');
     jsonw_after(w);
 }
 
@@ -290,18 +319,36 @@ static void jsonw_scalar(struct jsonw *w, const char *key, const char *text)
     jsonw_after(w);
 }
 
+/* The decimal digits of @v, written backwards from @end: their start. */
+static char *jsonw_digits(char *end, uint64_t v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
 void jsonw_int(struct jsonw *w, const char *key, int64_t v)
 {
     char text[24];
-    snprintf(text, sizeof(text), "%" PRId64, v);
-    jsonw_scalar(w, key, text);
+    char *p = jsonw_digits(text + sizeof(text), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0)
+        *--p = '-';
+    if (jsonw_begin(w, key)) {
+        jsonw_put(w, p, (size_t)(text + sizeof(text) - p));
+        jsonw_after(w);
+    }
 }
 
 void jsonw_uint(struct jsonw *w, const char *key, uint64_t v)
 {
     char text[24];
-    snprintf(text, sizeof(text), "%" PRIu64, v);
-    jsonw_scalar(w, key, text);
+    char *p = jsonw_digits(text + sizeof(text), v);
+    if (jsonw_begin(w, key)) {
+        jsonw_put(w, p, (size_t)(text + sizeof(text) - p));
+        jsonw_after(w);
+    }
 }
 
 void jsonw_double(struct jsonw *w, const char *key, double v, int digits)
@@ -354,6 +401,7 @@ uint64_t jsonw_bytes(const struct jsonw *w)
 int jsonw_finish(struct jsonw *w)
 {
     PYPROFD_ASSERT(w->magic == JSONW_MAGIC);
+    jsonw_flush(w);
     if (!w->err && (w->depth || !w->done))
         jsonw_fail(w, -EINVAL);
     if (!w->err && w->sink == JSONW_SINK_FILE && ferror(w->file))

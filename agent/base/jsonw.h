@@ -51,8 +51,10 @@
  *
  * Ownership: the writer borrows the stream or buffer it writes to until it
  * is finished (the caller opens, closes and frees them); it allocates
- * nothing itself, so there is nothing to release. Every string argument is
- * borrowed for the call.
+ * nothing itself, so there is nothing to release. It gathers small pieces
+ * (JSONW_STAGE bytes) before it hands them on: until jsonw_finish(), the
+ * stream or buffer may not hold everything yet, and nothing else may be
+ * written to it. Every string argument is borrowed for the call.
  *
  * Thread safety: none; one thread at a time per writer. The replacement
  * counter is base/utf8.h's (atomic).
@@ -72,6 +74,9 @@
  * to AGG_MAX_LOCATIONS (3072) frames. Two bits a level: 2 KiB per writer.
  */
 #define JSONW_MAX_DEPTH 8192u
+
+/* Bytes gathered before they go to the stream or buffer (one call per piece is slow). */
+#define JSONW_STAGE 512u
 
 enum jsonw_flags {
     /** json-c's pretty layout (see the top of this file). */
@@ -108,7 +113,9 @@ struct jsonw {
     unsigned depth; /* containers open */
     bool done;      /* the top-level value is complete */
     uint64_t bytes; /* written (or counted) so far */
+    size_t staged;  /* bytes in stage */
     uint32_t magic;
+    char stage[JSONW_STAGE];
     uint8_t is_array[JSONW_MAX_DEPTH / 8];  /* per open level: an array, else an object */
     uint8_t has_items[JSONW_MAX_DEPTH / 8]; /* per open level: a value was written in it */
 };
@@ -156,16 +163,17 @@ void jsonw_fixed(struct jsonw *w, const char *key, double v, int decimals);
 void jsonw_bool(struct jsonw *w, const char *key, bool v);
 void jsonw_null(struct jsonw *w, const char *key);
 
-/** The first error so far (0: none); see the top of this file. */
+/** The first error so far (0: none; bytes still gathered may fail later); see the top. */
 int jsonw_error(const struct jsonw *w);
 
 /** Bytes written (or, for a counting writer, that would have been) so far. */
 uint64_t jsonw_bytes(const struct jsonw *w);
 
 /**
- * Ends the document: returns the first error, else -EINVAL unless exactly
- * one complete top-level value was written, else (a stream) -EIO when the
- * stream's error flag is set, else 0. The writer may be initialised again.
+ * Ends the document: hands on what is gathered, and returns the first
+ * error, else -EINVAL unless exactly one complete top-level value was
+ * written, else (a stream) -EIO when the stream's error flag is set, else
+ * 0. The stream is not flushed. The writer may be initialised again.
  */
 PYPROFD_WARN_UNUSED int jsonw_finish(struct jsonw *w);
 
