@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jsonw.h: the one way pyprofd writes JSON: a streaming writer that puts
- * each piece out as it is given (no tree), into a stdio stream (the files of
- * `record`, `dump`'s standard output), a bounded buffer (the HTTP views), or
- * nowhere but a byte count (what a piece would cost, decided by the code
- * that writes it). The writer places the commas and checks the nesting; the
- * caller says what comes next.
+ * jsonw.h: the one way pyprofd writes JSON: a streaming writer (no tree:
+ * each piece goes out as it is given, gathered in a small stage), into a
+ * stdio stream (the files of `record`, `dump`'s standard output), a bounded
+ * buffer (the HTTP views), or nowhere but a byte count (what a piece would
+ * cost, decided by the code that writes it). The writer places the commas
+ * and checks the nesting; the caller says what comes next.
  *
  *   struct jsonw w;
  *   jsonw_init_file(&w, out, 0);
@@ -18,7 +18,7 @@
  *   err = jsonw_finish(&w);
  *
  * Strings are written so that the document is valid UTF-8, can sit inside
- * an HTML <script> element, and shows no control character:
+ * an HTML <script> element, and holds no C0 control character nor DEL:
  *   - '"' and '\' as \" and \\;
  *   - the C0 controls and DEL as \u00xx (lowercase hex: "\u000a", not "\n");
  *   - '<' as \u003c, so "</script>" and "<!--" never appear;
