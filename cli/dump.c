@@ -6,16 +6,16 @@
  * schema); with --async-aware also each thread's asyncio task tree
  * (docs/async.md). In text, what the target named (functions, files, task
  * names, its interpreter's path) is shown escaped (base/termtext.h): the
- * output may go to a terminal, which must not obey it. JSON escapes C0
- * controls itself; DEL and the C1 controls, which JSON allows raw, are
- * written as \u escapes too (the same strings to a JSON reader).
+ * output may go to a terminal, which must not obey it. In JSON
+ * (base/jsonw.h) every control character is a \u escape: C0, DEL, and the
+ * C1 controls, which JSON allows raw (the same strings to a JSON reader).
  */
 #include "base/compat.h"
 
 #include <getopt.h>
-#include <json-c/json.h>
 #include <unistd.h>
 
+#include "base/jsonw.h"
 #include "base/log.h"
 #include "base/termtext.h"
 #include "cli/cli.h"
@@ -76,137 +76,115 @@ static bool dump_torn(const struct unwind_result *r)
     return false;
 }
 
-static json_object *dump_json_pos(int32_t v)
+/* A position field: null when unknown. */
+static void dump_json_pos(struct jsonw *w, const char *key, int32_t v)
 {
-    return v == LINETABLE_UNKNOWN ? NULL : json_object_new_int(v);
+    if (v == LINETABLE_UNKNOWN)
+        jsonw_null(w, key);
+    else
+        jsonw_int(w, key, v);
 }
 
-static json_object *dump_json_frames(const struct unwind_frame *frames, size_t n)
+static void dump_json_frames(struct jsonw *w, const struct unwind_frame *frames, size_t n)
 {
-    json_object *arr = json_object_new_array();
+    jsonw_array(w, "frames");
     for (size_t k = 0; k < n; k++) {
         const struct unwind_frame *f = &frames[k];
-        json_object *jf = json_object_new_object();
-        json_object_object_add(jf, "function", json_object_new_string(f->function));
-        json_object_object_add(jf, "file", json_object_new_string(f->file));
-        json_object_object_add(
-            jf, "line", json_object_new_int(f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line));
-        json_object_object_add(jf, "end_line", dump_json_pos(f->pos.end_line));
-        json_object_object_add(jf, "column", dump_json_pos(f->pos.col));
-        json_object_object_add(jf, "end_column", dump_json_pos(f->pos.end_col));
+        jsonw_object(w, NULL);
+        jsonw_string(w, "function", f->function);
+        jsonw_string(w, "file", f->file);
+        jsonw_int(w, "line", f->pos.line == LINETABLE_UNKNOWN ? 0 : f->pos.line);
+        dump_json_pos(w, "end_line", f->pos.end_line);
+        dump_json_pos(w, "column", f->pos.col);
+        dump_json_pos(w, "end_column", f->pos.end_col);
         if (f->opname) { /* --opcodes */
-            json_object *op = json_object_new_object();
-            json_object_object_add(op, "number", json_object_new_int(f->opcode));
-            json_object_object_add(op, "name", json_object_new_string(f->opname));
-            json_object_object_add(op, "base", json_object_new_string(f->opbase));
-            json_object_object_add(jf, "opcode", op);
+            jsonw_object(w, "opcode");
+            jsonw_int(w, "number", f->opcode);
+            jsonw_string(w, "name", f->opname);
+            jsonw_string(w, "base", f->opbase);
+            jsonw_end(w);
         }
-        json_object_array_add(arr, jf);
+        jsonw_end(w);
     }
-    return arr;
+    jsonw_end(w);
 }
 
-static json_object *dump_json_addr(uint64_t raddr)
+static void dump_json_addr(struct jsonw *w, const char *key, uint64_t raddr)
 {
     char buf[24];
     snprintf(buf, sizeof(buf), "0x%" PRIx64, raddr);
-    return json_object_new_string(buf);
+    jsonw_string(w, key, buf);
 }
 
 /* The tasks of thread @i: [{"id", "name", "running", "awaited_by", "frames"}]. */
-static json_object *dump_json_tasks(const struct asyncio_result *ar, size_t i)
+static void dump_json_tasks(struct jsonw *w, const struct asyncio_result *ar, size_t i)
 {
-    json_object *arr = json_object_new_array();
+    jsonw_array(w, "tasks");
     for (size_t k = 0; k < ar->ntasks; k++) {
         const struct asyncio_task *tk = &ar->tasks[k];
         if (tk->thread != i)
             continue;
-        json_object *jt = json_object_new_object();
-        json_object_object_add(jt, "id", dump_json_addr(tk->raddr));
-        json_object_object_add(jt, "name", json_object_new_string(tk->name));
-        json_object_object_add(jt, "running", json_object_new_boolean(tk->running));
-        json_object *by = json_object_new_array();
-        for (size_t w = 0; w < tk->nwaiters; w++)
-            json_object_array_add(by, dump_json_addr(tk->waiters[w]));
-        json_object_object_add(jt, "awaited_by", by);
-        json_object_object_add(jt, "frames", dump_json_frames(tk->frames, tk->nframes));
-        json_object_array_add(arr, jt);
+        jsonw_object(w, NULL);
+        dump_json_addr(w, "id", tk->raddr);
+        jsonw_string(w, "name", tk->name);
+        jsonw_bool(w, "running", tk->running);
+        jsonw_array(w, "awaited_by");
+        for (size_t k2 = 0; k2 < tk->nwaiters; k2++)
+            dump_json_addr(w, NULL, tk->waiters[k2]);
+        jsonw_end(w);
+        dump_json_frames(w, tk->frames, tk->nframes);
+        jsonw_end(w);
     }
-    return arr;
+    jsonw_end(w);
 }
 
 /*
- * Writes the JSON text @a js with DEL and the C1 controls U+0080-U+009F
- * (valid in JSON strings as they are, but not on a terminal) as \u00XX. The
- * text is UTF-8 and its structure ASCII, so a 0xc2 byte followed by
- * 0x80-0x9f is one of those characters, inside a string.
+ * One JSON object on one line. JSONW_TERMINAL: DEL and the C1 controls
+ * U+0080-U+009F, valid in JSON strings as they are but not on a terminal,
+ * are written as \u escapes too, like the C0 controls.
  */
-static void dump_json_puts(const char *js)
-{
-    const char *run = js;
-    for (const char *p = js; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        unsigned cp;
-        if (c == 0x7f)
-            cp = c;
-        else if (c == 0xc2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] <= 0x9f)
-            cp = (unsigned char)p[1];
-        else
-            continue;
-        fwrite(run, 1, (size_t)(p - run), stdout);
-        printf("\\u%04x", cp);
-        if (cp != 0x7f)
-            p++;
-        run = p + 1;
-    }
-    fputs(run, stdout);
-    putchar('\n');
-}
-
 static void dump_print_json(const struct cli_target *t, const struct unwind_result *r,
                             const int *on_cpu, const struct asyncio_result *ar,
                             const char *async_note)
 {
     char ver[32];
-    json_object *root = json_object_new_object();
-    json_object_object_add(root, "pid", json_object_new_int(t->pid));
-    json_object_object_add(
-        root, "python", json_object_new_string(pyversion_format(&t->rt.version, ver, sizeof(ver))));
+    struct jsonw w;
+    jsonw_init_file(&w, stdout, JSONW_TERMINAL | JSONW_NOT_HTML);
+    jsonw_object(&w, NULL);
+    jsonw_int(&w, "pid", t->pid);
+    jsonw_string(&w, "python", pyversion_format(&t->rt.version, ver, sizeof(ver)));
     bool ft = t->rt.version.free_threaded;
-    json_object_object_add(root, "free_threaded", json_object_new_boolean(ft));
-    json_object *threads = json_object_new_array();
+    jsonw_bool(&w, "free_threaded", ft);
+    jsonw_array(&w, "threads");
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct unwind_thread *th = &r->threads[i];
-        json_object *jt = json_object_new_object();
-        json_object_object_add(jt, "thread_id",
-                               json_object_new_int64((int64_t)th->native_thread_id));
-        json_object_object_add(jt, "main", json_object_new_boolean(th->flags & UNWIND_THREAD_MAIN));
-        json_object_object_add(jt, "interpreter_id", json_object_new_int64(th->interp_id));
-        json_object *st = json_object_new_object();
+        jsonw_object(&w, NULL);
+        jsonw_int(&w, "thread_id", (int64_t)th->native_thread_id);
+        jsonw_bool(&w, "main", th->flags & UNWIND_THREAD_MAIN);
+        jsonw_int(&w, "interpreter_id", th->interp_id);
+        jsonw_object(&w, "status");
         /* a free-threaded build has no GIL: the flag is the thread's
          * `attached` bit there, which in a GIL build only the holder has */
         bool attached = th->flags & UNWIND_THREAD_HOLDS_GIL;
-        json_object_object_add(st, "holds_gil", json_object_new_boolean(attached && !ft));
-        json_object_object_add(st, "attached", json_object_new_boolean(attached));
-        json_object_object_add(st, "gil_requested",
-                               json_object_new_boolean(th->flags & UNWIND_THREAD_GIL_REQUESTED));
-        json_object_object_add(st, "on_cpu", json_object_new_boolean(on_cpu[i] == 1));
-        json_object_object_add(st, "has_exception",
-                               json_object_new_boolean(th->flags & UNWIND_THREAD_HAS_EXCEPTION));
-        json_object_object_add(jt, "status", st);
+        jsonw_bool(&w, "holds_gil", attached && !ft);
+        jsonw_bool(&w, "attached", attached);
+        jsonw_bool(&w, "gil_requested", th->flags & UNWIND_THREAD_GIL_REQUESTED);
+        jsonw_bool(&w, "on_cpu", on_cpu[i] == 1);
+        jsonw_bool(&w, "has_exception", th->flags & UNWIND_THREAD_HAS_EXCEPTION);
+        jsonw_end(&w);
         if (th->status != SAMPLE_OK)
-            json_object_object_add(jt, "error", json_object_new_string(status_name(th->status)));
-        json_object_object_add(jt, "frames", dump_json_frames(th->frames, th->nframes));
+            jsonw_string(&w, "error", status_name(th->status));
+        dump_json_frames(&w, th->frames, th->nframes);
         if (ar)
-            json_object_object_add(jt, "tasks", dump_json_tasks(ar, i));
-        json_object_array_add(threads, jt);
+            dump_json_tasks(&w, ar, i);
+        jsonw_end(&w);
     }
-    json_object_object_add(root, "threads", threads);
+    jsonw_end(&w);
     if (async_note)
-        json_object_object_add(root, "async", json_object_new_string(async_note));
-    dump_json_puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-                                                            JSON_C_TO_STRING_NOSLASHESCAPE));
-    json_object_put(root);
+        jsonw_string(&w, "async", async_note);
+    jsonw_end(&w);
+    if (!jsonw_finish(&w))
+        putchar('\n');
 }
 
 static void dump_print_frames(const struct unwind_frame *frames, size_t n, int indent)

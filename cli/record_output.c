@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/jsonw.h"
 #include "base/log.h"
 #include "base/outfile.h"
 #include "base/utf8.h"
@@ -88,8 +89,8 @@ void record_cmdline(pid_t pid, char *out, size_t size)
 }
 
 /* The report's summary as a JSON object (docs/usage.md lists the keys). */
-static void record_meta_json(const struct record_opts *o, const struct record_report *r,
-                             int64_t start_wall, FILE *out)
+static int record_meta_json(const struct record_opts *o, const struct record_report *r,
+                            int64_t start_wall, FILE *out)
 {
     const struct sampler_counts *c = &r->counts;
     char when[32] = "";
@@ -97,32 +98,34 @@ static void record_meta_json(const struct record_opts *o, const struct record_re
     struct tm tm;
     if (gmtime_r(&secs, &tm))
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(out, "{\"pid\":%d,\"command\":", (int)r->pid);
-    flame_json_string(r->command, out);
-    fputs(",\"python\":", out);
-    flame_json_string(r->python, out);
-    fprintf(out, ",\"build\":\"%s\",\"mode\":\"%s\",\"threads\":\"%s\"",
-            r->free_threaded ? "free-threaded" : "", profile_mode_name(o->mode),
-            o->unwind_flags & UNWIND_ALL_THREADS ? "all" : "main");
+    struct jsonw w;
+    jsonw_init_file(&w, out, 0);
+    jsonw_object(&w, NULL);
+    jsonw_int(&w, "pid", r->pid);
+    jsonw_string(&w, "command", r->command);
+    jsonw_string(&w, "python", r->python);
+    jsonw_string(&w, "build", r->free_threaded ? "free-threaded" : "");
+    jsonw_string(&w, "mode", profile_mode_name(o->mode));
+    jsonw_string(&w, "threads", o->unwind_flags & UNWIND_ALL_THREADS ? "all" : "main");
     if (o->async_aware)
-        fprintf(out, ",\"async\":\"%s\"", asyncio_mode_name(o->async_mode));
-    fprintf(out,
-            ",\"rate_hz\":%g,\"duration_s\":%.3f,\"achieved_hz\":%.3f,\"samples\":%" PRIu64
-            ",\"attempts\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"missed\":%" PRIu64
-            ",\"failed_by\":{",
-            o->rate, r->seconds, r->seconds > 0 ? (double)c->attempts / r->seconds : 0.0, c->taken,
-            c->attempts, c->failed, c->missed);
-    bool first = true;
+        jsonw_string(&w, "async", asyncio_mode_name(o->async_mode));
+    jsonw_double(&w, "rate_hz", o->rate, 6);
+    jsonw_fixed(&w, "duration_s", r->seconds, 3);
+    jsonw_fixed(&w, "achieved_hz", r->seconds > 0 ? (double)c->attempts / r->seconds : 0.0, 3);
+    jsonw_uint(&w, "samples", c->taken);
+    jsonw_uint(&w, "attempts", c->attempts);
+    jsonw_uint(&w, "failed", c->failed);
+    jsonw_uint(&w, "missed", c->missed);
+    jsonw_object(&w, "failed_by");
     for (int s = 0; s < SAMPLE_STATUS_COUNT; s++) {
-        if (!c->failed_by[s])
-            continue;
-        fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",", status_name((enum sample_status)s),
-                c->failed_by[s]);
-        first = false;
+        if (c->failed_by[s])
+            jsonw_uint(&w, status_name((enum sample_status)s), c->failed_by[s]);
     }
-    fprintf(out, "},\"start\":\"%s\",\"pyprofd\":", when);
-    flame_json_string(pyprofd_build.version, out);
-    fputc('}', out);
+    jsonw_end(&w);
+    jsonw_string(&w, "start", when);
+    jsonw_string(&w, "pyprofd", pyprofd_build.version);
+    jsonw_end(&w);
+    return jsonw_finish(&w);
 }
 
 /* What the report's callbacks need. */
@@ -136,8 +139,7 @@ struct record_html {
 static int record_html_meta(void *arg, FILE *out)
 {
     const struct record_html *h = arg;
-    record_meta_json(h->o, h->r, h->start_wall, out);
-    return 0;
+    return record_meta_json(h->o, h->r, h->start_wall, out);
 }
 
 static int record_html_tree(void *arg, FILE *out)
@@ -184,8 +186,7 @@ static int record_heatmap_lines(void *arg, FILE *out)
 static int record_heatmap_meta(void *arg, FILE *out)
 {
     const struct record_result *r = arg;
-    record_meta_json(r->o, r->rep, r->start_wall, out);
-    return 0;
+    return record_meta_json(r->o, r->rep, r->start_wall, out);
 }
 
 static int record_write_one(const struct record_result *r, enum record_format format,

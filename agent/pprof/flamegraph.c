@@ -9,11 +9,14 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
-#include "base/utf8.h"
+#include "base/jsonw.h"
 #include "pprof/flamegraph.h"
 
 /* The fn of the node that names part k is FLAME_PART_NODE - k: no function has such an index. */
 #define FLAME_PART_NODE UINT32_MAX
+
+/* The tree nests two levels per frame (a node and its "c"), under the root and a part's node. */
+_Static_assert(JSONW_MAX_DEPTH >= 2 * (AGG_MAX_LOCATIONS + 2) + 1, "the deepest tree fits");
 
 struct flame_node {
     uint32_t fn; /* function index in its part's window, or a part's (is_part) */
@@ -103,73 +106,33 @@ static uint32_t flame_child(struct flame_tree *t, uint32_t parent, uint32_t fn, 
     return id;
 }
 
-void flame_json_string(const char *s, FILE *out)
-{
-    flame_json_stringn(s, strlen(s), out);
-}
-
-void flame_json_stringn(const char *s, size_t n, FILE *out)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    uint64_t replaced = 0;
-    fputc('"', out);
-    for (size_t i = 0; i < n;) {
-        if (p[i] >= 0x80) {
-            /* text is valid where it enters pyprofd; this writer keeps the promise anyway */
-            bool valid;
-            size_t len = utf8_next(p + i, n - i, &valid);
-            if (valid)
-                fwrite(s + i, 1, len, out);
-            else
-                fputs(UTF8_REPLACEMENT_STR, out);
-            replaced += !valid;
-            i += len;
-            continue;
-        }
-        if (p[i] == '"' || p[i] == '\\')
-            fprintf(out, "\\%c", p[i]);
-        else if (p[i] < 0x20 || p[i] == '<' || p[i] == 0x7f)
-            fprintf(out, "\\u%04x", p[i]);
-        else
-            fputc(p[i], out);
-        i++;
-    }
-    fputc('"', out);
-    if (replaced)
-        utf8_count_replaced(replaced);
-}
-
 static void flame_emit(const struct flame_tree *t, const struct flame_part *parts, uint32_t id,
-                       const char *root, FILE *out)
+                       const char *root, struct jsonw *w)
 {
     const struct flame_node *nd = &t->nodes[id];
-    fputs("{\"n\":", out);
+    jsonw_object(w, NULL);
     if (id == 0) {
-        flame_json_string(root, out);
+        jsonw_string(w, "n", root);
     } else if (nd->is_part) {
-        flame_json_string(parts[nd->part].name, out);
+        jsonw_string(w, "n", parts[nd->part].name);
     } else {
         const struct agg *a = parts[nd->part].agg;
         const struct agg_function *fn = agg_function(a, nd->fn);
         const char *file = agg_string(a, fn->filename);
-        flame_json_string(agg_string(a, fn->name), out);
+        jsonw_string(w, "n", agg_string(a, fn->name));
         if (strcmp(file, "~") != 0) { /* markers have no place in a file */
-            fputs(",\"f\":", out);
-            flame_json_string(file, out);
-            fprintf(out, ",\"ln\":%" PRId64, fn->start_line ? fn->start_line : nd->line);
+            jsonw_string(w, "f", file);
+            jsonw_int(w, "ln", fn->start_line ? fn->start_line : nd->line);
         }
     }
-    fprintf(out, ",\"v\":%" PRId64, nd->value);
+    jsonw_int(w, "v", nd->value);
     if (nd->first_child) {
-        fputs(",\"c\":[", out);
-        for (uint32_t c = nd->first_child; c; c = t->nodes[c].next_sibling) {
-            flame_emit(t, parts, c, root, out);
-            if (t->nodes[c].next_sibling)
-                fputc(',', out);
-        }
-        fputc(']', out);
+        jsonw_array(w, "c");
+        for (uint32_t c = nd->first_child; c; c = t->nodes[c].next_sibling)
+            flame_emit(t, parts, c, root, w);
+        jsonw_end(w);
     }
-    fputc('}', out);
+    jsonw_end(w);
 }
 
 int flame_json_write(const struct flame_part *parts, size_t n, const char *root, FILE *out)
@@ -209,9 +172,10 @@ int flame_json_write(const struct flame_part *parts, size_t n, const char *root,
         }
     }
     if (!err) {
-        flame_emit(&t, parts, 0, root, out);
-        if (ferror(out))
-            err = -EIO;
+        struct jsonw w;
+        jsonw_init_file(&w, out, 0);
+        flame_emit(&t, parts, 0, root, &w);
+        err = jsonw_finish(&w);
     }
     alloc_free(t.nodes);
     alloc_free(t.index);

@@ -13,11 +13,10 @@
  * type and "d" for a delta, so neither is used.)
  *
  * "f" and "ln" are left out for markers (<native>, <GC>, <op ...>) and for
- * the nodes that name a part. Strings are JSON-escaped and '<' is written
- * as \u003c, so the document can sit inside an HTML <script> element. The
- * document is valid UTF-8: text is made valid where it enters pyprofd
- * (base/utf8.h), and a string that is not anyway has each invalid sequence
- * written as U+FFFD, counted with base/utf8.h's replacements.
+ * the nodes that name a part. It is written by base/jsonw.h, so it can sit
+ * inside an HTML <script> element ('<' as \u003c) and is valid UTF-8: text
+ * is made valid where it enters pyprofd (base/utf8.h), and a string that is
+ * not anyway has each invalid sequence written as U+FFFD, counted.
  *
  * Thread safety: reads the windows; one thread at a time per window.
  */
@@ -41,14 +40,5 @@ struct flame_part {
  */
 PYPROFD_WARN_UNUSED int flame_json_write(const struct flame_part *parts, size_t n, const char *root,
                                          FILE *out);
-
-/**
- * Writes @a s as a JSON string (quotes included, '<' escaped, an invalid
- * UTF-8 sequence as U+FFFD, counted) to @a out.
- */
-void flame_json_string(const char *s, FILE *out);
-
-/** The same for the @a n bytes at @a s, which may hold NUL bytes (written as \u0000). */
-void flame_json_stringn(const char *s, size_t n, FILE *out);
 
 #endif /* PYPROFD_PPROF_FLAMEGRAPH_H */

@@ -9,7 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/hash.h"
-#include "pprof/flamegraph.h"
+#include "base/jsonw.h"
 #include "pprof/gecko.h"
 #include "pprof/threads.h"
 
@@ -27,11 +27,9 @@
 
 enum gecko_category { GECKO_PYTHON, GECKO_NATIVE, GECKO_GC, GECKO_OTHER };
 
-static const char *const gecko_categories =
-    "[{\"name\":\"Python\",\"color\":\"yellow\",\"subcategories\":[\"Other\"]},"
-    "{\"name\":\"Native\",\"color\":\"blue\",\"subcategories\":[\"Other\"]},"
-    "{\"name\":\"GC\",\"color\":\"orange\",\"subcategories\":[\"Other\"]},"
-    "{\"name\":\"Other\",\"color\":\"grey\",\"subcategories\":[\"Other\"]}]";
+/* The categories, in enum gecko_category's order: name and colour; one subcategory each. */
+static const char *const gecko_categories[][2] = {
+    {"Python", "yellow"}, {"Native", "blue"}, {"GC", "orange"}, {"Other", "grey"}};
 
 struct gecko_node {
     uint32_t prefix; /* GECKO_NONE: a root */
@@ -116,7 +114,7 @@ static enum gecko_category gecko_category_of(const struct agg *a, const struct a
 }
 
 /* A frame's location string: "qualname (file:first line)", "symbol (in lib)" or the marker. */
-static void gecko_location(const struct agg *a, const struct agg_location *l, FILE *out)
+static void gecko_location(const struct agg *a, const struct agg_location *l, struct jsonw *w)
 {
     char text[2048];
     const struct agg_function *fn = agg_function(a, l->function);
@@ -130,12 +128,67 @@ static void gecko_location(const struct agg *a, const struct agg_location *l, FI
         int64_t line = fn->start_line > 0 ? fn->start_line : l->line;
         snprintf(text, sizeof(text), "%s (%s:%" PRId64 ")", name, file, line > 0 ? line : 0);
     }
-    flame_json_string(text, out);
+    jsonw_string(w, NULL, text);
+}
+
+/* The column names of a table and their indices: {"schema":{"name":0,...}}. */
+static void gecko_schema(struct jsonw *w, const char *const *cols, size_t n)
+{
+    jsonw_object(w, "schema");
+    for (size_t i = 0; i < n; i++)
+        jsonw_uint(w, cols[i], i);
+    jsonw_end(w);
+}
+
+static const char *const gecko_sample_schema[] = {"stack", "time", "eventDelay"};
+static const char *const gecko_marker_schema[] = {"name",  "startTime", "endTime",
+                                                  "phase", "category",  "data"};
+static const char *const gecko_stack_schema[] = {"prefix", "frame"};
+static const char *const gecko_frame_schema[] = {"location",       "relevantForJS", "innerWindowID",
+                                                 "implementation", "line",          "column",
+                                                 "category",       "subcategory"};
+static const char *const gecko_source_schema[] = {"id", "filename", "startLine", "startColumn",
+                                                  "sourceMapURL"};
+
+/* The profile's "meta" object. */
+static void gecko_meta_write(const struct gecko_meta *m, struct jsonw *w)
+{
+    static const char *const empty[] = {"oscpu", "abi",        "toolkit",
+                                        "misc",  "appBuildID", "sourceURL"};
+    jsonw_object(w, "meta");
+    jsonw_int(w, "version", GECKO_VERSION);
+    jsonw_fixed(w, "interval", gecko_ms(m->interval_ns), 6);
+    jsonw_fixed(w, "startTime", (double)m->start_wall_ns / 1e6, 3);
+    jsonw_null(w, "shutdownTime");
+    jsonw_int(w, "profilingStartTime", 0);
+    jsonw_fixed(w, "profilingEndTime", gecko_ms(m->duration_ns), 3);
+    jsonw_int(w, "processType", 0);
+    jsonw_string(w, "product", m->product ? m->product : "pyprofd");
+    jsonw_int(w, "stackwalk", 0);
+    jsonw_bool(w, "debug", false);
+    jsonw_bool(w, "presymbolicated", true);
+    jsonw_string(w, "platform", "Linux");
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(empty); i++)
+        jsonw_string(w, empty[i], "");
+    jsonw_array(w, "categories");
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(gecko_categories); i++) {
+        jsonw_object(w, NULL);
+        jsonw_string(w, "name", gecko_categories[i][0]);
+        jsonw_string(w, "color", gecko_categories[i][1]);
+        jsonw_array(w, "subcategories");
+        jsonw_string(w, NULL, "Other");
+        jsonw_end(w);
+        jsonw_end(w);
+    }
+    jsonw_end(w);
+    jsonw_array(w, "markerSchema");
+    jsonw_end(w);
+    jsonw_end(w);
 }
 
 static void gecko_thread_write(struct gecko_thread *g, const struct out_threads *th, size_t k,
                                const struct timeline_entry *e, const uint32_t *order, size_t n,
-                               const struct gecko_meta *m, FILE *out)
+                               const struct gecko_meta *m, struct jsonw *w)
 {
     const struct agg *a = g->a;
     const struct out_thread *t = &th->t[k];
@@ -154,40 +207,53 @@ static void gecko_thread_write(struct gecko_thread *g, const struct out_threads 
     }
     double first = n ? gecko_ms(e[order[0]].at_ns - m->start_mono_ns) : 0.0;
 
-    fputs("{\"name\":", out);
-    flame_json_string(k == 0 ? "GeckoMain" : agg_string(a, t->name), out);
-    fputs(",\"processType\":\"default\",\"processName\":", out);
+    jsonw_object(w, NULL);
+    jsonw_string(w, "name", k == 0 ? "GeckoMain" : agg_string(a, t->name));
+    jsonw_string(w, "processType", "default");
     char pname[1200];
     snprintf(pname, sizeof(pname), "%s (pid %" PRId64 ")",
              m->process_name && *m->process_name ? m->process_name : "python", m->pid);
-    flame_json_string(pname, out);
-    fprintf(out,
-            ",\"pid\":%" PRId64 ",\"tid\":%" PRIu64 ",\"registerTime\":%.3f,"
-            "\"unregisterTime\":null,\"processStartupTime\":0,\"processShutdownTime\":null",
-            m->pid, t->id, first);
+    jsonw_string(w, "processName", pname);
+    jsonw_int(w, "pid", m->pid);
+    jsonw_uint(w, "tid", t->id);
+    jsonw_fixed(w, "registerTime", first, 3);
+    jsonw_null(w, "unregisterTime");
+    jsonw_int(w, "processStartupTime", 0);
+    jsonw_null(w, "processShutdownTime");
 
-    fputs(",\"samples\":{\"schema\":{\"stack\":0,\"time\":1,\"eventDelay\":2},\"data\":[", out);
+    jsonw_object(w, "samples");
+    gecko_schema(w, gecko_sample_schema, PYPROFD_ARRAY_SIZE(gecko_sample_schema));
+    jsonw_array(w, "data");
     for (size_t i = 0; i < n; i++) {
         const struct timeline_entry *x = &e[order[i]];
         uint64_t rel = x->at_ns > m->start_mono_ns ? x->at_ns - m->start_mono_ns : 0;
         uint32_t stack = g->stack_of[x->sample];
+        jsonw_array(w, NULL);
         if (stack)
-            fprintf(out, "%s[%" PRIu32 ",%.3f,0]", i ? "," : "", stack - 1, gecko_ms(rel));
+            jsonw_uint(w, NULL, stack - 1);
         else /* a sample of no frame */
-            fprintf(out, "%s[null,%.3f,0]", i ? "," : "", gecko_ms(rel));
+            jsonw_null(w, NULL);
+        jsonw_fixed(w, NULL, gecko_ms(rel), 3);
+        jsonw_int(w, NULL, 0);
+        jsonw_end(w);
     }
     /* the end of the recording, as a sample of no stack: speedscope's importer
      * closes the open frames only at such a sample (the Firefox Profiler
      * leaves a sample without a stack out of its trees) */
     uint64_t last = n ? e[order[n - 1]].at_ns - m->start_mono_ns : 0;
-    fprintf(out, "%s[null,%.3f,0]", n ? "," : "",
-            gecko_ms(m->duration_ns > last ? m->duration_ns : last + m->interval_ns));
+    jsonw_array(w, NULL);
+    jsonw_null(w, NULL);
+    jsonw_fixed(w, NULL, gecko_ms(m->duration_ns > last ? m->duration_ns : last + m->interval_ns),
+                3);
+    jsonw_int(w, NULL, 0);
+    jsonw_end(w);
+    jsonw_end(w);
+    jsonw_end(w);
 
     /* a marker per run of samples in one task: from the first to one interval past the last */
-    fputs("]},\"markers\":{\"schema\":{\"name\":0,\"startTime\":1,\"endTime\":2,\"phase\":3,"
-          "\"category\":4,\"data\":5},\"data\":[",
-          out);
-    bool any = false;
+    jsonw_object(w, "markers");
+    gecko_schema(w, gecko_marker_schema, PYPROFD_ARRAY_SIZE(gecko_marker_schema));
+    jsonw_array(w, "data");
     for (size_t i = 0; i < n;) {
         uint32_t task = agg_sample(a, e[order[i]].sample)->task_name;
         size_t j = i;
@@ -196,56 +262,73 @@ static void gecko_thread_write(struct gecko_thread *g, const struct out_threads 
         if (task) {
             uint64_t t0 = e[order[i]].at_ns - m->start_mono_ns;
             uint64_t t1 = e[order[j]].at_ns - m->start_mono_ns + m->interval_ns;
-            fprintf(out, "%s[%zu,%.3f,%.3f,1,%d,null]", any ? "," : "",
-                    g->nframes + gecko_task(g, task), gecko_ms(t0), gecko_ms(t1), GECKO_OTHER);
-            any = true;
+            jsonw_array(w, NULL);
+            jsonw_uint(w, NULL, g->nframes + gecko_task(g, task));
+            jsonw_fixed(w, NULL, gecko_ms(t0), 3);
+            jsonw_fixed(w, NULL, gecko_ms(t1), 3);
+            jsonw_int(w, NULL, 1);
+            jsonw_int(w, NULL, GECKO_OTHER);
+            jsonw_null(w, NULL);
+            jsonw_end(w);
         }
         i = j + 1;
     }
+    jsonw_end(w);
+    jsonw_end(w);
 
-    fputs("]},\"stackTable\":{\"schema\":{\"prefix\":0,\"frame\":1},\"data\":[", out);
+    jsonw_object(w, "stackTable");
+    gecko_schema(w, gecko_stack_schema, PYPROFD_ARRAY_SIZE(gecko_stack_schema));
+    jsonw_array(w, "data");
     for (size_t i = 0; i < g->nnodes; i++) {
         const struct gecko_node *nd = &g->nodes[i];
+        jsonw_array(w, NULL);
         if (nd->prefix == GECKO_NONE)
-            fprintf(out, "%s[null,%" PRIu32 "]", i ? "," : "", nd->frame);
+            jsonw_null(w, NULL);
         else
-            fprintf(out, "%s[%" PRIu32 ",%" PRIu32 "]", i ? "," : "", nd->prefix, nd->frame);
+            jsonw_uint(w, NULL, nd->prefix);
+        jsonw_uint(w, NULL, nd->frame);
+        jsonw_end(w);
     }
+    jsonw_end(w);
+    jsonw_end(w);
 
-    fputs("]},\"frameTable\":{\"schema\":{\"location\":0,\"relevantForJS\":1,"
-          "\"innerWindowID\":2,\"implementation\":3,\"line\":4,\"column\":5,\"category\":6,"
-          "\"subcategory\":7},\"data\":[",
-          out);
+    jsonw_object(w, "frameTable");
+    gecko_schema(w, gecko_frame_schema, PYPROFD_ARRAY_SIZE(gecko_frame_schema));
+    jsonw_array(w, "data");
     for (size_t i = 0; i < g->nframes; i++) {
         const struct agg_location *l = agg_location(a, g->frames[i]);
         bool placed = !l->address && !agg_function_is_marker(a, l->function);
-        fprintf(out, "%s[%zu,false,0,null,", i ? "," : "", i);
+        jsonw_array(w, NULL);
+        jsonw_uint(w, NULL, i);
+        jsonw_bool(w, NULL, false);
+        jsonw_int(w, NULL, 0);
+        jsonw_null(w, NULL);
         if (l->line > 0 && placed)
-            fprintf(out, "%" PRId64, l->line);
+            jsonw_int(w, NULL, l->line);
         else
-            fputs("null", out);
+            jsonw_null(w, NULL);
         if (l->column > 0 && placed)
-            fprintf(out, ",%" PRId64, l->column);
+            jsonw_int(w, NULL, l->column);
         else
-            fputs(",null", out);
-        fprintf(out, ",%d,0]", gecko_category_of(a, l));
+            jsonw_null(w, NULL);
+        jsonw_int(w, NULL, gecko_category_of(a, l));
+        jsonw_int(w, NULL, 0);
+        jsonw_end(w);
     }
+    jsonw_end(w);
+    jsonw_end(w);
 
     /* strings: each frame's location at its index, then the task markers' names */
-    fputs("]},\"stringTable\":[", out);
-    for (size_t i = 0; i < g->nframes; i++) {
-        if (i)
-            fputc(',', out);
-        gecko_location(a, agg_location(a, g->frames[i]), out);
-    }
+    jsonw_array(w, "stringTable");
+    for (size_t i = 0; i < g->nframes; i++)
+        gecko_location(a, agg_location(a, g->frames[i]), w);
     for (size_t i = 0; i < g->ntasks; i++) {
         char name[600];
         snprintf(name, sizeof(name), "<task %s>", agg_string(a, g->tasks[i]));
-        if (g->nframes + i)
-            fputc(',', out);
-        flame_json_string(name, out);
+        jsonw_string(w, NULL, name);
     }
-    fputs("]}", out);
+    jsonw_end(w);
+    jsonw_end(w);
 }
 
 int gecko_write(const struct agg *a, const struct timeline *tl, const struct gecko_meta *m,
@@ -254,6 +337,7 @@ int gecko_write(const struct agg *a, const struct timeline *tl, const struct gec
     if (!tl)
         return -EINVAL;
     struct out_threads th;
+    struct jsonw w;
     int err = out_threads_build(a, m->pid, &th);
     if (err)
         return err;
@@ -280,27 +364,35 @@ int gecko_write(const struct agg *a, const struct timeline *tl, const struct gec
     size_t n = 0;
     const struct timeline_entry *e = timeline_entries(tl, &n);
 
-    fprintf(out,
-            "{\"systemHost\":{\"name\":\"Firefox\"},\"duration\":%.3f,\"profile\":{\"meta\":{"
-            "\"version\":%d,\"interval\":%.6f,\"startTime\":%.3f,\"shutdownTime\":null,"
-            "\"profilingStartTime\":0,\"profilingEndTime\":%.3f,\"processType\":0,\"product\":",
-            gecko_ms(m->duration_ns), GECKO_VERSION, gecko_ms(m->interval_ns),
-            (double)m->start_wall_ns / 1e6, gecko_ms(m->duration_ns));
-    flame_json_string(m->product ? m->product : "pyprofd", out);
-    fprintf(out,
-            ",\"stackwalk\":0,\"debug\":false,\"presymbolicated\":true,\"platform\":\"Linux\","
-            "\"oscpu\":\"\",\"abi\":\"\",\"toolkit\":\"\",\"misc\":\"\",\"appBuildID\":\"\","
-            "\"sourceURL\":\"\",\"categories\":%s,\"markerSchema\":[]},\"libs\":[],\"pages\":[],"
-            "\"pausedRanges\":[],\"processes\":[],\"sources\":{\"schema\":{\"id\":0,\"filename\":1,"
-            "\"startLine\":2,\"startColumn\":3,\"sourceMapURL\":4},\"data\":[]},\"threads\":[",
-            gecko_categories);
-    for (size_t k = 0; k < th.n; k++) {
-        if (k)
-            fputc(',', out);
-        gecko_thread_write(&g, &th, k, e, order + start[k], start[k + 1] - start[k], m, out);
-    }
-    fputs("]}}\n", out);
-    if (ferror(out))
+    jsonw_init_file(&w, out, 0);
+    jsonw_object(&w, NULL);
+    jsonw_object(&w, "systemHost");
+    jsonw_string(&w, "name", "Firefox");
+    jsonw_end(&w);
+    jsonw_fixed(&w, "duration", gecko_ms(m->duration_ns), 3);
+    jsonw_object(&w, "profile");
+    gecko_meta_write(m, &w);
+    jsonw_array(&w, "libs");
+    jsonw_end(&w);
+    jsonw_array(&w, "pages");
+    jsonw_end(&w);
+    jsonw_array(&w, "pausedRanges");
+    jsonw_end(&w);
+    jsonw_array(&w, "processes");
+    jsonw_end(&w);
+    jsonw_object(&w, "sources");
+    gecko_schema(&w, gecko_source_schema, PYPROFD_ARRAY_SIZE(gecko_source_schema));
+    jsonw_array(&w, "data");
+    jsonw_end(&w);
+    jsonw_end(&w);
+    jsonw_array(&w, "threads");
+    for (size_t k = 0; k < th.n; k++)
+        gecko_thread_write(&g, &th, k, e, order + start[k], start[k + 1] - start[k], m, &w);
+    jsonw_end(&w);
+    jsonw_end(&w);
+    jsonw_end(&w);
+    err = jsonw_finish(&w);
+    if (!err && (fputc('\n', out) == EOF || ferror(out)))
         err = -EIO;
 out:
     alloc_free(g.frame_of);

@@ -8,8 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/hash.h"
-#include "base/utf8.h"
-#include "pprof/flamegraph.h"
+#include "base/jsonw.h"
 #include "pprof/heatmap.h"
 
 #define HEATMAP_NONE UINT32_MAX
@@ -151,102 +150,34 @@ static int hm_op_cmp(const void *x, const void *y)
 }
 
 /*
- * Line [s, s + n) as a JSON string: escaped as flame_json_stringn() does,
- * but a control byte is its control picture (3 bytes, not 6) and a tab
- * "\t". Writes it to @out unless NULL; returns its length in bytes either
- * way, so that the budget is decided by the same code that writes.
+ * The text of a file as an array of lines (a final newline ends the last
+ * one; a carriage return before a newline dropped), each shown as a page
+ * shows it (JSONW_STRING_PICTURES), as the value under @key. Written by
+ * the same code whether @w writes or only counts (the budget).
  */
-static size_t hm_json_line(const char *s, size_t n, FILE *out)
+static void hm_text(struct jsonw *w, const char *key, const char *p, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t len = 2, start = 0;
-    uint64_t replaced = 0;
-    if (out)
-        fputc('"', out);
-    for (size_t i = 0; i < n;) {
-        char pic[4] = "\xe2\x90";
-        const char *esc;
-        size_t adv = 1;
-        unsigned char c = p[i];
-        if (c >= 0x80) {
-            bool valid;
-            size_t l = utf8_next(p + i, n - i, &valid);
-            if (valid) {
-                i += l;
-                continue;
-            }
-            esc = UTF8_REPLACEMENT_STR;
-            adv = l;
-            replaced++;
-        } else if (c == '"') {
-            esc = "\\\"";
-        } else if (c == '\\') {
-            esc = "\\\\";
-        } else if (c == '<') {
-            esc = "\\u003c";
-        } else if (c == '\t') {
-            esc = "\\t";
-        } else if (c < 0x20 || c == 0x7f) { /* U+2400 + c; U+2421 for DEL */
-            pic[2] = (char)(c == 0x7f ? 0xa1 : 0x80 + c);
-            pic[3] = '\0';
-            esc = pic;
-        } else {
-            i++;
-            continue;
-        }
-        size_t elen = strlen(esc);
-        len += i - start + elen;
-        if (out) {
-            fwrite(s + start, 1, i - start, out);
-            fwrite(esc, 1, elen, out);
-        }
-        i += adv;
-        start = i;
-    }
-    len += n - start;
-    if (out) {
-        fwrite(s + start, 1, n - start, out);
-        fputc('"', out);
-        if (replaced)
-            utf8_count_replaced(replaced);
-    }
-    return len;
-}
-
-/* The text of a file as an array of lines (a final newline ends the last
- * one), written to @out unless NULL; returns its length in bytes. */
-static size_t hm_text(const char *p, size_t n, FILE *out)
-{
-    size_t total = 2;
-    if (out)
-        fputc('[', out);
+    jsonw_array(w, key);
     for (size_t i = 0; i < n;) {
         const char *nl = memchr(p + i, '\n', n - i);
         size_t len = nl ? (size_t)(nl - (p + i)) : n - i;
         size_t shown = len && p[i + len - 1] == '\r' ? len - 1 : len;
-        if (i) {
-            total++;
-            if (out)
-                fputc(',', out);
-        }
-        total += hm_json_line(p + i, shown, out);
+        jsonw_stringn(w, NULL, p + i, shown, JSONW_STRING_PICTURES);
         i += len + (nl != NULL);
     }
-    if (out)
-        fputc(']', out);
-    return total;
+    jsonw_end(w);
 }
 
-/* "<op NAME (BASE)>" -> "NAME (BASE)" */
-static void hm_op_name(const char *marker, FILE *out)
+/* "<op NAME (BASE)>" -> "NAME (BASE)", as the key of its count */
+static void hm_op(struct jsonw *w, const char *marker, int64_t n)
 {
     char name[128];
     size_t len = strlen(marker);
     if (len > 5 && strncmp(marker, "<op ", 4) == 0 && marker[len - 1] == '>') {
         snprintf(name, sizeof(name), "%.*s", (int)(len - 5), marker + 4);
-        flame_json_string(name, out);
+        jsonw_int(w, name, n);
     } else {
-        flame_json_string(marker, out);
+        jsonw_int(w, marker, n);
     }
 }
 
@@ -262,7 +193,7 @@ struct hm_texts {
 
 /* The "text", "same_as" or "error" of file @fi, named @path, read through @source. */
 static void hm_source(struct hm_texts *t, uint32_t fi, const char *path, heatmap_source_fn source,
-                      void *arg, struct buf *text, FILE *out)
+                      void *arg, struct buf *text, struct jsonw *w)
 {
     char why[256] = "no source reader";
     struct heatmap_source_id id = {0};
@@ -277,11 +208,17 @@ static void hm_source(struct hm_texts *t, uint32_t fi, const char *path, heatmap
     bool known = id.dev || id.ino;
     for (size_t k = 0; !err && known && k < t->n; k++) {
         if (t->ids[k].dev == id.dev && t->ids[k].ino == id.ino) {
-            fprintf(out, ",\"same_as\":%" PRIu32, t->at[k]);
+            jsonw_uint(w, "same_as", t->at[k]);
             return;
         }
     }
-    size_t need = err ? 0 : hm_text(p, n, NULL);
+    size_t need = 0;
+    if (!err) {
+        struct jsonw count;
+        jsonw_init_count(&count, 0);
+        hm_text(&count, NULL, p, n);
+        need = (size_t)jsonw_bytes(&count);
+    }
     if (!err && need > t->left) {
         err = -EFBIG;
         snprintf(why, sizeof(why),
@@ -291,12 +228,10 @@ static void hm_source(struct hm_texts *t, uint32_t fi, const char *path, heatmap
         t->left_off++;
     }
     if (err) {
-        fputs(",\"error\":", out);
-        flame_json_string(why, out);
+        jsonw_string(w, "error", why);
         return;
     }
-    fputs(",\"text\":", out);
-    hm_text(p, n, out);
+    hm_text(w, "text", p, n);
     t->left -= need;
     if (known) {
         t->ids[t->n] = id;
@@ -306,51 +241,53 @@ static void hm_source(struct hm_texts *t, uint32_t fi, const char *path, heatmap
 
 static void hm_write(struct heatmap *h, const struct hm_line *lines, size_t nlines,
                      const struct hm_op *ops, size_t nops, heatmap_source_fn source, void *arg,
-                     struct hm_texts *t, FILE *out)
+                     struct hm_texts *t, struct jsonw *w)
 {
     const struct agg *a = h->a;
     int64_t samples = 0;
     for (size_t i = 0; i < agg_sample_count(a); i++)
         samples += agg_sample(a, i)->count;
-    fprintf(out, "{\"samples\":%" PRId64 ",\"files\":[", samples);
+    jsonw_object(w, NULL);
+    jsonw_int(w, "samples", samples);
+    jsonw_array(w, "files");
     size_t li = 0, oi = 0;
     struct buf text;
     buf_init(&text, HEATMAP_MAX_TEXT);
     for (size_t fi = 0; fi < h->nfiles && fi < HEATMAP_MAX_FILES; fi++) {
         const struct hm_file *f = &h->files[fi];
         const char *path = agg_string(a, f->path);
-        fputs(fi ? ",{\"path\":" : "{\"path\":", out);
-        flame_json_string(path, out);
-        fprintf(out, ",\"samples\":%" PRId64 ",\"own\":%" PRId64, f->samples, f->own);
-        hm_source(t, (uint32_t)fi, path, source, arg, &text, out);
-        fputs(",\"lines\":[", out);
-        for (bool first = true; li < nlines && lines[li].file == fi; li++, first = false) {
+        jsonw_object(w, NULL);
+        jsonw_string(w, "path", path);
+        jsonw_int(w, "samples", f->samples);
+        jsonw_int(w, "own", f->own);
+        hm_source(t, (uint32_t)fi, path, source, arg, &text, w);
+        jsonw_array(w, "lines");
+        for (; li < nlines && lines[li].file == fi; li++) {
             const struct hm_line *l = &lines[li];
-            fprintf(out, "%s[%" PRId64 ",%" PRId64 ",%" PRId64, first ? "" : ",", l->line, l->own,
-                    l->total);
+            jsonw_array(w, NULL);
+            jsonw_int(w, NULL, l->line);
+            jsonw_int(w, NULL, l->own);
+            jsonw_int(w, NULL, l->total);
             while (oi < nops && ops[oi].line < li)
                 oi++;
             if (oi < nops && ops[oi].line == li) {
-                fputs(",{", out);
-                for (bool f1 = true; oi < nops && ops[oi].line == li; oi++, f1 = false) {
-                    if (!f1)
-                        fputc(',', out);
-                    hm_op_name(agg_string(a, agg_function(a, ops[oi].op)->name), out);
-                    fprintf(out, ":%" PRId64, ops[oi].n);
-                }
-                fputc('}', out);
+                jsonw_object(w, NULL);
+                for (; oi < nops && ops[oi].line == li; oi++)
+                    hm_op(w, agg_string(a, agg_function(a, ops[oi].op)->name), ops[oi].n);
+                jsonw_end(w);
             }
-            fputc(']', out);
+            jsonw_end(w);
         }
-        fputs("]}", out);
+        jsonw_end(w);
+        jsonw_end(w);
     }
     buf_release(&text);
-    fputc(']', out);
+    jsonw_end(w);
     if (h->nfiles > HEATMAP_MAX_FILES)
-        fprintf(out, ",\"left_off\":%zu", h->nfiles - HEATMAP_MAX_FILES);
+        jsonw_uint(w, "left_off", h->nfiles - HEATMAP_MAX_FILES);
     if (t->left_off)
-        fprintf(out, ",\"text_left_off\":%zu", t->left_off);
-    fputc('}', out);
+        jsonw_uint(w, "text_left_off", t->left_off);
+    jsonw_end(w);
 }
 
 PYPROFD_STATIC int heatmap_json_write_budget(const struct agg *a, heatmap_source_fn source,
@@ -370,6 +307,7 @@ PYPROFD_STATIC int heatmap_json_write_budget(const struct agg *a, heatmap_source
                              .at = alloc_calloc(HEATMAP_MAX_FILES, sizeof(*texts.at)),
                              .budget = budget,
                              .left = budget};
+    struct jsonw w;
     int err = 0;
     if (!h.file_of || !h.files || !h.lines || !h.ops || !file_rank || !slot_rank || !lines ||
         !texts.ids || !texts.at) {
@@ -410,9 +348,9 @@ PYPROFD_STATIC int heatmap_json_write_budget(const struct agg *a, heatmap_source
         nops++;
     }
     qsort(h.ops, nops, sizeof(*h.ops), hm_op_cmp);
-    hm_write(&h, lines, nlines, h.ops, nops, source, arg, &texts, out);
-    if (ferror(out))
-        err = -EIO;
+    jsonw_init_file(&w, out, 0);
+    hm_write(&h, lines, nlines, h.ops, nops, source, arg, &texts, &w);
+    err = jsonw_finish(&w);
 out:
     alloc_free(h.file_of);
     alloc_free(h.files);

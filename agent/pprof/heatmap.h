@@ -33,11 +33,12 @@
  *     newline (a carriage return before it dropped); any other control
  *     byte but tab is shown as its Unicode control picture (U+2401-U+241F,
  *     U+2421 for DEL), one character of 3 bytes, and an invalid UTF-8
- *     sequence as U+FFFD; so a byte of source costs at most 6 bytes of page
- *     ('<' as \u003c).
+ *     sequence as U+FFFD (base/jsonw.h's JSONW_STRING_PICTURES); so a byte
+ *     of source costs at most 6 bytes of page ('<' as \u003c). The budget
+ *     is counted by the code that writes the text (a counting writer).
  *
- * The JSON (strings escaped as flamegraph.h's, '<' included, so that it can
- * sit in an HTML <script> element; text made valid UTF-8):
+ * The JSON (written by base/jsonw.h, '<' escaped, so that it can sit in an
+ * HTML <script> element; text made valid UTF-8):
  *
  *   {"samples": N, "files": [{"path", "samples", "own", "error"?,
  *     "text": [line, ...]?, "same_as": K?,

@@ -7,10 +7,9 @@
 
 #include <stddef.h>
 
-#include <json-c/json.h>
-
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/jsonw.h"
 #include "base/utf8.h"
 #include "exporters/pull/views.h"
 #include "pprof/flamegraph.h"
@@ -120,157 +119,132 @@ static bool views_label_sensitive(const char *name)
            strncmp(name, annotation, sizeof(annotation) - 1) == 0;
 }
 
-static json_object *views_labels(const struct labels *ls, bool hide)
+static void views_labels(struct jsonw *w, const char *key, const struct labels *ls, bool hide)
 {
-    json_object *o = json_object_new_object();
-    for (size_t i = 0; o && i < ls->n; i++) {
+    jsonw_object(w, key);
+    for (size_t i = 0; i < ls->n; i++) {
         const char *value = ls->v[i].value;
         if (hide && *value && views_label_sensitive(ls->v[i].name))
             value = "<hidden>";
-        json_object_object_add(o, ls->v[i].name, json_object_new_string(value));
+        jsonw_string(w, ls->v[i].name, value);
     }
-    return o;
+    jsonw_end(w);
 }
 
-static json_object *views_counts(const struct loop_proc_view *t)
+static void views_counts(struct jsonw *w, const struct loop_proc_view *t)
 {
-    json_object *c = json_object_new_object();
-    if (!c)
-        return NULL;
-    json_object_object_add(c, "samples", json_object_new_uint64(t->counts.taken));
-    json_object_object_add(c, "thread_samples", json_object_new_uint64(t->counts.thread_samples));
-    json_object_object_add(c, "failed", json_object_new_uint64(t->counts.failed));
-    json_object_object_add(c, "missed", json_object_new_uint64(t->counts.missed));
-    json_object_object_add(c, "skipped", json_object_new_uint64(t->counts.skipped));
-    json_object_object_add(c, "retried", json_object_new_uint64(t->counts.retried));
-    json_object_object_add(c, "reads_saved", json_object_new_uint64(t->counts.saved));
-    json_object_object_add(c, "thread_samples_reused", json_object_new_uint64(t->counts.reused));
-    json_object_object_add(c, "thread_stacks_dropped", json_object_new_uint64(t->stacks_dropped));
-    json_object *by = json_object_new_object();
-    for (size_t k = 0; by && k < SAMPLE_STATUS_COUNT; k++) {
+    jsonw_object(w, "counts");
+    jsonw_uint(w, "samples", t->counts.taken);
+    jsonw_uint(w, "thread_samples", t->counts.thread_samples);
+    jsonw_uint(w, "failed", t->counts.failed);
+    jsonw_uint(w, "missed", t->counts.missed);
+    jsonw_uint(w, "skipped", t->counts.skipped);
+    jsonw_uint(w, "retried", t->counts.retried);
+    jsonw_uint(w, "reads_saved", t->counts.saved);
+    jsonw_uint(w, "thread_samples_reused", t->counts.reused);
+    jsonw_uint(w, "thread_stacks_dropped", t->stacks_dropped);
+    jsonw_object(w, "failed_by_reason");
+    for (size_t k = 0; k < SAMPLE_STATUS_COUNT; k++) {
         if (t->counts.failed_by[k])
-            json_object_object_add(by, status_name((enum sample_status)k),
-                                   json_object_new_uint64(t->counts.failed_by[k]));
+            jsonw_uint(w, status_name((enum sample_status)k), t->counts.failed_by[k]);
     }
-    json_object_object_add(c, "failed_by_reason", by);
-    json_object_object_add(c, "profiles", json_object_new_uint64(t->windows));
-    json_object_object_add(c, "profiles_dropped", json_object_new_uint64(t->windows_dropped));
-    return c;
+    jsonw_end(w);
+    jsonw_uint(w, "profiles", t->windows);
+    jsonw_uint(w, "profiles_dropped", t->windows_dropped);
+    jsonw_end(w);
 }
 
-static json_object *views_proc(const struct loop_proc_view *t, bool hide)
+/* A double as json-c wrote it: 17 significant digits, 100.0 for a whole number. */
+#define VIEWS_DIGITS 17
+
+static void views_proc(struct jsonw *w, const struct loop_proc_view *t, bool hide)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    json_object_object_add(o, "pid", json_object_new_int(t->pid));
-    json_object_object_add(o, "comm", json_object_new_string(t->comm));
+    jsonw_object(w, NULL);
+    jsonw_int(w, "pid", t->pid);
+    jsonw_string(w, "comm", t->comm);
     if (t->nspid) /* the PID inside its own PID namespace (= pid without one) */
-        json_object_object_add(o, "nspid", json_object_new_int(t->nspid));
+        jsonw_int(w, "nspid", t->nspid);
     if (t->container_id[0])
-        json_object_object_add(o, "container_id", json_object_new_string(t->container_id));
-    json_object_object_add(o, "state", json_object_new_string(proc_state_name(t->state)));
+        jsonw_string(w, "container_id", t->container_id);
+    jsonw_string(w, "state", proc_state_name(t->state));
     if (t->version[0]) {
-        json_object_object_add(o, "python_version", json_object_new_string(t->version));
-        json_object_object_add(o, "build",
-                               json_object_new_string(t->free_threaded ? "free-threaded" : "gil"));
+        jsonw_string(w, "python_version", t->version);
+        jsonw_string(w, "build", t->free_threaded ? "free-threaded" : "gil");
     }
     if (t->reason[0])
-        json_object_object_add(o, "reason", json_object_new_string(t->reason));
+        jsonw_string(w, "reason", t->reason);
     if (t->reattaches) {
-        json_object_object_add(o, "reattaches", json_object_new_int64(t->reattaches));
-        json_object_object_add(o, "last_reattach", json_object_new_string(t->reattach_why));
+        jsonw_uint(w, "reattaches", t->reattaches);
+        jsonw_string(w, "last_reattach", t->reattach_why);
     }
-    if (!t->target)
-        return o;
-    json_object_object_add(o, "job", json_object_new_string(t->job));
-    json_object_object_add(o, "labels", views_labels(&t->labels, false));
-    json_object_object_add(o, "discovered_labels", views_labels(&t->meta, hide));
-    json_object_object_add(o, "mode", json_object_new_string(profile_mode_name(t->mode)));
+    if (!t->target) {
+        jsonw_end(w);
+        return;
+    }
+    jsonw_string(w, "job", t->job);
+    views_labels(w, "labels", &t->labels, false);
+    views_labels(w, "discovered_labels", &t->meta, hide);
+    jsonw_string(w, "mode", profile_mode_name(t->mode));
     if (t->async[0])
-        json_object_object_add(o, "async", json_object_new_string(t->async));
+        jsonw_string(w, "async", t->async);
     if (t->native[0]) {
-        json_object_object_add(o, "native", json_object_new_string(t->native));
-        json_object *nc = json_object_new_object();
-        if (nc) {
-            json_object_object_add(nc, "joined", json_object_new_uint64(t->native_counts.joined));
-            json_object_object_add(nc, "cut", json_object_new_uint64(t->native_counts.cut));
-            json_object_object_add(nc, "python_only",
-                                   json_object_new_uint64(t->native_counts.python_only));
-            json_object_object_add(nc, "c_only", json_object_new_uint64(t->native_counts.c_only));
-        }
-        json_object_object_add(o, "native_samples", nc);
+        jsonw_string(w, "native", t->native);
+        jsonw_object(w, "native_samples");
+        jsonw_uint(w, "joined", t->native_counts.joined);
+        jsonw_uint(w, "cut", t->native_counts.cut);
+        jsonw_uint(w, "python_only", t->native_counts.python_only);
+        jsonw_uint(w, "c_only", t->native_counts.c_only);
+        jsonw_end(w);
     }
     if (t->idle_check[0]) {
-        json_object_object_add(o, "idle_check", json_object_new_string(t->idle_check));
-        json_object_object_add(o, "parked", json_object_new_boolean(t->parked));
+        jsonw_string(w, "idle_check", t->idle_check);
+        jsonw_bool(w, "parked", t->parked);
     }
-    json_object_object_add(o, "sample_rate_hz", json_object_new_double(t->rate));
-    json_object_object_add(o, "effective_rate_hz", json_object_new_double(t->effective_rate));
-    json_object_object_add(o, "profile_interval_seconds", json_object_new_double(t->interval_s));
-    json_object_object_add(o, "counts", views_counts(t));
-    return o;
+    jsonw_double(w, "sample_rate_hz", t->rate, VIEWS_DIGITS);
+    jsonw_double(w, "effective_rate_hz", t->effective_rate, VIEWS_DIGITS);
+    jsonw_double(w, "profile_interval_seconds", t->interval_s, VIEWS_DIGITS);
+    views_counts(w, t);
+    jsonw_end(w);
 }
 
 /* /targets' "kubernetes" object: where pod metadata comes from, and how it goes. */
-static json_object *views_pods(const struct podmeta_view *p)
+static void views_pods(struct jsonw *w, const struct podmeta_view *p)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    json_object_object_add(o, "source", json_object_new_string(p->source));
-    json_object_object_add(o, "url", json_object_new_string(p->url));
-    json_object_object_add(o, "node", json_object_new_string(p->node));
-    json_object_object_add(o, "running", json_object_new_boolean(p->running));
+    jsonw_object(w, "kubernetes");
+    jsonw_string(w, "source", p->source);
+    jsonw_string(w, "url", p->url);
+    jsonw_string(w, "node", p->node);
+    jsonw_bool(w, "running", p->running);
     if (p->problem[0])
-        json_object_object_add(o, "problem", json_object_new_string(p->problem));
-    json_object_object_add(o, "synced", json_object_new_boolean(p->stats.synced));
-    json_object_object_add(o, "pods", json_object_new_uint64(p->stats.index.pods));
-    json_object_object_add(o, "containers", json_object_new_uint64(p->stats.index.containers));
+        jsonw_string(w, "problem", p->problem);
+    jsonw_bool(w, "synced", p->stats.synced);
+    jsonw_uint(w, "pods", p->stats.index.pods);
+    jsonw_uint(w, "containers", p->stats.index.containers);
     if (p->stats.last_error[0])
-        json_object_object_add(o, "last_error", json_object_new_string(p->stats.last_error));
-    return o;
+        jsonw_string(w, "last_error", p->stats.last_error);
+    jsonw_end(w);
 }
 
 int views_targets_json(const struct loop_view *v, char **out, size_t *out_len)
 {
-    int err = 0;
-    json_object *root = json_object_new_object();
-    json_object *arr = json_object_new_array();
-    if (!root || !arr)
+    struct buf b;
+    struct jsonw w;
+    buf_init(&b, SIZE_MAX / 2); /* bounded by the snapshot: its processes and their labels */
+    /* json-c's layout, which /targets always had; no page embeds it: '<' as it is */
+    jsonw_init_buf(&w, &b, JSONW_PRETTY | JSONW_NOT_HTML);
+    jsonw_object(&w, NULL);
+    jsonw_array(&w, "targets");
+    for (size_t i = 0; i < v->nprocs; i++)
+        views_proc(&w, &v->procs[i], !v->show_sensitive_labels);
+    jsonw_end(&w);
+    jsonw_double(&w, "budget_factor", v->factor, VIEWS_DIGITS);
+    if (v->pods.enabled)
+        views_pods(&w, &v->pods);
+    jsonw_end(&w);
+    int err = jsonw_finish(&w);
+    if (!err && !(*out = buf_take(&b, out_len)))
         err = -ENOMEM;
-    for (size_t i = 0; !err && i < v->nprocs; i++) {
-        json_object *o = views_proc(&v->procs[i], !v->show_sensitive_labels);
-        if (!o || json_object_array_add(arr, o)) {
-            json_object_put(o);
-            err = -ENOMEM;
-        }
-    }
-    if (!err) {
-        json_object_object_add(root, "targets", arr);
-        arr = NULL;
-        json_object_object_add(root, "budget_factor", json_object_new_double(v->factor));
-        if (v->pods.enabled)
-            json_object_object_add(root, "kubernetes", views_pods(&v->pods));
-        size_t len = 0;
-        const char *str = json_object_to_json_string_length(root, JSON_C_TO_STRING_PRETTY, &len);
-        /*
-         * json-c copies bytes above 0x7f as they are: the document is valid
-         * UTF-8 only if every string was. They are (text is made valid where
-         * it enters pyprofd); anything missed is written as U+FFFD here,
-         * counted. Bytes above 0x7f are never JSON syntax, so this keeps the
-         * document well-formed.
-         */
-        size_t need = str ? utf8_sanitized_len(str, len, NULL) : 0;
-        *out = str ? alloc_malloc(need + 1) : NULL;
-        if (*out) {
-            *out_len = utf8_sanitize(*out, need + 1, str, len);
-        } else {
-            err = -ENOMEM;
-        }
-    }
-    json_object_put(arr);
-    json_object_put(root);
+    buf_release(&b);
     return err;
 }
 

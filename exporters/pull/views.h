@@ -4,7 +4,7 @@
  * snapshot (daemon/loop.h's struct loop_view, copied under the loop's lock,
  * so rendering never holds the sampling thread up):
  *
- *   views_targets_json()   the /targets document (json-c);
+ *   views_targets_json()   the /targets document (base/jsonw.h);
  *   views_agent_metrics()  the loop's families of /metrics (base/promtext.h):
  *                          discovered processes by state, targets, samples,
  *                          failures by reason, reattaches, profiles, budget.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Writes the generated seed inputs of the fuzz targets (seeds/elf_sections,
-seeds/pyversion, seeds/unwind, seeds/pprof_multi, seeds/kube_stream, seeds/termtext and the
+seeds/pyversion, seeds/unwind, seeds/pprof_multi, seeds/kube_stream, seeds/termtext, seeds/jsonw and the
 seeds/proc_files/cgroup_corpus_* copies of tests/fixtures/cgroup). Deterministic; rerun
 after changing it and commit the output. The proc_maps seeds are text files
 kept by hand."""
@@ -414,3 +414,45 @@ def switches_seeds():
 
 
 switches_seeds()
+
+
+def jsonw_seeds():
+    """Operations for the JSON writer (fuzz_jsonw.c): byte 0 flags and cap, then ops,
+    each its byte, its key inside an object, its payload."""
+    def m(k, value):  # a member of an object: the key goes after the op byte
+        return value[:1] + bytes([len(k)]) + k + value[1:]
+
+    def string(s, pictures=False):
+        return bytes([3 | (0x80 if pictures else 0)]) + bytes([len(s)]) + s
+
+    def num(kind, v, digits=None):
+        body = struct.pack("<q" if kind == 4 else "<Q" if kind == 5 else "<d", v)
+        return bytes([kind]) + body + (bytes([digits]) if digits is not None else b"")
+
+    obj, arr, end, true, null = b"\x00", b"\x01", b"\x02", b"\x88", b"\x09"
+    flat = (obj + m(b"name", string(b"main")) + m(b"line", num(4, -12))
+            + m(b"n", num(5, 2**64 - 1)) + m(b"ok", true) + m(b"none", null) + end)
+    write("jsonw", "flat", b"\x00" + flat)
+    nested = (obj + m(b"targets", arr) + obj + m(b"pid", num(4, 42)) + m(b"labels", obj) + end
+              + m(b"rate", num(6, 100.0, 17)) + end + arr + end + end
+              + m(b"empty", obj) + end + end)
+    write("jsonw", "pretty_nested", b"\x01" + nested)
+    hostile = (arr + string(b"</script><!-- \"q\" \\ \x01\x1b[31m\x7f")
+               + string(b"\xc2\x85\xc2\x9b\xc2\xa0 \xe2\x80\xa8 \xff\xc0\xaf\xed\xa0\x80 \xe2\x80")
+               + string(b"a\x00b") + end)
+    write("jsonw", "hostile_strings", b"\x00" + hostile)
+    write("jsonw", "hostile_terminal_not_html", b"\x06" + hostile)
+    write("jsonw", "pictures", b"\x00" + arr
+          + string(b"\tx = '<y>'\x01\x7f\r\xff\xc3\xa9", pictures=True) + end)
+    write("jsonw", "numbers", b"\x00" + arr + num(4, -2**63) + num(5, 0) + num(6, 0.1, 17)
+          + num(6, float("nan"), 6) + num(7, float("-inf"), 3) + num(7, 1700000000123.456, 3)
+          + num(6, 1e300, 19) + num(7, 1e300, 19) + end)
+    write("jsonw", "deep", b"\x00" + arr * 70 + num(4, 1))
+    write("jsonw", "keys", b"\x01" + obj + m(b"<k\"\n>", null) + m(b"a\x00b", null)
+          + m(b"\xff", null) + end)
+    write("jsonw", "small_cap", b"\x10" + hostile * 3)
+    write("jsonw", "scalar_then_more", b"\x00" + num(4, 7) + arr + end)
+    write("jsonw", "string_cut_short", b"\x00" + arr + b"\x03")  # no length: an empty string
+
+
+jsonw_seeds()
