@@ -371,9 +371,9 @@ static void test_runwatch__a_blocked_child_is_not_read_again(void **state)
     settle();
     struct runwatch *w = NULL;
     /* the main thread: a sanitizer may give the forked child a thread of its own */
-    struct runwatch_opts o = {.all_threads = false, .how = RUNWATCH_PERF};
+    struct runwatch_opts o = {.all_threads = false, .how = IDLE_CHECK_PERF};
     assert_int_equal(runwatch_new(c.pid, &o, mono(), &w), 0);
-    assert_int_equal(runwatch_how(w), RUNWATCH_PERF);
+    assert_int_equal(runwatch_how(w), IDLE_CHECK_PERF);
     assert_string_equal(runwatch_describe(w), "perf");
     /* asleep since the watch opened: cpu mode needs no read; no read yet to count again */
     assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_ASLEEP);
@@ -427,9 +427,9 @@ static void test_runwatch__schedstat_needs_a_tick_of_quiet(void **state)
     struct child c = child_start();
     settle();
     struct runwatch *w = NULL;
-    struct runwatch_opts o = {.all_threads = false, .how = RUNWATCH_SCHEDSTAT};
+    struct runwatch_opts o = {.all_threads = false, .how = IDLE_CHECK_SCHEDSTAT};
     assert_int_equal(runwatch_new(c.pid, &o, mono(), &w), 0);
-    if (runwatch_how(w) == RUNWATCH_OFF) { /* nohz_full CPUs */
+    if (runwatch_how(w) == IDLE_CHECK_OFF) { /* nohz_full CPUs */
         runwatch_free(w);
         child_stop(&c);
         skip();
@@ -454,9 +454,9 @@ static void test_runwatch__off_always_reads(void **state)
 {
     (void)state;
     struct runwatch *w = NULL;
-    struct runwatch_opts o = {.how = RUNWATCH_OFF};
+    struct runwatch_opts o = {.how = IDLE_CHECK_OFF};
     assert_int_equal(runwatch_new(getpid(), &o, mono(), &w), 0);
-    assert_int_equal(runwatch_how(w), RUNWATCH_OFF);
+    assert_int_equal(runwatch_how(w), IDLE_CHECK_OFF);
     assert_string_equal(runwatch_describe(w), "off: turned off (idle_check: off)");
     runwatch_read(w, mono(), true);
     assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_READ);
