@@ -255,12 +255,20 @@ server:
 
             threads = [threading.Thread(target=profile, args=(p, k))
                        for p, k in ((self.target.pid, "native"), (busy.pid, "wall"))]
+            def attempts():
+                text = agent.metrics()
+                return sum(agent.metric(f'pyprofd_samples{kind}_total{{job="wall"}}', text) or 0
+                           for kind in ("", "_failed"))  # made, not missed
+
+            attempts0 = attempts()
             cpu0, t0 = cpu_seconds(agent.proc.pid), time.monotonic()
             for t in threads:
                 t.start()
             for t in threads:
                 t.join(40)
-            cpu = (cpu_seconds(agent.proc.pid) - cpu0) / (time.monotonic() - t0)
+            took = time.monotonic() - t0
+            cpu = (cpu_seconds(agent.proc.pid) - cpu0) / took
+            wall_attempts = attempts() - attempts0
             for key in ("native", "wall"):
                 self.assertIn(key, result, f"the {key} profile request did not return")
                 self.assertEqual(result[key][0], 200, result[key][1][:300])
@@ -270,11 +278,14 @@ server:
                 with open(p, "wb") as f:
                     f.write(result[key][1])
                 traces[key] = livelib.pprof_traces(p, self.tmp)
-            # 3 s at 100 Hz of a busy thread: 3000 ms of wall time (a sampling
-            # thread stuck on the FIFO gave none; a loaded machine, somewhat less)
-            wall_ms = sum(ms for ms, _ in traces["wall"])
-            livelib.within(self, "the wall job's sampled time beside the native one",
-                           wall_ms / 3000.0, 0.5, 1.2)
+            # the wall job kept its pace: 100 attempts a second while the native
+            # job looked past the FIFO (a sampling thread stuck on it made none).
+            # Attempts, not samples: two busy targets on two cores tear many of
+            # the wall target's deep, fast-changing stacks, honestly counted as
+            # failed ("incomplete"), so its sampled time varies from 0.2 to 0.9.
+            livelib.within(self, "the wall job's attempts per second beside the native one",
+                           wall_attempts / took / 100.0, 0.5, 1.2)
+            self.assertGreater(sum(ms for ms, _ in traces["wall"]), 0, traces["wall"][:3])
             churn = sum(ms for ms, f in traces["native"] if any(x.startswith("churn") for x in f))
             self.assertGreater(churn, 500, traces["native"][:3])
             livelib.within(self, "the agent's CPU (cores) while both are profiled", cpu, 0.0,
