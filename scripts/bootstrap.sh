@@ -48,6 +48,10 @@ PACKAGES=(
 	python3-grpcio # a real gRPC server receives Parca pushes in tests
 	python3-protobuf
 	python3 # test drivers and vector generators run on Debian's own /usr/bin/python3
+	gunicorn # real servers profiled in tests: gunicorn with Flask workers (pre-fork, respawn)
+	python3-flask
+	uwsgi-core # ... and uWSGI's Python plugin, whose workers fork without CPython's hook
+	uwsgi-plugin-python3
 	python3.11 # Debian 12's own interpreter: a live CPython 3.11 target (OPTIONAL)
 	python3.11-dbg # ... and its debug build
 	python3.11-dev # its headers: the generated 3.11 layout is checked against them
