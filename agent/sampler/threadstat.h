@@ -47,6 +47,19 @@ PYPROFD_WARN_UNUSED int threadstat_host_tid(const char *proc_root, pid_t pid, ui
                                             pid_t *host_tid);
 
 /**
+ * Lists the threads of @a pid by the ids the target knows them by (its own
+ * PID namespace: the innermost NSpid), into @a ns_tids, at most @a max; *@a n
+ * gets how many. In our PID namespace that is one listing of
+ * /proc/PID/task and one read of its status (sampler/tasks.h); in a
+ * namespace of its own each thread's status is read too. A thread that ends
+ * meanwhile is left out. Returns 0, -E2BIG when it has more than @a max
+ * threads (the list is incomplete), -ESRCH when it is gone, or another
+ * negative errno.
+ */
+PYPROFD_WARN_UNUSED int threadstat_list_ns(const char *proc_root, pid_t pid, uint64_t *ns_tids,
+                                           size_t max, size_t *n);
+
+/**
  * The inverse: thread @a host_tid's id as the target sees it (the innermost
  * NSpid of its status; @a host_tid itself without NSpid). Returns 0, or
  * -ESRCH/-ENOENT when the thread is gone.
