@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * threadstat.h: what the kernel says about a target's threads: whether one is
- * on a CPU (state 'R' in /proc/PID/task/TID/stat, running or runnable), and
- * which host TID a thread id from inside a container's PID namespace is.
+ * on a CPU (state 'R' in /proc/PID/task/TID/stat, running or runnable),
+ * which host TID a thread id from inside a container's PID namespace is, and
+ * which ids the target's threads have there (for the unwinder's check of the
+ * TIDs thread states name).
  *
  * The stat line is untrusted text; the state letter is the one after the
  * *last* ')' since the command name may itself contain ") ".
  *
- * These read /proc, so the sampler calls them only in modes that need them.
+ * These read /proc, so the sampler calls them only in modes that need them,
+ * or (the listing) when a thread state names a TID it has not seen.
  * Thread safety: reentrant.
  */
 #ifndef PYPROFD_SAMPLER_THREADSTAT_H
