@@ -465,7 +465,8 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
         return err;
     }
     /* the TIDs thread states name, checked against the target's threads */
-    unwinder_set_tasks(u, sampler_tasks, s);
+    if (u)
+        unwinder_set_tasks(u, sampler_tasks, s);
     /* cpu mode's test, where the threads' stacks are read on the schedule */
     if (opts->mode == PROFILE_CPU && !SAMPLER_WITH(s, drain)) {
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
