@@ -195,11 +195,28 @@ struct unwinder {
     size_t nseen_extra;
     size_t guess_max; /* frames remembered per thread: UNWIND_GUESS_FRAMES(OBJS) */
     /*
+     * The target's threads (unwinder_set_tasks()), as the target numbers
+     * them, ascending: listed by tasks_fn at the first sample that checks a
+     * TID, then when a thread state names one not here, at most once per
+     * sample (tasks_serial: the sample that listed them, 0: never). gen
+     * moves when the list changes; tasks_ok (below): the last listing
+     * worked.
+     */
+    int (*tasks_fn)(void *ctx, uint64_t *tids, size_t max, size_t *n);
+    void *tasks_ctx;
+    uint64_t tasks[UNWIND_MAX_THREADS];
+    size_t ntasks;
+    uint64_t tasks_gen, tasks_serial, sample_serial;
+    struct tid_memo tid_memo[UNWIND_TID_MEMOS];
+    size_t tid_memo_next; /* the slot the next new one takes */
+    uint64_t sample_head; /* this sample's first interpreter (for unwind_learn_tid()) */
+    /*
      * <= 3.10: a thread is known by its pthread_t only; its TID is the int
      * at tid_off in glibc's struct pthread (learnt from the main thread,
      * whose TID is the process ID; 0: not known), read with the thread
      * state for the pthread_t the slot's last sample saw (a pthread_t is
-     * reused by the next thread glibc starts on the same stack).
+     * reused by the next thread glibc starts on the same stack). Later
+     * versions read it only for a thread whose own TID is not the target's.
      */
     uint32_t tid_off;
     pid_t ns_pid; /* the process's PID in its own namespace (rt->ns_pid) */
@@ -207,23 +224,8 @@ struct unwinder {
     uint64_t pthread_guessed;
     int32_t tid_word;
     bool tid_tried;
-    /*
-     * The target's threads (unwinder_set_tasks()), as the target numbers
-     * them, ascending: listed by tasks_fn at the first sample that checks a
-     * TID, then when a thread state names one not here, at most once per
-     * sample (tasks_serial: the sample that listed them, 0: never). gen
-     * moves when the list changes; tasks_ok: the last listing worked.
-     */
-    int (*tasks_fn)(void *ctx, uint64_t *tids, size_t max, size_t *n);
-    void *tasks_ctx;
-    uint64_t tasks[UNWIND_MAX_THREADS];
-    size_t ntasks;
-    uint64_t tasks_gen, tasks_serial, sample_serial;
-    bool tasks_ok;
-    struct tid_memo tid_memo[UNWIND_TID_MEMOS];
-    size_t tid_memo_next; /* the slot the next new one takes */
-    uint64_t sample_head; /* this sample's first interpreter (for unwind_learn_tid()) */
-    bool own_sc;          /* the scratch was allocated by unwinder_new(), freed with the unwinder */
+    bool tasks_ok; /* the last listing of the target's threads worked (above) */
+    bool own_sc;   /* the scratch was allocated by unwinder_new(), freed with the unwinder */
     /* chunk_buf, verify_buf, visited and linetable_buf: in the scratch */
     struct unwind_scratch *sc;
     size_t chunk_used;
