@@ -88,9 +88,8 @@ static int64_t dump_status_field(int64_t pid, const char *key)
     char path[64], buf[4096];
     size_t len = 0;
     snprintf(path, sizeof(path), "/proc/%" PRId64 "/status", pid);
-    if (readfile_into(path, buf, sizeof(buf) - 1, &len, READFILE_INTO_KERNEL) != 0)
-        return -1;
-    buf[len] = '\0';
+    if (readfile_into(path, buf, sizeof(buf), &len, READFILE_INTO_KERNEL) != 0)
+        return -1; /* (NUL-terminated) */
     const char *at = strstr(buf, key);
     if (!at || (at != buf && at[-1] != '\n'))
         return -1;
@@ -116,8 +115,12 @@ static int64_t dump_status_field(int64_t pid, const char *key)
  */
 static void dump_whose(pid_t pid, bool nested, uint64_t stated, char *buf, size_t len)
 {
-    int64_t tgid = nested || stated > INT32_MAX ? -1 : dump_status_field((int64_t)stated, "Tgid:");
-    if (nested)
+    int64_t tgid = nested || stated == 0 || stated > INT32_MAX
+                       ? -1
+                       : dump_status_field((int64_t)stated, "Tgid:");
+    if (stated == 0)
+        snprintf(buf, len, "no thread id at all");
+    else if (nested)
         snprintf(buf, len, "not a thread of this process");
     else if (tgid < 0)
         snprintf(buf, len, "no thread that runs now");
