@@ -184,11 +184,55 @@ enum unwind_thread_flags {
     UNWIND_THREAD_IN_GC = 1 << 4, /* its interpreter is collecting garbage */
 };
 
+/**
+ * Where a thread's native_thread_id comes from (docs/unwinder.md §6, "Thread
+ * ids that are not the process's"). A thread state keeps the TID of the
+ * thread that made it; a process forked without CPython's after-fork hook
+ * (uWSGI's workers, an embedder) keeps its parent's. With a task lister
+ * (unwinder_set_tasks()) each TID is checked against the target's threads.
+ */
+enum unwind_tid_source {
+    UNWIND_TID_OWN,     /* the thread state's own id: a thread of the target (or not checked) */
+    UNWIND_TID_PTHREAD, /* not the target's: the TID glibc keeps in the thread's struct pthread */
+    UNWIND_TID_ONLY_THREAD, /* not the target's, no pthread TID: the single-threaded process's
+                             * only thread, for the main thread state alone in its interpreter */
+    UNWIND_TID_GONE,        /* not the target's, and neither is its pthread's TID: a thread
+                             * state left from a thread that does not run in this process (one
+                             * the parent had at the fork); never on a CPU */
+    UNWIND_TID_UNRESOLVED,  /* not the target's, and nothing says which it is: cpu mode keeps it
+                             * without the per-thread CPU check */
+    UNWIND_TID_SOURCES      /* how many */
+};
+
+/** "thread_state", "pthread", "only_thread", "gone", "unresolved" (dump's JSON, /metrics), or "?".
+ */
+static inline const char *unwind_tid_source_name(enum unwind_tid_source s)
+{
+    switch (s) {
+    case UNWIND_TID_OWN:
+        return "thread_state";
+    case UNWIND_TID_PTHREAD:
+        return "pthread";
+    case UNWIND_TID_ONLY_THREAD:
+        return "only_thread";
+    case UNWIND_TID_GONE:
+        return "gone";
+    case UNWIND_TID_UNRESOLVED:
+        return "unresolved";
+    default:
+        return "?";
+    }
+}
+
 /** One sampled thread. */
 struct unwind_thread {
     uint64_t tstate_raddr;
-    uint64_t native_thread_id; /* kernel TID in the target's PID namespace */
-    uint64_t thread_id;        /* pthread_t */
+    /* kernel TID in the target's PID namespace: the thread state's own, or
+     * what it was resolved to (tid_source) */
+    uint64_t native_thread_id;
+    uint64_t stated_thread_id; /* the TID the thread state names (<= 3.10: its pthread's) */
+    enum unwind_tid_source tid_source;
+    uint64_t thread_id; /* pthread_t */
     int64_t interp_id;
     unsigned flags;            /* enum unwind_thread_flags */
     enum sample_status status; /* SAMPLE_OK, or why there are no frames */

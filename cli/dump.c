@@ -17,6 +17,8 @@
 
 #include "base/jsonw.h"
 #include "base/log.h"
+#include "base/readfile.h"
+#include "base/strnum.h"
 #include "base/termtext.h"
 #include "cli/cli.h"
 #include "sampler/threadstat.h"
@@ -55,6 +57,13 @@ static void dump_usage(FILE *out)
           out);
 }
 
+/* Whether process @pid is in a PID namespace of its own (its ids are not ours). */
+static bool dump_nested(pid_t pid)
+{
+    uint64_t ns = 0;
+    return threadstat_ns_tid("/proc", pid, pid, &ns) == 0 && ns != (uint64_t)pid;
+}
+
 /* On-CPU state of a thread, or -1 when it cannot be read. */
 static int dump_on_cpu(pid_t pid, uint64_t native_tid)
 {
@@ -64,6 +73,79 @@ static int dump_on_cpu(pid_t pid, uint64_t native_tid)
         threadstat_state("/proc", pid, host_tid, &state))
         return -1;
     return state == 'R';
+}
+
+/* The target's threads, for the unwinder's check of the TIDs its thread states name. */
+static int dump_tasks(void *ctx, uint64_t *tids, size_t max, size_t *n)
+{
+    const pid_t *pid = ctx;
+    return threadstat_list_ns("/proc", *pid, tids, max, n);
+}
+
+/* The number after @key ("Tgid:") in /proc/@pid/status, or -1. */
+static int64_t dump_status_field(int64_t pid, const char *key)
+{
+    char path[64], buf[4096];
+    size_t len = 0;
+    snprintf(path, sizeof(path), "/proc/%" PRId64 "/status", pid);
+    if (readfile_into(path, buf, sizeof(buf), &len, READFILE_INTO_KERNEL) != 0)
+        return -1; /* (NUL-terminated) */
+    const char *at = strstr(buf, key);
+    if (!at || (at != buf && at[-1] != '\n'))
+        return -1;
+    at += strlen(key);
+    while (*at == ' ' || *at == '\t')
+        at++;
+    char num[24];
+    size_t k = 0;
+    while (k + 1 < sizeof(num) && at[k] >= '0' && at[k] <= '9') {
+        num[k] = at[k];
+        k++;
+    }
+    num[k] = '\0';
+    int64_t v;
+    return k && strnum_parse_i64(num, 0, INT32_MAX, &v) == 0 ? v : -1;
+}
+
+/*
+ * What the TID a thread state names (@stated, not a thread of @pid) is, as
+ * far as this PID namespace can tell: a thread of another process (its
+ * parent's, after a fork without CPython's after-fork hook), or none now.
+ * In a PID namespace of its own the target's ids cannot be looked up here.
+ */
+static void dump_whose(pid_t pid, bool nested, uint64_t stated, char *buf, size_t len)
+{
+    int64_t tgid = nested || stated == 0 || stated > INT32_MAX
+                       ? -1
+                       : dump_status_field((int64_t)stated, "Tgid:");
+    if (stated == 0)
+        snprintf(buf, len, "no thread id at all");
+    else if (nested)
+        snprintf(buf, len, "not a thread of this process");
+    else if (tgid < 0)
+        snprintf(buf, len, "no thread that runs now");
+    else if (tgid == dump_status_field(pid, "PPid:"))
+        snprintf(buf, len, "a thread of its parent, process %" PRId64, tgid);
+    else
+        snprintf(buf, len, "a thread of process %" PRId64, tgid);
+}
+
+/* How a thread's TID was resolved, in words; NULL for the thread state's own. */
+static const char *dump_tid_how(enum unwind_tid_source s)
+{
+    switch (s) {
+    case UNWIND_TID_PTHREAD:
+        return "resolved from the TID in its pthread";
+    case UNWIND_TID_ONLY_THREAD:
+        return "resolved as the process's only thread";
+    case UNWIND_TID_GONE:
+        return "neither is its pthread's TID: a thread state left from a thread that does not "
+               "run in this process";
+    case UNWIND_TID_UNRESOLVED:
+        return "not resolved";
+    default:
+        return NULL;
+    }
 }
 
 /* Whether a thread of @r was read torn (status_torn(): worth reading again). */
@@ -160,6 +242,9 @@ static void dump_print_json(const struct cli_target *t, const struct unwind_resu
         const struct unwind_thread *th = &r->threads[i];
         jsonw_object(&w, NULL);
         jsonw_int(&w, "thread_id", (int64_t)th->native_thread_id);
+        jsonw_string(&w, "thread_id_source", unwind_tid_source_name(th->tid_source));
+        if (th->tid_source != UNWIND_TID_OWN)
+            jsonw_int(&w, "stated_thread_id", (int64_t)th->stated_thread_id);
         jsonw_bool(&w, "main", th->flags & UNWIND_THREAD_MAIN);
         jsonw_int(&w, "interpreter_id", th->interp_id);
         jsonw_object(&w, "status");
@@ -261,7 +346,7 @@ static void dump_print_tasks(const struct asyncio_result *ar, size_t i)
 
 static void dump_print_text(const struct cli_target *t, const struct unwind_result *r,
                             const int *on_cpu, const struct asyncio_result *ar,
-                            const char *async_note)
+                            const char *async_note, bool nested)
 {
     char ver[32];
     bool ft = t->rt.version.free_threaded;
@@ -271,8 +356,17 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
     fputs(")\n", stdout);
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct unwind_thread *th = &r->threads[i];
-        printf("\nThread %" PRIu64 "%s", th->native_thread_id,
-               th->flags & UNWIND_THREAD_MAIN ? " (main)" : "");
+        bool main = th->flags & UNWIND_THREAD_MAIN;
+        const char *how = dump_tid_how(th->tid_source);
+        printf("\nThread %" PRIu64 "%s", th->native_thread_id, main && !how ? " (main)" : "");
+        if (how) {
+            /* "(main; the thread state names 1200, a thread of its parent,
+             * process 1200: resolved from the TID in its pthread)" */
+            char whose[96];
+            dump_whose(t->pid, nested, th->stated_thread_id, whose, sizeof(whose));
+            printf(" (%sthe thread state names %" PRIu64 ", %s: %s)", main ? "main; " : "",
+                   th->stated_thread_id, whose, how);
+        }
         if (th->interp_id != 0) /* a sub-interpreter's (the main one is 0) */
             printf(" (interpreter %" PRId64 ")", th->interp_id);
         const char *sep = " [";
@@ -344,6 +438,8 @@ static int dump_run(pid_t pid, const struct dump_opts *o)
     if (status != CLI_EXIT_OK)
         goto out;
     cli_warn_flags(&t, o->flags);
+    /* each thread state's TID checked against the process's threads */
+    unwinder_set_tasks(t.unwinder, dump_tasks, &t.pid);
     if (o->async_aware && dump_async_new(&t, &aio, note, sizeof(note))) {
         status = CLI_EXIT_FAIL;
         goto out;
@@ -380,7 +476,7 @@ static int dump_run(pid_t pid, const struct dump_opts *o)
     if (o->json)
         dump_print_json(&t, r, on_cpu, ar, shown);
     else
-        dump_print_text(&t, r, on_cpu, ar, shown);
+        dump_print_text(&t, r, on_cpu, ar, shown, dump_nested(pid));
     if (dump_torn(r))
         status = CLI_EXIT_FAIL;
 out:

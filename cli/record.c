@@ -257,6 +257,28 @@ static void record_summary(const struct sampler_counts *c, double seconds)
                         c->failed_by[s]);
         fputc('\n', stderr);
     }
+    uint64_t stale = c->tid_pthread + c->tid_only_thread + c->tid_gone + c->tid_unresolved;
+    if (stale) { /* a fork without CPython's after-fork hook (docs/unwinder.md §6) */
+        const struct {
+            uint64_t n;
+            const char *what;
+        } part[] = {
+            {c->tid_pthread, "resolved from the thread's pthread"},
+            {c->tid_only_thread, "resolved as its only thread"},
+            {c->tid_gone, "of a thread that does not run in it"},
+            {c->tid_unresolved, "unresolved (cpu mode: kept without the per-thread CPU check)"},
+        };
+        fprintf(stderr,
+                "pyprofd: %" PRIu64 " thread samples named a thread id not of the process:", stale);
+        const char *sep = " ";
+        for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(part); i++) {
+            if (part[i].n) {
+                fprintf(stderr, "%s%" PRIu64 " %s", sep, part[i].n, part[i].what);
+                sep = ", ";
+            }
+        }
+        fputc('\n', stderr);
+    }
     if (c->missed)
         fprintf(stderr,
                 "pyprofd: warning: %" PRIu64 " samples were missed: the sampler could not keep "

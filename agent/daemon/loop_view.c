@@ -36,6 +36,10 @@ void loop_job_add(struct loop_job_view *j, const struct target_stats *t)
     j->counts.retried += c->retried;
     j->counts.saved += c->saved;
     j->counts.reused += c->reused;
+    j->counts.tid_pthread += c->tid_pthread;
+    j->counts.tid_only_thread += c->tid_only_thread;
+    j->counts.tid_gone += c->tid_gone;
+    j->counts.tid_unresolved += c->tid_unresolved;
     for (size_t i = 0; i < SAMPLE_STATUS_COUNT; i++)
         j->counts.failed_by[i] += c->failed_by[i];
     j->native.joined += t->native_counts.joined;

@@ -33,6 +33,14 @@ struct sampler_counts {
      * CPU in cpu mode), and the thread samples they counted again */
     uint64_t saved;
     uint64_t reused;
+    /* thread samples whose thread state named a TID that is none of the
+     * target's threads (a process forked without CPython's after-fork hook:
+     * docs/unwinder.md §6), by what they were counted as: the TID in the
+     * thread's pthread, the process's only thread, a thread that does not
+     * run here (wall mode only: cpu mode leaves it out), or unresolved (cpu
+     * mode keeps those without the per-thread CPU check); part of
+     * thread_samples */
+    uint64_t tid_pthread, tid_only_thread, tid_gone, tid_unresolved;
 };
 
 #endif /* PYPROFD_SAMPLER_REPORT_H */

@@ -160,6 +160,34 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
     return threadstat_parse_state(buf, (size_t)n, &state) == 0 && state == 'R';
 }
 
+/* The target's threads, for the unwinder's check of the TIDs its thread states name. */
+static int sampler_tasks(void *ctx, uint64_t *tids, size_t max, size_t *n)
+{
+    const struct sampler *s = ctx;
+    return threadstat_list_ns(s->opts.proc_root, s->pid, tids, max, n);
+}
+
+/* Counts a thread sample whose thread state named a TID not of the target. */
+static void sampler_count_tid(struct sampler *s, enum unwind_tid_source how)
+{
+    switch (how) {
+    case UNWIND_TID_PTHREAD:
+        s->counts.tid_pthread++;
+        break;
+    case UNWIND_TID_ONLY_THREAD:
+        s->counts.tid_only_thread++;
+        break;
+    case UNWIND_TID_GONE:
+        s->counts.tid_gone++;
+        break;
+    case UNWIND_TID_UNRESOLVED:
+        s->counts.tid_unresolved++;
+        break;
+    default:
+        break;
+    }
+}
+
 /* ---- the sinks ------------------------------------------------------------------ */
 
 /* Sink @q changed: no thread's last stack is in it. */
@@ -214,8 +242,10 @@ void sampler_give(struct sampler *s, const struct unwind_thread *t,
         if (!took)
             took = sk->add(sk->arg, &x) == 0; /* a full window drops and counts it itself */
         k->added[q] = plain && took;
-        if (q == 0 && took)
+        if (q == 0 && took) {
             s->counts.thread_samples++;
+            sampler_count_tid(s, t->tid_source);
+        }
     }
     if (plain)
         k->last_key = t->stack_key;
@@ -434,6 +464,9 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
         sampler_free(s);
         return err;
     }
+    /* the TIDs thread states name, checked against the target's threads */
+    if (u)
+        unwinder_set_tasks(u, sampler_tasks, s);
     /* cpu mode's test, where the threads' stacks are read on the schedule */
     if (opts->mode == PROFILE_CPU && !SAMPLER_WITH(s, drain)) {
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
@@ -449,6 +482,8 @@ void sampler_free(struct sampler *s)
         return;
     if (s->on_cpu_set)
         unwinder_set_on_cpu(s->u, NULL, NULL);
+    if (s->u)
+        unwinder_set_tasks(s->u, NULL, NULL);
     if (s->src)
         s->src->ops->free(s->src); /* a filter frees the source behind it */
     for (size_t i = 0; i < SAMPLER_THREADS; i++)

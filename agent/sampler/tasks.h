@@ -3,7 +3,8 @@
  * tasks.h: a target's threads as its kernel lists them (/proc/PID/task),
  * listed in one place for every part of the sampler that follows them: the
  * idle watch (runwatch), the kernel's samples (nsampler), the exact path's
- * stop, and the thread cache's host TIDs (threadstat). One cap for all of
+ * stop, the thread cache's host TIDs and the unwinder's check of the TIDs
+ * thread states name (threadstat). One cap for all of
  * them, TASKS_MAX: the threads of one target the sampler watches, samples
  * from the kernel or stops, which is as many as the unwinder walks
  * (UNWIND_MAX_THREADS): a thread past it has no Python stack pyprofd would

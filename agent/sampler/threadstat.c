@@ -133,6 +133,39 @@ int threadstat_host_tid(const char *proc_root, pid_t pid, uint64_t ns_tid, pid_t
     return err;
 }
 
+int threadstat_list_ns(const char *proc_root, pid_t pid, uint64_t *ns_tids, size_t max, size_t *n)
+{
+    char path[256], buf[4096];
+    uint64_t inner;
+    int levels;
+    pid_t tids[TASKS_MAX];
+    size_t ntids;
+    bool more = false;
+    *n = 0;
+    snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+    ssize_t len = threadstat_slurp(path, buf, sizeof(buf));
+    if (len < 0)
+        return (int)len;
+    bool nested = threadstat_nspid(buf, &inner, &levels) == 0 && levels > 1;
+    size_t cap = max < TASKS_MAX ? max : TASKS_MAX;
+    int err = tasks_list(proc_root, pid, tids, cap, &ntids, &more);
+    if (err)
+        return err;
+    if (more)
+        return -E2BIG;
+    for (size_t k = 0; k < ntids; k++) {
+        if (!nested) {
+            ns_tids[(*n)++] = (uint64_t)tids[k];
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc_root, (int)pid, (int)tids[k]);
+        if (threadstat_slurp(path, buf, sizeof(buf)) >= 0 &&
+            threadstat_nspid(buf, &inner, &levels) == 0)
+            ns_tids[(*n)++] = inner;
+    }
+    return 0;
+}
+
 int threadstat_ns_tid(const char *proc_root, pid_t pid, pid_t host_tid, uint64_t *ns_tid)
 {
     char path[256], buf[4096];

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * threadstat.h: what the kernel says about a target's threads: whether one is
- * on a CPU (state 'R' in /proc/PID/task/TID/stat, running or runnable), and
- * which host TID a thread id from inside a container's PID namespace is.
+ * on a CPU (state 'R' in /proc/PID/task/TID/stat, running or runnable),
+ * which host TID a thread id from inside a container's PID namespace is, and
+ * which ids the target's threads have there (for the unwinder's check of the
+ * TIDs thread states name).
  *
  * The stat line is untrusted text; the state letter is the one after the
  * *last* ')' since the command name may itself contain ") ".
  *
- * These read /proc, so the sampler calls them only in modes that need them.
+ * These read /proc, so the sampler calls them only in modes that need them,
+ * or (the listing) when a thread state names a TID it has not seen.
  * Thread safety: reentrant.
  */
 #ifndef PYPROFD_SAMPLER_THREADSTAT_H
@@ -45,6 +48,19 @@ PYPROFD_WARN_UNUSED int threadstat_state(const char *proc_root, pid_t pid, pid_t
  */
 PYPROFD_WARN_UNUSED int threadstat_host_tid(const char *proc_root, pid_t pid, uint64_t ns_tid,
                                             pid_t *host_tid);
+
+/**
+ * Lists the threads of @a pid by the ids the target knows them by (its own
+ * PID namespace: the innermost NSpid), into @a ns_tids, at most @a max; *@a n
+ * gets how many. In our PID namespace that is one listing of
+ * /proc/PID/task and one read of its status (sampler/tasks.h); in a
+ * namespace of its own each thread's status is read too. A thread that ends
+ * meanwhile is left out. Returns 0, -E2BIG when it has more than @a max
+ * threads (the list is incomplete), -ESRCH when it is gone, or another
+ * negative errno.
+ */
+PYPROFD_WARN_UNUSED int threadstat_list_ns(const char *proc_root, pid_t pid, uint64_t *ns_tids,
+                                           size_t max, size_t *n);
 
 /**
  * The inverse: thread @a host_tid's id as the target sees it (the innermost

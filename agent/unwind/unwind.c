@@ -179,6 +179,19 @@ void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t 
     u->on_cpu_ctx = ctx;
 }
 
+void unwinder_set_tasks(struct unwinder *u,
+                        int (*list)(void *ctx, uint64_t *tids, size_t max, size_t *n), void *ctx)
+{
+    u->tasks_fn = list;
+    u->tasks_ctx = ctx;
+    /* a new lister lists anew, and what was judged by the old list is not kept */
+    u->ntasks = 0;
+    u->tasks_ok = false;
+    u->tasks_serial = 0;
+    u->tasks_gen++;
+    memset(u->tid_memo, 0, sizeof(u->tid_memo));
+}
+
 int unwinder_set_thread_words(struct unwinder *u, const uint32_t *offsets, size_t n)
 {
     if (n > UNWIND_THREAD_WORDS)
@@ -563,9 +576,10 @@ static int unwind_sample_runtime(struct unwinder *u, unsigned flags, struct samp
     return 0;
 }
 
-/* <= 3.10: where the TID is, before any thread is sampled (the main
+/* Where the TID is in struct pthread: <= 3.10 before any thread is sampled,
+ * later versions when a thread's own TID is not the target's (the main
  * interpreter is the last in the list from @head, its main thread the tail) */
-static void unwind_learn_tid(struct unwinder *u, uint64_t head)
+void unwind_learn_tid(struct unwinder *u, uint64_t head)
 {
     uint64_t at = head;
     for (unsigned i = 0; at && i < UNWIND_MAX_INTERPRETERS; i++) {
@@ -654,12 +668,14 @@ int unwinder_sample(struct unwinder *u, unsigned flags, const struct unwind_resu
 {
     u->result.nthreads = 0;
     u->nframes = 0;
+    u->sample_serial++;
     *out = &u->result;
 
     struct sample_read sr;
     int err = unwind_sample_runtime(u, flags, &sr, status);
     if (err)
         return err;
+    u->sample_head = sr.head;
     if (!u->l.has_native_thread_id && !u->tid_tried)
         unwind_learn_tid(u, sr.head);
 

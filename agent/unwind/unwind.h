@@ -140,6 +140,31 @@ void unwinder_set_on_cpu(struct unwinder *u, bool (*on_cpu)(void *ctx, uint64_t 
                          void *ctx);
 
 /**
+ * Sets how the unwinder lists the target's threads: @a list fills @a tids
+ * with the ids of the target's threads as the target sees them (its own PID
+ * namespace), at most @a max, sets *@a n and returns 0, or a negative errno
+ * (-E2BIG when there are more than @a max: that listing is not used). @a ctx
+ * is borrowed; NULL @a list: thread ids are taken as the thread states give
+ * them (the default).
+ *
+ * With it, a thread state whose TID is none of the target's threads (a
+ * process forked without CPython's after-fork hook keeps its parent's) is
+ * resolved (unwind_thread.tid_source): to the TID glibc keeps in the
+ * thread's struct pthread when that is the target's; to the only thread of
+ * a single-threaded process for the main thread state alone in its
+ * interpreter when no pthread TID can be had; else it keeps the TID it
+ * names, as UNWIND_TID_GONE (its pthread names no thread of the target: it
+ * does not run here, and UNWIND_ONLY_ON_CPU leaves it out) or
+ * UNWIND_TID_UNRESOLVED (UNWIND_ONLY_ON_CPU keeps it without asking). The
+ * list is asked for at the first sample, then only when a thread state
+ * names a TID it does not hold (a new thread), at most once per sample; a
+ * resolution is kept per thread state until the list changes. A sample
+ * never allocates or logs for it. docs/unwinder.md §6.
+ */
+void unwinder_set_tasks(struct unwinder *u,
+                        int (*list)(void *ctx, uint64_t *tids, size_t max, size_t *n), void *ctx);
+
+/**
  * Asks every sampled thread's read to also bring the 8-byte words at
  * @a offsets (@a n <= UNWIND_THREAD_WORDS, each validated by the caller to lie
  * inside the thread state, and offset + 8 <= PYABI_MAX_TSTATE) into

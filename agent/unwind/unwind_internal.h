@@ -15,7 +15,9 @@
  *                    and a thread state in
  *   unwind_thread.c  one thread's sample: its flags and TID (<= 3.10 from
  *                    glibc's struct pthread, whose TID offset is learnt
- *                    once), then its walk, verification and resolve
+ *                    once; checked against the target's threads and
+ *                    resolved when it is not one of them), then its walk,
+ *                    verification and resolve
  *   unwind_walk.c    the frame walk: a thread state read with the stack
  *                    chunks and frames its last walk used, the walk of the
  *                    chain over those copies, the re-read that verifies it
@@ -126,6 +128,22 @@ struct resolved_thread {
     size_t first, n;
 };
 
+/*
+ * A thread state whose TID is none of the target's threads, and what it was
+ * resolved to (unwind_thread.c): kept until the task list changes (gen).
+ */
+struct tid_memo {
+    uint64_t tstate, stated, pthread; /* the thread state, the TID it names, its pthread_t */
+    uint64_t tid;                     /* what it was resolved to */
+    uint64_t gen;                     /* the task list it was judged by (0: an empty slot) */
+    uint64_t first_seen;              /* the sample that first saw it */
+    uint64_t listed;                  /* the sample whose listing judged it */
+    enum unwind_tid_source source;
+};
+#define UNWIND_TID_MEMOS 16u
+/* a task list that could not be had is asked for again after this many samples */
+#define UNWIND_TASKS_RETRY 64u
+
 /* What a sample needs to know of one interpreter. */
 struct interp_view {
     uint64_t raddr;
@@ -177,11 +195,28 @@ struct unwinder {
     size_t nseen_extra;
     size_t guess_max; /* frames remembered per thread: UNWIND_GUESS_FRAMES(OBJS) */
     /*
+     * The target's threads (unwinder_set_tasks()), as the target numbers
+     * them, ascending: listed by tasks_fn at the first sample that checks a
+     * TID, then when a thread state names one not here, at most once per
+     * sample (tasks_serial: the sample that listed them, 0: never). gen
+     * moves when the list changes; tasks_ok (below): the last listing
+     * worked.
+     */
+    int (*tasks_fn)(void *ctx, uint64_t *tids, size_t max, size_t *n);
+    void *tasks_ctx;
+    uint64_t tasks[UNWIND_MAX_THREADS];
+    size_t ntasks;
+    uint64_t tasks_gen, tasks_serial, sample_serial;
+    struct tid_memo tid_memo[UNWIND_TID_MEMOS];
+    size_t tid_memo_next; /* the slot the next new one takes */
+    uint64_t sample_head; /* this sample's first interpreter (for unwind_learn_tid()) */
+    /*
      * <= 3.10: a thread is known by its pthread_t only; its TID is the int
      * at tid_off in glibc's struct pthread (learnt from the main thread,
      * whose TID is the process ID; 0: not known), read with the thread
      * state for the pthread_t the slot's last sample saw (a pthread_t is
-     * reused by the next thread glibc starts on the same stack).
+     * reused by the next thread glibc starts on the same stack). Later
+     * versions read it only for a thread whose own TID is not the target's.
      */
     uint32_t tid_off;
     pid_t ns_pid; /* the process's PID in its own namespace (rt->ns_pid) */
@@ -189,7 +224,8 @@ struct unwinder {
     uint64_t pthread_guessed;
     int32_t tid_word;
     bool tid_tried;
-    bool own_sc; /* the scratch was allocated by unwinder_new(), freed with the unwinder */
+    bool tasks_ok; /* the last listing of the target's threads worked (above) */
+    bool own_sc;   /* the scratch was allocated by unwinder_new(), freed with the unwinder */
     /* chunk_buf, verify_buf, visited and linetable_buf: in the scratch */
     struct unwind_scratch *sc;
     size_t chunk_used;
@@ -344,9 +380,15 @@ void unwind_interp_span(struct unwinder *u);
  * state was read already); false when its thread state could not be read. */
 bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr, const struct interp_view *in,
                           unsigned flags, bool preread);
-/* <= 3.10: learns the TID's offset in struct pthread from the main thread
- * (state @main); tried once. */
+/* Learns the TID's offset in struct pthread from the main thread (state
+ * @main); tried once. */
 void unwind_learn_tid_off(struct unwinder *u, uint64_t main);
+
+/* ---- unwind.c: the interpreters ----------------------------------------- */
+
+/* Learns the TID's offset in struct pthread from the main interpreter's
+ * main thread (the interpreters listed from @head); tried once. */
+void unwind_learn_tid(struct unwinder *u, uint64_t head);
 
 /* ---- unwind_walk.c: the frame walk ------------------------------------- */
 

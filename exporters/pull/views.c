@@ -143,6 +143,12 @@ static void views_counts(struct jsonw *w, const struct loop_proc_view *t)
     jsonw_uint(w, "reads_saved", t->counts.saved);
     jsonw_uint(w, "thread_samples_reused", t->counts.reused);
     jsonw_uint(w, "thread_stacks_dropped", t->stacks_dropped);
+    jsonw_object(w, "stale_thread_ids");
+    jsonw_uint(w, "pthread", t->counts.tid_pthread);
+    jsonw_uint(w, "only_thread", t->counts.tid_only_thread);
+    jsonw_uint(w, "gone", t->counts.tid_gone);
+    jsonw_uint(w, "unresolved", t->counts.tid_unresolved);
+    jsonw_end(w);
     jsonw_object(w, "failed_by_reason");
     for (size_t k = 0; k < SAMPLE_STATUS_COUNT; k++) {
         if (t->counts.failed_by[k])
@@ -448,6 +454,28 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
         for (size_t o = 0; !err && o < PYPROFD_ARRAY_SIZE(out); o++)
             err = promtext_sample(
                 w, NULL, PROMTEXT_LABELS({"job", v->jobs[k].name}, {"outcome", out[o].name}),
+                (double)out[o].v);
+    }
+    if (!err)
+        err = promtext_family(w, "pyprofd_stale_thread_ids_total", PROMTEXT_COUNTER,
+                              "Thread samples whose thread state named a thread id that is none "
+                              "of the target's threads (a fork without CPython's after-fork "
+                              "hook), by job and how it was resolved (pthread: the TID in its "
+                              "struct pthread; only_thread: the process's only thread; gone: a "
+                              "thread that does not run in the process; unresolved: kept in cpu "
+                              "mode without the per-thread CPU check).");
+    for (size_t k = 0; !err && k < v->njobs; k++) {
+        const struct sampler_counts *c = &v->jobs[k].counts;
+        const struct {
+            const char *name;
+            uint64_t v;
+        } out[] = {{"pthread", c->tid_pthread},
+                   {"only_thread", c->tid_only_thread},
+                   {"gone", c->tid_gone},
+                   {"unresolved", c->tid_unresolved}};
+        for (size_t o = 0; !err && o < PYPROFD_ARRAY_SIZE(out); o++)
+            err = promtext_sample(
+                w, NULL, PROMTEXT_LABELS({"job", v->jobs[k].name}, {"resolution", out[o].name}),
                 (double)out[o].v);
     }
     if (!err)

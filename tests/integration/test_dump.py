@@ -252,9 +252,13 @@ class DumpCase(unittest.TestCase):
         self.assertIsInstance(result["threads"], list)
         self.assertTrue(result["threads"], f"no threads in {json.dumps(result)}")
         for thread in result["threads"]:
-            self.assertEqual(set(thread), {"thread_id", "main", "interpreter_id", "status",
-                                           "frames"}, f"thread keys of {thread}")
+            self.assertEqual(set(thread), {"thread_id", "thread_id_source", "main",
+                                           "interpreter_id", "status", "frames"},
+                             f"thread keys of {thread}")
             self.assertIsInstance(thread["thread_id"], int)
+            # every thread state names a thread of its own process here, in a
+            # container too (checked against its threads by their NSpid)
+            self.assertEqual(thread["thread_id_source"], "thread_state", thread)
             self.assertIsInstance(thread["interpreter_id"], int)
             self.assertIsInstance(thread["main"], bool)
             self.assertEqual(set(thread["status"]), STATUS_KEYS, "status keys")

@@ -9,6 +9,7 @@
 #include "cmocka_wrap.h"
 
 #include "base/alloc.h"
+#include "procfs_fake.h"
 #include "sampler/threadstat.h"
 
 static void test_threadstat__state_after_last_paren(void **state)
@@ -59,6 +60,62 @@ static void test_threadstat__sees_running_thread(void **state)
     assert_int_equal(threadstat_host_tid("/proc", getpid(), (uint64_t)getpid(), &host), 0);
     assert_int_equal(host, getpid());
     assert_int_equal(threadstat_state("/proc", getpid(), 99999999, &st), -ESRCH);
+}
+
+/* Writes @text as @rel under the fake root @f (over what is there). */
+static void put_file(const struct procfs_fake *f, const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", procfs_fake_root(f), rel);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    assert_int_equal(fputs(text, out) >= 0, 1);
+    assert_int_equal(fclose(out), 0);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * The threads of a process by the ids it knows them by: its host TIDs in our
+ * PID namespace, the innermost NSpid in one of its own; too many is -E2BIG,
+ * a process gone -ESRCH.
+ */
+static void test_threadstat__lists_threads_as_the_target_numbers_them(void **state)
+{
+    (void)state;
+    struct procfs_fake *f = procfs_fake_new(1700000000);
+    procfs_fake_add(f, 4000, "python3", 100);
+    procfs_fake_thread(f, 4000, 4000, "python3", 'S');
+    procfs_fake_thread(f, 4000, 4007, "worker", 'R');
+    uint64_t tids[8];
+    size_t n = 0;
+    assert_int_equal(threadstat_list_ns(procfs_fake_root(f), 4000, tids, 8, &n), 0);
+    assert_int_equal(n, 2);
+    qsort(tids, n, sizeof(*tids), cmp_u64);
+    assert_int_equal(tids[0], 4000);
+    assert_int_equal(tids[1], 4007);
+    assert_int_equal(threadstat_list_ns(procfs_fake_root(f), 4000, tids, 1, &n), -E2BIG);
+    /* in a PID namespace of its own: process 1 there, its threads 1 and 8 */
+    put_file(f, "4000/status", "Name:\tpython3\nNSpid:\t4000\t1\n");
+    put_file(f, "4000/task/4000/status", "Name:\tpython3\nNSpid:\t4000\t1\n");
+    put_file(f, "4000/task/4007/status", "Name:\tworker\nNSpid:\t4007\t8\n");
+    assert_int_equal(threadstat_list_ns(procfs_fake_root(f), 4000, tids, 8, &n), 0);
+    assert_int_equal(n, 2);
+    qsort(tids, n, sizeof(*tids), cmp_u64);
+    assert_int_equal(tids[0], 1);
+    assert_int_equal(tids[1], 8);
+    assert_int_equal(threadstat_list_ns(procfs_fake_root(f), 4001, tids, 8, &n), -ESRCH);
+    procfs_fake_free(f);
+    /* and this process, which shares our namespace */
+    assert_int_equal(threadstat_list_ns("/proc", getpid(), tids, 8, &n), 0);
+    bool found = false;
+    for (size_t i = 0; i < n; i++)
+        found |= tids[i] == (uint64_t)getpid();
+    assert_true(found);
 }
 
 static void test_threadstat__parses_a_schedstat_line(void **state)
@@ -167,6 +224,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threadstat__state_after_last_paren),
         cmocka_unit_test(test_threadstat__sees_running_thread),
+        cmocka_unit_test(test_threadstat__lists_threads_as_the_target_numbers_them),
         cmocka_unit_test(test_threadstat__parses_a_schedstat_line),
         cmocka_unit_test(test_threadstat__refuses_other_schedstat_text),
         cmocka_unit_test(test_threadstat__reads_own_schedstat),

@@ -561,6 +561,243 @@ static void test_unwind__all_threads_and_exception_status(void **state)
     fx_close(&fx);
 }
 
+/* ---- thread ids that are not the process's (a fork without the hook) ---- */
+
+/* The target's threads as the unwinder's lister sees them, and how often it was asked. */
+struct tasks_fake {
+    uint64_t tids[8];
+    size_t n;
+    unsigned calls;
+    uint64_t asked; /* the TID cpu mode's test was last asked about */
+};
+
+static int tasks_fake_list(void *ctx, uint64_t *tids, size_t max, size_t *n)
+{
+    struct tasks_fake *f = ctx;
+    f->calls++;
+    if (f->n > max || f->n > PYPROFD_ARRAY_SIZE(f->tids))
+        return -E2BIG; /* (more threads than listed: the list is not used) */
+    memcpy(tids, f->tids, f->n * sizeof(*tids));
+    *n = f->n;
+    return 0;
+}
+
+static bool tasks_fake_on_cpu(void *ctx, uint64_t tid)
+{
+    struct tasks_fake *f = ctx;
+    f->asked = tid;
+    return false; /* nothing runs: what is kept in cpu mode was not asked */
+}
+
+/*
+ * Gives thread @t a struct pthread laid out as x86-64 glibc's (tcb and self
+ * pointing at it) holding TID @tid, as its pthread_t; returns its address.
+ */
+static uint64_t give_pthread(struct fixture *fx, unsigned t, int32_t tid)
+{
+    uint8_t *b;
+    uint64_t pthread = pyimage_object(fx->img, 2304, &b);
+    memcpy(b, &pthread, 8);
+    memcpy(b + 16, &pthread, 8);
+    memcpy(b + 720, &tid, 4);
+    memcpy(pyimage_tstate(fx->img, t) + pyimage_layout(fx->img)->ts_thread_id, &pthread, 8);
+    return pthread;
+}
+
+/* Points thread @t's pthread_t at memory the image does not map (another C library's). */
+static void no_pthread(struct fixture *fx, unsigned t)
+{
+    uint64_t nowhere = 0x7e0000000000ull;
+    memcpy(pyimage_tstate(fx->img, t) + pyimage_layout(fx->img)->ts_thread_id, &nowhere, 8);
+}
+
+static const struct unwind_thread *fx_thread(struct fixture *fx, unsigned flags)
+{
+    const struct unwind_result *r = fx_sample(fx, flags);
+    assert_int_equal(r->nthreads, 1);
+    return &r->threads[0];
+}
+
+/*
+ * A forked worker whose thread state still names its parent's main thread
+ * (1200): resolved from the TID glibc updated in the forking thread's struct
+ * pthread (1234), with one task and with several; cpu mode asks about 1234.
+ */
+static void test_unwind__stale_tid_resolved_from_the_pthread(void **state)
+{
+    (void)state;
+    for (size_t ntasks = 1; ntasks <= 3; ntasks += 2) {
+        struct fixture fx;
+        struct tasks_fake tf = {.tids = {1234, 1240, 1241}, .n = ntasks};
+        fx_open(&fx, 14);
+        unsigned t = pyimage_thread(fx.img, 1200);
+        uint64_t f[4];
+        build_stack(&fx, t, f);
+        give_pthread(&fx, t, 1234);
+        fx_attach(&fx);
+        /* without a lister, as before: the id the thread state names */
+        const struct unwind_thread *th = fx_thread(&fx, 0);
+        assert_int_equal(th->native_thread_id, 1200);
+        assert_int_equal(th->tid_source, UNWIND_TID_OWN);
+        unwinder_set_tasks(fx.u, tasks_fake_list, &tf);
+        th = fx_thread(&fx, 0);
+        assert_int_equal(th->native_thread_id, 1234);
+        assert_int_equal(th->stated_thread_id, 1200);
+        assert_int_equal(th->tid_source, UNWIND_TID_PTHREAD);
+        assert_int_equal(th->nframes, 3);
+        unwinder_set_on_cpu(fx.u, tasks_fake_on_cpu, &tf);
+        th = &fx_sample(&fx, UNWIND_ONLY_ON_CPU)->threads[0];
+        assert_int_equal(tf.asked, 1234);
+        fx_close(&fx);
+    }
+}
+
+/*
+ * No pthread TID to be had (another C library): the main thread state, alone
+ * in its interpreter, of a single-threaded process is that thread; with
+ * several threads it stays unresolved, and cpu mode keeps it without asking.
+ */
+static void test_unwind__stale_tid_without_a_pthread(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    struct tasks_fake tf = {.tids = {1234}, .n = 1};
+    fx_open(&fx, 15);
+    unsigned t = pyimage_thread(fx.img, 1200);
+    uint64_t f[4];
+    build_stack(&fx, t, f);
+    no_pthread(&fx, t);
+    fx_attach(&fx);
+    unwinder_set_tasks(fx.u, tasks_fake_list, &tf);
+    unwinder_set_on_cpu(fx.u, tasks_fake_on_cpu, &tf);
+    const struct unwind_thread *th = fx_thread(&fx, 0);
+    assert_int_equal(th->native_thread_id, 1234);
+    assert_int_equal(th->tid_source, UNWIND_TID_ONLY_THREAD);
+    /* a second thread starts: the list changes, the judgement is made again */
+    tf.tids[1] = 1235;
+    tf.n = 2;
+    unwinder_set_tasks(fx.u, tasks_fake_list, &tf);
+    th = fx_thread(&fx, 0);
+    assert_int_equal(th->native_thread_id, 1200);
+    assert_int_equal(th->stated_thread_id, 1200);
+    assert_int_equal(th->tid_source, UNWIND_TID_UNRESOLVED);
+    tf.asked = 0;
+    th = fx_thread(&fx, UNWIND_ONLY_ON_CPU); /* kept, not asked */
+    assert_int_equal(th->tid_source, UNWIND_TID_UNRESOLVED);
+    assert_int_equal(th->nframes, 3);
+    assert_int_equal(tf.asked, 0);
+    fx_close(&fx);
+}
+
+/*
+ * A single-threaded process whose main thread state is not alone in its
+ * interpreter (two thread states, one task): which of them runs cannot be
+ * told, so neither is given the task.
+ */
+static void test_unwind__only_thread_needs_a_lone_thread_state(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    struct tasks_fake tf = {.tids = {1234}, .n = 1};
+    fx_open(&fx, 13);
+    unsigned t0 = pyimage_thread(fx.img, 1200);
+    unsigned t1 = pyimage_thread(fx.img, 1201);
+    uint64_t f[4];
+    build_stack(&fx, t0, f);
+    no_pthread(&fx, t0);
+    no_pthread(&fx, t1);
+    fx_attach(&fx);
+    unwinder_set_tasks(fx.u, tasks_fake_list, &tf);
+    const struct unwind_result *r = fx_sample(&fx, UNWIND_ALL_THREADS);
+    assert_int_equal(r->nthreads, 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(r->threads[i].tid_source, UNWIND_TID_UNRESOLVED);
+    assert_int_equal(r->threads[1].native_thread_id, 1200);
+    fx_close(&fx);
+}
+
+/*
+ * A thread state left from a thread the parent had at the fork: its pthread
+ * (glibc's, so its TID is kept right for a live thread) names no thread of
+ * the process either (glibc cleared it: 0): it does not run here, and cpu
+ * mode leaves it out without asking.
+ */
+static void test_unwind__stale_tid_of_a_thread_gone(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    struct tasks_fake tf = {.tids = {1234}, .n = 1};
+    fx_open(&fx, 14);
+    unsigned t0 = pyimage_thread(fx.img, 1234);
+    unsigned t1 = pyimage_thread(fx.img, 1201);
+    uint64_t f[4];
+    build_stack(&fx, t0, f);
+    build_stack(&fx, t1, f);
+    give_pthread(&fx, t0, 1234);
+    give_pthread(&fx, t1, 0);
+    fx_attach(&fx);
+    unwinder_set_tasks(fx.u, tasks_fake_list, &tf);
+    unwinder_set_on_cpu(fx.u, tasks_fake_on_cpu, &tf);
+    const struct unwind_result *r = fx_sample(&fx, UNWIND_ALL_THREADS);
+    assert_int_equal(r->nthreads, 2);
+    assert_int_equal(r->threads[0].native_thread_id, 1201);
+    assert_int_equal(r->threads[0].tid_source, UNWIND_TID_GONE);
+    assert_int_equal(r->threads[0].nframes, 3); /* wall mode shows it as it is */
+    assert_int_equal(r->threads[1].tid_source, UNWIND_TID_OWN);
+    tf.asked = 0;
+    r = fx_sample(&fx, UNWIND_ALL_THREADS | UNWIND_ONLY_ON_CPU);
+    assert_int_equal(r->nthreads, 0);
+    assert_int_equal(tf.asked, 1234); /* only the live one was asked about */
+    fx_close(&fx);
+}
+
+/*
+ * What the check costs: the list is made once for TIDs it holds; a stale
+ * TID is judged by a list made after the sample that first saw it (one
+ * more listing), then kept; a thread that starts later is listed again once.
+ */
+static void test_unwind__thread_list_is_made_rarely(void **state)
+{
+    (void)state;
+    struct fixture fx;
+    struct tasks_fake tf = {.tids = {1234}, .n = 1};
+    fx_open(&fx, 14);
+    unsigned t = pyimage_thread(fx.img, 1234);
+    uint64_t f[4];
+    build_stack(&fx, t, f);
+    give_pthread(&fx, t, 1234);
+    fx_attach(&fx);
+    unwinder_set_tasks(fx.u, tasks_fake_list, &tf);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(fx_thread(&fx, 0)->tid_source, UNWIND_TID_OWN);
+    assert_int_equal(tf.calls, 1);
+    /* the thread state now names another process's thread */
+    const struct py_layout *l = pyimage_layout(fx.img);
+    uint64_t stale = 1200;
+    uint64_t ts = pyimage_tstate_raddr(fx.img, t);
+    assert_int_equal(memread_fake_poke(fx.fake, ts + l->ts_native_thread_id, &stale, 8), 0);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(fx_thread(&fx, 0)->native_thread_id, 1234);
+    assert_int_equal(tf.calls, 3);
+    /* a thread state naming a thread that started after the last list */
+    uint64_t fresh = 1250;
+    tf.tids[1] = 1250;
+    tf.n = 2;
+    assert_int_equal(memread_fake_poke(fx.fake, ts + l->ts_native_thread_id, &fresh, 8), 0);
+    for (int i = 0; i < 10; i++) {
+        const struct unwind_thread *th = fx_thread(&fx, 0);
+        assert_int_equal(th->native_thread_id, 1250);
+        assert_int_equal(th->tid_source, UNWIND_TID_OWN);
+    }
+    assert_int_equal(tf.calls, 4);
+    /* a list that cannot be had: ids as the thread states give them */
+    tf.n = 9;
+    unwinder_set_tasks(fx.u, tasks_fake_list, &tf);
+    assert_int_equal(memread_fake_poke(fx.fake, ts + l->ts_native_thread_id, &stale, 8), 0);
+    assert_int_equal(fx_thread(&fx, 0)->tid_source, UNWIND_TID_OWN);
+    fx_close(&fx);
+}
+
 /*
  * Free-threaded builds: several threads attached at once (the `active` bit,
  * which gil mode samples), names with the build's str state bits, lines.
@@ -1245,6 +1482,11 @@ int main(void)
         cmocka_unit_test(test_unwind__313_recheck_rides_with_the_thread_read),
         cmocka_unit_test(test_unwind__warm_sample_takes_a_handful_of_reads),
         cmocka_unit_test(test_unwind__wild_frame_address_does_not_stick),
+        cmocka_unit_test(test_unwind__stale_tid_resolved_from_the_pthread),
+        cmocka_unit_test(test_unwind__stale_tid_without_a_pthread),
+        cmocka_unit_test(test_unwind__only_thread_needs_a_lone_thread_state),
+        cmocka_unit_test(test_unwind__stale_tid_of_a_thread_gone),
+        cmocka_unit_test(test_unwind__thread_list_is_made_rarely),
         cmocka_unit_test(test_unwind__free_threaded_threads_run_together),
         cmocka_unit_test(test_unwind__free_threaded_bytecode_copies),
         cmocka_unit_test(test_unwind__opcodes),
