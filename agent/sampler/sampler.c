@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/rand.h"
 #include "base/utf8.h"
+#include "sampler/cpucredit.h"
 #include "sampler/schedule.h"
 #include "sampler/source.h"
 #include "sampler/threadstat.h"
@@ -36,6 +37,9 @@ struct sampler_thread {
     uint64_t last_key;         /* stack_key of the thread's last own stack given to the sinks */
     bool added[SAMPLER_SINKS]; /* ... and whether each sink took it (the coalescing contract) */
     int stat_fd1;              /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
+    struct cpucredit credit;   /* cpu mode, where no source tells running from waiting */
+    uint64_t paid_at;          /* cpu mode: the attempt (counts.attempts) that set paid */
+    unsigned paid;             /* ... and how many samples it counts the thread for */
 };
 
 struct sampler {
@@ -124,19 +128,16 @@ static struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_
     return t;
 }
 
-/* cpu mode's test of a thread: the source's answer if it has one, else its stat file. */
-static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
+/*
+ * cpu mode, where no source can tell running from waiting: the thread's
+ * state and CPU time from its stat file, one pread (the file kept open),
+ * and what its credit pays (sampler/cpucredit.h). @runnable: a source saw
+ * it 'R' (the exact path, before its stop made it 't').
+ */
+static unsigned sampler_credit(struct sampler *s, struct sampler_thread *t, bool runnable)
 {
-    struct sampler *s = ctx;
-    struct sampler_thread *t = sampler_thread_get(s, ns_tid, true);
-    char state;
-    if (!t->host_tid)
-        return false;
-    for (const struct sample_source *src = s->src; src; src = src->next) {
-        int known = src->ops->on_cpu ? src->ops->on_cpu(src, t->host_tid) : -1;
-        if (known >= 0)
-            return known == 1;
-    }
+    char state = 0;
+    uint64_t cpu_ns = 0;
     if (!t->stat_fd1 && fdcap_take()) {
         char path[PATH_MAX];
         int n = snprintf(path, sizeof(path), "%s/%d/task/%d/stat", s->opts.proc_root, (int)s->pid,
@@ -147,17 +148,44 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
         else
             fdcap_give();
     }
-    if (!t->stat_fd1)
-        return threadstat_state(s->opts.proc_root, s->pid, t->host_tid, &state) == 0 &&
-               state == 'R';
-    char buf[1024];
-    ssize_t n = pread(t->stat_fd1 - 1, buf, sizeof(buf) - 1, 0);
-    if (n <= 0) {
-        sampler_thread_close(t); /* the thread is gone; a new one gets a new slot */
-        return false;
+    if (!t->stat_fd1) {
+        if (threadstat_cpu(s->opts.proc_root, s->pid, t->host_tid, &state, &cpu_ns))
+            return 0;
+    } else {
+        char buf[1024];
+        uint64_t ticks;
+        ssize_t n = pread(t->stat_fd1 - 1, buf, sizeof(buf) - 1, 0);
+        if (n <= 0) {
+            sampler_thread_close(t); /* the thread is gone; a new one gets a new slot */
+            return 0;
+        }
+        if (threadstat_parse_cpu(buf, (size_t)n, &state, &ticks))
+            return 0;
+        cpu_ns = ticks * threadstat_tick_ns();
     }
-    buf[n] = '\0';
-    return threadstat_parse_state(buf, (size_t)n, &state) == 0 && state == 'R';
+    return cpucredit_look(&t->credit, cpu_ns, runnable || state == 'R', s->opts.interval_ns);
+}
+
+/*
+ * cpu mode's test of a thread (issue 38: on a CPU, not waiting for one):
+ * asleep by the first source that knows, else what its credit pays. How many
+ * samples it counts for is kept for sampler_give(); asked again in the same
+ * attempt (a torn read's second walk), the answer is the same.
+ */
+static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
+{
+    struct sampler *s = ctx;
+    struct sampler_thread *t = sampler_thread_get(s, ns_tid, true);
+    if (!t->host_tid)
+        return false;
+    if (t->paid_at == s->counts.attempts)
+        return t->paid > 0;
+    int known = CPUCREDIT_ASK;
+    for (const struct sample_source *src = s->src; src && known == CPUCREDIT_ASK; src = src->next)
+        known = src->ops->on_cpu ? src->ops->on_cpu(src, t->host_tid) : CPUCREDIT_ASK;
+    t->paid = known == CPUCREDIT_OFF ? 0 : sampler_credit(s, t, known == CPUCREDIT_RUNNABLE);
+    t->paid_at = s->counts.attempts;
+    return t->paid > 0;
 }
 
 /* ---- the sinks ------------------------------------------------------------------ */
@@ -206,19 +234,24 @@ void sampler_give(struct sampler *s, const struct unwind_thread *t,
     again.frames = NULL;
     again.nframes = 0;
     bool same = plain && (t->unchanged || again_read) && k->last_key == t->stack_key;
-    for (size_t q = 0; q < s->nsinks; q++) {
-        const struct sample_sink *sk = &s->sinks[q];
-        if (!sk->add)
-            continue;
-        bool took = same && k->added[q] && sk->repeat && sk->repeat(sk->arg, &again) == 0;
-        if (!took)
-            took = sk->add(sk->arg, &x) == 0; /* a full window drops and counts it itself */
-        k->added[q] = plain && took;
-        if (q == 0 && took)
-            s->counts.thread_samples++;
+    /* cpu mode's credit may pay more than one interval now (sampler_on_cpu()) */
+    unsigned times = !again_read && k->paid_at == s->counts.attempts && k->paid > 1 ? k->paid : 1;
+    for (unsigned rep = 0; rep < times; rep++) {
+        for (size_t q = 0; q < s->nsinks; q++) {
+            const struct sample_sink *sk = &s->sinks[q];
+            if (!sk->add)
+                continue;
+            bool took = same && k->added[q] && sk->repeat && sk->repeat(sk->arg, &again) == 0;
+            if (!took)
+                took = sk->add(sk->arg, &x) == 0; /* a full window drops and counts it itself */
+            k->added[q] = plain && took;
+            if (q == 0 && took)
+                s->counts.thread_samples++;
+        }
+        if (plain)
+            k->last_key = t->stack_key;
+        same = plain; /* the next pay is this stack again */
     }
-    if (plain)
-        k->last_key = t->stack_key;
 }
 
 void sampler_fan(struct sampler *s, const struct sink_sample *x)

@@ -7,12 +7,14 @@
  * `record` and `top` all sample through it:
  *
  *   wall       every sampled thread, whatever it does;
- *   cpu        threads the kernel has on a CPU (/proc/PID/task/TID/stat 'R');
+ *   cpu        threads running on a CPU, not waiting for one (issue 38:
+ *              sampler/cpucredit.h says how each source knows);
  *   gil        threads holding the GIL;
  *   exception  threads handling an exception.
  *
  * The mode's test runs before a thread's frames are read. Each kept thread
- * sample is worth one sampling interval of its mode's time.
+ * sample is worth one sampling interval of its mode's time (in cpu mode a
+ * thread's credit may count one stack for a few intervals at once).
  *
  * Outcomes are counted, never logged: attempts taken, attempts failed (by
  * status: the process went away, a torn stack, a read fault, ...), and

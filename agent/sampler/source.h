@@ -35,6 +35,7 @@
 
 #include <sys/types.h>
 
+#include "sampler/cpucredit.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 
@@ -55,7 +56,9 @@ struct sample_source_ops {
     int (*drain)(struct sample_source *src, uint64_t now_ns);
     int (*fd)(const struct sample_source *src);
     void (*factor)(struct sample_source *src, double factor);
-    /* Whether host thread @tid is on a CPU, if the source knows: 1, 0, or -1. */
+    /* What the source knows of host thread @tid at this attempt, for cpu
+     * mode: an enum cpucredit_known (sampler/cpucredit.h); CPUCREDIT_ASK
+     * when nothing (the next source, then the thread's credit, decides). */
     int (*on_cpu)(const struct sample_source *src, pid_t tid);
     /* Parking (sampler.h). */
     bool (*parkable)(const struct sample_source *src);

@@ -41,6 +41,13 @@ uint64_t procfs_fake_start_ticks(const struct procfs_fake *f, int64_t now_real_n
 void procfs_fake_add(struct procfs_fake *f, pid_t pid, const char *comm, uint64_t start_ticks);
 /** Adds thread @a tid of process @a pid, named @a name, in state @a state ('R', 'S', ...). */
 void procfs_fake_thread(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name, char state);
+/**
+ * Rewrites thread @a tid's stat file in place (the same file: a sampler may
+ * keep it open) with state @a state and @a ticks clock ticks of CPU time
+ * (utime; stime 0).
+ */
+void procfs_fake_thread_cpu(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name,
+                            char state, uint64_t ticks);
 /** Replaces process @a pid's cgroup file with @a text (a container's, say). */
 void procfs_fake_cgroup(struct procfs_fake *f, pid_t pid, const char *text);
 /** Removes process @a pid's directory: it exited. */

@@ -10,9 +10,11 @@
 #include "aggregate/agg.h"
 #include "config/config_schema.h"
 #include "memread_fake.h"
+#include "procfs_fake.h"
 #include "pyimage.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
+#include "sampler/threadstat.h"
 
 #define INTERVAL 10000000ull /* 100 Hz */
 #define START    1000000000ull
@@ -440,6 +442,67 @@ static void test_sampler__native_full_falls_back_saying_why(void **state)
     proc_close(&p);
 }
 
+/*
+ * cpu mode where no source tells running from waiting (issue 38; idle_check
+ * off here): the thread's stat file gives its state and CPU time, and its
+ * credit (sampler/cpucredit.h) pays 'R' attempts what it earned, so the
+ * samples add up to its CPU time, never to its time waiting for a CPU; an
+ * attempt that finds it asleep pays nothing, the next 'R' one what is owed,
+ * one stack for several intervals.
+ */
+static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
+{
+    (void)state;
+    struct proc p;
+    proc_open(&p, PROC_WELL);
+    struct procfs_fake *f = procfs_fake_new(1700000000);
+    procfs_fake_add(f, 1, "python", 0);
+    procfs_fake_thread(f, 1, 7, "worker", 'R');
+    uint64_t tick = threadstat_tick_ns();
+    struct rec win = {0};
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler_opts o = {.mode = PROFILE_CPU,
+                             .interval_ns = tick,
+                             .proc_root = procfs_fake_root(f),
+                             .idle_check = IDLE_CHECK_OFF};
+    struct sampler *s;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    /* (state, CPU ticks) at each attempt, and the thread samples counted so far */
+    static const struct {
+        char state;
+        uint64_t ticks;
+        uint64_t samples;
+    } steps[] = {
+        {'R', 100, 0},                /* the first look only starts */
+        {'R', 101, 1},                /* ran an interval */
+        {'R', 101, 1},                /* waited for a CPU all along: 'R', not counted */
+        {'R', 102, 2}, {'S', 105, 2}, /* ran three intervals, asleep now: owed */
+        {'R', 105, 5},                /* paid at once, on this stack */
+        {'D', 105, 5},
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(steps); i++) {
+        procfs_fake_thread_cpu(f, 1, 7, "worker", steps[i].state, steps[i].ticks);
+        uint64_t now = i == 0 ? START : sampler_due(s);
+        assert_int_equal(sampler_attempt(s, now), 0);
+        if (sampler_counts(s).thread_samples != steps[i].samples)
+            fail_msg("attempt %zu: %" PRIu64 " thread samples, not %" PRIu64, i,
+                     sampler_counts(s).thread_samples, steps[i].samples);
+    }
+    assert_int_equal(win.nanos, (int64_t)tick); /* each sample one interval */
+    assert_int_equal(win.adds + win.repeats, 5);
+    /* 'R' all along, running one interval in three (two others take turns) */
+    uint64_t before = sampler_counts(s).thread_samples;
+    for (uint64_t k = 1; k <= 300; k++) {
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', 105 + k / 3);
+        assert_int_equal(sampler_attempt(s, sampler_due(s)), 0);
+    }
+    assert_int_equal(sampler_counts(s).thread_samples - before, 100);
+    assert_int_equal(sampler_counts(s).taken, PYPROFD_ARRAY_SIZE(steps) + 300);
+    sampler_free(s);
+    procfs_fake_free(f);
+    proc_close(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_sampler__feeds_as_many_taps_as_the_server_admits),
         cmocka_unit_test(test_sampler__a_torn_read_is_read_again_once),
         cmocka_unit_test(test_sampler__native_full_falls_back_saying_why),
+        cmocka_unit_test(test_sampler__cpu_mode_counts_cpu_time_not_waiting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
