@@ -20,23 +20,23 @@
  * busy 1 ms of every 10 at 0.90); paying what is owed keeps it under a
  * sample or two.
  *
- * Why the cap on what is owed is at least CPUCREDIT_OWED_NS: stat's CPU
- * time moves in clock ticks (10 ms), which at 1 kHz is ten samples earned
- * at once.
+ * Why the cap on what is owed is at least CPUCREDIT_OWED_NS: the kernel
+ * books CPU time at its ticks and at switches (every 4 ms at HZ 250), which
+ * at 1 kHz is several samples earned at once.
  */
 #include "base/compat.h"
 
 #include "sampler/cpucredit.h"
 
-unsigned cpucredit_look(struct cpucredit *c, uint64_t cpu_ns, bool runnable, uint64_t interval_ns)
+bool cpucredit_earn(struct cpucredit *c, uint64_t cpu_ns, uint64_t interval_ns)
 {
     if (interval_ns == 0)
-        return 0;
+        return false;
     if (!c->started || cpu_ns < c->cpu_ns) {
         c->started = true;
         c->cpu_ns = cpu_ns;
         c->owed_ns = interval_ns / 2; /* rounding to the nearest sample */
-        return 0;
+        return false;
     }
     uint64_t most = CPUCREDIT_MAX_OWED * interval_ns;
     if (most < CPUCREDIT_OWED_NS)
@@ -44,7 +44,12 @@ unsigned cpucredit_look(struct cpucredit *c, uint64_t cpu_ns, bool runnable, uin
     uint64_t earned = cpu_ns - c->cpu_ns;
     c->cpu_ns = cpu_ns;
     c->owed_ns = earned >= most - c->owed_ns ? most : c->owed_ns + earned;
-    if (!runnable || c->owed_ns < interval_ns)
+    return c->owed_ns >= interval_ns;
+}
+
+unsigned cpucredit_pay(struct cpucredit *c, uint64_t interval_ns)
+{
+    if (interval_ns == 0 || !c->started || c->owed_ns < interval_ns)
         return 0;
     uint64_t n = c->owed_ns / interval_ns;
     if (n > CPUCREDIT_MAX_PAY)

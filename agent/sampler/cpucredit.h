@@ -3,14 +3,13 @@
  * cpucredit.h: what cpu mode counts for one thread (issue 38). A thread
  * counts as on a CPU only while it runs on one, not while it waits for one
  * (preempted, or its cgroup throttled by its CPU quota), although /proc says
- * 'R' for both. The thread earns its CPU time as it goes, read from
- * /proc/PID/task/TID/stat (utime + stime: the kernel's own CPU time of the
- * thread), and an attempt that finds it running or waiting for a CPU ('R')
- * pays out what it has earned, in whole samples of one interval. So the
- * samples add up to the thread's CPU time (to a clock tick, USER_HZ: 10 ms,
- * per thread and span), and each lands on a stack read while the thread ran
+ * 'R' for both. The thread earns its CPU time as it goes, the kernel's own
+ * count (the first number of /proc/PID/task/TID/schedstat, in ns), and an
+ * attempt that finds it running or waiting for a CPU ('R') pays out what it
+ * has earned, in whole samples of one interval. So the samples add up to
+ * the thread's CPU time, and each lands on a stack read while the thread ran
  * or waited to go on running, never on one where it sleeps. Which attempts
- * pay is the statistical part (cpucredit_look()).
+ * pay is the statistical part (cpucredit_earn(), cpucredit_pay()).
  *
  * Why not count a thread at the attempts that find it running, as its
  * context-switch records (perf/switches.h) tell without any read: the
@@ -39,14 +38,15 @@
 
 /** What a source knows of a thread at an attempt (source.h, on_cpu). */
 enum cpucredit_known {
-    CPUCREDIT_ASK = -1,     /* nothing: the sampler reads the thread's stat file */
+    CPUCREDIT_ASK = -1,     /* nothing: its stat file says ('R' or not) */
     CPUCREDIT_OFF = 0,      /* asleep: nothing is paid now (what it ran stays earned) */
     CPUCREDIT_RUNNABLE = 1, /* running or waiting for a CPU ('R'): the credit decides */
 };
 
 #define CPUCREDIT_MAX_PAY  4u /* samples one attempt pays out for a thread, at most */
 #define CPUCREDIT_MAX_OWED 8u /* samples' worth a thread may be owed; more is dropped ... */
-#define CPUCREDIT_OWED_NS  100000000ull /* ... but at least this much CPU time (ten clock ticks) */
+#define CPUCREDIT_OWED_NS  100000000ull /* ... but at least this much CPU time */
+#define CPUCREDIT_NO_TIME  UINT64_MAX   /* a CPU time the source did not read */
 
 struct cpucredit {
     /* private */
@@ -56,20 +56,33 @@ struct cpucredit {
 };
 
 /**
- * One look at a thread at an attempt: its CPU time now, @a cpu_ns, and
- * whether it is running or waiting for a CPU (@a runnable, 'R'). The CPU
- * time since the last look is earned; a runnable thread is paid what it is
- * owed in whole samples of @a interval_ns, at most CPUCREDIT_MAX_PAY at
- * once (more stays owed). Returns how many samples to count it for now.
+ * One look at a thread at an attempt, first: its CPU time now, @a cpu_ns,
+ * and what it ran since the last look is earned. Returns whether a sample
+ * of @a interval_ns is owed (only then does its state matter: call
+ * cpucredit_pay() if it is running or waiting for a CPU).
  *
  * The first look (or one with a CPU time lower than the last: another
- * thread behind the same TID) only starts: it pays nothing, and half an
- * interval is owed from the start, so that what a thread's life pays is its
- * CPU time rounded to the nearest sample. Owed time beyond
- * CPUCREDIT_MAX_OWED samples (and CPUCREDIT_OWED_NS) is dropped: CPU time
- * spent while attempts were skipped, or while the thread was never seen
- * 'R' for long, does not pile onto the next stacks read.
+ * thread behind the same TID) only starts: nothing is owed, and half an
+ * interval from then on, so that what a thread's life pays is its CPU time
+ * rounded to the nearest sample. Owed time beyond CPUCREDIT_MAX_OWED
+ * samples (and CPUCREDIT_OWED_NS) is dropped: CPU time spent while attempts
+ * were skipped, or while the thread was never seen 'R' for long, does not
+ * pile onto the next stacks read.
  */
-unsigned cpucredit_look(struct cpucredit *c, uint64_t cpu_ns, bool runnable, uint64_t interval_ns);
+bool cpucredit_earn(struct cpucredit *c, uint64_t cpu_ns, uint64_t interval_ns);
+
+/**
+ * Then, for a thread found running or waiting for a CPU ('R'): what it is
+ * owed, in whole samples of @a interval_ns, at most CPUCREDIT_MAX_PAY at
+ * once (more stays owed). Returns how many samples to count it for now.
+ */
+unsigned cpucredit_pay(struct cpucredit *c, uint64_t interval_ns);
+
+/** Both: earns @a cpu_ns, and pays if @a runnable. */
+static inline unsigned cpucredit_look(struct cpucredit *c, uint64_t cpu_ns, bool runnable,
+                                      uint64_t interval_ns)
+{
+    return cpucredit_earn(c, cpu_ns, interval_ns) && runnable ? cpucredit_pay(c, interval_ns) : 0;
+}
 
 #endif /* PYPROFD_SAMPLER_CPUCREDIT_H */

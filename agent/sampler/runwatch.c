@@ -632,13 +632,15 @@ bool runwatch_still(const struct runwatch *w)
     return w->complete;
 }
 
-int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid)
+int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid, uint64_t *cpu_ns)
 {
     if (!w->looked)
         return CPUCREDIT_ASK; /* this check did not look (off, incomplete, a skip) */
     const struct runwatch_thread *t = runwatch_find(w, host_tid);
     if (!t)
         return CPUCREDIT_ASK;
+    if (w->how == IDLE_CHECK_SCHEDSTAT && t->seen)
+        *cpu_ns = t->mark; /* read by this check's look */
     switch (t->state) {
     case RW_ASLEEP:
         return CPUCREDIT_OFF;

@@ -145,8 +145,9 @@ bool runwatch_still(const struct runwatch *w);
  * CPUCREDIT_RUNNABLE when it is running or preempted (perf), CPUCREDIT_ASK
  * when the watch cannot tell (off, not watched, not looked at by that check,
  * switched by no record since the watch opened, or schedstat's thread that
- * ran).
+ * ran). The schedstat watch also gives the thread's CPU time as that check
+ * read it, in *@a cpu_ns (otherwise left alone).
  */
-int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid);
+int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid, uint64_t *cpu_ns);
 
 #endif /* PYPROFD_SAMPLER_RUNWATCH_H */

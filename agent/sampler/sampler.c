@@ -2,9 +2,9 @@
 /*
  * sampler.c: one target's sampler (see sampler.h): the schedule and its
  * jitter, the sinks and their coalescing contract, the cache of the target's
- * threads (names, host TIDs, cpu mode's kept stat files), the counts; and
- * the choice of the source that gets each attempt's stacks (source.h), to
- * which every attempt and every strategy's question is handed.
+ * threads (names, host TIDs, cpu mode's kept /proc files and credits), the
+ * counts; and the choice of the source that gets each attempt's stacks
+ * (source.h), to which every attempt and every strategy's question is handed.
  */
 #include "base/compat.h"
 
@@ -37,7 +37,8 @@ struct sampler_thread {
     uint64_t last_key;         /* stack_key of the thread's last own stack given to the sinks */
     bool added[SAMPLER_SINKS]; /* ... and whether each sink took it (the coalescing contract) */
     int stat_fd1;              /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
-    struct cpucredit credit;   /* cpu mode, where no source tells running from waiting */
+    int sched_fd1;             /* ... and schedstat */
+    struct cpucredit credit;   /* cpu mode: its CPU time earned, and paid at 'R' attempts */
     uint64_t paid_at;          /* cpu mode: the attempt (counts.attempts) that set paid */
     unsigned paid;             /* ... and how many samples it counts the thread for */
 };
@@ -71,18 +72,25 @@ struct sampler {
 /* ---- the thread cache -------------------------------------------------------- */
 
 /*
- * cpu mode reads each sampled thread's stat file every sample; keeping it
- * open saves an open and a close per thread and sample, within the
- * process-wide budget of kept descriptors (base/fdcap.h); beyond it a
- * thread's file is opened and closed per sample as before.
+ * cpu mode reads each sampled thread's schedstat, and its stat file, at
+ * every sample (sampler_credit()); keeping them open saves an open and a
+ * close per thread and sample, within the process-wide budget of kept
+ * descriptors (base/fdcap.h); beyond it a thread's file is opened and closed
+ * per read.
  */
-static void sampler_thread_close(struct sampler_thread *t)
+static void sampler_thread_close_fd(int *fd1)
 {
-    if (t->stat_fd1) {
-        close(t->stat_fd1 - 1);
-        t->stat_fd1 = 0;
+    if (*fd1) {
+        close(*fd1 - 1);
+        *fd1 = 0;
         fdcap_give();
     }
+}
+
+static void sampler_thread_close(struct sampler_thread *t)
+{
+    sampler_thread_close_fd(&t->stat_fd1);
+    sampler_thread_close_fd(&t->sched_fd1);
 }
 
 /* The cached kernel view of thread @ns_tid, looked up or refreshed (@refresh: its name too). */
@@ -129,41 +137,61 @@ static struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_
 }
 
 /*
- * cpu mode, where no source can tell running from waiting: the thread's
- * state and CPU time from its stat file, one pread (the file kept open),
- * and what its credit pays (sampler/cpucredit.h). @runnable: a source saw
- * it 'R' (the exact path, before its stop made it 't').
+ * Thread @t's /proc file @name into @buf (at most @len - 1 bytes): one
+ * pread of the file kept open in *@fd1, else opened and closed for it.
+ * Returns the bytes read, or 0 (the thread is gone: the kept file is closed).
  */
-static unsigned sampler_credit(struct sampler *s, struct sampler_thread *t, bool runnable)
+static size_t sampler_thread_read(const struct sampler *s, const struct sampler_thread *t, int *fd1,
+                                  const char *name, char *buf, size_t len)
 {
-    char state = 0;
-    uint64_t cpu_ns = 0;
-    if (!t->stat_fd1 && fdcap_take()) {
+    int fd = *fd1 - 1;
+    bool kept = fd >= 0;
+    if (!kept) {
         char path[PATH_MAX];
-        int n = snprintf(path, sizeof(path), "%s/%d/task/%d/stat", s->opts.proc_root, (int)s->pid,
-                         (int)t->host_tid);
-        int fd = n > 0 && (size_t)n < sizeof(path) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        if (fd >= 0)
-            t->stat_fd1 = fd + 1;
-        else
-            fdcap_give();
-    }
-    if (!t->stat_fd1) {
-        if (threadstat_cpu(s->opts.proc_root, s->pid, t->host_tid, &state, &cpu_ns))
+        int n = snprintf(path, sizeof(path), "%s/%d/task/%d/%s", s->opts.proc_root, (int)s->pid,
+                         (int)t->host_tid, name);
+        fd = n > 0 && (size_t)n < sizeof(path) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+        if (fd < 0)
             return 0;
-    } else {
-        char buf[1024];
-        uint64_t ticks;
-        ssize_t n = pread(t->stat_fd1 - 1, buf, sizeof(buf) - 1, 0);
-        if (n <= 0) {
-            sampler_thread_close(t); /* the thread is gone; a new one gets a new slot */
-            return 0;
+        if (fdcap_take()) {
+            *fd1 = fd + 1;
+            kept = true;
         }
-        if (threadstat_parse_cpu(buf, (size_t)n, &state, &ticks))
-            return 0;
-        cpu_ns = ticks * threadstat_tick_ns();
     }
-    return cpucredit_look(&t->credit, cpu_ns, runnable || state == 'R', s->opts.interval_ns);
+    ssize_t n = pread(fd, buf, len - 1, 0);
+    if (!kept)
+        close(fd);
+    else if (n <= 0)
+        sampler_thread_close_fd(fd1);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * cpu mode: what thread @t's credit pays now (sampler/cpucredit.h). Its CPU
+ * time is @cpu_ns when a source read it at this attempt, else its schedstat
+ * (one pread); when a sample is owed and no source saw it running or
+ * waiting (@known CPUCREDIT_RUNNABLE), its state from its stat file.
+ */
+static unsigned sampler_credit(const struct sampler *s, struct sampler_thread *t, int known,
+                               uint64_t cpu_ns)
+{
+    char buf[1024];
+    if (cpu_ns == CPUCREDIT_NO_TIME) {
+        uint64_t v[3];
+        size_t n = sampler_thread_read(s, t, &t->sched_fd1, "schedstat", buf, sizeof(buf));
+        if (!n || threadstat_parse_schedstat(buf, n, v))
+            return 0;
+        cpu_ns = v[0];
+    }
+    if (!cpucredit_earn(&t->credit, cpu_ns, s->opts.interval_ns))
+        return 0; /* nothing owed: its state does not matter */
+    if (known != CPUCREDIT_RUNNABLE) {
+        char state;
+        size_t n = sampler_thread_read(s, t, &t->stat_fd1, "stat", buf, sizeof(buf));
+        if (!n || threadstat_parse_state(buf, n, &state) || state != 'R')
+            return 0;
+    }
+    return cpucredit_pay(&t->credit, s->opts.interval_ns);
 }
 
 /*
@@ -181,9 +209,10 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
     if (t->paid_at == s->counts.attempts)
         return t->paid > 0;
     int known = CPUCREDIT_ASK;
+    uint64_t cpu_ns = CPUCREDIT_NO_TIME;
     for (const struct sample_source *src = s->src; src && known == CPUCREDIT_ASK; src = src->next)
-        known = src->ops->on_cpu ? src->ops->on_cpu(src, t->host_tid) : CPUCREDIT_ASK;
-    t->paid = known == CPUCREDIT_OFF ? 0 : sampler_credit(s, t, known == CPUCREDIT_RUNNABLE);
+        known = src->ops->on_cpu ? src->ops->on_cpu(src, t->host_tid, &cpu_ns) : CPUCREDIT_ASK;
+    t->paid = known == CPUCREDIT_OFF ? 0 : sampler_credit(s, t, known, cpu_ns);
     t->paid_at = s->counts.attempts;
     return t->paid > 0;
 }

@@ -281,8 +281,9 @@ static int sampler_exact_attempt(struct sample_source *src, uint64_t now_ns)
  * waiting for a CPU, which the stop cannot tell apart (both stop the same
  * way), so the thread's credit decides how much of it was CPU time.
  */
-static int sampler_exact_on_cpu(const struct sample_source *src, pid_t tid)
+static int sampler_exact_on_cpu(const struct sample_source *src, pid_t tid, uint64_t *cpu_ns)
 {
+    (void)cpu_ns; /* its schedstat is read during the stop, which adds nothing to it */
     const struct sampler_exact *x = (const struct sampler_exact *)src;
     if (!x->ntraced)
         return CPUCREDIT_ASK;

@@ -88,10 +88,10 @@ static int sampler_idle_attempt(struct sample_source *src, uint64_t now_ns)
     return rc;
 }
 
-/* From its context switches, no /proc read; -1 when it cannot tell. */
-static int sampler_idle_on_cpu(const struct sample_source *src, pid_t tid)
+/* Asleep by its context switches or schedstat, without another read (runwatch_on_cpu()). */
+static int sampler_idle_on_cpu(const struct sample_source *src, pid_t tid, uint64_t *cpu_ns)
 {
-    return runwatch_on_cpu(((const struct sampler_idle *)src)->watch, tid);
+    return runwatch_on_cpu(((const struct sampler_idle *)src)->watch, tid, cpu_ns);
 }
 
 static bool sampler_idle_parkable(const struct sample_source *src)

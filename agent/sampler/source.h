@@ -57,9 +57,11 @@ struct sample_source_ops {
     int (*fd)(const struct sample_source *src);
     void (*factor)(struct sample_source *src, double factor);
     /* What the source knows of host thread @tid at this attempt, for cpu
-     * mode: an enum cpucredit_known (sampler/cpucredit.h); CPUCREDIT_ASK
-     * when nothing (the next source, then the thread's credit, decides). */
-    int (*on_cpu)(const struct sample_source *src, pid_t tid);
+     * mode: an enum cpucredit_known (sampler/cpucredit.h), CPUCREDIT_ASK
+     * when nothing (the next source, then the thread's files, tell); and
+     * its CPU time in *@cpu_ns if the source read it at this attempt
+     * (schedstat's first number; left alone otherwise). */
+    int (*on_cpu)(const struct sample_source *src, pid_t tid, uint64_t *cpu_ns);
     /* Parking (sampler.h). */
     bool (*parkable)(const struct sample_source *src);
     int (*park)(struct sample_source *src, int epfd, uint64_t token);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * threadstat.h: what the kernel says about a target's threads: its state
+ * threadstat.h: what the kernel says about a target's threads: their state
  * ('R' in /proc/PID/task/TID/stat: running, or waiting for a CPU; the two
- * are not told apart there) and CPU time, for cpu mode's credit
- * (sampler/cpucredit.h), and which host TID a thread id from inside a
- * container's PID namespace is.
+ * are not told apart there) and CPU time (schedstat), for cpu mode's credit
+ * (sampler/cpucredit.h) and the idle watch, and which host TID a thread id
+ * from inside a container's PID namespace is.
  *
  * The stat line is untrusted text; the state letter is the one after the
  * *last* ')' since the command name may itself contain ") ".
@@ -27,17 +27,6 @@
 PYPROFD_WARN_UNUSED int threadstat_parse_state(const char *text, size_t len, char *state);
 
 /**
- * The state letter and the CPU time (utime + stime, fields 14 and 15, in
- * clock ticks: sysconf(_SC_CLK_TCK)) of a /proc/.../stat line (@a len bytes
- * at @a text). Returns 0, or -EINVAL when the line does not have them.
- */
-PYPROFD_WARN_UNUSED int threadstat_parse_cpu(const char *text, size_t len, char *state,
-                                             uint64_t *ticks);
-
-/** A clock tick of threadstat_parse_cpu() in nanoseconds (USER_HZ: 10 ms on Linux). */
-uint64_t threadstat_tick_ns(void);
-
-/**
  * The three numbers of a /proc/.../schedstat line ("%llu %llu %llu\n": CPU
  * time in ns, time spent waiting for a CPU in ns, times switched in), into
  * @a out. Returns 0, or -EINVAL for anything else.
@@ -50,14 +39,6 @@ PYPROFD_WARN_UNUSED int threadstat_parse_schedstat(const char *text, size_t len,
  */
 PYPROFD_WARN_UNUSED int threadstat_state(const char *proc_root, pid_t pid, pid_t host_tid,
                                          char *state);
-
-/**
- * Reads the state and CPU time (in nanoseconds, to a clock tick) of thread
- * @a host_tid of @a pid. Returns 0, -ESRCH when the thread is gone, or
- * another negative errno.
- */
-PYPROFD_WARN_UNUSED int threadstat_cpu(const char *proc_root, pid_t pid, pid_t host_tid,
-                                       char *state, uint64_t *cpu_ns);
 
 /**
  * Translates @a ns_tid, a thread id as the target sees it, into the host TID

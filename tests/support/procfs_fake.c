@@ -187,15 +187,14 @@ void procfs_fake_thread(struct procfs_fake *f, pid_t pid, pid_t tid, const char 
 }
 
 void procfs_fake_thread_cpu(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name,
-                            char state, uint64_t ticks)
+                            char state, uint64_t cpu_ns)
 {
     char rel[128], text[1024];
     snprintf(rel, sizeof(rel), "%d/task/%d/stat", (int)pid, (int)tid);
-    int n = snprintf(text, sizeof(text),
-                     "%d (%s) %c 1 %d %d 0 -1 4194304 1000 0 0 0 %" PRIu64
-                     " 0 0 0 20 0 1 0 0 25000000 2000 18446744073709551615 1 1 0 0 0 0 0 "
-                     "16781312 2 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
-                     (int)tid, name, state, (int)pid, (int)pid, ticks);
+    int n = procfs_fake_stat(text, sizeof(text), (int)tid, name, state, 0);
+    procfs_fake_write(f, rel, text, (size_t)n);
+    snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", (int)pid, (int)tid);
+    n = snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", cpu_ns);
     procfs_fake_write(f, rel, text, (size_t)n);
 }
 

@@ -42,12 +42,12 @@ void procfs_fake_add(struct procfs_fake *f, pid_t pid, const char *comm, uint64_
 /** Adds thread @a tid of process @a pid, named @a name, in state @a state ('R', 'S', ...). */
 void procfs_fake_thread(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name, char state);
 /**
- * Rewrites thread @a tid's stat file in place (the same file: a sampler may
- * keep it open) with state @a state and @a ticks clock ticks of CPU time
- * (utime; stime 0).
+ * Rewrites thread @a tid's stat file with state @a state, and its
+ * schedstat with @a cpu_ns of CPU time, each in place (the same file: a
+ * sampler may keep it open).
  */
 void procfs_fake_thread_cpu(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name,
-                            char state, uint64_t ticks);
+                            char state, uint64_t cpu_ns);
 /** Replaces process @a pid's cgroup file with @a text (a container's, say). */
 void procfs_fake_cgroup(struct procfs_fake *f, pid_t pid, const char *text);
 /** Removes process @a pid's directory: it exited. */

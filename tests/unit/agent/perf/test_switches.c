@@ -379,7 +379,9 @@ static void test_runwatch__a_blocked_child_is_not_read_again(void **state)
     /* asleep since the watch opened: cpu mode needs no read; no read yet to count again */
     assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_ASLEEP);
     assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_READ);
-    assert_int_equal(runwatch_on_cpu(w, c.pid), CPUCREDIT_OFF);
+    uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+    assert_int_equal(runwatch_on_cpu(w, c.pid, &cpu_ns), CPUCREDIT_OFF);
+    assert_true(cpu_ns == CPUCREDIT_NO_TIME); /* perf reads no CPU time */
     uint64_t t = mono();
     runwatch_read(w, t, true);
     assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_SAME);
@@ -476,7 +478,8 @@ static void test_runwatch__a_preempted_thread_is_left_to_its_credit(void **state
     for (uint64_t end = mono() + 3000000000ull; (on < 10 || off < 10) && mono() < end;) {
         enum switches_state st = switches_state(&sw, switches_head(&sw));
         enum runwatch_verdict v = runwatch_check(w, mono(), true);
-        int k = runwatch_on_cpu(w, a);
+        uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+        int k = runwatch_on_cpu(w, a, &cpu_ns);
         on += st == SWITCHES_RUNNING;
         off += st == SWITCHES_PREEMPTED;
         assert_int_not_equal(st, SWITCHES_ASLEEP);
@@ -515,10 +518,12 @@ static void test_runwatch__schedstat_needs_a_tick_of_quiet(void **state)
     runwatch_read(w, t0, true);
     /* within a tick nothing is proven: cpu mode asks the thread's credit */
     assert_int_equal(runwatch_check(w, t0 + 1000000, false), RUNWATCH_READ);
-    assert_int_equal(runwatch_on_cpu(w, c.pid), CPUCREDIT_ASK);
+    uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+    assert_int_equal(runwatch_on_cpu(w, c.pid, &cpu_ns), CPUCREDIT_ASK);
+    assert_true(cpu_ns != CPUCREDIT_NO_TIME); /* as the look read it: the credit reads nothing */
     assert_int_equal(runwatch_check(w, t0 + RUNWATCH_TICK_NS + 1, false), RUNWATCH_SAME);
     assert_int_equal(runwatch_check(w, t0 + RUNWATCH_TICK_NS + 2, true), RUNWATCH_ASLEEP);
-    assert_int_equal(runwatch_on_cpu(w, c.pid), CPUCREDIT_OFF);
+    assert_int_equal(runwatch_on_cpu(w, c.pid, &cpu_ns), CPUCREDIT_OFF);
     assert_int_equal(write(c.wake, "x", 1), 1);
     settle();
     uint64_t t1 = mono() + RUNWATCH_TICK_NS * 2;
@@ -537,7 +542,8 @@ static void test_runwatch__off_always_reads(void **state)
     assert_string_equal(runwatch_describe(w), "off: turned off (idle_check: off)");
     runwatch_read(w, mono(), true);
     assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_READ);
-    assert_int_equal(runwatch_on_cpu(w, getpid()), CPUCREDIT_ASK);
+    uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+    assert_int_equal(runwatch_on_cpu(w, getpid(), &cpu_ns), CPUCREDIT_ASK);
     runwatch_free(w);
 }
 

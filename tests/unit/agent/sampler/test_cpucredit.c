@@ -100,7 +100,7 @@ static void test_cpucredit__what_is_owed_has_a_cap(void **state)
     uint64_t cap =
         CPUCREDIT_MAX_OWED * I > CPUCREDIT_OWED_NS ? CPUCREDIT_MAX_OWED * I : CPUCREDIT_OWED_NS;
     assert_int_equal(paid, cap / I);
-    /* at 1 kHz a clock tick of stat's CPU time (10 ms) is ten samples at once:
+    /* at 1 kHz ten samples booked at once (the kernel books CPU time at its ticks):
      * not capped, paid over the next few attempts */
     uint64_t fast = 1000000;
     struct cpucredit k1 = {0};

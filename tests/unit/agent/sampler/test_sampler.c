@@ -14,7 +14,6 @@
 #include "pyimage.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
-#include "sampler/threadstat.h"
 
 #define INTERVAL 10000000ull /* 100 Hz */
 #define START    1000000000ull
@@ -443,9 +442,9 @@ static void test_sampler__native_full_falls_back_saying_why(void **state)
 }
 
 /*
- * cpu mode where no source tells running from waiting (issue 38; idle_check
- * off here): the thread's stat file gives its state and CPU time, and its
- * credit (sampler/cpucredit.h) pays 'R' attempts what it earned, so the
+ * cpu mode (issue 38; idle_check off here, so no watch says anything): the
+ * thread's schedstat gives its CPU time and its stat file its state, and
+ * its credit (sampler/cpucredit.h) pays 'R' attempts what it earned, so the
  * samples add up to its CPU time, never to its time waiting for a CPU; an
  * attempt that finds it asleep pays nothing, the next 'R' one what is owed,
  * one stack for several intervals.
@@ -458,7 +457,7 @@ static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
     struct procfs_fake *f = procfs_fake_new(1700000000);
     procfs_fake_add(f, 1, "python", 0);
     procfs_fake_thread(f, 1, 7, "worker", 'R');
-    uint64_t tick = threadstat_tick_ns();
+    const uint64_t tick = INTERVAL;
     struct rec win = {0};
     struct sample_sink w = {rec_add, rec_repeat, &win};
     struct sampler_opts o = {.mode = PROFILE_CPU,
@@ -467,7 +466,7 @@ static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
                              .idle_check = IDLE_CHECK_OFF};
     struct sampler *s;
     assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
-    /* (state, CPU ticks) at each attempt, and the thread samples counted so far */
+    /* (state, CPU time in intervals) at each attempt, and the thread samples counted so far */
     static const struct {
         char state;
         uint64_t ticks;
@@ -481,7 +480,7 @@ static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
         {'D', 105, 5},
     };
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(steps); i++) {
-        procfs_fake_thread_cpu(f, 1, 7, "worker", steps[i].state, steps[i].ticks);
+        procfs_fake_thread_cpu(f, 1, 7, "worker", steps[i].state, steps[i].ticks * tick);
         uint64_t now = i == 0 ? START : sampler_due(s);
         assert_int_equal(sampler_attempt(s, now), 0);
         if (sampler_counts(s).thread_samples != steps[i].samples)
@@ -493,7 +492,7 @@ static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
     /* 'R' all along, running one interval in three (two others take turns) */
     uint64_t before = sampler_counts(s).thread_samples;
     for (uint64_t k = 1; k <= 300; k++) {
-        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', 105 + k / 3);
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', (105 + k / 3) * tick);
         assert_int_equal(sampler_attempt(s, sampler_due(s)), 0);
     }
     assert_int_equal(sampler_counts(s).thread_samples - before, 100);
