@@ -60,7 +60,8 @@ struct sampler {
     struct sampler_opts opts;
     pid_t pid;
     struct unwinder *u;
-    bool on_cpu_set; /* cpu mode's test is ours (unwinder_set_on_cpu()) */
+    bool on_cpu_set;   /* cpu mode's test is ours (unwinder_set_on_cpu()) */
+    bool no_schedstat; /* cpu mode: the kernel keeps none (CONFIG_SCHED_INFO off) */
     /* [0]: the window (its takes count as thread samples); then the taps,
      * add NULL = a free slot */
     struct sample_sink sinks[SAMPLER_SINKS];
@@ -170,12 +171,24 @@ static size_t sampler_thread_read(const struct sampler *s, const struct sampler_
  * cpu mode: what thread @t's credit pays now (sampler/cpucredit.h). Its CPU
  * time is @cpu_ns when a source read it at this attempt, else its schedstat
  * (one pread); when a sample is owed and no source saw it running or
- * waiting (@known CPUCREDIT_RUNNABLE), its state from its stat file.
+ * waiting (@known CPUCREDIT_RUNNABLE), its state from its stat file. A
+ * kernel without schedstat: both from its stat file, the CPU time in clock
+ * ticks.
  */
 static unsigned sampler_credit(const struct sampler *s, struct sampler_thread *t, int known,
                                uint64_t cpu_ns)
 {
     char buf[1024];
+    if (cpu_ns == CPUCREDIT_NO_TIME && s->no_schedstat) {
+        /* the last resort: stat's utime + stime, in clock ticks (10 ms) */
+        char state;
+        uint64_t ticks;
+        size_t n = sampler_thread_read(s, t, &t->stat_fd1, "stat", buf, sizeof(buf));
+        if (!n || threadstat_parse_cputime(buf, n, &state, &ticks))
+            return 0;
+        return cpucredit_look(&t->credit, ticks * threadstat_tick_ns(),
+                              known == CPUCREDIT_RUNNABLE || state == 'R', s->opts.interval_ns);
+    }
     if (cpu_ns == CPUCREDIT_NO_TIME) {
         uint64_t v[3];
         size_t n = sampler_thread_read(s, t, &t->sched_fd1, "schedstat", buf, sizeof(buf));
@@ -500,6 +513,9 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
     if (opts->mode == PROFILE_CPU && !SAMPLER_WITH(s, drain)) {
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
         s->on_cpu_set = true;
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%d/schedstat", s->opts.proc_root, (int)pid);
+        s->no_schedstat = access(path, R_OK) != 0 && errno == ENOENT;
     }
     *out = s;
     return 0;

@@ -27,6 +27,19 @@
 PYPROFD_WARN_UNUSED int threadstat_parse_state(const char *text, size_t len, char *state);
 
 /**
+ * The state letter and the CPU time (utime + stime, fields 14 and 15, in
+ * clock ticks: threadstat_tick_ns()) of a /proc/.../stat line (@a len bytes
+ * at @a text): cpu mode's last resort where the kernel has no schedstat
+ * (sampler/cpucredit.h). Returns 0, or -EINVAL when the line does not have
+ * them.
+ */
+PYPROFD_WARN_UNUSED int threadstat_parse_cputime(const char *text, size_t len, char *state,
+                                                 uint64_t *ticks);
+
+/** A clock tick of threadstat_parse_cputime() in nanoseconds (USER_HZ: 10 ms on Linux). */
+uint64_t threadstat_tick_ns(void);
+
+/**
  * The three numbers of a /proc/.../schedstat line ("%llu %llu %llu\n": CPU
  * time in ns, time spent waiting for a CPU in ns, times switched in), into
  * @a out. Returns 0, or -EINVAL for anything else.

@@ -14,6 +14,7 @@
 #include "pyimage.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
+#include "sampler/threadstat.h"
 
 #define INTERVAL 10000000ull /* 100 Hz */
 #define START    1000000000ull
@@ -480,7 +481,7 @@ static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
         {'D', 105, 5},
     };
     for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(steps); i++) {
-        procfs_fake_thread_cpu(f, 1, 7, "worker", steps[i].state, steps[i].ticks * tick);
+        procfs_fake_thread_cpu(f, 1, 7, "worker", steps[i].state, steps[i].ticks * tick, true);
         uint64_t now = i == 0 ? START : sampler_due(s);
         assert_int_equal(sampler_attempt(s, now), 0);
         if (sampler_counts(s).thread_samples != steps[i].samples)
@@ -492,11 +493,23 @@ static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
     /* 'R' all along, running one interval in three (two others take turns) */
     uint64_t before = sampler_counts(s).thread_samples;
     for (uint64_t k = 1; k <= 300; k++) {
-        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', (105 + k / 3) * tick);
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', (105 + k / 3) * tick, true);
         assert_int_equal(sampler_attempt(s, sampler_due(s)), 0);
     }
     assert_int_equal(sampler_counts(s).thread_samples - before, 100);
     assert_int_equal(sampler_counts(s).taken, PYPROFD_ARRAY_SIZE(steps) + 300);
+    sampler_free(s);
+    /* a kernel without schedstat: the CPU time from the stat file, in clock ticks */
+    procfs_fake_unlink(f, "1/schedstat");
+    procfs_fake_unlink(f, "1/task/7/schedstat");
+    o.interval_ns = threadstat_tick_ns();
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    for (uint64_t k = 0; k <= 30; k++) {
+        uint64_t cpu = (1000 + 2 * (k / 3)) * o.interval_ns; /* 2 ticks every 3 attempts */
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', cpu, false);
+        assert_int_equal(sampler_attempt(s, k == 0 ? START : sampler_due(s)), 0);
+    }
+    assert_int_equal(sampler_counts(s).thread_samples, 20);
     sampler_free(s);
     procfs_fake_free(f);
     proc_close(&p);
