@@ -512,7 +512,7 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool c
             asleep = false;
     }
     w->looked = true;
-    if (w->how == IDLE_CHECK_SCHEDSTAT && w->all && !asleep && !same && w->taskfd >= 0) {
+    if (w->how == IDLE_CHECK_SCHEDSTAT && w->all && !(cpu && asleep) && !same && w->taskfd >= 0) {
         /* a thread ran: did it create one? (the link count is 2 + threads) */
         struct stat st;
         if (fstat(w->taskfd, &st) || st.st_nlink != (nlink_t)w->n + 2)
