@@ -27,21 +27,23 @@
 #define SAMPLER_COMM_MAX     15u /* a thread's name as the kernel keeps it (TASK_COMM_LEN - 1) */
 #define SAMPLER_SINKS        (1 + SAMPLER_MAX_TAPS) /* [0]: the window, then the taps */
 
-/* A target thread as the kernel knows it. */
+/* A target thread as the kernel knows it (cpu mode's fields where others leave padding). */
 struct sampler_thread {
     uint64_t ns_tid; /* 0 = free slot */
     pid_t host_tid;
+    int sched_fd1; /* cpu mode: /proc/PID/task/TID/schedstat kept open, fd + 1; 0: none */
     uint64_t named_ns;
     char comm[SAMPLER_COMM_MAX + 1];                        /* as read: any bytes */
     char name[SAMPLER_COMM_MAX * UTF8_REPLACEMENT_LEN + 1]; /* ... as valid UTF-8 */
     uint64_t last_key;         /* stack_key of the thread's last own stack given to the sinks */
     bool added[SAMPLER_SINKS]; /* ... and whether each sink took it (the coalescing contract) */
-    int stat_fd1;              /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
-    int sched_fd1;             /* ... and schedstat */
-    struct cpucredit credit;   /* cpu mode: its CPU time earned, and paid at 'R' attempts */
-    uint64_t paid_at;          /* cpu mode: the attempt (counts.attempts) that set paid */
-    unsigned paid;             /* ... and how many samples it counts the thread for */
+    uint8_t paid;              /* cpu mode: samples the attempt paid_at counts the thread for */
+    int stat_fd1;              /* ... its stat file kept open, as sched_fd1 */
+    uint64_t paid_at;          /* ... that attempt (counts.attempts) */
+    struct cpucredit credit;   /* ... its CPU time earned, and paid at 'R' attempts */
 };
+
+_Static_assert(CPUCREDIT_MAX_PAY <= UINT8_MAX, "paid holds a pay");
 
 struct sampler {
     /* what every attempt touches first, together (an idle target's attempt
@@ -225,7 +227,7 @@ static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
     uint64_t cpu_ns = CPUCREDIT_NO_TIME;
     for (const struct sample_source *src = s->src; src && known == CPUCREDIT_ASK; src = src->next)
         known = src->ops->on_cpu ? src->ops->on_cpu(src, t->host_tid, &cpu_ns) : CPUCREDIT_ASK;
-    t->paid = known == CPUCREDIT_OFF ? 0 : sampler_credit(s, t, known, cpu_ns);
+    t->paid = known == CPUCREDIT_OFF ? 0 : (uint8_t)sampler_credit(s, t, known, cpu_ns);
     t->paid_at = s->counts.attempts;
     return t->paid > 0;
 }
