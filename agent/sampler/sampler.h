@@ -81,8 +81,8 @@ struct sampler_opts {
     uint32_t native_stack; /* bytes of user stack per kernel sample; 0: the default */
     /* Idle threads (sampler/runwatch.h): before each attempt, whether the
      * threads ran since the last read; when none did, the attempt counts
-     * that read's stacks again (or, in cpu mode, finds none on a CPU)
-     * without reading the target. IDLE_CHECK_OFF (0): every attempt reads.
+     * that read's stacks again (in cpu mode: when every thread is asleep,
+     * it finds none on a CPU) without reading the target. IDLE_CHECK_OFF (0): every attempt reads.
      * Not with blocking, native_full or (counting again) async. */
     enum idle_check idle_check;
 };
