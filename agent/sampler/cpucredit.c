@@ -28,6 +28,13 @@
 
 #include "sampler/cpucredit.h"
 
+/* The most a thread may be owed. */
+static uint64_t cpucredit_most(uint64_t interval_ns)
+{
+    uint64_t most = CPUCREDIT_MAX_OWED * interval_ns;
+    return most < CPUCREDIT_OWED_NS ? CPUCREDIT_OWED_NS : most;
+}
+
 bool cpucredit_earn(struct cpucredit *c, uint64_t cpu_ns, uint64_t interval_ns)
 {
     if (interval_ns == 0)
@@ -38,13 +45,18 @@ bool cpucredit_earn(struct cpucredit *c, uint64_t cpu_ns, uint64_t interval_ns)
         c->owed_ns = interval_ns / 2; /* rounding to the nearest sample */
         return false;
     }
-    uint64_t most = CPUCREDIT_MAX_OWED * interval_ns;
-    if (most < CPUCREDIT_OWED_NS)
-        most = CPUCREDIT_OWED_NS;
+    uint64_t most = cpucredit_most(interval_ns);
     uint64_t earned = cpu_ns - c->cpu_ns;
     c->cpu_ns = cpu_ns;
     c->owed_ns = earned >= most - c->owed_ns ? most : c->owed_ns + earned;
     return c->owed_ns >= interval_ns;
+}
+
+void cpucredit_refund(struct cpucredit *c, unsigned n, uint64_t interval_ns)
+{
+    uint64_t most = cpucredit_most(interval_ns), back = (uint64_t)n * interval_ns;
+    if (c->started)
+        c->owed_ns = back >= most - c->owed_ns ? most : c->owed_ns + back;
 }
 
 unsigned cpucredit_pay(struct cpucredit *c, uint64_t interval_ns)

@@ -78,6 +78,13 @@ bool cpucredit_earn(struct cpucredit *c, uint64_t cpu_ns, uint64_t interval_ns);
  */
 unsigned cpucredit_pay(struct cpucredit *c, uint64_t interval_ns);
 
+/**
+ * What cpucredit_pay() paid, @a n samples of @a interval_ns, could not be
+ * counted (the stack read for them failed: torn): it is owed again, for the
+ * next attempt that finds the thread 'R' (within the cap on what is owed).
+ */
+void cpucredit_refund(struct cpucredit *c, unsigned n, uint64_t interval_ns);
+
 /** Both: earns @a cpu_ns, and pays if @a runnable. */
 static inline unsigned cpucredit_look(struct cpucredit *c, uint64_t cpu_ns, bool runnable,
                                       uint64_t interval_ns)

@@ -298,6 +298,28 @@ void sampler_give(struct sampler *s, const struct unwind_thread *t,
     }
 }
 
+/* Thread cache slot @k paid at this attempt: owed again. */
+static void sampler_refund(struct sampler *s, struct sampler_thread *k)
+{
+    if (k->paid_at == s->counts.attempts && k->paid) {
+        cpucredit_refund(&k->credit, k->paid, s->opts.interval_ns);
+        k->paid = 0;
+    }
+}
+
+void sampler_unpaid(struct sampler *s, const struct unwind_thread *t)
+{
+    if (!s->on_cpu_set)
+        return;
+    if (t) {
+        if (t->native_thread_id) /* (0: its state could not be read, nor was it asked) */
+            sampler_refund(s, sampler_thread_get(s, t->native_thread_id, false));
+        return;
+    }
+    for (size_t i = 0; i < SAMPLER_THREADS; i++)
+        sampler_refund(s, &s->threads[i]);
+}
+
 void sampler_fan(struct sampler *s, const struct sink_sample *x)
 {
     for (size_t q = 0; q < s->nsinks; q++) {

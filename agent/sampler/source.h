@@ -123,6 +123,12 @@ unsigned sampler_unwind_flags(const struct sampler *s, unsigned extra);
 void sampler_give(struct sampler *s, const struct unwind_thread *t,
                   const struct unwind_frame *frames, size_t nframes, const char *task, bool plain,
                   bool again_read);
+/**
+ * cpu mode: thread @t's stack was not given at this attempt (its read
+ * failed, or its join): what its credit paid for it is owed again
+ * (sampler/cpucredit.h). NULL: every thread's, the whole read failed.
+ */
+void sampler_unpaid(struct sampler *s, const struct unwind_thread *t);
 /** Gives @x to every sink in full (no coalescing: joined or kernel stacks). */
 void sampler_fan(struct sampler *s, const struct sink_sample *x);
 

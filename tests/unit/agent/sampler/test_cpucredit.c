@@ -111,6 +111,26 @@ static void test_cpucredit__what_is_owed_has_a_cap(void **state)
     assert_int_equal(paid, 1000);
 }
 
+/* Paid for a stack that could not be read (torn): owed again, up to the cap. */
+static void test_cpucredit__a_refund_is_owed_again(void **state)
+{
+    (void)state;
+    struct cpucredit c = {0};
+    cpucredit_refund(&c, 3, I); /* not started: nothing */
+    (void)cpucredit_look(&c, 0, true, I);
+    assert_int_equal(cpucredit_look(&c, 3 * I, true, I), 3);
+    cpucredit_refund(&c, 3, I);
+    assert_int_equal(cpucredit_look(&c, 3 * I, true, I), 3);
+    assert_int_equal(cpucredit_look(&c, 3 * I, true, I), 0);
+    cpucredit_refund(&c, 100, I); /* more than the cap */
+    unsigned paid = 0;
+    for (int k = 0; k < 10; k++)
+        paid += cpucredit_look(&c, 3 * I, true, I);
+    uint64_t cap =
+        CPUCREDIT_MAX_OWED * I > CPUCREDIT_OWED_NS ? CPUCREDIT_MAX_OWED * I : CPUCREDIT_OWED_NS;
+    assert_int_equal(paid, cap / I);
+}
+
 /* A CPU time lower than the last: another thread behind the same TID, which starts over. */
 static void test_cpucredit__a_new_thread_starts_over(void **state)
 {
@@ -158,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_cpucredit__waiting_for_a_cpu_is_not_counted),
         cmocka_unit_test(test_cpucredit__paid_only_where_the_thread_is_runnable),
         cmocka_unit_test(test_cpucredit__what_is_owed_has_a_cap),
+        cmocka_unit_test(test_cpucredit__a_refund_is_owed_again),
         cmocka_unit_test(test_cpucredit__a_new_thread_starts_over),
         cmocka_unit_test(test_cpucredit__pays_its_cpu_time_in_total),
     };

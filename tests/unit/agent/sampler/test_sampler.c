@@ -175,6 +175,7 @@ struct proc {
     struct memread *mr;
     struct unwinder *u;
     struct pyruntime rt;
+    uint64_t entry; /* the interpreter's entry frame, below frames[0] */
     uint64_t frames[3];
 };
 
@@ -188,7 +189,7 @@ static void proc_open(struct proc *p, enum proc_kind kind)
     p->img = pyimage_new(13);
     assert_int_equal(memread_fake_open(&p->fake, &p->mr), 0);
     unsigned t = pyimage_thread(p->img, 7);
-    (void)pyimage_push(p->img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+    p->entry = pyimage_push(p->img, t, PYABI_OWNER_INTERPRETER, 0, 0);
     p->frames[0] = pyimage_push(p->img, t, PYABI_OWNER_THREAD,
                                 pyimage_code(p->img, "<module>", "/app/m.py", 0), 1);
     p->frames[1] = pyimage_push(p->img, t, PYABI_OWNER_THREAD,
@@ -515,6 +516,47 @@ static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
     proc_close(&p);
 }
 
+/*
+ * cpu mode: a stack the credit paid for but that could not be read (torn:
+ * its chain loops, every read) is owed again, so the samples still add up
+ * to the CPU time once the stack reads well (issue 38).
+ */
+static void test_sampler__cpu_mode_owes_a_torn_read_again(void **state)
+{
+    (void)state;
+    struct proc p;
+    proc_open(&p, PROC_CYCLE);
+    struct procfs_fake *f = procfs_fake_new(1700000000);
+    procfs_fake_add(f, 1, "python", 0);
+    procfs_fake_thread(f, 1, 7, "worker", 'R');
+    struct rec win = {0};
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler_opts o = {.mode = PROFILE_CPU,
+                             .interval_ns = INTERVAL,
+                             .proc_root = procfs_fake_root(f),
+                             .idle_check = IDLE_CHECK_OFF};
+    struct sampler *s;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    for (uint64_t k = 0; k <= 3; k++) { /* running all along; each read torn */
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', (100 + k) * INTERVAL, true);
+        assert_int_equal(sampler_attempt(s, k == 0 ? START : sampler_due(s)), 0);
+    }
+    assert_int_equal(sampler_counts(s).failed, 3);
+    assert_int_equal(sampler_counts(s).thread_samples, 0);
+    /* the chain mended: the next reads pay what the torn ones could not */
+    pyimage_set_previous(p.img, p.frames[0], p.entry);
+    pyimage_install(p.img, p.fake, &p.rt);
+    for (uint64_t k = 4; k <= 5; k++) {
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', (100 + k) * INTERVAL, true);
+        assert_int_equal(sampler_attempt(s, sampler_due(s)), 0);
+    }
+    assert_int_equal(sampler_counts(s).thread_samples, 5); /* 5 intervals of CPU time */
+    assert_string_equal(win.leaf, "work");
+    sampler_free(s);
+    procfs_fake_free(f);
+    proc_close(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -528,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_sampler__a_torn_read_is_read_again_once),
         cmocka_unit_test(test_sampler__native_full_falls_back_saying_why),
         cmocka_unit_test(test_sampler__cpu_mode_counts_cpu_time_not_waiting),
+        cmocka_unit_test(test_sampler__cpu_mode_owes_a_torn_read_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
