@@ -26,8 +26,8 @@
 enum runwatch_state {
     RW_UNKNOWN,  /* may be running */
     RW_RUNNING,  /* running (perf: its newest record is a switch in) */
-    RW_RUNNABLE, /* off CPU, waiting for one ('R') */
-    RW_ASLEEP,   /* off CPU, waiting for something else */
+    RW_RUNNABLE, /* off a CPU, waiting for one ('R' in /proc; perf: preempted) */
+    RW_ASLEEP,   /* off a CPU, waiting for something else (schedstat: or for a CPU) */
     RW_GONE,     /* exited */
 };
 
@@ -38,7 +38,6 @@ struct runwatch_thread {
     uint64_t off_ns;
     bool seen;     /* mark holds a look */
     bool off;      /* provably off CPU from off_ns until the last look */
-    bool stat_ok;  /* schedstat: state (runnable or asleep) was read for this mark */
     bool listed;   /* in the rescan in progress */
     uint8_t state; /* enum runwatch_state */
     pid_t tid;
@@ -59,6 +58,7 @@ struct runwatch {
     bool read_ok;
     bool parked;          /* the wakers are on (runwatch_park()) */
     bool moved;           /* the last check saw a thread switched since the one before */
+    bool looked;          /* the last check looked at every thread (runwatch_on_cpu()) */
     size_t nparked;       /* threads whose waker is on */
     unsigned busy, skips; /* schedstat: busy looks in a row; looks still to skip */
     size_t n, cap;
@@ -154,14 +154,15 @@ static void runwatch_look_perf(struct runwatch *w, struct runwatch_thread *t, ui
     t->off = false;
     switch (switches_state(&t->sw, head)) {
     case SWITCHES_NONE: {
-        /* not switched since the watch opened: /proc says whether it ran */
+        /* not switched since the watch opened: /proc says whether it ran;
+         * 'R' is running or waiting since then, which no record tells */
         char c = runwatch_stat(w, t);
         if (c && c != 'R') {
             t->state = RW_ASLEEP;
             t->off = true;
             t->off_ns = t->opened_ns;
         } else {
-            t->state = c ? RW_RUNNING : RW_UNKNOWN;
+            t->state = RW_UNKNOWN;
         }
         break;
     }
@@ -191,7 +192,7 @@ static void runwatch_look_perf(struct runwatch *w, struct runwatch_thread *t, ui
 
 /* schedstat: a look at thread @t's file. */
 static void runwatch_look_schedstat(struct runwatch *w, struct runwatch_thread *t, uint64_t now_ns,
-                                    bool want_asleep, bool *rescan)
+                                    bool *rescan)
 {
     char buf[96];
     uint64_t v[3];
@@ -209,24 +210,16 @@ static void runwatch_look_schedstat(struct runwatch *w, struct runwatch_thread *
         t->mark2 = v[2];
         t->mark_ns = now_ns;
         t->off = false;
-        t->stat_ok = false;
         t->state = RW_UNKNOWN;
         return;
     }
-    /* the same CPU time and switches over more than a tick: off CPU */
+    /* the same CPU time and switches over more than a tick: off CPU (waiting
+     * for one or not: cpu mode's credit earned nothing meanwhile, so there
+     * is nothing new to pay) */
     t->off = now_ns - t->mark_ns >= RUNWATCH_TICK_NS;
-    if (!t->off) {
-        t->state = RW_UNKNOWN;
-        return;
-    }
-    t->off_ns = t->mark_ns;
-    if (!t->stat_ok && want_asleep) {
-        char c = runwatch_stat(w, t);
-        t->stat_ok = c != 0;
-        t->state = c == 'R' ? RW_RUNNABLE : RW_ASLEEP;
-    } else if (!t->stat_ok) {
-        t->state = RW_RUNNABLE; /* not asked: not known to be asleep */
-    }
+    t->state = t->off ? RW_ASLEEP : RW_UNKNOWN;
+    if (t->off)
+        t->off_ns = t->mark_ns;
 }
 
 /* ---- the set of threads ----------------------------------------------- */
@@ -482,8 +475,9 @@ const char *runwatch_describe(const struct runwatch *w)
     return m->describe;
 }
 
-enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool want_asleep)
+enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool cpu)
 {
+    w->looked = false;
     if (w->how == IDLE_CHECK_OFF)
         return RUNWATCH_READ;
     if ((w->rescan || !w->complete) && now_ns >= w->rescan_at)
@@ -506,7 +500,7 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
         if (w->how == IDLE_CHECK_PERF)
             runwatch_look_perf(w, t, now_ns, &rescan);
         else
-            runwatch_look_schedstat(w, t, now_ns, want_asleep, &rescan);
+            runwatch_look_schedstat(w, t, now_ns, &rescan);
         w->moved |= !seen || t->mark != mark;
         if (!t->off) {
             same = asleep = false;
@@ -517,7 +511,8 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
         if (t->state != RW_ASLEEP)
             asleep = false;
     }
-    if (w->how == IDLE_CHECK_SCHEDSTAT && w->all && !asleep && !same && w->taskfd >= 0) {
+    w->looked = true;
+    if (w->how == IDLE_CHECK_SCHEDSTAT && w->all && !(cpu && asleep) && !same && w->taskfd >= 0) {
         /* a thread ran: did it create one? (the link count is 2 + threads) */
         struct stat st;
         if (fstat(w->taskfd, &st) || st.st_nlink != (nlink_t)w->n + 2)
@@ -529,9 +524,10 @@ enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool w
     }
     if (!w->moved)
         w->busy = 0;
-    if ((want_asleep && asleep) || same) {
-        return want_asleep && asleep ? RUNWATCH_ASLEEP : RUNWATCH_SAME;
-    }
+    /* cpu mode: what a thread ran since the last read is its credit's to pay
+     * at an attempt that finds it running or waiting, not the last stacks' */
+    if (cpu ? asleep : same)
+        return cpu ? RUNWATCH_ASLEEP : RUNWATCH_SAME;
     if (w->how == IDLE_CHECK_SCHEDSTAT && w->moved) { /* a thread keeps running */
         w->busy++;
         w->skips = w->busy < 2                         ? 0
@@ -636,21 +632,22 @@ bool runwatch_still(const struct runwatch *w)
     return w->complete;
 }
 
-int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid)
+int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid, uint64_t *cpu_ns)
 {
-    if (w->how == IDLE_CHECK_OFF)
-        return -1;
+    if (!w->looked)
+        return CPUCREDIT_ASK; /* this check did not look (off, incomplete, a skip) */
     const struct runwatch_thread *t = runwatch_find(w, host_tid);
     if (!t)
-        return -1;
+        return CPUCREDIT_ASK;
+    if (w->how == IDLE_CHECK_SCHEDSTAT && t->seen)
+        *cpu_ns = t->mark; /* read by this check's look */
     switch (t->state) {
-    case RW_RUNNING:
-        return 1;
-    case RW_RUNNABLE:
-        return t->off && (w->how == IDLE_CHECK_PERF || t->stat_ok) ? 1 : -1;
     case RW_ASLEEP:
-        return t->off ? 0 : -1;
+        return CPUCREDIT_OFF;
+    case RW_RUNNING:
+    case RW_RUNNABLE:
+        return CPUCREDIT_RUNNABLE; /* perf: the records do not tell what it ran */
     default:
-        return -1;
+        return CPUCREDIT_ASK;
     }
 }

@@ -6,12 +6,12 @@
  * this watch before each attempt, and reads target memory only when the
  * answer is "read":
  *
- *   RUNWATCH_SAME    no watched thread ran since the last successful read
- *                    began: that read's result holds (wall, gil and
- *                    exception mode count it again; cpu mode counts the
- *                    threads it had on a CPU, which are still waiting for one);
- *   RUNWATCH_ASLEEP  no watched thread is running or runnable (cpu mode: the
- *                    attempt keeps no thread, as a read would have found);
+ *   RUNWATCH_SAME    (wall, gil and exception mode) no watched thread ran
+ *                    since the last successful read began: that read's
+ *                    result holds, and is counted again;
+ *   RUNWATCH_ASLEEP  (cpu mode) every watched thread is asleep: none is
+ *                    running or waiting for a CPU, so the attempt keeps no
+ *                    thread, as a read would have found;
  *   RUNWATCH_READ    something ran, or the watch cannot tell.
  *
  * Which threads are watched: every thread of the process when the target is
@@ -26,23 +26,29 @@
  *
  *   perf       each thread's context switches in a ring (perf/switches.h):
  *              no system call; a thread is off CPU from the look that first
- *              sees its switch-out record while the ring has not moved since;
+ *              sees its switch-out record while the ring has not moved
+ *              since; one switched out to wait is asleep (cpu mode counts
+ *              it for nothing, without a read), one running or preempted
+ *              is left to its credit (sampler/cpucredit.h says why);
  *   schedstat  where perf events are refused: each thread's
  *              /proc/PID/task/TID/schedstat (CPU time, switches in), one
  *              pread per thread and look: unchanged over more than a
  *              scheduler tick (RUNWATCH_TICK_NS) proves the thread off CPU
  *              over that span (a running thread is charged at every tick);
  *              a target that keeps running is looked at less often (at most
- *              one look in 8 attempts while its threads run);
+ *              one look in 8 attempts while its threads run); a thread that
+ *              ran since cannot be told running from waiting (cpu mode asks
+ *              its credit, sampler/cpucredit.h);
  *   off        neither (or turned off): every attempt reads.
  *
  * Parking (runwatch_park(), perf only): the agent takes a target whose
  * threads stay idle off its schedule; each thread's waker (perf/switches.h)
  * wakes it when one runs (sampler.h says how the attempts are counted).
  *
- * A thread woken but not yet given a CPU is still off CPU by both proofs
- * (/proc would already say 'R'): cpu mode counts it from its first moment
- * on a CPU (docs/agent.md).
+ * A thread woken but not yet given a CPU, or preempted, or throttled by its
+ * cgroup's CPU quota, is off a CPU although /proc says 'R': cpu mode counts
+ * a thread's CPU time only, through its credit (sampler/cpucredit.h;
+ * docs/agent.md, "What cpu mode counts").
  *
  * Memory: runwatch_new() allocates; a rescan of the threads may grow the
  * table (a thread was created); checks and reads allocate nothing and log
@@ -56,6 +62,7 @@
 #include <sys/types.h>
 
 #include "pipeline.h"
+#include "sampler/cpucredit.h"
 
 enum runwatch_verdict {
     RUNWATCH_READ,
@@ -93,11 +100,12 @@ enum idle_check runwatch_how(const struct runwatch *w);
 const char *runwatch_describe(const struct runwatch *w);
 
 /**
- * Looks at every watched thread at @a now_ns (before an attempt).
- * @a want_asleep: cpu mode, which may use RUNWATCH_ASLEEP (it costs the
- * schedstat watch one stat read per thread and quiet span).
+ * Looks at every watched thread at @a now_ns (before an attempt). @a cpu:
+ * cpu mode, whose answers are RUNWATCH_ASLEEP or RUNWATCH_READ (never
+ * RUNWATCH_SAME: a thread that has not run since the last read is not on a
+ * CPU now).
  */
-enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool want_asleep);
+enum runwatch_verdict runwatch_check(struct runwatch *w, uint64_t now_ns, bool cpu);
 
 /**
  * After a read that runwatch_check() asked for: it began at @a start_ns (the
@@ -131,9 +139,15 @@ bool runwatch_moved(const struct runwatch *w);
 bool runwatch_still(const struct runwatch *w);
 
 /**
- * During that read, cpu mode's question for thread @a host_tid: 1 (running
- * or runnable), 0 (not), -1 (the watch cannot tell: ask /proc).
+ * During that read, cpu mode's question for thread @a host_tid, as the last
+ * check saw it (enum cpucredit_known): CPUCREDIT_OFF when it is asleep
+ * (perf: switched out to wait; schedstat: no CPU time for a tick),
+ * CPUCREDIT_RUNNABLE when it is running or preempted (perf), CPUCREDIT_ASK
+ * when the watch cannot tell (off, not watched, not looked at by that check,
+ * switched by no record since the watch opened, or schedstat's thread that
+ * ran). The schedstat watch also gives the thread's CPU time as that check
+ * read it, in *@a cpu_ns (otherwise left alone).
  */
-int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid);
+int runwatch_on_cpu(const struct runwatch *w, pid_t host_tid, uint64_t *cpu_ns);
 
 #endif /* PYPROFD_SAMPLER_RUNWATCH_H */

@@ -2,9 +2,9 @@
 /*
  * sampler.c: one target's sampler (see sampler.h): the schedule and its
  * jitter, the sinks and their coalescing contract, the cache of the target's
- * threads (names, host TIDs, cpu mode's kept stat files), the counts; and
- * the choice of the source that gets each attempt's stacks (source.h), to
- * which every attempt and every strategy's question is handed.
+ * threads (names, host TIDs, cpu mode's kept /proc files and credits), the
+ * counts; and the choice of the source that gets each attempt's stacks
+ * (source.h), to which every attempt and every strategy's question is handed.
  */
 #include "base/compat.h"
 
@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/rand.h"
 #include "base/utf8.h"
+#include "sampler/cpucredit.h"
 #include "sampler/schedule.h"
 #include "sampler/source.h"
 #include "sampler/threadstat.h"
@@ -26,17 +27,23 @@
 #define SAMPLER_COMM_MAX     15u /* a thread's name as the kernel keeps it (TASK_COMM_LEN - 1) */
 #define SAMPLER_SINKS        (1 + SAMPLER_MAX_TAPS) /* [0]: the window, then the taps */
 
-/* A target thread as the kernel knows it. */
+/* A target thread as the kernel knows it (cpu mode's fields where others leave padding). */
 struct sampler_thread {
     uint64_t ns_tid; /* 0 = free slot */
     pid_t host_tid;
+    int sched_fd1; /* cpu mode: /proc/PID/task/TID/schedstat kept open, fd + 1; 0: none */
     uint64_t named_ns;
     char comm[SAMPLER_COMM_MAX + 1];                        /* as read: any bytes */
     char name[SAMPLER_COMM_MAX * UTF8_REPLACEMENT_LEN + 1]; /* ... as valid UTF-8 */
     uint64_t last_key;         /* stack_key of the thread's last own stack given to the sinks */
     bool added[SAMPLER_SINKS]; /* ... and whether each sink took it (the coalescing contract) */
-    int stat_fd1;              /* cpu mode: /proc/PID/task/TID/stat kept open, fd + 1; 0: none */
+    uint8_t paid;              /* cpu mode: samples the attempt paid_at counts the thread for */
+    int stat_fd1;              /* ... its stat file kept open, as sched_fd1 */
+    uint64_t paid_at;          /* ... that attempt (counts.attempts) */
+    struct cpucredit credit;   /* ... its CPU time earned, and paid at 'R' attempts */
 };
+
+_Static_assert(CPUCREDIT_MAX_PAY <= UINT8_MAX, "paid holds a pay");
 
 struct sampler {
     /* what every attempt touches first, together (an idle target's attempt
@@ -55,7 +62,8 @@ struct sampler {
     struct sampler_opts opts;
     pid_t pid;
     struct unwinder *u;
-    bool on_cpu_set; /* cpu mode's test is ours (unwinder_set_on_cpu()) */
+    bool on_cpu_set;   /* cpu mode's test is ours (unwinder_set_on_cpu()) */
+    bool no_schedstat; /* cpu mode: the kernel keeps none (CONFIG_SCHED_INFO off) */
     /* [0]: the window (its takes count as thread samples); then the taps,
      * add NULL = a free slot */
     struct sample_sink sinks[SAMPLER_SINKS];
@@ -67,18 +75,25 @@ struct sampler {
 /* ---- the thread cache -------------------------------------------------------- */
 
 /*
- * cpu mode reads each sampled thread's stat file every sample; keeping it
- * open saves an open and a close per thread and sample, within the
- * process-wide budget of kept descriptors (base/fdcap.h); beyond it a
- * thread's file is opened and closed per sample as before.
+ * cpu mode reads each sampled thread's schedstat, and its stat file, at
+ * every sample (sampler_credit()); keeping them open saves an open and a
+ * close per thread and sample, within the process-wide budget of kept
+ * descriptors (base/fdcap.h); beyond it a thread's file is opened and closed
+ * per read.
  */
-static void sampler_thread_close(struct sampler_thread *t)
+static void sampler_thread_close_fd(int *fd1)
 {
-    if (t->stat_fd1) {
-        close(t->stat_fd1 - 1);
-        t->stat_fd1 = 0;
+    if (*fd1) {
+        close(*fd1 - 1);
+        *fd1 = 0;
         fdcap_give();
     }
+}
+
+static void sampler_thread_close(struct sampler_thread *t)
+{
+    sampler_thread_close_fd(&t->stat_fd1);
+    sampler_thread_close_fd(&t->sched_fd1);
 }
 
 /* The cached kernel view of thread @ns_tid, looked up or refreshed (@refresh: its name too). */
@@ -124,40 +139,97 @@ static struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_
     return t;
 }
 
-/* cpu mode's test of a thread: the source's answer if it has one, else its stat file. */
+/*
+ * Thread @t's /proc file @name into @buf (at most @len - 1 bytes): one
+ * pread of the file kept open in *@fd1, else opened and closed for it.
+ * Returns the bytes read, or 0 (the thread is gone: the kept file is closed).
+ */
+static size_t sampler_thread_read(const struct sampler *s, const struct sampler_thread *t, int *fd1,
+                                  const char *name, char *buf, size_t len)
+{
+    int fd = *fd1 - 1;
+    bool kept = fd >= 0;
+    if (!kept) {
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof(path), "%s/%d/task/%d/%s", s->opts.proc_root, (int)s->pid,
+                         (int)t->host_tid, name);
+        fd = n > 0 && (size_t)n < sizeof(path) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+        if (fd < 0)
+            return 0;
+        if (fdcap_take()) {
+            *fd1 = fd + 1;
+            kept = true;
+        }
+    }
+    ssize_t n = pread(fd, buf, len - 1, 0);
+    if (!kept)
+        close(fd);
+    else if (n <= 0)
+        sampler_thread_close_fd(fd1);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * cpu mode: what thread @t's credit pays now (sampler/cpucredit.h). Its CPU
+ * time is @cpu_ns when a source read it at this attempt, else its schedstat
+ * (one pread); when a sample is owed and no source saw it running or
+ * waiting (@known CPUCREDIT_RUNNABLE), its state from its stat file. A
+ * kernel without schedstat: both from its stat file, the CPU time in clock
+ * ticks.
+ */
+static unsigned sampler_credit(const struct sampler *s, struct sampler_thread *t, int known,
+                               uint64_t cpu_ns)
+{
+    char buf[1024];
+    if (cpu_ns == CPUCREDIT_NO_TIME && s->no_schedstat) {
+        /* the last resort: stat's utime + stime, in clock ticks (10 ms) */
+        char state;
+        uint64_t ticks;
+        size_t n = sampler_thread_read(s, t, &t->stat_fd1, "stat", buf, sizeof(buf));
+        if (!n || threadstat_parse_cputime(buf, n, &state, &ticks))
+            return 0;
+        return cpucredit_look(&t->credit, ticks * threadstat_tick_ns(),
+                              known == CPUCREDIT_RUNNABLE || state == 'R', s->opts.interval_ns);
+    }
+    if (cpu_ns == CPUCREDIT_NO_TIME) {
+        uint64_t v[3];
+        size_t n = sampler_thread_read(s, t, &t->sched_fd1, "schedstat", buf, sizeof(buf));
+        if (!n || threadstat_parse_schedstat(buf, n, v))
+            return 0;
+        cpu_ns = v[0];
+    }
+    if (!cpucredit_earn(&t->credit, cpu_ns, s->opts.interval_ns))
+        return 0; /* nothing owed: its state does not matter */
+    if (known != CPUCREDIT_RUNNABLE) {
+        char state;
+        size_t n = sampler_thread_read(s, t, &t->stat_fd1, "stat", buf, sizeof(buf));
+        if (!n || threadstat_parse_state(buf, n, &state) || state != 'R')
+            return 0;
+    }
+    return cpucredit_pay(&t->credit, s->opts.interval_ns);
+}
+
+/*
+ * cpu mode's test of a thread (issue 38: on a CPU, not waiting for one):
+ * asleep by the first source that knows, else what its credit pays. How many
+ * samples it counts for is kept for sampler_give(); asked again in the same
+ * attempt (a torn read's second walk), the answer is the same.
+ */
 static bool sampler_on_cpu(void *ctx, uint64_t ns_tid)
 {
     struct sampler *s = ctx;
     struct sampler_thread *t = sampler_thread_get(s, ns_tid, true);
-    char state;
     if (!t->host_tid)
         return false;
-    for (const struct sample_source *src = s->src; src; src = src->next) {
-        int known = src->ops->on_cpu ? src->ops->on_cpu(src, t->host_tid) : -1;
-        if (known >= 0)
-            return known == 1;
-    }
-    if (!t->stat_fd1 && fdcap_take()) {
-        char path[PATH_MAX];
-        int n = snprintf(path, sizeof(path), "%s/%d/task/%d/stat", s->opts.proc_root, (int)s->pid,
-                         (int)t->host_tid);
-        int fd = n > 0 && (size_t)n < sizeof(path) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        if (fd >= 0)
-            t->stat_fd1 = fd + 1;
-        else
-            fdcap_give();
-    }
-    if (!t->stat_fd1)
-        return threadstat_state(s->opts.proc_root, s->pid, t->host_tid, &state) == 0 &&
-               state == 'R';
-    char buf[1024];
-    ssize_t n = pread(t->stat_fd1 - 1, buf, sizeof(buf) - 1, 0);
-    if (n <= 0) {
-        sampler_thread_close(t); /* the thread is gone; a new one gets a new slot */
-        return false;
-    }
-    buf[n] = '\0';
-    return threadstat_parse_state(buf, (size_t)n, &state) == 0 && state == 'R';
+    if (t->paid_at == s->counts.attempts)
+        return t->paid > 0;
+    int known = CPUCREDIT_ASK;
+    uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+    for (const struct sample_source *src = s->src; src && known == CPUCREDIT_ASK; src = src->next)
+        known = src->ops->on_cpu ? src->ops->on_cpu(src, t->host_tid, &cpu_ns) : CPUCREDIT_ASK;
+    t->paid = known == CPUCREDIT_OFF ? 0 : (uint8_t)sampler_credit(s, t, known, cpu_ns);
+    t->paid_at = s->counts.attempts;
+    return t->paid > 0;
 }
 
 /* The target's threads, for the unwinder's check of the TIDs its thread states name. */
@@ -234,21 +306,48 @@ void sampler_give(struct sampler *s, const struct unwind_thread *t,
     again.frames = NULL;
     again.nframes = 0;
     bool same = plain && (t->unchanged || again_read) && k->last_key == t->stack_key;
-    for (size_t q = 0; q < s->nsinks; q++) {
-        const struct sample_sink *sk = &s->sinks[q];
-        if (!sk->add)
-            continue;
-        bool took = same && k->added[q] && sk->repeat && sk->repeat(sk->arg, &again) == 0;
-        if (!took)
-            took = sk->add(sk->arg, &x) == 0; /* a full window drops and counts it itself */
-        k->added[q] = plain && took;
-        if (q == 0 && took) {
-            s->counts.thread_samples++;
-            sampler_count_tid(s, t->tid_source);
+    /* cpu mode's credit may pay more than one interval now (sampler_on_cpu()) */
+    unsigned times = !again_read && k->paid_at == s->counts.attempts && k->paid > 1 ? k->paid : 1;
+    for (unsigned rep = 0; rep < times; rep++) {
+        for (size_t q = 0; q < s->nsinks; q++) {
+            const struct sample_sink *sk = &s->sinks[q];
+            if (!sk->add)
+                continue;
+            bool took = same && k->added[q] && sk->repeat && sk->repeat(sk->arg, &again) == 0;
+            if (!took)
+                took = sk->add(sk->arg, &x) == 0; /* a full window drops and counts it itself */
+            k->added[q] = plain && took;
+            if (q == 0 && took) {
+                s->counts.thread_samples++;
+                sampler_count_tid(s, t->tid_source);
+            }
         }
+        if (plain)
+            k->last_key = t->stack_key;
+        same = plain; /* the next pay is this stack again */
     }
-    if (plain)
-        k->last_key = t->stack_key;
+}
+
+/* Thread cache slot @k paid at this attempt: owed again. */
+static void sampler_refund(struct sampler *s, struct sampler_thread *k)
+{
+    if (k->paid_at == s->counts.attempts && k->paid) {
+        cpucredit_refund(&k->credit, k->paid, s->opts.interval_ns);
+        k->paid = 0;
+    }
+}
+
+void sampler_unpaid(struct sampler *s, const struct unwind_thread *t)
+{
+    if (!s->on_cpu_set)
+        return;
+    if (t) {
+        if (t->native_thread_id) /* (0: its state could not be read, nor was it asked) */
+            sampler_refund(s, sampler_thread_get(s, t->native_thread_id, false));
+        return;
+    }
+    for (size_t i = 0; i < SAMPLER_THREADS; i++)
+        sampler_refund(s, &s->threads[i]);
 }
 
 void sampler_fan(struct sampler *s, const struct sink_sample *x)
@@ -471,6 +570,9 @@ int sampler_new(pid_t pid, struct unwinder *u, const struct sample_sink *window,
     if (opts->mode == PROFILE_CPU && !SAMPLER_WITH(s, drain)) {
         unwinder_set_on_cpu(u, sampler_on_cpu, s);
         s->on_cpu_set = true;
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%d/schedstat", s->opts.proc_root, (int)pid);
+        s->no_schedstat = access(path, R_OK) != 0 && errno == ENOENT;
     }
     *out = s;
     return 0;

@@ -7,12 +7,14 @@
  * `record` and `top` all sample through it:
  *
  *   wall       every sampled thread, whatever it does;
- *   cpu        threads the kernel has on a CPU (/proc/PID/task/TID/stat 'R');
+ *   cpu        threads running on a CPU, not waiting for one (issue 38:
+ *              sampler/cpucredit.h says how each source knows);
  *   gil        threads holding the GIL;
  *   exception  threads handling an exception.
  *
  * The mode's test runs before a thread's frames are read. Each kept thread
- * sample is worth one sampling interval of its mode's time.
+ * sample is worth one sampling interval of its mode's time (in cpu mode a
+ * thread's credit may count one stack for a few intervals at once).
  *
  * Outcomes are counted, never logged: attempts taken, attempts failed (by
  * status: the process went away, a torn stack, a read fault, ...), and
@@ -79,8 +81,8 @@ struct sampler_opts {
     uint32_t native_stack; /* bytes of user stack per kernel sample; 0: the default */
     /* Idle threads (sampler/runwatch.h): before each attempt, whether the
      * threads ran since the last read; when none did, the attempt counts
-     * that read's stacks again (or, in cpu mode, finds none on a CPU)
-     * without reading the target. IDLE_CHECK_OFF (0): every attempt reads.
+     * that read's stacks again (in cpu mode: when every thread is asleep,
+     * it finds none on a CPU) without reading the target. IDLE_CHECK_OFF (0): every attempt reads.
      * Not with blocking, native_full or (counting again) async. */
     enum idle_check idle_check;
 };

@@ -48,9 +48,11 @@ struct sampler_exact_c {
 
 struct sampler_exact {
     struct sample_source src;
-    pid_t traced[TASKS_MAX];     /* seized TIDs */
-    int pending[TASKS_MAX];      /* a signal each stopped thread was about to get */
-    bool was_running[TASKS_MAX]; /* cpu mode: on a CPU ('R') before the stop */
+    pid_t traced[TASKS_MAX]; /* seized TIDs */
+    int pending[TASKS_MAX];  /* a signal each stopped thread was about to get */
+    /* cpu mode: 'R' before the stop (running, or waiting for a CPU: the
+     * thread's credit tells how much of it ran, sampler/cpucredit.h) */
+    bool was_runnable[TASKS_MAX];
     size_t ntraced;
     struct sampler_exact_c *cx; /* NULL: Python frames only */
 };
@@ -75,7 +77,7 @@ static int sampler_exact_stop_all(struct sampler_exact *x)
             state = 0;
         if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) == 0) {
             x->pending[x->ntraced] = 0;
-            x->was_running[x->ntraced] = state == 'R';
+            x->was_runnable[x->ntraced] = state == 'R';
             x->traced[x->ntraced++] = tid;
             (void)ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
         } else if (errno == EPERM) {
@@ -89,7 +91,7 @@ static int sampler_exact_stop_all(struct sampler_exact *x)
             /* gone: the last one takes its place (not waited for yet) */
             x->ntraced--;
             x->traced[i] = x->traced[x->ntraced];
-            x->was_running[i] = x->was_running[x->ntraced];
+            x->was_runnable[i] = x->was_runnable[x->ntraced];
             i--;
             continue;
         }
@@ -274,17 +276,22 @@ static int sampler_exact_attempt(struct sample_source *src, uint64_t now_ns)
     return sampler_read_give(src->s, &rd, x->cx ? sampler_exact_join : NULL, x->cx);
 }
 
-/* Stopped by us: a thread's state before the stop. */
-static int sampler_exact_on_cpu(const struct sample_source *src, pid_t tid)
+/*
+ * Stopped by us: a thread's state before the stop. 'R' is running or
+ * waiting for a CPU, which the stop cannot tell apart (both stop the same
+ * way), so the thread's credit decides how much of it was CPU time.
+ */
+static int sampler_exact_on_cpu(const struct sample_source *src, pid_t tid, uint64_t *cpu_ns)
 {
+    (void)cpu_ns; /* its schedstat is read during the stop, which adds nothing to it */
     const struct sampler_exact *x = (const struct sampler_exact *)src;
     if (!x->ntraced)
-        return -1;
+        return CPUCREDIT_ASK;
     for (size_t i = 0; i < x->ntraced; i++) {
         if (x->traced[i] == tid)
-            return x->was_running[i];
+            return x->was_runnable[i] ? CPUCREDIT_RUNNABLE : CPUCREDIT_OFF;
     }
-    return 0;
+    return CPUCREDIT_OFF;
 }
 
 static bool sampler_exact_native_counts(const struct sample_source *src,

@@ -3,11 +3,10 @@
  * sampler_idle.c: idle threads as a filter in front of the read (source.h,
  * "idle"; idle_check): before each attempt, whether any thread ran since the
  * last read (sampler/runwatch.h); when none did, the attempt counts that
- * read's stacks again (or, in cpu mode, finds none on a CPU) without reading
- * the target. A target whose attempts are answered so SAMPLER_PARK_AFTER
- * times in a row may be parked (sampler.h, "Parking"): off the schedule
- * until one of its threads runs, its attempts due meanwhile counted as they
- * would have come out.
+ * read's stacks again (in cpu mode: when every thread is asleep, it finds
+ * none on a CPU) without reading the target. A target whose attempts are answered so
+ * SAMPLER_PARK_AFTER times in a row may be parked (sampler.h, "Parking"): off the schedule until
+ * one of its threads runs, its attempts due meanwhile counted as they would have come out.
  */
 #include "base/compat.h"
 
@@ -56,8 +55,9 @@ static void sampler_idle_before(struct sample_source *src, uint64_t now_ns)
  * Before the read, whether it is needed at all. Counts the attempt (taken,
  * saved) and returns true when the watch proves that no thread ran since
  * the last read (its stacks are counted again, as the same stacks: the
- * coalescing contract holds) or, in cpu mode, that none is on a CPU
- * (nothing is kept, as the read would have found).
+ * coalescing contract holds) or, in cpu mode, that every thread is asleep
+ * (nothing is kept, as the read would have found; a thread waiting for a
+ * CPU is read, for what its CPU time pays: sampler/cpucredit.h).
  */
 static bool sampler_idle_unread(struct sampler_idle *d, uint64_t now_ns)
 {
@@ -88,10 +88,10 @@ static int sampler_idle_attempt(struct sample_source *src, uint64_t now_ns)
     return rc;
 }
 
-/* From its context switches, no /proc read; -1 when it cannot tell. */
-static int sampler_idle_on_cpu(const struct sample_source *src, pid_t tid)
+/* Asleep by its context switches or schedstat, without another read (runwatch_on_cpu()). */
+static int sampler_idle_on_cpu(const struct sample_source *src, pid_t tid, uint64_t *cpu_ns)
 {
-    return runwatch_on_cpu(((const struct sampler_idle *)src)->watch, tid);
+    return runwatch_on_cpu(((const struct sampler_idle *)src)->watch, tid, cpu_ns);
 }
 
 static bool sampler_idle_parkable(const struct sample_source *src)

@@ -59,6 +59,7 @@ int sampler_read_give(struct sampler *s, const struct sampler_read_result *rd,
 {
     struct sampler_counts *c = sampler_tally(s);
     if (rd->err || rd->gone) {
+        sampler_unpaid(s, NULL);
         sampler_set_last(s, NULL);
         enum sample_status why = rd->err ? rd->why : SAMPLE_PROCESS_GONE;
         c->failed++;
@@ -76,6 +77,7 @@ int sampler_read_give(struct sampler *s, const struct sampler_read_result *rd,
         if (st != SAMPLE_OK) {
             if (failed == SAMPLE_OK)
                 failed = st;
+            sampler_unpaid(s, t);
             continue;
         }
         const struct unwind_frame *mf;
@@ -87,6 +89,8 @@ int sampler_read_give(struct sampler *s, const struct sampler_read_result *rd,
             sampler_give(s, t, t->frames, t->nframes, NULL, true, false);
         else if (join(arg, i, t, &mf, &mn))
             sampler_give(s, t, mf, mn, NULL, false, false); /* (joined stacks are not coalesced) */
+        else
+            sampler_unpaid(s, t);
     }
     if (failed != SAMPLE_OK) {
         sampler_set_last(s, NULL);

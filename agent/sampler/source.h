@@ -35,6 +35,7 @@
 
 #include <sys/types.h>
 
+#include "sampler/cpucredit.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 
@@ -55,8 +56,12 @@ struct sample_source_ops {
     int (*drain)(struct sample_source *src, uint64_t now_ns);
     int (*fd)(const struct sample_source *src);
     void (*factor)(struct sample_source *src, double factor);
-    /* Whether host thread @tid is on a CPU, if the source knows: 1, 0, or -1. */
-    int (*on_cpu)(const struct sample_source *src, pid_t tid);
+    /* What the source knows of host thread @tid at this attempt, for cpu
+     * mode: an enum cpucredit_known (sampler/cpucredit.h), CPUCREDIT_ASK
+     * when nothing (the next source, then the thread's files, tell); and
+     * its CPU time in *@cpu_ns if the source read it at this attempt
+     * (schedstat's first number; left alone otherwise). */
+    int (*on_cpu)(const struct sample_source *src, pid_t tid, uint64_t *cpu_ns);
     /* Parking (sampler.h). */
     bool (*parkable)(const struct sample_source *src);
     int (*park)(struct sample_source *src, int epfd, uint64_t token);
@@ -118,6 +123,12 @@ unsigned sampler_unwind_flags(const struct sampler *s, unsigned extra);
 void sampler_give(struct sampler *s, const struct unwind_thread *t,
                   const struct unwind_frame *frames, size_t nframes, const char *task, bool plain,
                   bool again_read);
+/**
+ * cpu mode: thread @t's stack was not given at this attempt (its read
+ * failed, or its join): what its credit paid for it is owed again
+ * (sampler/cpucredit.h). NULL: every thread's, the whole read failed.
+ */
+void sampler_unpaid(struct sampler *s, const struct unwind_thread *t);
 /** Gives @x to every sink in full (no coalescing: joined or kernel stacks). */
 void sampler_fan(struct sampler *s, const struct sink_sample *x);
 

@@ -26,6 +26,47 @@ int threadstat_parse_state(const char *text, size_t len, char *state)
     return 0;
 }
 
+int threadstat_parse_cputime(const char *text, size_t len, char *state, uint64_t *ticks)
+{
+    int err = threadstat_parse_state(text, len, state);
+    if (err)
+        return err;
+    /* after ") S": fields 4 to 13 (numbers, some signed), then utime and stime */
+    const char *p = (const char *)memrchr(text, ')', len) + 3, *end = text + len;
+    uint64_t sum = 0;
+    for (int field = 4; field <= 15; field++) {
+        if (p >= end || *p != ' ')
+            return -EINVAL;
+        p++;
+        if (field < 14 && p < end && *p == '-')
+            p++;
+        const char *start = p;
+        uint64_t v = 0;
+        while (p < end && *p >= '0' && *p <= '9' && p - start < 20) {
+            uint64_t d = (uint64_t)(*p - '0');
+            if (v > (UINT64_MAX - d) / 10)
+                return -EINVAL;
+            v = v * 10 + d;
+            p++;
+        }
+        if (p == start || (p < end && *p != ' ' && *p != '\n'))
+            return -EINVAL;
+        if (field >= 14) {
+            if (sum > UINT64_MAX - v)
+                return -EINVAL;
+            sum += v;
+        }
+    }
+    *ticks = sum;
+    return 0;
+}
+
+uint64_t threadstat_tick_ns(void)
+{
+    long hz = sysconf(_SC_CLK_TCK); /* glibc: a constant, no system call */
+    return hz > 0 && hz <= 1000000000 ? 1000000000ull / (uint64_t)hz : 10000000ull;
+}
+
 int threadstat_parse_schedstat(const char *text, size_t len, uint64_t out[3])
 {
     size_t i = 0;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * threadstat.h: what the kernel says about a target's threads: whether one is
- * on a CPU (state 'R' in /proc/PID/task/TID/stat, running or runnable),
- * which host TID a thread id from inside a container's PID namespace is, and
- * which ids the target's threads have there (for the unwinder's check of the
- * TIDs thread states name).
+ * threadstat.h: what the kernel says about a target's threads: their state
+ * ('R' in /proc/PID/task/TID/stat: running, or waiting for a CPU; the two
+ * are not told apart there) and CPU time (schedstat), for cpu mode's credit
+ * (sampler/cpucredit.h) and the idle watch; which host TID a thread id
+ * from inside a container's PID namespace is; and which ids the target's
+ * threads have there (for the unwinder's check of the TIDs thread states
+ * name).
  *
  * The stat line is untrusted text; the state letter is the one after the
  * *last* ')' since the command name may itself contain ") ".
@@ -26,6 +28,19 @@
  * command name.
  */
 PYPROFD_WARN_UNUSED int threadstat_parse_state(const char *text, size_t len, char *state);
+
+/**
+ * The state letter and the CPU time (utime + stime, fields 14 and 15, in
+ * clock ticks: threadstat_tick_ns()) of a /proc/.../stat line (@a len bytes
+ * at @a text): cpu mode's last resort where the kernel has no schedstat
+ * (sampler/cpucredit.h). Returns 0, or -EINVAL when the line does not have
+ * them.
+ */
+PYPROFD_WARN_UNUSED int threadstat_parse_cputime(const char *text, size_t len, char *state,
+                                                 uint64_t *ticks);
+
+/** A clock tick of threadstat_parse_cputime() in nanoseconds (USER_HZ: 10 ms on Linux). */
+uint64_t threadstat_tick_ns(void);
 
 /**
  * The three numbers of a /proc/.../schedstat line ("%llu %llu %llu\n": CPU

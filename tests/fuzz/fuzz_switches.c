@@ -6,7 +6,8 @@
  * first 24 bytes of the input are three head values (now, before, and a
  * spare), the rest is the ring, cut to a power of two (an input too short
  * for the heads is a ring of its own). The whole input is also a schedstat
- * line. The answers must be in range and agree with each other.
+ * line, and a stat line (its state and CPU time: cpu mode's last resort).
+ * The answers must be in range and agree with each other.
  */
 #include "base/compat.h"
 
@@ -32,6 +33,19 @@ static void check_schedstat(const uint8_t *data, size_t size)
     uint64_t w[3];
     PYPROFD_ASSERT(threadstat_parse_schedstat(line, (size_t)n, w) == 0);
     PYPROFD_ASSERT(w[0] == v[0] && w[1] == v[1] && w[2] == v[2]);
+}
+
+static void check_cputime(const uint8_t *data, size_t size)
+{
+    char st = 0, st2 = 0;
+    uint64_t ticks;
+    int err = threadstat_parse_cputime((const char *)data, size, &st, &ticks);
+    PYPROFD_ASSERT(err == 0 || err == -EINVAL);
+    if (err)
+        return;
+    /* the state is the one threadstat_parse_state() finds, and a ')' is there */
+    PYPROFD_ASSERT(threadstat_parse_state((const char *)data, size, &st2) == 0 && st == st2);
+    PYPROFD_ASSERT(memchr(data, ')', size) != NULL);
 }
 
 static void check_state(const uint8_t *ring, uint64_t size, uint64_t head)
@@ -65,6 +79,7 @@ static void check_since(const uint8_t *ring, uint64_t size, uint64_t before, uin
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     check_schedstat(data, size);
+    check_cputime(data, size);
     bool heads = size >= 24 + 8;
     const uint8_t *body = heads ? data + 24 : data;
     size_t body_len = heads ? size - 24 : size;

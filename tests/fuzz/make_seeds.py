@@ -375,7 +375,8 @@ native_seeds()
 def switches_seeds():
     """fuzz_switches: a ring of 256 bytes written backward (three heads, then the ring) with
     switch, fork and exit records (the waker's with their times), one that wraps, a
-    malformed one, a small ring with a record cut by its end; and a schedstat line."""
+    malformed one, a small ring with a record cut by its end; a schedstat line and a stat
+    line."""
     def ring(records, size=256):
         buf = bytearray(size)
         head = 0
@@ -411,6 +412,8 @@ def switches_seeds():
     head, buf = ring([switch_out] * 7 + [exit_, fork], size=64)
     write("switches", "straddles", struct.pack("<QQQ", head, (1 << 64) - 56, 64) + buf)
     write("switches", "schedstat", b"123456789 42 7\n")
+    write("switches", "stat_line", b"4242 (python3.14) R 1 4242 4242 0 -1 4194560 1057 0 0 0 "
+          b"123 45 0 0 20 0 3 0 1234567 0 0\n")
 
 
 switches_seeds()

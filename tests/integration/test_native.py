@@ -359,7 +359,9 @@ class ExactTest(unittest.TestCase):
                 self.assertIsNotNone(m, proc.stderr)
                 livelib.note(f"{version} {mode}: {m.group(0)}")
                 read, joined, disagree = int(m.group(1)), int(m.group(2)), int(m.group(3))
-                self.assertGreater(read, 150, proc.stderr)
+                # (cpu mode reads a thread at the attempts its CPU time pays for, issue
+                # 38: on this loaded 2-core machine the target ran 29-76 % of the time)
+                self.assertGreater(read, 150 if mode == "wall" else 40, proc.stderr)
                 livelib.within(self, f"{version} {mode}: stacks joined", joined / read, 0.98, 1.0)
                 self.assertEqual(disagree, 0, proc.stderr)
                 stacks = folded(lines)

@@ -161,6 +161,8 @@ void procfs_fake_add(struct procfs_fake *f, pid_t pid, const char *comm, uint64_
     procfs_fake_symlink(f, rel, "/usr/bin/python3.14");
     snprintf(rel, sizeof(rel), "%d/cwd", (int)pid);
     procfs_fake_symlink(f, rel, "/srv/app");
+    snprintf(rel, sizeof(rel), "%d/schedstat", (int)pid);
+    procfs_fake_write(f, rel, "0 0 0\n", 6);
 }
 
 void procfs_fake_cgroup(struct procfs_fake *f, pid_t pid, const char *text)
@@ -184,6 +186,33 @@ void procfs_fake_thread(struct procfs_fake *f, pid_t pid, pid_t tid, const char 
     snprintf(rel, sizeof(rel), "%d/task/%d/comm", (int)pid, (int)tid);
     n = snprintf(text, sizeof(text), "%s\n", name);
     procfs_fake_write(f, rel, text, (size_t)n);
+}
+
+void procfs_fake_thread_cpu(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name,
+                            char state, uint64_t cpu_ns, bool schedstat)
+{
+    char rel[128], text[1024];
+    long hz = sysconf(_SC_CLK_TCK);
+    uint64_t ticks = cpu_ns / (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+    snprintf(rel, sizeof(rel), "%d/task/%d/stat", (int)pid, (int)tid);
+    int n = snprintf(text, sizeof(text),
+                     "%d (%s) %c 1 %d %d 0 -1 4194304 1000 0 0 0 %" PRIu64
+                     " 0 0 0 20 0 1 0 0 25000000 2000 18446744073709551615 1 1 0 0 0 0 0 "
+                     "16781312 2 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                     (int)tid, name, state, (int)pid, (int)pid, ticks);
+    procfs_fake_write(f, rel, text, (size_t)n);
+    if (!schedstat)
+        return;
+    snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", (int)pid, (int)tid);
+    n = snprintf(text, sizeof(text), "%" PRIu64 " 0 1\n", cpu_ns);
+    procfs_fake_write(f, rel, text, (size_t)n);
+}
+
+void procfs_fake_unlink(struct procfs_fake *f, const char *rel)
+{
+    char path[512];
+    procfs_fake_path(f, path, sizeof(path), rel);
+    assert_int_equal(unlink(path), 0);
 }
 
 void procfs_fake_remove(struct procfs_fake *f, pid_t pid)

@@ -4,8 +4,9 @@
  * what scans /proc (discovery/proc_scan.h) or reads a target's /proc files
  * (sampler/threadstat.h) through a configurable proc root. It holds what
  * those read: <root>/stat (btime), and per process stat, status, cmdline,
- * cgroup, comm, exe and cwd (symbolic links), and optionally threads
- * (task/TID/stat, status and comm).
+ * cgroup, comm, schedstat, exe and cwd (symbolic links), and optionally
+ * threads (task/TID/stat, status and comm; schedstat with
+ * procfs_fake_thread_cpu()).
  *
  * Every helper fails the running cmocka test on an error.
  *
@@ -41,8 +42,18 @@ uint64_t procfs_fake_start_ticks(const struct procfs_fake *f, int64_t now_real_n
 void procfs_fake_add(struct procfs_fake *f, pid_t pid, const char *comm, uint64_t start_ticks);
 /** Adds thread @a tid of process @a pid, named @a name, in state @a state ('R', 'S', ...). */
 void procfs_fake_thread(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name, char state);
+/**
+ * Rewrites thread @a tid's stat file with state @a state and @a cpu_ns of
+ * CPU time (utime, in clock ticks; stime 0), and with @a schedstat its
+ * schedstat too (@a cpu_ns exactly), each in place (the same file: a
+ * sampler may keep it open).
+ */
+void procfs_fake_thread_cpu(struct procfs_fake *f, pid_t pid, pid_t tid, const char *name,
+                            char state, uint64_t cpu_ns, bool schedstat);
 /** Replaces process @a pid's cgroup file with @a text (a container's, say). */
 void procfs_fake_cgroup(struct procfs_fake *f, pid_t pid, const char *text);
+/** Removes the file at @a rel under the root (a kernel without it). */
+void procfs_fake_unlink(struct procfs_fake *f, const char *rel);
 /** Removes process @a pid's directory: it exited. */
 void procfs_fake_remove(struct procfs_fake *f, pid_t pid);
 

@@ -671,7 +671,12 @@ static void test_loop__cpu_mode_reads_thread_states_under_the_proc_root(void **s
                                             "  - job_name: app\n"
                                             "    mode: cpu\n");
     lfx_start(fx, cfg);
-    lfx_run(fx, 1 * S);
+    /* on a CPU all along: its CPU time (schedstat) moves with the clock, for
+     * cpu mode counts CPU time, not 'R' alone (issue 38) */
+    for (uint64_t t = 0; t < 1 * S; t += 10 * MS) {
+        procfs_fake_thread_cpu(fx->proc, 1000, 1001, "MainThread", 'R', t, true);
+        lfx_run(fx, 10 * MS);
+    }
     loop_stop(fx->l); /* flushes the window */
     struct window_item items[4];
     size_t n = lfx_pop_all(fx, items, 4);

@@ -12,6 +12,7 @@
 
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
@@ -378,7 +379,9 @@ static void test_runwatch__a_blocked_child_is_not_read_again(void **state)
     /* asleep since the watch opened: cpu mode needs no read; no read yet to count again */
     assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_ASLEEP);
     assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_READ);
-    assert_int_equal(runwatch_on_cpu(w, c.pid), 0);
+    uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+    assert_int_equal(runwatch_on_cpu(w, c.pid, &cpu_ns), CPUCREDIT_OFF);
+    assert_true(cpu_ns == CPUCREDIT_NO_TIME); /* perf reads no CPU time */
     uint64_t t = mono();
     runwatch_read(w, t, true);
     assert_int_equal(runwatch_check(w, mono(), false), RUNWATCH_SAME);
@@ -421,6 +424,89 @@ static void test_runwatch__a_blocked_child_is_not_read_again(void **state)
     runwatch_free(w);
 }
 
+/* A child that spins on CPU @cpu until it is killed. */
+static pid_t spinner(int cpu)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((size_t)cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set))
+            _exit(1);
+        for (volatile unsigned long i = 0;; i++)
+            ;
+    }
+    return pid;
+}
+
+static void spinner_stop(pid_t pid)
+{
+    int st;
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+}
+
+/*
+ * Issue 38: two spinners on one CPU, each 'R' all the time and running
+ * about half of it. The records tell the two apart (switched in, preempted),
+ * but cpu mode does not count a thread by them (the sampler's own wake-up
+ * would preempt it when the two share a CPU: sampler/cpucredit.h): a
+ * preempted thread is never taken for asleep, and the watch leaves it to
+ * its credit. (Measured here: running at 170-196 of 400 looks 1 ms apart.)
+ */
+static void test_runwatch__a_preempted_thread_is_left_to_its_credit(void **state)
+{
+    (void)state;
+    char why[256];
+    cpu_set_t mine;
+    if (switches_probe(why, sizeof(why)) || sched_getaffinity(0, sizeof(mine), &mine))
+        skip();
+    /* the spinners on our last CPU, we on the others: a looker on their CPU
+     * would preempt the one it looks at, every time (sampler/cpucredit.h) */
+    int cpu = CPU_SETSIZE - 1;
+    while (cpu > 0 && !CPU_ISSET((size_t)cpu, &mine))
+        cpu--;
+    cpu_set_t others = mine;
+    CPU_CLR((size_t)cpu, &others);
+    bool apart = CPU_COUNT(&others) > 0 && sched_setaffinity(0, sizeof(others), &others) == 0;
+    pid_t a = spinner(cpu), b = spinner(cpu);
+    usleep(20000);
+    struct switches sw;
+    assert_int_equal(switches_open(a, &sw, why, sizeof(why)), 0);
+    struct runwatch *w = NULL;
+    struct runwatch_opts o = {.all_threads = false, .how = IDLE_CHECK_PERF};
+    assert_int_equal(runwatch_new(a, &o, mono(), &w), 0);
+    unsigned on = 0, off = 0, looks = 0, credit = 0;
+    /* (on a loaded CPU a spinner may get little of it: look until both were seen) */
+    for (uint64_t end = mono() + 3000000000ull; (on < 10 || off < 10) && mono() < end;) {
+        if (!apart && off >= 10)
+            break; /* one CPU: we preempt what we look at */
+        enum switches_state st = switches_state(&sw, switches_head(&sw));
+        enum runwatch_verdict v = runwatch_check(w, mono(), true);
+        uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+        int k = runwatch_on_cpu(w, a, &cpu_ns);
+        on += st == SWITCHES_RUNNING;
+        off += st == SWITCHES_PREEMPTED;
+        assert_int_not_equal(st, SWITCHES_ASLEEP);
+        assert_int_equal(v, RUNWATCH_READ); /* never asleep */
+        assert_int_not_equal(k, CPUCREDIT_OFF);
+        credit += k == CPUCREDIT_RUNNABLE;
+        looks++;
+        usleep(1000);
+    }
+    runwatch_free(w);
+    switches_close(&sw);
+    spinner_stop(a);
+    spinner_stop(b);
+    (void)sched_setaffinity(0, sizeof(mine), &mine);
+    if ((apart && on < 10) || off < 10)
+        fail_msg("running at %u looks, preempted at %u, of %u", on, off, looks);
+    /* (unknown only until its first switch since the watch opened) */
+    assert_true(credit >= looks / 2);
+}
+
 static void test_runwatch__schedstat_needs_a_tick_of_quiet(void **state)
 {
     (void)state;
@@ -438,10 +524,14 @@ static void test_runwatch__schedstat_needs_a_tick_of_quiet(void **state)
     uint64_t t0 = mono();
     assert_int_equal(runwatch_check(w, t0, false), RUNWATCH_READ); /* the first look */
     runwatch_read(w, t0, true);
-    /* within a tick nothing is proven */
+    /* within a tick nothing is proven: cpu mode asks the thread's credit */
     assert_int_equal(runwatch_check(w, t0 + 1000000, false), RUNWATCH_READ);
+    uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+    assert_int_equal(runwatch_on_cpu(w, c.pid, &cpu_ns), CPUCREDIT_ASK);
+    assert_true(cpu_ns != CPUCREDIT_NO_TIME); /* as the look read it: the credit reads nothing */
     assert_int_equal(runwatch_check(w, t0 + RUNWATCH_TICK_NS + 1, false), RUNWATCH_SAME);
     assert_int_equal(runwatch_check(w, t0 + RUNWATCH_TICK_NS + 2, true), RUNWATCH_ASLEEP);
+    assert_int_equal(runwatch_on_cpu(w, c.pid, &cpu_ns), CPUCREDIT_OFF);
     assert_int_equal(write(c.wake, "x", 1), 1);
     settle();
     uint64_t t1 = mono() + RUNWATCH_TICK_NS * 2;
@@ -460,7 +550,8 @@ static void test_runwatch__off_always_reads(void **state)
     assert_string_equal(runwatch_describe(w), "off: turned off (idle_check: off)");
     runwatch_read(w, mono(), true);
     assert_int_equal(runwatch_check(w, mono(), true), RUNWATCH_READ);
-    assert_int_equal(runwatch_on_cpu(w, getpid()), -1);
+    uint64_t cpu_ns = CPUCREDIT_NO_TIME;
+    assert_int_equal(runwatch_on_cpu(w, getpid(), &cpu_ns), CPUCREDIT_ASK);
     runwatch_free(w);
 }
 
@@ -475,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_switches__heads_that_cannot_be_walked),
         cmocka_unit_test(test_switches__oldest_record_time),
         cmocka_unit_test(test_runwatch__a_blocked_child_is_not_read_again),
+        cmocka_unit_test(test_runwatch__a_preempted_thread_is_left_to_its_credit),
         cmocka_unit_test(test_runwatch__schedstat_needs_a_tick_of_quiet),
         cmocka_unit_test(test_runwatch__off_always_reads),
     };

@@ -10,9 +10,11 @@
 #include "aggregate/agg.h"
 #include "config/config_schema.h"
 #include "memread_fake.h"
+#include "procfs_fake.h"
 #include "pyimage.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
+#include "sampler/threadstat.h"
 
 #define INTERVAL 10000000ull /* 100 Hz */
 #define START    1000000000ull
@@ -173,6 +175,7 @@ struct proc {
     struct memread *mr;
     struct unwinder *u;
     struct pyruntime rt;
+    uint64_t entry; /* the interpreter's entry frame, below frames[0] */
     uint64_t frames[3];
 };
 
@@ -186,7 +189,7 @@ static void proc_open(struct proc *p, enum proc_kind kind)
     p->img = pyimage_new(13);
     assert_int_equal(memread_fake_open(&p->fake, &p->mr), 0);
     unsigned t = pyimage_thread(p->img, 7);
-    (void)pyimage_push(p->img, t, PYABI_OWNER_INTERPRETER, 0, 0);
+    p->entry = pyimage_push(p->img, t, PYABI_OWNER_INTERPRETER, 0, 0);
     p->frames[0] = pyimage_push(p->img, t, PYABI_OWNER_THREAD,
                                 pyimage_code(p->img, "<module>", "/app/m.py", 0), 1);
     p->frames[1] = pyimage_push(p->img, t, PYABI_OWNER_THREAD,
@@ -440,6 +443,120 @@ static void test_sampler__native_full_falls_back_saying_why(void **state)
     proc_close(&p);
 }
 
+/*
+ * cpu mode (issue 38; idle_check off here, so no watch says anything): the
+ * thread's schedstat gives its CPU time and its stat file its state, and
+ * its credit (sampler/cpucredit.h) pays 'R' attempts what it earned, so the
+ * samples add up to its CPU time, never to its time waiting for a CPU; an
+ * attempt that finds it asleep pays nothing, the next 'R' one what is owed,
+ * one stack for several intervals.
+ */
+static void test_sampler__cpu_mode_counts_cpu_time_not_waiting(void **state)
+{
+    (void)state;
+    struct proc p;
+    proc_open(&p, PROC_WELL);
+    struct procfs_fake *f = procfs_fake_new(1700000000);
+    procfs_fake_add(f, 1, "python", 0);
+    procfs_fake_thread(f, 1, 7, "worker", 'R');
+    const uint64_t tick = INTERVAL;
+    struct rec win = {0};
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler_opts o = {.mode = PROFILE_CPU,
+                             .interval_ns = tick,
+                             .proc_root = procfs_fake_root(f),
+                             .idle_check = IDLE_CHECK_OFF};
+    struct sampler *s;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    /* (state, CPU time in intervals) at each attempt, and the thread samples counted so far */
+    static const struct {
+        char state;
+        uint64_t ticks;
+        uint64_t samples;
+    } steps[] = {
+        {'R', 100, 0},                /* the first look only starts */
+        {'R', 101, 1},                /* ran an interval */
+        {'R', 101, 1},                /* waited for a CPU all along: 'R', not counted */
+        {'R', 102, 2}, {'S', 105, 2}, /* ran three intervals, asleep now: owed */
+        {'R', 105, 5},                /* paid at once, on this stack */
+        {'D', 105, 5},
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(steps); i++) {
+        procfs_fake_thread_cpu(f, 1, 7, "worker", steps[i].state, steps[i].ticks * tick, true);
+        uint64_t now = i == 0 ? START : sampler_due(s);
+        assert_int_equal(sampler_attempt(s, now), 0);
+        if (sampler_counts(s).thread_samples != steps[i].samples)
+            fail_msg("attempt %zu: %" PRIu64 " thread samples, not %" PRIu64, i,
+                     sampler_counts(s).thread_samples, steps[i].samples);
+    }
+    assert_int_equal(win.nanos, (int64_t)tick); /* each sample one interval */
+    assert_int_equal(win.adds + win.repeats, 5);
+    /* 'R' all along, running one interval in three (two others take turns) */
+    uint64_t before = sampler_counts(s).thread_samples;
+    for (uint64_t k = 1; k <= 300; k++) {
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', (105 + k / 3) * tick, true);
+        assert_int_equal(sampler_attempt(s, sampler_due(s)), 0);
+    }
+    assert_int_equal(sampler_counts(s).thread_samples - before, 100);
+    assert_int_equal(sampler_counts(s).taken, PYPROFD_ARRAY_SIZE(steps) + 300);
+    sampler_free(s);
+    /* a kernel without schedstat: the CPU time from the stat file, in clock ticks */
+    procfs_fake_unlink(f, "1/schedstat");
+    procfs_fake_unlink(f, "1/task/7/schedstat");
+    o.interval_ns = threadstat_tick_ns();
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    for (uint64_t k = 0; k <= 30; k++) {
+        uint64_t cpu = (1000 + 2 * (k / 3)) * o.interval_ns; /* 2 ticks every 3 attempts */
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', cpu, false);
+        assert_int_equal(sampler_attempt(s, k == 0 ? START : sampler_due(s)), 0);
+    }
+    assert_int_equal(sampler_counts(s).thread_samples, 20);
+    sampler_free(s);
+    procfs_fake_free(f);
+    proc_close(&p);
+}
+
+/*
+ * cpu mode: a stack the credit paid for but that could not be read (torn:
+ * its chain loops, every read) is owed again, so the samples still add up
+ * to the CPU time once the stack reads well (issue 38).
+ */
+static void test_sampler__cpu_mode_owes_a_torn_read_again(void **state)
+{
+    (void)state;
+    struct proc p;
+    proc_open(&p, PROC_CYCLE);
+    struct procfs_fake *f = procfs_fake_new(1700000000);
+    procfs_fake_add(f, 1, "python", 0);
+    procfs_fake_thread(f, 1, 7, "worker", 'R');
+    struct rec win = {0};
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler_opts o = {.mode = PROFILE_CPU,
+                             .interval_ns = INTERVAL,
+                             .proc_root = procfs_fake_root(f),
+                             .idle_check = IDLE_CHECK_OFF};
+    struct sampler *s;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    for (uint64_t k = 0; k <= 3; k++) { /* running all along; each read torn */
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', (100 + k) * INTERVAL, true);
+        assert_int_equal(sampler_attempt(s, k == 0 ? START : sampler_due(s)), 0);
+    }
+    assert_int_equal(sampler_counts(s).failed, 3);
+    assert_int_equal(sampler_counts(s).thread_samples, 0);
+    /* the chain mended: the next reads pay what the torn ones could not */
+    pyimage_set_previous(p.img, p.frames[0], p.entry);
+    pyimage_install(p.img, p.fake, &p.rt);
+    for (uint64_t k = 4; k <= 5; k++) {
+        procfs_fake_thread_cpu(f, 1, 7, "worker", 'R', (100 + k) * INTERVAL, true);
+        assert_int_equal(sampler_attempt(s, sampler_due(s)), 0);
+    }
+    assert_int_equal(sampler_counts(s).thread_samples, 5); /* 5 intervals of CPU time */
+    assert_string_equal(win.leaf, "work");
+    sampler_free(s);
+    procfs_fake_free(f);
+    proc_close(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +569,8 @@ int main(void)
         cmocka_unit_test(test_sampler__feeds_as_many_taps_as_the_server_admits),
         cmocka_unit_test(test_sampler__a_torn_read_is_read_again_once),
         cmocka_unit_test(test_sampler__native_full_falls_back_saying_why),
+        cmocka_unit_test(test_sampler__cpu_mode_counts_cpu_time_not_waiting),
+        cmocka_unit_test(test_sampler__cpu_mode_owes_a_torn_read_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

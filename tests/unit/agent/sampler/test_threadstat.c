@@ -27,6 +27,51 @@ static void test_threadstat__state_after_last_paren(void **state)
     assert_int_equal(threadstat_parse_state("1 (x)\n", 6, &st), -EINVAL);
 }
 
+/* utime and stime (fields 14 and 15) after the state, whatever the name holds */
+static void test_threadstat__cpu_time_from_the_stat_line(void **state)
+{
+    (void)state;
+    char st = 0;
+    uint64_t ticks = 0;
+    static const char line[] = "4242 (python3.14) R 1 4242 4242 0 -1 4194560 1057 0 0 0 "
+                               "123 45 0 0 20 0 3 0 1234567 0 0\n";
+    assert_int_equal(threadstat_parse_cputime(line, sizeof(line) - 1, &st, &ticks), 0);
+    assert_int_equal(st, 'R');
+    assert_int_equal(ticks, 168);
+    static const char evil[] = "7 (a) R 1 2 3 4 5 6 7 8 9 10 11 12) S 1 1 1 0 -1 0 0 0 0 0 9 1\n";
+    assert_int_equal(threadstat_parse_cputime(evil, sizeof(evil) - 1, &st, &ticks), 0);
+    assert_int_equal(st, 'S');
+    assert_int_equal(ticks, 10);
+    static const char *bad[] = {
+        "7 (a) R 1 1 1 0 -1 0 0 0 0 0 9",                         /* no stime */
+        "7 (a) R 1 1 1 0 -1 0 0 0 0 0 -9 1",                      /* a negative CPU time */
+        "7 (a) R 1 1 1 0 -1 0 0 0 0 0 9x 1",                      /* not a number */
+        "7 (a) R 1 1 1 0 -1 0 0 0 0 0 9  1",                      /* two spaces */
+        "7 (a) R 1 1 1 0 -1 0 0 0 0 0 99999999999999999999999 1", /* too long */
+        "7 (a) R",
+    };
+    for (size_t i = 0; i < PYPROFD_ARRAY_SIZE(bad); i++)
+        assert_int_equal(threadstat_parse_cputime(bad[i], strlen(bad[i]), &st, &ticks), -EINVAL);
+    assert_int_equal(threadstat_tick_ns(), 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+    /* our own: the kernel's schedstat to a tick or two (utime and stime are cut apart) */
+    char buf[1024];
+    uint64_t v[3];
+    snprintf(buf, sizeof(buf), "/proc/%d/task/%d/stat", (int)getpid(), (int)getpid());
+    FILE *f = fopen(buf, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    assert_int_equal(threadstat_parse_cputime(buf, n, &st, &ticks), 0);
+    snprintf(buf, sizeof(buf), "/proc/%d/task/%d/schedstat", (int)getpid(), (int)getpid());
+    f = fopen(buf, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    assert_int_equal(threadstat_parse_schedstat(buf, n, v), 0);
+    uint64_t cpu = ticks * threadstat_tick_ns();
+    assert_true(cpu <= v[0] && v[0] - cpu <= 2 * threadstat_tick_ns() + 10000000ull);
+}
+
 static bool spinning = true; /* atomic accesses only */
 
 static void *spin(void *arg)
@@ -225,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_threadstat__state_after_last_paren),
         cmocka_unit_test(test_threadstat__sees_running_thread),
         cmocka_unit_test(test_threadstat__lists_threads_as_the_target_numbers_them),
+        cmocka_unit_test(test_threadstat__cpu_time_from_the_stat_line),
         cmocka_unit_test(test_threadstat__parses_a_schedstat_line),
         cmocka_unit_test(test_threadstat__refuses_other_schedstat_text),
         cmocka_unit_test(test_threadstat__reads_own_schedstat),
