@@ -21,6 +21,7 @@
 #include "base/strnum.h"
 #include "base/termtext.h"
 #include "cli/cli.h"
+#include "sampler/runwatch.h"
 #include "sampler/threadstat.h"
 #include "unwind/asyncio.h"
 
@@ -64,15 +65,69 @@ static bool dump_nested(pid_t pid)
     return threadstat_ns_tid("/proc", pid, pid, &ns) == 0 && ns != (uint64_t)pid;
 }
 
-/* On-CPU state of a thread, or -1 when it cannot be read. */
-static int dump_on_cpu(pid_t pid, uint64_t native_tid)
-{
+/*
+ * A thread's state as dump reports it. 'R' in /proc is running or waiting
+ * for a CPU (preempted, throttled by a CPU quota); the two are told apart by
+ * whether the thread's CPU time (schedstat) moves over a scheduler tick
+ * (RUNWATCH_TICK_NS: a running thread is charged at every tick), which costs dump one tick's
+ * wait when some thread is 'R'. Where schedstat cannot be read, 'R' stays
+ * "runnable": which of the two it was is not known.
+ */
+enum dump_cpu {
+    DUMP_CPU_UNKNOWN = -1,
+    DUMP_CPU_IDLE,
+    DUMP_CPU_ON,       /* charged CPU time during dump's look */
+    DUMP_CPU_WAITING,  /* 'R' with no CPU time over a tick: waiting for a CPU */
+    DUMP_CPU_RUNNABLE, /* 'R', no schedstat to tell which */
+};
+
+struct dump_thread_cpu {
     pid_t host_tid;
-    char state;
-    if (threadstat_host_tid("/proc", pid, native_tid, &host_tid) ||
-        threadstat_state("/proc", pid, host_tid, &state))
-        return -1;
-    return state == 'R';
+    uint64_t run_ns;
+    bool have_run;
+};
+
+/* A thread's CPU time (ns) from its schedstat; false when it cannot be read. */
+static bool dump_run_ns(pid_t pid, pid_t host_tid, uint64_t *run_ns)
+{
+    char path[64], buf[128];
+    size_t len = 0;
+    uint64_t v[3];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)host_tid);
+    if (readfile_into(path, buf, sizeof(buf), &len, READFILE_INTO_KERNEL) ||
+        threadstat_parse_schedstat(buf, len, v))
+        return false;
+    *run_ns = v[0];
+    return true;
+}
+
+/* Each thread's state (enum dump_cpu) into @a out, after one tick's look when some is 'R'. */
+static void dump_cpu_states(pid_t pid, const struct unwind_result *r, int *out)
+{
+    struct dump_thread_cpu c[UNWIND_MAX_THREADS];
+    bool any = false;
+    for (size_t i = 0; i < r->nthreads; i++) {
+        char state;
+        c[i] = (struct dump_thread_cpu){0};
+        out[i] = DUMP_CPU_UNKNOWN;
+        if (threadstat_host_tid("/proc", pid, r->threads[i].native_thread_id, &c[i].host_tid) ||
+            threadstat_state("/proc", pid, c[i].host_tid, &state))
+            continue;
+        out[i] = state == 'R' ? DUMP_CPU_RUNNABLE : DUMP_CPU_IDLE;
+        if (state == 'R' && dump_run_ns(pid, c[i].host_tid, &c[i].run_ns)) {
+            c[i].have_run = true;
+            any = true;
+        }
+    }
+    if (!any)
+        return;
+    struct timespec ts = {.tv_nsec = (long)RUNWATCH_TICK_NS};
+    (void)nanosleep(&ts, NULL);
+    for (size_t i = 0; i < r->nthreads; i++) {
+        uint64_t now;
+        if (c[i].have_run && dump_run_ns(pid, c[i].host_tid, &now))
+            out[i] = now != c[i].run_ns ? DUMP_CPU_ON : DUMP_CPU_WAITING;
+    }
 }
 
 /* The target's threads, for the unwinder's check of the TIDs its thread states name. */
@@ -254,7 +309,8 @@ static void dump_print_json(const struct cli_target *t, const struct unwind_resu
         jsonw_bool(&w, "holds_gil", attached && !ft);
         jsonw_bool(&w, "attached", attached);
         jsonw_bool(&w, "gil_requested", th->flags & UNWIND_THREAD_GIL_REQUESTED);
-        jsonw_bool(&w, "on_cpu", on_cpu[i] == 1);
+        jsonw_bool(&w, "on_cpu", on_cpu[i] == DUMP_CPU_ON);
+        jsonw_bool(&w, "waiting_for_cpu", on_cpu[i] == DUMP_CPU_WAITING);
         jsonw_bool(&w, "has_exception", th->flags & UNWIND_THREAD_HAS_EXCEPTION);
         jsonw_end(&w);
         if (th->status != SAMPLE_OK)
@@ -386,8 +442,14 @@ static void dump_print_text(const struct cli_target *t, const struct unwind_resu
                 sep = ", ";
             }
         }
+        static const char *const cpu_names[] = {
+            [DUMP_CPU_IDLE] = "idle",
+            [DUMP_CPU_ON] = "on CPU",
+            [DUMP_CPU_WAITING] = "waiting for a CPU",
+            [DUMP_CPU_RUNNABLE] = "runnable",
+        };
         if (on_cpu[i] >= 0) {
-            printf("%s%s", sep, on_cpu[i] ? "on CPU" : "idle");
+            printf("%s%s", sep, cpu_names[on_cpu[i]]);
             sep = ", ";
         }
         printf("%s\n", sep[0] == ',' ? "]" : "");
@@ -470,8 +532,7 @@ static int dump_run(pid_t pid, const struct dump_opts *o)
     if (aio && asyncio_state(aio) == ASYNCIO_ACTIVE && asyncio_sample(aio, r, &ar))
         ar = NULL;
     int on_cpu[UNWIND_MAX_THREADS];
-    for (size_t i = 0; i < r->nthreads; i++)
-        on_cpu[i] = dump_on_cpu(pid, r->threads[i].native_thread_id);
+    dump_cpu_states(pid, r, on_cpu);
     const char *shown = o->async_aware && note[0] ? note : NULL;
     if (o->json)
         dump_print_json(&t, r, on_cpu, ar, shown);

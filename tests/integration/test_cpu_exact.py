@@ -289,6 +289,21 @@ class QuotaTest(CpuExactCase):
                 self.record("refused", t.pid, (*wrap, *refuse)) if refuse else
                 self.record("schedstat", t.pid, wrap, ("--idle-check", "schedstat"))]
         self.check(t.pid, runs, 0.4)
+        # dump tells a thread that runs from one the quota holds back: of 12
+        # dumps (each looks over a tick), some see it on a CPU, some waiting
+        # for one (throttled 70 ms in 100), none "runnable" (schedstat is here)
+        seen = []
+        for _ in range(12):
+            out = subprocess.run([*wrap, BINARY, "dump", str(t.pid)], capture_output=True,
+                                 text=True, timeout=30)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            line = next(x for x in out.stdout.splitlines() if x.startswith("Thread "))
+            seen.append("waiting" if "waiting for a CPU" in line else
+                        "on" if "on CPU" in line else "runnable" if "runnable" in line else line)
+        livelib.note(f"dump under the quota: {seen}")
+        self.assertIn("waiting", seen)
+        self.assertIn("on", seen)
+        self.assertNotIn("runnable", seen)
 
 
 if __name__ == "__main__":

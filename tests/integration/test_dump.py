@@ -58,7 +58,8 @@ CASES = tuple((v, m) for v in VERSIONS for m in MODES)
 EXPECTED_PREFIX = "pyprofd-expected: "
 READY_LINE = "pyprofd-target: ready"
 FRAME_KEYS = {"function", "file", "line", "end_line", "column", "end_column"}
-STATUS_KEYS = {"holds_gil", "attached", "gil_requested", "on_cpu", "has_exception"}
+STATUS_KEYS = {"holds_gil", "attached", "gil_requested", "on_cpu", "waiting_for_cpu",
+               "has_exception"}
 DUMP_TIMEOUT = 30
 START_TIMEOUT = livelib.START_TIMEOUT
 
@@ -580,7 +581,7 @@ class ThreadsTest(DumpCase):
                 status = got[by_name[name]]
                 self.assertEqual(status, {"holds_gil": False, "attached": False,
                                           "gil_requested": False, "on_cpu": False,
-                                          "has_exception": False},
+                                          "waiting_for_cpu": False, "has_exception": False},
                                  f"status of {name}")
             spinner_held.append(got[by_name["spinner"]]["holds_gil"])
             if spinner_held[-1]:

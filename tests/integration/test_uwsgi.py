@@ -311,8 +311,10 @@ class UwsgiTest(unittest.TestCase):
             livelib.note(f"record cpu: {samples} samples, profile {ns / 1e9:.2f} s of CPU, "
                          f"kernel {kernel / 1e9:.2f} s over {t1 - t0:.2f} s")
             livelib.within(self, "record cpu: profile CPU / kernel CPU",
-                           ns / kernel if kernel else 0.0, 0.3, None,
-                           msg="cpu mode missed the worker's CPU time")
+                           ns / kernel if kernel else 0.0, 0.8, 1.1,
+                           msg="cpu mode missed or inflated the worker's CPU time "
+                               "(the kernel's is over record's whole run, a little more "
+                               "than the profile's span)")
         else:
             livelib.note(f"record wall: {samples} samples")
             livelib.within(self, "record wall: busy_handler's share of samples", busy, 0.1, None)
