@@ -82,8 +82,8 @@ enum dump_cpu {
 };
 
 struct dump_thread_cpu {
-    pid_t host_tid;
     uint64_t run_ns;
+    pid_t host_tid;
     bool have_run;
 };
 
