@@ -970,3 +970,46 @@ def pprof_read(path):
                                        for k, (s, n) in labels.items()}))
     functions = {k: (strings[n], strings[f], s) for k, (n, f, s) in functions.items()}
     return {"samples": samples, "locations": locations, "functions": functions}
+
+
+def histogram(text, name, labels=None):
+    """A Prometheus histogram of the /metrics @text: {"buckets": {le: cumulative count}
+    (le a float, inf for +Inf), "sum": float, "count": float} summed over the series whose
+    labels include @labels (a dict; None: every series), or None if there is none."""
+    want = labels or {}
+    out = {"buckets": {}, "sum": 0.0, "count": 0.0}
+    seen = False
+    pattern = re.compile(r"^" + re.escape(name) + r"_(bucket|sum|count)(?:\{(.*)\})? (\S+)$")
+    for line in text.splitlines():
+        m = pattern.match(line)
+        if not m:
+            continue
+        got = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        if any(got.get(k) != v for k, v in want.items()):
+            continue
+        seen = True
+        value = float(m.group(3))
+        if m.group(1) == "bucket":
+            le = float("inf") if got["le"] == "+Inf" else float(got["le"])
+            out["buckets"][le] = out["buckets"].get(le, 0.0) + value
+        else:
+            out[m.group(1)] += value
+    return out if seen else None
+
+
+def histogram_delta(after, before):
+    """@after less @before (histogram() results; @before may be None)."""
+    if before is None:
+        return after
+    if after is None:
+        return None
+    return {"buckets": {le: n - before["buckets"].get(le, 0.0)
+                        for le, n in after["buckets"].items()},
+            "sum": after["sum"] - before["sum"], "count": after["count"] - before["count"]}
+
+
+def histogram_share(h, bound):
+    """The share of @h's observations at most @bound (a bucket's upper bound), 0 when empty."""
+    if not h or not h["count"]:
+        return 0.0
+    return h["buckets"].get(float(bound), 0.0) / h["count"]
