@@ -14,7 +14,7 @@
  *
  * Shape (see config/pyprofd.example.yml):
  *   global:           sample_rate, mode, profile_interval, external_labels, limits
- *   discovery:        refresh_interval, proc_root, min_process_age, kubernetes
+ *   discovery:        refresh_interval, proc_root, min_process_age, watch, kubernetes
  *   profile_configs:  list of jobs: job_name, per-job overrides of sample_rate,
  *                     mode, profile_interval; all_threads, native, gc,
  *                     async_aware, async_mode, relabel_configs
@@ -87,6 +87,9 @@ struct config_job {
 };
 
 enum config_push_type { CONFIG_PUSH_PYROSCOPE, CONFIG_PUSH_PARCA };
+/** discovery.watch: new processes between scans (discovery/proc_watch.h, same order). */
+enum config_watch { CONFIG_WATCH_AUTO, CONFIG_WATCH_NETLINK, CONFIG_WATCH_POLL, CONFIG_WATCH_OFF };
+
 /** discovery.kubernetes.source. */
 enum config_kube_source { CONFIG_KUBE_API_SERVER, CONFIG_KUBE_KUBELET };
 enum config_pyroscope_api { CONFIG_PYROSCOPE_API_PUSH, CONFIG_PYROSCOPE_API_INGEST };
@@ -143,7 +146,8 @@ struct pyprofd_config {
     struct {
         uint64_t refresh_interval_ns; /* default 10s */
         char *proc_root;              /* default "/proc" */
-        uint64_t min_process_age_ns;  /* default 1s */
+        uint64_t min_process_age_ns;  /* default 0 */
+        enum config_watch watch;      /* default auto */
         struct config_kubernetes kubernetes;
     } discovery;
     struct config_job *jobs; /* may be 0 jobs: nothing is sampled */

@@ -91,7 +91,8 @@ static void loop_sweep_gone(struct proc_entry *p, void *arg)
 }
 
 /* Starts the target a verdict asked for; on failure the process is "failed". */
-static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdict *v, uint64_t now)
+static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdict *v, uint64_t now,
+                              const struct proc_info *info)
 {
     struct target_env env = {
         .cfg = l->cfg, .queue = l->opts.queue, .phase_seq = l->phase_seq++, .scratch = l->scratch};
@@ -109,6 +110,7 @@ static void loop_start_target(struct loop *l, struct proc_entry *p, struct verdi
     }
     l->targets[l->ntargets++] = t;
     proc_entry_activate(p, t);
+    loop_watch_started(l, t, info);
     waiter_add(l->waiter, t);
     for (struct tap_request *r = l->requests; r; r = r->next) {
         if (taps_wants(r, t))
@@ -146,13 +148,15 @@ static void loop_reattach(struct loop *l, struct target *t, uint64_t now, enum t
 /* ---- discovery -------------------------------------------------------------- */
 
 /* The scan's filter: known processes are marked alive and not re-read unless due. */
-static bool loop_scan_filter(const struct proc_key *key, void *arg)
+static bool loop_scan_filter(const struct proc_key *key, const char *comm, void *arg)
 {
     struct loop *l = arg;
     struct proc_entry *p = proc_table_find(l->procs, key);
     if (!p)
         return true;
     p->seen = true;
+    if (l->looking) /* a look between scans (loop_watch.c) */
+        return loop_watch_filter(l, p, comm);
     return p->state != PROC_ACTIVE && p->recheck_ns <= l->hk_mono;
 }
 
@@ -285,6 +289,26 @@ static void loop_pods_changed(struct loop *l, uint64_t now)
     }
 }
 
+enum proc_state loop_consider(struct loop *l, const struct proc_info *info, uint64_t now)
+{
+    struct proc_entry *p = proc_table_find(l->procs, &info->key);
+    if (!p && !(p = proc_table_add(l->procs, &info->key)))
+        return PROC_NEW; /* every entry is Python: looked at once there is room */
+    p->seen = true;
+    struct verdict v;
+    proc_judge(l->cfg, l->opts.probe, loop_pod_source(l), p, info, now, l->ntargets, l->max_targets,
+               &v);
+    if (v.gone)
+        proc_entry_lost(p);
+    else if (v.state == PROC_ACTIVE)
+        loop_start_target(l, p, &v, loop_now(l), info);
+    else if (v.log)
+        log_info("process %d (%s) is not sampled: %s", (int)p->key.pid, p->comm, p->reason);
+    enum proc_state state = v.gone ? PROC_NEW : p->state;
+    verdict_release(&v);
+    return state;
+}
+
 static void loop_discover(struct loop *l, uint64_t now)
 {
     proc_table_mark(l->procs, false);
@@ -300,23 +324,8 @@ static void loop_discover(struct loop *l, uint64_t now)
         }
     }
     size_t n = proc_scan_count(l->scan);
-    for (size_t i = 0; i < n; i++) {
-        const struct proc_info *info = proc_scan_get(l->scan, i);
-        struct proc_entry *p = proc_table_find(l->procs, &info->key);
-        if (!p && !(p = proc_table_add(l->procs, &info->key)))
-            continue; /* every entry is Python: looked at once there is room */
-        p->seen = true;
-        struct verdict v;
-        proc_judge(l->cfg, l->opts.probe, loop_pod_source(l), p, info, now, l->ntargets,
-                   l->max_targets, &v);
-        if (v.gone)
-            proc_entry_lost(p);
-        else if (v.state == PROC_ACTIVE)
-            loop_start_target(l, p, &v, loop_now(l));
-        else if (v.log)
-            log_info("process %d (%s) is not sampled: %s", (int)p->key.pid, p->comm, p->reason);
-        verdict_release(&v);
-    }
+    for (size_t i = 0; i < n; i++)
+        (void)loop_consider(l, proc_scan_get(l->scan, i), now);
     /* the rest: gone (their targets flush their last window), or dead targets */
     for (size_t i = 0; i < proc_table_count(l->procs); i++) {
         struct proc_entry *p = proc_table_at(l->procs, i);
@@ -355,6 +364,7 @@ static void loop_apply_config(struct loop *l, struct pyprofd_config *cfg, uint64
     }
     if (podmeta_configure(&l->pods, cfg))
         log_error("discovery.kubernetes: out of memory; pod metadata as before");
+    loop_watch_configure(l, cfg, l->cfg);
     l->pods_gen = 0;
     config_free(l->cfg);
     l->cfg = cfg;
@@ -459,7 +469,11 @@ void loop_step(struct loop *l, bool force)
         l->kick = false;
         loop_housekeeping(l, now);
     }
+    loop_watch_look(l, now); /* new processes whose look is due */
+    bool reap = l->watch_old != NULL;
     pthread_mutex_unlock(&l->mu);
+    if (reap)
+        loop_watch_reap(l);
     /* kernel samples to drain, parked targets whose threads ran */
     waiter_step(l->waiter, l->targets, l->ntargets, l->opts.clock);
     loop_sample_due(l);
@@ -469,6 +483,7 @@ void loop_step(struct loop *l, bool force)
 static uint64_t loop_wake_at(const struct loop *l)
 {
     uint64_t wake = fleet_next_wake(l->fleet);
+    wake = wake < l->watch_due ? wake : l->watch_due;
     return wake < l->next_tick ? wake : l->next_tick;
 }
 
@@ -593,6 +608,8 @@ int loop_new(struct pyprofd_config *cfg, const struct loop_opts *opts, struct lo
         loop_free(l);
         return -ENOMEM;
     }
+    l->watch_due = UINT64_MAX;
+    loop_watch_configure(l, cfg, NULL);
     fleet_budget_start(l->fleet, loop_now(l), clock_thread_cpu(l->opts.clock));
     *out = l;
     return 0;
@@ -655,6 +672,8 @@ void loop_free(struct loop *l)
         loop_stop(l);
     for (size_t i = 0; l->targets && i < l->ntargets; i++)
         target_free(l->targets[i], l->opts.queue);
+    proc_watch_free(l->watch); /* its thread stopped before anything it names */
+    proc_watch_free(l->watch_old);
     proc_scan_free(l->scan);
     proc_table_free(l->procs);
     podmeta_free(l->pods);

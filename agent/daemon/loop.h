@@ -55,6 +55,8 @@
 #include "daemon/podmeta.h"
 #include "daemon/report.h"
 #include "daemon/taps.h"
+#include "base/promtext.h"
+#include "discovery/proc_watch.h"
 
 #define LOOP_TICK_NS 100000000ull /* housekeeping period */
 
@@ -165,6 +167,13 @@ struct loop_job_view {
     uint64_t idle_check[IDLE_CHECK_HOWS];
 };
 
+/** Looks at new processes between full scans (daemon/loop_watch.c). */
+struct loop_watch_counts {
+    uint64_t looks;              /* processes read by a look */
+    uint64_t exited_before_look; /* gone before their look */
+    uint64_t again;              /* looked at again (not Python yet, young) */
+};
+
 /** One process as /targets lists it. */
 struct loop_proc_view {
     int pid;
@@ -202,6 +211,9 @@ struct loop_view {
     bool show_sensitive_labels;     /* server.show_sensitive_labels */
     struct podmeta_view pods;       /* discovery.kubernetes */
     uint64_t scans, scan_errors;
+    struct loop_watch_counts watch;          /* looks between scans */
+    struct proc_watch_stats watch_stats;     /* the watch's own (source OFF: none) */
+    const struct promtext_hist *start_delay; /* the loop's: lives as long as it */
 };
 
 /** A copy of the loop's state (caller frees it with loop_view_free()). Returns 0 or -ENOMEM. */

@@ -12,12 +12,14 @@
 
 #include <pthread.h>
 
+#include "base/promtext.h"
 #include "daemon/fleet.h"
 #include "daemon/loop.h"
 #include "daemon/podmeta.h"
 #include "daemon/target.h"
 #include "daemon/targets.h"
 #include "daemon/waiter.h"
+#include "discovery/proc_watch.h"
 
 #define LOOP_MAX_JOBS_STATS 1024u
 #define LOOP_TARGETS_CAP    100000u /* the most max_targets can mean */
@@ -53,6 +55,13 @@ struct loop {
      * (native: full) and parked targets' wakers, and the parked table */
     struct waiter *waiter;
     bool abandoned; /* loop_stop_by() gave up on the sampling thread: free nothing */
+    /* new processes between scans (loop_watch.c) */
+    struct proc_watch *watch;     /* discovery.watch; NULL: none */
+    struct proc_watch *watch_old; /* replaced by a reload: freed outside the lock */
+    uint64_t watch_due;           /* the earliest look the watch has queued */
+    bool looking, look_exec;      /* a look between scans is reading (the scan's filter) */
+    struct loop_watch_counts watch_counts;
+    struct promtext_hist start_delay; /* process start -> its first attempt, seconds */
 };
 
 static inline uint64_t loop_now(const struct loop *l)
@@ -64,6 +73,28 @@ static inline int64_t loop_real_at(const struct loop *l, uint64_t mono)
 {
     return l->hk_real + ((int64_t)mono - (int64_t)l->hk_mono);
 }
+
+/*
+ * Judges the process @info a scan or a look reported and starts its target if
+ * it is one. Returns the process's state (PROC_NEW when it is gone or the
+ * table had no room).
+ */
+enum proc_state loop_consider(struct loop *l, const struct proc_info *info, uint64_t now);
+
+/* ---- loop_watch.c: looks at new processes between full scans ---- */
+
+/* (Re)starts the watch discovery.watch of @cfg asks for, when it or the proc
+ * root changed from @old (NULL: at the start). Under the lock. */
+void loop_watch_configure(struct loop *l, const struct pyprofd_config *cfg,
+                          const struct pyprofd_config *old);
+/* Frees a watch a reload replaced; NOT under the lock (its thread may wait for it). */
+void loop_watch_reap(struct loop *l);
+/* Looks at the processes whose look is due by @now (under the lock). */
+void loop_watch_look(struct loop *l, uint64_t now);
+/* The scan's filter during a look: whether to read and judge @p again. */
+bool loop_watch_filter(struct loop *l, struct proc_entry *p, const char *comm);
+/* A target was started for @info: its start delay is counted. */
+void loop_watch_started(struct loop *l, struct target *t, const struct proc_info *info);
 
 /* The job totals entry named @name in @v (@n of them), made if missing; NULL when full. */
 struct loop_job_view *loop_job(struct loop_job_view *v, size_t *n, const char *name);

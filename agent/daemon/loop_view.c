@@ -149,6 +149,11 @@ int loop_snapshot(struct loop *l, struct loop_view **out)
     podmeta_view(l->pods, &v->pods);
     v->scans = l->scans;
     v->scan_errors = l->scan_errors;
+    v->watch = l->watch_counts;
+    v->watch_stats = (struct proc_watch_stats){.source = PROC_WATCH_OFF};
+    if (l->watch)
+        proc_watch_stats(l->watch, &v->watch_stats);
+    v->start_delay = &l->start_delay;
 out:
     pthread_mutex_unlock(&l->mu);
     if (err) {

@@ -53,7 +53,8 @@ struct proc_scan {
     size_t count, cap;
     size_t bytes; /* string bytes held by infos */
     struct proc_scan_stats stats;
-    int64_t btime; /* of the current run; -1 unknown */
+    int64_t btime; /* read once; -1 unknown */
+    bool by_pid;   /* proc_scan_pids(): a PID may be a thread's TID */
 
     /* scratch for one process */
     char buf[PROC_SCAN_READ_MAX + 1]; /* stat, status (and readfile_into()'s NUL) */
@@ -417,7 +418,7 @@ static int scan_one(struct proc_scan *s, int rootfd, const char *name, pid_t pid
         comm_len = utf8_trim_cut(st.comm, comm_len); /* the kernel's cut or ours */
     memcpy(s->comm, st.comm, comm_len);
     s->comm[comm_len] = '\0';
-    if (s->filter && !s->filter(&info.key, s->filter_arg)) {
+    if (s->filter && !s->filter(&info.key, s->comm, s->filter_arg)) {
         bucket = &s->stats.filtered;
         goto out;
     }
@@ -446,6 +447,10 @@ static int scan_one(struct proc_scan *s, int rootfd, const char *name, pid_t pid
         goto classify;
     if (proc_scan_parse_status(s->buf, scan_whole_lines(s->buf, len, full), &status)) {
         bucket = &s->stats.malformed;
+        goto out;
+    }
+    if (s->by_pid && status.tgid != pid) { /* a thread's TID (proc_scan_pids()) */
+        bucket = &s->stats.vanished;
         goto out;
     }
     info.uid = status.uid;
@@ -525,22 +530,29 @@ static void scan_clear(struct proc_scan *s)
     s->bytes = 0;
 }
 
-int proc_scan_run(struct proc_scan *s, int64_t now_ns)
+/* Starts a run: results and counters cleared, btime read (once per scanner). */
+static void scan_begin(struct proc_scan *s, int rootfd)
 {
-    int err = 0;
     scan_clear(s);
     memset(&s->stats, 0, sizeof(s->stats));
     s->n_users = 0;
-
-    DIR *dir = opendir(s->root);
-    if (!dir)
-        return -errno;
-    int rootfd = dirfd(dir);
-    s->btime = -1;
-    if (scan_read_btime(s, rootfd, &s->btime) == 0)
-        s->stats.btime_known = true;
-    else
+    if (s->btime < 0 && scan_read_btime(s, rootfd, &s->btime) != 0)
         s->btime = -1;
+    s->stats.btime_known = s->btime >= 0;
+}
+
+int proc_scan_run(struct proc_scan *s, int64_t now_ns)
+{
+    int err = 0;
+    DIR *dir = opendir(s->root);
+    if (!dir) {
+        err = -errno;
+        scan_clear(s);
+        memset(&s->stats, 0, sizeof(s->stats));
+        return err;
+    }
+    int rootfd = dirfd(dir);
+    scan_begin(s, rootfd);
 
     for (;;) {
         errno = 0;
@@ -562,6 +574,37 @@ int proc_scan_run(struct proc_scan *s, int64_t now_ns)
             break;
     }
     closedir(dir);
+    return err;
+}
+
+int proc_scan_pids(struct proc_scan *s, const pid_t *pids, size_t n, int64_t now_ns)
+{
+    int rootfd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0) {
+        int err = -errno;
+        scan_clear(s);
+        memset(&s->stats, 0, sizeof(s->stats));
+        return err;
+    }
+    scan_begin(s, rootfd);
+    int err = 0;
+    s->by_pid = true;
+    for (size_t i = 0; i < n && !err; i++) {
+        char name[16];
+        s->stats.seen++;
+        if (pids[i] <= 0) {
+            s->stats.malformed++;
+            continue;
+        }
+        if (pids[i] == s->self) {
+            s->stats.skipped_self++;
+            continue;
+        }
+        snprintf(name, sizeof(name), "%d", (int)pids[i]);
+        err = scan_one(s, rootfd, name, pids[i], now_ns);
+    }
+    s->by_pid = false;
+    close(rootfd);
     return err;
 }
 

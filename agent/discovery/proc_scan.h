@@ -135,13 +135,14 @@ PYPROFD_WARN_UNUSED int proc_scan_meta_labels(const struct proc_info *info, stru
 typedef int (*proc_scan_user_fn)(uint32_t uid, char *buf, size_t len, void *arg);
 
 /**
- * Optional filter called with each process's key right after its stat was
+ * Optional filter called with each process's key and comm (as in stat, not
+ * sanitised) right after its stat was
  * parsed (self, zombies and kernel threads are already skipped). Returning
  * false skips the rest of the reads; the process is not reported and counts
  * as filtered. The daemon uses it to avoid re-reading processes it already
  * knows (live targets, known non-Python processes) and to mark them alive.
  */
-typedef bool (*proc_scan_filter_fn)(const struct proc_key *key, void *arg);
+typedef bool (*proc_scan_filter_fn)(const struct proc_key *key, const char *comm, void *arg);
 
 struct proc_scan_opts {
     const char *proc_root;         /* NULL: "/proc" (copied) */
@@ -193,6 +194,16 @@ void proc_scan_free(struct proc_scan *scan);
  * then stay readable.
  */
 PYPROFD_WARN_UNUSED int proc_scan_run(struct proc_scan *scan, int64_t now_ns);
+
+/**
+ * Reads the @a n processes @a pids of the proc root, as proc_scan_run()
+ * would (filter, buckets, caps), without listing it: for discovery between
+ * full scans (discovery/proc_watch.h). A PID that is not a process (a
+ * thread's TID: its status's Tgid is another) counts as vanished. Returns
+ * as proc_scan_run(). The boot time is read once per scanner.
+ */
+PYPROFD_WARN_UNUSED int proc_scan_pids(struct proc_scan *scan, const pid_t *pids, size_t n,
+                                       int64_t now_ns);
 
 /** Number of processes reported by the last run. */
 size_t proc_scan_count(const struct proc_scan *scan);

@@ -163,6 +163,10 @@ int proc_scan_parse_status(const char *text, size_t len, struct proc_status *out
                 return -EINVAL;
             st.ppid = (pid_t)v;
             st.has_ppid = true;
+        } else if (scan_has_prefix(line, n, "Tgid:", &k)) {
+            if (scan_status_values(line + k, n - k, false, &v) || v > INT32_MAX)
+                return -EINVAL;
+            st.tgid = (pid_t)v;
         } else if (scan_has_prefix(line, n, "NSpid:", &k)) {
             if (scan_status_values(line + k, n - k, true, &v) || v > INT32_MAX)
                 return -EINVAL;

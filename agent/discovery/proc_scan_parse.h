@@ -60,6 +60,7 @@ PYPROFD_WARN_UNUSED int proc_scan_parse_stat(const char *text, size_t len, struc
 struct proc_status {
     uint32_t uid; /* real uid */
     pid_t ppid;
+    pid_t tgid;  /* Tgid:, 0 when there is no such line */
     pid_t nspid; /* last NSpid: value, 0 when there is no NSpid: line */
     bool has_ppid;
 };

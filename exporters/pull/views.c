@@ -315,6 +315,60 @@ static int views_scalar(struct promtext *w, const char *name, enum promtext_type
     return err ? err : promtext_sample(w, NULL, NULL, 0, value);
 }
 
+/* New processes between full scans (discovery/proc_watch.h, daemon/loop_watch.c). */
+static int views_watch_metrics(const struct loop_view *v, struct promtext *w)
+{
+    const struct proc_watch_stats *st = &v->watch_stats;
+    int err = promtext_family(w, "pyprofd_discovery_watch_info", PROMTEXT_GAUGE,
+                              "How new processes are found between full scans (discovery.watch): "
+                              "netlink (the kernel's process events), poll (loadavg's last PID) "
+                              "or off.");
+    if (!err)
+        err = promtext_sample(w, NULL,
+                              PROMTEXT_LABELS({"source", proc_watch_source_name(st->source)}), 1);
+    if (!err)
+        err = promtext_family(w, "pyprofd_discovery_watch_events_total", PROMTEXT_COUNTER,
+                              "New processes the watch was told of: exec and fork (netlink), "
+                              "new_pid (poll).");
+    static const char *const ev[] = {"exec", "fork", "new_pid"};
+    const uint64_t n[] = {st->exec, st->fork, st->new_pid};
+    for (size_t i = 0; !err && i < PYPROFD_ARRAY_SIZE(ev); i++)
+        err = promtext_sample(w, NULL, PROMTEXT_LABELS({"event", ev[i]}), (double)n[i]);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_watch_threads_skipped_total", PROMTEXT_COUNTER,
+                           "New threads the watch saw and skipped.", (double)st->threads);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_watch_wakeups_total", PROMTEXT_COUNTER,
+                           "Wake-ups of the watch's thread.", (double)st->wakeups);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_watch_missed_total", PROMTEXT_COUNTER,
+                           "Times new processes were lost (queue full, socket overrun): a full "
+                           "scan followed.",
+                           (double)st->missed);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_watch_malformed_total", PROMTEXT_COUNTER,
+                           "Process event datagrams that did not parse.", (double)st->malformed);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_watch_looks_total", PROMTEXT_COUNTER,
+                           "Processes read and judged between full scans.", (double)v->watch.looks);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_watch_again_total", PROMTEXT_COUNTER,
+                           "Processes looked at again between scans (not Python yet while young, "
+                           "or younger than min_process_age).",
+                           (double)v->watch.again);
+    if (!err)
+        err = views_scalar(w, "pyprofd_discovery_exited_before_look_total", PROMTEXT_COUNTER,
+                           "New processes that exited before their look.",
+                           (double)v->watch.exited_before_look);
+    if (!err)
+        err = promtext_family(w, "pyprofd_target_start_delay_seconds", PROMTEXT_HISTOGRAM,
+                              "From a process's start (the kernel's, to 10 ms) to its first "
+                              "sample attempt, per target started.");
+    if (!err && v->start_delay)
+        err = promtext_histogram(w, NULL, 0, v->start_delay);
+    return err;
+}
+
 /* discovery.kubernetes' families: only when it is enabled. */
 static int views_pods_metrics(const struct podmeta_view *p, struct promtext *w)
 {
@@ -512,6 +566,8 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
     if (!err)
         err = views_scalar(w, "pyprofd_discovery_scan_errors_total", PROMTEXT_COUNTER,
                            "Scans of the proc root that failed.", (double)v->scan_errors);
+    if (!err)
+        err = views_watch_metrics(v, w);
     if (!err)
         err = views_scalar(w, "pyprofd_utf8_replaced_total", PROMTEXT_COUNTER,
                            "Invalid UTF-8 sequences in text from outside (command lines, names, "

@@ -126,7 +126,8 @@ static void test_config__empty_file_gives_defaults(void **state)
         assert_true(c->global.limits.cpu_budget == 0.5);
         assert_true(c->discovery.refresh_interval_ns == 10 * NS_PER_SEC);
         assert_string_equal(c->discovery.proc_root, "/proc");
-        assert_true(c->discovery.min_process_age_ns == NS_PER_SEC);
+        assert_true(c->discovery.min_process_age_ns == 0);
+        assert_int_equal(c->discovery.watch, CONFIG_WATCH_AUTO);
         assert_null(c->storage.directory);
         assert_true(c->storage.retention_ns == 3600 * NS_PER_SEC);
         assert_true(c->storage.max_bytes == 1ull << 30);

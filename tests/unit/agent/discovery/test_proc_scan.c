@@ -1060,11 +1060,58 @@ static void test_proc_scan__caps_processes_and_bytes(void **state)
     proc_scan_free(s);
 }
 
-static bool only_even(const struct proc_key *key, void *arg)
+static bool only_even(const struct proc_key *key, const char *comm, void *arg)
 {
+    assert_string_equal(comm, "python3");
     int *calls = arg;
     (*calls)++;
     return key->pid % 2 == 0;
+}
+
+/* proc_scan_pids(): only the PIDs asked; a thread's TID and a gone PID count as vanished */
+/* A process, or the thread @pid of process @tgid, with a status that says which. */
+static void fake_task(const struct fake *f, int pid, int tgid)
+{
+    char stat[512], status[256];
+    make_stat(stat, sizeof(stat), pid, "python3", 'S', 1, 0x400040, 100);
+    snprintf(status, sizeof(status),
+             "Name:\tpython3\nTgid:\t%d\nPid:\t%d\nPPid:\t1\n"
+             "Uid:\t0\t0\t0\t0\n",
+             tgid, pid);
+    static const char cmd[] = "python3\0";
+    struct fake_proc t = {.pid = pid,
+                          .stat = stat,
+                          .status = status,
+                          .cmdline = cmd,
+                          .cmd_len = sizeof(cmd) - 1,
+                          .cgroup = "0::/\n",
+                          .exe = "/usr/bin/python3",
+                          .cwd = "/"};
+    fake_proc(f, &t);
+}
+
+static void test_proc_scan__pids(void **state)
+{
+    struct fake *f = *state;
+    for (int pid = 20; pid < 24; pid++)
+        fake_task(f, pid, pid);
+    fake_task(f, 24, 23); /* a thread of 23 */
+    struct proc_scan *s = fake_scan(f, NULL);
+    const pid_t pids[] = {21, 23, 24, 77, -1};
+    assert_int_equal(proc_scan_pids(s, pids, PYPROFD_ARRAY_SIZE(pids), BTIME * NS), 0);
+    assert_int_equal(proc_scan_count(s), 2);
+    assert_non_null(find_pid(s, 21));
+    assert_non_null(find_pid(s, 23));
+    assert_null(find_pid(s, 20));
+    const struct proc_scan_stats *st = proc_scan_stats(s);
+    assert_int_equal(st->seen, 5);
+    assert_int_equal(st->vanished, 2); /* the thread and the missing PID */
+    assert_int_equal(st->malformed, 1);
+    assert_true(st->btime_known);
+    /* the full run after it still reads every process, the thread's TID not listed */
+    assert_int_equal(proc_scan_run(s, BTIME * NS), 0);
+    assert_int_equal(proc_scan_count(s), 5); /* 20..24: the fake lists 24 as a directory */
+    proc_scan_free(s);
 }
 
 static void test_proc_scan__filter_skips_known_processes(void **state)
@@ -1185,6 +1232,7 @@ int main(void)
         cmocka_unit_test(test_proc_scan__cgroup_v1),
         cmocka_unit_test(test_proc_scan__parses_btime),
         cmocka_unit_test(test_proc_scan__key_equality),
+        FAKE_TEST(test_proc_scan__pids),
         FAKE_TEST(test_proc_scan__reads_a_normal_process),
         FAKE_TEST(test_proc_scan__labels_without_container),
         FAKE_TEST(test_proc_scan__comm_with_parens),
