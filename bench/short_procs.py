@@ -246,24 +246,22 @@ server:
         row["missed"] = delta("pyprofd_discovery_watch_missed_total")
         row["exited_before_look"] = delta("pyprofd_discovery_exited_before_look_total")
         if load == "python":
-            both = {"buckets": {}, "sum": 0.0, "count": 0.0}
+            delays = livelib.start_delays(after, before, [job_of(life) for life in LIVES])
+            both = livelib.histogram_merge(delays.values())
             for life in LIVES:
                 pids = [p.pid for p, lf in launcher.procs if lf == life]
-                h = livelib.histogram_delta(
-                    livelib.histogram(after, DELAY, {"job": job_of(life)}),
-                    livelib.histogram(before, DELAY, {"job": job_of(life)}))
                 ms = int(round(life * 1000))
-                row[f"target_{ms}"] = (h["count"] if h else 0.0) / len(pids)
-                seen = 0
+                # targets per life: the job's histogram, or (no job label) the stored
+                # profiles of any kind of sample
+                h = delays.get(job_of(life))
+                seen = targets = 0
                 for pid in pids:
                     files = glob.glob(os.path.join(store, f"{job_of(life)}-{pid}-*.pb.gz"))
-                    seen += busy_samples(files)[1] > 0
+                    total, busy = busy_samples(files)
+                    seen += busy > 0
+                    targets += bool(files)
+                row[f"target_{ms}"] = (h["count"] if h else targets) / len(pids)
                 row[f"sampled_{ms}"] = seen / len(pids)
-                if h:
-                    both["count"] += h["count"]
-                    both["sum"] += h["sum"]
-                    for le, n in h["buckets"].items():
-                        both["buckets"][le] = both["buckets"].get(le, 0.0) + n
             for le in (0.05, 0.1, 0.25):
                 row[f"le{int(le * 1000)}"] = livelib.histogram_share(both, le)
             row["mean_delay_ms"] = 1000 * both["sum"] / both["count"] if both["count"] else 0.0

@@ -1013,3 +1013,43 @@ def histogram_share(h, bound):
     if not h or not h["count"]:
         return 0.0
     return h["buckets"].get(float(bound), 0.0) / h["count"]
+
+
+def histogram_merge(hists):
+    """The sum of histogram() results (None ones left out)."""
+    out = {"buckets": {}, "sum": 0.0, "count": 0.0}
+    for h in hists:
+        if h is None:
+            continue
+        out["sum"] += h["sum"]
+        out["count"] += h["count"]
+        for le, n in h["buckets"].items():
+            out["buckets"][le] = out["buckets"].get(le, 0.0) + n
+    return out
+
+
+def start_delays(after, before, jobs):
+    """pyprofd_target_start_delay_seconds between two /metrics texts (@before may be
+    None): {job: histogram} for each of @jobs when its series carry a job label, else
+    {None: the agent-wide histogram} (every target of every job), {} when there is none."""
+    name = "pyprofd_target_start_delay_seconds"
+    per = {}
+    for job in jobs:
+        h = histogram_delta(histogram(after, name, {"job": job}),
+                            histogram(before, name, {"job": job}) if before else None)
+        if h is not None:
+            per[job] = h
+    if per:
+        return per
+    h = histogram_delta(histogram(after, name), histogram(before, name) if before else None)
+    return {None: h} if h is not None else {}
+
+
+def delays_text(h):
+    """One line of a start delay histogram() for note()."""
+    b = h["buckets"]
+    mean = 1000 * h["sum"] / h["count"] if h["count"] else 0.0
+    return (f"{h['count']:.0f} targets: <= 25 ms {b.get(0.025, 0):.0f}, <= 50 ms "
+            f"{b.get(0.05, 0):.0f}, <= 100 ms {b.get(0.1, 0):.0f}, <= 250 ms "
+            f"{b.get(0.25, 0):.0f}, <= 0.5 s {b.get(0.5, 0):.0f}, <= 1 s {b.get(1.0, 0):.0f}; "
+            f"mean {mean:.0f} ms")

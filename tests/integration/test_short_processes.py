@@ -88,16 +88,17 @@ def job_of(life):
     return f"short{int(round(life * 1000))}"
 
 
-def initial_namespaces():
-    """Whether this process is in the initial user and network namespaces (those of PID 1
-    and an identity uid_map): where root may subscribe to the proc connector."""
+def may_subscribe():
+    """Whether this process could subscribe to the proc connector: CAP_NET_ADMIN in the
+    initial user and PID namespaces (their fixed inode numbers, PROC_USER_INIT_INO and
+    PROC_PID_INIT_INO of the kernel's proc_ns.h)."""
     try:
-        with open("/proc/self/uid_map") as f:
-            if f.read().split() != ["0", "0", "4294967295"]:
-                return False
-        return all(os.readlink(f"/proc/self/ns/{ns}") == os.readlink(f"/proc/1/ns/{ns}")
-                   for ns in ("user", "net", "pid"))
-    except OSError:
+        with open("/proc/self/status") as f:
+            caps = next(int(ln.split()[1], 16) for ln in f if ln.startswith("CapEff:"))
+        return bool(caps & (1 << 12)) and \
+            os.stat("/proc/self/ns/user").st_ino == 0xEFFFFFFD and \
+            os.stat("/proc/self/ns/pid").st_ino == 0xEFFFFFFC
+    except (OSError, StopIteration, ValueError):
         return False
 
 
@@ -147,14 +148,21 @@ server:
         try:
             cls.agent.wait_http()
             # subscribed (or polling) and past its first full scan
-            deadline = time.monotonic() + 10
-            while cls.agent.metric("pyprofd_discovery_watch_info"
-                                   f'{{source="{cls.SOURCE}"}}') != 1:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"no pyprofd_discovery_watch_info{{source="
-                                         f"\"{cls.SOURCE}\"}} 1 after 10 s:\n"
+            deadline, source = time.monotonic() + 10, None
+            while source is None:
+                source = next((s for s in ("netlink", "poll", "off") if cls.agent.metric(
+                    f'pyprofd_discovery_watch_info{{source="{s}"}}') == 1), None)
+                if source is None and time.monotonic() > deadline:
+                    raise AssertionError(f"no pyprofd_discovery_watch_info 1 after 10 s:\n"
                                          f"{cls.watch_lines()}\n{cls.agent.log()}")
                 time.sleep(0.1)
+            if source != cls.SOURCE:
+                if cls.WATCH is None and not may_subscribe():
+                    raise unittest.SkipTest(
+                        f"the agent watches with {source}: this process has no CAP_NET_ADMIN "
+                        f"in the initial user and PID namespaces (PollWatchTest covers it)")
+                raise AssertionError(f"the agent watches with {source}, not {cls.SOURCE}:\n"
+                                     f"{cls.agent.log()}")
             cls.metrics_before = cls.agent.metrics()
         except BaseException:
             cls.agent.stop()
@@ -276,33 +284,21 @@ server:
 
     def step_start(self):
         """one start delay observed per target; the share within START_WITHIN"""
-        text = self.agent.metrics()
-        self.delays = {}
-        for life in LIVES:
-            h = livelib.histogram_delta(
-                livelib.histogram(text, "pyprofd_target_start_delay_seconds",
-                                  {"job": job_of(life)}),
-                livelib.histogram(self.metrics_before, "pyprofd_target_start_delay_seconds",
-                                  {"job": job_of(life)}))
-            self.assertIsNotNone(h, f"no pyprofd_target_start_delay_seconds for "
-                                    f"{job_of(life)}:\n{text}")
-            self.delays[life] = h
-            b = h["buckets"]
-            livelib.note(f"{life:g} s: start delay of {h['count']:.0f} targets: "
-                         f"<= 25 ms {b.get(0.025, 0):.0f}, <= 50 ms {b.get(0.05, 0):.0f}, "
-                         f"<= 100 ms {b.get(0.1, 0):.0f}, <= 250 ms {b.get(0.25, 0):.0f}, "
-                         f"<= 0.5 s {b.get(0.5, 0):.0f}; mean "
-                         f"{1000 * h['sum'] / h['count'] if h['count'] else 0:.0f} ms")
+        jobs = {job_of(life): life for life in LIVES}
+        delays = livelib.start_delays(self.agent.metrics(), self.metrics_before, jobs)
+        self.assertTrue(delays, "no pyprofd_target_start_delay_seconds in /metrics")
+        if None in delays:
+            livelib.note("pyprofd_target_start_delay_seconds has no job label: the agent's "
+                         "one histogram (its jobs keep this run's scripts only)")
+        for job, h in delays.items():
+            lives = [jobs[job]] if job else LIVES
+            livelib.note(f"start delay, {job or 'every job'}: {livelib.delays_text(h)}")
             # a target is one observation: at least every process with a profile,
             # at most every process of the job
-            within_n = len(self.counts.get(life, []))
-            livelib.within(self, f"{life:g} s: observations", h["count"], within_n, EACH)
-        both = {"buckets": {}, "sum": 0.0, "count": 0.0}
-        for h in self.delays.values():
-            both["count"] += h["count"]
-            both["sum"] += h["sum"]
-            for le, n in h["buckets"].items():
-                both["buckets"][le] = both["buckets"].get(le, 0.0) + n
+            with_profile = sum(len(self.counts.get(life, [])) for life in lives)
+            livelib.within(self, f"{job or 'every job'}: observations", h["count"],
+                           with_profile, EACH * len(lives))
+        both = livelib.histogram_merge(delays.values())
         livelib.within(self, f"targets first sampled within {self.START_WITHIN * 1000:g} ms "
                        f"of their start (share)",
                        livelib.histogram_share(both, self.START_WITHIN), self.START_SHARE, 1.0)
@@ -351,14 +347,6 @@ class DefaultWatchTest(ShortProcesses, livelib.Scenario):
 
     SOURCE = "netlink"
     EVENT = "exec"
-
-    @classmethod
-    def setUpClass(cls):
-        if not initial_namespaces():
-            raise unittest.SkipTest("not in the initial user, network and PID namespaces: "
-                                    "the agent may not subscribe to the proc connector "
-                                    "(PollWatchTest covers the fallback)")
-        super().setUpClass()
 
 
 class PollWatchTest(ShortProcesses, livelib.Scenario):
