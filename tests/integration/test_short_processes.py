@@ -45,6 +45,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -80,8 +81,36 @@ def short_busy_work(end):
     return n
 
 
+# how long it was busy: on a loaded machine the start-up may take most of the life
+begin = time.clock_gettime(time.CLOCK_BOOTTIME)
 short_busy_work(started() + float(sys.argv[1]))
+print(f"{max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - begin):.3f}")
 '''
+
+FORKER = '''\
+import os
+import sys
+import time
+
+# N children, RATE a second, each a copy of this program for WAIT s, then an
+# exec of SCRIPT (given without its .py: this command line is kept by no job):
+# the PID is new long before the program is
+script = sys.argv[1] + ".py"
+n, rate, wait = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+kids, t0 = [], time.monotonic()
+for i in range(n):
+    time.sleep(max(0.0, t0 + i / rate - time.monotonic()))
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(wait)
+        os.execv(sys.executable, [sys.executable, script, "1.0"])
+    kids.append(pid)
+print(" ".join(str(k) for k in kids), flush=True)
+for k in kids:
+    os.waitpid(k, 0)
+'''
+FORKED = 10        # children of FORKER
+FORK_WAIT = 0.1    # s from a child's fork to its exec
 
 
 def job_of(life):
@@ -128,6 +157,9 @@ class ShortProcesses:
             with open(path, "w") as f:
                 f.write(SCRIPT)
             cls.scripts[life] = path
+        cls.forker = os.path.join(cls.tmp, f"{cls.token}_forker.py")  # kept by no job
+        with open(cls.forker, "w") as f:
+            f.write(FORKER)
         jobs = "".join(f"""\
   - job_name: {job_of(life)}
     relabel_configs:
@@ -205,12 +237,39 @@ server:
         listed = self.agent.targets()
         return [p.pid for p in self.procs if p.pid in listed]
 
+    def watch_states(self):
+        """Records in self.states what /targets says of each pid (its changes, polled every
+        100 ms: why a process was missed) until the function returned is called."""
+        done = threading.Event()
+
+        def loop():
+            while not done.wait(0.1):
+                try:
+                    listed = self.agent.targets()
+                except (OSError, RuntimeError, ValueError):
+                    continue
+                for pid, e in listed.items():
+                    seen = self.states.setdefault(pid, [])
+                    now = (e.get("state"), e.get("comm"), e.get("job"), e.get("reason"))
+                    if not seen or seen[-1] != now:
+                        seen.append(now)
+
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+
+        def stop():
+            done.set()
+            thread.join()
+        return stop
+
     # --- steps --------------------------------------------------------------
 
     def step_burst(self):
         """RATE processes a second, lives alternating; all exit 0"""
         self.procs, self.lives, self.late = [], {}, []
         errlog = open(os.path.join(self.tmp, f"{self.name}-scripts.log"), "w")
+        self.states = {}
+        done = self.watch_states()
         t0 = time.monotonic()
         try:
             for i in range(EACH * len(LIVES)):
@@ -222,14 +281,20 @@ server:
                 else:
                     self.late.append(-wait)
                 p = subprocess.Popen([PYTHON, self.scripts[life], str(life)],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=errlog, env=livelib.TARGET_ENV)
                 self.procs.append(p)
                 self.lives[p.pid] = life
             spread = time.monotonic() - t0
+            self.busy_s = {}
             for p in self.procs:
-                p.wait(timeout=30)
+                out = p.communicate(timeout=30)[0]
+                try:
+                    self.busy_s[p.pid] = float(out)
+                except ValueError:
+                    self.busy_s[p.pid] = 0.0
         finally:
+            done()
             for p in self.procs:
                 if p.poll() is None:
                     p.kill()
@@ -242,10 +307,15 @@ server:
                      f"{os.getloadavg()[0]:.1f}")
         bad = {p.pid: p.returncode for p in self.procs if p.returncode != 0}
         self.assertFalse(bad, f"scripts that failed: {bad}")
+        for life in LIVES:
+            busy = sorted(v for pid, v in self.busy_s.items() if self.lives[pid] == life)
+            livelib.note(f"{life:g} s: time in {BUSY} (the rest of the life was start-up) "
+                         f"min/median {busy[0]:.2f}/{statistics.median(busy):.2f} s")
 
     def step_profiles(self):
-        """a flushed profile with short_busy_work for >= 90 % of the 0.3 s processes and
-        every 1 s one; the 1 s ones sampled for most of their life"""
+        """a flushed profile with samples for >= 90 % of the 0.3 s processes and every 1 s
+        one, showing short_busy_work where the process was in it for 0.1 s; the 1 s ones
+        sampled for most of their life"""
         # every target flushes at its exit: wait until none of ours is listed and
         # the files stop coming
         deadline, last, stable = time.monotonic() + 15, None, 0.0
@@ -264,23 +334,26 @@ server:
         self.counts, shares = {}, []
         for life in LIVES:
             pids = [p.pid for p in self.procs if self.lives[p.pid] == life]
-            seen, samples, missing = 0, [], []
+            seen, samples, missing, startup = 0, [], [], 0
             for pid in pids:
                 total, busy = self.busy_samples(self.stored(life, pid))
-                if busy > 0:
+                # a process whose start-up took (almost) all its life (a loaded
+                # machine) never was in short_busy_work long: samples of its start-up do
+                if busy > 0 or (total > 0 and self.busy_s.get(pid, 0.0) < 0.1):
                     seen += 1
                     samples.append(total)
+                    startup += busy == 0
                 else:
-                    missing.append((pid, total))
+                    missing.append((pid, total, f"{self.busy_s.get(pid, 0.0):.2f} s busy",
+                                    self.states.get(pid, "never listed")))
             self.counts[life] = samples
-            livelib.note(f"{life:g} s: {seen} of {len(pids)} with {BUSY} in a stored profile; "
-                         f"samples min/median/max "
-                         f"{min(samples, default=0)}/"
+            livelib.note(f"{life:g} s: {seen} of {len(pids)} with samples in a stored profile "
+                         f"({startup} of them in their start-up only: not {BUSY} for 0.1 s); "
+                         f"samples min/median/max {min(samples, default=0)}/"
                          f"{statistics.median(samples) if samples else 0:g}/"
                          f"{max(samples, default=0)}; without: {missing[:10]}")
             shares.append((f"{life:g} s", seen / len(pids), self.MIN_SEEN[life], 1.0))
-        livelib.within_each(self, "processes with a profile showing the busy function (share)",
-                            shares)
+        livelib.within_each(self, "processes with samples in a stored profile (share)", shares)
 
     def step_start(self):
         """one start delay observed per target; the share within START_WITHIN"""
@@ -341,6 +414,47 @@ server:
         livelib.within(self, "looks / processes started", looks / n, 1.0, None)
         self.assertEqual(missed, 0, "events lost in a burst of 15 processes a second")
 
+
+    def step_fork_exec(self):
+        """children of a python3.11 that exec the 1 s script 0.1 s after their fork (a
+        copy of a program no job keeps until then): every one has samples in storage"""
+        before = self.agent.metrics()
+        self.states = {}
+        done = self.watch_states()
+        try:
+            forker = subprocess.run([PYTHON, self.forker, self.scripts[1.0][:-len(".py")],
+                                     str(FORKED), "10",
+                                     str(FORK_WAIT)], capture_output=True, text=True,
+                                    timeout=60, env=livelib.TARGET_ENV)
+            self.assertEqual(forker.returncode, 0, forker.stderr)
+            lines = forker.stdout.split("\n")
+            kids = [int(k) for k in lines[0].split()]
+            busy = sorted(float(v) for v in lines[1:] if v.strip())
+            self.assertEqual(len(kids), FORKED, forker.stdout)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and (
+                    [k for k in kids if k in self.agent.targets()] or
+                    not all(self.stored(1.0, k) for k in kids)):
+                time.sleep(0.2)
+            time.sleep(0.5)
+        finally:
+            done()
+        seen, missing = 0, []
+        for k in kids:
+            total, in_busy = self.busy_samples(self.stored(1.0, k))
+            if total > 0:
+                seen += 1
+            else:
+                missing.append(k)
+        delays = livelib.histogram_merge(livelib.start_delays(
+            self.agent.metrics(), before, [job_of(1.0)]).values())
+        livelib.note(f"fork, then exec {FORK_WAIT * 1000:g} ms later: {seen} of {len(kids)} "
+                     f"with samples in storage (busy {busy[0] if busy else 0:.2f}-"
+                     f"{busy[-1] if busy else 0:.2f} s); start delays (from the fork): "
+                     f"{livelib.delays_text(delays)}; without: "
+                     f"{[(k, self.states.get(k)) for k in missing]}")
+        livelib.within(self, "forked, then exec'd: share with samples", seen / len(kids),
+                       1.0, 1.0)
 
 class DefaultWatchTest(ShortProcesses, livelib.Scenario):
     """The shipped defaults: the proc connector (netlink)"""
