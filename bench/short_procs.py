@@ -21,10 +21,11 @@ the agent running throughout):
               mostly asleep as above, kept by two wall-mode jobs at the default
               100 Hz (bench300, bench1000) with storage: discovery, attach and
               sampling; and what was seen: the share of each life that became
-              a target (the start delay histogram's count), that has a stored
-              profile with samples in short_sleep_work, and the start delays
-              (pyprofd_target_start_delay_seconds: from the process's start
-              to its first sample attempt)
+              a target (its job's count in the start delay histogram; a stored
+              profile of any samples when the histogram has no job label), that
+              has a stored profile with samples in short_sleep_work, and the
+              start delays (pyprofd_target_start_delay_seconds: from the
+              process's start to its first sample attempt)
 
 The agent's CPU is utime + stime of /proc/PID/stat over the load's span (from
 the first process started to the last; clock ticks, so 1/(100 x --seconds)
