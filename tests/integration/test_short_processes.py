@@ -14,25 +14,38 @@ of each kind, alternating, RATE a second; each spends its life from its exec
 
 Each case is one scenario (livelib.Scenario), in this order:
 
-    burst      the processes start on schedule and all exit 0
+    burst      the processes start on schedule and all exit 0; each says how
+               long it was in short_busy_work (the rest was its start-up)
     profiles   the storage directory holds, for >= 90 % of the 0.3 s
                processes and every 1 s one (the issue's >= 99 % of 30), a
                profile of that pid (the last partial window flushed at its
-               exit) with samples in short_busy_work; the 1 s ones have
-               most of their life in samples (median samples against 100 Hz
-               times the life left after the start delay)
+               exit) with samples, in short_busy_work unless the process was
+               in it less than 0.1 s (a start-up that took most of its life,
+               on a loaded machine); the 1 s ones have most of their life in
+               samples (median samples against 100 Hz times the life left
+               after the mean start delay)
     start      pyprofd_target_start_delay_seconds (from the process's start,
                10 ms resolution, to its first sample attempt): one
-               observation per target; the share within 0.1 s
+               observation per target; >= 90 % within 0.1 s (40 ms after
+               the exec plus the start time's 10 ms is the design: 55-70 ms
+               on average, here and under ASan; a 2-core machine at load 6
+               still had 93 %)
     metrics    /metrics passes `promtool check metrics`;
                pyprofd_discovery_watch_info names the source; its events and
                looks counted the burst; none missed
+    fork_exec  a python3.11 that no job keeps forks 10 children, 10 a
+               second; each is a copy of it for 0.1 s, then execs the 1 s
+               script: every one has samples in storage (the agent must look
+               at a process again after its exec, whatever it found before)
+
+On a miss, the message lists what /targets said of the pid meanwhile.
 
 DefaultWatchTest is the shipped configuration: the proc connector where the
-agent may subscribe (root in the initial namespaces; the case is skipped
-elsewhere). PollWatchTest sets `discovery.watch: poll`, the fallback (the
-last PID of /proc/loadavg every 20 ms), with the looser bounds the docs
-state. Each case takes about 15 s.
+agent may subscribe (CAP_NET_ADMIN in the initial user and PID namespaces;
+the case is skipped where this process could not). PollWatchTest sets
+`discovery.watch: poll`, the fallback (the last PID of /proc/loadavg every
+20 ms), with the same bounds: its measured shares and delays are the proc
+connector's. Each case takes about 12 s.
 
 Environment: as the other drivers (livelib: PYPROFD_BINARY, ...). Skipped
 (77) without root, promtool or /usr/bin/python3.11. Run by ctest as
@@ -469,6 +482,8 @@ class PollWatchTest(ShortProcesses, livelib.Scenario):
     WATCH = "poll"
     SOURCE = "poll"
     EVENT = "new_pid"
+    # measured as the proc connector's (every process of the burst, all first
+    # attempts within 100 ms on a quiet machine, 93-100 % at load 6): the same bounds
     MIN_SEEN = {0.3: 0.9, 1.0: 1.0}
     START_WITHIN = 0.1
     START_SHARE = 0.9
