@@ -13,6 +13,11 @@
  * since (an exec); under netlink its exec event queues it again by itself.
  * A process younger than min_process_age is looked at again when it is old
  * enough, not at the next scan.
+ *
+ * Clocks: the watch's thread stamps its entries on the system's monotonic
+ * clock (never the loop's, which a test may drive by hand from its own
+ * thread); l->watch_due is on that scale, the same as the loop's in the
+ * agent. A loop on a fake clock looks when real time has come.
  */
 #include "base/compat.h"
 
@@ -57,7 +62,6 @@ void loop_watch_configure(struct loop *l, const struct pyprofd_config *cfg,
     struct proc_watch_opts o = {
         .proc_root = cfg->discovery.proc_root,
         .want = (enum proc_watch_source)cfg->discovery.watch,
-        .clock = l->opts.clock,
         .notify = loop_watch_notify,
         .notify_arg = l,
     };
@@ -134,7 +138,8 @@ void loop_watch_started(struct loop *l, struct target *t, const struct proc_info
 }
 
 /* One PID: read, judged, maybe queued again. */
-static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uint64_t now)
+static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uint64_t now,
+                           uint64_t wnow)
 {
     l->looking = true;
     l->look_exec = it->exec;
@@ -153,11 +158,12 @@ static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uin
     const struct proc_info *info = proc_scan_get(l->scan, 0);
     enum proc_state state = loop_consider(l, info, now);
     uint64_t again = 0;
-    if (state == PROC_YOUNG && info->age_ns >= 0) /* min_process_age: when it is old enough */
-        again = now + (l->cfg->discovery.min_process_age_ns - (uint64_t)info->age_ns);
+    if (state == PROC_YOUNG && info->age_ns >= 0 &&
+        it->tries < UINT8_MAX) /* min_process_age: when it is old enough */
+        again = wnow + (l->cfg->discovery.min_process_age_ns - (uint64_t)info->age_ns);
     else if (state == PROC_NOT_PYTHON && proc_watch_source(l->watch) == PROC_WATCH_POLL &&
              it->tries < LOOP_WATCH_TRIES)
-        again = now + (LOOP_WATCH_AGAIN_NS << (2 * it->tries));
+        again = wnow + (LOOP_WATCH_AGAIN_NS << (2 * it->tries));
     if (again) {
         l->watch_counts.again++;
         proc_watch_again(l->watch, it->pid, again, (uint8_t)(it->tries + 1));
@@ -168,18 +174,21 @@ static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uin
 
 void loop_watch_look(struct loop *l, uint64_t now)
 {
-    if (!l->watch || now < l->watch_due)
+    if (!l->watch || l->watch_due == UINT64_MAX)
+        return;
+    uint64_t wnow = clock_mono_now(); /* the watch's scale */
+    if (wnow < l->watch_due)
         return;
     struct proc_watch_item items[LOOP_WATCH_LOOKS_MAX];
     uint64_t next = UINT64_MAX;
-    size_t n = proc_watch_take(l->watch, now, items, LOOP_WATCH_LOOKS_MAX, &next);
+    size_t n = proc_watch_take(l->watch, wnow, items, LOOP_WATCH_LOOKS_MAX, &next);
     l->watch_due = next;
     if (proc_watch_missed(l->watch) && l->next_scan > now) {
         l->next_scan = now; /* events were lost: a full scan covers them */
         l->kick = true;
     }
     for (size_t i = 0; i < n; i++)
-        loop_watch_one(l, &items[i], now);
+        loop_watch_one(l, &items[i], now, wnow);
     if (n == LOOP_WATCH_LOOKS_MAX) /* more are due: the next step takes them */
-        l->watch_due = now;
+        l->watch_due = wnow;
 }
