@@ -224,6 +224,37 @@ echo "   where to look: http://127.0.0.1:7979/ (landing page), /targets, /metric
 echo "   /debug/pprof/profile?seconds=N[&pid=P]; set storage.directory to also get one"
 echo "   JOB-PID-TIME.pb.gz file per target and interval (docs/agent.md, docs/configuration.md)"
 echo
+echo "== short processes: 10 x /usr/bin/python3 -c '<0.3 s of work>', one every 0.1 s, while the"
+echo "   agent runs (discovery.watch: each is looked at 40 ms after its exec, sampled until it"
+echo "   exits, and its last partial window is kept; docs/discovery.md)"
+echo
+delay_metric() { # the start delay histogram's count, and its bucket le=0.1
+    curl -s http://127.0.0.1:7979/metrics |
+        awk '/^pyprofd_target_start_delay_seconds_count/ {c = $2}
+             /^pyprofd_target_start_delay_seconds_bucket\{le="0.1"\}/ {b = $2}
+             END {print c + 0, b + 0}'
+}
+read -r count0 fast0 <<<"$(delay_metric)"
+short=()
+for _ in $(seq 10); do
+    /usr/bin/python3 -c 'import time
+end = time.time() + 0.3
+while time.time() < end: pass' &
+    short+=($!)
+    sleep 0.1
+done
+for p in "${short[@]}"; do wait "$p" || true; done
+sleep 0.3 # the last one's end is housekept (every 100 ms)
+read -r count1 fast1 <<<"$(delay_metric)"
+seen=0
+for p in "${short[@]}"; do
+    grep -q "stopped sampling process $p (python): it exited" "$agent_log" && seen=$((seen + 1))
+done
+echo "   sampled and flushed at their exit: $seen of ${#short[@]} (the agent's log);"
+echo "   first sample within 100 ms of the process's start: $((fast1 - fast0)) of $((count1 - count0))"
+echo "   (pyprofd_target_start_delay_seconds); how new processes are found here:"
+curl -s http://127.0.0.1:7979/metrics | grep -E '^pyprofd_discovery_watch_info' | sed 's/^/   /'
+echo
 echo "== kill -TERM the agent: partial windows are flushed, then it exits"
 kill -TERM "$agent"
 wait "$agent" || true

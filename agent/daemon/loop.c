@@ -148,7 +148,8 @@ static void loop_reattach(struct loop *l, struct target *t, uint64_t now, enum t
 /* ---- discovery -------------------------------------------------------------- */
 
 /* The scan's filter: known processes are marked alive and not re-read unless due. */
-static bool loop_scan_filter(const struct proc_key *key, const char *comm, void *arg)
+static bool loop_scan_filter(const struct proc_key *key, const char *comm, uint64_t start_stack,
+                             void *arg)
 {
     struct loop *l = arg;
     struct proc_entry *p = proc_table_find(l->procs, key);
@@ -156,7 +157,7 @@ static bool loop_scan_filter(const struct proc_key *key, const char *comm, void 
         return true;
     p->seen = true;
     if (l->looking) /* a look between scans (loop_watch.c) */
-        return loop_watch_filter(l, p, comm);
+        return loop_watch_filter(l, p, comm, start_stack);
     return p->state != PROC_ACTIVE && p->recheck_ns <= l->hk_mono;
 }
 

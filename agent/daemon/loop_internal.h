@@ -60,6 +60,7 @@ struct loop {
     struct proc_watch *watch_old; /* replaced by a reload: freed outside the lock */
     uint64_t watch_due;           /* the earliest look the watch has queued */
     bool looking, look_exec;      /* a look between scans is reading (the scan's filter) */
+    enum proc_state look_known;   /* the state of the entry the filter kept from a look */
     struct loop_watch_counts watch_counts;
     struct promtext_hist start_delay; /* process start -> its first attempt, seconds */
 };
@@ -91,8 +92,10 @@ void loop_watch_configure(struct loop *l, const struct pyprofd_config *cfg,
 void loop_watch_reap(struct loop *l);
 /* Looks at the processes whose look is due by @now (under the lock). */
 void loop_watch_look(struct loop *l, uint64_t now);
-/* The scan's filter during a look: whether to read and judge @p again. */
-bool loop_watch_filter(struct loop *l, struct proc_entry *p, const char *comm);
+/* The scan's filter during a look: whether to read and judge @p again (@comm and
+ * @start_stack: its stat's now). */
+bool loop_watch_filter(struct loop *l, struct proc_entry *p, const char *comm,
+                       uint64_t start_stack);
 /* A target was started for @info: its start delay is counted. */
 void loop_watch_started(struct loop *l, struct target *t, const struct proc_info *info);
 

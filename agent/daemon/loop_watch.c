@@ -8,11 +8,19 @@
  * loop_watch_look() when the earliest look is due.
  *
  * Again: the poll source sees a PID when it is forked, not when it execs; a
- * process that is not Python at its look, while young, is looked at again
- * (LOOP_WATCH_AGAIN_NS, then 4 times that), and only when its comm changed
- * since (an exec); under netlink its exec event queues it again by itself.
+ * process that is not a target at its look (not Python yet, or a copy of a
+ * Python parent no job keeps) is looked at again (LOOP_WATCH_AGAIN_NS, then
+ * twice as long each time, 1.55 s in all), and read past its stat (one read)
+ * only when it exec'd since: another
+ * stack start (stat's field 28, placed anew by each exec) or comm. Under
+ * netlink its exec event queues it again by itself.
  * A process younger than min_process_age is looked at again when it is old
  * enough, not at the next scan.
+ *
+ * Clocks: the watch's thread stamps its entries on the system's monotonic
+ * clock (never the loop's, which a test may drive by hand from its own
+ * thread); l->watch_due is on that scale, the same as the loop's in the
+ * agent. A loop on a fake clock looks when real time has come.
  */
 #include "base/compat.h"
 
@@ -23,9 +31,9 @@
 #include "base/log.h"
 #include "daemon/loop_internal.h"
 
-#define LOOP_WATCH_LOOKS_MAX 64u          /* processes read per look */
-#define LOOP_WATCH_AGAIN_NS  250000000ull /* poll: a not-yet-Python process again */
-#define LOOP_WATCH_TRIES     2u
+#define LOOP_WATCH_LOOKS_MAX 64u         /* processes read per look */
+#define LOOP_WATCH_AGAIN_NS  50000000ull /* poll: a process not a target yet, again after */
+#define LOOP_WATCH_TRIES     5u          /* ... doubling: 50 ms to 0.8 s, 1.55 s in all */
 
 /* Start delays: from a process's start to its first attempt, seconds. */
 static const double loop_watch_delay_bounds[] = {0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -57,7 +65,6 @@ void loop_watch_configure(struct loop *l, const struct pyprofd_config *cfg,
     struct proc_watch_opts o = {
         .proc_root = cfg->discovery.proc_root,
         .want = (enum proc_watch_source)cfg->discovery.watch,
-        .clock = l->opts.clock,
         .notify = loop_watch_notify,
         .notify_arg = l,
     };
@@ -98,17 +105,18 @@ void loop_watch_reap(struct loop *l)
     proc_watch_free(old);
 }
 
-bool loop_watch_filter(struct loop *l, struct proc_entry *p, const char *comm)
+bool loop_watch_filter(struct loop *l, struct proc_entry *p, const char *comm, uint64_t start_stack)
 {
-    switch (p->state) {
-    case PROC_ACTIVE:
+    l->look_known = p->state;
+    if (p->state == PROC_ACTIVE)
         return false; /* an exec of a target: its sampler sees it (target.c) */
-    case PROC_NOT_PYTHON:
-        /* again only after an exec: its event, or a comm of another program */
-        return l->look_exec || strncmp(p->comm, comm, sizeof(p->comm) - 1) != 0;
-    default:
+    if (p->state == PROC_NEW || p->state == PROC_YOUNG || l->look_exec)
         return true;
-    }
+    /* judged already: again only after an exec (its event, or, polled, a new
+     * stack start or another comm), e.g. a copy of a Python parent, dropped,
+     * that execs a script a job keeps */
+    return (start_stack && start_stack != p->image) ||
+           strncmp(p->comm, comm, sizeof(p->comm) - 1) != 0;
 }
 
 /*
@@ -134,10 +142,12 @@ void loop_watch_started(struct loop *l, struct target *t, const struct proc_info
 }
 
 /* One PID: read, judged, maybe queued again. */
-static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uint64_t now)
+static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uint64_t now,
+                           uint64_t wnow)
 {
     l->looking = true;
     l->look_exec = it->exec;
+    l->look_known = PROC_NEW;
     int err = proc_scan_pids(l->scan, &it->pid, 1, loop_real_at(l, now));
     l->looking = false;
     if (err)
@@ -147,17 +157,22 @@ static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uin
         l->watch_counts.exited_before_look++;
         return;
     }
-    if (!proc_scan_count(l->scan))
-        return; /* filtered (known, unchanged), a zombie, over a cap */
-    l->watch_counts.looks++;
-    const struct proc_info *info = proc_scan_get(l->scan, 0);
-    enum proc_state state = loop_consider(l, info, now);
+    const struct proc_info *info = NULL;
+    enum proc_state state = PROC_ACTIVE; /* a zombie, over a cap: not again */
+    if (proc_scan_count(l->scan)) {
+        l->watch_counts.looks++;
+        info = proc_scan_get(l->scan, 0);
+        state = loop_consider(l, info, now);
+    } else if (st->filtered) {
+        state = l->look_known; /* known, and no exec since its last look */
+    }
     uint64_t again = 0;
-    if (state == PROC_YOUNG && info->age_ns >= 0) /* min_process_age: when it is old enough */
-        again = now + (l->cfg->discovery.min_process_age_ns - (uint64_t)info->age_ns);
-    else if (state == PROC_NOT_PYTHON && proc_watch_source(l->watch) == PROC_WATCH_POLL &&
-             it->tries < LOOP_WATCH_TRIES)
-        again = now + (LOOP_WATCH_AGAIN_NS << (2 * it->tries));
+    if (info && state == PROC_YOUNG && info->age_ns >= 0 &&
+        it->tries < UINT8_MAX) /* min_process_age: when it is old enough */
+        again = wnow + (l->cfg->discovery.min_process_age_ns - (uint64_t)info->age_ns);
+    else if (state != PROC_ACTIVE && state != PROC_NEW &&
+             proc_watch_source(l->watch) == PROC_WATCH_POLL && it->tries < LOOP_WATCH_TRIES)
+        again = wnow + (LOOP_WATCH_AGAIN_NS << it->tries);
     if (again) {
         l->watch_counts.again++;
         proc_watch_again(l->watch, it->pid, again, (uint8_t)(it->tries + 1));
@@ -168,18 +183,21 @@ static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uin
 
 void loop_watch_look(struct loop *l, uint64_t now)
 {
-    if (!l->watch || now < l->watch_due)
+    if (!l->watch || l->watch_due == UINT64_MAX)
+        return;
+    uint64_t wnow = clock_mono_now(); /* the watch's scale */
+    if (wnow < l->watch_due)
         return;
     struct proc_watch_item items[LOOP_WATCH_LOOKS_MAX];
     uint64_t next = UINT64_MAX;
-    size_t n = proc_watch_take(l->watch, now, items, LOOP_WATCH_LOOKS_MAX, &next);
+    size_t n = proc_watch_take(l->watch, wnow, items, LOOP_WATCH_LOOKS_MAX, &next);
     l->watch_due = next;
     if (proc_watch_missed(l->watch) && l->next_scan > now) {
         l->next_scan = now; /* events were lost: a full scan covers them */
         l->kick = true;
     }
     for (size_t i = 0; i < n; i++)
-        loop_watch_one(l, &items[i], now);
+        loop_watch_one(l, &items[i], now, wnow);
     if (n == LOOP_WATCH_LOOKS_MAX) /* more are due: the next step takes them */
-        l->watch_due = now;
+        l->watch_due = wnow;
 }

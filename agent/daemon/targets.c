@@ -295,6 +295,7 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
     snprintf(p->container_id, sizeof(p->container_id), "%s",
              info->container_id ? info->container_id : "");
     p->nspid = info->nspid;
+    p->image = info->start_stack;
     p->pod_rev = 0;
     proc_set(p, p->state, now, NULL); /* by default: look again at the next scan */
     if (info->age_ns >= 0 && (uint64_t)info->age_ns < cfg->discovery.min_process_age_ns) {

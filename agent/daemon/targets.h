@@ -57,6 +57,7 @@ struct proc_entry {
     char version[32];    /* "3.14.8" ("3.14.8t" free-threaded) once the runtime was read */
     bool free_threaded;  /* a Py_GIL_DISABLED build, once the runtime was read */
     char comm[32];
+    uint64_t image;        /* its stat's stack start when judged: another means it exec'd */
     char container_id[65]; /* from its cgroup (64 hex digits), "" when none */
     uint64_t pod_rev;      /* its pod labels' revision when judged; 0: none */
     pid_t nspid;           /* its PID in its own PID namespace (= key.pid without one) */

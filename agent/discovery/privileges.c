@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #define CAP_BIT_DAC_READ_SEARCH    2u
+#define CAP_BIT_NET_ADMIN          12u
 #define CAP_BIT_SYS_PTRACE         19u
 #define CAP_BIT_SYS_ADMIN          21u
 #define CAP_BIT_PERFMON            38u
@@ -41,6 +42,13 @@ const struct privilege privileges[] = {
      "deploy/kubernetes/components/native only)",
      "native: full jobs sample with <native> markers instead, and /targets says why",
      CAP_BIT_PERFMON, PRIVILEGE_OPTIONAL},
+    {"CAP_NET_ADMIN",
+     "the kernel's process events (the proc connector): a new process is seen at its exec; it "
+     "also needs the host's network, PID and user namespaces (root on the host; not a pod "
+     "without hostNetwork, which the manifests do not ask for)",
+     "new processes between scans are found from /proc/loadavg's last PID, read every 20 ms "
+     "(discovery.watch: poll): as many are seen, at a little more CPU on a busy node",
+     CAP_BIT_NET_ADMIN, PRIVILEGE_OPTIONAL},
 };
 const size_t privileges_count = PYPROFD_ARRAY_SIZE(privileges);
 

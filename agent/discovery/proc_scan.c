@@ -413,12 +413,13 @@ static int scan_one(struct proc_scan *s, int rootfd, const char *name, pid_t pid
     info.ppid = st.ppid;
     info.state = st.state;
     info.flags = st.flags;
+    info.start_stack = st.start_stack;
     size_t comm_len = st.comm_len < SCAN_COMM_MAX ? st.comm_len : SCAN_COMM_MAX;
     if (comm_len == SCAN_COMM_CUT || comm_len == SCAN_COMM_MAX)
         comm_len = utf8_trim_cut(st.comm, comm_len); /* the kernel's cut or ours */
     memcpy(s->comm, st.comm, comm_len);
     s->comm[comm_len] = '\0';
-    if (s->filter && !s->filter(&info.key, s->comm, s->filter_arg)) {
+    if (s->filter && !s->filter(&info.key, s->comm, st.start_stack, s->filter_arg)) {
         bucket = &s->stats.filtered;
         goto out;
     }

@@ -95,6 +95,7 @@ struct proc_info {
     uint32_t uid;                  /* real uid (first value of Uid:) */
     char state;                    /* stat state letter: R, S, D, T, t, ... */
     uint32_t flags;                /* stat field 9 */
+    uint64_t start_stack;          /* stat field 28: new at each exec; 0 when hidden */
     int64_t start_time_ns;         /* wall-clock start (epoch ns), -1 when btime is unknown */
     int64_t age_ns;                /* now - start_time_ns (>= 0), -1 when unknown */
     const char *comm;              /* as in stat, at most 64 bytes */
@@ -135,14 +136,16 @@ PYPROFD_WARN_UNUSED int proc_scan_meta_labels(const struct proc_info *info, stru
 typedef int (*proc_scan_user_fn)(uint32_t uid, char *buf, size_t len, void *arg);
 
 /**
- * Optional filter called with each process's key and comm (as in stat, not
- * sanitised) right after its stat was
+ * Optional filter called with each process's key, comm (as in stat, not
+ * sanitised) and stack start (stat's field 28: another at each exec; 0 when
+ * hidden) right after its stat was
  * parsed (self, zombies and kernel threads are already skipped). Returning
  * false skips the rest of the reads; the process is not reported and counts
  * as filtered. The daemon uses it to avoid re-reading processes it already
  * knows (live targets, known non-Python processes) and to mark them alive.
  */
-typedef bool (*proc_scan_filter_fn)(const struct proc_key *key, const char *comm, void *arg);
+typedef bool (*proc_scan_filter_fn)(const struct proc_key *key, const char *comm,
+                                    uint64_t start_stack, void *arg);
 
 struct proc_scan_opts {
     const char *proc_root;         /* NULL: "/proc" (copied) */

@@ -64,7 +64,7 @@ int proc_scan_parse_stat(const char *text, size_t len, struct proc_stat *out)
     const char *p = close + 1;
     const char *end = text + len;
     int field = 3;
-    while (p < end && field <= 22) {
+    while (p < end && field <= 28) {
         if (*p != ' ')
             return -EINVAL;
         p++;
@@ -86,6 +86,9 @@ int proc_scan_parse_stat(const char *text, size_t len, struct proc_stat *out)
             st.flags = (uint32_t)v;
         } else if (field == 22) {
             if (scan_u64(tok, n, &st.start_ticks))
+                return -EINVAL;
+        } else if (field == 28) {
+            if (scan_u64(tok, n, &st.start_stack))
                 return -EINVAL;
         } else if (!scan_is_num(tok, n)) {
             return -EINVAL;

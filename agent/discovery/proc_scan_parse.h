@@ -47,6 +47,8 @@ struct proc_stat {
     pid_t ppid;
     uint32_t flags;
     uint64_t start_ticks;
+    uint64_t start_stack; /* field 28: the stack's start, new at each exec (ASLR); 0 when
+                           * hidden (no ptrace access) or the line ends before it */
 };
 
 /**

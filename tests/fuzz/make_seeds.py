@@ -459,3 +459,28 @@ def jsonw_seeds():
 
 
 jsonw_seeds()
+
+
+def proc_events_seeds():
+    """fuzz_proc_events: proc connector datagrams as the kernel sends them (netlink header,
+    cn_msg of CN_IDX_PROC, one proc_event each), and broken ones."""
+    def event(what, words):
+        ev = struct.pack("<IIQ", what, 0, 123456789) + struct.pack("<%dI" % len(words), *words)
+        cn = struct.pack("<IIIIHH", 1, 1, 0, 0, len(ev), 0) + ev
+        nl = struct.pack("<IHHII", 16 + len(cn), 3, 0, 0, 0) + cn
+        return nl + bytes((-len(nl)) % 4)
+    fork, exe, thread = 0x1, 0x2, 0x1
+    write("proc_events", "ack", event(0, [0]))
+    write("proc_events", "ack_eperm", event(0, [1]))
+    write("proc_events", "fork_exec", event(fork, [10, 10, 20, 20]) + event(exe, [20, 20]))
+    write("proc_events", "thread", event(thread, [10, 10, 21, 20]))
+    write("proc_events", "exit", event(0x80000000, [20, 20, 0, 17, 10, 10]))
+    write("proc_events", "comm", event(0x200, [20, 20]) + b"python3".ljust(16, b"\0"))
+    whole = event(exe, [30, 30])
+    write("proc_events", "cut", whole[:-3])
+    write("proc_events", "bad_len", struct.pack("<I", 4096) + whole[4:])
+    write("proc_events", "other_connector", whole[:16] + struct.pack("<I", 2) + whole[20:])
+    write("proc_events", "noop_then_exec", struct.pack("<IHHII", 16, 1, 0, 0, 0) + whole)
+
+
+proc_events_seeds()

@@ -20,6 +20,9 @@
  */
 #include "base/compat.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
 #include "cmocka_wrap.h"
 
 #include "aggregate/window.h"
@@ -54,7 +57,8 @@ struct lfx {
     struct window_queue *q;
     struct loop *l;
     size_t mem_before;
-    bool finished; /* the test got to its end: nothing of its own is left */
+    bool finished;         /* the test got to its end: nothing of its own is left */
+    const char *discovery; /* more discovery: keys for lfx_config() (YAML, indented) */
 };
 
 /* ---- fixture ----------------------------------------------------------------- */
@@ -109,10 +113,11 @@ static struct pyprofd_config *lfx_config(const struct lfx *fx, const char *globa
                      "  refresh_interval: 1s\n"
                      "  min_process_age: 0s\n"
                      "  proc_root: %s\n"
+                     "%s"
                      "profile_configs:\n"
                      "%s",
                      global ? global : "", procfs_fake_root(fx->proc),
-                     jobs ? jobs : "  - job_name: app\n");
+                     fx->discovery ? fx->discovery : "", jobs ? jobs : "  - job_name: app\n");
     assert_true(n > 0 && (size_t)n < sizeof(yaml));
     struct config_load_opts o = {.skip_file_checks = true};
     struct pyprofd_config *c = NULL;
@@ -457,6 +462,100 @@ static void test_loop__exited_process_flushes_its_partial_window(void **state)
         assert_int_equal(v->by_state[s], 0);
     loop_view_free(v);
     assert_int_equal(window_pending(fx->q), 0);
+    fx->finished = true;
+}
+
+/* ---- new processes between scans (loop_watch.c) -------------------------------- */
+
+/* The fake proc root as the watch's poll source reads it: self, loadavg's last PID. */
+static void lfx_watchable(struct lfx *fx, int last_pid)
+{
+    char path[600], text[64];
+    snprintf(path, sizeof(path), "%s/self", procfs_fake_root(fx->proc));
+    snprintf(text, sizeof(text), "%d", (int)getpid());
+    (void)unlink(path);
+    assert_int_equal(symlink(text, path), 0);
+    snprintf(path, sizeof(path), "%s/loadavg", procfs_fake_root(fx->proc));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "0.00 0.00 0.00 1/100 %d\n", last_pid);
+    fclose(f);
+}
+
+/* Steps the loop (fake time) until @pid is in @state, letting real time pass for the
+ * watch's thread; returns the real milliseconds it took, or -1 after 3 s. */
+static int lfx_until(struct lfx *fx, pid_t pid, enum proc_state state)
+{
+    for (int ms = 0; ms < 3000; ms += 5) {
+        lfx_run(fx, 5 * MS);
+        struct loop_view *v = lfx_view(fx);
+        const struct loop_proc_view *p = view_proc(v, pid);
+        bool there = p && p->state == state;
+        loop_view_free(v);
+        if (there)
+            return ms;
+        usleep(5000);
+    }
+    return -1;
+}
+
+/*
+ * A process that starts between two scans (refresh_interval 1h) is a target
+ * at once: the poll source sees loadavg's last PID move, the loop reads that
+ * PID alone 40 ms later; one that exits before its look is counted.
+ */
+static void test_loop__a_new_process_is_a_target_before_the_next_scan(void **state)
+{
+    struct lfx *fx = *state;
+    lfx_watchable(fx, 1999);
+    fx->discovery = "  watch: poll\n";
+    struct pyprofd_config *cfg = lfx_config(fx, NULL, NULL);
+    cfg->discovery.refresh_interval_ns = 3600 * S;
+    lfx_start(fx, cfg);
+    lfx_run(fx, 200 * MS); /* the first scan: nothing */
+    usleep(50000);         /* the watch's first read of loadavg */
+
+    lfx_process(fx, 2000, "python3", 0, true, 'S');
+    lfx_watchable(fx, 2002); /* its two threads took PIDs too */
+    int ms = lfx_until(fx, 2000, PROC_ACTIVE);
+    assert_true(ms >= 0);
+    struct loop_view *v = lfx_view(fx);
+    assert_int_equal(v->scans, 1); /* no scan found it */
+    assert_int_equal(v->watch_stats.source, PROC_WATCH_POLL);
+    assert_int_equal(v->watch_stats.new_pid, 1);
+    assert_int_equal(v->watch_stats.threads, 2);
+    assert_int_equal(v->watch.looks, 1);
+    assert_int_equal(v->watch.exited_before_look, 0);
+    assert_non_null(v->start_delay);
+    loop_view_free(v);
+
+    /* one that is gone before its look: counted, never judged */
+    lfx_process(fx, 2003, "python3", 0, true, 'S');
+    lfx_watchable(fx, 2005);
+    uint64_t seen = 0;
+    for (int i = 0; i < 3000 && seen < 2; i++) { /* the watch has queued it */
+        usleep(1000);
+        v = lfx_view(fx);
+        seen = v->watch_stats.new_pid;
+        loop_view_free(v);
+    }
+    assert_int_equal(seen, 2);
+    probe_fake_exit(fx->probe, 2003);
+    procfs_fake_remove(fx->proc, 2003);
+    uint64_t gone = 0;
+    for (int i = 0; i < 600 && !gone; i++) {
+        usleep(5000);
+        lfx_run(fx, 5 * MS);
+        v = lfx_view(fx);
+        gone = v->watch.exited_before_look;
+        loop_view_free(v);
+    }
+    assert_int_equal(gone, 1);
+    v = lfx_view(fx);
+    assert_int_equal(v->scans, 1);
+    assert_int_equal(v->watch.looks, 1);
+    assert_null(view_proc(v, 2003));
+    loop_view_free(v);
     fx->finished = true;
 }
 
@@ -881,6 +980,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_loop__reload_flushes_every_window, loop_setup,
                                         loop_teardown),
         cmocka_unit_test_setup_teardown(test_loop__dropped_process_is_judged_again_after_a_reload,
+                                        loop_setup, loop_teardown),
+        cmocka_unit_test_setup_teardown(test_loop__a_new_process_is_a_target_before_the_next_scan,
                                         loop_setup, loop_teardown),
         cmocka_unit_test_setup_teardown(test_loop__exited_process_flushes_its_partial_window,
                                         loop_setup, loop_teardown),

@@ -54,16 +54,18 @@ static void test_privileges__reports_what_is_missing(void **state)
 {
     (void)state;
     check(0, "CAP_SYS_PTRACE CAP_CHECKPOINT_RESTORE CAP_SYS_ADMIN CAP_DAC_READ_SEARCH "
-             "CAP_PERFMON ");
-    /* the DaemonSet's set: only the optional DAC_READ_SEARCH and PERFMON are left */
-    check(BIT(19) | BIT(40), "CAP_DAC_READ_SEARCH CAP_PERFMON ");
+             "CAP_PERFMON CAP_NET_ADMIN ");
+    /* the DaemonSet's set: only the optional DAC_READ_SEARCH, PERFMON and NET_ADMIN are left */
+    check(BIT(19) | BIT(40), "CAP_DAC_READ_SEARCH CAP_PERFMON CAP_NET_ADMIN ");
     /* with components/native */
-    check(BIT(19) | BIT(40) | BIT(38), "CAP_DAC_READ_SEARCH ");
+    check(BIT(19) | BIT(40) | BIT(38), "CAP_DAC_READ_SEARCH CAP_NET_ADMIN ");
     /* SYS_PTRACE alone (the sidecar): map_files is what is lost */
-    check(BIT(19), "CAP_CHECKPOINT_RESTORE CAP_SYS_ADMIN CAP_DAC_READ_SEARCH CAP_PERFMON ");
+    check(BIT(19), "CAP_CHECKPOINT_RESTORE CAP_SYS_ADMIN CAP_DAC_READ_SEARCH CAP_PERFMON "
+                   "CAP_NET_ADMIN ");
     /* an old kernel's way to map_files stands in for CHECKPOINT_RESTORE, and
-     * SYS_ADMIN for PERFMON */
-    check(BIT(19) | BIT(21) | BIT(2), "");
+     * SYS_ADMIN for PERFMON; nothing for NET_ADMIN (the proc connector) */
+    check(BIT(19) | BIT(21) | BIT(2), "CAP_NET_ADMIN ");
+    check(BIT(19) | BIT(21) | BIT(2) | BIT(12), "");
     check(~UINT64_C(0), "");
 }
 

@@ -261,6 +261,20 @@ static void test_proc_scan__parses_stat(void **state)
     assert_int_equal(st.ppid, 0);
     assert_int_equal(st.start_ticks, 10);
     assert_int_equal(st.flags, 4194560);
+    assert_int_equal(st.start_stack, 0); /* hidden: read without ptrace access */
+
+    /* one read with ptrace access: the stack's start (field 28), new at each exec */
+    static const char seen[] =
+        "7 (python3) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 10 22446080 3190 "
+        "18446744073709551615 94000000000000 94000000004096 140723456789008 0 0 0 0 4096 1260 "
+        "0 0 0 17 1 0 0";
+    assert_int_equal(proc_scan_parse_stat(seen, sizeof(seen) - 1, &st), 0);
+    assert_int_equal(st.start_stack, 140723456789008ull);
+    /* a line that ends after the start time still parses, with no stack start */
+    static const char shorter[] = "7 (python3) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 10";
+    assert_int_equal(proc_scan_parse_stat(shorter, sizeof(shorter) - 1, &st), 0);
+    assert_int_equal(st.start_ticks, 10);
+    assert_int_equal(st.start_stack, 0);
 }
 
 static void test_proc_scan__stat_comm_with_parens_and_spaces(void **state)
@@ -1060,9 +1074,10 @@ static void test_proc_scan__caps_processes_and_bytes(void **state)
     proc_scan_free(s);
 }
 
-static bool only_even(const struct proc_key *key, const char *comm, void *arg)
+static bool only_even(const struct proc_key *key, const char *comm, uint64_t start_stack, void *arg)
 {
     assert_string_equal(comm, "python3");
+    assert_int_equal(start_stack, 0); /* make_stat()'s field 28 */
     int *calls = arg;
     (*calls)++;
     return key->pid % 2 == 0;
