@@ -49,6 +49,7 @@ import argparse
 import glob
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -393,6 +394,8 @@ def main():
                        stdout=subprocess.DEVNULL)
         subprocess.run(["cmake", "--build", "--preset", "release", "-j2", "--target", "pyprofd"],
                        cwd=livelib.SOURCE_DIR, check=True, stdout=subprocess.DEVNULL)
+    # SIGTERM (Ctrl-C too) unwinds: the running agent is stopped on the way out
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"short_procs: signal {signum}"))
     bench = Bench(args)
     try:
         bench.run()
