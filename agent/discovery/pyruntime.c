@@ -6,6 +6,7 @@
 #include "base/compat.h"
 
 #include <elf.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -151,6 +152,99 @@ enum pyruntime_place {
 };
 
 /*
+ * What a file's ELF headers say, by the file's identity (device, inode, size,
+ * modification time): where its .PyRuntime section is, its symbols, its
+ * version string. A node that starts the same interpreter twenty times a
+ * second parses it once; what is read live (the cookie, Py_Version, whether
+ * the runtime is set up) is read for each process. Entries are replaced in
+ * turn; the lock is held only to copy one in or out.
+ */
+#define PYRUNTIME_MEMO_N    32
+#define PYRUNTIME_MEMO_SYMS 6
+
+struct pyruntime_memo {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    bool used;
+    bool placed; /* the section's answer below is known */
+    enum pyruntime_place place;
+    int place_err;    /* for PYRUNTIME_NOT_ELF */
+    uint64_t sec_off; /* the section's address less the load base */
+    uint64_t sec_size;
+    bool symbols; /* the symbols below are known */
+    uint64_t load_base;
+    struct elf_symbol sym[PYRUNTIME_MEMO_SYMS];
+    bool have_named;
+    struct py_version named;
+};
+
+static pthread_mutex_t pyruntime_memo_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pyruntime_memo pyruntime_memo_v[PYRUNTIME_MEMO_N];
+static unsigned pyruntime_memo_next;
+
+static bool pyruntime_memo_same(const struct pyruntime_memo *m, const struct stat *st)
+{
+    return m->used && m->dev == st->st_dev && m->ino == st->st_ino && m->size == st->st_size &&
+           m->mtime.tv_sec == st->st_mtim.tv_sec && m->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* A copy of the memo of the file @fd is (false: none, or @fd cannot be stat'ed: *@st zeroed). */
+static bool pyruntime_memo_get(int fd, struct stat *st, struct pyruntime_memo *out)
+{
+    if (fstat(fd, st) != 0) {
+        memset(st, 0, sizeof(*st));
+        return false;
+    }
+    bool found = false;
+    pthread_mutex_lock(&pyruntime_memo_mu);
+    for (unsigned i = 0; i < PYRUNTIME_MEMO_N && !found; i++) {
+        if (pyruntime_memo_same(&pyruntime_memo_v[i], st)) {
+            *out = pyruntime_memo_v[i];
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&pyruntime_memo_mu);
+    return found;
+}
+
+/* Keeps what @m knows of the file @st names, beside what is there already. */
+static void pyruntime_memo_put(const struct stat *st, const struct pyruntime_memo *m)
+{
+    if (!st->st_ino)
+        return;
+    pthread_mutex_lock(&pyruntime_memo_mu);
+    struct pyruntime_memo *slot = NULL;
+    for (unsigned i = 0; i < PYRUNTIME_MEMO_N && !slot; i++)
+        if (pyruntime_memo_same(&pyruntime_memo_v[i], st))
+            slot = &pyruntime_memo_v[i];
+    if (!slot) {
+        slot = &pyruntime_memo_v[pyruntime_memo_next++ % PYRUNTIME_MEMO_N];
+        *slot = (struct pyruntime_memo){.dev = st->st_dev,
+                                        .ino = st->st_ino,
+                                        .size = st->st_size,
+                                        .mtime = st->st_mtim,
+                                        .used = true};
+    }
+    if (m->placed) {
+        slot->placed = true;
+        slot->place = m->place;
+        slot->place_err = m->place_err;
+        slot->sec_off = m->sec_off;
+        slot->sec_size = m->sec_size;
+    }
+    if (m->symbols) {
+        slot->symbols = true;
+        slot->load_base = m->load_base;
+        memcpy(slot->sym, m->sym, sizeof(slot->sym));
+        slot->have_named = m->have_named;
+        slot->named = m->named;
+    }
+    pthread_mutex_unlock(&pyruntime_memo_mu);
+}
+
+/*
  * Opens the file behind mapping @e of @pid and finds its section @name, with
  * where the process has it (@e must map the start of the file, which places
  * it): *@sec, and how the file was opened: *@via.
@@ -163,25 +257,47 @@ static enum pyruntime_place pyruntime_place(const char *proc_root, pid_t pid,
     int fd = pyruntime_open_mapped(proc_root, pid, e, via);
     if (fd < 0)
         return PYRUNTIME_NO_FILE;
-    struct elf_file *ef = NULL;
-    int rc = elf_file_open_fd(fd, &ef);
-    close(fd);
-    if (rc) {
-        *err = rc;
-        return rc == -ENOMEM ? PYRUNTIME_NO_MEMORY : PYRUNTIME_NOT_ELF;
+    bool runtime = strcmp(name, ".PyRuntime") == 0; /* the one the memo keeps */
+    struct stat st;
+    struct pyruntime_memo m = {0};
+    if (runtime && pyruntime_memo_get(fd, &st, &m) && m.placed) {
+        close(fd);
+    } else {
+        struct elf_file *ef = NULL;
+        int rc = elf_file_open_fd(fd, &ef);
+        if (runtime && !st.st_ino && fstat(fd, &st) != 0)
+            memset(&st, 0, sizeof(st));
+        close(fd);
+        if (rc == -ENOMEM) {
+            *err = rc;
+            return PYRUNTIME_NO_MEMORY;
+        }
+        m = (struct pyruntime_memo){.placed = true, .place = PYRUNTIME_PLACED};
+        struct elf_section s;
+        uint64_t load_base;
+        if (rc) {
+            m.place = PYRUNTIME_NOT_ELF;
+            m.place_err = rc;
+        } else if (elf_file_find_section(ef, name, &s)) {
+            m.place = PYRUNTIME_NO_SECTION;
+        } else if (!(s.flags & SHF_ALLOC) || elf_file_load_base(ef, &load_base) ||
+                   s.addr < load_base) {
+            m.place = PYRUNTIME_UNPLACED;
+        } else {
+            m.sec_off = s.addr - load_base;
+            m.sec_size = s.size;
+        }
+        elf_file_free(ef);
+        if (runtime)
+            pyruntime_memo_put(&st, &m);
     }
-    enum pyruntime_place result = PYRUNTIME_PLACED;
-    struct elf_section s;
-    uint64_t load_base;
-    if (elf_file_find_section(ef, name, &s))
-        result = PYRUNTIME_NO_SECTION;
-    else if (!(s.flags & SHF_ALLOC) || elf_file_load_base(ef, &load_base) || e->offset != 0 ||
-             s.addr < load_base)
-        result = PYRUNTIME_UNPLACED;
-    else
-        *sec = (struct pyruntime_section){e->start + (s.addr - load_base), s.size};
-    elf_file_free(ef);
-    return result;
+    *err = m.place_err;
+    if (m.place != PYRUNTIME_PLACED)
+        return m.place;
+    if (e->offset != 0) /* only the mapping of the file's start places it */
+        return PYRUNTIME_UNPLACED;
+    *sec = (struct pyruntime_section){e->start + m.sec_off, m.sec_size};
+    return PYRUNTIME_PLACED;
 }
 
 /* The process's PID in its own PID namespace (its status file's last NSpid),
@@ -280,20 +396,39 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
         out->miss = PYRUNTIME_MISS_UNREADABLE;
         return PYRUNTIME_SKIP;
     }
-    struct elf_file *ef = NULL;
+    struct stat st;
+    struct pyruntime_memo m = {0};
     uint64_t load_base = 0;
-    int rc = elf_file_open_fd(fd, &ef);
-    if (rc == 0)
-        rc = elf_file_load_base(ef, &load_base);
-    if (rc == 0)
-        rc = elf_file_find_symbols_fd(ef, fd, names, PYPROFD_ARRAY_SIZE(names), sym);
-    /* 3.9, 3.10 have no Py_Version: their PY_VERSION string, else the name */
     struct py_version named = {0};
     bool have_named = false;
-    if (rc == 0 && !sym[1].found && sym[0].found)
-        have_named = pyruntime_version_string(ef, fd, pyruntime_name_minor(e->path), &named, &rc);
-    close(fd);
-    elf_file_free(ef);
+    int rc = 0;
+    _Static_assert(PYPROFD_ARRAY_SIZE(names) == PYRUNTIME_MEMO_SYMS, "the memo's symbols");
+    if (pyruntime_memo_get(fd, &st, &m) && m.symbols) {
+        load_base = m.load_base;
+        memcpy(sym, m.sym, sizeof(sym));
+        have_named = m.have_named;
+        named = m.named;
+        close(fd);
+    } else {
+        struct elf_file *ef = NULL;
+        rc = elf_file_open_fd(fd, &ef);
+        if (rc == 0)
+            rc = elf_file_load_base(ef, &load_base);
+        if (rc == 0)
+            rc = elf_file_find_symbols_fd(ef, fd, names, PYPROFD_ARRAY_SIZE(names), sym);
+        /* 3.9, 3.10 have no Py_Version: their PY_VERSION string, else the name */
+        if (rc == 0 && !sym[1].found && sym[0].found)
+            have_named =
+                pyruntime_version_string(ef, fd, pyruntime_name_minor(e->path), &named, &rc);
+        close(fd);
+        elf_file_free(ef);
+        if (rc == 0) {
+            m = (struct pyruntime_memo){
+                .symbols = true, .load_base = load_base, .have_named = have_named, .named = named};
+            memcpy(m.sym, sym, sizeof(m.sym));
+            pyruntime_memo_put(&st, &m);
+        }
+    }
     if (rc == -ENOMEM) {
         *err = rc;
         return PYRUNTIME_FATAL;

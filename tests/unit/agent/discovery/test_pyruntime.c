@@ -10,7 +10,10 @@
  */
 #include "base/compat.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmocka_wrap.h"
@@ -105,6 +108,72 @@ static void test_pyruntime__no_section_is_enoent(void **state)
     locate_fake("fake-python-none", &l);
     assert_int_equal(l.err, -ENOENT);
     assert_non_null(strstr(l.why, "has no .PyRuntime section"));
+}
+
+/* Copies the file @from over @to in place (the same inode), mode 0755. */
+static void copy_in_place(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    assert_true(in >= 0 && out >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof(buf))) > 0)
+        assert_int_equal(write(out, buf, (size_t)n), n);
+    close(in);
+    assert_int_equal(fchmod(out, 0755), 0);
+    close(out);
+}
+
+/* Locates the runtime of the program at @path (started, then killed). */
+static void locate_at(const char *path, struct located *out)
+{
+    char line[128];
+    char *argv[] = {(char *)path, NULL};
+    pid_t pid = test_spawn(argv, line, sizeof(line));
+    assert_true(pid > 0);
+    unsigned long addr = 0;
+    assert_int_equal(sscanf(line, "ready 0x%lx", &addr), 1);
+    out->expected_raddr = addr;
+    struct memread *mr = NULL;
+    assert_int_equal(memread_open(pid, MEMREAD_AUTO, &mr), 0);
+    out->err = pyruntime_locate("/proc", pid, mr, &out->rt, out->why, sizeof(out->why));
+    memread_free(mr);
+    test_kill_child(pid);
+}
+
+/*
+ * What a file's headers say is kept by the file's identity (pyruntime.c's
+ * memo): a second process of the same file is found the same way, and a
+ * file rewritten in place (same inode, another size and time) is read again.
+ */
+static void test_pyruntime__file_memo_follows_the_file(void **state)
+{
+    (void)state;
+    char good[4096], none[4096], copy[4096];
+    test_fake_path("fake-python3.14", good, sizeof(good));
+    test_fake_path("fake-python-none", none, sizeof(none));
+    const char *tmp = getenv("TMPDIR");
+    snprintf(copy, sizeof(copy), "%s/test_pyruntime_memo.%d", tmp && *tmp ? tmp : "/tmp",
+             (int)getpid());
+    copy_in_place(good, copy);
+    struct located a, b, c;
+    locate_at(copy, &a);
+    locate_at(copy, &b); /* from the memo */
+    assert_int_equal(a.err, 0);
+    assert_int_equal(b.err, 0);
+    assert_true(a.rt.raddr == a.expected_raddr);
+    assert_true(b.rt.raddr == b.expected_raddr);
+    assert_true(a.rt.version.hex == b.rt.version.hex);
+    struct stat before, after;
+    assert_int_equal(stat(copy, &before), 0);
+    copy_in_place(none, copy);
+    assert_int_equal(stat(copy, &after), 0);
+    assert_true(before.st_ino == after.st_ino);
+    locate_at(copy, &c);
+    assert_int_equal(c.err, -ENOENT);
+    assert_non_null(strstr(c.why, "has no .PyRuntime section"));
+    unlink(copy);
 }
 
 static void test_pyruntime__implausible_version_is_eproto(void **state)
@@ -337,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_pyruntime__skips_candidate_without_cookie),
         cmocka_unit_test(test_pyruntime__uninitialised_runtime_is_enoent),
         cmocka_unit_test(test_pyruntime__no_section_is_enoent),
+        cmocka_unit_test(test_pyruntime__file_memo_follows_the_file),
         cmocka_unit_test(test_pyruntime__implausible_version_is_eproto),
         cmocka_unit_test(test_pyruntime__unsupported_versions_are_found_then_refused),
         cmocka_unit_test(test_pyruntime__exited_process_is_esrch),
