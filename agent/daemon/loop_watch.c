@@ -154,7 +154,8 @@ static void loop_watch_one(struct loop *l, const struct proc_watch_item *it, uin
         return; /* the proc root or memory: the full scans say so */
     const struct proc_scan_stats *st = proc_scan_stats(l->scan);
     if (st->vanished) {
-        l->watch_counts.exited_before_look++;
+        if (!it->tries) /* a look again that finds it gone is no miss: it was looked at */
+            l->watch_counts.exited_before_look++;
         return;
     }
     const struct proc_info *info = NULL;
