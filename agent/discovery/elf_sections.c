@@ -15,6 +15,7 @@
 
 struct elf_file {
     uint16_t type;
+    uint64_t entry;
     uint64_t file_size;
     bool has_load;
     uint64_t load_base;
@@ -158,6 +159,7 @@ static int elf_parse(const struct elf_src *src, struct elf_file **out)
     if (!ef)
         return -ENOMEM;
     ef->type = eh.e_type;
+    ef->entry = eh.e_entry;
     ef->file_size = src->size;
     err = elf_parse_program_headers(src, &eh, ef);
     if (!err)
@@ -298,6 +300,11 @@ int elf_file_find_symbols(const struct elf_file *ef, const void *buf, size_t len
 uint16_t elf_file_type(const struct elf_file *ef)
 {
     return ef->type;
+}
+
+uint64_t elf_file_entry(const struct elf_file *ef)
+{
+    return ef->entry;
 }
 
 void elf_file_free(struct elf_file *ef)

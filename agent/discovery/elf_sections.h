@@ -99,6 +99,9 @@ PYPROFD_WARN_UNUSED int elf_file_find_symbols(const struct elf_file *ef, const v
 
 /** e_type: ET_EXEC for a non-PIE executable, ET_DYN for shared objects and PIE. */
 uint16_t elf_file_type(const struct elf_file *ef);
+/** e_entry: the entry point in the file's own address space (what AT_ENTRY is, less the load bias).
+ */
+uint64_t elf_file_entry(const struct elf_file *ef);
 
 /** Frees; NULL is a no-op. */
 void elf_file_free(struct elf_file *ef);

@@ -13,6 +13,12 @@
  * version is the PY_VERSION string in the file, or its name's. The range
  * pyprofd reads is python/pyversion.h's (PYVERSION_SUPPORTED).
  *
+ * What a file's ELF headers say is kept by the file's identity (device,
+ * inode, size, mtime): when /proc/PID/exe is a file so known to hold the
+ * runtime, it is placed without reading the maps, by AT_ENTRY in
+ * /proc/PID/auxv less the file's e_entry (the load bias), and read live as
+ * below; anything else, or a runtime not set up yet, takes the maps.
+ *
  * Candidates, in map order: every mapped file whose name contains "python"
  * (python3.X, libpython3.X.so.1.0) and the main executable, whatever it is
  * called. Each file is opened as the target sees it: /proc/PID/map_files/
@@ -72,7 +78,8 @@ struct pyruntime {
     uint64_t map_start;     /* start of the lowest mapping of the file holding it */
     char path[PATH_MAX];    /* that file, as /proc/PID/maps names it */
     bool deleted;           /* the file was deleted after it was mapped */
-    const char *opened_via; /* "map_files", "root" or "path" (static string) */
+    const char *opened_via; /* "map_files", "root" or "path" (static string); "exe" when
+                             * the file was known by its identity and not read again */
     struct py_version version;
     /*
      * The runtime has an interpreter (runtime_state.interpreters_head set).
