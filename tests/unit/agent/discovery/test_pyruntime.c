@@ -144,8 +144,9 @@ static void locate_at(const char *path, struct located *out)
 
 /*
  * What a file's headers say is kept by the file's identity (pyruntime.c's
- * memo): a second process of the same file is found the same way, and a
- * file rewritten in place (same inode, another size and time) is read again.
+ * memo): a second process of the same file is found the same way, placed
+ * without its maps, and a file rewritten in place (same inode, another size
+ * and time) is read again.
  */
 static void test_pyruntime__file_memo_follows_the_file(void **state)
 {
@@ -165,6 +166,11 @@ static void test_pyruntime__file_memo_follows_the_file(void **state)
     assert_true(a.rt.raddr == a.expected_raddr);
     assert_true(b.rt.raddr == b.expected_raddr);
     assert_true(a.rt.version.hex == b.rt.version.hex);
+    /* the second placed without the maps: AT_ENTRY less e_entry (pyruntime_exe_known()) */
+    assert_string_not_equal(a.rt.opened_via, "exe");
+    assert_string_equal(b.rt.opened_via, "exe");
+    assert_true(a.rt.map_start != b.rt.map_start || a.rt.raddr == b.rt.raddr); /* ASLR or not */
+    assert_string_equal(a.rt.path, b.rt.path);
     struct stat before, after;
     assert_int_equal(stat(copy, &before), 0);
     copy_in_place(none, copy);
