@@ -168,21 +168,21 @@ struct pyruntime_memo {
     ino_t ino;
     off_t size;
     struct timespec mtime;
-    bool used;
-    bool placed; /* the section's answer below is known */
-    enum pyruntime_place place;
-    int place_err;    /* for PYRUNTIME_NOT_ELF */
-    uint64_t sec_off; /* the section's address less the load base */
-    uint64_t sec_size;
-    bool have_entry;     /* the three below are known (the file has a PT_LOAD) */
-    uint16_t etype;      /* ET_EXEC or ET_DYN */
-    uint64_t entry;      /* e_entry */
+    uint64_t sec_off;    /* the section's address less the load base */
+    uint64_t sec_size;   /* (placed, place PYRUNTIME_PLACED) */
+    uint64_t entry;      /* e_entry (have_entry) */
     uint64_t image_base; /* the load base: the first mapping's address less the bias */
-    bool symbols;        /* the symbols below are known */
-    uint64_t load_base;
+    uint64_t load_base;  /* (symbols) */
     struct elf_symbol sym[PYRUNTIME_MEMO_SYMS];
+    struct py_version named;    /* (symbols, have_named) */
+    enum pyruntime_place place; /* (placed) */
+    int place_err;              /* for PYRUNTIME_NOT_ELF */
+    uint16_t etype;             /* ET_EXEC or ET_DYN (have_entry) */
+    bool used;
+    bool placed;     /* the section's answer is known */
+    bool have_entry; /* entry, etype, image_base are known (the file has a PT_LOAD) */
+    bool symbols;    /* the symbols are known */
     bool have_named;
-    struct py_version named;
 };
 
 static pthread_mutex_t pyruntime_memo_mu = PTHREAD_MUTEX_INITIALIZER;
