@@ -175,6 +175,7 @@ struct pyruntime_memo {
     uint64_t load_base;  /* (symbols) */
     struct elf_symbol sym[PYRUNTIME_MEMO_SYMS];
     struct py_version named;    /* (symbols, have_named) */
+    const char *via;            /* how the file was opened when it was read (static) */
     enum pyruntime_place place; /* (placed) */
     int place_err;              /* for PYRUNTIME_NOT_ELF */
     uint16_t etype;             /* ET_EXEC or ET_DYN (have_entry) */
@@ -238,6 +239,7 @@ static void pyruntime_memo_put(const struct stat *st, const struct pyruntime_mem
         slot->place_err = m->place_err;
         slot->sec_off = m->sec_off;
         slot->sec_size = m->sec_size;
+        slot->via = m->via;
         slot->have_entry = m->have_entry;
         slot->etype = m->etype;
         slot->entry = m->entry;
@@ -281,7 +283,7 @@ static enum pyruntime_place pyruntime_place(const char *proc_root, pid_t pid,
             *err = rc;
             return PYRUNTIME_NO_MEMORY;
         }
-        m = (struct pyruntime_memo){.placed = true, .place = PYRUNTIME_PLACED};
+        m = (struct pyruntime_memo){.placed = true, .place = PYRUNTIME_PLACED, .via = *via};
         struct elf_section s;
         uint64_t load_base = 0;
         if (rc == 0 && elf_file_load_base(ef, &load_base) == 0) {
@@ -411,7 +413,7 @@ pyruntime_try_symbols(const char *proc_root, pid_t pid, struct memread *mr,
         return PYRUNTIME_SKIP; /* the way by the maps reads them */
     }
     if (known)
-        via = "exe";
+        via = known->via;
     else if (e->offset == 0)
         fd = pyruntime_open_mapped(proc_root, pid, e, &via);
     if (fd < 0 && !known) {
@@ -537,7 +539,7 @@ static enum pyruntime_candidate pyruntime_try(const char *proc_root, pid_t pid, 
     int rc = 0;
     enum pyruntime_place place;
     if (known) { /* the executable, placed by AT_ENTRY (pyruntime_exe_known()) */
-        via = "exe";
+        via = known->via;
         place = known->place == PYRUNTIME_NOT_ELF ? PYRUNTIME_UNPLACED : known->place;
         if (place == PYRUNTIME_PLACED)
             sec = (struct pyruntime_section){e->start + known->sec_off, known->sec_size};
@@ -693,6 +695,7 @@ int pyruntime_locate(const char *proc_root, pid_t pid, struct memread *mr, struc
         enum pyruntime_candidate c =
             pyruntime_try(proc_root, pid, mr, &xe, &known, out, &xerr, why, why_len);
         if (c == PYRUNTIME_FOUND && out->initialized) {
+            out->by_entry = true;
             why[0] = '\0';
             return 0;
         }

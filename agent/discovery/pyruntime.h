@@ -78,8 +78,10 @@ struct pyruntime {
     uint64_t map_start;     /* start of the lowest mapping of the file holding it */
     char path[PATH_MAX];    /* that file, as /proc/PID/maps names it */
     bool deleted;           /* the file was deleted after it was mapped */
-    const char *opened_via; /* "map_files", "root" or "path" (static string); "exe" when
-                             * the file was known by its identity and not read again */
+    const char *opened_via; /* "map_files", "root" or "path" (static string): how the file
+                             * was opened when it was read (for one known by its
+                             * identity, the first time) */
+    bool by_entry;          /* placed by AT_ENTRY, without reading the maps (the memo) */
     struct py_version version;
     /*
      * The runtime has an interpreter (runtime_state.interpreters_head set).

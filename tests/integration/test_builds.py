@@ -287,7 +287,9 @@ server:
         stacks, err = self.record(t, "exc", "--mode", "exception", "-r", "500", "-d", "1")
         total = sum(c for _, c in stacks)
         handling = sum(c for s, c in stacks if s[-1] == "spin_handling")
-        self.assertGreater(total, 120, err)  # about half of the ~500 ticks
+        # about half of the ~500 ticks on a quiet machine; a debug build beside
+        # other tests under ASan has seen a fifth (105): what matters is below
+        self.assertGreater(total, 50, err)
         self.assertGreaterEqual(handling, total * 0.95, stacks)
 
 

@@ -166,9 +166,11 @@ static void test_pyruntime__file_memo_follows_the_file(void **state)
     assert_true(a.rt.raddr == a.expected_raddr);
     assert_true(b.rt.raddr == b.expected_raddr);
     assert_true(a.rt.version.hex == b.rt.version.hex);
-    /* the second placed without the maps: AT_ENTRY less e_entry (pyruntime_exe_known()) */
-    assert_string_not_equal(a.rt.opened_via, "exe");
-    assert_string_equal(b.rt.opened_via, "exe");
+    /* the second placed without the maps: AT_ENTRY less e_entry (pyruntime_exe_known()),
+     * named as the file was opened when it was read */
+    assert_false(a.rt.by_entry);
+    assert_true(b.rt.by_entry);
+    assert_string_equal(a.rt.opened_via, b.rt.opened_via);
     assert_true(a.rt.map_start != b.rt.map_start || a.rt.raddr == b.rt.raddr); /* ASLR or not */
     assert_string_equal(a.rt.path, b.rt.path);
     struct stat before, after;
@@ -178,6 +180,7 @@ static void test_pyruntime__file_memo_follows_the_file(void **state)
     assert_true(before.st_ino == after.st_ino);
     locate_at(copy, &c);
     assert_int_equal(c.err, -ENOENT);
+    assert_false(c.rt.by_entry);
     assert_non_null(strstr(c.why, "has no .PyRuntime section"));
     unlink(copy);
 }
