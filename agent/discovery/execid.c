@@ -13,20 +13,25 @@
 #define EXECID_AT_NULL   0u
 #define EXECID_AT_RANDOM 25u
 
-int execid_parse_auxv(const uint8_t *data, size_t len, uint64_t *raddr)
+int execid_auxv_value(const uint8_t *data, size_t len, uint64_t type, uint64_t *value)
 {
     for (size_t off = 0; off + 16 <= len; off += 16) {
-        uint64_t type = load_le64(data + off), value = load_le64(data + off + 8);
-        if (type == EXECID_AT_NULL)
+        uint64_t t = load_le64(data + off), v = load_le64(data + off + 8);
+        if (t == EXECID_AT_NULL)
             return -ENOENT;
-        if (type == EXECID_AT_RANDOM) {
-            if (value == 0)
+        if (t == type) {
+            if (v == 0)
                 return -ENOENT;
-            *raddr = value;
+            *value = v;
             return 0;
         }
     }
     return -EINVAL; /* ran out before AT_NULL */
+}
+
+int execid_parse_auxv(const uint8_t *data, size_t len, uint64_t *raddr)
+{
+    return execid_auxv_value(data, len, EXECID_AT_RANDOM, raddr);
 }
 
 int execid_read(const char *proc_root, pid_t pid, struct memread *mr, struct exec_id *out)

@@ -34,6 +34,14 @@ struct exec_id {
 };
 
 /**
+ * Finds the entry of @a type (AT_RANDOM, AT_ENTRY, ...) in the auxiliary
+ * vector @a data, as execid_parse_auxv() below finds AT_RANDOM: 0 and its
+ * (non-zero) @a value, -ENOENT, or -EINVAL.
+ */
+PYPROFD_WARN_UNUSED int execid_auxv_value(const uint8_t *data, size_t len, uint64_t type,
+                                          uint64_t *value);
+
+/**
  * Finds AT_RANDOM in the auxiliary vector @a data (@a len bytes of a 64-bit
  * process's /proc/PID/auxv: native-endian (type, value) pairs of 8 bytes,
  * ended by AT_NULL). Returns 0 and the address in @a raddr, -ENOENT when the

@@ -16,6 +16,7 @@
 #include "base/readfile.h"
 #include "base/tfile.h"
 #include "discovery/elf_sections.h"
+#include "discovery/execid.h"
 #include "discovery/proc_maps.h"
 #include "discovery/privileges.h"
 #include "discovery/proc_scan_parse.h"
@@ -621,20 +622,12 @@ static bool pyruntime_is_dead(const char *proc_root, pid_t pid)
 static int pyruntime_auxv_entry(const char *proc_root, pid_t pid, uint64_t *out)
 {
     char path[PATH_MAX];
-    uint64_t v[128]; /* (type, value) pairs: a real auxv has ~25 */
+    char buf[EXECID_AUXV_MAX + 1]; /* (and readfile_into()'s NUL) */
     size_t n = 0;
     snprintf(path, sizeof(path), "%s/%d/auxv", proc_root, (int)pid);
-    if (readfile_into(path, (char *)v, sizeof(v), &n, READFILE_INTO_KERNEL | READFILE_INTO_GONE))
+    if (readfile_into(path, buf, sizeof(buf), &n, READFILE_INTO_KERNEL | READFILE_INTO_GONE))
         return -ENOENT;
-    for (size_t i = 0; i + 1 < n / sizeof(uint64_t); i += 2) {
-        if (v[i] == AT_NULL)
-            break;
-        if (v[i] == AT_ENTRY) {
-            *out = v[i + 1];
-            return 0;
-        }
-    }
-    return -ENOENT;
+    return execid_auxv_value((const uint8_t *)buf, n, AT_ENTRY, out);
 }
 
 /*
