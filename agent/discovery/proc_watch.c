@@ -84,8 +84,10 @@ int proc_watch_source_parse(const char *name, enum proc_watch_source *out)
 
 /* ---- the queue (under w->mu) ------------------------------------------------ */
 
-/* Queues @pid due at @due; an entry already there takes the later due time. */
-static void watch_put(struct proc_watch *w, pid_t pid, bool exec, uint8_t tries, uint64_t due)
+/* Queues @pid due at @due; an entry already there takes the later due time.
+ * @tell: the daemon is told at the end of the batch (the thread's own finds). */
+static void watch_put(struct proc_watch *w, pid_t pid, bool exec, uint8_t tries, uint64_t due,
+                      bool tell)
 {
     for (size_t i = 0; i < w->nq; i++) {
         struct watch_entry *e = &w->q[i];
@@ -103,7 +105,7 @@ static void watch_put(struct proc_watch *w, pid_t pid, bool exec, uint8_t tries,
         return;
     }
     w->q[w->nq++] = (struct watch_entry){.pid = pid, .exec = exec, .tries = tries, .due = due};
-    if (due < w->batch_due)
+    if (tell && due < w->batch_due)
         w->batch_due = due;
 }
 
@@ -144,9 +146,7 @@ size_t proc_watch_take(struct proc_watch *w, uint64_t now, struct proc_watch_ite
 void proc_watch_again(struct proc_watch *w, pid_t pid, uint64_t due, uint8_t tries)
 {
     pthread_mutex_lock(&w->mu);
-    w->batch_due = UINT64_MAX;
-    watch_put(w, pid, false, tries, due);
-    w->batch_due = UINT64_MAX; /* the caller knows */
+    watch_put(w, pid, false, tries, due, false); /* the caller knows */
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -192,7 +192,7 @@ static int watch_on_event(enum proc_events_kind kind, pid_t pid, pid_t ppid, int
     }
     struct proc_watch *w = ev->w;
     pthread_mutex_lock(&w->mu);
-    watch_put(w, pid, kind == PROC_EVENTS_EXEC, 0, ev->now + w->delay_ns);
+    watch_put(w, pid, kind == PROC_EVENTS_EXEC, 0, ev->now + w->delay_ns, true);
     pthread_mutex_unlock(&w->mu);
     return 0;
 }
@@ -375,7 +375,7 @@ static void watch_poll_once(struct proc_watch *w)
     }
     pthread_mutex_lock(&w->mu);
     for (size_t i = 0; i < np; i++)
-        watch_put(w, pids[i], false, 0, now + w->delay_ns);
+        watch_put(w, pids[i], false, 0, now + w->delay_ns, true);
     pthread_mutex_unlock(&w->mu);
     found = np;
     if (!(from < last && (uint64_t)(last - from) <= PROC_WATCH_RANGE_MAX)) {
@@ -391,7 +391,7 @@ static void watch_poll_once(struct proc_watch *w)
                 !watch_in_range(p, from, last))
                 continue;
             pthread_mutex_lock(&w->mu);
-            watch_put(w, p, false, 0, now + w->delay_ns);
+            watch_put(w, p, false, 0, now + w->delay_ns, true);
             pthread_mutex_unlock(&w->mu);
             found++;
         }
