@@ -264,17 +264,28 @@ struct window_meta {
     bool final;             /* the target's last window (it exited, or the agent stops) */
 };
 
+/**
+ * The trace and span a thread was in when sampled (OpenTelemetry's ids, W3C
+ * byte order), from its published thread context (unwind/otel_thread.h).
+ */
+struct sample_span {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
+    bool set; /* false: not in a span (or not known) */
+};
+
 /** One thread's stack as a sink gets it; valid during the call only. */
 struct sink_sample {
     const struct unwind_frame *frames; /* leaf first, nframes >= 1; NULL in a repeat */
     size_t nframes;
     uint64_t thread_id; /* the thread's native id */
     int64_t interp_id;
-    const char *thread_name; /* valid UTF-8 */
-    const char *task;        /* the asyncio task a logical stack belongs to, or NULL */
-    int64_t nanos;           /* the time it stands for: one interval */
-    uint64_t at_ns;          /* when it was taken (CLOCK_MONOTONIC): the attempt's time, or
-                              * the kernel's sample time with native_full; 0 when unknown */
+    const char *thread_name;        /* valid UTF-8 */
+    const char *task;               /* the asyncio task a logical stack belongs to, or NULL */
+    const struct sample_span *span; /* the thread's trace and span, or NULL (none) */
+    int64_t nanos;                  /* the time it stands for: one interval */
+    uint64_t at_ns;                 /* when it was taken (CLOCK_MONOTONIC): the attempt's time, or
+                                     * the kernel's sample time with native_full; 0 when unknown */
 };
 
 /**

@@ -25,10 +25,12 @@
 #include "cli/cli.h"
 #include "cli/record.h"
 #include "cli/version.h"
+#include "discovery/otel_process.h"
 #include "pprof/timeline.h"
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 #include "perf/perfsample.h"
+#include "unwind/otel_thread.h"
 
 #define RECORD_MAX_RATE   1000000.0  /* Hz */
 #define RECORD_WAIT_START 30         /* seconds a launched command may take to start Python */
@@ -94,6 +96,9 @@ static void record_usage(FILE *out)
           "                         are refused; off: every sample reads)\n"
           "      --async-aware      asyncio tasks' await chains instead of the event loop's\n"
           "                         stack, labelled with the task name (CPython 3.14+)\n"
+          "      --no-trace-context don't label samples with the OpenTelemetry trace and\n"
+          "                         span a thread is in (default: labelled trace_id and\n"
+          "                         span_id when the process publishes its context)\n"
           "      --async-mode M     running (default: the running task) or all (also every\n"
           "                         suspended task; only with --mode wall); implies\n"
           "                         --async-aware\n"
@@ -408,6 +413,62 @@ static void record_native_loop(const struct record_opts *o, struct sampler *s, u
         fputs("\r\033[K", stderr);
 }
 
+/* The trace context (unwind/otel_thread.h): looked for until found. */
+struct record_trace {
+    struct otel_thread *t;
+    struct otel_thread_memo memo;
+    uint64_t at; /* the next look */
+    bool said;   /* a reason it cannot be read was said */
+};
+
+#define RECORD_TRACE_RESCAN_NS 1000000000ull
+
+/* Looks for the process's published thread context (announced by its process
+ * context, OTEP 4719) and, found, has the sampler read it with each sample. */
+static void record_trace_search(const struct record_opts *o, struct record_trace *rt,
+                                struct cli_target *t, struct sampler *s, uint64_t now)
+{
+    if (o->no_trace_context || rt->t || now < rt->at)
+        return;
+    rt->at = now + RECORD_TRACE_RESCAN_NS;
+    struct otel_process pc;
+    bool gone = false;
+    if (otel_process_locate("/proc", t->pid, t->mr, &pc, &gone) != OTEL_PROCESS_OK)
+        return;
+    bool announced = pc.schema != NULL;
+    otel_process_release(&pc);
+    if (!announced)
+        return; /* no thread context (yet): the publisher announces it there */
+    struct otel_thread_locator loc;
+    char why[320];
+    int err = otel_thread_find("/proc", t->pid, t->mr, &rt->memo, &loc, why, sizeof(why));
+    if (err == 0)
+        err = otel_thread_new(t->mr, &loc, &rt->t);
+    if (err == 0 && (err = sampler_set_trace_context(s, rt->t)) != 0) {
+        otel_thread_free(rt->t);
+        rt->t = NULL;
+    }
+    if (err == 0) {
+        fprintf(stderr, "pyprofd: trace context: %s in %s: samples labelled trace_id and span_id\n",
+                otel_thread_model_name(loc.model), loc.file);
+    } else if (err != -ENOENT && !rt->said) {
+        rt->said = true;
+        log_warn("process %d publishes a thread context that cannot be read: %s", (int)t->pid,
+                 err == -ENOMEM ? "out of memory" : why);
+    }
+}
+
+static void record_trace_summary(const struct record_trace *rt)
+{
+    if (!rt->t)
+        return;
+    struct otel_thread_stats st = otel_thread_stats(rt->t);
+    fprintf(stderr,
+            "pyprofd: trace context: %" PRIu64 " of %" PRIu64 " thread reads in a span, %" PRIu64
+            " changing while read (not labelled), %" PRIu64 " unreadable\n",
+            st.spans, st.threads, st.torn, st.faults);
+}
+
 static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
 {
     struct cli_target t = {0}; /* released at out: even when attaching never happened */
@@ -417,6 +478,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     struct sampler *s = NULL;
     struct asyncio *aio = NULL;
     struct pyruntime_asyncio_memo aio_memo = {0};
+    struct record_trace trace = {0};
     bool async_said = false;
     int status =
         child ? record_wait_python(child, &t, o->backend) : cli_attach(pid, o->backend, true, &t);
@@ -427,7 +489,10 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
     struct record_report rep = {.pid = pid, .free_threaded = t.rt.version.free_threaded};
     pyversion_format(&t.rt.version, rep.python, sizeof(rep.python));
     record_cmdline(pid, rep.command, sizeof(rep.command));
-    if (record_async_new(o, &t, &aio) || agg_new(NULL, &agg) ||
+    /* one window for the whole recording: room for more spans than the agent's */
+    struct agg_limits lim = agg_limits_default();
+    lim.spans = RECORD_MAX_SPANS;
+    if (record_async_new(o, &t, &aio) || agg_new(&lim, &agg) ||
         ((record_wants(o, RECORD_SPEEDSCOPE) || record_wants(o, RECORD_GECKO)) &&
          timeline_new(0, &tl))) {
         log_error("out of memory for the profile");
@@ -475,6 +540,8 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                 "markers\n",
                 refused, o->blocking ? "" : " in cpu mode");
     bool kernel = sampler_native_fd(s) >= 0;
+    if (!kernel)
+        record_trace_search(o, &trace, &t, s, start);
     bool exact_on = !kernel && sampler_native(s) && !refused;
     const char *idle = sampler_idle_check(s);
     if (idle && o->idle_check != IDLE_CHECK_OFF && sampler_idle_how(s) != IDLE_CHECK_PERF)
@@ -516,6 +583,7 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
             aio_search_at = now + ASYNCIO_RESCAN_NS;
         }
         record_async_note(aio, &async_said, pid);
+        record_trace_search(o, &trace, &t, s, now);
         if (child && waitpid(child, NULL, WNOHANG) == child) {
             child = 0;
             break;
@@ -580,6 +648,11 @@ static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
                     record_format_info(record_format_of(o, paths[i]))->name);
     }
     record_async_summary(aio, pid);
+    record_trace_summary(&trace);
+    if (agg_stats(agg).spans_over)
+        log_warn("%" PRIu64 " samples in spans past the first %u distinct ones are not labelled "
+                 "with their span",
+                 agg_stats(agg).spans_over, RECORD_MAX_SPANS);
     if (o->native_full && nc.samples)
         record_native_summary(&nc, exact_on);
     record_summary(&c, (double)(stop - start) / 1e9);
@@ -594,6 +667,7 @@ out:
         waitpid(child, &st, 0); /* the launched command runs to its end */
     }
     sampler_free(s);
+    otel_thread_free(trace.t);
     asyncio_free(aio);
     agg_free(agg);
     timeline_free(tl);
@@ -617,7 +691,8 @@ int cli_record(int argc, char **argv)
         OPT_ASYNC_MODE,
         OPT_NO_PROGRESS,
         OPT_NATIVE_STACK,
-        OPT_IDLE_CHECK
+        OPT_IDLE_CHECK,
+        OPT_NO_TRACE
     };
     static const struct option opts[] = {
         {"rate", required_argument, NULL, 'r'},
@@ -637,6 +712,7 @@ int cli_record(int argc, char **argv)
         {"async-aware", no_argument, NULL, OPT_ASYNC},
         {"async-mode", required_argument, NULL, OPT_ASYNC_MODE},
         {"idle-check", required_argument, NULL, OPT_IDLE_CHECK},
+        {"no-trace-context", no_argument, NULL, OPT_NO_TRACE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -701,6 +777,9 @@ int cli_record(int argc, char **argv)
             break;
         case OPT_BLOCKING:
             o.blocking = true;
+            break;
+        case OPT_NO_TRACE:
+            o.no_trace_context = true;
             break;
         case OPT_IDLE_CHECK:
             if (strcmp(optarg, "perf") == 0)

@@ -54,7 +54,12 @@ struct record_opts {
     bool async_aware;
     enum asyncio_mode async_mode;
     enum idle_check idle_check; /* --idle-check (default perf) */
+    bool no_trace_context;      /* --no-trace-context */
 };
+
+/* Distinct span ids one recording labels (agg_limits.spans): a recording is
+ * one window, so it keeps more than an agent's window does. */
+#define RECORD_MAX_SPANS 65536u
 /* What the pages' sidebar says besides the options: the target and the counts. */
 struct record_report {
     pid_t pid;

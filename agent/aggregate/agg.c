@@ -89,6 +89,7 @@ struct agg {
     size_t nmappings, mappings_cap;
 
     uint32_t last; /* the sample counted last (agg_last()), AGG_EMPTY: none */
+    size_t nspans; /* distinct span ids in the window (of lim.spans) */
 };
 
 struct agg_limits agg_limits_of(const struct agg *a)
@@ -106,6 +107,7 @@ struct agg_limits agg_limits_default(void)
         .samples = 262144,
         .stack_slots = 4u << 20,
         .threads = 1024,
+        .spans = 1000,
     };
 }
 
@@ -226,6 +228,7 @@ int agg_new(const struct agg_limits *limits, struct agg **out)
     AGG_DEFAULT(samples);
     AGG_DEFAULT(stack_slots);
     AGG_DEFAULT(threads);
+    AGG_DEFAULT(spans);
 #undef AGG_DEFAULT
     if (a->lim.strings > UINT32_MAX / 2 || a->lim.locations > UINT32_MAX / 2 ||
         a->lim.samples > UINT32_MAX / 2 || a->lim.functions > UINT32_MAX / 2 ||
@@ -276,6 +279,7 @@ void agg_reset(struct agg *a)
     a->nsamples = 0;
     a->last = AGG_EMPTY;
     a->nslots = 0;
+    a->nspans = 0;
     /* the indexes and the memo are as large as the tables grew, no larger */
     agg_index_clear(&a->str_index);
     agg_index_clear(&a->fn_index);
@@ -342,10 +346,10 @@ static int agg_grow_string_bytes(struct agg *a, size_t len)
     return 0;
 }
 
-/* Interns @s; AGG_EMPTY when a cap is reached or growing failed. */
-static uint32_t agg_intern(struct agg *a, const char *s)
+/* The id of string @s, or AGG_EMPTY when it is not interned; *@slot: where
+ * its index entry goes. */
+static uint32_t agg_find_string(const struct agg *a, const char *s, uint64_t h, size_t *slot)
 {
-    uint64_t h = agg_hash_str(s);
     size_t i = (size_t)h & a->str_index.mask;
     for (;; i = (i + 1) & a->str_index.mask) {
         uint32_t id = a->str_index.slot[i];
@@ -354,6 +358,18 @@ static uint32_t agg_intern(struct agg *a, const char *s)
         if (strcmp(a->str_bytes + a->str_off[id], s) == 0)
             return id;
     }
+    *slot = i;
+    return AGG_EMPTY;
+}
+
+/* Interns @s; AGG_EMPTY when a cap is reached or growing failed. */
+static uint32_t agg_intern(struct agg *a, const char *s)
+{
+    uint64_t h = agg_hash_str(s);
+    size_t i = 0;
+    uint32_t found = agg_find_string(a, s, h, &i);
+    if (found != AGG_EMPTY)
+        return found;
     size_t len = strlen(s) + 1;
     if (a->nstrings == a->strings_cap) {
         if (agg_grow_strings(a))
@@ -653,9 +669,52 @@ int agg_repeat_in(struct agg *a, uint64_t thread_id, int64_t interp_id, const ch
     return 0;
 }
 
+static void agg_hex(char *out, const uint8_t *b, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* The string ids of @span's trace and span ids in hex (*trace, *sid; 0 when
+ * none), within the window's cap on distinct span ids (over it: none, and
+ * counted). false when a string cap was hit. */
+static bool agg_span_ids(struct agg *a, const struct sample_span *span, uint32_t *trace,
+                         uint32_t *sid)
+{
+    *trace = *sid = 0;
+    if (!span || !span->set)
+        return true;
+    char th[33], sh[17];
+    agg_hex(th, span->trace_id, 16);
+    agg_hex(sh, span->span_id, 8);
+    size_t slot = 0;
+    if (agg_find_string(a, sh, agg_hash_str(sh), &slot) == AGG_EMPTY) {
+        if (a->nspans >= a->lim.spans) {
+            a->stats.spans_over++;
+            return true; /* counted without its span */
+        }
+        a->nspans++;
+    }
+    *trace = agg_intern(a, th);
+    *sid = agg_intern(a, sh);
+    return *trace != AGG_EMPTY && *sid != AGG_EMPTY;
+}
+
 int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t thread_id,
                int64_t interp_id, const char *thread_name, const char *task_name, int64_t count,
                int64_t nanos)
+{
+    return agg_add_span(a, frames, n, thread_id, interp_id, thread_name, task_name, NULL, count,
+                        nanos);
+}
+
+int agg_add_span(struct agg *a, const struct unwind_frame *frames, size_t n, uint64_t thread_id,
+                 int64_t interp_id, const char *thread_name, const char *task_name,
+                 const struct sample_span *span, int64_t count, int64_t nanos)
 {
     if (!thread_name || !*thread_name)
         thread_name = "unknown";
@@ -666,7 +725,8 @@ int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint6
 
     uint32_t tname = agg_intern(a, thread_name);
     uint32_t task = task_name ? agg_intern(a, task_name) : 0;
-    if (tname == AGG_EMPTY || task == AGG_EMPTY)
+    uint32_t trace, sid;
+    if (tname == AGG_EMPTY || task == AGG_EMPTY || !agg_span_ids(a, span, &trace, &sid))
         return agg_drop(a);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -695,16 +755,18 @@ int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint6
     if (th->used && th->thread_id == thread_id) {
         const struct agg_sample *s = &a->samples[th->sample];
         if (s->nlocations == n && s->thread_name == tname && s->task_name == task &&
-            s->interp_id == interp_id &&
+            s->interp_id == interp_id && s->span_id == sid && s->trace_id == trace &&
             (n == 0 || memcmp(s->locations, a->scratch, n * sizeof(*a->scratch)) == 0)) {
             found = th->sample;
             a->stats.coalesced++;
         }
     }
     if (found == AGG_EMPTY) {
-        uint64_t h = agg_hash_locations(
-            agg_mix(agg_mix(agg_mix(agg_mix(2, thread_id), tname), task), (uint64_t)interp_id),
-            a->scratch, n);
+        uint64_t h =
+            agg_hash_locations(agg_mix(agg_mix(agg_mix(agg_mix(agg_mix(2, thread_id), tname), task),
+                                               (uint64_t)interp_id),
+                                       (uint64_t)sid << 32 | trace),
+                               a->scratch, n);
         size_t i = (size_t)h & a->sample_index.mask;
         for (;; i = (i + 1) & a->sample_index.mask) {
             uint32_t id = a->sample_index.slot[i];
@@ -713,6 +775,7 @@ int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint6
             const struct agg_sample *s = &a->samples[id];
             if (a->sample_hash[id] == h && s->nlocations == n && s->thread_id == thread_id &&
                 s->thread_name == tname && s->task_name == task && s->interp_id == interp_id &&
+                s->span_id == sid && s->trace_id == trace &&
                 (n == 0 || memcmp(s->locations, a->scratch, n * sizeof(*a->scratch)) == 0)) {
                 found = id;
                 break;
@@ -736,6 +799,8 @@ int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n, uint6
                                                     .thread_id = thread_id,
                                                     .thread_name = tname,
                                                     .task_name = task,
+                                                    .trace_id = trace,
+                                                    .span_id = sid,
                                                     .interp_id = interp_id};
             a->sample_hash[found] = h;
             a->sample_index.slot[i] = found;
@@ -827,8 +892,8 @@ struct agg_stats agg_stats(const struct agg *a)
 
 static int agg_sink_add(void *arg, const struct sink_sample *x)
 {
-    return agg_add_in(arg, x->frames, x->nframes, x->thread_id, x->interp_id, x->thread_name,
-                      x->task, 1, x->nanos);
+    return agg_add_span(arg, x->frames, x->nframes, x->thread_id, x->interp_id, x->thread_name,
+                        x->task, x->span, 1, x->nanos);
 }
 
 static int agg_sink_repeat(void *arg, const struct sink_sample *x)

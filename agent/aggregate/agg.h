@@ -18,7 +18,8 @@
  *              most AGG_MAX_MAPPINGS per window (a frame past them keeps its
  *              address with no mapping)
  *   samples    one per distinct (stack, thread id, thread name, task name,
- *              interpreter), with the summed count and nanoseconds
+ *              interpreter, trace and span), with the summed count and
+ *              nanoseconds
  *
  * Everything is bounded by struct agg_limits: a sample that would exceed a
  * cap is dropped and counted (agg_stats), never grows the window further.
@@ -51,9 +52,10 @@ struct agg_limits {
     size_t samples;     /* distinct stacks */
     size_t stack_slots; /* location ids stored for all distinct stacks */
     size_t threads;     /* threads remembered for coalescing */
+    size_t spans;       /* distinct span ids (trace context labels, agg_add_span()) */
 };
 
-/** The defaults: 8 MiB of strings, 64k strings/functions, 256k locations/samples. */
+/** The defaults: 8 MiB of strings, 64k strings/functions, 256k locations/samples, 1000 spans. */
 struct agg_limits agg_limits_default(void);
 
 struct agg_function {
@@ -88,15 +90,18 @@ struct agg_sample {
     uint64_t thread_id;   /* native thread id as the target sees it */
     uint32_t thread_name; /* string id, never 0 ("" is not a label value) */
     uint32_t task_name;   /* string id, 0 when there is none */
+    uint32_t trace_id;    /* string id of the trace id in hex (32 digits), 0: none */
+    uint32_t span_id;     /* string id of the span id in hex (16 digits), 0: none */
     int64_t interp_id;    /* the interpreter the thread state belongs to (0: the main one) */
     int64_t count;        /* samples */
     int64_t nanos;        /* time they stand for */
 };
 
 struct agg_stats {
-    uint64_t added;     /* samples counted */
-    uint64_t coalesced; /* of which counted as a repeat of the thread's previous stack */
-    uint64_t dropped;   /* samples dropped because a cap was reached */
+    uint64_t added;      /* samples counted */
+    uint64_t coalesced;  /* of which counted as a repeat of the thread's previous stack */
+    uint64_t dropped;    /* samples dropped because a cap was reached */
+    uint64_t spans_over; /* samples counted without their span: the window had lim.spans */
 };
 
 struct agg;
@@ -134,6 +139,18 @@ size_t agg_grows(const struct agg *a);
 PYPROFD_WARN_UNUSED int agg_add_in(struct agg *a, const struct unwind_frame *frames, size_t n,
                                    uint64_t thread_id, int64_t interp_id, const char *thread_name,
                                    const char *task_name, int64_t count, int64_t nanos);
+
+/**
+ * agg_add_in() for a sample taken in a trace's span (@a span, NULL or not set:
+ * none): it is kept apart from the thread's other samples and labelled with
+ * trace_id and span_id (lowercase hex). A window keeps at most lim.spans
+ * distinct span ids; a sample in a further span is counted without its span
+ * (agg_stats.spans_over).
+ */
+PYPROFD_WARN_UNUSED int agg_add_span(struct agg *a, const struct unwind_frame *frames, size_t n,
+                                     uint64_t thread_id, int64_t interp_id, const char *thread_name,
+                                     const char *task_name, const struct sample_span *span,
+                                     int64_t count, int64_t nanos);
 
 /**
  * Counts one more sample of thread @a thread_id (of interpreter

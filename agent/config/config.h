@@ -17,7 +17,7 @@
  *   discovery:        refresh_interval, proc_root, min_process_age, watch, kubernetes
  *   profile_configs:  list of jobs: job_name, per-job overrides of sample_rate,
  *                     mode, profile_interval; all_threads, native, gc,
- *                     async_aware, async_mode, relabel_configs
+ *                     async_aware, async_mode, trace_context, relabel_configs
  *   remote_write:     push endpoints (pyroscope | parca), see exporters/
  *   storage:          directory, retention, max_bytes
  *   server:           listen_address, enable_lifecycle, show_sensitive_labels
@@ -83,6 +83,7 @@ struct config_job {
     bool opcodes;                 /* default false */
     bool async_aware;             /* default false */
     enum config_async_mode async_mode;
+    bool trace_context;            /* default true: when the target publishes one */
     struct relabel_rules *relabel; /* never NULL (maybe empty) */
 };
 

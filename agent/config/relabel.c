@@ -863,6 +863,10 @@ int relabel_default_service_name(struct labels *ls)
         if (a && *a)
             return labels_set(ls, "service_name", a);
     }
+    /* the OpenTelemetry SDK's own, as the process publishes it (OTEP 4719) */
+    const char *otel = labels_get(ls, "__meta_otel_resource_service_name");
+    if (otel && *otel)
+        return labels_set(ls, "service_name", otel);
     const char *ns = labels_get(ls, "__meta_kubernetes_namespace");
     const char *ctr = labels_get(ls, "__meta_kubernetes_pod_container_name");
     if (ns && *ns && ctr && *ctr) {

@@ -127,6 +127,9 @@ PYPROFD_WARN_UNUSED int relabel_apply(const struct relabel_rules *r, struct labe
  * in a Kubernetes pod (discovery.kubernetes), first from its pod:
  *  - the pod annotation pyroscope.io/service_name, else
  *    profiles.grafana.com/service_name (as Grafana Alloy reads them);
+ *  - else the OpenTelemetry service.name the process publishes
+ *    (__meta_otel_resource_service_name, discovery/otel_process.h), for any
+ *    process, in a pod or not;
  *  - else "<namespace>/<container>" (__meta_kubernetes_namespace and
  *    __meta_kubernetes_pod_container_name), Alloy's default without its
  *    "ebpf/" prefix.

@@ -225,7 +225,10 @@ static void loop_relabel(struct loop *l, struct proc_entry *p, struct labels *me
                                      sizeof(msg)))) {
         labels_release(&labels);
         labels_release(meta);
-        loop_requeue(l, p, "its pod changed and its job no longer keeps it: judging it again", now);
+        loop_requeue(l, p,
+                     "its pod or process context changed and its job no longer keeps it: judging "
+                     "it again",
+                     now);
         return;
     }
     if (err) { /* out of memory: as before the change, and looked at again next time */
@@ -235,10 +238,25 @@ static void loop_relabel(struct loop *l, struct proc_entry *p, struct labels *me
     }
     proc_entry_relabelled(p, rev);
     if (target_relabel(t, l->opts.queue, meta, &labels, now, loop_real_at(l, now)))
-        log_info("process %d (%s): its pod's labels changed: profiles carry the new ones from now",
+        log_info("process %d (%s): its discovered labels (pod, OpenTelemetry process context) "
+                 "changed: profiles carry the new ones from now",
                  (int)p->key.pid, target_info(t)->job_name);
     labels_release(&labels);
     labels_release(meta);
+}
+
+/* A target whose OpenTelemetry process context changed: relabelled in place. */
+static void loop_context_changed(struct loop *l, struct target *t, uint64_t now)
+{
+    struct labels meta;
+    if (target_context_meta(t, l->cfg->discovery.proc_root, &meta) <= 0)
+        return;
+    struct proc_entry *p = proc_table_find(l->procs, &target_info(t)->key);
+    if (!p || p->target != t) {
+        labels_release(&meta);
+        return;
+    }
+    loop_relabel(l, p, &meta, p->pod_rev, now);
 }
 
 /*
@@ -428,6 +446,7 @@ static void loop_housekeeping(struct loop *l, uint64_t now)
             break;
         case TARGET_KEEP:
         default:
+            loop_context_changed(l, t, now);
             break;
         }
     }

@@ -57,6 +57,7 @@
 #include "daemon/taps.h"
 #include "base/promtext.h"
 #include "discovery/proc_watch.h"
+#include "unwind/otel_thread.h"
 
 #define LOOP_TICK_NS 100000000ull /* housekeeping period */
 
@@ -159,6 +160,9 @@ struct loop_job_view {
     char name[64];
     struct sampler_counts counts;
     uint64_t windows, windows_dropped, stacks_dropped;
+    /* the trace context (docs/tracing.md): thread reads in a span, changing
+     * while read, unreadable; samples past the windows' span cap */
+    uint64_t trace_spans, trace_torn, trace_faults, spans_over;
     uint64_t reattached[TARGET_REATTACH_REASONS];
     struct native_counts native; /* native: full jobs */
     uint64_t targets;            /* sampled now */
@@ -195,6 +199,8 @@ struct loop_proc_view {
     struct native_counts native_counts;
     char idle_check[320]; /* "perf", "schedstat: why", "off: why"; "" when not looked for */
     bool parked;          /* off the schedule until one of its threads runs */
+    char trace[320];      /* the trace context: how it is read, or why not ("": job has it off) */
+    struct otel_thread_stats trace_counts;
     struct sampler_counts counts;
     uint64_t windows, windows_dropped, stacks_dropped;
     struct labels labels, meta; /* owned by the view */

@@ -54,6 +54,10 @@ void loop_job_add(struct loop_job_view *j, const struct target_stats *t)
     j->windows += t->windows;
     j->windows_dropped += t->windows_dropped;
     j->stacks_dropped += t->stacks_dropped;
+    j->trace_spans += t->trace_counts.spans;
+    j->trace_torn += t->trace_counts.torn;
+    j->trace_faults += t->trace_counts.faults;
+    j->spans_over += t->spans_over;
 }
 
 /* ---- the view ------------------------------------------------------------------- */
@@ -99,6 +103,8 @@ static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
     memcpy(o->native, ts->native, sizeof(o->native));
     memcpy(o->idle_check, ts->idle_check, sizeof(o->idle_check));
     o->parked = ts->parked;
+    memcpy(o->trace, ts->trace, sizeof(o->trace));
+    o->trace_counts = ts->trace_counts;
     o->native_counts = ts->native_counts;
     o->counts = ts->counts;
     o->windows = ts->windows;

@@ -9,6 +9,7 @@
 #include "sampler/nsampler.h"
 #include "daemon/target_internal.h"
 #include "unwind/asyncio.h"
+#include "unwind/otel_thread.h"
 #include "unwind/unwind.h"
 
 static const char *const target_reattach_names[TARGET_REATTACH_REASONS] = {"failing", "exec"};
@@ -19,12 +20,14 @@ const char *target_reattach_name(enum target_reattach r)
 }
 
 static void target_async_search(struct target *t, const char *proc_root, uint64_t now);
+static void target_trace_search(struct target *t, const char *proc_root, uint64_t now);
 
 void target_free(struct target *t, struct window_queue *q)
 {
     if (!t)
         return;
     sampler_free(t->s);
+    otel_thread_free(t->tctx);
     asyncio_free(t->aio); /* before its unwinder */
     unwinder_free(t->u);
     memread_free(t->mr);
@@ -119,9 +122,14 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     t->rt = v->rt;
     t->info.meta = v->meta;
     t->info.labels = v->labels;
+    t->trace_on = job->trace_context;
+    t->otel_header = v->otel_header;
+    t->otel_published = v->otel_published;
+    t->otel_thread = v->otel_thread;
     memset(v, 0, sizeof(*v));
     /* a table already mapped is found at attach */
     target_async_search(t, env->cfg->discovery.proc_root, now);
+    target_trace_search(t, env->cfg->discovery.proc_root, now);
     *out = t;
     return 0;
 fail:
@@ -138,6 +146,7 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
         sampler_catch_up(t->s, now);
     struct agg *fresh = NULL;
     t->stats.stacks_dropped += agg_stats(t->win).dropped;
+    t->stats.spans_over += agg_stats(t->win).spans_over;
     if (!final && window_get(q, &fresh)) {
         /* no window to switch to: keep the one we have, losing its content */
         agg_reset(t->win);
@@ -260,6 +269,132 @@ static void target_async_search(struct target *t, const char *proc_root, uint64_
         return;
     t->aio_search_at = now + ASYNCIO_RESCAN_NS;
     asyncio_search(t->aio, proc_root, t->info.key.pid, t->rt, &t->aio_memo); /* /targets says */
+}
+
+/*
+ * The OpenTelemetry contexts of a trace_context job's target, looked for
+ * between samples (never in an attempt). The process context: a process that
+ * had none when judged is looked at again (its maps) after 1 s, then at
+ * doubling intervals up to TARGET_OTEL_MAX_BACKOFF_NS (an SDK publishes when
+ * it starts, after the interpreter); one that had one is checked every
+ * second by its header's timestamp alone (8 bytes), and a change makes the
+ * loop relabel the target (target_context_meta()). The thread context, once
+ * the process context announces it: its variable is looked for in the files
+ * the process maps at the same backoff, and found, read with every sample.
+ */
+#define TARGET_OTEL_CHECK_NS       1000000000ull
+#define TARGET_OTEL_MAX_BACKOFF_NS 60000000000ull
+
+static uint64_t target_backoff(uint64_t *b)
+{
+    *b = *b ? (*b * 2 < TARGET_OTEL_MAX_BACKOFF_NS ? *b * 2 : TARGET_OTEL_MAX_BACKOFF_NS)
+            : TARGET_OTEL_CHECK_NS;
+    return *b;
+}
+
+static void target_trace_search(struct target *t, const char *proc_root, uint64_t now)
+{
+    if (!t->trace_on) {
+        t->stats.trace[0] = '\0';
+        return;
+    }
+    if (now >= t->otel_at) {
+        if (t->otel_header) {
+            t->otel_at = now + TARGET_OTEL_CHECK_NS;
+            if (otel_process_changed(t->mr, t->otel_header, t->otel_published) != 0)
+                t->otel_changed = true; /* changed, or unmapped: read again */
+        } else {
+            t->otel_at = now + target_backoff(&t->otel_backoff);
+            struct otel_process pc;
+            bool gone = false;
+            enum otel_process_fail f =
+                otel_process_locate(proc_root, t->info.key.pid, t->mr, &pc, &gone);
+            if (f != OTEL_PROCESS_ABSENT)
+                targets_context_count(f);
+            if (f == OTEL_PROCESS_OK) {
+                t->otel_changed = true; /* its labels, read again by target_context_meta() */
+                t->otel_thread = pc.schema != NULL;
+            }
+            otel_process_release(&pc);
+        }
+    }
+    if (!t->tctx && t->otel_thread && now >= t->tctx_at) {
+        t->tctx_at = now + target_backoff(&t->tctx_backoff);
+        struct otel_thread_locator loc;
+        char why[300];
+        int err = otel_thread_find(proc_root, t->info.key.pid, t->mr, &t->tctx_memo, &loc, why,
+                                   sizeof(why));
+        if (!err)
+            err = otel_thread_new(t->mr, &loc, &t->tctx);
+        if (!err && (err = sampler_set_trace_context(t->s, t->tctx)) != 0) {
+            otel_thread_free(t->tctx);
+            t->tctx = NULL;
+        }
+        if (err == -ENOMEM)
+            snprintf(why, sizeof(why), "out of memory");
+        if (err == -ENOENT)
+            snprintf(t->stats.trace, sizeof(t->stats.trace),
+                     "waiting: the process context announces a thread context, no library "
+                     "defines " OTEL_THREAD_SYMBOL " yet");
+        else if (err)
+            snprintf(t->stats.trace, sizeof(t->stats.trace), "unavailable: %s", why);
+    }
+    if (t->tctx) {
+        const struct otel_thread_locator *l = otel_thread_locator_of(t->tctx);
+        snprintf(t->stats.trace, sizeof(t->stats.trace), "%s in %s",
+                 otel_thread_model_name(l->model), l->file);
+        t->stats.trace_counts = otel_thread_stats(t->tctx);
+    } else if (!t->otel_thread) {
+        snprintf(t->stats.trace, sizeof(t->stats.trace), "%s",
+                 t->otel_header ? "none: the process context announces no thread context"
+                                : "none: no process context published");
+    }
+}
+
+int target_context_meta(struct target *t, const char *proc_root, struct labels *meta)
+{
+    labels_init(meta);
+    if (!t->otel_changed)
+        return 0;
+    t->otel_changed = false;
+    struct otel_process pc;
+    bool gone = false;
+    enum otel_process_fail f =
+        t->otel_header ? otel_process_read(t->mr, t->otel_header, &pc, &gone)
+                       : otel_process_locate(proc_root, t->info.key.pid, t->mr, &pc, &gone);
+    targets_context_count(f);
+    if (f == OTEL_PROCESS_TORN || gone) {
+        otel_process_release(&pc);
+        t->otel_changed = !gone; /* being written: again at the next housekeeping */
+        return 0;
+    }
+    if (f == OTEL_PROCESS_OK) {
+        t->otel_header = pc.header_raddr;
+        t->otel_published = pc.published_ns;
+        t->otel_thread |= pc.schema != NULL;
+    } else {
+        t->otel_header = 0; /* gone or broken: its labels go, and it is looked for again */
+        t->otel_backoff = 0;
+    }
+    int err = 0;
+    size_t pre = strlen("__meta_otel_");
+    for (size_t i = 0; !err && i < t->info.meta.n; i++) {
+        const struct label *m = &t->info.meta.v[i];
+        if (strncmp(m->name, "__meta_otel_", pre) != 0)
+            err = labels_set(meta, m->name, m->value);
+    }
+    if (!err && f == OTEL_PROCESS_OK)
+        err = otel_process_meta_labels(&pc, meta);
+    otel_process_release(&pc);
+    if (err) {
+        labels_release(meta);
+        return err;
+    }
+    if (labels_equal(meta, &t->info.meta)) {
+        labels_release(meta);
+        return 0;
+    }
+    return 1;
 }
 
 /* The /targets "async" words of @t, in @buf (or a static string). */
@@ -445,6 +580,7 @@ enum target_check target_housekeep(struct target *t, struct window_queue *q, con
     if (t->gone)
         return TARGET_GONE;
     target_async_search(t, proc_root, now);
+    target_trace_search(t, proc_root, now);
     if (now - t->win_start >= t->info.window_ns)
         (void)target_cut(t, q, now, now_real, false);
     if (t->aio || t->async_note[0]) {

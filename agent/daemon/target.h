@@ -41,6 +41,7 @@
 #include "daemon/fleet.h"
 #include "daemon/report.h"
 #include "sampler/sampler.h"
+#include "unwind/otel_thread.h"
 #include "daemon/targets.h"
 
 /* A target none of whose attempts succeeded for this long (and at least
@@ -86,6 +87,11 @@ struct target_stats {
     char idle_check[320];
     enum idle_check idle_how; /* ... as a value (sampler_idle_how()) */
     bool parked;              /* off the schedule until one of its threads runs (sampler_park()) */
+    /* the trace context (docs/tracing.md): what /targets says ("" when the
+     * job has it off), the reader's counts, samples over the span cap */
+    char trace[320];
+    struct otel_thread_stats trace_counts;
+    uint64_t spans_over;
 };
 
 /** @a t's identity and configuration. */
@@ -207,6 +213,16 @@ int target_cut(struct target *t, struct window_queue *q, uint64_t now, int64_t n
  */
 bool target_relabel(struct target *t, struct window_queue *q, struct labels *meta,
                     struct labels *labels, uint64_t now, int64_t now_real);
+
+/**
+ * When the OpenTelemetry process context of @a t appeared, changed or went
+ * away since its labels were made (found by target_housekeep()): reads it
+ * and fills @a meta (initialised here) with @a t's discovered labels, the
+ * context's as they are now, and returns 1: relabel with it
+ * (target_relabel()). 0: nothing changed (@a meta left empty); -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int target_context_meta(struct target *t, const char *proc_root,
+                                            struct labels *meta);
 
 /** Frees @a t; its window is recycled to @a q (cut it first to keep it). NULL is a no-op. */
 void target_free(struct target *t, struct window_queue *q);

@@ -9,6 +9,7 @@
 #include "base/compat.h"
 
 #include "daemon/target.h"
+#include "unwind/otel_thread.h"
 
 struct target {
     struct target_info info;
@@ -23,6 +24,17 @@ struct target {
     /* the asyncio table search (target_async_search): files looked at, next time due */
     struct pyruntime_asyncio_memo aio_memo;
     uint64_t aio_search_at;
+    /* the OpenTelemetry contexts (docs/tracing.md): the process context's
+     * header (0: none found yet) and timestamp, when it is looked at next,
+     * and whether it changed since the labels were made; the thread
+     * context's reader once found, and its search */
+    bool trace_on; /* the job's trace_context */
+    uint64_t otel_header, otel_published, otel_at, otel_backoff;
+    bool otel_thread;  /* the process context announces a thread context */
+    bool otel_changed; /* the labels are to be made again (target_context_meta()) */
+    struct otel_thread *tctx;
+    struct otel_thread_memo tctx_memo;
+    uint64_t tctx_at, tctx_backoff;
     struct sampler *s;
     struct fleet_slot slot;
     struct agg *win;

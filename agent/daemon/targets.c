@@ -5,6 +5,8 @@
  */
 #include "base/compat.h"
 
+#include <stdatomic.h>
+
 #include "base/alloc.h"
 #include "base/hash.h"
 #include "base/utf8.h"
@@ -235,11 +237,62 @@ static int probe_system_locate(void *arg, const char *proc_root, pid_t pid, stru
     return pyruntime_locate(proc_root, pid, mr, out, why, why_len);
 }
 
+static enum otel_process_fail probe_system_context(void *arg, const char *proc_root, pid_t pid,
+                                                   struct memread *mr, struct otel_process *out,
+                                                   bool *gone)
+{
+    (void)arg;
+    return otel_process_locate(proc_root, pid, mr, out, gone);
+}
+
 const struct probe_ops probe_system = {
     .open = probe_system_open,
     .locate = probe_system_locate,
+    .context = probe_system_context,
     .arg = NULL,
 };
+
+/* written by the loop's thread, read by /metrics' */
+static _Atomic uint64_t targets_context_counts[OTEL_PROCESS_FAILS];
+
+uint64_t targets_context_reads(enum otel_process_fail f)
+{
+    return (unsigned)f < OTEL_PROCESS_FAILS
+               ? atomic_load_explicit(&targets_context_counts[f], memory_order_relaxed)
+               : 0;
+}
+
+void targets_context_count(enum otel_process_fail f)
+{
+    if ((unsigned)f < OTEL_PROCESS_FAILS)
+        atomic_fetch_add_explicit(&targets_context_counts[f], 1, memory_order_relaxed);
+}
+
+/*
+ * The OpenTelemetry process context, where the process publishes one: its
+ * resource's attributes as __meta_otel_resource_* labels (service.name among
+ * them, which relabel_default_service_name() prefers to the command line),
+ * and where the header is, which the target checks for changes. No context,
+ * or one that cannot be read, is no reason not to sample: counted only.
+ */
+static int proc_judge_context(const struct probe_ops *probe, const char *proc_root, pid_t pid,
+                              struct verdict *v)
+{
+    if (!probe->context)
+        return 0;
+    struct otel_process pc;
+    bool gone = false;
+    enum otel_process_fail f = probe->context(probe->arg, proc_root, pid, v->mr, &pc, &gone);
+    targets_context_count(f);
+    if (f != OTEL_PROCESS_OK)
+        return 0;
+    int err = otel_process_meta_labels(&pc, &v->meta);
+    v->otel_header = pc.header_raddr;
+    v->otel_published = pc.published_ns;
+    v->otel_thread = pc.schema != NULL;
+    otel_process_release(&pc);
+    return err;
+}
 
 void verdict_release(struct verdict *v)
 {
@@ -374,7 +427,8 @@ void proc_judge(const struct pyprofd_config *cfg, const struct probe_ops *probe,
         labels_set(&v->meta, "__meta_python_version", p->version) ||
         labels_set(&v->meta, "__meta_python_free_threaded", p->free_threaded ? "true" : "false") ||
         (pods && p->container_id[0] &&
-         pods->lookup(pods->arg, p->container_id, &v->meta, &p->pod_rev) < 0)) {
+         pods->lookup(pods->arg, p->container_id, &v->meta, &p->pod_rev) < 0) ||
+        proc_judge_context(probe, cfg->discovery.proc_root, info->key.pid, v)) {
         proc_set(p, PROC_FAILED, now, "out of memory");
         goto out;
     }

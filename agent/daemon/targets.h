@@ -37,6 +37,7 @@
 
 #include "base/labels.h"
 #include "config/config.h"
+#include "discovery/otel_process.h"
 #include "discovery/proc_scan.h"
 #include "discovery/pyruntime.h"
 #include "memread/memread.h"
@@ -145,8 +146,20 @@ struct probe_ops {
     /** Finds the runtime (pyruntime_locate()'s results). */
     int (*locate)(void *arg, const char *proc_root, pid_t pid, struct memread *mr,
                   struct pyruntime *out, char *why, size_t why_len);
+    /** Reads the OpenTelemetry process context (otel_process_locate()'s
+     * results); NULL: none is looked for. */
+    enum otel_process_fail (*context)(void *arg, const char *proc_root, pid_t pid,
+                                      struct memread *mr, struct otel_process *out, bool *gone);
     void *arg;
 };
+
+/**
+ * Process contexts read by proc_judge() (and the targets' re-reads), by
+ * outcome (enum otel_process_fail): for /metrics, from any thread.
+ */
+uint64_t targets_context_reads(enum otel_process_fail f);
+/** Counts one outcome of a process context read. */
+void targets_context_count(enum otel_process_fail f);
 
 /** The real one: memread_open(pid, MEMREAD_AUTO) and pyruntime_locate(). */
 extern const struct probe_ops probe_system;
@@ -181,6 +194,9 @@ struct verdict {
     struct labels labels; /* PROC_ACTIVE: after relabeling, external labels added (owned) */
     struct memread *mr;   /* PROC_ACTIVE: owned */
     struct pyruntime *rt; /* PROC_ACTIVE: owned (alloc_free) */
+    /* PROC_ACTIVE: the OpenTelemetry process context read (header 0: none) */
+    uint64_t otel_header, otel_published;
+    bool otel_thread; /* ... announces a thread context (threadlocal.schema_version) */
 };
 
 /** Releases what a verdict owns (after a failed start, say); leaves it zeroed. */

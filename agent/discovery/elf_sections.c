@@ -15,6 +15,8 @@
 
 struct elf_file {
     uint16_t type;
+    uint16_t machine;
+    struct elf_tls_segment tls; /* PT_TLS, when the file has thread-local storage */
     uint64_t entry;
     uint64_t file_size;
     bool has_load;
@@ -85,17 +87,24 @@ static int elf_parse_program_headers(const struct elf_src *src, const Elf64_Ehdr
     if (err)
         return err;
     for (size_t i = 0; i < eh->e_phnum; i++) {
-        if (ph[i].p_type != PT_LOAD)
-            continue;
         uint64_t align = ph[i].p_align;
-        /* p_align is 0, 1 or a power of two by the ELF spec; others are malformed */
+        if (ph[i].p_type == PT_TLS && !ef->tls.present) {
+            /* p_align is 0, 1 or a power of two by the ELF spec; others are malformed */
+            if (align > 1 && (align & (align - 1)) != 0)
+                continue; /* no usable TLS: the file is read for the rest */
+            ef->tls = (struct elf_tls_segment){.vaddr = ph[i].p_vaddr,
+                                               .memsz = ph[i].p_memsz,
+                                               .align = align ? align : 1,
+                                               .present = true};
+        }
+        if (ph[i].p_type != PT_LOAD || ef->has_load)
+            continue;
         if (align > 1 && (align & (align - 1)) != 0) {
             err = -ENOEXEC;
             break;
         }
         ef->load_base = align > 1 ? ph[i].p_vaddr - (ph[i].p_vaddr % align) : ph[i].p_vaddr;
         ef->has_load = true;
-        break;
     }
     alloc_free(ph);
     return err;
@@ -159,6 +168,7 @@ static int elf_parse(const struct elf_src *src, struct elf_file **out)
     if (!ef)
         return -ENOMEM;
     ef->type = eh.e_type;
+    ef->machine = eh.e_machine;
     ef->entry = eh.e_entry;
     ef->file_size = src->size;
     err = elf_parse_program_headers(src, &eh, ef);
@@ -305,6 +315,148 @@ uint16_t elf_file_type(const struct elf_file *ef)
 uint64_t elf_file_entry(const struct elf_file *ef)
 {
     return ef->entry;
+}
+
+bool elf_file_tls(const struct elf_file *ef, struct elf_tls_segment *out)
+{
+    *out = ef->tls;
+    return ef->tls.present;
+}
+
+/* ---- a thread-local symbol and the relocations that reach it ------------------ */
+
+/* x86-64's TLS relocation types (the psABI's numbers; elf.h has them too). */
+enum {
+    ELF_R_DTPMOD64 = 16, /* module id into a GOT word (general dynamic) */
+    ELF_R_DTPOFF64 = 17, /* offset in the module's block into the next */
+    ELF_R_TPOFF64 = 18,  /* offset from the thread pointer (initial exec) */
+    ELF_R_TLSDESC = 36,  /* a two-word descriptor (TLSDESC) */
+};
+
+/* The index in .dynsym of the defined STT_TLS symbol @name, or 0 (not there). */
+static int elf_tls_symbol_index(const struct elf_file *ef, const struct elf_src *src,
+                                const Elf64_Shdr *symsec, const char *name, struct elf_tls_ref *out,
+                                uint64_t *index)
+{
+    *index = 0;
+    if (symsec->sh_entsize != sizeof(Elf64_Sym) || symsec->sh_link >= ef->nsections)
+        return 0;
+    const Elf64_Shdr *strsec = &ef->sections[symsec->sh_link];
+    if (strsec->sh_type != SHT_STRTAB || strsec->sh_size == 0 || strsec->sh_size > ELF_MAX_STRTAB)
+        return 0;
+    size_t want = strlen(name);
+    size_t strsz = (size_t)strsec->sh_size;
+    char *str = alloc_malloc(strsz + 1);
+    Elf64_Sym *syms = alloc_calloc(ELF_SYMS_PER_READ, sizeof(Elf64_Sym));
+    int err = str && syms ? 0 : -ENOMEM;
+    if (!err)
+        err = elf_src_read(src, strsec->sh_offset, str, strsz);
+    uint64_t avail = symsec->sh_offset < src->size ? src->size - symsec->sh_offset : 0;
+    uint64_t bytes = symsec->sh_size < avail ? symsec->sh_size : avail;
+    uint64_t count = err ? 0 : bytes / sizeof(Elf64_Sym);
+    if (err == -ENOEXEC)
+        err = 0; /* the string table is outside the file: no symbol here */
+    for (uint64_t at = 0; !err && !*index && at < count; at += ELF_SYMS_PER_READ) {
+        size_t batch = count - at < ELF_SYMS_PER_READ ? (size_t)(count - at) : ELF_SYMS_PER_READ;
+        err = elf_src_read(src, symsec->sh_offset + at * sizeof(Elf64_Sym), syms,
+                           batch * sizeof(Elf64_Sym));
+        for (size_t i = 0; !err && i < batch; i++) {
+            const Elf64_Sym *sy = &syms[i];
+            if (sy->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sy->st_info) != STT_TLS ||
+                sy->st_name == 0 || sy->st_name >= strsz)
+                continue;
+            const char *s = str + sy->st_name;
+            if (strnlen(s, strsz - sy->st_name) != want || memcmp(s, name, want) != 0)
+                continue;
+            out->value = sy->st_value;
+            out->size = sy->st_size;
+            out->found = true;
+            *index = at + i;
+            break;
+        }
+    }
+    alloc_free(syms);
+    alloc_free(str);
+    return err;
+}
+
+/* The relocations of one SHT_RELA section that name symbol @index. */
+static int elf_tls_scan_rela(const struct elf_src *src, const Elf64_Shdr *sec, uint64_t index,
+                             struct elf_tls_ref *out)
+{
+    if (sec->sh_entsize != sizeof(Elf64_Rela))
+        return 0;
+    Elf64_Rela *r = alloc_calloc(ELF_SYMS_PER_READ, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    uint64_t avail = sec->sh_offset < src->size ? src->size - sec->sh_offset : 0;
+    uint64_t count = (sec->sh_size < avail ? sec->sh_size : avail) / sizeof(*r);
+    int err = 0;
+    for (uint64_t at = 0; !err && at < count && at < ELF_MAX_RELOCS; at += ELF_SYMS_PER_READ) {
+        size_t batch = count - at < ELF_SYMS_PER_READ ? (size_t)(count - at) : ELF_SYMS_PER_READ;
+        err = elf_src_read(src, sec->sh_offset + at * sizeof(*r), r, batch * sizeof(*r));
+        for (size_t i = 0; !err && i < batch; i++) {
+            if (ELF64_R_SYM(r[i].r_info) != index)
+                continue;
+            switch (ELF64_R_TYPE(r[i].r_info)) {
+            case ELF_R_TLSDESC:
+                out->desc = r[i].r_offset;
+                out->desc_addend = r[i].r_addend;
+                break;
+            case ELF_R_DTPMOD64:
+                out->gd_module = r[i].r_offset;
+                break;
+            case ELF_R_DTPOFF64:
+                out->gd_offset = r[i].r_offset;
+                break;
+            case ELF_R_TPOFF64:
+                out->ie = r[i].r_offset;
+                out->ie_addend = r[i].r_addend;
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    alloc_free(r);
+    return err;
+}
+
+static int elf_find_tls(const struct elf_file *ef, const struct elf_src *src, const char *name,
+                        struct elf_tls_ref *out)
+{
+    *out = (struct elf_tls_ref){0};
+    if (!ef->tls.present || ef->machine != EM_X86_64)
+        return 0;
+    const Elf64_Shdr *dynsym = NULL;
+    for (size_t i = 0; i < ef->nsections && !dynsym; i++) {
+        if (ef->sections[i].sh_type == SHT_DYNSYM)
+            dynsym = &ef->sections[i];
+    }
+    uint64_t index = 0;
+    int err = dynsym ? elf_tls_symbol_index(ef, src, dynsym, name, out, &index) : 0;
+    for (size_t i = 0; !err && index && i < ef->nsections; i++) {
+        /* the dynamic relocations: those whose symbol table is .dynsym */
+        const Elf64_Shdr *sec = &ef->sections[i];
+        if (sec->sh_type == SHT_RELA && sec->sh_link < ef->nsections &&
+            &ef->sections[sec->sh_link] == dynsym)
+            err = elf_tls_scan_rela(src, sec, index, out);
+    }
+    return err;
+}
+
+int elf_file_find_tls_fd(const struct elf_file *ef, int fd, const char *name,
+                         struct elf_tls_ref *out)
+{
+    struct elf_src src = {.buf = NULL, .fd = fd, .size = ef->file_size};
+    return elf_find_tls(ef, &src, name, out);
+}
+
+int elf_file_find_tls(const struct elf_file *ef, const void *buf, size_t len, const char *name,
+                      struct elf_tls_ref *out)
+{
+    struct elf_src src = {.buf = buf, .fd = -1, .size = len};
+    return elf_find_tls(ef, &src, name, out);
 }
 
 void elf_file_free(struct elf_file *ef)

@@ -103,6 +103,59 @@ uint16_t elf_file_type(const struct elf_file *ef);
  */
 uint64_t elf_file_entry(const struct elf_file *ef);
 
+/** A file's PT_TLS segment: the image of its thread-local storage block. */
+struct elf_tls_segment {
+    uint64_t vaddr; /* p_vaddr */
+    uint64_t memsz; /* the block's size (p_memsz) */
+    uint64_t align; /* p_align, at least 1 */
+    bool present;
+};
+
+/** Fills @a out with the file's PT_TLS; false when it has none. */
+bool elf_file_tls(const struct elf_file *ef, struct elf_tls_segment *out);
+
+/** Relocations looked at per symbol search: more than any real library has. */
+#define ELF_MAX_RELOCS (4u << 20)
+
+/**
+ * A thread-local symbol a file defines and the dynamic relocations through
+ * which the file itself reaches it (x86-64), as the dynamic linker filled
+ * them in the process: each *_got field is the r_offset (an address in the
+ * file's own address space) of a GOT word, 0 when the file has no such
+ * relocation. Which is present tells the TLS access model the code was built
+ * with: desc (TLSDESC, -mtls-dialect=gnu2: a two-word descriptor), gd_module
+ * and gd_offset (the legacy general dynamic model: a module id and the
+ * offset in its block), ie (initial exec: the offset from the thread
+ * pointer). A variable reached only with local exec (an executable's own)
+ * has none: its place follows from the PT_TLS segment alone.
+ */
+struct elf_tls_ref {
+    uint64_t value; /* st_value: the offset of the variable in the file's TLS block */
+    uint64_t size;  /* st_size */
+    uint64_t desc;
+    int64_t desc_addend;
+    uint64_t gd_module;
+    uint64_t gd_offset;
+    uint64_t ie;
+    int64_t ie_addend;
+    bool found; /* the file defines it (STT_TLS, in .dynsym) */
+};
+
+/**
+ * Looks for the defined STT_TLS symbol @a name in .dynsym of an x86-64 file
+ * with a PT_TLS segment (anything else: not found, no I/O beyond the headers
+ * already parsed) and for the relocations in its SHT_RELA sections that name
+ * it, reading a bounded chunk at a time from @a fd (borrowed; the descriptor
+ * @a ef was parsed from). Malformed tables are skipped as if absent. Returns
+ * 0 (found or not: @a out->found), -EIO/-errno on read errors, -ENOMEM.
+ */
+PYPROFD_WARN_UNUSED int elf_file_find_tls_fd(const struct elf_file *ef, int fd, const char *name,
+                                             struct elf_tls_ref *out);
+
+/** Same as elf_file_find_tls_fd() over the @a len bytes at @a buf (borrowed). */
+PYPROFD_WARN_UNUSED int elf_file_find_tls(const struct elf_file *ef, const void *buf, size_t len,
+                                          const char *name, struct elf_tls_ref *out);
+
 /** Frees; NULL is a no-op. */
 void elf_file_free(struct elf_file *ef);
 

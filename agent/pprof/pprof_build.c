@@ -21,9 +21,10 @@
 /*
  * Strings the encoder may add after the window's own: "" (when the window
  * has no strings at all), value type and unit, "samples", "count",
- * "thread_id", "thread_name", "task_name", "interpreter_id" and the comment.
+ * "thread_id", "thread_name", "task_name", "interpreter_id", "trace_id",
+ * "span_id" and the comment.
  */
-#define PPROF_EXTRA_STRINGS 9
+#define PPROF_EXTRA_STRINGS 11
 
 #define PPROF_ALIGN _Alignof(max_align_t)
 
@@ -39,6 +40,7 @@ struct pprof_plan {
     size_t nlabelrefs;  /* label pointers: every label of every sample */
     size_t npartlabels; /* part labels written, over all parts (each adds two strings) */
     bool has_task;
+    bool has_span;    /* a sample in a trace's span: labelled trace_id and span_id */
     bool has_interp;  /* a sample of a sub-interpreter: labelled interpreter_id */
     size_t fix_bytes; /* valid UTF-8 copies of strings that are not (pprof_fix()) */
     size_t bytes;     /* of the block */
@@ -215,15 +217,20 @@ static int pprof_plan_part(const struct pprof_part *part, struct pprof_plan *p)
             if (s->locations[k] >= nlocations)
                 return -EINVAL;
         }
-        bool name, task;
+        bool name, task, trace, span;
         int err = pprof_label_value(a, nstrings, s->thread_name, &name);
         if (!err)
             err = pprof_label_value(a, nstrings, s->task_name, &task);
+        if (!err)
+            err = pprof_label_value(a, nstrings, s->trace_id, &trace);
+        if (!err)
+            err = pprof_label_value(a, nstrings, s->span_id, &span);
         if (err)
             return err;
         p->has_task |= task;
+        p->has_span |= trace || span;
         p->has_interp |= s->interp_id != 0;
-        size_t own = 1u + name + task + (s->interp_id != 0);
+        size_t own = 1u + name + task + trace + span + (s->interp_id != 0);
         if (__builtin_add_overflow(p->nslots, s->nlocations, &p->nslots) ||
             __builtin_add_overflow(p->nlabels, own, &p->nlabels) ||
             __builtin_add_overflow(p->nlabelrefs, own + partlabels, &p->nlabelrefs))
@@ -420,6 +427,9 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
     int64_t key_tname = pprof_intern(&t, "thread_name");
     int64_t key_task = p->has_task ? pprof_intern(&t, "task_name") : 0;
     int64_t key_interp = p->has_interp ? pprof_intern(&t, "interpreter_id") : 0;
+    /* the names Pyroscope keeps out of its series and links spans by */
+    int64_t key_trace = p->has_span ? pprof_intern(&t, "trace_id") : 0;
+    int64_t key_span = p->has_span ? pprof_intern(&t, "span_id") : 0;
 
     Perftools__Profiles__Function *fns =
         pprof_take(ar, p->nfunctions, sizeof(Perftools__Profiles__Function));
@@ -562,6 +572,22 @@ static void pprof_fill(const struct pprof_part *parts, size_t nparts, const stru
                 perftools__profiles__label__init(l);
                 l->key = key_task;
                 l->str = sid[s->task_name];
+                *labelp++ = l;
+            }
+            (void)pprof_label_value(a, nstrings, s->trace_id, &use);
+            if (use) {
+                l = labels++;
+                perftools__profiles__label__init(l);
+                l->key = key_trace;
+                l->str = sid[s->trace_id];
+                *labelp++ = l;
+            }
+            (void)pprof_label_value(a, nstrings, s->span_id, &use);
+            if (use) {
+                l = labels++;
+                perftools__profiles__label__init(l);
+                l->key = key_span;
+                l->str = sid[s->span_id];
                 *labelp++ = l;
             }
             if (s->interp_id != 0) {

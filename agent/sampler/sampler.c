@@ -69,6 +69,10 @@ struct sampler {
     struct sample_sink sinks[SAMPLER_SINKS];
     size_t nsinks;          /* sinks[nsinks...] are free */
     char native_state[320]; /* sampler_native(): "" when not asked */
+    /* the trace context (sampler_set_trace_context()): the reader, and the
+     * span each cached thread was last given in (as threads[]), NULL: none */
+    struct otel_thread *tctx;
+    struct sample_span *spans;
     struct sampler_thread threads[SAMPLER_THREADS];
 };
 
@@ -114,6 +118,8 @@ static struct sampler_thread *sampler_thread_get(struct sampler *s, uint64_t ns_
         pid_t host = 0;
         sampler_thread_close(t);
         *t = (struct sampler_thread){.ns_tid = ns_tid};
+        if (s->spans)
+            s->spans[t - s->threads] = (struct sample_span){0};
         if (threadstat_host_tid(s->opts.proc_root, s->pid, ns_tid, &host) == 0)
             t->host_tid = host;
     }
@@ -282,8 +288,8 @@ static const struct unwind_frame sampler_interpreter_frame = {
 };
 
 void sampler_give(struct sampler *s, const struct unwind_thread *t,
-                  const struct unwind_frame *frames, size_t nframes, const char *task, bool plain,
-                  bool again_read)
+                  const struct unwind_frame *frames, size_t nframes, const char *task,
+                  const struct sample_span *span, bool plain, bool again_read)
 {
     if (nframes == 0) {
         frames = &sampler_interpreter_frame;
@@ -292,6 +298,20 @@ void sampler_give(struct sampler *s, const struct unwind_thread *t,
     /* counted again without a read: the thread did not run, so neither did
      * its name change (it is read again with the next read) */
     struct sampler_thread *k = sampler_thread_get(s, t->native_thread_id, !again_read);
+    /* ... nor its span; a thread whose span changed is not a repeat */
+    bool same_span = true;
+    if (s->spans) {
+        struct sample_span *last = &s->spans[k - s->threads];
+        if (again_read) {
+            span = last;
+        } else {
+            struct sample_span now = span ? *span : (struct sample_span){0};
+            same_span = now.set == last->set &&
+                        (!now.set || (memcmp(now.span_id, last->span_id, 8) == 0 &&
+                                      memcmp(now.trace_id, last->trace_id, 16) == 0));
+            *last = now;
+        }
+    }
     struct sink_sample x = {
         .frames = frames,
         .nframes = nframes,
@@ -299,13 +319,14 @@ void sampler_give(struct sampler *s, const struct unwind_thread *t,
         .interp_id = t->interp_id,
         .thread_name = k->name,
         .task = task,
+        .span = span && span->set ? span : NULL,
         .nanos = (int64_t)s->opts.interval_ns,
         .at_ns = s->now_ns,
     };
     struct sink_sample again = x;
     again.frames = NULL;
     again.nframes = 0;
-    bool same = plain && (t->unchanged || again_read) && k->last_key == t->stack_key;
+    bool same = plain && same_span && (t->unchanged || again_read) && k->last_key == t->stack_key;
     /* cpu mode's credit may pay more than one interval now (sampler_on_cpu()) */
     unsigned times = !again_read && k->paid_at == s->counts.attempts && k->paid > 1 ? k->paid : 1;
     for (unsigned rep = 0; rep < times; rep++) {
@@ -365,7 +386,7 @@ void sampler_again(struct sampler *s, bool asleep)
         const struct unwind_result *r = s->last;
         for (size_t i = 0; i < r->nthreads; i++) {
             const struct unwind_thread *t = &r->threads[i];
-            sampler_give(s, t, t->frames, t->nframes, NULL, true, true);
+            sampler_give(s, t, t->frames, t->nframes, NULL, NULL, true, true);
             s->counts.reused++;
         }
     }
@@ -590,6 +611,7 @@ void sampler_free(struct sampler *s)
         s->src->ops->free(s->src); /* a filter frees the source behind it */
     for (size_t i = 0; i < SAMPLER_THREADS; i++)
         sampler_thread_close(&s->threads[i]);
+    alloc_free(s->spans);
     alloc_free((char *)s->opts.proc_root);
     alloc_free(s);
 }
@@ -769,4 +791,20 @@ struct sampler_counts sampler_counts_final(const struct sampler *s)
     uint64_t lost = schedule_given_up(&s->sched);
     c.missed = late > lost ? late : lost;
     return c;
+}
+
+int sampler_set_trace_context(struct sampler *s, struct otel_thread *t)
+{
+    if (t && !s->spans) {
+        s->spans = alloc_calloc(SAMPLER_THREADS, sizeof(*s->spans));
+        if (!s->spans)
+            return -ENOMEM;
+    }
+    s->tctx = t;
+    return 0;
+}
+
+struct otel_thread *sampler_trace_context(const struct sampler *s)
+{
+    return s->tctx;
 }

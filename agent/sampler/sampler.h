@@ -185,6 +185,22 @@ struct sampler_counts sampler_counts_final(const struct sampler *s);
  */
 const char *sampler_native(const struct sampler *s);
 
+struct otel_thread;
+
+/**
+ * Reads each sampled thread's OpenTelemetry thread context through @a t
+ * (borrowed; NULL: stop) with every scheduled read from now on: the samples
+ * carry the span (struct sink_sample.span), and a thread whose span changed
+ * is not counted as a repeat of its last stack. Not with native_full's
+ * kernel samples (they are taken asynchronously). Returns 0, or -ENOMEM
+ * (the sampler keeps a span per cached thread: 8 KiB, allocated at the first
+ * set).
+ */
+PYPROFD_WARN_UNUSED int sampler_set_trace_context(struct sampler *s, struct otel_thread *t);
+
+/** The reader sampler_set_trace_context() set, or NULL. */
+struct otel_thread *sampler_trace_context(const struct sampler *s);
+
 /** With native: full asked for and refused: why (the words after "markers: "); else NULL. */
 const char *sampler_native_refused(const struct sampler *s);
 

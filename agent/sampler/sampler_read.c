@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "sampler/sampler_read.h"
 #include "sampler/source.h"
+#include "unwind/otel_thread.h"
 
 /* Whether an attempt failed only because something moved while it was read. */
 static bool sampler_read_torn(const struct sampler_read_result *rd)
@@ -52,6 +53,11 @@ void sampler_read_collect(struct sampler *s, unsigned extra_flags, struct sample
             break;
         sampler_tally(s)->retried++;
     }
+    /* the trace context, once the stacks hold (with the threads still
+     * stopped on the exact path) */
+    struct otel_thread *tctx = sampler_trace_context(s);
+    if (!rd->err && !rd->gone && tctx)
+        rd->spans = otel_thread_sample(tctx, rd->r);
 }
 
 int sampler_read_give(struct sampler *s, const struct sampler_read_result *rd,
@@ -82,13 +88,18 @@ int sampler_read_give(struct sampler *s, const struct sampler_read_result *rd,
         }
         const struct unwind_frame *mf;
         size_t mn;
+        size_t ti = as ? as->thread : i;
+        /* a suspended task is not what its thread's span is doing */
+        const struct sample_span *span =
+            rd->spans && !(as && as->suspended) ? &rd->spans[ti] : NULL;
         if (as)
-            sampler_give(s, t, as->frames, as->nframes, as->task_name, as->task_name == NULL,
+            sampler_give(s, t, as->frames, as->nframes, as->task_name, span, as->task_name == NULL,
                          false);
         else if (!join)
-            sampler_give(s, t, t->frames, t->nframes, NULL, true, false);
+            sampler_give(s, t, t->frames, t->nframes, NULL, span, true, false);
         else if (join(arg, i, t, &mf, &mn))
-            sampler_give(s, t, mf, mn, NULL, false, false); /* (joined stacks are not coalesced) */
+            sampler_give(s, t, mf, mn, NULL, span, false,
+                         false); /* (joined stacks are not coalesced) */
         else
             sampler_unpaid(s, t);
     }

@@ -18,6 +18,7 @@
 struct sampler_read_result {
     const struct unwind_result *r;
     const struct asyncio_result *ar; /* NULL: plain stacks */
+    const struct sample_span *spans; /* each thread's (as r->threads), NULL: not read */
     enum sample_status why;          /* the unwinder's, when err */
     int err;                         /* unwinder_sample()'s */
     bool gone;                       /* the task graph's read found the process gone */

@@ -117,12 +117,13 @@ unsigned sampler_unwind_flags(const struct sampler *s, unsigned extra);
 
 /**
  * Gives one stack of thread @t to every sink, under the coalescing contract
- * (sampler.h). @plain: the thread's own stack; @again_read: counted again
- * without a read.
+ * (sampler.h). @span: the thread's trace context (NULL: none); @plain: the
+ * thread's own stack; @again_read: counted again without a read (the
+ * thread's last span goes with it).
  */
 void sampler_give(struct sampler *s, const struct unwind_thread *t,
-                  const struct unwind_frame *frames, size_t nframes, const char *task, bool plain,
-                  bool again_read);
+                  const struct unwind_frame *frames, size_t nframes, const char *task,
+                  const struct sample_span *span, bool plain, bool again_read);
 /**
  * cpu mode: thread @t's stack was not given at this attempt (its read
  * failed, or its join): what its credit paid for it is owed again

@@ -11,6 +11,8 @@
 #include "base/buf.h"
 #include "base/jsonw.h"
 #include "base/utf8.h"
+#include "daemon/targets.h"
+#include "discovery/otel_process.h"
 #include "exporters/pull/views.h"
 #include "pprof/flamegraph.h"
 #include "pprof/pprof_build.h"
@@ -206,6 +208,15 @@ static void views_proc(struct jsonw *w, const struct loop_proc_view *t, bool hid
         jsonw_string(w, "idle_check", t->idle_check);
         jsonw_bool(w, "parked", t->parked);
     }
+    if (t->trace[0]) {
+        jsonw_string(w, "trace_context", t->trace);
+        jsonw_object(w, "trace_context_reads");
+        jsonw_uint(w, "threads", t->trace_counts.threads);
+        jsonw_uint(w, "in_span", t->trace_counts.spans);
+        jsonw_uint(w, "torn", t->trace_counts.torn);
+        jsonw_uint(w, "unreadable", t->trace_counts.faults);
+        jsonw_end(w);
+    }
     jsonw_double(w, "sample_rate_hz", t->rate, VIEWS_DIGITS);
     jsonw_double(w, "effective_rate_hz", t->effective_rate, VIEWS_DIGITS);
     jsonw_double(w, "profile_interval_seconds", t->interval_s, VIEWS_DIGITS);
@@ -290,6 +301,19 @@ static const struct {
      "Thread stacks sampled but not kept: their window was full "
      "(limits.target_memory_bytes), counted when the window is cut.",
      offsetof(struct loop_job_view, stacks_dropped)},
+    {"pyprofd_trace_context_spans_total",
+     "Thread samples labelled with the OpenTelemetry trace and span their thread published.",
+     offsetof(struct loop_job_view, trace_spans)},
+    {"pyprofd_trace_context_torn_total",
+     "Thread context records that changed while read: the sample is kept without a span.",
+     offsetof(struct loop_job_view, trace_torn)},
+    {"pyprofd_trace_context_unreadable_total",
+     "Thread context pointers or records that could not be read (counted, not labelled).",
+     offsetof(struct loop_job_view, trace_faults)},
+    {"pyprofd_trace_context_spans_over_total",
+     "Samples counted without their span because their window already held the most distinct "
+     "span ids it keeps (1000).",
+     offsetof(struct loop_job_view, spans_over)},
     {"pyprofd_native_fallbacks_total",
      "Targets of native: full jobs sampled with <native> markers instead, because perf events "
      "were refused (/targets says why).",
@@ -568,6 +592,14 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
                            "Scans of the proc root that failed.", (double)v->scan_errors);
     if (!err)
         err = views_watch_metrics(v, w);
+    if (!err)
+        err = promtext_family(w, "pyprofd_otel_process_context_reads_total", PROMTEXT_COUNTER,
+                              "Reads of processes' OpenTelemetry process context (OTEP 4719), "
+                              "by outcome (absent: the process publishes none).");
+    for (int f = OTEL_PROCESS_OK; !err && f < OTEL_PROCESS_FAILS; f++)
+        err = promtext_sample(
+            w, NULL, PROMTEXT_LABELS({"result", otel_process_fail_name((enum otel_process_fail)f)}),
+            (double)targets_context_reads((enum otel_process_fail)f));
     if (!err)
         err = views_scalar(w, "pyprofd_utf8_replaced_total", PROMTEXT_COUNTER,
                            "Invalid UTF-8 sequences in text from outside (command lines, names, "

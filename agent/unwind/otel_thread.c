@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * otel_thread.c: the OpenTelemetry thread context of sampled threads (see
+ * otel_thread.h).
+ */
+#include "base/compat.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "discovery/elf_sections.h"
+#include "discovery/proc_maps.h"
+#include "discovery/pyruntime.h"
+#include "unwind/otel_thread.h"
+#include "unwind/unwind.h"
+
+/* A static TLS offset is below the thread pointer and within this (glibc's
+ * static TLS is a few KiB to a few MiB). */
+#define OTEL_TLS_STATIC_SPAN (1ll << 30)
+/* Module ids are small (one per loaded module with TLS). */
+#define OTEL_TLS_MAX_MODULE 65536u
+/* Per-thread places kept (direct-mapped by thread pointer). */
+#define OTEL_THREAD_SLOTS 1024u
+
+static const char *const otel_thread_model_names[] = {
+    "none", "tlsdesc-static", "tlsdesc-dynamic", "general-dynamic", "initial-exec", "local-exec",
+};
+
+const char *otel_thread_model_name(enum otel_thread_model m)
+{
+    return (unsigned)m < PYPROFD_ARRAY_SIZE(otel_thread_model_names) ? otel_thread_model_names[m]
+                                                                     : "?";
+}
+
+/* ---- finding the variable ------------------------------------------------------ */
+
+static bool otel_memo_has(const struct otel_thread_memo *memo, uint64_t inode)
+{
+    for (size_t i = 0; i < memo->nchecked; i++) {
+        if (memo->checked[i] == inode)
+            return true;
+    }
+    return false;
+}
+
+static void otel_memo_add(struct otel_thread_memo *memo, uint64_t inode)
+{
+    if (memo->nchecked < OTEL_THREAD_CHECKED)
+        memo->checked[memo->nchecked++] = inode;
+}
+
+/* The static offset glibc gives the first module (the executable) on x86-64,
+ * where TLS blocks lie below the thread pointer (TLS variant II). */
+static int64_t otel_le_offset(const struct elf_tls_segment *seg)
+{
+    uint64_t align = seg->align;
+    uint64_t firstbyte = (0 - (seg->vaddr & (align - 1))) & (align - 1);
+    uint64_t size = seg->memsz - firstbyte;
+    uint64_t off = ((size + align - 1) & ~(align - 1)) + firstbyte;
+    return -(int64_t)off;
+}
+
+/* From the GOT words the dynamic linker filled for file @ref (loaded with
+ * @bias) to a locator. Returns 0, -EPROTO (with @why) or a memread error. */
+static int otel_place(struct memread *mr, const struct elf_tls_ref *ref,
+                      const struct elf_tls_segment *seg, uint64_t bias, bool first_file,
+                      struct otel_thread_locator *out, char *why, size_t why_len)
+{
+    int err;
+    if (ref->desc) {
+        uint64_t d[2]; /* the resolver's address, its argument */
+        if ((err = memread_read(mr, bias + ref->desc, d, sizeof(d))))
+            return err;
+        int64_t arg = (int64_t)d[1];
+        if (arg < 0 && arg > -OTEL_TLS_STATIC_SPAN) {
+            out->model = OTEL_TLS_DESC_STATIC;
+            out->tp_offset = arg;
+            return 0;
+        }
+        /* dynamic: the argument points to (module id, offset, generation) */
+        uint64_t ti[2];
+        if (d[1] == 0 || (err = memread_read(mr, d[1], ti, sizeof(ti)))) {
+            snprintf(why, why_len, "its TLS descriptor's argument (0x%" PRIx64 ") cannot be read",
+                     d[1]);
+            return -EPROTO;
+        }
+        out->model = OTEL_TLS_DESC_DYNAMIC;
+        out->module = ti[0];
+        out->offset = ti[1];
+    } else if (ref->gd_module && ref->gd_offset) {
+        uint64_t mod, off;
+        if ((err = memread_read(mr, bias + ref->gd_module, &mod, sizeof(mod))) ||
+            (err = memread_read(mr, bias + ref->gd_offset, &off, sizeof(off))))
+            return err;
+        out->model = OTEL_TLS_GD;
+        out->module = mod;
+        out->offset = off;
+    } else if (ref->ie) {
+        uint64_t off;
+        if ((err = memread_read(mr, bias + ref->ie, &off, sizeof(off))))
+            return err;
+        out->model = OTEL_TLS_IE;
+        out->tp_offset = (int64_t)off;
+        if (out->tp_offset >= 0 || out->tp_offset <= -OTEL_TLS_STATIC_SPAN) {
+            snprintf(why, why_len, "its initial-exec GOT word (0x%" PRIx64 ") is no TLS offset",
+                     off);
+            return -EPROTO;
+        }
+        return 0;
+    } else if (first_file) {
+        out->model = OTEL_TLS_LE;
+        out->tp_offset = otel_le_offset(seg) + (int64_t)ref->value;
+        return 0;
+    } else {
+        snprintf(why, why_len,
+                 "it defines " OTEL_THREAD_SYMBOL " but has no relocation that places it");
+        return -ENOTSUP;
+    }
+    /* the dynamic models: a module id the dtv can have, an offset inside the block */
+    if (out->module == 0 || out->module > OTEL_TLS_MAX_MODULE || out->offset >= seg->memsz) {
+        snprintf(why, why_len,
+                 "its TLS module id %" PRIu64 " / offset %" PRIu64
+                 " are not a place (descriptor not resolved?)",
+                 out->module, out->offset);
+        return -EPROTO;
+    }
+    return 0;
+}
+
+int otel_thread_find(const char *proc_root, pid_t pid, struct memread *mr,
+                     struct otel_thread_memo *memo, struct otel_thread_locator *out, char *why,
+                     size_t why_len)
+{
+    *out = (struct otel_thread_locator){0};
+    memo->searches++;
+#if !defined(__x86_64__)
+    (void)proc_root, (void)pid, (void)mr;
+    snprintf(why, why_len, "the thread context is read on x86-64 only");
+    return -ENOTSUP;
+#else
+    struct proc_maps *maps = NULL;
+    int err = proc_maps_read(proc_root, pid, &maps);
+    if (err) {
+        snprintf(why, why_len, "cannot read '%s/%d/maps': %s", proc_root, (int)pid, strerror(-err));
+        return err == -EACCES ? -EPERM : err;
+    }
+    err = -ENOENT;
+    snprintf(why, why_len, "no library the process maps defines " OTEL_THREAD_SYMBOL);
+    bool first = true;
+    for (size_t i = 0; i < proc_maps_count(maps) && err == -ENOENT; i++) {
+        const struct proc_map_entry *e = proc_maps_get(maps, i);
+        if (!proc_map_is_file(e) || e->inode == 0 || e->offset != 0)
+            continue;
+        bool first_file = first;
+        first = false;
+        if (otel_memo_has(memo, e->inode))
+            continue;
+        const char *via = NULL;
+        int fd = pyruntime_open_mapped(proc_root, pid, e, &via);
+        if (fd < 0)
+            continue; /* not kept: it may be openable later */
+        struct elf_file *ef = NULL;
+        struct elf_tls_segment seg;
+        struct elf_tls_ref ref = {0};
+        uint64_t base = 0;
+        int rc = elf_file_open_fd(fd, &ef);
+        if (rc == 0 && elf_file_tls(ef, &seg) && elf_file_load_base(ef, &base) == 0)
+            rc = elf_file_find_tls_fd(ef, fd, OTEL_THREAD_SYMBOL, &ref);
+        close(fd);
+        elf_file_free(ef);
+        if (rc == -ENOMEM) {
+            err = -ENOMEM;
+            break;
+        }
+        if (rc || !ref.found) {
+            otel_memo_add(memo, e->inode);
+            continue;
+        }
+        char reason[200] = "";
+        err = otel_place(mr, &ref, &seg, e->start - base, first_file, out, reason, sizeof(reason));
+        snprintf(out->file, sizeof(out->file), "%s", e->path);
+        if (err == -ESRCH)
+            snprintf(why, why_len, "the process is gone");
+        else if (err == -EPROTO || err == -ENOTSUP)
+            snprintf(why, why_len, "'%s': %s", e->path, reason);
+        else if (err)
+            snprintf(why, why_len, "'%s': its GOT cannot be read: %s", e->path,
+                     memread_strerror(err));
+        if (err && err != -ESRCH)
+            err = err == -ENOTSUP ? -ENOTSUP : -EPROTO;
+    }
+    proc_maps_free(maps);
+    if (!err)
+        why[0] = '\0';
+    return err;
+#endif
+}
+
+/* ---- records -------------------------------------------------------------------- */
+
+int otel_thread_parse_record(const void *buf, size_t len, struct otel_thread_record *out)
+{
+    const uint8_t *b = buf;
+    *out = (struct otel_thread_record){0};
+    if (len < OTEL_THREAD_RECORD_SIZE)
+        return -EINVAL;
+    out->valid = b[24];
+    if (out->valid != 1)
+        return -EAGAIN;
+    memcpy(out->span.trace_id, b, 16);
+    memcpy(out->span.span_id, b + 16, 8);
+    memcpy(&out->attrs_size, b + 26, 2);
+    bool any = false;
+    for (size_t i = 0; i < 24 && !any; i++)
+        any = b[i] != 0;
+    out->span.set = any;
+    return 0;
+}
+
+size_t otel_thread_attrs(const uint8_t *attrs, size_t len, size_t nkeys,
+                         void (*fn)(void *arg, uint8_t key, const char *value, size_t vlen),
+                         void *arg)
+{
+    size_t n = 0, at = 0;
+    while (len - at >= 2) {
+        uint8_t key = attrs[at], vlen = attrs[at + 1];
+        if (len - at - 2 < vlen)
+            break; /* the rest cannot hold the whole entry */
+        if (key < nkeys && fn)
+            fn(arg, key, (const char *)attrs + at + 2, vlen);
+        at += 2u + vlen;
+        n++;
+    }
+    return n;
+}
+
+/* ---- per sample ------------------------------------------------------------------ */
+
+struct otel_slot {
+    uint64_t tp, tid;
+    uint64_t slot; /* the variable's address in that thread */
+};
+
+struct otel_thread {
+    struct memread *mr;
+    struct otel_thread_locator loc;
+    struct otel_thread_stats stats;
+    struct otel_slot slots[OTEL_THREAD_SLOTS];
+    /* per sample, one entry per thread of the result */
+    uint64_t where[UNWIND_MAX_THREADS]; /* the variable's address, 0: none */
+    uint64_t ptr[UNWIND_MAX_THREADS];   /* its value (the record's address) */
+    uint64_t again[UNWIND_MAX_THREADS]; /* its value at the record's read */
+    uint8_t rec[UNWIND_MAX_THREADS][OTEL_THREAD_RECORD_SIZE];
+    struct sample_span spans[UNWIND_MAX_THREADS];
+    struct memread_iov iov[2 * UNWIND_MAX_THREADS];
+};
+
+int otel_thread_new(struct memread *mr, const struct otel_thread_locator *loc,
+                    struct otel_thread **out)
+{
+    struct otel_thread *t = alloc_calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->mr = mr;
+    t->loc = *loc;
+    *out = t;
+    return 0;
+}
+
+static struct otel_slot *otel_slot_of(struct otel_thread *t, uint64_t tp)
+{
+    return &t->slots[(size_t)((tp >> 12) * 0x9e3779b97f4a7c15ull >> 54) % OTEL_THREAD_SLOTS];
+}
+
+/* The variable's address in the thread with thread pointer @tp, or 0 (the
+ * thread has no block for it, or it cannot be read: counted). */
+static uint64_t otel_where(struct otel_thread *t, uint64_t tp, uint64_t tid)
+{
+    const struct otel_thread_locator *l = &t->loc;
+    if (l->model == OTEL_TLS_DESC_STATIC || l->model == OTEL_TLS_IE || l->model == OTEL_TLS_LE)
+        return tp + (uint64_t)l->tp_offset;
+    struct otel_slot *s = otel_slot_of(t, tp);
+    if (s->tp == tp && s->tid == tid && s->slot)
+        return s->slot;
+    uint64_t dtv;
+    if (memread_read(t->mr, tp + 8, &dtv, sizeof(dtv)) || dtv < 16) {
+        t->stats.faults++;
+        return 0;
+    }
+    /* dtv[-1] is the dtv's length: an index past it was never allocated */
+    uint64_t len = 0, block = 0;
+    if (memread_read(t->mr, dtv - 16, &len, sizeof(len))) {
+        t->stats.faults++;
+        return 0;
+    }
+    if (l->module > len) {
+        t->stats.unallocated++;
+        return 0;
+    }
+    if (memread_read(t->mr, dtv + 16 * l->module, &block, sizeof(block))) {
+        t->stats.faults++;
+        return 0;
+    }
+    if (block == 0 || block == UINT64_MAX) { /* TLS_DTV_UNALLOCATED */
+        t->stats.unallocated++;
+        return 0;
+    }
+    *s = (struct otel_slot){.tp = tp, .tid = tid, .slot = block + l->offset};
+    return s->slot;
+}
+
+/* Reads @n ranges; when the batch faults (one thread's range is bad), each
+ * alone, marking the failed ones in @bad. Returns false when the process is gone. */
+static bool otel_readv(struct otel_thread *t, const struct memread_iov *iov, size_t n, bool *bad)
+{
+    int err = memread_readv(t->mr, iov, n);
+    if (!err)
+        return true;
+    if (err == -ESRCH)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        bad[i] = memread_readv(t->mr, &iov[i], 1) != 0;
+    return true;
+}
+
+const struct sample_span *otel_thread_sample(struct otel_thread *t, const struct unwind_result *r)
+{
+    size_t n = r->nthreads < UNWIND_MAX_THREADS ? r->nthreads : UNWIND_MAX_THREADS;
+    size_t m = 0;
+    bool bad[2 * UNWIND_MAX_THREADS];
+    struct sample_span *spans = t->spans;
+    for (size_t i = 0; i < n; i++)
+        spans[i].set = false;
+    /* every thread's pointer, in one call */
+    for (size_t i = 0; i < n; i++) {
+        const struct unwind_thread *th = &r->threads[i];
+        t->where[i] = 0;
+        t->ptr[i] = 0;
+        if (th->status != SAMPLE_OK || th->thread_id == 0)
+            continue;
+        t->stats.threads++;
+        t->where[i] = otel_where(t, th->thread_id, th->native_thread_id);
+        if (!t->where[i]) {
+            t->stats.none++;
+            continue;
+        }
+        t->iov[m] = (struct memread_iov){.raddr = t->where[i], .local = &t->ptr[i], .len = 8};
+        bad[m++] = false;
+    }
+    if (m == 0 || !otel_readv(t, t->iov, m, bad))
+        return spans;
+    /* every record, each with its pointer again, in a second */
+    size_t k = 0, j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!t->where[i])
+            continue;
+        if (bad[j++]) {
+            t->stats.faults++;
+            t->where[i] = 0;
+            continue;
+        }
+        if (t->ptr[i] == 0) {
+            t->stats.none++;
+            t->where[i] = 0;
+            continue;
+        }
+        t->iov[k] = (struct memread_iov){
+            .raddr = t->ptr[i], .local = t->rec[i], .len = OTEL_THREAD_RECORD_SIZE};
+        bad[k++] = false;
+        t->iov[k] = (struct memread_iov){.raddr = t->where[i], .local = &t->again[i], .len = 8};
+        bad[k++] = false;
+    }
+    if (k == 0 || !otel_readv(t, t->iov, k, bad))
+        return spans;
+    j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!t->where[i])
+            continue;
+        bool fault = bad[j] || bad[j + 1];
+        j += 2;
+        struct otel_thread_record rec;
+        if (fault) {
+            t->stats.faults++;
+        } else if (t->again[i] != t->ptr[i] ||
+                   otel_thread_parse_record(t->rec[i], OTEL_THREAD_RECORD_SIZE, &rec) != 0) {
+            t->stats.torn++; /* moved, or being written: no label rather than a wrong one */
+        } else if (!rec.span.set) {
+            t->stats.none++;
+        } else {
+            spans[i] = rec.span;
+            t->stats.spans++;
+        }
+    }
+    return spans;
+}
+
+const struct otel_thread_locator *otel_thread_locator_of(const struct otel_thread *t)
+{
+    return &t->loc;
+}
+
+struct otel_thread_stats otel_thread_stats(const struct otel_thread *t)
+{
+    return t->stats;
+}
+
+void otel_thread_free(struct otel_thread *t)
+{
+    alloc_free(t);
+}
