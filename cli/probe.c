@@ -10,7 +10,9 @@
 #include "base/log.h"
 #include "base/termtext.h"
 #include "cli/cli.h"
+#include "discovery/otel_process.h"
 #include "perf/perfsample.h"
+#include "unwind/otel_thread.h"
 
 static void probe_usage(FILE *out)
 {
@@ -20,6 +22,50 @@ static void probe_usage(FILE *out)
           "what its debug table says and whether pyprofd reads it (CPython " PYVERSION_SUPPORTED
           ").\n",
           out);
+}
+
+/* What the process publishes of its OpenTelemetry contexts (docs/tracing.md). */
+static void probe_trace_context(struct cli_target *t)
+{
+    struct otel_process pc;
+    bool gone = false;
+    enum otel_process_fail f = otel_process_locate("/proc", t->pid, t->mr, &pc, &gone);
+    if (f == OTEL_PROCESS_ABSENT) {
+        printf("  otel      no process context (OTEL_CTX) published\n");
+        return;
+    }
+    if (f != OTEL_PROCESS_OK) {
+        printf("  otel      a process context that cannot be read: %s\n",
+               otel_process_fail_name(f));
+        return;
+    }
+    char key[OTEL_PROCESS_MAX_KEY * 4 + 1], text[OTEL_PROCESS_MAX_VALUE * 4 + 1];
+    printf("  otel      process context at 0x%" PRIx64 ", published at %" PRIu64
+           " ns (CLOCK_BOOTTIME), %zu resource attributes%s\n",
+           pc.header_raddr, pc.published_ns, pc.nresource, pc.dropped ? " (some not scalars)" : "");
+    for (size_t i = 0; i < pc.nresource; i++) {
+        /* the target's text: escaped for the terminal */
+        printf("            %s = %s\n", termtext_str(pc.resource[i].key, key, sizeof(key)),
+               termtext_str(pc.resource[i].value, text, sizeof(text)));
+    }
+    bool announced = pc.schema != NULL;
+    if (announced)
+        printf("  thread    context announced (%s), %zu attribute keys\n",
+               termtext_str(pc.schema, key, sizeof(key)), pc.nkeys);
+    otel_process_release(&pc);
+    if (!announced)
+        return;
+    struct otel_thread_memo memo = {0};
+    struct otel_thread_locator loc;
+    char why[320];
+    int err = otel_thread_find("/proc", t->pid, t->mr, &memo, &loc, why, sizeof(why));
+    if (err)
+        printf("  thread    %s\n",
+               err == -ENOMEM ? "out of memory" : termtext_str(why, text, sizeof(text)));
+    else
+        printf("  thread    " OTEL_THREAD_SYMBOL " in %s, %s: samples are labelled trace_id, "
+               "span_id\n",
+               termtext_str(loc.file, text, sizeof(text)), otel_thread_model_name(loc.model));
 }
 
 static int probe_one(pid_t pid, enum memread_backend backend)
@@ -96,6 +142,7 @@ static int probe_one(pid_t pid, enum memread_backend backend)
     else
         printf("  native    --native=full: C and Python frames joined, from the kernel's "
                "samples\n");
+    probe_trace_context(&t);
     printf("  supported yes\n");
     cli_detach(&t);
     return CLI_EXIT_OK;

@@ -50,7 +50,8 @@ static bool window_limits_equal(const struct agg_limits *a, const struct agg_lim
 {
     return a->string_bytes == b->string_bytes && a->strings == b->strings &&
            a->functions == b->functions && a->locations == b->locations &&
-           a->samples == b->samples && a->stack_slots == b->stack_slots && a->threads == b->threads;
+           a->samples == b->samples && a->stack_slots == b->stack_slots &&
+           a->threads == b->threads && a->spans == b->spans;
 }
 
 int window_queue_new(size_t queue_cap, size_t pool_cap, const struct agg_limits *limits,

@@ -148,6 +148,16 @@ int otel_thread_find(const char *proc_root, pid_t pid, struct memread *mr,
     }
     err = -ENOENT;
     snprintf(why, why_len, "no library the process maps defines " OTEL_THREAD_SYMBOL);
+    for (size_t i = 0; i < proc_maps_count(maps); i++) {
+        /* musl lays out its threads' TLS otherwise: not read, rather than read wrong */
+        const char *path = proc_maps_get(maps, i)->path;
+        const char *base = strrchr(path, '/');
+        if (strncmp(base ? base + 1 : path, "ld-musl-", 8) == 0) {
+            snprintf(why, why_len, "the process runs on musl: only glibc's TLS layout is read");
+            proc_maps_free(maps);
+            return -ENOTSUP;
+        }
+    }
     bool first = true;
     for (size_t i = 0; i < proc_maps_count(maps) && err == -ENOENT; i++) {
         const struct proc_map_entry *e = proc_maps_get(maps, i);

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Benchmark: what reading the OpenTelemetry thread context costs per sample.
+
+One CPython process (tests/targets/otel_spans.py: THREADS threads entering
+and leaving spans through tests/targets/otel_publisher.c, built with the TLS
+model asked for) is sampled at RATE Hz, every thread, in interleaved turns, by
+
+  plain     pyprofd record -a --no-trace-context
+  context   pyprofd record -a               (labels trace_id / span_id)
+  tachyon   python3.15 -m profiling.sampling attach -a (only with --python
+            3.15: CPython's own sampler reads its own version only, and no
+            trace context; the same target, for scale)
+
+Each variant runs twice, for SHORT and for SECONDS seconds: the CPU per
+sample is the difference of the two runs' CPU time (user + system) over the
+difference of their samples, which leaves out what a run costs once (start,
+attach, the ELF and GOT reads that place the variable). Reports, per
+variant, the median over CYCLES cycles of microseconds per sample and per
+thread sample, and the context's extra against plain. Target and sampler are
+pinned to different CPUs (--target-cpu, --sampler-cpu): say so with the
+numbers. docs/performance.md ("Trace context: what it costs") has runs.
+Root (the rootfs's chroot, reading another process's memory). Not a test.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+import livelib  # noqa: E402  (where the rootfs is, how a target starts)
+
+MODELS = {"tlsdesc": "-mtls-dialect=gnu2", "gd": "-mtls-dialect=gnu",
+          "ie": "-ftls-model=initial-exec"}
+
+
+def run(cmd, cpu):
+    """Runs @cmd pinned to @cpu: (rc, output, its CPU seconds)."""
+    proc = subprocess.Popen(["taskset", "-c", str(cpu), *cmd], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    out = proc.stdout.read().decode("utf-8", "replace")
+    _, status, ru = os.wait4(proc.pid, 0)
+    return os.waitstatus_to_exitcode(status), out, ru.ru_utime + ru.ru_stime
+
+
+def record(args, pid, seconds, extra, tmp):
+    rc, out, cpu_s = run([args.pyprofd, "record", "-a", "-r", str(args.rate), "-d",
+                          str(seconds), "--no-progress", "-o", os.path.join(tmp, "p.pb.gz"),
+                          *extra, str(pid)], args.sampler_cpu)
+    if rc != 0:
+        sys.exit(f"trace_cost: pyprofd record failed:\n{out}")
+    samples = int(re.search(r"^pyprofd: (\d+) samples in", out, re.M).group(1))
+    m = re.search(r"trace context: (\d+) of (\d+) thread reads in a span", out)
+    threads = int(m.group(2)) if m else 0
+    if "--no-trace-context" not in extra and not m:
+        sys.exit(f"trace_cost: no trace context found:\n{out}")
+    return cpu_s, samples, threads
+
+
+def tachyon(args, pid, seconds, tmp):
+    root = livelib.rootfs_for("3.15")
+    cmd = ["chroot", root, "python3.15", "-m", "profiling.sampling", "attach", "-a", "-r",
+           str(args.rate), "-d", str(seconds), "--collapsed", "-o", "/tmp/tachyon.txt",
+           str(pid)]
+    rc, out, cpu_s = run(cmd, args.sampler_cpu)
+    if rc != 0:
+        sys.exit(f"trace_cost: tachyon failed:\n{out}")
+    m = re.search(r"Captured (\d+) samples", out) or re.search(r"(\d+) samples", out)
+    return cpu_s, int(m.group(1)) if m else 0, 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pyprofd", default=os.path.join(REPO, "build-release", "pyprofd"))
+    ap.add_argument("--python", default="3.13", help="3.11 (the host's) or a rootfs version")
+    ap.add_argument("--model", choices=sorted(MODELS), default="tlsdesc")
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("-r", "--rate", type=int, default=1000)
+    ap.add_argument("--short", type=float, default=1.0)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("-c", "--cycles", type=int, default=3)
+    ap.add_argument("--target-cpu", type=int, default=0)
+    ap.add_argument("--sampler-cpu", type=int, default=1)
+    args = ap.parse_args()
+    variants = ["plain", "context"] + (["tachyon"] if args.python == "3.15" else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        host = args.python == "3.11"
+        root = None if host else livelib.rootfs_for(args.python)
+        lib_dir = tmp if host else os.path.join(root, "pyprofd-targets")
+        lib = os.path.join(lib_dir, f"libotel-bench-{os.getpid()}.so")
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", MODELS[args.model], "-o", lib,
+                        os.path.join(REPO, "tests", "targets", "otel_publisher.c")], check=True)
+        script = os.path.join(REPO, "tests", "targets", "otel_spans.py")
+        total = args.cycles * len(variants) * (args.short + args.seconds) + 60
+        try:
+            if host:
+                target = subprocess.Popen(["taskset", "-c", str(args.target_cpu),
+                                           "/usr/bin/python3.11", script, lib, "--threads",
+                                           str(args.threads), "--duration", str(total)],
+                                          stdout=subprocess.PIPE)
+                pid = target.pid
+            else:
+                target = livelib.start_target(tmp, "otel_spans", args.python, "chroot",
+                                              "/pyprofd-targets/" + os.path.basename(lib),
+                                              "--threads", str(args.threads), "--duration",
+                                              str(total))
+                pid = target.pid
+                subprocess.run(["taskset", "-a", "-p", "-c", str(args.target_cpu), str(pid)],
+                               capture_output=True, check=True)
+            time.sleep(1.0)
+            res = {v: [] for v in variants}
+            for cycle in range(args.cycles):
+                for v in variants:
+                    runs = []
+                    for secs in (args.short, args.seconds):
+                        if v == "tachyon":
+                            runs.append(tachyon(args, pid, secs, tmp))
+                        else:
+                            extra = ["--no-trace-context"] if v == "plain" else []
+                            runs.append(record(args, pid, secs, extra, tmp))
+                    (c1, n1, t1), (c2, n2, t2) = runs
+                    us = 1e6 * (c2 - c1) / max(n2 - n1, 1)
+                    per_thread = 1e6 * (c2 - c1) / max(t2 - t1, 1) if t2 > t1 else None
+                    res[v].append((us, per_thread))
+                    print(f"cycle {cycle} {v}: {us:.2f} us/sample"
+                          + (f", {per_thread:.2f} us/thread read" if per_thread else ""),
+                          flush=True)
+        finally:
+            target.kill() if host else target.stop()
+            os.unlink(lib)
+    print(f"\nCPython {args.python}, {args.threads} threads, model {args.model}, "
+          f"{args.rate} Hz, target on CPU {args.target_cpu}, sampler on CPU "
+          f"{args.sampler_cpu} (not shared); medians of {args.cycles} cycles")
+    med = {v: statistics.median(x[0] for x in res[v]) for v in variants}
+    for v in variants:
+        print(f"  {v:8s} {med[v]:8.2f} us/sample  x{med[v] / med['plain']:.2f} of plain")
+    print(f"  context read: {med['context'] - med['plain']:+.2f} us/sample, "
+          f"{(med['context'] - med['plain']) / (args.threads + 1):+.2f} us per thread sample")
+
+
+if __name__ == "__main__":
+    main()
