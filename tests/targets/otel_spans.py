@@ -146,25 +146,28 @@ done = threading.Event()
 period = args.period_ms / 1000.0
 
 
-def busy(seconds):
-    """Spins in Python (the caller's frame stays the leaf but for C calls)."""
-    end = time.perf_counter() + seconds
-    x = 0
+# Each spins in its own loop, so that it is the leaf Python frame of its
+# samples (time.perf_counter is C: no frame).
+
+def in_span_a():
+    end, x = time.perf_counter() + period, 0
     while time.perf_counter() < end:
         x += 1
     return x
 
 
-def in_span_a():
-    return busy(period)
-
-
 def in_span_b():
-    return busy(period)
+    end, x = time.perf_counter() + period, 0
+    while time.perf_counter() < end:
+        x += 1
+    return x
 
 
 def outside_span():
-    return busy(period)
+    end, x = time.perf_counter() + period, 0
+    while time.perf_counter() < end:
+        x += 1
+    return x
 
 
 def worker(index, info, started):
