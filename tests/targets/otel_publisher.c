@@ -28,18 +28,18 @@
  *   -ftls-model=initial-exec  R_X86_64_TPOFF64   otel_thread_ctx_v1 + 0
  *                             (and FLAGS STATIC_TLS in .dynamic)
  *
- * each plus one relocation of the same family without a symbol, for the
- * module's own static otelpub_records (gnu: a lone DTPMOD64, local
- * dynamic); and in each, .dynsym has otel_thread_ctx_v1 as "8 TLS GLOBAL
- * DEFAULT" with value 8: its offset in the module's TLS block is not 0
- * (otelpub_records comes first), which a reader must add.
+ * each plus relocations of the same family without a symbol, for the
+ * module's own static TLS, otelpub_records and otelpub_last (gnu: one lone
+ * DTPMOD64, local dynamic); and in each, .dynsym has otel_thread_ctx_v1 as
+ * "8 TLS GLOBAL DEFAULT" with value 0x10: its offset in the module's TLS
+ * block is not 0 (the static ones come first), which a reader must add.
  *
  * Where glibc put it when python dlopen()ed the library (read through
  * otelpub_slot_address() against otelpub_thread_pointer(), glibc 2.31,
  * 2.36 and 2.43): the TLSDESC build in static TLS, just below the thread
- * pointer (tp - 0x98 on 2.31 and 2.36, tp - 0xc8 or 0xe8 on 2.43 with
- * CPython 3.13/3.14 or 3.15), like the initial-exec build: glibc resolves a
- * TLSDESC to static TLS when the surplus has room. The legacy build's
+ * pointer (tp - 0x98 on 2.31 and 2.36, tp - 0xc8 on 2.43 with CPython
+ * 3.13 and 3.14, 0xe8 with 3.15), like the initial-exec build: glibc
+ * resolves a TLSDESC to static TLS when the surplus has room. The legacy build's
  * variable is in a dynamic block malloc()ed at the thread's first access
  * ([heap]), reached through the DTV only.
  *
@@ -290,6 +290,8 @@ OTELPUB_EXPORT __thread struct otel_thread_ctx_record *volatile otel_thread_ctx_
  * all of the module's TLS in the static TLS surplus glibc keeps for
  * dlopen()ed libraries, a few hundred bytes shared by every such library. */
 static __thread struct otel_thread_ctx_record *otelpub_records;
+/* The buffer of the thread's last attach: the next one takes the other. */
+static __thread unsigned otelpub_last;
 
 /* Attaches a span to the calling thread: @trace16 and @span8 (16 and 8
  * bytes), trace flags "sampled", and if @key >= 0 one attribute @key =
@@ -311,10 +313,11 @@ void otelpub_attach(const uint8_t *trace16, const uint8_t *span8, int key, const
     }
     /* The published record stays untouched while the other is built: a
      * reader that interrupts the thread sees the old one or the new one,
-     * complete. */
-    struct otel_thread_ctx_record *cur = otel_thread_ctx_v1;
-    struct otel_thread_ctx_record *r =
-        cur == &otelpub_records[0] ? &otelpub_records[1] : &otelpub_records[0];
+     * complete. Alternating also after a detach (which publishes neither)
+     * leaves a reader that took the pointer of the last span just before
+     * the detach a record that is still that span's, not one half rewritten. */
+    otelpub_last ^= 1u;
+    struct otel_thread_ctx_record *r = &otelpub_records[otelpub_last];
     r->valid = 0;
     memcpy(r->trace_id, trace16, sizeof(r->trace_id));
     memcpy(r->span_id, span8, sizeof(r->span_id));
