@@ -391,6 +391,36 @@ echo
 printf 'sort cumulative\nstats 5\nquit\n' | /usr/bin/python3 -m pstats "${fmts[0]}" 2>&1 |
 	sed -n '/ncalls/,/^$/p' | sed 's/^/   /'
 echo
+echo "== trace context: a process that publishes its OpenTelemetry context (here"
+echo "   tests/targets/otel_publisher.c, a publisher written from OTEP 4719 and 4947, loaded by"
+echo "   tests/targets/otel_spans.py under /usr/bin/python3.11): its samples carry the trace_id"
+echo "   and span_id their thread was in (docs/tracing.md)"
+echo
+otel_lib="build/demo-libotel.so"
+cc -O2 -shared -fPIC -mtls-dialect=gnu2 -o "$otel_lib" tests/targets/otel_publisher.c
+otel_py=/usr/bin/python3.11
+[ -x "$otel_py" ] || otel_py=/usr/bin/python3
+"$otel_py" tests/targets/otel_spans.py "$otel_lib" --duration 5 >/dev/null &
+otel_pid=$!
+sleep 1
+"$bin" probe "$otel_pid" | grep -E '^  (otel|thread) |^            ' | sed 's/^/   /'
+"$bin" record -a -d 2 --no-progress -o build/demo-spans.pb.gz "$otel_pid" 2>&1 |
+	grep -E "trace context" | sed 's/^/   /'
+wait "$otel_pid" || true
+/usr/bin/python3 - build/demo-spans.pb.gz <<'PY' | sed 's/^/   /'
+import collections, sys
+sys.path.insert(0, "tests/integration")
+import livelib
+p = livelib.pprof_read(sys.argv[1])
+by = collections.Counter()
+for values, locs, labels in p["samples"]:
+    leaf = p["functions"][p["locations"][locs[0]][0][0]][0]
+    by[(leaf, labels.get("span_id", "none")[:2])] += values[0]
+print("samples by leaf function and the span kind (span_id's first byte: a0 or b0):")
+for (leaf, span), n in sorted(by.items(), key=lambda x: -x[1])[:6]:
+    print(f"  {n:5d}  {leaf:14s} {span}")
+PY
+echo
 echo "== stopping the workload"
 echo
 echo "== the flame graph of the CPython 3.14 workload is in $(pwd)/$html"

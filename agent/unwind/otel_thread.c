@@ -248,9 +248,27 @@ size_t otel_thread_attrs(const uint8_t *attrs, size_t len, size_t nkeys,
 
 /* ---- per sample ------------------------------------------------------------------ */
 
+/*
+ * What is kept per thread (direct-mapped by thread pointer, checked with the
+ * TID: glibc reuses a finished thread's stack, and its thread pointer, for a
+ * new thread): where the variable is in it, and the record address it held
+ * at the last sample. That guess lets a sample read the pointer and the
+ * record in one system call: a thread whose pointer did not move since (a
+ * span longer than the sampling interval, or a writer that keeps one record
+ * per thread and flips its valid byte) costs no second call.
+ */
 struct otel_slot {
     uint64_t tp, tid;
-    uint64_t slot; /* the variable's address in that thread */
+    uint64_t slot;     /* the variable's address in that thread, 0: not known */
+    uint64_t last_ptr; /* its value at the last sample */
+};
+
+/* One thread's reads of a sample (the ranges are copied in this order). */
+struct otel_read {
+    uint64_t ptr;                          /* the variable */
+    uint8_t rec[OTEL_THREAD_RECORD_SIZE];  /* the record it points to (or was guessed to) */
+    uint64_t again;                        /* the variable again, after the record */
+    uint8_t rec2[OTEL_THREAD_RECORD_SIZE]; /* the record again, after that */
 };
 
 struct otel_thread {
@@ -259,12 +277,12 @@ struct otel_thread {
     struct otel_thread_stats stats;
     struct otel_slot slots[OTEL_THREAD_SLOTS];
     /* per sample, one entry per thread of the result */
-    uint64_t where[UNWIND_MAX_THREADS]; /* the variable's address, 0: none */
-    uint64_t ptr[UNWIND_MAX_THREADS];   /* its value (the record's address) */
-    uint64_t again[UNWIND_MAX_THREADS]; /* its value at the record's read */
-    uint8_t rec[UNWIND_MAX_THREADS][OTEL_THREAD_RECORD_SIZE];
+    struct otel_slot *slot_of[UNWIND_MAX_THREADS]; /* NULL: not read */
+    uint64_t guess[UNWIND_MAX_THREADS];            /* the record address the first call read */
+    struct otel_read rd[UNWIND_MAX_THREADS];
+    struct memread_iov iov[4 * UNWIND_MAX_THREADS];
+    bool bad[4 * UNWIND_MAX_THREADS];
     struct sample_span spans[UNWIND_MAX_THREADS];
-    struct memread_iov iov[2 * UNWIND_MAX_THREADS];
 };
 
 int otel_thread_new(struct memread *mr, const struct otel_thread_locator *loc,
@@ -284,16 +302,11 @@ static struct otel_slot *otel_slot_of(struct otel_thread *t, uint64_t tp)
     return &t->slots[(size_t)((tp >> 12) * 0x9e3779b97f4a7c15ull >> 54) % OTEL_THREAD_SLOTS];
 }
 
-/* The variable's address in the thread with thread pointer @tp, or 0 (the
- * thread has no block for it, or it cannot be read: counted). */
-static uint64_t otel_where(struct otel_thread *t, uint64_t tp, uint64_t tid)
+/* The variable's address in a dynamic model's thread with thread pointer
+ * @tp, or 0 (the thread has no block for it, or it cannot be read: counted). */
+static uint64_t otel_dynamic_where(struct otel_thread *t, uint64_t tp)
 {
     const struct otel_thread_locator *l = &t->loc;
-    if (l->model == OTEL_TLS_DESC_STATIC || l->model == OTEL_TLS_IE || l->model == OTEL_TLS_LE)
-        return tp + (uint64_t)l->tp_offset;
-    struct otel_slot *s = otel_slot_of(t, tp);
-    if (s->tp == tp && s->tid == tid && s->slot)
-        return s->slot;
     uint64_t dtv;
     if (memread_read(t->mr, tp + 8, &dtv, sizeof(dtv)) || dtv < 16) {
         t->stats.faults++;
@@ -317,14 +330,31 @@ static uint64_t otel_where(struct otel_thread *t, uint64_t tp, uint64_t tid)
         t->stats.unallocated++;
         return 0;
     }
-    *s = (struct otel_slot){.tp = tp, .tid = tid, .slot = block + l->offset};
-    return s->slot;
+    return block + l->offset;
+}
+
+/* The kept state of the thread with thread pointer @tp and TID @tid, its
+ * variable's address known; NULL when it has none (counted). */
+static struct otel_slot *otel_thread_slot(struct otel_thread *t, uint64_t tp, uint64_t tid)
+{
+    struct otel_slot *s = otel_slot_of(t, tp);
+    if (s->tp == tp && s->tid == tid && s->slot)
+        return s;
+    const struct otel_thread_locator *l = &t->loc;
+    bool dynamic = l->model == OTEL_TLS_DESC_DYNAMIC || l->model == OTEL_TLS_GD;
+    uint64_t where = dynamic ? otel_dynamic_where(t, tp) : tp + (uint64_t)l->tp_offset;
+    if (!where)
+        return NULL;
+    *s = (struct otel_slot){.tp = tp, .tid = tid, .slot = where};
+    return s;
 }
 
 /* Reads @n ranges; when the batch faults (one thread's range is bad), each
  * alone, marking the failed ones in @bad. Returns false when the process is gone. */
 static bool otel_readv(struct otel_thread *t, const struct memread_iov *iov, size_t n, bool *bad)
 {
+    for (size_t i = 0; i < n; i++)
+        bad[i] = false;
     int err = memread_readv(t->mr, iov, n);
     if (!err)
         return true;
@@ -335,73 +365,105 @@ static bool otel_readv(struct otel_thread *t, const struct memread_iov *iov, siz
     return true;
 }
 
+/* Adds the ranges that read thread @i's record at @rec (and the variable
+ * between two copies of it) to the iovecs at @k. */
+static size_t otel_add_record(struct otel_thread *t, size_t i, uint64_t rec, size_t k)
+{
+    struct otel_read *r = &t->rd[i];
+    t->iov[k++] = (struct memread_iov){.raddr = rec, .local = r->rec, .len = sizeof(r->rec)};
+    t->iov[k++] = (struct memread_iov){.raddr = t->slot_of[i]->slot, .local = &r->again, .len = 8};
+    t->iov[k++] = (struct memread_iov){.raddr = rec, .local = r->rec2, .len = sizeof(r->rec2)};
+    return k;
+}
+
+/*
+ * Thread @i's record at @rec was read by the three ranges at @bad: uses it
+ * when it held still (the variable pointed to it before and after, both
+ * copies alike, valid). Returns true when done with the thread (a span, none,
+ * torn or a fault, counted), false when the ranges could not be read.
+ */
+static bool otel_use_record(struct otel_thread *t, size_t i, uint64_t rec, const bool *bad)
+{
+    struct otel_read *r = &t->rd[i];
+    if (bad[0] || bad[1] || bad[2])
+        return false;
+    struct otel_thread_record parsed;
+    if (r->again != rec || memcmp(r->rec, r->rec2, sizeof(r->rec)) != 0 ||
+        otel_thread_parse_record(r->rec, sizeof(r->rec), &parsed) != 0) {
+        t->stats.torn++; /* moved, or being written: no label rather than a wrong one */
+    } else if (!parsed.span.set) {
+        t->stats.none++;
+    } else {
+        t->spans[i] = parsed.span;
+        t->stats.spans++;
+    }
+    return true;
+}
+
 const struct sample_span *otel_thread_sample(struct otel_thread *t, const struct unwind_result *r)
 {
     size_t n = r->nthreads < UNWIND_MAX_THREADS ? r->nthreads : UNWIND_MAX_THREADS;
-    size_t m = 0;
-    bool bad[2 * UNWIND_MAX_THREADS];
     struct sample_span *spans = t->spans;
-    for (size_t i = 0; i < n; i++)
-        spans[i].set = false;
-    /* every thread's pointer, in one call */
+    /* the first call: every thread's variable, and where it pointed last time */
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const struct unwind_thread *th = &r->threads[i];
-        t->where[i] = 0;
-        t->ptr[i] = 0;
+        spans[i].set = false;
+        t->slot_of[i] = NULL;
         if (th->status != SAMPLE_OK || th->thread_id == 0)
             continue;
         t->stats.threads++;
-        t->where[i] = otel_where(t, th->thread_id, th->native_thread_id);
-        if (!t->where[i]) {
+        struct otel_slot *s = otel_thread_slot(t, th->thread_id, th->native_thread_id);
+        if (!s) {
             t->stats.none++;
             continue;
         }
-        t->iov[m] = (struct memread_iov){.raddr = t->where[i], .local = &t->ptr[i], .len = 8};
-        bad[m++] = false;
+        t->slot_of[i] = s;
+        t->guess[i] = s->last_ptr;
+        t->iov[k++] = (struct memread_iov){.raddr = s->slot, .local = &t->rd[i].ptr, .len = 8};
+        if (t->guess[i])
+            k = otel_add_record(t, i, t->guess[i], k);
     }
-    if (m == 0 || !otel_readv(t, t->iov, m, bad))
+    if (k == 0 || !otel_readv(t, t->iov, k, t->bad))
         return spans;
-    /* every record, each with its pointer again, in a second */
-    size_t k = 0, j = 0;
+    /* the second call, only for the threads whose pointer moved */
+    size_t j = 0, k2 = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!t->where[i])
+        if (!t->slot_of[i])
             continue;
-        if (bad[j++]) {
+        const bool *bad = &t->bad[j];
+        j += t->guess[i] ? 4 : 1;
+        uint64_t ptr = t->rd[i].ptr;
+        if (bad[0]) {
             t->stats.faults++;
-            t->where[i] = 0;
+            t->slot_of[i]->slot = 0; /* found again at the next sample */
+            t->slot_of[i] = NULL;
             continue;
         }
-        if (t->ptr[i] == 0) {
+        t->slot_of[i]->last_ptr = ptr;
+        if (ptr == 0) {
             t->stats.none++;
-            t->where[i] = 0;
+            t->slot_of[i] = NULL;
             continue;
         }
-        t->iov[k] = (struct memread_iov){
-            .raddr = t->ptr[i], .local = t->rec[i], .len = OTEL_THREAD_RECORD_SIZE};
-        bad[k++] = false;
-        t->iov[k] = (struct memread_iov){.raddr = t->where[i], .local = &t->again[i], .len = 8};
-        bad[k++] = false;
+        if (ptr == t->guess[i] && otel_use_record(t, i, ptr, bad + 1)) {
+            t->slot_of[i] = NULL;
+            continue;
+        }
+        t->guess[i] = 0; /* read at ptr in the second call */
+        k2 = otel_add_record(t, i, ptr, k2);
     }
-    if (k == 0 || !otel_readv(t, t->iov, k, bad))
+    if (k2 == 0 || !otel_readv(t, t->iov, k2, t->bad))
         return spans;
     j = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!t->where[i])
+        if (!t->slot_of[i])
             continue;
-        bool fault = bad[j] || bad[j + 1];
-        j += 2;
-        struct otel_thread_record rec;
-        if (fault) {
+        if (!otel_use_record(t, i, t->rd[i].ptr, &t->bad[j])) {
             t->stats.faults++;
-        } else if (t->again[i] != t->ptr[i] ||
-                   otel_thread_parse_record(t->rec[i], OTEL_THREAD_RECORD_SIZE, &rec) != 0) {
-            t->stats.torn++; /* moved, or being written: no label rather than a wrong one */
-        } else if (!rec.span.set) {
-            t->stats.none++;
-        } else {
-            spans[i] = rec.span;
-            t->stats.spans++;
+            t->slot_of[i]->last_ptr = 0;
         }
+        j += 3;
     }
     return spans;
 }

@@ -33,13 +33,16 @@
  *            executable's TLS block size (rounded as glibc does) + st_value.
  *
  * Each sample (otel_thread_sample()) then reads, for all sampled threads at
- * once, in two system calls: every thread's pointer; then every non-NULL
- * pointer's 28-byte record together with the pointer again. A record that is
- * not valid (1), or whose pointer moved between the two reads, was being
- * changed: counted as torn and not used (no label rather than a wrong one).
- * With the threads stopped (--blocking) nothing moves: exact. A dynamic
- * variable's place in a thread is found once per thread and kept (keyed by
- * thread pointer and TID: a block never moves while its thread lives).
+ * once, in one system call: every thread's pointer and, where the pointer
+ * held a record at the last sample, that record, the pointer again and the
+ * record again (the kernel copies the ranges in order). A thread whose
+ * pointer moved since has its new record read the same way in a second call.
+ * A record that is not valid (1), whose two copies differ or whose pointer
+ * moved between the reads was being changed: counted as torn and not used
+ * (no label rather than a wrong one). With the threads stopped (--blocking)
+ * nothing moves: exact. The variable's place in a thread is found once per
+ * thread and kept (keyed by thread pointer and TID: a dynamic block never
+ * moves while its thread lives).
  *
  * The reads are bounded and go through the memread seam: nothing outside
  * the target's mappings is read. otel_thread_sample() does not allocate or
