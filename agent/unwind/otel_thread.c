@@ -81,7 +81,7 @@ static int otel_place(struct memread *mr, const struct elf_tls_ref *ref,
         }
         /* dynamic: the argument points to (module id, offset, generation) */
         uint64_t ti[2];
-        if (d[1] == 0 || (err = memread_read(mr, d[1], ti, sizeof(ti)))) {
+        if (d[1] == 0 || memread_read(mr, d[1], ti, sizeof(ti)) != 0) {
             snprintf(why, why_len, "its TLS descriptor's argument (0x%" PRIx64 ") cannot be read",
                      d[1]);
             return -EPROTO;
