@@ -329,7 +329,8 @@ const struct sample_span *otel_thread_sample(struct otel_thread *t, const struct
 {
     size_t n = r->nthreads < UNWIND_MAX_THREADS ? r->nthreads : UNWIND_MAX_THREADS;
     size_t m = 0;
-    bool bad[2 * UNWIND_MAX_THREADS];
+    /* apart: the second read's flags are set while the first's are still read */
+    bool bad_ptr[UNWIND_MAX_THREADS], bad[2 * UNWIND_MAX_THREADS];
     struct sample_span *spans = t->spans;
     for (size_t i = 0; i < n; i++)
         spans[i].set = false;
@@ -347,16 +348,16 @@ const struct sample_span *otel_thread_sample(struct otel_thread *t, const struct
             continue;
         }
         t->iov[m] = (struct memread_iov){.raddr = t->where[i], .local = &t->ptr[i], .len = 8};
-        bad[m++] = false;
+        bad_ptr[m++] = false;
     }
-    if (m == 0 || !otel_readv(t, t->iov, m, bad))
+    if (m == 0 || !otel_readv(t, t->iov, m, bad_ptr))
         return spans;
     /* every record, each with its pointer again, in a second */
     size_t k = 0, j = 0;
     for (size_t i = 0; i < n; i++) {
         if (!t->where[i])
             continue;
-        if (bad[j++]) {
+        if (bad_ptr[j++]) {
             t->stats.faults++;
             t->where[i] = 0;
             continue;
