@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Writes the generated seed inputs of the fuzz targets (seeds/elf_sections,
-seeds/pyversion, seeds/unwind, seeds/pprof_multi, seeds/kube_stream, seeds/termtext, seeds/jsonw and the
+seeds/pyversion, seeds/unwind, seeds/pprof_multi, seeds/kube_stream, seeds/termtext, seeds/jsonw,
+seeds/otel_process, seeds/otel_thread and the
 seeds/proc_files/cgroup_corpus_* copies of tests/fixtures/cgroup). Deterministic; rerun
 after changing it and commit the output. The proc_maps seeds are text files
-kept by hand."""
+kept by hand; the two libraries of seeds/otel_thread are built by cc only when
+they are missing (delete them to rebuild)."""
 import os
 import struct
 
@@ -484,3 +486,111 @@ def proc_events_seeds():
 
 
 proc_events_seeds()
+
+
+def pb_varint(v):
+    out = b""
+    while True:
+        c = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([c | 0x80])
+        else:
+            return out + bytes([c])
+
+
+def pb_len(field, blob):
+    return pb_varint(field << 3 | 2) + pb_varint(len(blob)) + blob
+
+
+def pb_kv(key, value):
+    """KeyValue {key, value: AnyValue (its bytes)}."""
+    return pb_len(1, key.encode()) + pb_len(2, value)
+
+
+def otel_header(payload, version=2, ns=1733600000123456789, at=0x7F3A00002000, size=None):
+    return (b"OTEL_CTX" + struct.pack("<IIQQ", version, len(payload) if size is None else size,
+                                      ns, at) + payload)
+
+
+def otel_process_seeds():
+    """fuzz_otel_process: a 32-byte OTEL_CTX header and a ProcessContext (OTEP 4719) after it:
+    Resource attributes of each kind, the thread context's threadlocal.* keys, and refused
+    ones (deep nesting, a torn header, a cut payload)."""
+    s = lambda t: pb_len(1, t.encode())  # AnyValue string_value
+    res = (pb_len(1, pb_kv("service.name", s("checkout")))
+           + pb_len(1, pb_kv("service.instance.id", s("627cc493-f310-47de-96bd-71410b7dec09")))
+           + pb_len(1, pb_kv("deployment.environment.name", s("prod")))
+           + pb_len(1, pb_kv("telemetry.sdk.language", s("python")))
+           + pb_len(1, pb_kv("host.arm", pb_varint(2 << 3) + b"\x00"))         # bool
+           + pb_len(1, pb_kv("process.pid", pb_varint(3 << 3) + pb_varint(4242)))  # int
+           + pb_len(1, pb_kv("ratio", pb_varint(4 << 3 | 1) + struct.pack("<d", 0.25)))
+           + pb_len(1, pb_kv("tags", pb_len(5, pb_len(1, s("a")) + pb_len(1, s("b")))))
+           + pb_len(1, pb_kv("kv", pb_len(6, pb_len(1, pb_kv("k", s("v"))))))
+           + pb_len(1, pb_kv("raw", pb_len(7, b"\x00\x01"))))
+    keys = pb_len(5, pb_len(1, s("http.route")) + pb_len(1, s("http.method")))
+    attrs = (pb_len(2, pb_kv("threadlocal.schema_version", s("tlsdesc_v1_dev")))
+             + pb_len(2, pb_kv("threadlocal.attribute_key_map", keys)))
+    ctx = pb_len(1, res) + attrs
+    write("otel_process", "context", otel_header(ctx))
+    write("otel_process", "context_v1", otel_header(ctx, version=1))
+    write("otel_process", "resource_only", otel_header(pb_len(1, res)))
+    write("otel_process", "torn", otel_header(ctx, ns=0))
+    write("otel_process", "cut", otel_header(ctx[:-5], size=len(ctx)))
+    for name, levels in (("deep", 40), ("nested", 20)):  # over the nesting cap, and under it
+        deep = s("leaf")
+        for _ in range(levels):
+            deep = pb_len(5, pb_len(1, deep))
+        write("otel_process", name, otel_header(pb_len(1, pb_len(1, pb_kv("deep", deep)))))
+
+
+otel_process_seeds()
+
+
+def otel_thread_record(seed, valid=1, attrs=b"", size=None):
+    ids = bytes((seed + i) & 0xFF for i in range(24)) if seed else bytes(24)
+    return ids + struct.pack("<BBH", valid, 1, len(attrs) if size is None else size) + attrs
+
+
+OTEL_THREAD_C = b"""\
+__thread void *otel_thread_ctx_v1;
+void **otel_thread_ctx_addr(void) { return &otel_thread_ctx_v1; }
+"""
+
+
+def otel_thread_elf(name, dialect):
+    """A small shared object defining otel_thread_ctx_v1 and reaching it with the TLS
+    dialect @dialect (gnu2: TLSDESC; gnu: general dynamic), built by cc when the seed is not
+    there yet: the committed one is kept (another compiler would write other bytes)."""
+    import subprocess
+    import tempfile
+    path = os.path.join(HERE, "seeds", "otel_thread", name)
+    if os.path.exists(path):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "t.c")
+        with open(src, "wb") as f:
+            f.write(OTEL_THREAD_C)
+        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-mtls-dialect=" + dialect, "-nostdlib",
+                        "-s", "-fno-ident", "-fno-asynchronous-unwind-tables",
+                        "-Wl,--build-id=none", "-Wl,-z,norelro", "-Wl,-z,noseparate-code",
+                        "-Wl,-z,max-page-size=16", "-Wl,-z,common-page-size=16",
+                        "-o", os.path.join(tmp, "t.so"), src], check=True)
+        with open(os.path.join(tmp, "t.so"), "rb") as f:
+            write("otel_thread", name, f.read())
+
+
+def otel_thread_seeds():
+    """fuzz_otel_thread: thread context records (OTEP 4947) with attributes, and libraries
+    that define the thread context's variable."""
+    attrs = b"\x00\x09/checkout" + b"\x01\x04POST" + b"\x07\x02xy" + b"\x00\x05/cart"
+    write("otel_thread", "record_attrs", otel_thread_record(0x40, attrs=attrs))
+    write("otel_thread", "record_cut_attrs", otel_thread_record(0x40, attrs=attrs[:-2],
+                                                                size=len(attrs)))
+    write("otel_thread", "record_no_ids", otel_thread_record(0))
+    write("otel_thread", "record_writing", otel_thread_record(0x40, valid=0))
+    otel_thread_elf("tlsdesc.so", "gnu2")
+    otel_thread_elf("general_dynamic.so", "gnu")
+
+
+otel_thread_seeds()

@@ -500,6 +500,119 @@ static void test_agg__failed_growth_drops_and_counts(void **state)
     agg_free(a);
 }
 
+/* A span whose ids are @seed, @seed + 1, ... (trace id first, then span id). */
+static struct sample_span span_of(uint8_t seed)
+{
+    struct sample_span sp = {.set = true};
+    for (unsigned i = 0; i < 16; i++)
+        sp.trace_id[i] = (uint8_t)(seed + i);
+    for (unsigned i = 0; i < 8; i++)
+        sp.span_id[i] = (uint8_t)(seed + 16 + i);
+    return sp;
+}
+
+/* The same stack of one thread in two spans and in none: three samples,
+ * labelled with the ids in lowercase hex; an unset span is no span. */
+static void test_agg__spans_kept_apart(void **state)
+{
+    (void)state;
+    struct agg *a;
+    assert_int_equal(agg_new(NULL, &a), 0);
+    struct unwind_frame f[] = {frame("leaf", "/a.py", 1, 2, 0x10),
+                               frame("main", "/a.py", 9, 9, 0x20)};
+    struct sample_span sa = span_of(0x00), sb = span_of(0xa0), unset = span_of(0x50);
+    unset.set = false;
+    assert_int_equal(agg_add_span(a, f, 2, 7, 0, "t", NULL, &sa, 1, 10), 0);
+    assert_int_equal(agg_add_span(a, f, 2, 7, 0, "t", NULL, &sa, 1, 10), 0); /* coalesced */
+    assert_int_equal(agg_add_span(a, f, 2, 7, 0, "t", NULL, &sb, 1, 10), 0);
+    assert_int_equal(agg_add_span(a, f, 2, 7, 0, "t", NULL, &sa, 1, 10), 0); /* found again */
+    assert_int_equal(agg_add_span(a, f, 2, 7, 0, "t", NULL, NULL, 1, 10), 0);
+    assert_int_equal(agg_add_span(a, f, 2, 7, 0, "t", NULL, &unset, 1, 10), 0); /* coalesced */
+    assert_int_equal(agg_add_in(a, f, 2, 7, 0, "t", NULL, 1, 10), 0);           /* coalesced */
+    struct agg_stats st = agg_stats(a);
+    assert_int_equal(st.added, 7);
+    assert_int_equal(st.coalesced, 3);
+    assert_int_equal(st.dropped, 0);
+    assert_int_equal(st.spans_over, 0);
+    assert_int_equal(agg_sample_count(a), 3);
+
+    const struct agg_sample *in_a = agg_sample(a, 0), *in_b = agg_sample(a, 1),
+                            *none = agg_sample(a, 2);
+    assert_int_equal(in_a->count, 3);
+    assert_int_equal(in_a->nanos, 30);
+    assert_string_equal(agg_string(a, in_a->trace_id), "000102030405060708090a0b0c0d0e0f");
+    assert_string_equal(agg_string(a, in_a->span_id), "1011121314151617");
+    assert_int_equal(in_b->count, 1);
+    assert_string_equal(agg_string(a, in_b->trace_id), "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf");
+    assert_string_equal(agg_string(a, in_b->span_id), "b0b1b2b3b4b5b6b7");
+    assert_int_equal(none->count, 3);
+    assert_int_equal(none->trace_id, 0);
+    assert_int_equal(none->span_id, 0);
+    /* one stack: the samples share their locations */
+    assert_int_equal(in_a->nlocations, 2);
+    assert_memory_equal(in_a->locations, in_b->locations, 2 * sizeof(*in_a->locations));
+    assert_memory_equal(in_a->locations, none->locations, 2 * sizeof(*in_a->locations));
+
+    /* a repeat counts in the stack and span the thread was counted in last */
+    assert_int_equal(agg_add_span(a, f, 2, 7, 0, "t", NULL, &sb, 1, 10), 0);
+    assert_int_equal(agg_repeat_in(a, 7, 0, "t", 1, 10), 0);
+    assert_int_equal(agg_sample_count(a), 3);
+    assert_int_equal(agg_sample(a, 1)->count, 3);
+    assert_int_equal(agg_sample(a, 0)->count, 3);
+    assert_int_equal(agg_sample(a, 2)->count, 3);
+    assert_int_equal(agg_add_span(a, f, 2, 7, 0, "t", NULL, NULL, 1, 10), 0);
+    assert_int_equal(agg_repeat_in(a, 7, 0, "t", 1, 10), 0);
+    assert_int_equal(agg_sample(a, 2)->count, 5);
+    assert_int_equal(agg_sample(a, 1)->count, 3);
+    agg_free(a);
+}
+
+/* At most lim.spans distinct span ids a window: a sample in a further span is
+ * counted, without its span; spans the window has keep being labelled. */
+static void test_agg__span_cap(void **state)
+{
+    (void)state;
+    struct agg_limits lim = {.spans = 2};
+    struct agg *a;
+    assert_int_equal(agg_new(&lim, &a), 0);
+    assert_int_equal(agg_limits_of(a).spans, 2);
+    struct unwind_frame f = frame("work", "/w.py", 1, 2, 0x10);
+    struct sample_span s1 = span_of(0x10), s2 = span_of(0x20), s3 = span_of(0x30);
+    assert_int_equal(agg_add_span(a, &f, 1, 7, 0, "t", NULL, &s1, 1, 10), 0);
+    assert_int_equal(agg_add_span(a, &f, 1, 7, 0, "t", NULL, &s2, 1, 10), 0);
+    assert_int_equal(agg_add_span(a, &f, 1, 7, 0, "t", NULL, &s3, 1, 10), 0);
+    struct agg_stats st = agg_stats(a);
+    assert_int_equal(st.added, 3);
+    assert_int_equal(st.dropped, 0);
+    assert_int_equal(st.spans_over, 1);
+    assert_int_equal(agg_sample_count(a), 3);
+    const struct agg_sample *third = agg_sample(a, 2);
+    assert_int_equal(third->count, 1);
+    assert_int_equal(third->trace_id, 0);
+    assert_int_equal(third->span_id, 0);
+    /* the third span's hex was not kept either */
+    for (size_t i = 0; i < agg_string_count(a); i++) {
+        assert_true(strcmp(agg_string(a, (uint32_t)i), "4041424344454647") != 0);
+        assert_true(strcmp(agg_string(a, (uint32_t)i), "303132333435363738393a3b3c3d3e3f") != 0);
+    }
+    assert_int_not_equal(agg_sample(a, 1)->span_id, 0); /* the second span is labelled */
+    assert_string_equal(agg_string(a, agg_sample(a, 1)->span_id), "3031323334353637");
+    /* a span the window has is still labelled; the third is counted as no span again */
+    assert_int_equal(agg_add_span(a, &f, 1, 8, 0, "u", NULL, &s1, 1, 10), 0);
+    assert_string_equal(agg_string(a, agg_sample(a, 3)->span_id), "2021222324252627");
+    assert_int_equal(agg_add_span(a, &f, 1, 7, 0, "t", NULL, &s3, 1, 10), 0);
+    assert_int_equal(agg_add_in(a, &f, 1, 7, 0, "t", NULL, 1, 10), 0);
+    assert_int_equal(agg_sample_count(a), 4);
+    assert_int_equal(agg_sample(a, 2)->count, 3);
+    assert_int_equal(agg_stats(a).spans_over, 2);
+    /* a new window has room again */
+    agg_reset(a);
+    assert_int_equal(agg_add_span(a, &f, 1, 7, 0, "t", NULL, &s3, 1, 10), 0);
+    assert_string_equal(agg_string(a, agg_sample(a, 0)->span_id), "4041424344454647");
+    assert_int_equal(agg_stats(a).spans_over, 0);
+    agg_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +627,8 @@ int main(void)
         cmocka_unit_test(test_agg__empty_names_are_replaced),
         cmocka_unit_test(test_agg__memo_keeps_processes_and_reused_code_apart),
         cmocka_unit_test(test_agg__memo_checks_the_strings_of_made_up_frames),
+        cmocka_unit_test(test_agg__spans_kept_apart),
+        cmocka_unit_test(test_agg__span_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

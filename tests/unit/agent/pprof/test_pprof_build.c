@@ -252,6 +252,60 @@ static void test_pprof_build__sub_interpreter_label(void **state)
     }
 }
 
+/*
+ * Samples in a trace's span: labels trace_id and span_id (strings, the ids in
+ * lowercase hex) on those samples only; a window without spans adds neither
+ * key.
+ */
+static void test_pprof_build__span_labels(void **state)
+{
+    struct fixture *f = *state;
+    const struct unwind_frame fr[] = {{.kind = UNWIND_FRAME_PYTHON,
+                                       .function = "handle",
+                                       .file = "app.py",
+                                       .first_line = 1,
+                                       .code_raddr = 1,
+                                       .pos = {2, 2, 0, 1}}};
+    struct sample_span sp = {.set = true};
+    for (unsigned i = 0; i < 16; i++)
+        sp.trace_id[i] = (uint8_t)(0xf0 + i);
+    for (unsigned i = 0; i < 8; i++)
+        sp.span_id[i] = (uint8_t)(0x0a * i);
+    assert_int_equal(agg_add_span(f->agg, fr, 1, 7, 0, "main", NULL, &sp, 1, 10), 0);
+    assert_int_equal(agg_repeat_in(f->agg, 7, 0, "main", 1, 10), 0);
+    assert_int_equal(agg_add_span(f->agg, fr, 1, 7, 0, "main", NULL, NULL, 1, 10), 0);
+    struct pprof_meta m = {.value_type = "wall", .value_unit = "nanoseconds"};
+    encode(f, &m);
+    const Perftools__Profiles__Profile *p = f->prof;
+    assert_int_equal(p->n_sample, 2);
+    const Perftools__Profiles__Sample *in = p->sample[0], *out = p->sample[1];
+    assert_int_equal(in->value[0], 2);
+    const Perftools__Profiles__Label *trace = label(p, in, "trace_id");
+    const Perftools__Profiles__Label *span = label(p, in, "span_id");
+    assert_non_null(trace);
+    assert_non_null(span);
+    assert_int_equal(trace->num, 0);
+    assert_int_equal(span->num, 0);
+    assert_string_equal(str(p, trace->str), "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff");
+    assert_string_equal(str(p, span->str), "000a141e28323c46");
+    assert_int_equal(in->n_label, 4); /* thread_id, thread_name, trace_id, span_id */
+    assert_null(label(p, out, "trace_id"));
+    assert_null(label(p, out, "span_id"));
+    assert_int_equal(out->n_label, 2);
+    assert_int_equal(out->value[0], 1);
+    assert_int_equal(in->location_id[0], out->location_id[0]);
+
+    /* no span in the window: no key */
+    agg_reset(f->agg);
+    assert_int_equal(agg_add_span(f->agg, fr, 1, 7, 0, "main", NULL, NULL, 1, 10), 0);
+    encode(f, &m);
+    p = f->prof;
+    for (size_t i = 0; i < p->n_string_table; i++) {
+        assert_true(strcmp(p->string_table[i], "trace_id") != 0);
+        assert_true(strcmp(p->string_table[i], "span_id") != 0);
+    }
+}
+
 /* Finds the one sample of @thread whose leaf is @leaf at @line. */
 static const Perftools__Profiles__Sample *
 find_sample(const Perftools__Profiles__Profile *p, int64_t thread, const char *leaf, int64_t line)
@@ -916,6 +970,7 @@ int main(void)
         T(test_pprof_build__sample_types_period_and_times),
         T(test_pprof_build__labels),
         T(test_pprof_build__sub_interpreter_label),
+        T(test_pprof_build__span_labels),
         T(test_pprof_build__stacks_leaf_first_values_summed),
         T(test_pprof_build__system_name_only_when_it_differs),
         T(test_pprof_build__native_frames_have_addresses_and_mappings),
