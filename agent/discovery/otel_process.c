@@ -114,7 +114,9 @@ static bool otel_varint(const unsigned char **p, const unsigned char *end, uint6
 static bool otel_shape(enum otel_msg m, const unsigned char *p, const unsigned char *end,
                        unsigned depth)
 {
-    if (depth > 3 * OTEL_PROCESS_MAX_DEPTH)
+    /* ProcessContext, Resource, KeyValue, then two messages (AnyValue and
+     * ArrayValue or KeyValueList) per level of nesting */
+    if (depth > 3 + 2 * OTEL_PROCESS_MAX_DEPTH)
         return false;
     while (p < end) {
         uint64_t key, v;

@@ -414,10 +414,8 @@ const struct sample_span *otel_thread_sample(struct otel_thread *t, const struct
             continue;
         t->stats.threads++;
         struct otel_slot *s = otel_thread_slot(t, th->thread_id, th->native_thread_id);
-        if (!s) {
-            t->stats.none++;
-            continue;
-        }
+        if (!s)
+            continue; /* counted as unallocated or a fault */
         t->slot_of[i] = s;
         t->guess[i] = s->last_ptr;
         t->iov[k++] = (struct memread_iov){.raddr = s->slot, .local = &t->rd[i].ptr, .len = 8};

@@ -15,6 +15,7 @@
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 #include "sampler/threadstat.h"
+#include "unwind/otel_thread.h"
 
 #define INTERVAL 10000000ull /* 100 Hz */
 #define START    1000000000ull
@@ -220,7 +221,9 @@ struct rec {
     char leaf[32];
     uint64_t tid;
     int64_t nanos;
-    bool refuse; /* add returns -ENOSPC (a full window) */
+    bool refuse;   /* add returns -ENOSPC (a full window) */
+    bool span;     /* the last add carried a span ... */
+    uint8_t span0; /* ... whose span id starts with this byte */
 };
 
 static int rec_add(void *arg, const struct sink_sample *x)
@@ -231,6 +234,8 @@ static int rec_add(void *arg, const struct sink_sample *x)
     snprintf(r->leaf, sizeof(r->leaf), "%s", x->frames[0].function);
     r->tid = x->thread_id;
     r->nanos = x->nanos;
+    r->span = x->span != NULL;
+    r->span0 = x->span ? x->span->span_id[0] : 0;
     return r->refuse ? -ENOSPC : 0;
 }
 
@@ -302,6 +307,62 @@ static void test_sampler__sinks_get_every_stack_under_the_coalescing_contract(vo
     assert_int_equal(tap.adds + tap.repeats, 5);
     assert_int_equal(plain.adds, 6);
     sampler_free(s);
+    proc_close(&p);
+}
+
+/*
+ * The trace context (unwind/otel_thread.h): a thread whose stack did not
+ * change but whose span did is given in full (an add), with its new span, not
+ * counted as a repeat of the stack it had in the old span; while the span
+ * holds, the stack is repeated as before.
+ */
+static void test_sampler__a_new_span_is_no_repeat(void **state)
+{
+    (void)state;
+    struct proc p;
+    proc_open(&p, PROC_WELL);
+    /* the thread's pointer (pyimage's thread pointer for TID 7, less 0x100)
+     * and its record */
+    uint64_t tp = 0x7f0000000000ull + 7, slot = tp - 0x100, rec_at = 0x900000, none = 0;
+    uint8_t rec[28] = {0};
+    rec[0] = 0x11;  /* trace id */
+    rec[16] = 0xaa; /* span id */
+    rec[24] = 1;    /* valid */
+    assert_int_equal(memread_fake_add(p.fake, slot, &rec_at, sizeof(rec_at)), 0);
+    assert_int_equal(memread_fake_add(p.fake, rec_at, rec, sizeof(rec)), 0);
+    struct otel_thread_locator loc = {.model = OTEL_TLS_DESC_STATIC, .tp_offset = -0x100};
+    struct otel_thread *ot;
+    assert_int_equal(otel_thread_new(p.mr, &loc, &ot), 0);
+    struct rec win = {0};
+    struct sample_sink w = {rec_add, rec_repeat, &win};
+    struct sampler_opts o = {.mode = PROFILE_WALL, .interval_ns = INTERVAL};
+    struct sampler *s;
+    assert_int_equal(sampler_new(1, p.u, &w, &o, START, &s), 0);
+    assert_int_equal(sampler_set_trace_context(s, ot), 0);
+    uint64_t now = START;
+    assert_int_equal(sampler_attempt(s, now), 0);
+    assert_int_equal(win.adds, 1);
+    assert_true(win.span);
+    assert_int_equal(win.span0, 0xaa);
+    assert_int_equal(sampler_attempt(s, now = sampler_due(s)), 0);
+    assert_int_equal(win.adds, 1); /* the same stack in the same span: repeated */
+    assert_int_equal(win.repeats, 1);
+    rec[16] = 0xbb; /* another span, the same stack */
+    assert_int_equal(memread_fake_poke(p.fake, rec_at, rec, sizeof(rec)), 0);
+    assert_int_equal(sampler_attempt(s, now = sampler_due(s)), 0);
+    assert_int_equal(win.adds, 2);
+    assert_int_equal(win.repeats, 1);
+    assert_int_equal(win.span0, 0xbb);
+    assert_int_equal(sampler_attempt(s, now = sampler_due(s)), 0);
+    assert_int_equal(win.repeats, 2);
+    /* out of any span: an add without one */
+    assert_int_equal(memread_fake_poke(p.fake, slot, &none, sizeof(none)), 0);
+    assert_int_equal(sampler_attempt(s, now = sampler_due(s)), 0);
+    assert_int_equal(win.adds, 3);
+    assert_false(win.span);
+    assert_int_equal(otel_thread_stats(ot).spans, 4);
+    sampler_free(s);
+    otel_thread_free(ot);
     proc_close(&p);
 }
 
@@ -566,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_sampler__a_late_attempt_leaves_the_next_its_own_moment),
         cmocka_unit_test(test_sampler__skipped_runs_keep_the_grid),
         cmocka_unit_test(test_sampler__sinks_get_every_stack_under_the_coalescing_contract),
+        cmocka_unit_test(test_sampler__a_new_span_is_no_repeat),
         cmocka_unit_test(test_sampler__feeds_as_many_taps_as_the_server_admits),
         cmocka_unit_test(test_sampler__a_torn_read_is_read_again_once),
         cmocka_unit_test(test_sampler__native_full_falls_back_saying_why),
