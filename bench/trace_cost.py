@@ -65,15 +65,20 @@ def record(args, pid, seconds, extra, tmp):
 
 
 def tachyon(args, pid, seconds, tmp):
-    root = livelib.rootfs_for("3.15")
-    cmd = ["chroot", root, "python3.15", "-m", "profiling.sampling", "attach", "-a", "-r",
-           str(args.rate), "-d", str(seconds), "--collapsed", "-o", "/tmp/tachyon.txt",
-           str(pid)]
+    # in the target's own mount and PID namespaces and root (the target runs
+    # container-style for this variant): it attaches to the PID seen there
+    with open(f"/proc/{pid}/status") as f:
+        inner = [ln.split()[-1] for ln in f if ln.startswith("NSpid:")][0]
+    cmd = ["nsenter", "--target", str(pid), "--mount", "--pid", "--root", "--wd=/",
+           "python3.15", "-m", "profiling.sampling", "attach", "-a", "-r", str(args.rate),
+           "-d", str(int(round(seconds))), "--collapsed", "-o", "/tmp/tachyon.txt", inner]
     rc, out, cpu_s = run(cmd, args.sampler_cpu)
     if rc != 0:
         sys.exit(f"trace_cost: tachyon failed:\n{out}")
-    m = re.search(r"Captured (\d+) samples", out) or re.search(r"(\d+) samples", out)
-    return cpu_s, int(m.group(1)) if m else 0, 0
+    m = re.search(r"Captured ([0-9,]+) samples?", out)
+    if not m:
+        sys.exit(f"trace_cost: cannot parse tachyon's summary:\n{out}")
+    return cpu_s, int(m.group(1).replace(",", "")), 0
 
 
 def main():
@@ -83,8 +88,8 @@ def main():
     ap.add_argument("--model", choices=sorted(MODELS), default="tlsdesc")
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("-r", "--rate", type=int, default=1000)
-    ap.add_argument("--short", type=float, default=1.0)
-    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--short", type=int, default=1)
+    ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("-c", "--cycles", type=int, default=3)
     ap.add_argument("--target-cpu", type=int, default=0)
     ap.add_argument("--sampler-cpu", type=int, default=1)
@@ -107,7 +112,8 @@ def main():
                                           stdout=subprocess.PIPE)
                 pid = target.pid
             else:
-                target = livelib.start_target(tmp, "otel_spans", args.python, "chroot",
+                mode = "container" if "tachyon" in variants else "chroot"
+                target = livelib.start_target(tmp, "otel_spans", args.python, mode,
                                               "/pyprofd-targets/" + os.path.basename(lib),
                                               "--threads", str(args.threads), "--duration",
                                               str(total))
