@@ -22,6 +22,10 @@ const char *target_reattach_name(enum target_reattach r)
 static void target_async_search(struct target *t, const char *proc_root, uint64_t now);
 static void target_trace_search(struct target *t, const char *proc_root, uint64_t now);
 
+/* the OpenTelemetry contexts' looks (target_trace_search()) */
+#define TARGET_OTEL_CHECK_NS       1000000000ull
+#define TARGET_OTEL_MAX_BACKOFF_NS 60000000000ull
+
 void target_free(struct target *t, struct window_queue *q)
 {
     if (!t)
@@ -126,6 +130,7 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     t->otel_header = v->otel_header;
     t->otel_published = v->otel_published;
     t->otel_thread = v->otel_thread;
+    t->otel_at = now + TARGET_OTEL_CHECK_NS; /* the verdict has just looked */
     memset(v, 0, sizeof(*v));
     /* a table already mapped is found at attach */
     target_async_search(t, env->cfg->discovery.proc_root, now);
@@ -282,8 +287,6 @@ static void target_async_search(struct target *t, const char *proc_root, uint64_
  * the process context announces it: its variable is looked for in the files
  * the process maps at the same backoff, and found, read with every sample.
  */
-#define TARGET_OTEL_CHECK_NS       1000000000ull
-#define TARGET_OTEL_MAX_BACKOFF_NS 60000000000ull
 
 static uint64_t target_backoff(uint64_t *b)
 {
