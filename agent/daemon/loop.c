@@ -206,7 +206,7 @@ static void loop_requeue(struct loop *l, struct proc_entry *p, const char *why, 
  * Takes @meta.
  */
 static void loop_relabel(struct loop *l, struct proc_entry *p, struct labels *meta, uint64_t rev,
-                         uint64_t now)
+                         bool context, uint64_t now)
 {
     struct target *t = p->target;
     size_t job = target_info(t)->job;
@@ -226,8 +226,9 @@ static void loop_relabel(struct loop *l, struct proc_entry *p, struct labels *me
         labels_release(&labels);
         labels_release(meta);
         loop_requeue(l, p,
-                     "its pod or process context changed and its job no longer keeps it: judging "
-                     "it again",
+                     context ? "its OpenTelemetry process context changed and its job no longer "
+                               "keeps it: judging it again"
+                             : "its pod changed and its job no longer keeps it: judging it again",
                      now);
         return;
     }
@@ -238,9 +239,9 @@ static void loop_relabel(struct loop *l, struct proc_entry *p, struct labels *me
     }
     proc_entry_relabelled(p, rev);
     if (target_relabel(t, l->opts.queue, meta, &labels, now, loop_real_at(l, now)))
-        log_info("process %d (%s): its discovered labels (pod, OpenTelemetry process context) "
-                 "changed: profiles carry the new ones from now",
-                 (int)p->key.pid, target_info(t)->job_name);
+        log_info("process %d (%s): %s changed: profiles carry the new ones from now",
+                 (int)p->key.pid, target_info(t)->job_name,
+                 context ? "its OpenTelemetry process context" : "its pod's labels");
     labels_release(&labels);
     labels_release(meta);
 }
@@ -256,7 +257,7 @@ static void loop_context_changed(struct loop *l, struct target *t, uint64_t now)
         labels_release(&meta);
         return;
     }
-    loop_relabel(l, p, &meta, p->pod_rev, now);
+    loop_relabel(l, p, &meta, p->pod_rev, true, now);
 }
 
 /*
@@ -300,7 +301,7 @@ static void loop_pods_changed(struct loop *l, uint64_t now)
             continue;
         }
         if (t) {
-            loop_relabel(l, p, &meta, rev, now);
+            loop_relabel(l, p, &meta, rev, false, now);
         } else {
             labels_release(&meta);
             loop_requeue(l, p, NULL, now);

@@ -57,7 +57,7 @@
 #include "daemon/taps.h"
 #include "base/promtext.h"
 #include "discovery/proc_watch.h"
-#include "unwind/otel_thread.h"
+#include "discovery/otel_process.h"
 
 #define LOOP_TICK_NS 100000000ull /* housekeeping period */
 
@@ -200,7 +200,9 @@ struct loop_proc_view {
     char idle_check[320]; /* "perf", "schedstat: why", "off: why"; "" when not looked for */
     bool parked;          /* off the schedule until one of its threads runs */
     char trace[320];      /* the trace context: how it is read, or why not ("": job has it off) */
-    struct otel_thread_stats trace_counts;
+    /* ... its reads: threads, in a span, torn, unreadable (unwind/otel_thread.h's
+     * counts, copied: the views do not reach the unwinder's headers) */
+    uint64_t trace_threads, trace_spans, trace_torn, trace_faults;
     struct sampler_counts counts;
     uint64_t windows, windows_dropped, stacks_dropped;
     struct labels labels, meta; /* owned by the view */
@@ -220,6 +222,8 @@ struct loop_view {
     struct loop_watch_counts watch;          /* looks between scans */
     struct proc_watch_stats watch_stats;     /* the watch's own (source OFF: none) */
     const struct promtext_hist *start_delay; /* the loop's: lives as long as it */
+    /* process contexts read, by outcome (daemon/targets.h) */
+    uint64_t context_reads[OTEL_PROCESS_FAILS];
 };
 
 /** A copy of the loop's state (caller frees it with loop_view_free()). Returns 0 or -ENOMEM. */

@@ -104,7 +104,10 @@ static int loop_view_proc(const struct loop *l, const struct proc_entry *p,
     memcpy(o->idle_check, ts->idle_check, sizeof(o->idle_check));
     o->parked = ts->parked;
     memcpy(o->trace, ts->trace, sizeof(o->trace));
-    o->trace_counts = ts->trace_counts;
+    o->trace_threads = ts->trace_counts.threads;
+    o->trace_spans = ts->trace_counts.spans;
+    o->trace_torn = ts->trace_counts.torn;
+    o->trace_faults = ts->trace_counts.faults;
     o->native_counts = ts->native_counts;
     o->counts = ts->counts;
     o->windows = ts->windows;
@@ -160,6 +163,8 @@ int loop_snapshot(struct loop *l, struct loop_view **out)
     if (l->watch)
         proc_watch_stats(l->watch, &v->watch_stats);
     v->start_delay = &l->start_delay;
+    for (int f = 0; f < OTEL_PROCESS_FAILS; f++)
+        v->context_reads[f] = targets_context_reads((enum otel_process_fail)f);
 out:
     pthread_mutex_unlock(&l->mu);
     if (err) {

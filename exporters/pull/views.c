@@ -11,7 +11,6 @@
 #include "base/buf.h"
 #include "base/jsonw.h"
 #include "base/utf8.h"
-#include "daemon/targets.h"
 #include "discovery/otel_process.h"
 #include "exporters/pull/views.h"
 #include "pprof/flamegraph.h"
@@ -211,10 +210,10 @@ static void views_proc(struct jsonw *w, const struct loop_proc_view *t, bool hid
     if (t->trace[0]) {
         jsonw_string(w, "trace_context", t->trace);
         jsonw_object(w, "trace_context_reads");
-        jsonw_uint(w, "threads", t->trace_counts.threads);
-        jsonw_uint(w, "in_span", t->trace_counts.spans);
-        jsonw_uint(w, "torn", t->trace_counts.torn);
-        jsonw_uint(w, "unreadable", t->trace_counts.faults);
+        jsonw_uint(w, "threads", t->trace_threads);
+        jsonw_uint(w, "in_span", t->trace_spans);
+        jsonw_uint(w, "torn", t->trace_torn);
+        jsonw_uint(w, "unreadable", t->trace_faults);
         jsonw_end(w);
     }
     jsonw_double(w, "sample_rate_hz", t->rate, VIEWS_DIGITS);
@@ -599,7 +598,7 @@ int views_agent_metrics(const struct loop_view *v, struct promtext *w)
     for (int f = OTEL_PROCESS_OK; !err && f < OTEL_PROCESS_FAILS; f++)
         err = promtext_sample(
             w, NULL, PROMTEXT_LABELS({"result", otel_process_fail_name((enum otel_process_fail)f)}),
-            (double)targets_context_reads((enum otel_process_fail)f));
+            (double)v->context_reads[f]);
     if (!err)
         err = views_scalar(w, "pyprofd_utf8_replaced_total", PROMTEXT_COUNTER,
                            "Invalid UTF-8 sequences in text from outside (command lines, names, "

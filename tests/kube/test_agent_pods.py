@@ -545,7 +545,7 @@ class AgentPods(livelib.Scenario):
         """The agent's log lines saying @role's target carries its pod's new labels."""
         head = f"process {self.targets[role].pid} ("
         return [line for line in self.agent.log().splitlines()
-                if head in line and "its discovered labels (pod, OpenTelemetry process context) changed" in line]
+                if head in line and "its pod's labels changed" in line]
 
     def pod_labels(self, role, **extra):
         pod = self.pods[role]

@@ -4,7 +4,8 @@
 pyprofd produces: a relabel rule on a label that never exists keeps or drops
 nothing and says nothing. The set produced is read from the sources that set
 the labels (agent/discovery/proc_scan.c, agent/daemon/targets.c for the
-process, agent/discovery/kube_pod.c for the pod), so neither side drifts."""
+process, agent/discovery/otel_process.c for its OpenTelemetry context,
+agent/discovery/kube_pod.c for the pod), so neither side drifts."""
 import os
 import re
 import sys
@@ -40,6 +41,13 @@ def produced():
     if missing or '"__meta_kubernetes_"' not in kube or '"pod_"' not in kube:
         sys.exit(f"test_doc_labels: kube_pod.c no longer spells {missing or 'its prefixes'}: "
                  "update KUBE_POD in this test with the labels it produces")
+    # the OpenTelemetry process context's: a family by its prefix, and the schema
+    for lit in re.findall(r'"(__meta_otel_[a-z_]+)"', read("agent/discovery/otel_process.c") +
+                          read("agent/discovery/otel_process.h")):
+        if lit.endswith("_"):
+            prefixes.append(lit)
+        else:
+            exact.add(lit)
     exact.add("__meta_kubernetes_namespace")
     exact |= {"__meta_kubernetes_pod_" + s for s in KUBE_POD}
     prefixes += ["__meta_kubernetes_pod_" + p for p in KUBE_POD_PREFIXES]
