@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 import sys,collections
 files=sys.argv[1:]
 cols=[];rows=collections.OrderedDict()

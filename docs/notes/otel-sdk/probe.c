@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Research probe (scratch, not part of pyprofd): prints the offsets the OTel
  * SDK context chain needs, from one CPython version's own headers. Compile:
  *   cc -DNDEBUG -w -I<include/python3.X> probe.c -o probe && ./probe
@@ -18,21 +19,18 @@
 /* Python/hamt.c (3.9 .. 3.15): */
 #if PY_MINOR_VERSION <= 11
 typedef struct {
-    PyObject_VAR_HEAD
-    uint32_t b_bitmap;
+    PyObject_VAR_HEAD uint32_t b_bitmap;
     PyObject *b_array[1];
 } Bitmap;
 #else
 typedef PyHamtNode_Bitmap Bitmap; /* in pycore_hamt.h / pycore_structs.h */
 #endif
 typedef struct {
-    PyObject_HEAD
-    PyHamtNode *a_array[32];
+    PyObject_HEAD PyHamtNode *a_array[32];
     Py_ssize_t a_count;
 } ArrayNode;
 typedef struct {
-    PyObject_VAR_HEAD
-    int32_t c_hash;
+    PyObject_VAR_HEAD int32_t c_hash;
     PyObject *c_array[1];
 } Collision;
 
@@ -56,7 +54,7 @@ typedef struct {
 
 #define P(name, v) printf("%-34s %zd\n", name, (Py_ssize_t)(v))
 #define O(type, f) P(#type "." #f, offsetof(type, f))
-#define S(type) P("sizeof(" #type ")", sizeof(type))
+#define S(type)    P("sizeof(" #type ")", sizeof(type))
 
 int main(void)
 {

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Scratch prototype (not pyprofd code): reads, from outside, each thread's
 current OpenTelemetry span of a CPython 3.9-3.15 process through
 /proc/PID/mem, following PyThreadState.context -> PyContext.ctx_vars -> HAMT

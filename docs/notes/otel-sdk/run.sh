@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # usage: run.sh VERSION [--standin]   (VERSION: 3.9 3.10 3.11 3.12 3.13pyenv 3.13 3.14 3.15)
 # Starts target.py under that interpreter and reader.py (host python3) against it.
 set -u

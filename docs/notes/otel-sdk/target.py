@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Scratch target for the out-of-process OTel span reader prototype.
 
 Runs the real OpenTelemetry SDK (or, with --standin, a minimal stand-in) in a
