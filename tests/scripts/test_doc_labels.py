@@ -56,7 +56,9 @@ def produced():
 
 def documents():
     for top in ("docs", "config", "deploy"):
-        for root, _, files in os.walk(os.path.join(SRC, top)):
+        for root, dirs, files in os.walk(os.path.join(SRC, top)):
+            # research notes (docs/notes) speak of CPython's own dunder names
+            dirs[:] = [d for d in dirs if os.path.join(root, d) != os.path.join(SRC, "docs", "notes")]
             for name in sorted(files):
                 if name.endswith((".md", ".yml", ".yaml")):
                     yield os.path.relpath(os.path.join(root, name), SRC)
