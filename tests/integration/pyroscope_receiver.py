@@ -210,6 +210,11 @@ class Receiver:
         self.fail_next = []    # codes to answer with, one per request
         self.rejected = []     # (code, Record.key()) of the profiles refused that way
         self.conns = set()     # open client connections, cut by stop()
+        # held by a request from its checks to its answer, and by stop() while
+        # it cuts the connections: a profile stored is answered, so a client
+        # never retries one that arrived (which would store it twice)
+        self.busy = threading.Lock()
+        self.down = False      # stop() ran: requests still coming are cut, not stored
         self.hang = threading.Event()   # set: hang every request
         self.release = threading.Event()
         self.server = None
@@ -220,6 +225,7 @@ class Receiver:
     # --- lifecycle ---------------------------------------------------------
 
     def start(self):
+        self.down = False
         receiver = self
 
         class Handler(_Handler):
@@ -248,13 +254,15 @@ class Receiver:
         if self.server:
             self.server.shutdown()
             self.server.server_close()
-            with self.lock:
-                conns = list(self.conns)
-            for c in conns:  # keep-alive connections too: down means down
-                try:
-                    c.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            with self.busy:  # between requests: none is stored without its answer
+                self.down = True
+                with self.lock:
+                    conns = list(self.conns)
+                for c in conns:  # keep-alive connections too: down means down
+                    try:
+                        c.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
             self.thread.join()
             self.server = None
 
@@ -440,13 +448,27 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
         url = urllib.parse.urlsplit(self.path)
-        status, code = 200, "ok"
         if r.hang.is_set():
             with r.lock:
                 r.requests.append((time.time(), url.path, 0, "hang"))
             r.release.wait(120)
             self.close_connection = True
             return
+        with r.busy:
+            if r.down:  # cut while it waited: never stored, so the retry is no duplicate
+                self.close_connection = True
+                return
+            status, code = self._answer(url, body)
+        if status is None:
+            return
+        with r.lock:
+            r.requests.append((time.time(), url.path, status, code))
+
+    def _answer(self, url, body):
+        """Checks, stores and answers one request: (status, code), or (None, None)
+        when the client went away."""
+        r = self.r
+        status, code = 200, "ok"
         with r.lock:
             forced = r.fail_next.pop(0) if r.fail_next else None
         try:
@@ -466,9 +488,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except Reject as e:
             status, code = self._error(e.code, e.message), e.code
         except (BrokenPipeError, ConnectionResetError):
-            return
-        with r.lock:
-            r.requests.append((time.time(), url.path, status, code))
+            return None, None
+        return status, code
 
 
 if __name__ == "__main__":
