@@ -7,6 +7,9 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -158,12 +161,20 @@ int otel_thread_find(const char *proc_root, pid_t pid, struct memread *mr,
             return -ENOTSUP;
         }
     }
+    /* the executable (local exec reaches only its own variable): the file
+     * /proc/PID/exe names, else the first file mapped */
+    char exe_path[PATH_MAX];
+    struct stat exe;
+    snprintf(exe_path, sizeof(exe_path), "%s/%d/exe", proc_root, (int)pid);
+    bool exe_known = stat(exe_path, &exe) == 0;
     bool first = true;
     for (size_t i = 0; i < proc_maps_count(maps) && err == -ENOENT; i++) {
         const struct proc_map_entry *e = proc_maps_get(maps, i);
         if (!proc_map_is_file(e) || e->inode == 0 || e->offset != 0)
             continue;
-        bool first_file = first;
+        bool first_file = exe_known ? e->inode == exe.st_ino && e->dev_major == major(exe.st_dev) &&
+                                          e->dev_minor == minor(exe.st_dev)
+                                    : first;
         first = false;
         if (otel_memo_has(memo, e->inode))
             continue;

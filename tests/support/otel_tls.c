@@ -30,13 +30,14 @@ void **otel_tls_slot(void)
 #ifdef OTEL_TLS_PROGRAM
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 static unsigned char otel_tls_rec[2][28];
-static volatile long otel_tls_tid;
+static _Atomic long otel_tls_tid; /* the thread's TID, once it set its context */
 static void **(*otel_tls_get)(void);
 
 static void otel_tls_record(unsigned char *r, unsigned char seed)
