@@ -70,6 +70,9 @@ void loop_watch_configure(struct loop *l, const struct pyprofd_config *cfg,
     };
     struct proc_watch *w = NULL;
     char msg[512];
+    /* before the new watch's thread starts (it reads it in loop_watch_notify(),
+     * under the loop's lock, which the first configuration does not hold) */
+    l->watch_due = UINT64_MAX;
     int err = proc_watch_new(&o, &w, msg, sizeof(msg));
     if (err == -ENOMEM) {
         log_error("discovery.watch: out of memory; new processes as before");
@@ -93,7 +96,6 @@ void loop_watch_configure(struct loop *l, const struct pyprofd_config *cfg,
     }
     l->watch_old = l->watch; /* its thread may be waiting for the lock we hold */
     l->watch = w;
-    l->watch_due = UINT64_MAX;
 }
 
 void loop_watch_reap(struct loop *l)
