@@ -227,12 +227,18 @@ int elf_file_load_base(const struct elf_file *ef, uint64_t *out)
     return 0;
 }
 
-/* One symbol table (@symsec, of type .dynsym or .symtab): fills the names
- * still missing. A malformed table is skipped (returns 0): the other table,
- * or the caller's fallback, may still do. */
-static int elf_scan_symtab(const struct elf_file *ef, const struct elf_src *src,
-                           const Elf64_Shdr *symsec, const char *const *names, size_t n,
-                           struct elf_symbol *out)
+/*
+ * Calls @visit for each defined, named symbol of one symbol table (@symsec,
+ * of type .dynsym or .symtab) with its name (@len bytes, within the string
+ * table) and index, reading the table a bounded chunk at a time, until
+ * @visit returns true. A malformed table is skipped (returns 0): the other
+ * table, or the caller's fallback, may still do.
+ */
+static int elf_each_symbol(const struct elf_file *ef, const struct elf_src *src,
+                           const Elf64_Shdr *symsec,
+                           bool (*visit)(void *arg, const Elf64_Sym *sy, const char *name,
+                                         size_t len, uint64_t index),
+                           void *arg)
 {
     if (symsec->sh_entsize != sizeof(Elf64_Sym) || symsec->sh_link >= ef->nsections)
         return 0;
@@ -251,28 +257,53 @@ static int elf_scan_symtab(const struct elf_file *ef, const struct elf_src *src,
     uint64_t avail = symsec->sh_offset < src->size ? src->size - symsec->sh_offset : 0;
     uint64_t bytes = symsec->sh_size < avail ? symsec->sh_size : avail;
     uint64_t count = strlen_ ? bytes / sizeof(Elf64_Sym) : 0;
-    for (uint64_t at = 0; !err && at < count; at += ELF_SYMS_PER_READ) {
+    bool done = false;
+    for (uint64_t at = 0; !err && !done && at < count; at += ELF_SYMS_PER_READ) {
         size_t batch = count - at < ELF_SYMS_PER_READ ? (size_t)(count - at) : ELF_SYMS_PER_READ;
         err = elf_src_read(src, symsec->sh_offset + at * sizeof(Elf64_Sym), syms,
                            batch * sizeof(Elf64_Sym));
-        for (size_t i = 0; !err && i < batch; i++) {
+        for (size_t i = 0; !err && !done && i < batch; i++) {
             const Elf64_Sym *sy = &syms[i];
             if (sy->st_shndx == SHN_UNDEF || sy->st_name == 0 || sy->st_name >= strlen_)
                 continue;
             const char *name = str + sy->st_name;
-            size_t len = strnlen(name, strlen_ - sy->st_name);
-            for (size_t k = 0; k < n; k++) {
-                if (out[k].found || strlen(names[k]) != len || memcmp(names[k], name, len))
-                    continue;
-                out[k].value = sy->st_value;
-                out[k].size = sy->st_size;
-                out[k].found = true;
-            }
+            done = visit(arg, sy, name, strnlen(name, strlen_ - sy->st_name), at + i);
         }
     }
     alloc_free(syms);
     alloc_free(str);
     return err;
+}
+
+/* elf_find_symbols()'s names, and what was found of them */
+struct elf_wanted {
+    const char *const *names;
+    size_t n;
+    struct elf_symbol *out;
+};
+
+static bool elf_visit_wanted(void *arg, const Elf64_Sym *sy, const char *name, size_t len,
+                             uint64_t index)
+{
+    (void)index;
+    struct elf_wanted *w = arg;
+    for (size_t k = 0; k < w->n; k++) {
+        if (w->out[k].found || strlen(w->names[k]) != len || memcmp(w->names[k], name, len))
+            continue;
+        w->out[k].value = sy->st_value;
+        w->out[k].size = sy->st_size;
+        w->out[k].found = true;
+    }
+    return false;
+}
+
+/* One symbol table: fills the names still missing. */
+static int elf_scan_symtab(const struct elf_file *ef, const struct elf_src *src,
+                           const Elf64_Shdr *symsec, const char *const *names, size_t n,
+                           struct elf_symbol *out)
+{
+    struct elf_wanted w = {.names = names, .n = n, .out = out};
+    return elf_each_symbol(ef, src, symsec, elf_visit_wanted, &w);
 }
 
 static int elf_find_symbols(const struct elf_file *ef, const struct elf_src *src,
@@ -333,50 +364,35 @@ enum {
     ELF_R_TLSDESC = 36,  /* a two-word descriptor (TLSDESC) */
 };
 
+/* elf_tls_symbol_index()'s name, and where its symbol goes */
+struct elf_wanted_tls {
+    const char *name;
+    struct elf_tls_ref *out;
+    uint64_t index;
+};
+
+static bool elf_visit_tls(void *arg, const Elf64_Sym *sy, const char *name, size_t len,
+                          uint64_t index)
+{
+    struct elf_wanted_tls *w = arg;
+    if (ELF64_ST_TYPE(sy->st_info) != STT_TLS || strlen(w->name) != len ||
+        memcmp(name, w->name, len) != 0)
+        return false;
+    w->out->value = sy->st_value;
+    w->out->size = sy->st_size;
+    w->out->found = true;
+    w->index = index;
+    return true;
+}
+
 /* The index in .dynsym of the defined STT_TLS symbol @name, or 0 (not there). */
 static int elf_tls_symbol_index(const struct elf_file *ef, const struct elf_src *src,
                                 const Elf64_Shdr *symsec, const char *name, struct elf_tls_ref *out,
                                 uint64_t *index)
 {
-    *index = 0;
-    if (symsec->sh_entsize != sizeof(Elf64_Sym) || symsec->sh_link >= ef->nsections)
-        return 0;
-    const Elf64_Shdr *strsec = &ef->sections[symsec->sh_link];
-    if (strsec->sh_type != SHT_STRTAB || strsec->sh_size == 0 || strsec->sh_size > ELF_MAX_STRTAB)
-        return 0;
-    size_t want = strlen(name);
-    size_t strsz = (size_t)strsec->sh_size;
-    char *str = alloc_malloc(strsz + 1);
-    Elf64_Sym *syms = alloc_calloc(ELF_SYMS_PER_READ, sizeof(Elf64_Sym));
-    int err = str && syms ? 0 : -ENOMEM;
-    if (!err)
-        err = elf_src_read(src, strsec->sh_offset, str, strsz);
-    uint64_t avail = symsec->sh_offset < src->size ? src->size - symsec->sh_offset : 0;
-    uint64_t bytes = symsec->sh_size < avail ? symsec->sh_size : avail;
-    uint64_t count = err ? 0 : bytes / sizeof(Elf64_Sym);
-    if (err == -ENOEXEC)
-        err = 0; /* the string table is outside the file: no symbol here */
-    for (uint64_t at = 0; !err && !*index && at < count; at += ELF_SYMS_PER_READ) {
-        size_t batch = count - at < ELF_SYMS_PER_READ ? (size_t)(count - at) : ELF_SYMS_PER_READ;
-        err = elf_src_read(src, symsec->sh_offset + at * sizeof(Elf64_Sym), syms,
-                           batch * sizeof(Elf64_Sym));
-        for (size_t i = 0; !err && i < batch; i++) {
-            const Elf64_Sym *sy = &syms[i];
-            if (sy->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sy->st_info) != STT_TLS ||
-                sy->st_name == 0 || sy->st_name >= strsz)
-                continue;
-            const char *s = str + sy->st_name;
-            if (strnlen(s, strsz - sy->st_name) != want || memcmp(s, name, want) != 0)
-                continue;
-            out->value = sy->st_value;
-            out->size = sy->st_size;
-            out->found = true;
-            *index = at + i;
-            break;
-        }
-    }
-    alloc_free(syms);
-    alloc_free(str);
+    struct elf_wanted_tls w = {.name = name, .out = out};
+    int err = elf_each_symbol(ef, src, symsec, elf_visit_tls, &w);
+    *index = w.index;
     return err;
 }
 
