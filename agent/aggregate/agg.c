@@ -692,7 +692,8 @@ static bool agg_span_ids(struct agg *a, const struct sample_span *span, uint32_t
     agg_hex(th, span->trace_id, 16);
     agg_hex(sh, span->span_id, 8);
     size_t slot = 0;
-    if (agg_find_string(a, sh, agg_hash_str(sh), &slot) == AGG_EMPTY) {
+    uint32_t known = agg_find_string(a, sh, agg_hash_str(sh), &slot);
+    if (known == AGG_EMPTY) {
         if (a->nspans >= a->lim.spans) {
             a->stats.spans_over++;
             return true; /* counted without its span */
@@ -700,7 +701,7 @@ static bool agg_span_ids(struct agg *a, const struct sample_span *span, uint32_t
         a->nspans++;
     }
     *trace = agg_intern(a, th);
-    *sid = agg_intern(a, sh);
+    *sid = known != AGG_EMPTY ? known : agg_intern(a, sh); /* a known span: not looked up twice */
     return *trace != AGG_EMPTY && *sid != AGG_EMPTY;
 }
 
