@@ -208,11 +208,18 @@ class DebugFileFaults(unittest.TestCase):
         path = os.path.join(self.tmp, "sparse.txt")
         try:
             time.sleep(0.5)
-            cpu0 = cpu_seconds(target.pid)
             proc = subprocess.Popen([BINARY, "record", "--native=full", "-d", "3", "-o", path,
                                      str(target.pid)], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True)
-            err = proc.stderr.read()
+            # the target's CPU time from when record starts sampling (its
+            # attach, slow under ASan on a busy machine, is no sampling time)
+            err = ""
+            for line in proc.stderr:
+                err += line
+                if "sampling process" in line:
+                    break
+            cpu0 = cpu_seconds(target.pid)
+            err += proc.stderr.read()
             proc.stderr.close()
             _, status, ru = os.wait4(proc.pid, 0)
             cpu = cpu_seconds(target.pid) - cpu0
