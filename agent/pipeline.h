@@ -106,8 +106,10 @@ static inline const char *idle_check_name(enum idle_check h)
     }
 }
 
-#define UNWIND_MAX_DEPTH    1536u /* frames per thread, markers included */
-#define UNWIND_THREAD_WORDS 4u    /* see unwinder_set_thread_words() */
+#define UNWIND_MAX_DEPTH     1536u /* frames per thread, markers included */
+#define UNWIND_THREAD_WORDS  4u    /* see unwinder_set_thread_words() */
+#define UNWIND_WORDS_ASYNCIO 0u    /* slots 0-2: asyncio's (unwind/asyncio.h) */
+#define UNWIND_WORD_CONTEXT  3u    /* slot 3: tstate->context (unwind/otel_sdk.h) */
 
 /** A position field that is not known (co_positions() reports None). */
 #define LINETABLE_UNKNOWN (-1)

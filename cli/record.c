@@ -30,6 +30,7 @@
 #include "sampler/nsampler.h"
 #include "sampler/sampler.h"
 #include "perf/perfsample.h"
+#include "unwind/otel_sdk.h"
 #include "unwind/otel_thread.h"
 
 #define RECORD_MAX_RATE   1000000.0  /* Hz */
@@ -413,9 +414,12 @@ static void record_native_loop(const struct record_opts *o, struct sampler *s, u
         fputs("\r\033[K", stderr);
 }
 
-/* The trace context (unwind/otel_thread.h): looked for until found. */
+/* The trace context: the published one (unwind/otel_thread.h), looked for
+ * until found, and the SDK's own (unwind/otel_sdk.h) where none is published. */
 struct record_trace {
     struct otel_thread *t;
+    struct otel_sdk *sdk;
+    bool sdk_tried, sdk_said;
     struct otel_thread_memo memo;
     uint64_t at; /* the next look */
     bool said;   /* a reason it cannot be read was said */
@@ -428,7 +432,34 @@ struct record_trace {
 static void record_trace_search(const struct record_opts *o, struct record_trace *rt,
                                 struct cli_target *t, struct sampler *s, uint64_t now)
 {
-    if (o->no_trace_context || rt->t || now < rt->at)
+    if (o->no_trace_context)
+        return;
+    if (!rt->sdk_tried) {
+        rt->sdk_tried = true;
+        char why[200];
+        int err = otel_sdk_new(t->mr, t->rt.version.minor, t->rt.version.free_threaded, NULL,
+                               &rt->sdk, why, sizeof(why));
+        if (err == 0 && (err = sampler_set_sdk_context(s, rt->sdk)) != 0) {
+            snprintf(why, sizeof(why), "%s", strerror(-err));
+            otel_sdk_free(rt->sdk);
+            rt->sdk = NULL;
+        }
+        if (err)
+            fprintf(stderr, "pyprofd: trace context: the OpenTelemetry SDK's is not read: %s\n",
+                    why);
+    }
+    if (rt->sdk && !rt->sdk_said && otel_sdk_state(rt->sdk) != OTEL_SDK_SEARCHING) {
+        rt->sdk_said = true;
+        if (otel_sdk_state(rt->sdk) == OTEL_SDK_ACTIVE)
+            fprintf(stderr,
+                    "pyprofd: trace context: the OpenTelemetry SDK's current span%s: "
+                    "samples labelled trace_id and span_id\n",
+                    rt->t ? " (where the published thread context has none)" : "");
+        else
+            log_warn("process %d: the OpenTelemetry SDK's context cannot be read: %s", (int)t->pid,
+                     otel_sdk_why(rt->sdk));
+    }
+    if (rt->t || now < rt->at)
         return;
     rt->at = now + RECORD_TRACE_RESCAN_NS;
     struct otel_process pc;
@@ -460,13 +491,22 @@ static void record_trace_search(const struct record_opts *o, struct record_trace
 
 static void record_trace_summary(const struct record_trace *rt)
 {
-    if (!rt->t)
-        return;
-    struct otel_thread_stats st = otel_thread_stats(rt->t);
-    fprintf(stderr,
-            "pyprofd: trace context: %" PRIu64 " of %" PRIu64 " thread reads in a span, %" PRIu64
-            " changing while read (not labelled), %" PRIu64 " unreadable\n",
-            st.spans, st.threads, st.torn, st.faults);
+    if (rt->t) {
+        struct otel_thread_stats st = otel_thread_stats(rt->t);
+        fprintf(stderr,
+                "pyprofd: trace context: %" PRIu64 " of %" PRIu64
+                " thread reads in a span, %" PRIu64 " changing while read (not labelled), %" PRIu64
+                " unreadable\n",
+                st.spans, st.threads, st.torn, st.faults);
+    }
+    if (rt->sdk && otel_sdk_state(rt->sdk) == OTEL_SDK_ACTIVE) {
+        struct otel_sdk_stats st = otel_sdk_stats(rt->sdk);
+        fprintf(stderr,
+                "pyprofd: trace context (OpenTelemetry SDK): %" PRIu64 " of %" PRIu64
+                " thread reads in a span, %" PRIu64 " changing while read (not labelled), %" PRIu64
+                " unreadable\n",
+                st.spans, st.threads, st.torn, st.faults);
+    }
 }
 
 static int record_run(const struct record_opts *o, pid_t pid, pid_t child)
@@ -668,6 +708,7 @@ out:
     }
     sampler_free(s);
     otel_thread_free(trace.t);
+    otel_sdk_free(trace.sdk);
     asyncio_free(aio);
     agg_free(agg);
     timeline_free(tl);

@@ -15,6 +15,8 @@
 #                              whose source package the mirror does not have
 #                              is recorded as unavailable in $FT_RECORD
 #                              inside the rootfs, and its tests skip saying so.
+# and the OpenTelemetry Python SDK (python3-opentelemetry-sdk and what it
+# pulls in, pure Python) for the trace-context tests (docs/tracing.md).
 #
 # With --bullseye, a Debian 11 (bullseye) rootfs holds CPython 3.9 instead:
 # /usr/bin/python3.9 and its debug build /usr/bin/python3.9d, the interpreter
@@ -55,6 +57,9 @@ fi
 # python3-cffi-backend: debootstrap does not resolve the virtual packages
 # python3-cryptography depends on (python3-cffi-backend-api-{min,max})
 KUBE_TOOLS_INCLUDE=(kubectl kustomize python3-kubernetes python3-yaml python3-cffi-backend)
+# The OpenTelemetry Python SDK (pure Python; importable by every python3.X of
+# the tree): the trace-context tests read its current span from outside.
+OTEL_SDK_INCLUDE=(python3-opentelemetry-sdk)
 
 INCLUDE=()
 if ((KUBE_TOOLS)); then
@@ -63,6 +68,7 @@ else
 	for v in "${PYTHON_VERSIONS[@]}"; do
 		INCLUDE+=("python$v" "libpython$v" "python$v-dev" "python$v-dbg")
 	done
+	((BULLSEYE)) || INCLUDE+=("${OTEL_SDK_INCLUDE[@]}")
 fi
 include_list=$(IFS=,; echo "${INCLUDE[*]}")
 RECIPE="pyprofd-rootfs recipe=$RECIPE_VERSION variant=minbase suite=$SUITE include=$include_list"

@@ -32,6 +32,7 @@ void target_free(struct target *t, struct window_queue *q)
         return;
     sampler_free(t->s);
     otel_thread_free(t->tctx);
+    otel_sdk_free(t->sdk);
     asyncio_free(t->aio); /* before its unwinder */
     unwinder_free(t->u);
     memread_free(t->mr);
@@ -131,6 +132,15 @@ int target_start(const struct target_env *env, struct proc_entry *p, struct verd
     t->otel_published = v->otel_published;
     t->otel_thread = v->otel_thread;
     t->otel_at = now + TARGET_OTEL_CHECK_NS; /* the verdict has just looked */
+    if (t->trace_on) {
+        err = otel_sdk_new(t->mr, t->rt->version.minor, t->rt->version.free_threaded, NULL, &t->sdk,
+                           t->sdk_note, sizeof(t->sdk_note));
+        if (!err && (err = sampler_set_sdk_context(t->s, t->sdk)) != 0) {
+            snprintf(t->sdk_note, sizeof(t->sdk_note), "cannot read it: %s", strerror(-err));
+            otel_sdk_free(t->sdk);
+            t->sdk = NULL;
+        }
+    }
     memset(v, 0, sizeof(*v));
     /* a table already mapped is found at attach */
     target_async_search(t, env->cfg->discovery.proc_root, now);
@@ -342,16 +352,38 @@ static void target_trace_search(struct target *t, const char *proc_root, uint64_
         else if (err)
             snprintf(t->stats.trace, sizeof(t->stats.trace), "unavailable: %s", why);
     }
+    struct otel_thread_stats c = {0};
     if (t->tctx) {
         const struct otel_thread_locator *l = otel_thread_locator_of(t->tctx);
         snprintf(t->stats.trace, sizeof(t->stats.trace), "%s in %s",
                  otel_thread_model_name(l->model), l->file);
-        t->stats.trace_counts = otel_thread_stats(t->tctx);
+        c = otel_thread_stats(t->tctx);
     } else if (!t->otel_thread) {
         snprintf(t->stats.trace, sizeof(t->stats.trace), "%s",
                  t->otel_header ? "none: the process context announces no thread context"
                                 : "none: no process context published");
     }
+    /* the SDK's context, where the published one is silent (the counts add
+     * up: a thread the published context labels is not looked at again) */
+    size_t n = strlen(t->stats.trace);
+    char *at = t->stats.trace + n;
+    size_t room = sizeof(t->stats.trace) - n;
+    if (t->sdk) {
+        struct otel_sdk_stats k = otel_sdk_stats(t->sdk);
+        enum otel_sdk_state st = otel_sdk_state(t->sdk);
+        snprintf(at, room, "; sdk: %s",
+                 st == OTEL_SDK_ACTIVE      ? "the OpenTelemetry SDK's current span"
+                 : st == OTEL_SDK_SEARCHING ? "searching (no thread has set the SDK's context yet)"
+                                            : otel_sdk_why(t->sdk));
+        c.spans += k.spans;
+        c.torn += k.torn;
+        c.faults += k.faults;
+        c.threads = t->tctx ? c.threads : k.threads;
+        c.none += k.none;
+    } else {
+        snprintf(at, room, "; sdk: unavailable: %s", t->sdk_note);
+    }
+    t->stats.trace_counts = c;
 }
 
 int target_context_meta(struct target *t, const char *proc_root, struct labels *meta)

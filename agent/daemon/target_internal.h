@@ -9,6 +9,7 @@
 #include "base/compat.h"
 
 #include "daemon/target.h"
+#include "unwind/otel_sdk.h"
 #include "unwind/otel_thread.h"
 
 struct target {
@@ -35,6 +36,10 @@ struct target {
     struct otel_thread *tctx;
     struct otel_thread_memo tctx_memo;
     uint64_t tctx_at, tctx_backoff;
+    /* the OpenTelemetry Python SDK's own context, read where no thread
+     * context is published (NULL: off, or a build without a layout: sdk_note) */
+    struct otel_sdk *sdk;
+    char sdk_note[160];
     struct sampler *s;
     struct fleet_slot slot;
     struct agg *win;

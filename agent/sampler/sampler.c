@@ -21,6 +21,7 @@
 #include "sampler/schedule.h"
 #include "sampler/source.h"
 #include "sampler/threadstat.h"
+#include "unwind/otel_sdk.h"
 
 #define SAMPLER_THREADS      256u          /* threads whose name and host TID are cached */
 #define SAMPLER_NAME_REFRESH 1000000000ull /* re-read a thread's name after 1 s */
@@ -72,6 +73,7 @@ struct sampler {
     /* the trace context (sampler_set_trace_context()): the reader, and the
      * span each cached thread was last given in (as threads[]), NULL: none */
     struct otel_thread *tctx;
+    struct otel_sdk *sdk;
     struct sample_span *spans;
     struct sampler_thread threads[SAMPLER_THREADS];
 };
@@ -793,15 +795,40 @@ struct sampler_counts sampler_counts_final(const struct sampler *s)
     return c;
 }
 
-int sampler_set_trace_context(struct sampler *s, struct otel_thread *t)
+/* The per-thread spans a first trace-context source needs. */
+static int sampler_spans(struct sampler *s)
 {
-    if (t && !s->spans) {
+    if (!s->spans) {
         s->spans = alloc_calloc(SAMPLER_THREADS, sizeof(*s->spans));
         if (!s->spans)
             return -ENOMEM;
     }
+    return 0;
+}
+
+int sampler_set_trace_context(struct sampler *s, struct otel_thread *t)
+{
+    if (t && sampler_spans(s))
+        return -ENOMEM;
     s->tctx = t;
     return 0;
+}
+
+int sampler_set_sdk_context(struct sampler *s, struct otel_sdk *k)
+{
+    if (k && sampler_spans(s))
+        return -ENOMEM;
+    uint32_t off = k ? otel_sdk_context_offset(k) : 0;
+    int err = unwinder_set_thread_words(s->u, UNWIND_WORD_CONTEXT, k ? &off : NULL, 1);
+    if (err)
+        return err;
+    s->sdk = k;
+    return 0;
+}
+
+struct otel_sdk *sampler_sdk_context(const struct sampler *s)
+{
+    return s->sdk;
 }
 
 struct otel_thread *sampler_trace_context(const struct sampler *s)

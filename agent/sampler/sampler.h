@@ -201,6 +201,21 @@ PYPROFD_WARN_UNUSED int sampler_set_trace_context(struct sampler *s, struct otel
 /** The reader sampler_set_trace_context() set, or NULL. */
 struct otel_thread *sampler_trace_context(const struct sampler *s);
 
+struct otel_sdk;
+
+/**
+ * Reads each sampled thread's current span as the OpenTelemetry Python SDK
+ * keeps it, through @a k (borrowed; NULL: stop), for the threads the
+ * published thread context (sampler_set_trace_context()) gives none: the
+ * thread state's context comes with every thread's read (the unwinder's
+ * UNWIND_WORD_CONTEXT). As sampler_set_trace_context() otherwise. Returns 0,
+ * -ENOMEM or -EINVAL (an offset the unwinder refuses).
+ */
+PYPROFD_WARN_UNUSED int sampler_set_sdk_context(struct sampler *s, struct otel_sdk *k);
+
+/** The reader sampler_set_sdk_context() set, or NULL. */
+struct otel_sdk *sampler_sdk_context(const struct sampler *s);
+
 /** With native: full asked for and refused: why (the words after "markers: "); else NULL. */
 const char *sampler_native_refused(const struct sampler *s);
 

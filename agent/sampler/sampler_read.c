@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "sampler/sampler_read.h"
 #include "sampler/source.h"
+#include "unwind/otel_sdk.h"
 #include "unwind/otel_thread.h"
 
 /* Whether an attempt failed only because something moved while it was read. */
@@ -58,6 +59,10 @@ void sampler_read_collect(struct sampler *s, unsigned extra_flags, struct sample
     struct otel_thread *tctx = sampler_trace_context(s);
     if (!rd->err && !rd->gone && tctx)
         rd->spans = otel_thread_sample(tctx, rd->r);
+    /* the SDK's own context where no published one says */
+    struct otel_sdk *sdk = sampler_sdk_context(s);
+    if (!rd->err && !rd->gone && sdk)
+        rd->spans = otel_sdk_sample(sdk, rd->r, UNWIND_WORD_CONTEXT, rd->spans);
 }
 
 int sampler_read_give(struct sampler *s, const struct sampler_read_result *rd,

@@ -84,7 +84,7 @@ int asyncio_attach_table(struct asyncio *a, uint64_t raddr, uint64_t size)
         goto invalid;
     uint32_t words[3] = {a->l.ts_running_loop, a->l.ts_running_task,
                          a->l.ts_tasks_head + a->l.llist_next};
-    if (unwinder_set_thread_words(a->u, words, 3) == 0) {
+    if (unwinder_set_thread_words(a->u, UNWIND_WORDS_ASYNCIO, words, 3) == 0) {
         atomic_store(&a->state, ASYNCIO_ACTIVE);
         return 0;
     }
@@ -158,7 +158,7 @@ void asyncio_free(struct asyncio *a)
     if (!a)
         return;
     if (atomic_load(&a->state) == ASYNCIO_ACTIVE) {
-        int err = unwinder_set_thread_words(a->u, NULL, 0); /* cannot fail for none */
+        int err = unwinder_set_thread_words(a->u, UNWIND_WORDS_ASYNCIO, NULL, 3); /* cannot fail */
         (void)err;
     }
     alloc_free(a->entries);

@@ -192,19 +192,26 @@ void unwinder_set_tasks(struct unwinder *u,
     memset(u->tid_memo, 0, sizeof(u->tid_memo));
 }
 
-int unwinder_set_thread_words(struct unwinder *u, const uint32_t *offsets, size_t n)
+int unwinder_set_thread_words(struct unwinder *u, size_t first, const uint32_t *offsets, size_t n)
 {
-    if (n > UNWIND_THREAD_WORDS)
+    if (first > UNWIND_THREAD_WORDS || n > UNWIND_THREAD_WORDS - first)
         return -EINVAL;
-    size_t end = u->ts_base_len;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; offsets && i < n; i++) {
         if (offsets[i] % 8 != 0 || (size_t)offsets[i] + 8 > PYABI_MAX_TSTATE)
             return -EINVAL;
-        end = offsets[i] + 8u > end ? offsets[i] + 8u : end;
     }
-    for (size_t i = 0; i < n; i++)
-        u->word_off[i] = offsets[i];
-    u->nwords = n;
+    for (size_t i = 0; i < n; i++) {
+        u->word_off[first + i] = offsets ? offsets[i] : 0;
+        u->word_set[first + i] = offsets != NULL;
+    }
+    size_t end = u->ts_base_len;
+    u->nwords = 0;
+    for (size_t i = 0; i < UNWIND_THREAD_WORDS; i++) {
+        if (!u->word_set[i])
+            continue;
+        u->nwords = i + 1;
+        end = u->word_off[i] + 8u > end ? u->word_off[i] + 8u : end;
+    }
     u->ts_read_len = end;
     return 0;
 }

@@ -166,14 +166,16 @@ void unwinder_set_tasks(struct unwinder *u,
 
 /**
  * Asks every sampled thread's read to also bring the 8-byte words at
- * @a offsets (@a n <= UNWIND_THREAD_WORDS, each validated by the caller to lie
- * inside the thread state, and offset + 8 <= PYABI_MAX_TSTATE) into
- * unwind_thread.words, in the same system call as the thread state (e.g.
- * asyncio's running loop and task). @a n = 0 stops. Returns 0, or -EINVAL
- * for a bad offset or count.
+ * @a offsets into unwind_thread.words[@a first .. @a first + @a n), in the
+ * same system call as the thread state (each validated by the caller to lie
+ * inside the thread state, and offset + 8 <= PYABI_MAX_TSTATE). Slots belong
+ * to their users: UNWIND_WORDS_ASYNCIO (asyncio's running loop, task and task
+ * list) and UNWIND_WORD_CONTEXT (the context variables, unwind/otel_sdk.h).
+ * @a offsets NULL stops those @a n slots (read as 0 from then on). Returns 0,
+ * or -EINVAL for a bad offset or slot.
  */
-PYPROFD_WARN_UNUSED int unwinder_set_thread_words(struct unwinder *u, const uint32_t *offsets,
-                                                  size_t n);
+PYPROFD_WARN_UNUSED int unwinder_set_thread_words(struct unwinder *u, size_t first,
+                                                  const uint32_t *offsets, size_t n);
 
 /**
  * A number that changes whenever names the unwinder handed out may be gone:

@@ -270,6 +270,7 @@ struct unwinder {
     size_t ts_read_len; /* bytes of a thread state that hold every field used */
     size_t ts_base_len; /* ... without the words asked for by unwinder_set_thread_words() */
     uint32_t word_off[UNWIND_THREAD_WORDS];
+    bool word_set[UNWIND_THREAD_WORDS];
     size_t nwords;
     /* the last read of the runtime's fields found it running with the main
      * interpreter (interp_guess, static in _PyRuntime) first in the list and

@@ -311,8 +311,9 @@ bool unwind_sample_thread(struct unwinder *u, uint64_t tstate_raddr, const struc
     t->stated_thread_id = l->has_native_thread_id ? load_le64(u->tstate + l->ts_native_thread_id)
                                                   : unwind_pthread_tid(u, t->thread_id);
     for (size_t i = 0; i < u->nwords; i++)
-        t->words[i] =
-            u->word_off[i] + 8 <= u->tstate_len ? load_le64(u->tstate + u->word_off[i]) : 0;
+        t->words[i] = u->word_set[i] && u->word_off[i] + 8 <= u->tstate_len
+                          ? load_le64(u->tstate + u->word_off[i])
+                          : 0;
     unwind_thread_flags(u, t, in);
     unwind_thread_tid(u, t, in);
     /* the mode's test, before any frame is read: a thread that does not run
