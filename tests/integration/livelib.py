@@ -206,12 +206,16 @@ class Target:
         return f"{self.name} (python{self.version}, {self.mode}, pid {self.pid})"
 
 
-def start_target(tmp, script, version, mode="chroot", *args):
-    """Starts @script (a name under tests/targets or a .py path) and waits until ready."""
+def start_target(tmp, script, version, mode="chroot", *args, env=None):
+    """Starts @script (a name under tests/targets or a .py path) and waits until ready.
+
+    @env: {NAME: VALUE} set for the target (which otherwise gets a small clean
+    environment)."""
     name = os.path.basename(script).removesuffix(".py")
     log = os.path.join(tmp, f"{name}-{version}-{mode}.log")
+    envs = [a for k, v in (env or {}).items() for a in ("--env", f"{k}={v}")]
     proc = subprocess.run([RUN_TARGET, "start", "--python", version, "--mode", mode,
-                           "--log", log, "--timeout", str(START_TIMEOUT), script, *args],
+                           "--log", log, "--timeout", str(START_TIMEOUT), *envs, script, *args],
                           capture_output=True, text=True, timeout=START_TIMEOUT + 30)
     if proc.returncode != 0 or not proc.stdout.strip().isdigit():
         raise RuntimeError(f"run-target.sh start {name} (python{version}, {mode}) failed "

@@ -49,9 +49,7 @@ What is checked:
                /debug/pprof/profile of the target passes the span checks
                above
 
-pyprofd's reader of these contexts is being written (issue 40): until it
-lands, the span, tagfocus and agent label checks fail; the builds and the
-fixture checks pass.
+The OpenTelemetry Python SDK without a publisher is test_otel_sdk.py's.
 
 Environment: as tests/integration/test_record.py (PYPROFD_BINARY, ...).
 Run by ctest as test_otel_context_live (label integration), or by hand:

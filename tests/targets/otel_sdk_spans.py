@@ -20,10 +20,11 @@ Ids (the cycle C counts each thread's or task's loops from 1): span ids
 task's (TT = T - 100); the trace id of a cycle (32 hex digits):
 7e II CCCC... (workers) or 7c TT CCCC... (tasks).
 
-Prints "pyprofd-expected: {...}" (python, pid, SDK version, the threads'
-native ids by index) and "ready", and when --duration ends (or at
-SIGTERM/SIGINT) "pyprofd-times: {...}": per thread index (and task index),
-the seconds each phase took, by thread CPU time ("a", "b", "out").
+Prints "pyprofd-expected: {...}" (python, pid, SDK version, the main
+thread's native id, and the threads' by name) and "pyprofd-target: ready",
+and when --duration ends (or at SIGTERM/SIGINT) "pyprofd-times: {...}": per
+thread index (and task index), the wall seconds each phase's busy function
+ran ("a", "b", "out"; a task's span is "a").
 """
 
 import argparse
@@ -100,9 +101,9 @@ def task_outside_span():
 
 
 def timed(acc, key, fn):
-    t0 = time.thread_time()
+    t0 = time.perf_counter()
     fn()
-    acc[key] += time.thread_time() - t0
+    acc[key] += time.perf_counter() - t0
 
 
 def worker(index):
@@ -168,7 +169,7 @@ for t in threads:
 print("pyprofd-expected: " + json.dumps({
     "python": "%d.%d" % sys.version_info[:2], "pid": os.getpid(), "sdk": sdk_version,
     "main_thread_id": threading.main_thread().native_id, "threads": natives}), flush=True)
-print("ready", flush=True)
+print("pyprofd-target: ready", flush=True)
 if args.duration is not None:
     threading.Timer(args.duration, stop.set).start()
 main_wait()
