@@ -2,9 +2,13 @@
 # SPDX-License-Identifier: MIT
 """Benchmark: what reading the OpenTelemetry thread context costs per sample.
 
-One CPython process (tests/targets/otel_spans.py: THREADS threads entering
-and leaving spans through tests/targets/otel_publisher.c, built with the TLS
-model asked for) is sampled at RATE Hz, every thread, in interleaved turns, by
+One CPython process is sampled at RATE Hz, every thread, in interleaved
+turns. With --source publisher (the default) it is tests/targets/otel_spans.py:
+THREADS threads entering and leaving spans through
+tests/targets/otel_publisher.c, built with the TLS model asked for; with
+--source sdk, tests/targets/otel_sdk_spans.py: THREADS threads entering and
+leaving spans of the real OpenTelemetry Python SDK (the test rootfs's; on
+3.11 from PYTHONPATH), read from its context variable. The samplers:
 
   plain     pyprofd record -a --no-trace-context
   context   pyprofd record -a               (labels trace_id / span_id)
@@ -57,7 +61,8 @@ def record(args, pid, seconds, extra, tmp):
     if rc != 0:
         sys.exit(f"trace_cost: pyprofd record failed:\n{out}")
     samples = int(re.search(r"^pyprofd: (\d+) samples in", out, re.M).group(1))
-    m = re.search(r"trace context: (\d+) of (\d+) thread reads in a span", out)
+    m = re.search(r"trace context(?: \(OpenTelemetry SDK\))?: (\d+) of (\d+) thread reads "
+                  r"in a span", out)
     threads = int(m.group(2)) if m else 0
     if "--no-trace-context" not in extra and not m:
         sys.exit(f"trace_cost: no trace context found:\n{out}")
@@ -86,6 +91,7 @@ def main():
     ap.add_argument("--pyprofd", default=os.path.join(REPO, "build-release", "pyprofd"))
     ap.add_argument("--python", default="3.13", help="3.11 (the host's) or a rootfs version")
     ap.add_argument("--model", choices=sorted(MODELS), default="tlsdesc")
+    ap.add_argument("--source", choices=("publisher", "sdk"), default="publisher")
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("-r", "--rate", type=int, default=1000)
     ap.add_argument("--short", type=int, default=1)
@@ -97,26 +103,35 @@ def main():
     variants = ["plain", "context"] + (["tachyon"] if args.python == "3.15" else [])
     with tempfile.TemporaryDirectory() as tmp:
         host = args.python == "3.11"
+        sdk = args.source == "sdk"
         root = None if host else livelib.rootfs_for(args.python)
         lib_dir = tmp if host else os.path.join(root, "pyprofd-targets")
-        lib = os.path.join(lib_dir, f"libotel-bench-{os.getpid()}.so")
-        subprocess.run(["cc", "-O2", "-shared", "-fPIC", MODELS[args.model], "-o", lib,
-                        os.path.join(REPO, "tests", "targets", "otel_publisher.c")], check=True)
-        script = os.path.join(REPO, "tests", "targets", "otel_spans.py")
+        lib = None if sdk else os.path.join(lib_dir, f"libotel-bench-{os.getpid()}.so")
+        if lib:
+            subprocess.run(["cc", "-O2", "-shared", "-fPIC", MODELS[args.model], "-o", lib,
+                            os.path.join(REPO, "tests", "targets", "otel_publisher.c")],
+                           check=True)
+        name = "otel_sdk_spans" if sdk else "otel_spans"
+        script = os.path.join(REPO, "tests", "targets", name + ".py")
         total = args.cycles * len(variants) * (args.short + args.seconds) + 60
+        common = ["--threads", str(args.threads), "--duration", str(total)]
         try:
             if host:
+                env = dict(os.environ)
+                if sdk:
+                    env["PYTHONPATH"] = os.path.join(livelib.rootfs(),
+                                                     "usr/lib/python3/dist-packages")
+                    env["PYTHONDONTWRITEBYTECODE"] = "1"
                 target = subprocess.Popen(["taskset", "-c", str(args.target_cpu),
-                                           "/usr/bin/python3.11", script, lib, "--threads",
-                                           str(args.threads), "--duration", str(total)],
-                                          stdout=subprocess.PIPE)
+                                           "/usr/bin/python3.11", script,
+                                           *([lib] if lib else []), *common],
+                                          stdout=subprocess.PIPE, env=env)
                 pid = target.pid
             else:
                 mode = "container" if "tachyon" in variants else "chroot"
-                target = livelib.start_target(tmp, "otel_spans", args.python, mode,
-                                              "/pyprofd-targets/" + os.path.basename(lib),
-                                              "--threads", str(args.threads), "--duration",
-                                              str(total))
+                target = livelib.start_target(
+                    tmp, name, args.python, mode,
+                    *(["/pyprofd-targets/" + os.path.basename(lib)] if lib else []), *common)
                 pid = target.pid
                 subprocess.run(["taskset", "-a", "-p", "-c", str(args.target_cpu), str(pid)],
                                capture_output=True, check=True)
@@ -134,21 +149,26 @@ def main():
                     (c1, n1, t1), (c2, n2, t2) = runs
                     us = 1e6 * (c2 - c1) / max(n2 - n1, 1)
                     per_thread = 1e6 * (c2 - c1) / max(t2 - t1, 1) if t2 > t1 else None
-                    res[v].append((us, per_thread))
+                    res[v].append((us, per_thread, (t2 - t1) / max(n2 - n1, 1)))
                     print(f"cycle {cycle} {v}: {us:.2f} us/sample"
                           + (f", {per_thread:.2f} us/thread read" if per_thread else ""),
                           flush=True)
         finally:
             target.kill() if host else target.stop()
-            os.unlink(lib)
-    print(f"\nCPython {args.python}, {args.threads} threads, model {args.model}, "
+            if lib:
+                os.unlink(lib)
+    print(f"\nCPython {args.python}, {args.threads} threads, "
+          f"{'the SDK' if sdk else 'model ' + args.model}, "
           f"{args.rate} Hz, target on CPU {args.target_cpu}, sampler on CPU "
           f"{args.sampler_cpu} (not shared); medians of {args.cycles} cycles")
     med = {v: statistics.median(x[0] for x in res[v]) for v in variants}
     for v in variants:
         print(f"  {v:8s} {med[v]:8.2f} us/sample  x{med[v] / med['plain']:.2f} of plain")
+    # thread reads per sample, as the context runs counted them
+    per = statistics.median(x[2] for x in res["context"])
     print(f"  context read: {med['context'] - med['plain']:+.2f} us/sample, "
-          f"{(med['context'] - med['plain']) / (args.threads + 1):+.2f} us per thread sample")
+          f"{(med['context'] - med['plain']) / per:+.2f} us per thread sample "
+          f"({per:.1f} thread reads per sample)")
 
 
 if __name__ == "__main__":

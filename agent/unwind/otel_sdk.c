@@ -35,6 +35,15 @@
 #define SDK_MEMO_SLOTS      256u          /* per-thread (Context dict, version) memo */
 #define SDK_BUF             (SDK_DICT_ENTRIES * 24u + 64u)
 #define SDK_PAGE            4096u
+/* what one sample reads ahead for its first SDK_BATCH threads at once (a
+ * reader per target: its size counts with hundreds of targets) */
+#define SDK_BATCH    64u
+#define SDK_PF_SLOTS 512u /* a power of two, > 4 * SDK_BATCH */
+#define SDK_PF_BYTES (SDK_BATCH * 512u)
+/* a HAMT node read at once: an array node, or a bitmap node's first 16 pairs */
+#define SDK_NODE_READ(l)                                                                           \
+    ((l)->array_size > (l)->bitmap_array + 16u * 16u ? (l)->array_size                             \
+                                                     : (l)->bitmap_array + 16u * 16u)
 
 enum sdk_kind {
     SDK_K_OTHER,
@@ -81,12 +90,37 @@ struct otel_sdk {
     size_t ntypes;
     struct sdk_type other; /* the last type read that is not kept */
     struct sdk_memo memo[SDK_MEMO_SLOTS];
+    /* the reads batched across a sample's threads (sdk_prefetch()): by
+     * address, valid for this sample (generation) only */
+    struct sdk_pf {
+        uint64_t addr, gen;
+        uint32_t off, len;
+    } pf[SDK_PF_SLOTS];
+    uint64_t pf_gen;
+    size_t pf_used;
+    uint8_t pf_bytes[SDK_PF_BYTES];
+    struct memread_iov pf_iov[SDK_BATCH];
+    uint32_t pf_slot[SDK_BATCH];
+    uint64_t next[SDK_BATCH];
     uint8_t buf[SDK_BUF];  /* nodes, keys tables */
     uint8_t ebuf[SDK_BUF]; /* a dict's entries, while their keys are read */
     struct sample_span spans[UNWIND_MAX_THREADS];
 };
 
 /* ---- reading ------------------------------------------------------------------------ */
+
+/* The slot of @addr among this sample's reads ahead: its own, or the free one
+ * it would take; NULL when the table is full. */
+static struct sdk_pf *sdk_pf_find(struct otel_sdk *s, uint64_t addr)
+{
+    uint32_t h = (uint32_t)((addr >> 3) * 0x9e3779b1u) & (SDK_PF_SLOTS - 1);
+    for (uint32_t n = 0; n < SDK_PF_SLOTS; n++, h = (h + 1) & (SDK_PF_SLOTS - 1)) {
+        struct sdk_pf *p = &s->pf[h];
+        if (p->gen != s->pf_gen || p->addr == addr)
+            return p;
+    }
+    return NULL;
+}
 
 /*
  * Reads at least @need, and @want if it can, bytes at @addr into @buf (@want
@@ -97,6 +131,12 @@ static ssize_t sdk_read(struct otel_sdk *s, uint64_t addr, void *buf, size_t nee
 {
     if (addr == 0 || addr % 8 != 0)
         return -EFAULT;
+    const struct sdk_pf *p = sdk_pf_find(s, addr);
+    if (p && p->gen == s->pf_gen && p->addr == addr && p->len >= need) {
+        size_t len = p->len < want ? p->len : want;
+        memcpy(buf, s->pf_bytes + p->off, len);
+        return (ssize_t)len;
+    }
     int err = memread_read(s->mr, addr, buf, want);
     if (err != -EFAULT || want <= need)
         return err ? err : (ssize_t)want;
@@ -280,9 +320,7 @@ static int sdk_hamt_find(struct otel_sdk *s, uint64_t root, uint64_t key, uint32
     uint64_t node = root;
     *value = 0;
     for (unsigned depth = 0, shift = 0; depth < SDK_HAMT_DEPTH; depth++, shift += 5) {
-        size_t want =
-            l->array_size > l->bitmap_array + 16 * 16 ? l->array_size : l->bitmap_array + 16 * 16;
-        ssize_t n = sdk_read(s, node, b, l->bitmap_array, want);
+        ssize_t n = sdk_read(s, node, b, l->bitmap_array, SDK_NODE_READ(l));
         if (n < 0)
             return (int)n;
         enum sdk_kind k = sdk_kind_of(s, b);
@@ -483,11 +521,11 @@ static int32_t sdk_attr_ix(struct otel_sdk *s, struct sdk_type *t)
 {
     if (t->attr_ix != -1)
         return t->attr_ix;
-    uint64_t keys;
+    uint64_t keys = 0;
     t->attr_ix = -2;
     if (sdk_word(s, t->addr + s->l->ht_cached_keys, &keys) != 0 || keys == 0)
         return t->attr_ix;
-    /* a keys object is no dict: make one's view of it */
+    /* the shared keys object alone (no dict around it) */
     const struct pyctx_layout *l = s->l;
     uint8_t *b = s->buf;
     ssize_t n = sdk_read(s, keys, b, l->keys_indices, l->keys_indices);
@@ -789,6 +827,77 @@ fault:
     s->stats.faults++;
 }
 
+/*
+ * Reads @len bytes at each of the @n addresses s->next[] (0: none) in one
+ * call, for sdk_read() to find during this sample. A call that fails (one
+ * range unmapped) leaves them to be read one by one.
+ */
+static void sdk_prefetch(struct otel_sdk *s, size_t n, size_t len)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = s->next[i];
+        if (!a || a % 8 || s->pf_used + len > SDK_PF_BYTES)
+            continue;
+        struct sdk_pf *p = sdk_pf_find(s, a);
+        if (!p || p->gen == s->pf_gen)
+            continue; /* no room, or already read */
+        /* claimed now (len 0: not usable until the call succeeds), so that a
+         * second thread with the same address does not read it twice */
+        *p = (struct sdk_pf){.addr = a, .gen = s->pf_gen, .off = (uint32_t)s->pf_used};
+        s->pf_iov[k] = (struct memread_iov){a, s->pf_bytes + s->pf_used, len};
+        s->pf_slot[k] = (uint32_t)(p - s->pf);
+        s->pf_used += len;
+        k++;
+    }
+    if (k == 0 || memread_readv(s->mr, s->pf_iov, k) != 0)
+        return;
+    for (size_t j = 0; j < k; j++)
+        s->pf[s->pf_slot[j]].len = (uint32_t)len;
+}
+
+/*
+ * The first four links of every thread's chain (its context, HAMT, root node
+ * and the SDK's Context dict) read level by level, each level for all
+ * threads in one call: a sample costs four calls for them, not four per
+ * thread. Nothing is judged here: the per-thread walk (sdk_thread()) reads
+ * the same addresses, finds them read, and checks and counts as before.
+ */
+static void sdk_batch(struct otel_sdk *s, const struct unwind_result *r, size_t n, size_t word)
+{
+    const struct pyctx_layout *l = s->l;
+    s->pf_gen++;
+    s->pf_used = 0;
+    n = n < SDK_BATCH ? n : SDK_BATCH;
+    for (size_t i = 0; i < n; i++) {
+        const struct unwind_thread *t = &r->threads[i];
+        s->next[i] = t->status == SAMPLE_OK && !s->spans[i].set ? t->words[word] : 0;
+    }
+    uint8_t b[64];
+    sdk_prefetch(s, n, l->ctx_size);
+    for (size_t i = 0; i < n; i++) { /* contexts -> their HAMTs */
+        uint64_t a = s->next[i];
+        s->next[i] = a && sdk_read(s, a, b, l->ctx_size, l->ctx_size) > 0 &&
+                             sdk_kind_of(s, b) == SDK_K_CONTEXT
+                         ? load_le64(b + l->ctx_vars)
+                         : 0;
+    }
+    sdk_prefetch(s, n, l->hamt_size);
+    for (size_t i = 0; i < n; i++) { /* HAMTs -> their root nodes */
+        uint64_t a = s->next[i];
+        s->next[i] = a && sdk_read(s, a, b, l->hamt_size, l->hamt_size) > 0 &&
+                             sdk_kind_of(s, b) == SDK_K_HAMT
+                         ? load_le64(b + l->hamt_root)
+                         : 0;
+    }
+    sdk_prefetch(s, n, SDK_NODE_READ(l));
+    for (size_t i = 0; i < n; i++) { /* root nodes -> the SDK's Context dicts */
+        uint64_t a = s->next[i], dict = 0;
+        s->next[i] = a && sdk_hamt_find(s, a, s->var, s->var_hash, &dict) == 0 ? dict : 0;
+    }
+    sdk_prefetch(s, n, l->dict_size);
+}
+
 const struct sample_span *otel_sdk_sample(struct otel_sdk *s, const struct unwind_result *r,
                                           size_t word, const struct sample_span *published)
 {
@@ -823,6 +932,7 @@ const struct sample_span *otel_sdk_sample(struct otel_sdk *s, const struct unwin
         if (s->state != OTEL_SDK_ACTIVE)
             return s->spans;
     }
+    sdk_batch(s, r, n, word);
     for (size_t i = 0; i < n; i++) {
         const struct unwind_thread *t = &r->threads[i];
         if (t->status != SAMPLE_OK || s->spans[i].set)
@@ -854,6 +964,7 @@ int otel_sdk_new(struct memread *mr, unsigned minor, bool free_threaded, const s
     s->l = l;
     (void)pyctx_model_for(minor, &s->m);
     s->state = OTEL_SDK_SEARCHING;
+    s->pf_gen = 1; /* the zeroed slots are free */
     *out = s;
     return 0;
 }
