@@ -37,9 +37,12 @@
 #define SDK_PAGE            4096u
 /* what one sample reads ahead for its first SDK_BATCH threads at once (a
  * reader per target: its size counts with hundreds of targets) */
-#define SDK_BATCH    64u
-#define SDK_PF_SLOTS 512u /* a power of two, > 4 * SDK_BATCH */
-#define SDK_PF_BYTES (SDK_BATCH * 512u)
+#define SDK_BATCH        64u
+#define SDK_PF_SLOTS     1024u /* a power of two, > 9 * SDK_BATCH */
+#define SDK_PF_BYTES     (SDK_BATCH * 1024u)
+#define SDK_KEYS_READ(l) ((l)->keys_indices + 8u + 16u * 24u) /* a keys table's start */
+#define SDK_VALUES_READ  (8u + 8u * 32u) /* 3.13+ inline values: up to the 32nd attribute */
+#define SDK_INT_READ(l)  ((l)->long_digits + 4u * 5u) /* an int of up to 5 digits */
 /* a HAMT node read at once: an array node, or a bitmap node's first 16 pairs */
 #define SDK_NODE_READ(l)                                                                           \
     ((l)->array_size > (l)->bitmap_array + 16u * 16u ? (l)->array_size                             \
@@ -72,6 +75,21 @@ struct sdk_memo {
     struct sample_span span;
 };
 
+struct sdk_pf {
+    uint64_t addr, gen;
+    uint32_t off, len;
+};
+
+struct sdk_ahead {
+    struct sdk_pf pf[SDK_PF_SLOTS]; /* by address; valid for one sample (generation) */
+    size_t used;
+    uint8_t bytes[SDK_PF_BYTES];
+    struct memread_iov iov[2 * SDK_BATCH];
+    uint32_t slot[2 * SDK_BATCH];
+    uint64_t next[2 * SDK_BATCH], dict[SDK_BATCH];
+    uint32_t len[SDK_BATCH]; /* with sdk_prefetch()'s len 0: each its own */
+};
+
 struct otel_sdk {
     struct memread *mr;
     const struct clock *clock;
@@ -90,18 +108,16 @@ struct otel_sdk {
     size_t ntypes;
     struct sdk_type other; /* the last type read that is not kept */
     struct sdk_memo memo[SDK_MEMO_SLOTS];
-    /* the reads batched across a sample's threads (sdk_prefetch()): by
-     * address, valid for this sample (generation) only */
-    struct sdk_pf {
-        uint64_t addr, gen;
-        uint32_t off, len;
-    } pf[SDK_PF_SLOTS];
+    /* the reads batched across a sample's threads (sdk_batch()), allocated
+     * when the SDK is found (most targets never use it); NULL: none */
+    struct sdk_ahead *ahead;
     uint64_t pf_gen;
-    size_t pf_used;
-    uint8_t pf_bytes[SDK_PF_BYTES];
-    struct memread_iov pf_iov[SDK_BATCH];
-    uint32_t pf_slot[SDK_BATCH];
-    uint64_t next[SDK_BATCH];
+    /* spans read, waiting for their contexts' second look (sdk_recheck()) */
+    struct sdk_pending {
+        struct sample_span *out, got;
+        uint64_t tstate, ctx, hamt, dict, version, again;
+    } pend[SDK_BATCH];
+    size_t npend;
     uint8_t buf[SDK_BUF];  /* nodes, keys tables */
     uint8_t ebuf[SDK_BUF]; /* a dict's entries, while their keys are read */
     struct sample_span spans[UNWIND_MAX_THREADS];
@@ -113,9 +129,11 @@ struct otel_sdk {
  * it would take; NULL when the table is full. */
 static struct sdk_pf *sdk_pf_find(struct otel_sdk *s, uint64_t addr)
 {
+    if (!s->ahead)
+        return NULL;
     uint32_t h = (uint32_t)((addr >> 3) * 0x9e3779b1u) & (SDK_PF_SLOTS - 1);
     for (uint32_t n = 0; n < SDK_PF_SLOTS; n++, h = (h + 1) & (SDK_PF_SLOTS - 1)) {
-        struct sdk_pf *p = &s->pf[h];
+        struct sdk_pf *p = &s->ahead->pf[h];
         if (p->gen != s->pf_gen || p->addr == addr)
             return p;
     }
@@ -134,7 +152,7 @@ static ssize_t sdk_read(struct otel_sdk *s, uint64_t addr, void *buf, size_t nee
     const struct sdk_pf *p = sdk_pf_find(s, addr);
     if (p && p->gen == s->pf_gen && p->addr == addr && p->len >= need) {
         size_t len = p->len < want ? p->len : want;
-        memcpy(buf, s->pf_bytes + p->off, len);
+        memcpy(buf, s->ahead->bytes + p->off, len);
         return (ssize_t)len;
     }
     int err = memread_read(s->mr, addr, buf, want);
@@ -458,7 +476,7 @@ static int sdk_dict_find(struct otel_sdk *s, uint64_t dict, uint64_t key, const 
     uint64_t keys = load_le64(d + l->dict_keys), values = load_le64(d + l->dict_values);
     uint8_t *b = s->buf;
     /* the keys object's header, and (speculatively) a few entries */
-    n = sdk_read(s, keys, b, l->keys_indices, l->keys_indices + 8 + 16 * 24);
+    n = sdk_read(s, keys, b, l->keys_indices, SDK_KEYS_READ(l));
     if (n < 0)
         return (int)n;
     uint64_t nentries = load_le64(b + l->keys_nentries);
@@ -607,7 +625,7 @@ static int sdk_span_context(struct otel_sdk *s, uint64_t span, uint64_t *out)
             return -EAGAIN;
         if ((t->flags & PYCTX_TPFLAGS_INLINE_VALUES) && (ix = sdk_attr_ix(s, t)) >= 0 &&
             t->basicsize > 0 && t->basicsize < 4096) {
-            uint8_t v[8 + 8 * 32];
+            uint8_t v[SDK_VALUES_READ];
             size_t len = l->values_array + 8u * ((uint32_t)ix + 1);
             if (len <= sizeof(v)) {
                 ssize_t got = sdk_read(s, span + (uint64_t)t->basicsize, v, len, len);
@@ -721,7 +739,54 @@ static struct sdk_memo *sdk_memo_slot(struct otel_sdk *s, uint64_t tstate)
     return &s->memo[(tstate >> 4) % SDK_MEMO_SLOTS];
 }
 
-/* The span of the thread whose state is at @tstate, its context at @ctx. */
+/* A span read whose context has had its second look (pd->again). */
+static void sdk_settle(struct otel_sdk *s, const struct sdk_pending *pd)
+{
+    if (pd->again != pd->hamt) {
+        s->stats.torn++; /* the thread set a variable meanwhile */
+        return;
+    }
+    if (pd->version)
+        *sdk_memo_slot(s, pd->tstate) = (struct sdk_memo){
+            .tstate = pd->tstate, .dict = pd->dict, .version = pd->version, .span = pd->got};
+    *pd->out = pd->got;
+    if (pd->got.set)
+        s->stats.spans++;
+    else
+        s->stats.none++;
+}
+
+/* The second look at the contexts of the spans read this sample, in one call
+ * (one by one if it fails). */
+static void sdk_recheck(struct otel_sdk *s)
+{
+    struct memread_iov iov[SDK_BATCH];
+    for (size_t j = 0; j < s->npend; j++)
+        iov[j] = (struct memread_iov){s->pend[j].ctx + s->l->ctx_vars, &s->pend[j].again, 8};
+    bool batch = s->npend > 0 && memread_readv(s->mr, iov, s->npend) == 0;
+    for (size_t j = 0; j < s->npend; j++) {
+        struct sdk_pending *pd = &s->pend[j];
+        if (!batch && memread_read(s->mr, iov[j].raddr, &pd->again, 8) != 0) {
+            s->stats.faults++;
+            continue;
+        }
+        pd->again = load_le64(&pd->again);
+        sdk_settle(s, pd);
+    }
+    s->npend = 0;
+}
+
+/* Whether the thread at @tstate is still in the Context @dict (its header
+ * @d) it was in last: the same address and version tag (<= 3.13). */
+static bool sdk_memo_hit(struct otel_sdk *s, uint64_t tstate, uint64_t dict, const uint8_t *d)
+{
+    const struct sdk_memo *mm = sdk_memo_slot(s, tstate);
+    uint64_t version = s->l->dict_version ? load_le64(d + s->l->dict_version) : 0;
+    return version && mm->tstate == tstate && mm->dict == dict && mm->version == version;
+}
+
+/* The span of the thread whose state is at @tstate, its context at @ctx; a
+ * span read waits in s->pend for sdk_recheck(). */
 static void sdk_thread(struct otel_sdk *s, uint64_t tstate, uint64_t ctx, struct sample_span *out)
 {
     const struct pyctx_layout *l = s->l;
@@ -757,7 +822,7 @@ static void sdk_thread(struct otel_sdk *s, uint64_t tstate, uint64_t ctx, struct
     if (sdk_kind_of(s, d) != SDK_K_OTEL_CONTEXT)
         goto torn;
     uint64_t version = l->dict_version ? load_le64(d + l->dict_version) : 0;
-    if (version && mm->tstate == tstate && mm->dict == dict && mm->version == version) {
+    if (sdk_memo_hit(s, tstate, dict, d)) {
         *out = mm->span;
         s->stats.cached++;
         if (out->set)
@@ -780,42 +845,43 @@ static void sdk_thread(struct otel_sdk *s, uint64_t tstate, uint64_t ctx, struct
         if ((err = sdk_span_context(s, span, &sc)) != 0)
             goto fail;
         if (sc) {
-            /* the SpanContext's first two items, then both ints and the
-             * context's HAMT once more, in one call */
-            uint8_t tu[64], ti[64], si[64], again[8];
-            size_t tlen = l->tuple_item + 16;
+            /* the SpanContext's first two items, then both ints (an int at
+             * the end of its mapping: what it holds) */
+            uint8_t tu[64], ti[64], si[64];
+            size_t tlen = l->tuple_item + 16, ilen = SDK_INT_READ(l);
             if (sdk_read(s, sc, tu, tlen, tlen) < 0)
                 goto fault;
             if (sdk_kind_of(s, tu) != SDK_K_SPANCONTEXT || load_le64(tu + l->ob_size) < 2)
                 goto torn;
             uint64_t tid = load_le64(tu + l->tuple_item), sid = load_le64(tu + l->tuple_item + 8);
-            size_t ilen = l->long_digits + 4 * 5;
-            struct memread_iov iov[3] = {
-                {tid, ti, ilen}, {sid, si, ilen}, {ctx + l->ctx_vars, again, 8}};
-            if (memread_readv(s->mr, iov, 3) != 0) {
-                /* an int at the end of its mapping: read exactly what it holds */
-                if (sdk_read(s, tid, ti, l->long_digits, ilen) < 0 ||
-                    sdk_read(s, sid, si, l->long_digits, ilen) < 0 ||
-                    sdk_read(s, ctx + l->ctx_vars, again, 8, 8) < 0)
-                    goto fault;
-            }
-            if (load_le64(again) != hamt)
-                goto torn; /* the thread set a variable meanwhile */
+            ssize_t nt = sdk_read(s, tid, ti, l->long_digits, ilen);
+            ssize_t ns = nt < 0 ? nt : sdk_read(s, sid, si, l->long_digits, ilen);
+            if (ns < 0)
+                goto fault;
             if (sdk_kind_of(s, ti) != SDK_K_INT || sdk_kind_of(s, si) != SDK_K_INT ||
-                !sdk_int(s, ti, ilen, 5, got.trace_id, 16) ||
-                !sdk_int(s, si, ilen, 3, got.span_id, 8))
+                !sdk_int(s, ti, (size_t)nt, 5, got.trace_id, 16) ||
+                !sdk_int(s, si, (size_t)ns, 3, got.span_id, 8))
                 goto torn;
             static const uint8_t zero[16];
             got.set = memcmp(got.span_id, zero, 8) != 0; /* 0: INVALID_SPAN */
         }
     }
-    if (version)
-        *mm = (struct sdk_memo){.tstate = tstate, .dict = dict, .version = version, .span = got};
-    *out = got;
-    if (got.set)
-        s->stats.spans++;
-    else
-        s->stats.none++;
+    /* the context's HAMT once more, after everything: if it moved, the thread
+     * set a variable meanwhile (sdk_recheck(), for all threads in one call) */
+    struct sdk_pending pd = {.out = out,
+                             .got = got,
+                             .tstate = tstate,
+                             .ctx = ctx,
+                             .hamt = hamt,
+                             .dict = dict,
+                             .version = version};
+    if (s->npend < SDK_BATCH) {
+        s->pend[s->npend++] = pd;
+        return;
+    }
+    if (sdk_word(s, ctx + l->ctx_vars, &pd.again) != 0)
+        goto fault;
+    sdk_settle(s, &pd);
     return;
 fail:
     if (err != -EAGAIN)
@@ -828,74 +894,168 @@ fault:
 }
 
 /*
- * Reads @len bytes at each of the @n addresses s->next[] (0: none) in one
+ * Reads @len bytes at each of the @n addresses a->next[] (0: none) in one
  * call, for sdk_read() to find during this sample. A call that fails (one
  * range unmapped) leaves them to be read one by one.
  */
 static void sdk_prefetch(struct otel_sdk *s, size_t n, size_t len)
 {
+    struct sdk_ahead *a = s->ahead;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t a = s->next[i];
-        if (!a || a % 8 || s->pf_used + len > SDK_PF_BYTES)
+        uint64_t at = a->next[i];
+        size_t want = len ? len : a->len[i];
+        if (!at || at % 8 || want == 0 || a->used + want > SDK_PF_BYTES)
             continue;
-        struct sdk_pf *p = sdk_pf_find(s, a);
+        struct sdk_pf *p = sdk_pf_find(s, at);
         if (!p || p->gen == s->pf_gen)
             continue; /* no room, or already read */
         /* claimed now (len 0: not usable until the call succeeds), so that a
          * second thread with the same address does not read it twice */
-        *p = (struct sdk_pf){.addr = a, .gen = s->pf_gen, .off = (uint32_t)s->pf_used};
-        s->pf_iov[k] = (struct memread_iov){a, s->pf_bytes + s->pf_used, len};
-        s->pf_slot[k] = (uint32_t)(p - s->pf);
-        s->pf_used += len;
+        *p = (struct sdk_pf){.addr = at, .gen = s->pf_gen, .off = (uint32_t)a->used};
+        a->iov[k] = (struct memread_iov){at, a->bytes + a->used, want};
+        a->slot[k] = (uint32_t)(p - a->pf);
+        a->used += want;
         k++;
     }
-    if (k == 0 || memread_readv(s->mr, s->pf_iov, k) != 0)
+    if (k == 0 || memread_readv(s->mr, a->iov, k) != 0)
         return;
     for (size_t j = 0; j < k; j++)
-        s->pf[s->pf_slot[j]].len = (uint32_t)len;
+        a->pf[a->slot[j]].len = (uint32_t)a->iov[j].len;
 }
 
 /*
- * The first four links of every thread's chain (its context, HAMT, root node
- * and the SDK's Context dict) read level by level, each level for all
- * threads in one call: a sample costs four calls for them, not four per
- * thread. Nothing is judged here: the per-thread walk (sdk_thread()) reads
- * the same addresses, finds them read, and checks and counts as before.
+ * Where the _context of span a->dict[@i] is, for a class already known, as
+ * sdk_span_context() will read it (3.11+: a values slot, or 3.13+'s inline
+ * values): into a->next[@i] and a->len[@i]; 0 when it is elsewhere.
+ */
+static void sdk_attr_ahead(struct otel_sdk *s, size_t i, size_t before)
+{
+    const struct pyctx_layout *l = s->l;
+    struct sdk_ahead *a = s->ahead;
+    uint64_t span = a->dict[i];
+    uint8_t pre[48];
+    a->next[i] = 0;
+    a->len[i] = 0;
+    if (!span || before != 32 || sdk_read(s, span - 32, pre, 48, 48) < 0)
+        return;
+    uint64_t taddr = load_le64(pre + 32 + l->ob_type);
+    const struct sdk_type *t = NULL;
+    for (size_t j = 0; j < s->ntypes && !t; j++)
+        t = s->types[j].addr == taddr ? &s->types[j] : NULL;
+    if (!t || t->kind != SDK_K_OTHER || t->attr_ix < 0)
+        return;
+    uint32_t ix = (uint32_t)t->attr_ix;
+    uint64_t w = load_le64(pre + 32 + l->managed_dict);
+    switch (s->m.attrs) {
+    case PYCTX_ATTRS_MANAGED_311: {
+        uint64_t values = load_le64(pre + 32 + l->managed_values);
+        a->next[i] = values ? values + 8u * ix : 0;
+        a->len[i] = 8;
+        break;
+    }
+    case PYCTX_ATTRS_MANAGED_312:
+        a->next[i] = (w & 1) ? w + 1 + 8u * ix : 0;
+        a->len[i] = 8;
+        break;
+    case PYCTX_ATTRS_INLINE:
+        if ((t->flags & PYCTX_TPFLAGS_INLINE_VALUES) && t->basicsize > 0 && t->basicsize < 4096 &&
+            l->values_array + 8u * (ix + 1) <= SDK_VALUES_READ) {
+            a->next[i] = span + (uint64_t)t->basicsize;
+            a->len[i] = l->values_array + 8u * (ix + 1);
+        }
+        break;
+    case PYCTX_ATTRS_DICTOFFSET:
+        break;
+    }
+}
+
+/*
+ * The links of every thread's chain read level by level, each level for all
+ * threads in one call (context, HAMT, root node, the SDK's Context, its keys,
+ * the span, the SpanContext, the two ints): a sample costs about nine calls
+ * for its threads, not nine per thread. Nothing is judged here: the
+ * per-thread walk (sdk_thread()) reads the same addresses, finds them read,
+ * and checks and counts as it would without. Deeper HAMT levels, values
+ * arrays and long keys tables are read there, one by one.
  */
 static void sdk_batch(struct otel_sdk *s, const struct unwind_result *r, size_t n, size_t word)
 {
     const struct pyctx_layout *l = s->l;
+    struct sdk_ahead *a = s->ahead;
     s->pf_gen++;
-    s->pf_used = 0;
+    a->used = 0;
     n = n < SDK_BATCH ? n : SDK_BATCH;
     for (size_t i = 0; i < n; i++) {
         const struct unwind_thread *t = &r->threads[i];
-        s->next[i] = t->status == SAMPLE_OK && !s->spans[i].set ? t->words[word] : 0;
+        a->next[i] = t->status == SAMPLE_OK && !s->spans[i].set ? t->words[word] : 0;
+        a->len[i] = 0;
     }
     uint8_t b[64];
     sdk_prefetch(s, n, l->ctx_size);
     for (size_t i = 0; i < n; i++) { /* contexts -> their HAMTs */
-        uint64_t a = s->next[i];
-        s->next[i] = a && sdk_read(s, a, b, l->ctx_size, l->ctx_size) > 0 &&
+        uint64_t at = a->next[i];
+        a->next[i] = at && sdk_read(s, at, b, l->ctx_size, l->ctx_size) > 0 &&
                              sdk_kind_of(s, b) == SDK_K_CONTEXT
                          ? load_le64(b + l->ctx_vars)
                          : 0;
     }
     sdk_prefetch(s, n, l->hamt_size);
     for (size_t i = 0; i < n; i++) { /* HAMTs -> their root nodes */
-        uint64_t a = s->next[i];
-        s->next[i] = a && sdk_read(s, a, b, l->hamt_size, l->hamt_size) > 0 &&
+        uint64_t at = a->next[i];
+        a->next[i] = at && sdk_read(s, at, b, l->hamt_size, l->hamt_size) > 0 &&
                              sdk_kind_of(s, b) == SDK_K_HAMT
                          ? load_le64(b + l->hamt_root)
                          : 0;
     }
     sdk_prefetch(s, n, SDK_NODE_READ(l));
     for (size_t i = 0; i < n; i++) { /* root nodes -> the SDK's Context dicts */
-        uint64_t a = s->next[i], dict = 0;
-        s->next[i] = a && sdk_hamt_find(s, a, s->var, s->var_hash, &dict) == 0 ? dict : 0;
+        uint64_t at = a->next[i], dict = 0;
+        a->next[i] = a->dict[i] =
+            at && sdk_hamt_find(s, at, s->var, s->var_hash, &dict) == 0 ? dict : 0;
     }
     sdk_prefetch(s, n, l->dict_size);
+    if (!s->span_key)
+        return;                      /* found by its text, on the per-thread walk */
+    for (size_t i = 0; i < n; i++) { /* Contexts -> their keys tables */
+        uint64_t at = a->next[i];
+        a->next[i] = at && sdk_read(s, at, b, l->dict_size, l->dict_size) > 0 &&
+                             sdk_kind_of(s, b) == SDK_K_OTEL_CONTEXT &&
+                             !sdk_memo_hit(s, r->threads[i].tstate_raddr, at, b)
+                         ? load_le64(b + l->dict_keys)
+                         : 0;
+    }
+    sdk_prefetch(s, n, SDK_KEYS_READ(l));
+    size_t before = s->m.attrs == PYCTX_ATTRS_DICTOFFSET ? 0 : 32;
+    for (size_t i = 0; i < n; i++) { /* keys -> the spans (and the words before them) */
+        uint64_t span = 0, k;
+        if (a->next[i] && sdk_dict_find(s, a->dict[i], s->span_key, NULL, false, &k, &span) == 0 &&
+            span)
+            a->next[i] = span - before;
+        else
+            a->next[i] = 0;
+        a->dict[i] = a->next[i] ? span : 0; /* (from here on: the span) */
+    }
+    sdk_prefetch(s, n, before + 16);
+    for (size_t i = 0; i < n; i++) /* spans -> where their _context is */
+        sdk_attr_ahead(s, i, before);
+    sdk_prefetch(s, n, 0);
+    for (size_t i = 0; i < n; i++) { /* spans -> their SpanContexts */
+        uint64_t sc = 0;
+        a->next[i] = a->dict[i] && sdk_span_context(s, a->dict[i], &sc) == 0 ? sc : 0;
+    }
+    sdk_prefetch(s, n, l->tuple_item + 16);
+    size_t m = 0;
+    memcpy(a->dict, a->next, n * sizeof(a->next[0])); /* (from here on: the SpanContext) */
+    for (size_t i = 0; i < n; i++) {                  /* SpanContexts -> the two ints */
+        uint64_t at = a->dict[i];
+        if (at && sdk_read(s, at, b, l->tuple_item + 16, l->tuple_item + 16) > 0 &&
+            sdk_kind_of(s, b) == SDK_K_SPANCONTEXT) {
+            a->next[m++] = load_le64(b + l->tuple_item);
+            a->next[m++] = load_le64(b + l->tuple_item + 8);
+        }
+    }
+    sdk_prefetch(s, m, SDK_INT_READ(l));
 }
 
 const struct sample_span *otel_sdk_sample(struct otel_sdk *s, const struct unwind_result *r,
@@ -920,6 +1080,9 @@ const struct sample_span *otel_sdk_sample(struct otel_sdk *s, const struct unwin
             looked++;
             if (sdk_search(s, ctx)) {
                 s->state = OTEL_SDK_ACTIVE;
+                /* the one allocation a sample makes, once per process; without
+                 * it each thread's chain is read on its own */
+                s->ahead = alloc_calloc(1, sizeof(*s->ahead));
                 s->why[0] = '\0';
                 break;
             }
@@ -932,7 +1095,8 @@ const struct sample_span *otel_sdk_sample(struct otel_sdk *s, const struct unwin
         if (s->state != OTEL_SDK_ACTIVE)
             return s->spans;
     }
-    sdk_batch(s, r, n, word);
+    if (s->ahead)
+        sdk_batch(s, r, n, word);
     for (size_t i = 0; i < n; i++) {
         const struct unwind_thread *t = &r->threads[i];
         if (t->status != SAMPLE_OK || s->spans[i].set)
@@ -941,6 +1105,8 @@ const struct sample_span *otel_sdk_sample(struct otel_sdk *s, const struct unwin
         if (s->state == OTEL_SDK_INVALID)
             break;
     }
+    sdk_recheck(s);
+    s->pf_gen++; /* what was read ahead is this sample's only */
     return s->spans;
 }
 
@@ -991,5 +1157,8 @@ struct otel_sdk_stats otel_sdk_stats(const struct otel_sdk *s)
 
 void otel_sdk_free(struct otel_sdk *s)
 {
+    if (!s)
+        return;
+    alloc_free(s->ahead);
     alloc_free(s);
 }
