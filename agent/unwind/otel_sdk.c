@@ -752,20 +752,22 @@ static void sdk_thread(struct otel_sdk *s, uint64_t tstate, uint64_t ctx, struct
                 goto torn;
             uint64_t tid = load_le64(tu + l->tuple_item), sid = load_le64(tu + l->tuple_item + 8);
             size_t ilen = l->long_digits + 4 * 5;
+            ssize_t tn = (ssize_t)ilen, sn = (ssize_t)ilen;
             struct memread_iov iov[3] = {
                 {tid, ti, ilen}, {sid, si, ilen}, {ctx + l->ctx_vars, again, 8}};
             if (memread_readv(s->mr, iov, 3) != 0) {
-                /* an int at the end of its mapping: read exactly what it holds */
-                if (sdk_read(s, tid, ti, l->long_digits, ilen) < 0 ||
-                    sdk_read(s, sid, si, l->long_digits, ilen) < 0 ||
+                /* an int at the end of its mapping: read what of it is there
+                 * (its digits are checked against the bytes read) */
+                if ((tn = sdk_read(s, tid, ti, l->long_digits, ilen)) < 0 ||
+                    (sn = sdk_read(s, sid, si, l->long_digits, ilen)) < 0 ||
                     sdk_read(s, ctx + l->ctx_vars, again, 8, 8) < 0)
                     goto fault;
             }
             if (load_le64(again) != hamt)
                 goto torn; /* the thread set a variable meanwhile */
             if (sdk_kind_of(s, ti) != SDK_K_INT || sdk_kind_of(s, si) != SDK_K_INT ||
-                !sdk_int(s, ti, ilen, 5, got.trace_id, 16) ||
-                !sdk_int(s, si, ilen, 3, got.span_id, 8))
+                !sdk_int(s, ti, (size_t)tn, 5, got.trace_id, 16) ||
+                !sdk_int(s, si, (size_t)sn, 3, got.span_id, 8))
                 goto torn;
             static const uint8_t zero[16];
             got.set = memcmp(got.span_id, zero, 8) != 0; /* 0: INVALID_SPAN */
