@@ -26,6 +26,7 @@
 #define SDK_HAMT_DEPTH      8u   /* 7 levels of 5 bits of a 32-bit hash, then a collision node */
 #define SDK_NODE_WORDS      64u  /* a bitmap or collision node: at most 32 pairs */
 #define SDK_SEARCH_ITEMS    256u /* HAMT items looked at per context while searching */
+#define SDK_SEARCH_NODES    256u /* and HAMT nodes read */
 #define SDK_SEARCH_CONTEXTS 4u   /* thread contexts looked at per search */
 #define SDK_DICT_ENTRIES    256u /* entries of a dict (a Context has a handful) */
 #define SDK_INDEX_BYTES     (1u << 16)
@@ -397,8 +398,9 @@ static int sdk_hamt_find(struct otel_sdk *s, uint64_t root, uint64_t key, uint32
 
 /*
  * Calls @fn for the items of the HAMT under @root (at most SDK_SEARCH_ITEMS,
- * depth-first, bounded depth) until it returns true. Returns true when it
- * did.
+ * depth-first, bounded depth, at most SDK_SEARCH_NODES nodes read: nodes that
+ * point back at themselves would otherwise be read 32^7 times) until it
+ * returns true. Returns true when it did.
  */
 static bool sdk_hamt_each(struct otel_sdk *s, uint64_t root,
                           bool (*fn)(struct otel_sdk *s, uint64_t key, uint64_t value))
@@ -408,10 +410,11 @@ static bool sdk_hamt_each(struct otel_sdk *s, uint64_t root,
         uint64_t node;
         unsigned depth;
     } stack[SDK_HAMT_DEPTH * 32];
-    size_t sp = 0, items = 0;
+    size_t sp = 0, items = 0, nodes = 0;
     stack[sp++] = (struct sdk_frame){root, 0};
     uint8_t node[SDK_NODE_WORDS * 8 + 512];
-    while (sp > 0 && items < SDK_SEARCH_ITEMS) {
+    while (sp > 0 && items < SDK_SEARCH_ITEMS && nodes < SDK_SEARCH_NODES) {
+        nodes++;
         uint64_t at = stack[--sp].node;
         unsigned depth = stack[sp].depth;
         size_t want = l->array_size > l->bitmap_array + 8 * SDK_NODE_WORDS

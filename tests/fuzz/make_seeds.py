@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Writes the generated seed inputs of the fuzz targets (seeds/elf_sections,
 seeds/pyversion, seeds/unwind, seeds/pprof_multi, seeds/kube_stream, seeds/termtext, seeds/jsonw,
-seeds/otel_process, seeds/otel_thread and the
+seeds/otel_process, seeds/otel_thread, seeds/otel_sdk and the
 seeds/proc_files/cgroup_corpus_* copies of tests/fixtures/cgroup). Deterministic; rerun
 after changing it and commit the output. The proc_maps seeds are text files
 kept by hand; the two libraries of seeds/otel_thread are built by cc only when
@@ -594,3 +594,41 @@ def otel_thread_seeds():
 
 
 otel_thread_seeds()
+
+
+def otel_sdk_input(minor, flags=0, threads=0x03, contexts=0xE4, patches=b""):
+    """An input of fuzz_otel_sdk: the image's version and flags, the threads (0x03: four),
+    their contexts (2 bits each, 0xE4: in a span, without one, without the SDK, NULL), then
+    patches."""
+    return bytes((minor - 9, flags, threads, contexts)) + patches
+
+
+def otel_sdk_raw(offset, blob):
+    return struct.pack("<BH", len(blob), offset) + blob
+
+
+def otel_sdk_pointer(offset, obj, delta=0):
+    return struct.pack("<BHBb", 0x80, offset, obj, delta)
+
+
+def otel_sdk_seeds():
+    """fuzz_otel_sdk: every version's image as built, its shapes (array node root 1, collision
+    node 2, attributes in a dict 4, split dict 8, a hash folding to -1 16), and a few patched."""
+    for minor in range(9, 16):
+        write("otel_sdk", "3.%d" % minor, otel_sdk_input(minor))
+    write("otel_sdk", "3.11-array-collision", otel_sdk_input(11, flags=3))
+    write("otel_sdk", "3.9-split-dict", otel_sdk_input(9, flags=8))
+    write("otel_sdk", "3.13-attr-split-dict", otel_sdk_input(13, flags=12))
+    # published thread 0, thread 1 not sampled and sharing thread 0's state, the clock moving
+    write("otel_sdk", "3.12-fold-published", otel_sdk_input(12, flags=16, threads=0x3F))
+    write("otel_sdk", "3.15-no-sdk", otel_sdk_input(15, threads=0x21, contexts=0xAA))
+    write("otel_sdk", "3.14-patched-bytes",
+          otel_sdk_input(14, patches=otel_sdk_raw(0x100, b"\xff" * 8) +
+                         otel_sdk_raw(0x1234, b"\x00" * 16)))
+    # words that point at objects of the chain (8: the span, 9: its SpanContext, 0: a context)
+    write("otel_sdk", "3.10-pointer-patches",
+          otel_sdk_input(10, patches=otel_sdk_pointer(0x200, 8) + otel_sdk_pointer(0x2f8, 9, -8) +
+                         otel_sdk_pointer(0x1000, 0, 8)))
+
+
+otel_sdk_seeds()
