@@ -31,6 +31,7 @@
 #define SDK_DICT_ENTRIES    256u /* entries of a dict (a Context has a handful) */
 #define SDK_INDEX_BYTES     (1u << 16)
 #define SDK_TYPES           32u /* types kept */
+#define SDK_SPAN_CLASSES    8u  /* of them, span classes (the rest: the chain's own types) */
 #define SDK_NAME_MAX        64u
 #define SDK_SEARCH_NS       1000000000ull /* a target without the variable: again after 1 s */
 #define SDK_MEMO_SLOTS      256u          /* per-thread (Context dict, version) memo */
@@ -303,7 +304,12 @@ static struct sdk_type *sdk_type(struct otel_sdk *s, uint64_t addr, bool keep_ot
             return NULL;
         }
     }
-    if (ty.kind == SDK_K_OTHER && !keep_other) {
+    /* span classes are kept, up to SDK_SPAN_CLASSES: a stray pointer's type
+     * (a torn read) takes no more room than that from the chain's own */
+    size_t classes = 0;
+    for (size_t i = 0; i < s->ntypes; i++)
+        classes += s->types[i].kind == SDK_K_OTHER;
+    if (ty.kind == SDK_K_OTHER && (!keep_other || classes >= SDK_SPAN_CLASSES)) {
         s->other = ty;
         return &s->other;
     }
@@ -542,15 +548,21 @@ static int32_t sdk_attr_ix(struct otel_sdk *s, struct sdk_type *t)
 {
     if (t->attr_ix != -1)
         return t->attr_ix;
+    /* what cannot be read now is asked again next time (-1); a class whose
+     * shared keys hold no "_context" has none for good (-2: they only grow) */
     uint64_t keys = 0;
+    if (sdk_word(s, t->addr + s->l->ht_cached_keys, &keys) != 0)
+        return -1;
     t->attr_ix = -2;
-    if (sdk_word(s, t->addr + s->l->ht_cached_keys, &keys) != 0 || keys == 0)
+    if (keys == 0)
         return t->attr_ix;
     /* the shared keys object alone (no dict around it) */
     const struct pyctx_layout *l = s->l;
     uint8_t *b = s->buf;
     ssize_t n = sdk_read(s, keys, b, l->keys_indices, l->keys_indices);
-    if (n < 0 || b[l->keys_kind] != PYCTX_KEYS_SPLIT || b[l->keys_log2_index_bytes] > 16)
+    if (n < 0)
+        return t->attr_ix = -1;
+    if (b[l->keys_kind] != PYCTX_KEYS_SPLIT || b[l->keys_log2_index_bytes] > 16)
         return t->attr_ix;
     uint64_t nentries = load_le64(b + l->keys_nentries);
     size_t at = l->keys_indices + ((size_t)1 << b[l->keys_log2_index_bytes]);
@@ -558,7 +570,7 @@ static int32_t sdk_attr_ix(struct otel_sdk *s, struct sdk_type *t)
         return t->attr_ix;
     uint8_t e[SDK_DICT_ENTRIES * 16];
     if (sdk_read(s, keys + at, e, nentries * l->uentry_size, nentries * l->uentry_size) < 0)
-        return t->attr_ix;
+        return t->attr_ix = -1;
     for (size_t i = 0; i < nentries; i++) {
         uint64_t k = load_le64(e + i * l->uentry_size);
         char text[16];
