@@ -270,28 +270,11 @@ static void sdk_attr_ahead(struct otel_sdk *s, size_t i, size_t before)
         t = s->types[j].addr == taddr ? &s->types[j] : NULL;
     if (!t || t->kind != SDK_K_OTHER || t->attr_ix < 0)
         return;
-    uint32_t ix = (uint32_t)t->attr_ix;
-    uint64_t w = load_le64(pre + 32 + l->managed_dict);
-    switch (s->m.attrs) {
-    case PYCTX_ATTRS_MANAGED_311: {
-        uint64_t values = load_le64(pre + 32 + l->managed_values);
-        a->next[i] = values ? values + 8u * ix : 0;
-        a->len[i] = 8;
-        break;
-    }
-    case PYCTX_ATTRS_MANAGED_312:
-        a->next[i] = (w & 1) ? w + 1 + 8u * ix : 0;
-        a->len[i] = 8;
-        break;
-    case PYCTX_ATTRS_INLINE:
-        if ((t->flags & PYCTX_TPFLAGS_INLINE_VALUES) && t->basicsize > 0 && t->basicsize < 4096 &&
-            l->values_array + 8u * (ix + 1) <= SDK_VALUES_READ) {
-            a->next[i] = span + (uint64_t)t->basicsize;
-            a->len[i] = l->values_array + 8u * (ix + 1);
-        }
-        break;
-    case PYCTX_ATTRS_DICTOFFSET:
-        break;
+    uint64_t at;
+    size_t len;
+    if (sdk_attr_place(s, t, (uint32_t)t->attr_ix, span, pre, &at, &len)) {
+        a->next[i] = at;
+        a->len[i] = (uint32_t)len;
     }
 }
 

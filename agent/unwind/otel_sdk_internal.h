@@ -146,6 +146,8 @@ bool sdk_hamt_each(struct otel_sdk *s, uint64_t root,
 int sdk_dict_find(struct otel_sdk *s, uint64_t dict, uint64_t key, const char *text, bool prefix,
                   uint64_t *found_key, uint64_t *value);
 int32_t sdk_attr_ix(struct otel_sdk *s, struct sdk_type *t);
+bool sdk_attr_place(const struct otel_sdk *s, const struct sdk_type *t, uint32_t ix, uint64_t span,
+                    const uint8_t *pre, uint64_t *at, size_t *len);
 int sdk_span_context(struct otel_sdk *s, uint64_t span, uint64_t *out);
 bool sdk_int(const struct otel_sdk *s, const uint8_t *b, size_t n, unsigned digits, uint8_t *out,
              size_t len);

@@ -471,6 +471,40 @@ int32_t sdk_attr_ix(struct otel_sdk *s, struct sdk_type *t)
     return t->attr_ix;
 }
 
+/*
+ * Where instance @span of class @t keeps _context in a values slot, @ix being
+ * its index in the class's shared keys and @pre the 48 bytes from span - 32
+ * (3.11+: the managed words, then the header): the bytes to read, *@len at
+ * *@at (3.11, 3.12: the slot; 3.13+: the values' header and slots up to it).
+ * false when it keeps its attributes in its dict instead. Reads nothing.
+ */
+bool sdk_attr_place(const struct otel_sdk *s, const struct sdk_type *t, uint32_t ix, uint64_t span,
+                    const uint8_t *pre, uint64_t *at, size_t *len)
+{
+    const struct pyctx_layout *l = s->l;
+    uint64_t w = load_le64(pre + 32 + l->managed_dict);
+    switch (s->m.attrs) {
+    case PYCTX_ATTRS_MANAGED_311: {
+        uint64_t values = load_le64(pre + 32 + l->managed_values);
+        *at = values + 8u * ix;
+        *len = 8;
+        return values != 0;
+    }
+    case PYCTX_ATTRS_MANAGED_312:
+        *at = w + 1 + 8u * ix; /* the word holds values - 1 */
+        *len = 8;
+        return (w & 1) != 0;
+    case PYCTX_ATTRS_INLINE:
+        *at = span + (uint64_t)t->basicsize;
+        *len = l->values_array + 8u * (ix + 1);
+        return (t->flags & PYCTX_TPFLAGS_INLINE_VALUES) && t->basicsize > 0 &&
+               t->basicsize < 4096 && *len <= SDK_VALUES_READ;
+    case PYCTX_ATTRS_DICTOFFSET:
+        break;
+    }
+    return false;
+}
+
 /* The _context attribute of the span at @span (0: not set). Returns 0, -EAGAIN
  * or a read error. */
 int sdk_span_context(struct otel_sdk *s, uint64_t span, uint64_t *out)
@@ -490,57 +524,36 @@ int sdk_span_context(struct otel_sdk *s, uint64_t span, uint64_t *out)
         return -EAGAIN;
     if (t->kind != SDK_K_OTHER || !(t->flags & PYCTX_TPFLAGS_HEAPTYPE))
         return -EAGAIN;
-    uint64_t dict = 0, values = 0;
-    int32_t ix = -2;
-    switch (s->m.attrs) {
-    case PYCTX_ATTRS_DICTOFFSET:
+    uint64_t dict = 0;
+    if (s->m.attrs == PYCTX_ATTRS_DICTOFFSET) {
         if (t->dictoffset <= 0 || t->dictoffset > 4096 || t->dictoffset % 8)
             return -EAGAIN;
-        {
-            int err = sdk_word(s, span + (uint64_t)t->dictoffset, &dict);
-            if (err)
-                return err;
-        }
-        break;
-    case PYCTX_ATTRS_MANAGED_311:
+        int err = sdk_word(s, span + (uint64_t)t->dictoffset, &dict);
+        if (err)
+            return err;
+    } else {
         if (!(t->flags & PYCTX_TPFLAGS_MANAGED_DICT))
             return -EAGAIN;
-        values = load_le64(pre + 32 + l->managed_values);
-        dict = load_le64(pre + 32 + l->managed_dict);
-        if (values && (ix = sdk_attr_ix(s, t)) >= 0)
-            return sdk_word(s, values + 8u * (uint32_t)ix, out);
-        break;
-    case PYCTX_ATTRS_MANAGED_312: {
-        if (!(t->flags & PYCTX_TPFLAGS_MANAGED_DICT))
-            return -EAGAIN;
-        uint64_t w = load_le64(pre + 32 + l->managed_dict);
-        if (w & 1) {
-            if ((ix = sdk_attr_ix(s, t)) < 0)
-                return 0;
-            return sdk_word(s, w + 1 + 8u * (uint32_t)ix, out);
-        }
-        dict = w;
-        break;
-    }
-    case PYCTX_ATTRS_INLINE:
-        if (!(t->flags & PYCTX_TPFLAGS_MANAGED_DICT))
-            return -EAGAIN;
-        if ((t->flags & PYCTX_TPFLAGS_INLINE_VALUES) && (ix = sdk_attr_ix(s, t)) >= 0 &&
-            t->basicsize > 0 && t->basicsize < 4096) {
+        int32_t ix = sdk_attr_ix(s, t);
+        uint64_t at, w = load_le64(pre + 32 + l->managed_dict);
+        size_t len;
+        if (ix >= 0 && sdk_attr_place(s, t, (uint32_t)ix, span, pre, &at, &len)) {
             uint8_t v[SDK_VALUES_READ];
-            size_t len = l->values_array + 8u * ((uint32_t)ix + 1);
-            if (len <= sizeof(v)) {
-                ssize_t got = sdk_read(s, span + (uint64_t)t->basicsize, v, len, len);
-                if (got < 0)
-                    return (int)got;
-                if (v[l->values_valid] && (uint32_t)ix < v[l->values_capacity]) {
-                    *out = load_le64(v + l->values_array + 8u * (uint32_t)ix);
-                    return 0;
-                }
+            ssize_t got = sdk_read(s, at, v, len, len);
+            if (got < 0)
+                return (int)got;
+            if (s->m.attrs != PYCTX_ATTRS_INLINE) {
+                *out = load_le64(v); /* the slot itself */
+                return 0;
             }
+            if (v[l->values_valid] && (uint32_t)ix < v[l->values_capacity]) {
+                *out = load_le64(v + l->values_array + 8u * (uint32_t)ix);
+                return 0;
+            }
+        } else if (s->m.attrs == PYCTX_ATTRS_MANAGED_312 && (w & 1)) {
+            return 0; /* values, and no "_context" among its class's keys: not set */
         }
-        dict = load_le64(pre + 32 + l->managed_dict);
-        break;
+        dict = w; /* the dict (3.12: the word is no tagged values pointer here) */
     }
     if (!dict)
         return 0;
