@@ -32,7 +32,7 @@
 #define SDK_NODE_WORDS      64u  /* a bitmap or collision node: at most 32 pairs */
 #define SDK_SEARCH_ITEMS    256u /* HAMT items looked at per context while searching */
 #define SDK_SEARCH_NODES    256u /* and HAMT nodes read */
-#define SDK_SEARCH_CONTEXTS 4u   /* thread contexts looked at per search */
+#define SDK_SEARCH_CONTEXTS 16u  /* thread contexts looked at per search */
 #define SDK_DICT_ENTRIES    256u /* entries of a dict (a Context has a handful) */
 #define SDK_INDEX_BYTES     (1u << 16)
 #define SDK_TYPES           32u /* types kept */
